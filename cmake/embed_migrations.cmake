@@ -1,0 +1,17 @@
+# Turns src/store/migrations/NNN_name.sql into a C table of {version, name, sql}.
+# Run by CMake at build time: -DOUT=<file.c> -DIN="<a.sql;b.sql;...>".
+set(body "/* generated from src/store/migrations: do not edit */\n#include \"store/migrations.h\"\n")
+set(table "const struct bc_migration bc_migrations[] = {\n")
+set(i 0)
+foreach(f ${IN})
+  get_filename_component(name ${f} NAME_WE)
+  string(REGEX MATCH "^[0-9]+" ver ${name})
+  math(EXPR ver "${ver} + 0")
+  file(READ ${f} sql HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," sql "${sql}")
+  string(APPEND body "static const char mig_${i}[] = {${sql} 0x00};\n")
+  string(APPEND table "  {${ver}, \"${name}\", mig_${i}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND table "};\nconst size_t bc_migrations_count = ${i};\n")
+file(WRITE ${OUT} "${body}${table}")

@@ -1,0 +1,103 @@
+/* The agent's side of JoinService: make a key and CSR, seal a token, call Join over
+ * HTTP (libcurl), and verify the signed answer before trusting anything in it.
+ * Used by the test client now and by bcd.
+ *
+ * Trust comes from what the agent pinned (better-compute daemon config): the server
+ * URL, the join signing key (its key id AND its public key), the join encryption key
+ * (to seal tokens) and a CA bundle (the server's TLS CA and the node CA). */
+#ifndef BC_CLIENT_H
+#define BC_CLIENT_H
+
+#include <openssl/evp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+
+struct bc_client_pins {
+	char *server_url;          /* https://host:port, or http:// on a loopback address */
+	char *join_signing_kid;    /* hex SHA-256 of the join signing key's SPKI */
+	EVP_PKEY *join_signing;    /* its public key */
+	EVP_PKEY *join_encryption; /* the join encryption public key */
+	char *ca_bundle_pem;       /* PEM: TLS CA then node CA */
+	char *trust_domain;
+};
+
+/* The pins from the JSON that `better-compute daemon config --json` prints:
+ * {"server":..,"joinSigningKeyId":..,"joinSigningKey":PEM,"joinEncryptionKey":PEM,
+ *  "caBundle":PEM,"trustDomain":..}. The key id must be the signing key's own.
+ * err names the field at fault. */
+BC_WUR int bc_client_pins_from_json(const char *json, size_t len, struct bc_client_pins *out,
+                                    char *err, size_t errlen);
+void bc_client_pins_free(struct bc_client_pins *p);
+
+/* "bettercompute join token v1"; aad = sha256(csr); out = enc || ct (malloc'd). */
+BC_WUR int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
+                                const uint8_t csr_sha256[static 32], uint8_t **out,
+                                size_t *outlen);
+
+struct bc_client_claims {
+	char **macs;
+	size_t n_macs;
+	char *product_uuid;
+	char *serial;
+	char *hostname;
+	char *arch;
+};
+
+struct bc_join_params {
+	const char *attestor;          /* NULL or "" = join-token */
+	const char *role;              /* "node" (default) or "site" / "ramdisk" */
+	const char *token;             /* sealed to the pins' encryption key; NULL for none */
+	const uint8_t *attestation;    /* attestor evidence, may be NULL */
+	size_t attestation_len;
+	const struct bc_client_claims *claims;
+	EVP_PKEY *key;                 /* the node key: the CSR is made from it */
+	const uint8_t *csr;            /* or a CSR already made (same CSR on every round) */
+	size_t csr_len;
+	const char *agent_version;
+};
+
+enum bc_join_state { BC_JOIN_JOINED = 1, BC_JOIN_PENDING = 2, BC_JOIN_CHALLENGE = 3 };
+
+struct bc_join_answer {
+	enum bc_join_state state;
+	char node_id[64];
+	uint8_t **chain;               /* DER, leaf first */
+	size_t *chain_lens;
+	size_t n_chain;
+	uint8_t **trust_bundle;
+	size_t *trust_bundle_lens;
+	size_t n_trust_bundle;
+	char trust_domain[256];
+	int64_t issued_at_ms;
+	char request_id[64];           /* pending */
+	uint32_t retry_after_seconds;
+	char challenge_attestor[64];   /* challenge */
+	uint8_t *challenge;
+	size_t challenge_len;
+	int64_t challenge_not_after_ms;
+};
+void bc_join_answer_free(struct bc_join_answer *a);
+
+/* One Join round trip. Returns 0 with the verified answer; BC_ERR_DENIED when the
+ * server refused (permission_denied); BC_ERR_VERIFY when the answer's signature, key
+ * id or csr_sha256 is not what was pinned and sent (nothing in it is used);
+ * BC_ERR_UNAVAILABLE when the server could not be reached; err says what happened
+ * in one line. */
+BC_WUR int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_params *p,
+                          struct bc_join_answer *out, char *err, size_t errlen);
+
+/* Verifies a serialized SignedResponse against the pins and the CSR's SHA-256 and
+ * decodes the JoinResponseBody (exposed for tests and fuzzing). */
+BC_WUR int bc_client_open_join_response(const struct bc_client_pins *pins, const uint8_t *resp,
+                                        size_t len, const uint8_t csr_sha256[static 32],
+                                        struct bc_join_answer *out, char *err, size_t errlen);
+
+/* POST body to url + path with Content-Type: application/proto; *status receives the
+ * HTTP status; *resp the body (at most 1 MiB). TLS verified against pins->ca_bundle_pem. */
+BC_WUR int bc_client_post(const struct bc_client_pins *pins, const char *path, const void *body,
+                          size_t len, long *status, uint8_t **resp, size_t *resp_len,
+                          char *err, size_t errlen);
+
+#endif

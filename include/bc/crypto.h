@@ -1,0 +1,101 @@
+/* ES256 with purposes, key ids, HPKE base mode (RFC 9180), AES-256-GCM, SHA-256,
+ * random bytes and constant-time comparison, over OpenSSL 3.
+ *
+ * Keys are EVP_PKEY (P-256 unless stated); the caller owns what it passes in and
+ * frees with EVP_PKEY_free() what it gets out. Signatures on the wire are IEEE
+ * P1363 (r||s, 64 bytes). A signed message is
+ *   SHA-256("bettercompute/v1" 0x00 purpose 0x00 payload)
+ * and the purposes are the BC_PURPOSE_* strings below. */
+#ifndef BC_CRYPTO_H
+#define BC_CRYPTO_H
+
+#include <openssl/evp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+
+#define BC_PURPOSE_JOIN_RESPONSE "join-response"
+#define BC_PURPOSE_SECRET_RESPONSE "secret-response"
+#define BC_PURPOSE_X509POP "x509pop"
+#define BC_PURPOSE_RENEW "renew"
+#define BC_PURPOSE_SECRET_REQUEST "secret-request"
+#define BC_PURPOSE_DISCOVERY_ASSERTION "discovery-assertion"
+
+#define BC_SIG_LEN 64
+#define BC_KEY_ID_LEN 64 /* hex characters, without the NUL */
+
+BC_WUR int bc_random(void *p, size_t len);
+BC_WUR int bc_sha256(const void *p, size_t len, uint8_t out[static 32]);
+/* 1 when equal, 0 otherwise; time depends only on len. */
+int bc_ct_equal(const void *a, const void *b, size_t len);
+
+/* P-256 keys */
+BC_WUR int bc_key_generate(EVP_PKEY **out);
+/* DER SubjectPublicKeyInfo, malloc'd. */
+BC_WUR int bc_key_spki(EVP_PKEY *key, uint8_t **der, size_t *len);
+/* Lower-case hex SHA-256 of the SPKI DER, into out[65]. */
+BC_WUR int bc_key_id(EVP_PKEY *key, char out[static BC_KEY_ID_LEN + 1]);
+/* A P-256 public key from SPKI DER; BC_ERR_INVALID for any other curve or type. */
+BC_WUR int bc_key_from_spki(const uint8_t *der, size_t len, EVP_PKEY **out);
+/* PKCS#8 PEM of the private key (malloc'd NUL-terminated, caller wipes with
+ * bc_freezero(p, strlen(p))) and back. bc_key_from_pem refuses non-P-256 keys. */
+BC_WUR int bc_key_to_pem(EVP_PKEY *key, char **pem);
+BC_WUR int bc_key_from_pem(const char *pem, size_t len, EVP_PKEY **out);
+/* Public key PEM (SPKI) and back. */
+BC_WUR int bc_pubkey_to_pem(EVP_PKEY *key, char **pem);
+BC_WUR int bc_pubkey_from_pem(const char *pem, size_t len, EVP_PKEY **out);
+/* Raw 32-byte private scalar (for sealing into the bundle) and back. */
+BC_WUR int bc_key_to_raw(EVP_PKEY *key, uint8_t out[static 32]);
+BC_WUR int bc_key_from_raw(const uint8_t raw[static 32], EVP_PKEY **out);
+/* The uncompressed point 0x04||x||y (65 bytes) and back (public only, validated). */
+BC_WUR int bc_key_to_point(EVP_PKEY *key, uint8_t out[static 65]);
+BC_WUR int bc_key_from_point(const uint8_t point[static 65], EVP_PKEY **out);
+
+/* ES256 under a purpose. bc_es256_verify returns BC_ERR_VERIFY for a bad
+ * signature (any length other than 64 included). */
+BC_WUR int bc_es256_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_t len,
+                         uint8_t sig[static BC_SIG_LEN]);
+BC_WUR int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *payload, size_t len,
+                           const uint8_t *sig, size_t siglen);
+/* P1363 <-> DER ECDSA-Sig-Value for P-256. */
+BC_WUR int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *len);
+BC_WUR int bc_ecdsa_der_to_p1363(const uint8_t *der, size_t len, uint8_t sig[static 64]);
+
+/* AES-256-GCM with a 12-byte nonce; out has ptlen+16 (seal) or ctlen-16 (open) bytes.
+ * open returns BC_ERR_VERIFY when the tag does not verify (out is then wiped). */
+BC_WUR int bc_aes256gcm_seal(const uint8_t key[static 32], const uint8_t nonce[static 12],
+                             const void *aad, size_t aadlen, const void *pt, size_t ptlen,
+                             uint8_t *out);
+BC_WUR int bc_aes256gcm_open(const uint8_t key[static 32], const uint8_t nonce[static 12],
+                             const void *aad, size_t aadlen, const void *ct, size_t ctlen,
+                             uint8_t *out);
+
+/* HKDF-SHA256 (extract then expand). */
+BC_WUR int bc_hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
+                          const void *info, size_t infolen, uint8_t *out, size_t outlen);
+
+/* HPKE base mode, DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-256-GCM, one message.
+ * seal: out = enc (65 bytes) || ciphertext || tag (malloc'd).
+ * open: refuses an input shorter than 65+16, an invalid point or a zero shared
+ * secret (BC_ERR_INVALID), a bad tag (BC_ERR_VERIFY); pt is malloc'd and the
+ * caller wipes it (bc_freezero). */
+#define BC_HPKE_ENC_LEN 65
+BC_WUR int bc_hpke_seal(EVP_PKEY *pkR, const void *info, size_t infolen, const void *aad,
+                        size_t aadlen, const void *pt, size_t ptlen, uint8_t **out, size_t *outlen);
+BC_WUR int bc_hpke_open(EVP_PKEY *skR, const void *info, size_t infolen, const void *aad,
+                        size_t aadlen, const uint8_t *in, size_t inlen, uint8_t **pt, size_t *ptlen);
+
+/* For the RFC 9180 test vector: the KEM and key schedule with a given ephemeral key.
+ * aead_key_len is 16 (the RFC's AES-128-GCM vector) or 32 (ours). */
+struct bc_hpke_ctx {
+	uint8_t enc[65];
+	uint8_t shared_secret[32];
+	uint8_t key[32];
+	size_t key_len;
+	uint8_t base_nonce[12];
+};
+BC_WUR int bc_hpke_setup_sender(EVP_PKEY *pkR, EVP_PKEY *skE, uint16_t aead_id, const void *info,
+                                size_t infolen, struct bc_hpke_ctx *ctx);
+
+#endif

@@ -1,0 +1,110 @@
+/* The PKI bundle, CSR checks, node certificates, SPIFFE IDs and urn:bc: statements.
+ *
+ * The bundle holds everything the control plane signs or decrypts with: the trust
+ * domain, the node CA (certificate and key), the join signing key (signs every
+ * JoinService answer), the join encryption key (opens sealed tokens), the tpm
+ * challenge key (32 bytes, seals challenge state) and the server TLS CA
+ * (certificate and key) that signs the server's own TLS certificate.
+ * On disk it is sealed under the server secret (32 bytes): see bc_pki_seal(). */
+#ifndef BC_PKI_H
+#define BC_PKI_H
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+
+#define BC_NODE_CERT_TTL_MS (24LL * 3600 * 1000)
+#define BC_RAMDISK_CERT_TTL_MS (2LL * 3600 * 1000)
+#define BC_MAX_URIS 4
+
+typedef struct bc_pki {
+	char *trust_domain;
+	X509 *node_ca;
+	EVP_PKEY *node_ca_key;
+	EVP_PKEY *join_signing;
+	char join_signing_kid[65];
+	EVP_PKEY *join_encryption;
+	uint8_t challenge_key[32];
+	X509 *tls_ca;
+	EVP_PKEY *tls_ca_key;
+} bc_pki;
+
+/* A new bundle with fresh keys; trust_domain is a DNS-like name
+ * ([a-z0-9.-], 1..255). */
+BC_WUR int bc_pki_generate(const char *trust_domain, bc_pki **out);
+void bc_pki_free(bc_pki *pki); /* wipes the private keys */
+
+/* The bundle as text: a JSON envelope {"v":1,"alg":"A256GCM","nonce":..,"ct":..}
+ * whose plaintext (the keys) is AES-256-GCM under HKDF-SHA256(secret,
+ * info "bettercompute pki bundle v1"). bc_pki_open returns BC_ERR_VERIFY when
+ * the secret is wrong or the text was altered. */
+BC_WUR int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text);
+BC_WUR int bc_pki_open(const char *text, size_t len, const uint8_t secret[static 32], bc_pki **out);
+
+/* CSR checks: DER PKCS#10, a P-256 key, a self-signature that verifies; nothing
+ * else is read from it. *pub receives the key (caller frees). */
+BC_WUR int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub);
+/* A CSR for key (subject CN = cn, no extensions), DER malloc'd. */
+BC_WUR int bc_csr_make(EVP_PKEY *key, const char *cn, uint8_t **der, size_t *len);
+
+/* Roles in a SPIFFE ID. */
+#define BC_ROLE_NODE "node"
+#define BC_ROLE_SITE "site"
+#define BC_ROLE_RAMDISK "ramdisk"
+#define BC_ROLE_NODE_TENANT "node-tenant"
+int bc_role_valid(const char *role);
+
+/* spiffe://<trust domain>/<role>/<node id>, malloc'd. */
+char *bc_spiffe_id(const char *trust_domain, const char *role, const char *node_id);
+
+struct bc_node_cert_req {
+	const char *node_id;
+	const char *role;             /* node, site, ramdisk, node-tenant */
+	EVP_PKEY *pub;                /* the CSR's key */
+	const char *const *statements;/* urn:bc: URIs, at most BC_MAX_URIS - 1 */
+	size_t n_statements;
+	int64_t not_before_ms;        /* database time */
+	int64_t ttl_ms;               /* 0: 24 hours (2 hours for ramdisk); capped likewise */
+};
+
+/* Issues a node certificate under the node CA: subject CN the node id, EKU
+ * clientAuth, URI SANs: the SPIFFE ID first then the statements; a random 128-bit
+ * serial (hex, lower case, into serial_hex[33]). */
+BC_WUR int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req,
+                                  uint8_t **der, size_t *len, char serial_hex[static 33],
+                                  int64_t *not_after_ms);
+
+/* What a node certificate says, read from its URI SANs: the one SPIFFE ID (never
+ * a statement) gives node id and role; statements are the urn:bc: URIs after it.
+ * Refuses (BC_ERR_INVALID) a certificate with no SPIFFE ID, two of them, one in
+ * another trust domain, a non-urn:bc: URI after it, or more than BC_MAX_URIS. */
+struct bc_node_identity {
+	char node_id[64];
+	char role[16];
+	char *statements[BC_MAX_URIS];
+	size_t n_statements;
+	int64_t not_before_ms;
+	int64_t not_after_ms;
+	char serial_hex[41];
+};
+BC_WUR int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
+                                struct bc_node_identity *id);
+void bc_node_identity_clear(struct bc_node_identity *id);
+/* Verifies that der was signed by the node CA (signature only; validity times
+ * are the caller's to check against database time). */
+BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len);
+
+/* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM. */
+BC_WUR int bc_x509_to_der(X509 *x, uint8_t **der, size_t *len);
+BC_WUR int bc_x509_to_pem(X509 *x, char **pem);
+BC_WUR int bc_x509_from_der(const uint8_t *der, size_t len, X509 **out);
+
+/* A server TLS certificate signed by the TLS CA for the given host names and IP
+ * addresses (SANs), valid one year; PEM outputs malloc'd (key PKCS#8). */
+BC_WUR int bc_pki_server_tls_cert(const bc_pki *pki, const char *const *hosts, size_t n,
+                                  char **cert_pem, char **key_pem);
+
+#endif

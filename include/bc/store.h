@@ -1,0 +1,96 @@
+/* The store: one schema, two engines (SQLite, the embedded default; PostgreSQL for
+ * several replicas), reached through a small SQL interface so that the queries of
+ * JoinService and the admin API are written once.
+ *
+ * SQL is written in the common dialect of both engines with $1, $2, ... parameters.
+ * "FOR UPDATE" at the end of a SELECT locks the rows on PostgreSQL; on SQLite the
+ * engine removes it, since a write transaction there (BEGIN IMMEDIATE) already holds
+ * the database's only write lock. Times are integers of Unix milliseconds; blobs are
+ * bytea/BLOB; booleans are integers 0/1.
+ *
+ * Errors: BC_ERR_CONFLICT for a unique-constraint violation, BC_ERR_BUSY when a lock
+ * could not be taken in time, BC_ERR_RETRY for a serialization failure or deadlock
+ * (replay the whole transaction), BC_ERR_UNAVAILABLE when the database is away,
+ * BC_ERR_DB otherwise; bc_store_errmsg() has the engine's last message for the thread.
+ *
+ * Threads: a bc_store is shared; each bc_tx belongs to the thread that began it. */
+#ifndef BC_STORE_H
+#define BC_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+
+typedef struct bc_store bc_store;
+typedef struct bc_tx bc_tx;
+typedef struct bc_rows bc_rows;
+
+enum bc_store_engine { BC_STORE_SQLITE = 1, BC_STORE_POSTGRES = 2 };
+
+/* url: "postgres://..." or "postgresql://..." for PostgreSQL; "sqlite:<path>" or a
+ * plain path for SQLite (created if missing, WAL, synchronous=FULL, busy timeout).
+ * Opening applies the numbered migrations not yet applied, in order, each in its own
+ * transaction; a database whose schema is newer than this binary knows is refused
+ * (BC_ERR_CONFIG, with a message). err receives a message on failure. */
+BC_WUR int bc_store_open(const char *url, bc_store **out, char *err, size_t errlen);
+void bc_store_close(bc_store *s);
+enum bc_store_engine bc_store_engine(const bc_store *s);
+/* The highest migration applied. */
+int bc_store_schema_version(bc_store *s, int64_t *out);
+const char *bc_store_errmsg(void);
+
+enum bc_tx_mode { BC_TX_READ = 0, BC_TX_WRITE = 1 };
+BC_WUR int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out);
+BC_WUR int bc_tx_commit(bc_tx *tx); /* frees tx whatever the result */
+void bc_tx_rollback(bc_tx *tx);     /* frees tx; NULL is fine */
+bc_store *bc_tx_store(bc_tx *tx);
+
+/* Database time in Unix ms (PostgreSQL clock_timestamp(); SQLite: the process
+ * clock), plus the test clock offset in a BC_TESTING build. Read once per call. */
+int64_t bc_tx_now_ms(bc_tx *tx);
+
+enum bc_param_type { BC_P_NULL = 0, BC_P_TEXT, BC_P_INT, BC_P_BLOB };
+typedef struct {
+	enum bc_param_type type;
+	const void *p; /* TEXT (NUL-terminated) or BLOB */
+	size_t len;    /* BLOB */
+	int64_t i;     /* INT */
+} bc_param;
+#define BC_TEXT(s) ((bc_param){.type = (s) ? BC_P_TEXT : BC_P_NULL, .p = (s)})
+#define BC_INT(v) ((bc_param){.type = BC_P_INT, .i = (v)})
+#define BC_BLOB(b, n) ((bc_param){.type = BC_P_BLOB, .p = (b), .len = (n)})
+#define BC_NULL ((bc_param){.type = BC_P_NULL})
+
+/* A statement without rows; *changes (may be NULL) receives the rows affected. */
+BC_WUR int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+                      int64_t *changes);
+/* A query; step through the rows with bc_rows_next(). */
+BC_WUR int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+                       bc_rows **out);
+/* 1: a row is ready; 0: no more rows; < 0: an error. */
+int bc_rows_next(bc_rows *r);
+int bc_rows_is_null(bc_rows *r, int col);
+const char *bc_rows_text(bc_rows *r, int col); /* "" for NULL; valid until the next step */
+int64_t bc_rows_int(bc_rows *r, int col);      /* 0 for NULL */
+const uint8_t *bc_rows_blob(bc_rows *r, int col, size_t *len);
+void bc_rows_free(bc_rows *r);
+
+/* One row, one column helpers: BC_ERR_NOT_FOUND when the query returns no row. */
+BC_WUR int bc_tx_query_int(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+                           int64_t *out);
+/* malloc'd copy */
+BC_WUR int bc_tx_query_text(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+                            char **out);
+
+/* Runs fn in a transaction, replaying it (up to 5 times, with a short backoff) when
+ * it returns BC_ERR_RETRY or BC_ERR_BUSY. fn must not commit or roll back: 0 commits,
+ * anything else rolls back and is returned. */
+typedef int (*bc_tx_fn)(bc_tx *tx, void *arg);
+BC_WUR int bc_store_run(bc_store *s, enum bc_tx_mode mode, bc_tx_fn fn, void *arg);
+
+/* New ids: prefix + "_" + 26 lower-case base32 characters (a ULID: 48-bit ms time,
+ * 80 random bits), into out[prefix len + 28]. */
+BC_WUR int bc_new_id(const char *prefix, char *out, size_t outlen);
+
+#endif
