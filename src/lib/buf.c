@@ -5,22 +5,35 @@
 #include <string.h>
 
 #define BC_BUF_DEFAULT_MAX (16u * 1024 * 1024)
+#define BC_BUF_MIN_CAP 64u
+
+/* A reader over NULL points here instead, so that a zero-length read still
+ * yields a valid pointer and never computes NULL + 0 (undefined in C). */
+static const uint8_t empty_range[1];
 
 void bc_reader_init(bc_reader *r, const void *p, size_t len)
 {
-	r->p = p;
+	r->p = p ? p : empty_range;
 	r->len = p ? len : 0;
 	r->off = 0;
 }
 
 size_t bc_reader_left(const bc_reader *r)
 {
-	return r->len - r->off;
+	/* off > len only if a caller wrote the fields: read nothing rather than wrap */
+	return r->off <= r->len ? r->len - r->off : 0;
 }
 
 int bc_reader_bytes(bc_reader *r, size_t n, const uint8_t **out)
 {
 	*out = NULL;
+	if (r->p == NULL) {
+		/* a zeroed reader that never went through bc_reader_init: empty */
+		if (n > 0)
+			return BC_ERR_TRUNCATED;
+		*out = empty_range;
+		return 0;
+	}
 	if (n > bc_reader_left(r))
 		return BC_ERR_TRUNCATED;
 	*out = r->p + r->off;
@@ -104,12 +117,17 @@ static int reserve(bc_buf *b, size_t n)
 	size_t need, cap;
 	uint8_t *np;
 
+	/* a zeroed bc_buf (not passed to bc_buf_init) gets the documented default */
+	if (b->max == 0)
+		b->max = BC_BUF_DEFAULT_MAX;
 	if (n > b->max || b->len > b->max - n)
 		return BC_ERR_LIMIT;
 	need = b->len + n;
 	if (need <= b->cap)
 		return 0;
-	cap = b->cap ? b->cap : 64;
+	cap = b->cap ? b->cap : BC_BUF_MIN_CAP;
+	if (cap > b->max)
+		cap = b->max;
 	while (cap < need)
 		cap = cap > b->max / 2 ? b->max : cap * 2;
 	/* no realloc: the old bytes may be secret and must be wiped, not left behind */
@@ -129,6 +147,8 @@ int bc_buf_put(bc_buf *b, const void *p, size_t n)
 
 	if (n == 0)
 		return 0;
+	if (p == NULL)
+		return BC_ERR_INVALID;
 	if ((rc = reserve(b, n)) != 0)
 		return rc;
 	memcpy(b->p + b->len, p, n);
@@ -152,6 +172,8 @@ int bc_buf_put_u64(bc_buf *b, uint64_t v) { return put_be(b, v, 8); }
 
 int bc_buf_put_cstr(bc_buf *b, const char *s)
 {
+	if (s == NULL)
+		return BC_ERR_INVALID;
 	return bc_buf_put(b, s, strlen(s) + 1);
 }
 

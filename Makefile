@@ -1,0 +1,54 @@
+# The two commands of the README: `make run` and `make check`.
+# Build directories: build/ (release), build-test/ (BC_TESTING=ON), build-asan/
+# (ASan + UBSan), build-fuzz/ (clang, libFuzzer).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+VAR ?= var
+FUZZ_SECONDS ?= 10
+
+.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench format clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build -j$(JOBS)
+
+build-test: deps
+	@cmake -S . -B build-test -DBC_TESTING=ON >/dev/null
+	@cmake --build build-test -j$(JOBS)
+
+run: build
+	@scripts/run.sh build/better-compute $(VAR)
+
+# Every suite: the test build, the same suite under ASan + UBSan, then each fuzz
+# target for a few seconds.
+check: test asan fuzz
+
+test: build-test
+	@cd build-test && ctest --output-on-failure -j$(JOBS)
+
+asan: deps
+	@cmake -S . -B build-asan -DBC_TESTING=ON -DBC_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
+
+fuzz-build: deps
+	@CC=clang cmake -S . -B build-fuzz -DBC_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build build-fuzz -j$(JOBS)
+
+# make fuzz FUZZ_SECONDS=600 for a longer run
+fuzz: fuzz-build
+	@scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+bench: build
+	@scripts/bench.sh build
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-test build-asan build-fuzz

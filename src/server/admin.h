@@ -1,0 +1,34 @@
+/* The admin API under /v1/ (docs/admin-api.md): JSON over HTTP, API keys scoped to a
+ * tenant, the root tenant's keys administer all. */
+#ifndef BC_SERVER_ADMIN_H
+#define BC_SERVER_ADMIN_H
+
+#include "bc/pki.h"
+#include "bc/store.h"
+#include "server/http.h"
+
+struct bc_admin_config {
+	bc_store *store;
+	const bc_pki *pki;            /* daemon-config: signing/encryption keys, CA bundle */
+	const char *public_url;
+	/* 1 when id names an attestor this server runs (pool policy validation) */
+	int (*attestor_known)(void *ctx, const char *id);
+	void *attestor_ctx;
+};
+
+/* Handles any request whose path starts with /v1/. */
+void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_request *req,
+                     struct bc_http_response *resp);
+
+/* API keys: "bck_" + key id (key_ + 26) + "_" + base64url(32 random bytes). Creates
+ * the row in tx and returns the whole key (malloc'd, shown once). */
+BC_WUR int bc_admin_create_api_key(bc_tx *tx, const char *tenant_id, const char *name,
+                                   char **key_out);
+/* The tenant of a presented key, or BC_ERR_DENIED. */
+BC_WUR int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[64],
+                                 char key_id[64]);
+
+/* The agent's pins (docs/admin-api.md, GET /v1/daemon-config) as a JSON string. */
+char *bc_admin_daemon_config_json(const bc_pki *pki, const char *public_url);
+
+#endif

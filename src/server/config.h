@@ -1,0 +1,57 @@
+/* server.toml: what `better-compute serve` reads.
+ *
+ *   listen      = "127.0.0.1:8080"        # host:port; [v6]:port. Plain HTTP only on loopback
+ *   public_url  = "http://127.0.0.1:8080" # what agents are told to use (daemon config)
+ *   database    = "bc.db"                 # SQLite path, or postgres://...
+ *   secret_file = "secret"                # 64 hex characters: the server secret
+ *   pki_bundle  = "pki.bundle"            # written by `better-compute pki init`, sealed
+ *   threads     = 8                       # HTTP worker threads
+ *   max_body    = 65536                   # bytes per request body
+ *   log_level   = "info"                  # debug, info, warn, error
+ *   log_format  = "logfmt"                # logfmt or json
+ *   on_refusal  = ""                      # a command run with the refusal JSON on stdin
+ *   plugins     = []                      # attestor plugins: shared objects
+ *   [tls]
+ *   cert = "tls.crt"                      # PEM chain; both or neither
+ *   key  = "tls.key"
+ *   [attestors.<id>]                      # options of an attestor (see docs/)
+ *
+ * Relative paths are read from the directory of the config file. Unknown keys are
+ * an error naming the key, so a typo never silently falls back to a default. */
+#ifndef BC_SERVER_CONFIG_H
+#define BC_SERVER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+#include "bc/toml.h"
+
+struct bc_server_config {
+	char *path;          /* the file read */
+	char *dir;           /* its directory */
+	char *listen;
+	char *public_url;
+	char *database;      /* resolved: an absolute SQLite path or a postgres:// URL */
+	char *secret_file;
+	char *pki_bundle;
+	char *tls_cert;      /* NULL: plain HTTP (loopback only) */
+	char *tls_key;
+	char *on_refusal;    /* NULL: none */
+	char **plugins;
+	size_t n_plugins;
+	unsigned threads;
+	size_t max_body;
+	int log_level;       /* enum bc_log_level */
+	int log_format;      /* enum bc_log_format */
+	bc_toml *toml;       /* kept for the attestors' own tables */
+};
+
+/* err: "server.toml: <key>: <what is wrong>" */
+BC_WUR int bc_server_config_load(const char *path, struct bc_server_config *out, char *err,
+                                 size_t errlen);
+void bc_server_config_free(struct bc_server_config *c);
+/* Reads the 32-byte secret (64 hex characters, optional trailing newline). */
+BC_WUR int bc_server_secret_load(const char *path, uint8_t out[static 32], char *err, size_t errlen);
+
+#endif

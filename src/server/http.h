@@ -1,0 +1,65 @@
+/* The HTTP front end over libmicrohttpd: a thread pool, native TLS, bounded request
+ * bodies, and one handler for every request.
+ *
+ * The handler is called once per request with the whole body (at most max_body
+ * bytes; a larger body is answered 413 without calling it). It fills the response;
+ * the body it sets is malloc'd and freed by the HTTP layer. Handlers run on worker
+ * threads concurrently. */
+#ifndef BC_SERVER_HTTP_H
+#define BC_SERVER_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+
+struct bc_http_request {
+	const char *method;          /* "GET", "POST", ... */
+	const char *path;            /* without the query string */
+	const char *content_type;    /* "" when absent */
+	const char *authorization;   /* "" when absent */
+	const uint8_t *body;
+	size_t body_len;
+	const char *peer;            /* "127.0.0.1" */
+	const char *const *query_keys; /* decoded query arguments */
+	const char *const *query_vals;
+	size_t n_query;
+};
+
+struct bc_http_response {
+	int status;
+	const char *content_type;    /* static string */
+	uint8_t *body;               /* malloc'd; the HTTP layer frees it */
+	size_t body_len;
+};
+
+typedef void (*bc_http_handler)(void *ctx, const struct bc_http_request *req,
+                                struct bc_http_response *resp);
+
+struct bc_http_config {
+	const char *listen;          /* "127.0.0.1:8080", "[::1]:0", "0.0.0.0:443" */
+	const char *tls_cert_pem;    /* NULL: plain HTTP, refused unless listen is loopback */
+	const char *tls_key_pem;
+	unsigned threads;            /* 0: 4 */
+	size_t max_body;             /* 0: 64 KiB */
+};
+
+struct bc_http;
+
+/* Starts listening. err says what failed ("listen 10.0.0.1:80: plain HTTP is only
+ * allowed on a loopback address; set [tls] cert and key"). */
+BC_WUR int bc_http_start(const struct bc_http_config *cfg, bc_http_handler h, void *ctx,
+                         struct bc_http **out, char *err, size_t errlen);
+/* The bound port (useful with port 0). */
+uint16_t bc_http_port(const struct bc_http *s);
+/* Stops accepting, lets in-flight requests finish, frees. */
+void bc_http_stop(struct bc_http *s);
+
+/* 1 when the host part of listen is a loopback address (127.0.0.0/8, ::1, localhost). */
+int bc_listen_is_loopback(const char *listen);
+/* Helpers for handlers. */
+const char *bc_http_query(const struct bc_http_request *req, const char *key);
+void bc_http_set_body(struct bc_http_response *resp, int status, const char *content_type,
+                      const void *body, size_t len); /* copies */
+
+#endif
