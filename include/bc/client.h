@@ -94,6 +94,16 @@ BC_WUR int bc_client_open_join_response(const struct bc_client_pins *pins, const
                                         size_t len, const uint8_t csr_sha256[static 32],
                                         struct bc_join_answer *out, char *err, size_t errlen);
 
+/* Added: the function above has only the CSR's hash, so it cannot check that a
+ * JOINED answer's leaf certificate is for the CSR's key. This one takes the CSR
+ * itself (DER, checked with bc_csr_check; its SHA-256 is the binding) and also
+ * refuses (BC_ERR_VERIFY) a leaf whose SubjectPublicKeyInfo is not the CSR's.
+ * bc_client_join uses it; anything that keeps a JOINED answer must use it too. */
+BC_WUR int bc_client_open_join_response_csr(const struct bc_client_pins *pins,
+                                            const uint8_t *resp, size_t len, const uint8_t *csr,
+                                            size_t csr_len, struct bc_join_answer *out, char *err,
+                                            size_t errlen);
+
 /* POST body to url + path with Content-Type: application/proto; *status receives the
  * HTTP status; *resp the body (at most 1 MiB). TLS verified against pins->ca_bundle_pem. */
 BC_WUR int bc_client_post(const struct bc_client_pins *pins, const char *path, const void *body,

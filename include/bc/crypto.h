@@ -97,5 +97,25 @@ struct bc_hpke_ctx {
 };
 BC_WUR int bc_hpke_setup_sender(EVP_PKEY *pkR, EVP_PKEY *skE, uint16_t aead_id, const void *info,
                                 size_t infolen, struct bc_hpke_ctx *ctx);
+/* The recipient's side of the same: decapsulates enc with skR (enc validated as in
+ * bc_hpke_open: BC_ERR_INVALID for an invalid point or a zero shared secret).
+ * Both setup functions: aead_id 0x0001 or 0x0002, BC_ERR_UNSUPPORTED otherwise;
+ * ctx holds secrets and the caller wipes it (OPENSSL_cleanse) when done; on
+ * failure it is already wiped. */
+BC_WUR int bc_hpke_setup_receiver(EVP_PKEY *skR, const uint8_t enc[static 65], uint16_t aead_id,
+                                  const void *info, size_t infolen, struct bc_hpke_ctx *ctx);
+/* One message (sequence number 0) under a context, with AES-128-GCM when
+ * ctx->key_len is 16 and AES-256-GCM when 32. seal: out has ptlen+16 bytes
+ * (ciphertext || tag); open: out has ctlen-16 bytes, BC_ERR_INVALID when ctlen < 16,
+ * BC_ERR_VERIFY for a bad tag (out is then wiped). */
+BC_WUR int bc_hpke_ctx_seal(const struct bc_hpke_ctx *ctx, const void *aad, size_t aadlen,
+                            const void *pt, size_t ptlen, uint8_t *out);
+BC_WUR int bc_hpke_ctx_open(const struct bc_hpke_ctx *ctx, const void *aad, size_t aadlen,
+                            const void *ct, size_t ctlen, uint8_t *out);
+
+/* The one OpenSSL error adapter: empties this thread's OpenSSL error queue and
+ * returns BC_ERR_NOMEM when an allocation failed, BC_ERR_CRYPTO otherwise. Call it
+ * where an OpenSSL call has failed; other modules (pki, client) use it too. */
+BC_WUR int bc_ossl_err(void);
 
 #endif

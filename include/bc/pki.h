@@ -34,18 +34,25 @@ typedef struct bc_pki {
 
 /* A new bundle with fresh keys; trust_domain is a DNS-like name
  * ([a-z0-9.-], 1..255). */
+int bc_trust_domain_valid(const char *trust_domain); /* 1 when valid, else 0 */
 BC_WUR int bc_pki_generate(const char *trust_domain, bc_pki **out);
 void bc_pki_free(bc_pki *pki); /* wipes the private keys */
 
 /* The bundle as text: a JSON envelope {"v":1,"alg":"A256GCM","nonce":..,"ct":..}
  * whose plaintext (the keys) is AES-256-GCM under HKDF-SHA256(secret,
  * info "bettercompute pki bundle v1"). bc_pki_open returns BC_ERR_VERIFY when
- * the secret is wrong or the text was altered. */
+ * the secret is wrong or the text was altered, and for any text that is not such
+ * an envelope (a caller cannot tell these apart); BC_ERR_LIMIT over 64 KiB;
+ * BC_ERR_INVALID when an authentic plaintext does not hold a consistent bundle
+ * (a key not matching its CA certificate, a wrong key id, a wrong version).
+ * The plaintext is wiped after use. */
 BC_WUR int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text);
 BC_WUR int bc_pki_open(const char *text, size_t len, const uint8_t secret[static 32], bc_pki **out);
 
 /* CSR checks: DER PKCS#10, a P-256 key, a self-signature that verifies; nothing
- * else is read from it. *pub receives the key (caller frees). */
+ * else is read from it. *pub receives the key (caller frees). Errors:
+ * BC_ERR_INVALID (not a CSR, not a named-curve P-256 key), BC_ERR_TRAILING
+ * (bytes after the DER), BC_ERR_LIMIT (over 64 KiB), BC_ERR_VERIFY (signature). */
 BC_WUR int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub);
 /* A CSR for key (subject CN = cn, no extensions), DER malloc'd. */
 BC_WUR int bc_csr_make(EVP_PKEY *key, const char *cn, uint8_t **der, size_t *len);
@@ -55,9 +62,12 @@ BC_WUR int bc_csr_make(EVP_PKEY *key, const char *cn, uint8_t **der, size_t *len
 #define BC_ROLE_SITE "site"
 #define BC_ROLE_RAMDISK "ramdisk"
 #define BC_ROLE_NODE_TENANT "node-tenant"
-int bc_role_valid(const char *role);
+int bc_role_valid(const char *role); /* 1 for one of the four roles, else 0 */
+/* 1 when node_id is "node_" followed by 26 of [0-9a-z], else 0. */
+int bc_node_id_valid(const char *node_id);
 
-/* spiffe://<trust domain>/<role>/<node id>, malloc'd. */
+/* spiffe://<trust domain>/<role>/<node id>, malloc'd; NULL when a part is not
+ * valid (see above) or memory ran out. */
 char *bc_spiffe_id(const char *trust_domain, const char *role, const char *node_id);
 
 struct bc_node_cert_req {
@@ -72,7 +82,12 @@ struct bc_node_cert_req {
 
 /* Issues a node certificate under the node CA: subject CN the node id, EKU
  * clientAuth, URI SANs: the SPIFFE ID first then the statements; a random 128-bit
- * serial (hex, lower case, into serial_hex[33]). */
+ * serial (hex, lower case, into serial_hex[33]). The certificate's times are
+ * whole seconds: notBefore is not_before_ms rounded down, and *not_after_ms
+ * receives notAfter as the certificate says it (not_before_ms + ttl, rounded
+ * down). BC_ERR_INVALID for an invalid node id or role, a key that is not
+ * P-256, a statement that is not urn:bc: (printable, at most 1024 bytes) or
+ * more than BC_MAX_URIS - 1 statements. */
 BC_WUR int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req,
                                   uint8_t **der, size_t *len, char serial_hex[static 33],
                                   int64_t *not_after_ms);
@@ -80,7 +95,14 @@ BC_WUR int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_r
 /* What a node certificate says, read from its URI SANs: the one SPIFFE ID (never
  * a statement) gives node id and role; statements are the urn:bc: URIs after it.
  * Refuses (BC_ERR_INVALID) a certificate with no SPIFFE ID, two of them, one in
- * another trust domain, a non-urn:bc: URI after it, or more than BC_MAX_URIS. */
+ * another trust domain, a non-urn:bc: URI after it, or more than BC_MAX_URIS.
+ * The SPIFFE ID must be the first URI, its path "/<role>/<node id>" with a valid
+ * role and node id; any SAN other than a URI (DNS, IP, email...) is refused.
+ * Times are notBefore/notAfter in ms; serial_hex the lower-case hex of the
+ * serial's bytes. The DER must be one certificate with nothing after it
+ * (BC_ERR_TRAILING). id is zeroed first and left zeroed on error; the caller
+ * frees the statements with bc_node_identity_clear(). The signature is not
+ * checked here: see bc_pki_verify_node_cert(). */
 struct bc_node_identity {
 	char node_id[64];
 	char role[16];
@@ -93,17 +115,22 @@ struct bc_node_identity {
 BC_WUR int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
                                 struct bc_node_identity *id);
 void bc_node_identity_clear(struct bc_node_identity *id);
-/* Verifies that der was signed by the node CA (signature only; validity times
- * are the caller's to check against database time). */
+/* Verifies that der was signed by the node CA (issuer name and key identifier,
+ * then the signature; validity times are the caller's to check against
+ * database time). BC_ERR_VERIFY when it was not. */
 BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len);
 
-/* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM. */
+/* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM.
+ * bc_x509_from_der refuses input over 64 KiB (BC_ERR_LIMIT) and bytes after
+ * the certificate (BC_ERR_TRAILING). */
 BC_WUR int bc_x509_to_der(X509 *x, uint8_t **der, size_t *len);
 BC_WUR int bc_x509_to_pem(X509 *x, char **pem);
 BC_WUR int bc_x509_from_der(const uint8_t *der, size_t len, X509 **out);
 
 /* A server TLS certificate signed by the TLS CA for the given host names and IP
- * addresses (SANs), valid one year; PEM outputs malloc'd (key PKCS#8). */
+ * addresses (SANs), valid one year; PEM outputs malloc'd (key PKCS#8: wipe it
+ * with bc_freezero). An IP literal becomes an iPAddress SAN, anything else a
+ * dNSName of [A-Za-z0-9.-]; 1..32 hosts; the first is the subject CN. */
 BC_WUR int bc_pki_server_tls_cert(const bc_pki *pki, const char *const *hosts, size_t n,
                                   char **cert_pem, char **key_pem);
 

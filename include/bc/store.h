@@ -57,7 +57,12 @@ typedef struct {
 	size_t len;    /* BLOB */
 	int64_t i;     /* INT */
 } bc_param;
-#define BC_TEXT(s) ((bc_param){.type = (s) ? BC_P_TEXT : BC_P_NULL, .p = (s)})
+/* A NULL string binds SQL NULL. */
+static inline bc_param bc_param_text(const char *s)
+{
+	return (bc_param){.type = s ? BC_P_TEXT : BC_P_NULL, .p = s};
+}
+#define BC_TEXT(s) bc_param_text(s)
 #define BC_INT(v) ((bc_param){.type = BC_P_INT, .i = (v)})
 #define BC_BLOB(b, n) ((bc_param){.type = BC_P_BLOB, .p = (b), .len = (n)})
 #define BC_NULL ((bc_param){.type = BC_P_NULL})

@@ -1,0 +1,189 @@
+/* The `better-compute` command line: shared state of one invocation, the command
+ * table's shape, and the helpers every command group uses.
+ *
+ * Ownership: struct cli owns every string it points to except the option values,
+ * which point into argv. cli_free() wipes the API key. Commands return 0 or a
+ * negative BC_ERR_*; a command that prints its own message calls cli_fail() or
+ * cli_usage(), so main() prints a generic one only when nothing was said. */
+#ifndef BC_CLI_H
+#define BC_CLI_H
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+
+#define CLI_NAME "better-compute"
+#define CLI_MAX_OPTS 24
+#define CLI_MAX_ARGS 8
+
+struct cli;
+
+/* flags of a command */
+#define CLI_F_API 0x1    /* speaks the admin API */
+#define CLI_F_TENANT 0x2 /* tenant-scoped: --tenant applies */
+
+struct cli_cmd {
+	const char *group;   /* first word: "pools" */
+	const char *name;    /* second word: "create"; NULL for a one-word command */
+	const char *usage;   /* what follows the words: "NAME [--policy JSON]" */
+	const char *summary; /* one line for the lists */
+	const char *opts;    /* the command's options: "policy= join-attestors= yes" ('=': takes a value) */
+	int min_args;
+	int max_args;
+	unsigned flags;
+	int (*fn)(struct cli *c);
+};
+
+struct cli_kv {
+	const char *name;
+	const char *val; /* NULL for a flag */
+};
+
+struct cli {
+	/* global options, as given */
+	const char *opt_server;
+	const char *opt_api_key_file;
+	const char *opt_ca_file;
+	const char *opt_tenant;
+	char *opt_api_key; /* a copy: the argv string is wiped */
+	int json;
+
+	/* resolved on the first API call */
+	int resolved;
+	char *server;  /* URL without a trailing '/' */
+	char *api_key; /* wiped in cli_free() */
+	char *ca_file; /* NULL: the system's CAs */
+	char *tenant;  /* --tenant, or the key's own (GET /v1/whoami) */
+
+	const struct cli_cmd *cmd;
+	struct cli_kv opts[CLI_MAX_OPTS];
+	size_t n_opts;
+	const char *args[CLI_MAX_ARGS];
+	size_t n_args;
+
+	int help;        /* --help: print the usage and run nothing */
+	int usage_error; /* exit 2 rather than 1 */
+	int reported;    /* a message was printed */
+	int exit_direct; /* serve: exit with exit_status */
+	int exit_status;
+	void *curl;      /* CURL *, reused across calls */
+};
+
+void cli_free(struct cli *c);
+
+/* argument parsing (cli_args.c) */
+/* Parses the global options that may appear anywhere; *consumed is 1 or 2 when
+ * argv[i] (and its value) was one, 0 when it is not a global option. */
+BC_WUR int cli_parse_global(struct cli *c, int argc, char **argv, int i, int *consumed);
+/* Parses the command's options and positional arguments after its words. */
+BC_WUR int cli_parse_command(struct cli *c, int argc, char **argv, int first);
+const char *cli_opt(const struct cli *c, const char *name);
+int cli_flag(const struct cli *c, const char *name);
+/* A whole number in [min, max] from option name, or a usage error. */
+BC_WUR int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max, int64_t *out);
+
+/* messages: "better-compute: ..." on stderr, one line */
+int cli_fail(struct cli *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A usage error (exit 2): the message, then the command's usage. */
+int cli_usage(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_print_usage(const struct cli_cmd *cmd, int to_stderr);
+
+/* the admin API (cli_api.c) */
+struct cli_resp {
+	long status;
+	char *body; /* NUL-terminated */
+	size_t len;
+	json_t *json;
+};
+void cli_resp_free(struct cli_resp *r);
+/* method path (from "/v1/..."), body may be NULL. 0 for a 2xx answer holding a
+ * JSON object; otherwise the error has been printed and a BC_ERR_* returned. */
+BC_WUR int cli_api(struct cli *c, const char *method, const char *path, json_t *body,
+                   struct cli_resp *out);
+/* The tenant a command acts on: --tenant, or the API key's own. */
+BC_WUR int cli_tenant(struct cli *c, const char **out);
+/* "/v1/tenants/<t>/seg/seg..." with every segment URL-escaped; NULL-terminated. */
+BC_WUR int cli_tenant_path(struct cli *c, char **out, ...) __attribute__((sentinel));
+/* "?k=v&..." of the pairs whose value is not NULL (escaped); "" when none. */
+BC_WUR int cli_query(struct cli *c, char **out, const char *const *kv, size_t n);
+/* Prints the answer's JSON as it came (--json). */
+void cli_print_raw(const struct cli_resp *r);
+
+/* output for people (cli_print.c) */
+enum cli_fmt {
+	CLI_STR = 0, /* string, number or boolean; "-" when null */
+	CLI_TIME,    /* RFC 3339 shortened to "2026-11-29 10:00:00Z" */
+	CLI_LIST,    /* array of strings joined by "," */
+	CLI_JSON,    /* compact JSON */
+	CLI_USES,    /* usesLeft/usesTotal */
+	CLI_TARGET,  /* poolId or siteId */
+	CLI_TOKEN_STATE /* active, used, expired or revoked */
+};
+struct cli_col {
+	const char *header;
+	const char *key; /* dotted path into the object: "certificate.notAfter" */
+	enum cli_fmt fmt;
+	int in_list;     /* shown in tables, not only in the detail view */
+	size_t max;      /* cut longer cells in tables (0: no limit) */
+};
+/* A table of the objects in array (header row, aligned columns). */
+BC_WUR int cli_print_table(const json_t *array, const struct cli_col *cols, size_t n);
+/* One object as "FIELD  value" lines. */
+BC_WUR int cli_print_object(const json_t *obj, const struct cli_col *cols, size_t n);
+/* Prints the array under key of the answer as a table, or the raw answer (--json). */
+BC_WUR int cli_show_list(struct cli *c, const struct cli_resp *r, const char *key,
+                         const struct cli_col *cols, size_t n);
+/* Prints the answer (or obj inside it) as a detail view, or the raw answer (--json). */
+BC_WUR int cli_show_object(struct cli *c, const struct cli_resp *r, const json_t *obj,
+                           const struct cli_col *cols, size_t n);
+/* Replaces control characters (C0, DEL, C1) with '?', so that text from the server
+ * cannot drive the terminal. In place. */
+void cli_sanitize(char *s);
+/* "2026-11-29T10:00:00.000Z" -> "2026-11-29 10:00:00Z" into out[32]; other text is
+ * copied as is (cut to fit). */
+void cli_time_short(const char *in, char out[static 32]);
+/* A string member or NULL (not a string, absent or null). */
+const char *cli_jstr(const json_t *obj, const char *key);
+
+/* files (cli_file.c) */
+#define CLI_WRITE_NOCLOBBER 0x1 /* fail with BC_ERR_CONFLICT if path exists */
+/* Writes through a temporary file in the same directory: write, fsync, rename (or
+ * link for NOCLOBBER), fsync the directory. The file has exactly mode. */
+BC_WUR int cli_write_file(const char *path, const void *data, size_t len, unsigned mode,
+                          int flags);
+/* Reads a small file (at most max bytes) into a NUL-terminated malloc'd buffer; the
+ * caller frees it (bc_freezero for secrets). BC_ERR_NOT_FOUND when absent. */
+BC_WUR int cli_read_file(const char *path, size_t max, char **out, size_t *len);
+int cli_exists(const char *path);
+/* dir + "/" + name, malloc'd. */
+char *cli_join_path(const char *dir, const char *name);
+
+/* the commands */
+int cli_cmd_init(struct cli *c);
+int cli_cmd_pki_init(struct cli *c);
+int cli_cmd_api_keys_create(struct cli *c);
+int cli_cmd_tenants_list(struct cli *c);
+int cli_cmd_tenants_create(struct cli *c);
+int cli_cmd_daemon_config(struct cli *c);
+int cli_cmd_pools_create(struct cli *c);
+int cli_cmd_pools_get(struct cli *c);
+int cli_cmd_pools_list(struct cli *c);
+int cli_cmd_pools_update(struct cli *c);
+int cli_cmd_sites_create(struct cli *c);
+int cli_cmd_sites_list(struct cli *c);
+int cli_cmd_tokens_create(struct cli *c);
+int cli_cmd_tokens_list(struct cli *c);
+int cli_cmd_tokens_revoke(struct cli *c);
+int cli_cmd_nodes_list(struct cli *c);
+int cli_cmd_nodes_get(struct cli *c);
+int cli_cmd_nodes_cordon(struct cli *c);
+int cli_cmd_nodes_uncordon(struct cli *c);
+int cli_cmd_nodes_delete(struct cli *c);
+int cli_cmd_nodes_revoke_identity(struct cli *c);
+int cli_cmd_nodes_retire(struct cli *c);
+int cli_cmd_events_list(struct cli *c);
+
+#endif

@@ -1,0 +1,259 @@
+/* Options and arguments: the global options, which may appear anywhere, and each
+ * command's own, declared in its table entry as "name= flag" (see cli.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <openssl/crypto.h>
+
+#include "bc/buf.h"
+#include "cli/cli.h"
+
+void cli_free(struct cli *c)
+{
+	if (c->opt_api_key != NULL)
+		bc_freezero(c->opt_api_key, strlen(c->opt_api_key));
+	if (c->api_key != NULL)
+		bc_freezero(c->api_key, strlen(c->api_key));
+	free(c->server);
+	free(c->ca_file);
+	free(c->tenant);
+	if (c->curl != NULL)
+		curl_easy_cleanup(c->curl);
+	memset(c, 0, sizeof(*c));
+}
+
+static void vreport(const struct cli *c, const char *fmt, va_list ap)
+{
+	fputs(CLI_NAME ": ", stderr);
+	if (c->cmd != NULL)
+		fprintf(stderr, "%s%s%s: ", c->cmd->group, c->cmd->name ? " " : "",
+			c->cmd->name ? c->cmd->name : "");
+	vfprintf(stderr, fmt, ap);
+}
+
+int cli_fail(struct cli *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	/* messages of the API carry their own prefix: see cli_api.c */
+	fputs(CLI_NAME ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	c->reported = 1;
+	return rc;
+}
+
+int cli_usage(struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(c, fmt, ap);
+	va_end(ap);
+	if (c->cmd != NULL)
+		fprintf(stderr, "; see `" CLI_NAME " %s%s%s --help`\n", c->cmd->group,
+			c->cmd->name ? " " : "", c->cmd->name ? c->cmd->name : "");
+	else
+		fprintf(stderr, "; see `" CLI_NAME " --help`\n");
+	c->usage_error = 1;
+	c->reported = 1;
+	return BC_ERR_INVALID;
+}
+
+/* "--name=value" or "--name value": the value and how many argv slots were used. */
+static int take_value(struct cli *c, int argc, char **argv, int i, const char *name,
+                      size_t namelen, char **val, int *consumed)
+{
+	const char *eq = argv[i] + 2 + namelen;
+
+	*val = NULL;
+	*consumed = 0;
+	if (*eq == '=') {
+		*val = (char *)eq + 1;
+		*consumed = 1;
+		return 0;
+	}
+	if (i + 1 >= argc)
+		return cli_usage(c, "--%.*s needs a value", (int)namelen, name);
+	*val = argv[i + 1];
+	*consumed = 2;
+	return 0;
+}
+
+static int set_once(struct cli *c, const char **slot, const char *val, const char *name)
+{
+	if (*slot != NULL)
+		return cli_usage(c, "--%s given twice", name);
+	*slot = val;
+	return 0;
+}
+
+/* The API key is copied and the argv string wiped, so it lingers in neither the
+ * process's command line (ps) nor a core file's copy of argv. */
+static int take_api_key(struct cli *c, char *val)
+{
+	if (c->opt_api_key != NULL)
+		return cli_usage(c, "--api-key given twice");
+	if ((c->opt_api_key = strdup(val)) == NULL)
+		return BC_ERR_NOMEM;
+	OPENSSL_cleanse(val, strlen(val));
+	return 0;
+}
+
+int cli_parse_global(struct cli *c, int argc, char **argv, int i, int *consumed)
+{
+	static const char *const valued[] = {"server", "api-key", "api-key-file", "ca-file",
+					     "tenant"};
+	const char *a = argv[i];
+	const char **slots[] = {&c->opt_server, NULL, &c->opt_api_key_file, &c->opt_ca_file,
+				&c->opt_tenant};
+	size_t len;
+	char *val;
+
+	*consumed = 0;
+	if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+		c->help = 1;
+		*consumed = 1;
+		return 0;
+	}
+	if (strncmp(a, "--json", 6) == 0 && (a[6] == '\0' || a[6] == '=')) {
+		if (a[6] == '=')
+			return cli_usage(c, "--json takes no value");
+		c->json = 1;
+		*consumed = 1;
+		return 0;
+	}
+	if (strncmp(a, "--", 2) != 0)
+		return 0;
+	len = strcspn(a + 2, "=");
+	for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
+		int rc;
+
+		if (strlen(valued[k]) != len || strncmp(a + 2, valued[k], len) != 0)
+			continue;
+		if ((rc = take_value(c, argc, argv, i, valued[k], len, &val, consumed)) != 0)
+			return rc;
+		if (slots[k] == NULL)
+			return take_api_key(c, val);
+		return set_once(c, slots[k], val, valued[k]);
+	}
+	return 0;
+}
+
+/* Whether the command declares option name (of namelen bytes); *valued: "name=". */
+static int cmd_has_opt(const struct cli_cmd *cmd, const char *name, size_t namelen, int *valued)
+{
+	const char *p = cmd->opts;
+
+	*valued = 0;
+	while (*p != '\0') {
+		size_t n = strcspn(p, " =");
+
+		if (n == namelen && strncmp(p, name, n) == 0) {
+			*valued = p[n] == '=';
+			return 1;
+		}
+		p += strcspn(p, " ");
+		p += strspn(p, " ");
+	}
+	return 0;
+}
+
+static int parse_cmd_opt(struct cli *c, int argc, char **argv, int i, int *consumed)
+{
+	const char *a = argv[i];
+	size_t len;
+	int valued, rc;
+	char *val = NULL;
+
+	*consumed = 1;
+	if (strncmp(a, "--", 2) != 0)
+		return cli_usage(c, "unknown option %s", a);
+	len = strcspn(a + 2, "=");
+	if (!cmd_has_opt(c->cmd, a + 2, len, &valued))
+		return cli_usage(c, "unknown option --%.*s", (int)len, a + 2);
+	if (valued && (rc = take_value(c, argc, argv, i, a + 2, len, &val, consumed)) != 0)
+		return rc;
+	if (!valued && a[2 + len] == '=')
+		return cli_usage(c, "--%.*s takes no value", (int)len, a + 2);
+	for (size_t k = 0; k < c->n_opts; k++)
+		if (strlen(c->opts[k].name) == len && strncmp(c->opts[k].name, a + 2, len) == 0)
+			return cli_usage(c, "--%.*s given twice", (int)len, a + 2);
+	if (c->n_opts == CLI_MAX_OPTS)
+		return cli_usage(c, "too many options");
+	/* the name points into argv: cut it at '=' by remembering its length instead */
+	if ((c->opts[c->n_opts].name = strndup(a + 2, len)) == NULL)
+		return BC_ERR_NOMEM;
+	c->opts[c->n_opts++].val = val;
+	return 0;
+}
+
+int cli_parse_command(struct cli *c, int argc, char **argv, int first)
+{
+	int dashdash = 0, consumed, rc;
+
+	for (int i = first; i < argc; i += consumed) {
+		const char *a = argv[i];
+
+		consumed = 1;
+		if (!dashdash && strcmp(a, "--") == 0) {
+			dashdash = 1;
+			continue;
+		}
+		if (!dashdash && a[0] == '-' && a[1] != '\0') {
+			if ((rc = cli_parse_global(c, argc, argv, i, &consumed)) != 0)
+				return rc;
+			if (consumed == 0 && (rc = parse_cmd_opt(c, argc, argv, i, &consumed)) != 0)
+				return rc;
+			continue;
+		}
+		if (c->n_args == CLI_MAX_ARGS)
+			return cli_usage(c, "too many arguments");
+		c->args[c->n_args++] = a;
+	}
+	return 0;
+}
+
+const char *cli_opt(const struct cli *c, const char *name)
+{
+	for (size_t k = 0; k < c->n_opts; k++)
+		if (strcmp(c->opts[k].name, name) == 0)
+			return c->opts[k].val;
+	return NULL;
+}
+
+int cli_flag(const struct cli *c, const char *name)
+{
+	for (size_t k = 0; k < c->n_opts; k++)
+		if (strcmp(c->opts[k].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max, int64_t *out,
+                int *present)
+{
+	const char *v = cli_opt(c, name);
+	char *end;
+	long long n;
+
+	*out = 0;
+	*present = 0;
+	if (v == NULL)
+		return 0;
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	/* digits only: strtoll alone would take " 12", "+12" and "12abc" up to the junk */
+	if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 || n < min || n > max)
+		return cli_usage(c, "--%s: expected a whole number from %lld to %lld, got \"%s\"",
+				 name, (long long)min, (long long)max, v);
+	*out = n;
+	*present = 1;
+	return 0;
+}

@@ -1,0 +1,27 @@
+/* Helpers shared by the files of src/client; not part of the public API. */
+#ifndef BC_CLIENT_INTERNAL_H
+#define BC_CLIENT_INTERNAL_H
+
+#include <openssl/evp.h>
+#include <stddef.h>
+
+/* The largest answer the client reads from the server, whatever its status. */
+#define BC_CLIENT_MAX_RESPONSE (1024u * 1024u)
+
+/* snprintf into err when err is not NULL; err is always NUL-terminated. */
+void bc_client_errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A bounded, printable copy of an untrusted string for an error message: at most
+ * 64 characters, anything outside printable ASCII shown as '?', "..." when cut. */
+#define BC_CLIENT_SHOW_LEN 72
+void bc_client_show(const char *s, char out[static BC_CLIENT_SHOW_LEN]);
+
+/* 1 when s is 1..255 characters of [a-z0-9.-], the form of a trust domain. */
+int bc_client_trust_domain_ok(const char *s);
+
+/* 1 when both keys have the same DER SubjectPublicKeyInfo; 0 when they differ or
+ * either cannot be encoded (so a failure never reads as a match). */
+int bc_client_same_key(EVP_PKEY *a, EVP_PKEY *b);
+
+#endif

@@ -1,0 +1,196 @@
+/* One Join round trip: CSR, sealed token, JoinRequest, POST, then the answer opened
+ * against the pins, or the server's refusal turned into one line and a status. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/client.h"
+#include "bc/crypto.h"
+#include "bc/json.h"
+#include "bc/pki.h"
+#include "bettercompute/join/v1/join.pb-c.h"
+#include "client/internal.h"
+
+#define JOIN_PATH "/bettercompute.join.v1.JoinService/Join"
+#define TOKEN_INFO "bettercompute join token v1"
+#define MAX_TOKEN 1024
+#define MAX_ERROR_JSON (64u * 1024)
+/* The CSR's subject is not read by the server (bc_csr_check reads only the key). */
+#define CSR_CN "bettercompute node"
+
+int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
+                         const uint8_t csr_sha256[static 32], uint8_t **out, size_t *outlen)
+{
+	size_t n;
+
+	*out = NULL;
+	*outlen = 0;
+	if (join_encryption == NULL || token == NULL)
+		return BC_ERR_INVALID;
+	n = strnlen(token, MAX_TOKEN + 1);
+	if (n == 0 || n > MAX_TOKEN)
+		return BC_ERR_INVALID;
+	return bc_hpke_seal(join_encryption, TOKEN_INFO, strlen(TOKEN_INFO), csr_sha256, 32, token, n,
+	                    out, outlen);
+}
+
+/* The CSR this round sends: the caller's (checked, and for the caller's key when it
+ * gives one), or a new one for the caller's key. *made is what the caller frees. */
+static int request_csr(const struct bc_join_params *p, const uint8_t **csr, size_t *len,
+                       uint8_t **made, char *err, size_t errlen)
+{
+	EVP_PKEY *pub = NULL;
+	int rc;
+
+	*csr = NULL;
+	*len = 0;
+	*made = NULL;
+	if (p->csr != NULL) {
+		if (bc_csr_check(p->csr, p->csr_len, &pub) != 0) {
+			bc_client_errf(err, errlen, "join: the CSR does not check");
+			return BC_ERR_INVALID;
+		}
+		rc = p->key == NULL || bc_client_same_key(pub, p->key) ? 0 : BC_ERR_INVALID;
+		EVP_PKEY_free(pub);
+		if (rc != 0) {
+			bc_client_errf(err, errlen, "join: the CSR is not for the given key");
+			return rc;
+		}
+		*csr = p->csr;
+		*len = p->csr_len;
+		return 0;
+	}
+	if (p->key == NULL) {
+		bc_client_errf(err, errlen, "join: neither a key nor a CSR");
+		return BC_ERR_INVALID;
+	}
+	if ((rc = bc_csr_make(p->key, CSR_CN, made, len)) != 0) {
+		bc_client_errf(err, errlen, "join: cannot make a CSR (%s)", bc_err_str(rc));
+		return rc;
+	}
+	*csr = *made;
+	return 0;
+}
+
+static char *str_or_empty(const char *s)
+{
+	return (char *)(s != NULL ? s : "");
+}
+
+static int pack_request(const struct bc_join_params *p, const uint8_t *csr, size_t csr_len,
+                        uint8_t *sealed, size_t sealed_len, uint8_t **out, size_t *outlen)
+{
+	Bettercompute__Join__V1__JoinRequest req = BETTERCOMPUTE__JOIN__V1__JOIN_REQUEST__INIT;
+	Bettercompute__Join__V1__HardwareClaims hc = BETTERCOMPUTE__JOIN__V1__HARDWARE_CLAIMS__INIT;
+	const struct bc_client_claims *c = p->claims;
+	size_t n;
+
+	*out = NULL;
+	*outlen = 0;
+	req.attestor = str_or_empty(p->attestor);
+	req.attestation.data = (uint8_t *)p->attestation;
+	req.attestation.len = p->attestation != NULL ? p->attestation_len : 0;
+	req.sealed_token.data = sealed;
+	req.sealed_token.len = sealed_len;
+	req.csr.data = (uint8_t *)csr;
+	req.csr.len = csr_len;
+	req.role = str_or_empty(p->role != NULL && p->role[0] != '\0' ? p->role : BC_ROLE_NODE);
+	req.agent_version = str_or_empty(p->agent_version);
+	if (c != NULL) {
+		for (size_t i = 0; i < c->n_macs; i++) {
+			if (c->macs[i] == NULL)
+				return BC_ERR_INVALID;
+		}
+		hc.macs = c->macs;
+		hc.n_macs = c->n_macs;
+		hc.product_uuid = str_or_empty(c->product_uuid);
+		hc.serial = str_or_empty(c->serial);
+		hc.hostname = str_or_empty(c->hostname);
+		hc.arch = str_or_empty(c->arch);
+		req.claims = &hc;
+	}
+	n = bettercompute__join__v1__join_request__get_packed_size(&req);
+	if ((*out = malloc(n > 0 ? n : 1)) == NULL)
+		return BC_ERR_NOMEM;
+	*outlen = bettercompute__join__v1__join_request__pack(&req, *out);
+	return *outlen == n ? 0 : BC_ERR_INTERNAL;
+}
+
+/* A non-200 answer: the Connect error JSON says why. Its message is not shown: every
+ * refusal reads the same on purpose, and the reason is in the server's event. */
+static int refused(long status, const uint8_t *resp, size_t len, char *err, size_t errlen)
+{
+	char shown[BC_CLIENT_SHOW_LEN], jerr[160];
+	const char *code = NULL;
+	json_t *j = NULL;
+	int rc;
+
+	if (len > 0 && bc_json_parse(resp, len, MAX_ERROR_JSON, &j, jerr, sizeof(jerr)) == 0 &&
+	    json_is_object(j)) {
+		if (bc_json_get_string(j, "code", &code) != 0)
+			code = NULL;
+	}
+	if (code != NULL && strcmp(code, "permission_denied") == 0) {
+		bc_client_errf(err, errlen, "join refused by the server (permission_denied): ask the "
+		               "operator to check the security.join.refused event");
+		rc = BC_ERR_DENIED;
+	} else if (code != NULL && strcmp(code, "invalid_argument") == 0) {
+		bc_client_errf(err, errlen, "join refused by the server as malformed "
+		               "(invalid_argument, HTTP %ld)", status);
+		rc = BC_ERR_INVALID;
+	} else {
+		bc_client_show(code != NULL ? code : "no Connect error code", shown);
+		bc_client_errf(err, errlen, "join failed: the server answered HTTP %ld (%s)", status,
+		               shown);
+		rc = BC_ERR_UNAVAILABLE;
+	}
+	json_decref(j);
+	return rc;
+}
+
+int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_params *p,
+                   struct bc_join_answer *out, char *err, size_t errlen)
+{
+	uint8_t *made = NULL, *sealed = NULL, *req = NULL, *resp = NULL;
+	size_t csr_len = 0, sealed_len = 0, req_len = 0, resp_len = 0;
+	const uint8_t *csr = NULL;
+	uint8_t h[32];
+	long status = 0;
+	int rc;
+
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	bc_client_errf(err, errlen, "%s", "");
+	if (pins == NULL || p == NULL || out == NULL || pins->join_encryption == NULL) {
+		bc_client_errf(err, errlen, "join: no pins or no parameters");
+		rc = BC_ERR_INVALID;
+		goto out;
+	}
+	if ((rc = request_csr(p, &csr, &csr_len, &made, err, errlen)) != 0)
+		goto out;
+	if ((rc = bc_sha256(csr, csr_len, h)) != 0)
+		goto out;
+	if (p->token != NULL &&
+	    (rc = bc_client_seal_token(pins->join_encryption, p->token, h, &sealed, &sealed_len)) != 0) {
+		bc_client_errf(err, errlen, "join: cannot seal the token (%s)", bc_err_str(rc));
+		goto out;
+	}
+	if ((rc = pack_request(p, csr, csr_len, sealed, sealed_len, &req, &req_len)) != 0) {
+		bc_client_errf(err, errlen, "join: cannot encode the request (%s)", bc_err_str(rc));
+		goto out;
+	}
+	if ((rc = bc_client_post(pins, JOIN_PATH, req, req_len, &status, &resp, &resp_len, err,
+	                         errlen)) != 0)
+		goto out;
+	if (status != 200) {
+		rc = refused(status, resp, resp_len, err, errlen);
+		goto out;
+	}
+	rc = bc_client_open_join_response_csr(pins, resp, resp_len, csr, csr_len, out, err, errlen);
+out:
+	free(made);
+	free(sealed);
+	free(req);
+	free(resp);
+	return rc;
+}

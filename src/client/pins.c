@@ -1,0 +1,309 @@
+/* The agent's pins: what `better-compute daemon config --json` printed. Everything the
+ * client later trusts comes from here, so every field is checked before use. */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bc/client.h"
+#include "bc/crypto.h"
+#include "bc/json.h"
+#include "client/internal.h"
+
+#define PINS_MAX_JSON (256u * 1024)
+
+void bc_client_pins_free(struct bc_client_pins *p)
+{
+	if (p == NULL)
+		return;
+	free(p->server_url);
+	free(p->join_signing_kid);
+	EVP_PKEY_free(p->join_signing);
+	EVP_PKEY_free(p->join_encryption);
+	free(p->ca_bundle_pem);
+	free(p->trust_domain);
+	memset(p, 0, sizeof(*p));
+}
+
+static int host_is_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	char buf[64];
+	size_t n = strlen(host);
+
+	if (strcasecmp(host, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (n > 2 && n - 2 < sizeof(buf) && host[0] == '[' && host[n - 1] == ']') {
+		memcpy(buf, host + 1, n - 2);
+		buf[n - 2] = '\0';
+		if (inet_pton(AF_INET6, buf, &a6) == 1)
+			return IN6_IS_ADDR_LOOPBACK(&a6);
+	}
+	return 0;
+}
+
+/* 1 when the URL has the given part (user, query, ...), which a server URL must not. */
+static int url_has(CURLU *u, CURLUPart part)
+{
+	char *v = NULL;
+	int has = curl_url_get(u, part, &v, 0) == CURLUE_OK;
+
+	curl_free(v);
+	return has;
+}
+
+static int path_ok(const char *path)
+{
+	for (const char *c = path; *c != '\0'; c++) {
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr("/._~-", *c) != NULL))
+			return 0;
+	}
+	return 1;
+}
+
+/* Parsed with libcurl's own URL parser, so the host checked here is the host that
+ * libcurl connects to later. The URL kept is curl's normal form without a trailing '/'. */
+static int check_url(const char *url, char **out, int *https, char *err, size_t errlen)
+{
+	CURLU *u = NULL;
+	char *scheme = NULL, *host = NULL, *path = NULL, *norm = NULL;
+	int rc = BC_ERR_CONFIG;
+	size_t n;
+
+	*out = NULL;
+	*https = 0;
+	if ((u = curl_url()) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_URL, &norm, 0) != CURLUE_OK) {
+		bc_client_errf(err, errlen, "pins: server: not a URL");
+		goto out;
+	}
+	if (url_has(u, CURLUPART_USER) || url_has(u, CURLUPART_PASSWORD) ||
+	    url_has(u, CURLUPART_OPTIONS) || url_has(u, CURLUPART_QUERY) ||
+	    url_has(u, CURLUPART_FRAGMENT) || url_has(u, CURLUPART_ZONEID) || !path_ok(path)) {
+		bc_client_errf(err, errlen,
+		               "pins: server: only scheme, host, port and a plain path are allowed");
+		goto out;
+	}
+	if (strcmp(scheme, "https") == 0) {
+		*https = 1;
+	} else if (strcmp(scheme, "http") != 0 || !host_is_loopback(host)) {
+		bc_client_errf(err, errlen,
+		               "pins: server: must be https://, or http:// on a loopback address");
+		goto out;
+	}
+	for (n = strlen(norm); n > 0 && norm[n - 1] == '/'; n--)
+		norm[n - 1] = '\0';
+	if ((*out = strdup(norm)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	rc = 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(path);
+	curl_free(norm);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+/* A non-empty string field; required says whether absence is an error
+ * (otherwise *v is NULL and 0 is returned). */
+static int get_field(const json_t *j, const char *field, int required, const char **v, char *err,
+                     size_t errlen)
+{
+	int rc = bc_json_get_string(j, field, v);
+
+	if (rc == BC_ERR_NOT_FOUND && !required) {
+		*v = NULL;
+		return 0;
+	}
+	if (rc == BC_ERR_NOT_FOUND) {
+		bc_client_errf(err, errlen, "pins: %s: missing", field);
+		return BC_ERR_CONFIG;
+	}
+	if (rc != 0 || *v == NULL) {
+		bc_client_errf(err, errlen, "pins: %s: not a string", field);
+		return BC_ERR_CONFIG;
+	}
+	if (**v == '\0') {
+		bc_client_errf(err, errlen, "pins: %s: empty", field);
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static int is_p256(EVP_PKEY *k)
+{
+	char name[64];
+
+	return EVP_PKEY_is_a(k, "EC") &&
+	       EVP_PKEY_get_group_name(k, name, sizeof(name), NULL) == 1 &&
+	       strcmp(name, SN_X9_62_prime256v1) == 0;
+}
+
+static int read_key(const json_t *j, const char *field, EVP_PKEY **out, char *err, size_t errlen)
+{
+	const char *pem;
+	int rc;
+
+	*out = NULL;
+	if ((rc = get_field(j, field, 1, &pem, err, errlen)) != 0)
+		return rc;
+	if (bc_pubkey_from_pem(pem, strlen(pem), out) != 0 || !is_p256(*out)) {
+		EVP_PKEY_free(*out);
+		*out = NULL;
+		bc_client_errf(err, errlen, "pins: %s: not a P-256 public key PEM", field);
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static int read_kid(const json_t *j, struct bc_client_pins *p, char *err, size_t errlen)
+{
+	char kid[BC_KEY_ID_LEN + 1];
+	const char *v;
+	int rc;
+
+	if ((rc = get_field(j, "joinSigningKeyId", 1, &v, err, errlen)) != 0)
+		return rc;
+	if ((rc = bc_key_id(p->join_signing, kid)) != 0) {
+		bc_client_errf(err, errlen, "pins: joinSigningKey: cannot compute its key id");
+		return rc;
+	}
+	if (strcmp(v, kid) != 0) {
+		bc_client_errf(err, errlen, "pins: joinSigningKeyId: does not match joinSigningKey");
+		return BC_ERR_CONFIG;
+	}
+	if ((p->join_signing_kid = strdup(kid)) == NULL)
+		return BC_ERR_NOMEM;
+	return 0;
+}
+
+/* Every PEM block must be a certificate that parses, and there must be one at least. */
+static int check_ca_bundle(const char *pem, char *err, size_t errlen)
+{
+	BIO *b;
+	X509 *x;
+	unsigned long e;
+	int n = 0;
+
+	if ((b = BIO_new_mem_buf(pem, -1)) == NULL)
+		return BC_ERR_NOMEM;
+	ERR_clear_error();
+	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+		X509_free(x);
+		n++;
+	}
+	e = ERR_peek_last_error();
+	ERR_clear_error();
+	BIO_free(b);
+	if (n == 0 || ERR_GET_LIB(e) != ERR_LIB_PEM || ERR_GET_REASON(e) != PEM_R_NO_START_LINE) {
+		bc_client_errf(err, errlen, "pins: caBundle: certificate %d is not a PEM certificate",
+		               n + 1);
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+/* The CA bundle pins the server's TLS, so an https server needs one; a loopback
+ * http server may go without. */
+static int read_ca_bundle(const json_t *j, int https, struct bc_client_pins *p, char *err,
+                          size_t errlen)
+{
+	const char *v;
+	int rc;
+
+	if ((rc = get_field(j, "caBundle", https, &v, err, errlen)) != 0)
+		return rc;
+	if (v == NULL)
+		return 0;
+	if ((rc = check_ca_bundle(v, err, errlen)) != 0)
+		return rc;
+	if ((p->ca_bundle_pem = strdup(v)) == NULL)
+		return BC_ERR_NOMEM;
+	return 0;
+}
+
+static int read_trust_domain(const json_t *j, struct bc_client_pins *p, char *err, size_t errlen)
+{
+	const char *v;
+	int rc;
+
+	if ((rc = get_field(j, "trustDomain", 0, &v, err, errlen)) != 0 || v == NULL)
+		return rc;
+	if (!bc_client_trust_domain_ok(v)) {
+		bc_client_errf(err, errlen, "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)");
+		return BC_ERR_CONFIG;
+	}
+	if ((p->trust_domain = strdup(v)) == NULL)
+		return BC_ERR_NOMEM;
+	return 0;
+}
+
+int bc_client_pins_from_json(const char *json, size_t len, struct bc_client_pins *out, char *err,
+                             size_t errlen)
+{
+	struct bc_client_pins p;
+	json_t *j = NULL;
+	const char *url;
+	char jerr[160];
+	int rc, https = 0;
+
+	memset(&p, 0, sizeof(p));
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	bc_client_errf(err, errlen, "%s", "");
+	if (json == NULL || out == NULL) {
+		rc = BC_ERR_INVALID;
+		goto out;
+	}
+	if (bc_json_parse(json, len, PINS_MAX_JSON, &j, jerr, sizeof(jerr)) != 0) {
+		bc_client_errf(err, errlen, "pins: not valid JSON: %s", jerr);
+		rc = BC_ERR_CONFIG;
+		goto out;
+	}
+	if (!json_is_object(j)) {
+		bc_client_errf(err, errlen, "pins: not a JSON object");
+		rc = BC_ERR_CONFIG;
+		goto out;
+	}
+	if ((rc = get_field(j, "server", 1, &url, err, errlen)) != 0)
+		goto out;
+	if ((rc = check_url(url, &p.server_url, &https, err, errlen)) != 0)
+		goto out;
+	if ((rc = read_key(j, "joinSigningKey", &p.join_signing, err, errlen)) != 0)
+		goto out;
+	if ((rc = read_kid(j, &p, err, errlen)) != 0)
+		goto out;
+	if ((rc = read_key(j, "joinEncryptionKey", &p.join_encryption, err, errlen)) != 0)
+		goto out;
+	if ((rc = read_ca_bundle(j, https, &p, err, errlen)) != 0)
+		goto out;
+	if ((rc = read_trust_domain(j, &p, err, errlen)) != 0)
+		goto out;
+	*out = p;
+	memset(&p, 0, sizeof(p));
+out:
+	if (rc == BC_ERR_NOMEM)
+		bc_client_errf(err, errlen, "pins: out of memory");
+	bc_client_pins_free(&p);
+	json_decref(j);
+	return rc;
+}

@@ -1,0 +1,174 @@
+/* ES256 under a purpose: SHA-256("bettercompute/v1" 0x00 purpose 0x00 payload),
+ * ECDSA P-256, signatures as P1363 r||s. */
+#include <limits.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/crypto.h"
+#include "crypto/internal.h"
+
+static const char bc_sig_domain[] = "bettercompute/v1";
+
+/* A purpose is a non-empty C string: the 0x00 after it keeps the fields apart. */
+static int purpose_digest(const char *purpose, const void *payload, size_t len,
+			  uint8_t out[static 32])
+{
+	EVP_MD_CTX *md = NULL;
+	unsigned int n = 0;
+	int rc;
+
+	OPENSSL_cleanse(out, 32);
+	if (purpose == NULL || purpose[0] == '\0' || (payload == NULL && len != 0))
+		return BC_ERR_INVALID;
+	if ((md = EVP_MD_CTX_new()) == NULL)
+		return bc_ossl_err();
+	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+	    EVP_DigestUpdate(md, bc_sig_domain, sizeof(bc_sig_domain)) != 1 ||
+	    EVP_DigestUpdate(md, purpose, strlen(purpose) + 1) != 1 ||
+	    (len > 0 && EVP_DigestUpdate(md, payload, len) != 1) ||
+	    EVP_DigestFinal_ex(md, out, &n) != 1) {
+		rc = bc_ossl_err();
+		goto out;
+	}
+	rc = n == 32 ? 0 : BC_ERR_INTERNAL;
+out:
+	EVP_MD_CTX_free(md);
+	return rc;
+}
+
+int bc_es256_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_t len,
+		  uint8_t sig[static BC_SIG_LEN])
+{
+	EVP_PKEY_CTX *ctx = NULL;
+	uint8_t digest[32], der[80];
+	size_t derlen = sizeof(der);
+	int rc;
+
+	memset(sig, 0, BC_SIG_LEN);
+	if (!bc_crypto_is_p256(key))
+		return BC_ERR_INVALID;
+	if ((rc = purpose_digest(purpose, payload, len, digest)) != 0)
+		return rc;
+	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL)) == NULL ||
+	    EVP_PKEY_sign_init(ctx) != 1 ||
+	    EVP_PKEY_sign(ctx, der, &derlen, digest, sizeof(digest)) != 1) {
+		rc = bc_ossl_err();
+		goto out;
+	}
+	rc = bc_ecdsa_der_to_p1363(der, derlen, sig);
+out:
+	EVP_PKEY_CTX_free(ctx);
+	return rc;
+}
+
+int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *payload, size_t len,
+		    const uint8_t *sig, size_t siglen)
+{
+	EVP_PKEY_CTX *ctx = NULL;
+	uint8_t digest[32], *der = NULL;
+	size_t derlen = 0;
+	int rc, ok;
+
+	if (!bc_crypto_is_p256(pub))
+		return BC_ERR_INVALID;
+	if (sig == NULL || siglen != BC_SIG_LEN)
+		return BC_ERR_VERIFY;
+	if ((rc = purpose_digest(purpose, payload, len, digest)) != 0)
+		return rc;
+	if ((rc = bc_ecdsa_p1363_to_der(sig, &der, &derlen)) != 0)
+		goto out;
+	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pub, NULL)) == NULL ||
+	    EVP_PKEY_verify_init(ctx) != 1) {
+		rc = bc_ossl_err();
+		goto out;
+	}
+	/* 0 is a bad signature, < 0 one OpenSSL could not even parse (r or s zero
+	 * or not below the order): both are refusals. */
+	ok = EVP_PKEY_verify(ctx, der, derlen, digest, sizeof(digest));
+	ERR_clear_error();
+	rc = ok == 1 ? 0 : BC_ERR_VERIFY;
+out:
+	free(der);
+	EVP_PKEY_CTX_free(ctx);
+	return rc;
+}
+
+int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *len)
+{
+	ECDSA_SIG *s = NULL;
+	BIGNUM *r = NULL, *sv = NULL;
+	uint8_t *buf = NULL;
+	int n, rc;
+
+	*der = NULL;
+	*len = 0;
+	if ((s = ECDSA_SIG_new()) == NULL || (r = BN_bin2bn(sig, 32, NULL)) == NULL ||
+	    (sv = BN_bin2bn(sig + 32, 32, NULL)) == NULL || !ECDSA_SIG_set0(s, r, sv)) {
+		BN_free(r);
+		BN_free(sv);
+		rc = bc_ossl_err();
+		goto out;
+	}
+	/* s owns r and sv now */
+	if ((n = i2d_ECDSA_SIG(s, &buf)) <= 0) {
+		rc = bc_ossl_err();
+		goto out;
+	}
+	if ((*der = malloc((size_t)n)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	memcpy(*der, buf, (size_t)n);
+	*len = (size_t)n;
+	rc = 0;
+out:
+	OPENSSL_free(buf);
+	ECDSA_SIG_free(s);
+	return rc;
+}
+
+/* Strict DER only: the value must re-encode to the same bytes, so BER forms and
+ * padded integers are refused, and r and s must be non-negative and fit 32 bytes. */
+int bc_ecdsa_der_to_p1363(const uint8_t *der, size_t len, uint8_t sig[static 64])
+{
+	ECDSA_SIG *s = NULL;
+	const uint8_t *p = der;
+	const BIGNUM *r, *sv;
+	uint8_t *again = NULL;
+	int n, rc;
+
+	memset(sig, 0, 64);
+	if (der == NULL || len == 0 || len > 128)
+		return BC_ERR_INVALID;
+	if ((s = d2i_ECDSA_SIG(NULL, &p, (long)len)) == NULL) {
+		rc = bc_crypto_parse_err();
+		goto out;
+	}
+	if (p != der + len) {
+		rc = BC_ERR_TRAILING;
+		goto out;
+	}
+	if ((n = i2d_ECDSA_SIG(s, &again)) <= 0 || (size_t)n != len || memcmp(again, der, len) != 0) {
+		ERR_clear_error();
+		rc = BC_ERR_INVALID;
+		goto out;
+	}
+	ECDSA_SIG_get0(s, &r, &sv);
+	if (BN_is_negative(r) || BN_is_negative(sv) || BN_num_bytes(r) > 32 ||
+	    BN_num_bytes(sv) > 32) {
+		rc = BC_ERR_INVALID;
+		goto out;
+	}
+	if (BN_bn2binpad(r, sig, 32) != 32 || BN_bn2binpad(sv, sig + 32, 32) != 32) {
+		memset(sig, 0, 64);
+		rc = BC_ERR_INTERNAL;
+		goto out;
+	}
+	rc = 0;
+out:
+	OPENSSL_free(again);
+	ECDSA_SIG_free(s);
+	return rc;
+}

@@ -1,0 +1,36 @@
+/* Internal to src/crypto: pieces shared between its files, not part of the API.
+ *
+ * bc_crypto_gcm_seal/open: AES-GCM with a 16- or 32-byte key and a 12-byte nonce,
+ * the tag (16 bytes) after the ciphertext; open wipes out when the tag does not
+ * verify (BC_ERR_VERIFY) and refuses ctlen < 16 (BC_ERR_INVALID).
+ * bc_crypto_hkdf_extract/expand: HKDF-SHA256's two halves (RFC 5869).
+ * bc_crypto_is_p256: 1 when key is an EC key on the named curve P-256.
+ * bc_crypto_parse_err: for an OpenSSL parse of untrusted bytes that failed: empties
+ * the error queue, BC_ERR_NOMEM when an allocation failed, BC_ERR_INVALID otherwise. */
+#ifndef BC_CRYPTO_INTERNAL_H
+#define BC_CRYPTO_INTERNAL_H
+
+#include <openssl/evp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+
+#define BC_P256_GROUP "prime256v1"
+
+int bc_crypto_is_p256(EVP_PKEY *key);
+BC_WUR int bc_crypto_parse_err(void);
+
+BC_WUR int bc_crypto_gcm_seal(const uint8_t *key, size_t keylen, const uint8_t nonce[static 12],
+                              const void *aad, size_t aadlen, const void *pt, size_t ptlen,
+                              uint8_t *out);
+BC_WUR int bc_crypto_gcm_open(const uint8_t *key, size_t keylen, const uint8_t nonce[static 12],
+                              const void *aad, size_t aadlen, const void *ct, size_t ctlen,
+                              uint8_t *out);
+
+BC_WUR int bc_crypto_hkdf_extract(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
+                                  uint8_t prk[static 32]);
+BC_WUR int bc_crypto_hkdf_expand(const uint8_t prk[static 32], const void *info, size_t infolen,
+                                 uint8_t *out, size_t outlen);
+
+#endif

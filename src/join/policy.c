@@ -1,0 +1,283 @@
+/* JoinService's policy, after an attestor's result and before any insert or reclaim:
+ * which node the machine becomes, the pool's joinAttestors, the token's expect
+ * binding and allowReclaim, the trusted hardware key and bindings. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bc/json.h"
+#include "join/internal.h"
+#include "join/reasons.h"
+
+/* Firmware placeholders: identical on every board of a model, so never a hardware key. */
+static const char *const placeholder_uuids[] = {
+	"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+	"03000200-0400-0500-0006-000700080009", "12345678-1234-5678-90ab-cddeefaabbcc",
+	"4c4c4544-0000-0000-0000-000000000000",
+};
+
+static int uuid_shape(const char *u)
+{
+	if (strlen(u) != 36)
+		return 0;
+	for (int i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (u[i] != '-')
+				return 0;
+		} else if (!isxdigit((unsigned char)u[i])) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Token joins trust the product UUID a machine reports as its hardware key, unless it
+ * is a known placeholder: then the operator binds tokens with expect instead. */
+static void derive_hwkey(const struct bc_claims *c, char out[BC_HWKEY_MAX])
+{
+	out[0] = 0;
+	if (!uuid_shape(c->product_uuid))
+		return;
+	for (size_t i = 0; i < sizeof(placeholder_uuids) / sizeof(*placeholder_uuids); i++)
+		if (strcasecmp(c->product_uuid, placeholder_uuids[i]) == 0)
+			return;
+	snprintf(out, BC_HWKEY_MAX, "uuid:");
+	for (int i = 0; i < 36; i++)
+		out[5 + i] = (char)tolower((unsigned char)c->product_uuid[i]);
+	out[41] = 0;
+}
+
+static void refuse_policy(struct bc_join_state *st, const char *reason, const char *tenant)
+{
+	st->reason = reason;
+	st->policy_reason = 1;
+	if (tenant && tenant[0])
+		snprintf(st->refusal_tenant, sizeof(st->refusal_tenant), "%s", tenant);
+}
+
+/* The token's expect binding: every field it sets must match the claims. */
+static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim)
+{
+	const struct bc_claims *c = &st->in->claims;
+	char *expect = NULL;
+	json_t *e = NULL;
+	const char *v;
+	int rc, ok = 1;
+
+	*allow_reclaim = 0;
+	bc_param p[] = {BC_TEXT(st->out.result.token_id)};
+	if ((rc = bc_tx_query_text(tx, "SELECT expect FROM join_tokens WHERE id = $1", p, 1,
+	                           &expect)) != 0)
+		return rc;
+	int64_t ar = 0;
+	if ((rc = bc_tx_query_int(tx, "SELECT allow_reclaim FROM join_tokens WHERE id = $1", p, 1,
+	                          &ar)) != 0)
+		goto out;
+	*allow_reclaim = ar != 0;
+	if (bc_json_parse(expect, strlen(expect), 0, &e, NULL, 0) != 0 || !json_is_object(e)) {
+		ok = 0;
+		goto done;
+	}
+	if (bc_json_get_string(e, "productUuid", &v) == 0 && strcasecmp(v, c->product_uuid) != 0)
+		ok = 0;
+	if (bc_json_get_string(e, "serial", &v) == 0 && strcmp(v, c->serial) != 0)
+		ok = 0;
+	if (bc_json_get_string(e, "mac", &v) == 0) {
+		int seen = 0;
+		for (size_t i = 0; i < c->n_macs; i++)
+			seen |= strcasecmp(v, c->macs[i]) == 0;
+		ok &= seen;
+	}
+done:
+	if (!ok)
+		refuse_policy(st, BC_R_EXPECT_MISMATCH, st->out.result.tenant_id);
+	rc = 0;
+out:
+	json_decref(e);
+	free(expect);
+	return rc;
+}
+
+/* The pool's joinAttestors, when set, must list the attestor that admitted the machine. */
+static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id)
+{
+	const char *tenant = st->out.result.tenant_id;
+	json_t *policy = NULL, *list;
+	bc_rows *rows = NULL;
+	int rc, listed = 0;
+
+	bc_param p[] = {BC_TEXT(pool_id)};
+	if ((rc = bc_tx_query(tx, "SELECT tenant_id, policy FROM pools WHERE id = $1", p, 1,
+	                      &rows)) != 0)
+		return rc;
+	if ((rc = bc_rows_next(rows)) < 0)
+		goto out;
+	if (rc == 0 || strcmp(bc_rows_text(rows, 0), tenant) != 0) {
+		refuse_policy(st, BC_R_POOL_UNKNOWN, tenant);
+		rc = 0;
+		goto out;
+	}
+	const char *pj = bc_rows_text(rows, 1);
+	rc = 0;
+	if (bc_json_parse(pj, strlen(pj), 0, &policy, NULL, 0) != 0) {
+		/* a policy the admin API validated cannot be unreadable: refuse, never admit */
+		refuse_policy(st, BC_R_POOL_ATTESTOR, tenant);
+		goto out;
+	}
+	list = json_object_get(policy, "joinAttestors");
+	if (list == NULL)
+		goto out;
+	for (size_t i = 0; json_is_array(list) && i < json_array_size(list); i++) {
+		const char *id = json_string_value(json_array_get(list, i));
+		listed |= id != NULL && strcmp(id, st->attestor->id) == 0;
+	}
+	if (!listed)
+		refuse_policy(st, BC_R_POOL_ATTESTOR, tenant);
+out:
+	json_decref(policy);
+	bc_rows_free(rows);
+	return rc;
+}
+
+struct node_row {
+	char id[BC_ID_MAX];
+	char tenant_id[BC_ID_MAX];
+	char pool_id[BC_ID_MAX];
+	char site_id[BC_ID_MAX];
+	char state[16];
+};
+
+/* 1 with the row, 0 when none, < 0 on error. */
+static int load_node(bc_tx *tx, const char *where, const char *key, struct node_row *n)
+{
+	char sql[160];
+	bc_rows *rows = NULL;
+	int rc;
+
+	snprintf(sql, sizeof(sql),
+	         "SELECT id, tenant_id, pool_id, site_id, state FROM nodes WHERE %s = $1", where);
+	bc_param p[] = {BC_TEXT(key)};
+	if ((rc = bc_tx_query(tx, sql, p, 1, &rows)) != 0)
+		return rc;
+	if ((rc = bc_rows_next(rows)) == 1) {
+		snprintf(n->id, sizeof(n->id), "%s", bc_rows_text(rows, 0));
+		snprintf(n->tenant_id, sizeof(n->tenant_id), "%s", bc_rows_text(rows, 1));
+		snprintf(n->pool_id, sizeof(n->pool_id), "%s", bc_rows_text(rows, 2));
+		snprintf(n->site_id, sizeof(n->site_id), "%s", bc_rows_text(rows, 3));
+		snprintf(n->state, sizeof(n->state), "%s", bc_rows_text(rows, 4));
+	}
+	bc_rows_free(rows);
+	return rc;
+}
+
+/* The node an attestor or a binding names: it exists, is not retired, and the
+ * machine takes over its tenant, pool and site. */
+static int target_named(bc_tx *tx, struct bc_join_state *st, const char *id, char node_id[])
+{
+	struct bc_attest_result *r = &st->out.result;
+	struct node_row n;
+	int rc;
+
+	if ((rc = load_node(tx, "id", id, &n)) < 0)
+		return rc;
+	if (rc == 0) {
+		refuse_policy(st, BC_R_NODE_UNKNOWN, r->tenant_id);
+		return 0;
+	}
+	if (strcmp(n.state, "retired") == 0) {
+		refuse_policy(st, BC_R_NODE_RETIRED, n.tenant_id);
+		return 0;
+	}
+	snprintf(node_id, BC_ID_MAX, "%s", n.id);
+	snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", n.tenant_id);
+	snprintf(r->pool_id, sizeof(r->pool_id), "%s", n.pool_id);
+	snprintf(r->site_id, sizeof(r->site_id), "%s", n.site_id);
+	return 0;
+}
+
+static int bound_node(bc_tx *tx, const struct bc_attest_result *r, char out[BC_ID_MAX])
+{
+	char *id = NULL;
+	int rc;
+
+	out[0] = 0;
+	if (r->binding_kind[0] == 0)
+		return 0;
+	bc_param p[] = {BC_TEXT(r->binding_kind), BC_TEXT(r->binding_key)};
+	rc = bc_tx_query_text(tx, "SELECT node_id FROM node_bindings WHERE kind = $1 AND key = $2",
+	                      p, 2, &id);
+	if (rc == BC_ERR_NOT_FOUND)
+		return 0;
+	if (rc == 0)
+		snprintf(out, BC_ID_MAX, "%s", id);
+	free(id);
+	return rc;
+}
+
+int bc_join_policy(bc_tx *tx, struct bc_join_state *st, char node_id[BC_ID_MAX], int *reclaim,
+                   char hwkey[BC_HWKEY_MAX])
+{
+	struct bc_attest_result *r = &st->out.result;
+	char bound[BC_ID_MAX];
+	struct node_row holder;
+	int rc, allow_reclaim = 0;
+
+	node_id[0] = 0;
+	*reclaim = 0;
+	if (r->tenant_id[0] == 0 && r->node_id[0] == 0) {
+		refuse_policy(st, "attestor-no-tenant", NULL);
+		return 0;
+	}
+	/* 1. a node the attestor names, or the one its binding points to */
+	if ((rc = bound_node(tx, r, bound)) != 0)
+		return rc;
+	if (r->node_id[0] && bound[0] && strcmp(bound, r->node_id) != 0) {
+		refuse_policy(st, BC_R_BOUND_ELSEWHERE, r->tenant_id);
+		return 0;
+	}
+	const char *named = r->node_id[0] ? r->node_id : bound;
+	if (named[0]) {
+		if ((rc = target_named(tx, st, named, node_id)) != 0 || st->reason)
+			return rc;
+		*reclaim = 1;
+	}
+	/* 2. the token's expect binding and reclaim flag, for every token-based attestor */
+	if (r->token_id[0]) {
+		if ((rc = check_expect(tx, st, &allow_reclaim)) != 0 || st->reason)
+			return rc;
+	}
+	/* 3. the trusted hardware key: another node holding it is this machine's old self */
+	if (r->hardware_key[0])
+		snprintf(hwkey, BC_HWKEY_MAX, "%s", r->hardware_key);
+	else
+		derive_hwkey(&st->in->claims, hwkey);
+	if (hwkey[0]) {
+		if ((rc = load_node(tx, "hardware_key", hwkey, &holder)) < 0)
+			return rc;
+		if (rc == 1 && strcmp(holder.id, node_id) != 0) {
+			if (node_id[0] || !allow_reclaim || strcmp(holder.tenant_id, r->tenant_id) != 0 ||
+			    strcmp(holder.state, "retired") == 0) {
+				refuse_policy(st, BC_R_RECLAIM, r->tenant_id);
+				return 0;
+			}
+			if ((rc = target_named(tx, st, holder.id, node_id)) != 0 || st->reason)
+				return rc;
+			*reclaim = 1;
+		}
+	}
+	/* 4. the pool, resolved last: a reclaim keeps the node's pool, and its policy
+	 * applies to every way in */
+	if (r->pool_id[0]) {
+		if ((rc = check_pool(tx, st, r->pool_id)) != 0 || st->reason)
+			return rc;
+	}
+	if (r->node_key_uri[0] && strncmp(r->node_key_uri, "urn:bc:tpm-ak:sha256:", 21) != 0) {
+		refuse_policy(st, BC_R_NODE_KEY_STATEMENT, r->tenant_id);
+		return 0;
+	}
+	if (node_id[0] == 0 && (rc = bc_new_id("node", node_id, BC_ID_MAX)) != 0)
+		return rc;
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* Every refusal reason JoinService and the attestors of this tree can give, in one
+ * place. A reason is what the operator sees in the security.join.refused event, the
+ * log and on_refusal; the machine never sees it. JoinService's own policy reasons
+ * are published with the prefix "join:" (join:pool-attestor). */
+#ifndef BC_JOIN_REASONS_H
+#define BC_JOIN_REASONS_H
+
+/* the request itself */
+#define BC_R_ATTESTOR_UNKNOWN "attestor-unknown"   /* no attestor with that id runs here */
+#define BC_R_ROLE_NOT_ADMITTED "role-not-admitted" /* the attestor does not admit that role */
+#define BC_R_CSR_INVALID "csr-invalid"             /* not a P-256 CSR whose self-signature verifies */
+#define BC_R_CLAIMS_INVALID "claims-invalid"       /* hardware claims out of shape */
+#define BC_R_TOKEN_UNREADABLE "token-unreadable"   /* the sealed token does not open (another key, another CSR) */
+
+/* join-token (and every token-based attestor) */
+#define BC_R_TOKEN_MISSING "token-missing"
+#define BC_R_TOKEN_MALFORMED "token-malformed"
+#define BC_R_TOKEN_UNKNOWN "token-unknown"
+#define BC_R_TOKEN_SECRET "token-secret"
+#define BC_R_TOKEN_REVOKED "token-revoked"
+#define BC_R_TOKEN_EXPIRED "token-expired"
+#define BC_R_TOKEN_USED_UP "token-used-up"
+#define BC_R_TOKEN_ROLE "token-role"
+
+/* JoinService policy (published as join:<reason>) */
+#define BC_R_POOL_ATTESTOR "pool-attestor"         /* the pool's joinAttestors does not list the attestor */
+#define BC_R_POOL_UNKNOWN "pool-unknown"           /* the result names a pool that is not the tenant's */
+#define BC_R_EXPECT_MISMATCH "expect-mismatch"     /* the token's expect binding does not match the claims */
+#define BC_R_RECLAIM "reclaim"                     /* another node holds the trusted hardware key */
+#define BC_R_NODE_RETIRED "node-retired"           /* the node to reclaim is retired */
+#define BC_R_NODE_UNKNOWN "node-unknown"           /* the result names a node that does not exist here */
+#define BC_R_BOUND_ELSEWHERE "bound-elsewhere"     /* the binding belongs to another node */
+#define BC_R_NODE_KEY_STATEMENT "node-key-statement" /* a statement renewals could not prove again */
+
+#endif

@@ -1,0 +1,95 @@
+/* The signed JoinResponseBody: a certificate chain, or a deferral. The signature
+ * (purpose join-response) covers the body bytes; csr_sha256 binds it to the request. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/crypto.h"
+#include "bettercompute/join/v1/join.pb-c.h"
+#include "join/internal.h"
+
+static int pack_body(const struct bc_join_service *s, const struct bc_join_state *st,
+                     uint8_t **out, size_t *len)
+{
+	Bettercompute__Join__V1__JoinResponseBody b = BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__INIT;
+	Bettercompute__Join__V1__JoinPending pend = BETTERCOMPUTE__JOIN__V1__JOIN_PENDING__INIT;
+	Bettercompute__Join__V1__JoinChallenge chal = BETTERCOMPUTE__JOIN__V1__JOIN_CHALLENGE__INIT;
+	ProtobufCBinaryData chain[2], bundle[1];
+	uint8_t *ca = NULL;
+	size_t ca_len = 0;
+	int rc;
+
+	*out = NULL;
+	if ((rc = bc_x509_to_der(s->cfg.pki->node_ca, &ca, &ca_len)) != 0)
+		return rc;
+	b.csr_sha256.data = (uint8_t *)st->in->csr_sha256;
+	b.csr_sha256.len = 32;
+	b.issued_at_ms = st->now_ms;
+	b.trust_domain = s->cfg.pki->trust_domain;
+	bundle[0].data = ca;
+	bundle[0].len = ca_len;
+	b.trust_bundle = bundle;
+	b.n_trust_bundle = 1;
+	if (st->out.kind == BC_OUTCOME_DEFER) {
+		const struct bc_attest_deferral *d = &st->out.deferral;
+		if (d->kind == BC_DEFER_APPROVAL) {
+			pend.request_id = (char *)d->request_id;
+			pend.retry_after_seconds = d->retry_after_seconds ? d->retry_after_seconds : 30;
+			b.deferral_case = BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_PENDING;
+			b.pending = &pend;
+		} else {
+			chal.attestor = (char *)st->attestor->id;
+			chal.payload.data = d->challenge;
+			chal.payload.len = d->challenge_len;
+			chal.not_after_ms = d->not_after_ms;
+			b.deferral_case = BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_CHALLENGE;
+			b.challenge = &chal;
+		}
+	} else {
+		b.node_id = (char *)st->node_id;
+		chain[0].data = st->cert_der;
+		chain[0].len = st->cert_len;
+		chain[1].data = ca;
+		chain[1].len = ca_len;
+		b.chain = chain;
+		b.n_chain = 2;
+	}
+	*len = bettercompute__join__v1__join_response_body__get_packed_size(&b);
+	if ((*out = malloc(*len ? *len : 1)) == NULL) {
+		free(ca);
+		return BC_ERR_NOMEM;
+	}
+	bettercompute__join__v1__join_response_body__pack(&b, *out);
+	free(ca);
+	return 0;
+}
+
+int bc_join_sign_response(const struct bc_join_service *s, const struct bc_join_state *st,
+                          uint8_t **out, size_t *len)
+{
+	Bettercompute__Join__V1__SignedResponse sr = BETTERCOMPUTE__JOIN__V1__SIGNED_RESPONSE__INIT;
+	uint8_t *body = NULL, sig[BC_SIG_LEN];
+	size_t body_len = 0;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	if ((rc = pack_body(s, st, &body, &body_len)) != 0)
+		return rc;
+	if ((rc = bc_es256_sign(s->cfg.pki->join_signing, BC_PURPOSE_JOIN_RESPONSE, body, body_len,
+	                        sig)) != 0)
+		goto out;
+	sr.body.data = body;
+	sr.body.len = body_len;
+	sr.signature.data = sig;
+	sr.signature.len = sizeof(sig);
+	sr.key_id = (char *)s->cfg.pki->join_signing_kid;
+	*len = bettercompute__join__v1__signed_response__get_packed_size(&sr);
+	if ((*out = malloc(*len)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	bettercompute__join__v1__signed_response__pack(&sr, *out);
+out:
+	free(body);
+	return rc;
+}

@@ -1,0 +1,128 @@
+/* Issuing node certificates under the node CA, and checking one was. */
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/codec.h"
+#include "bc/pki.h"
+#include "pki/pki_internal.h"
+
+/* 0 means the role's maximum; anything longer is cut to it. */
+static int64_t effective_ttl(const char *role, int64_t ttl_ms)
+{
+	int64_t max = strcmp(role, BC_ROLE_RAMDISK) == 0 ? BC_RAMDISK_CERT_TTL_MS : BC_NODE_CERT_TTL_MS;
+
+	return (ttl_ms == 0 || ttl_ms > max) ? max : ttl_ms;
+}
+
+static int req_valid(const struct bc_node_cert_req *req)
+{
+	if (!bc_node_id_valid(req->node_id) || !bc_role_valid(req->role))
+		return BC_ERR_INVALID;
+	if (!pki_key_is_p256(req->pub))
+		return BC_ERR_INVALID;
+	if (req->not_before_ms < 0 || req->ttl_ms < 0 ||
+	    req->not_before_ms > PKI_MAX_TIME_MS - BC_NODE_CERT_TTL_MS)
+		return BC_ERR_INVALID;
+	if (req->n_statements > BC_MAX_URIS - 1 || (req->n_statements > 0 && req->statements == NULL))
+		return BC_ERR_INVALID;
+	for (size_t i = 0; i < req->n_statements; i++) {
+		const char *s = req->statements[i];
+		if (s == NULL || !pki_statement_valid(s, strlen(s)))
+			return BC_ERR_INVALID;
+	}
+	return 0;
+}
+
+/* The SPIFFE ID first, then the statements in the order given. */
+static int node_sans(const char *td, const struct bc_node_cert_req *req, GENERAL_NAMES **out)
+{
+	GENERAL_NAMES *gens = NULL;
+	char *spiffe = NULL;
+	int rc = BC_ERR_NOMEM;
+
+	*out = NULL;
+	if ((spiffe = bc_spiffe_id(td, req->role, req->node_id)) == NULL)
+		return BC_ERR_INVALID;
+	if ((gens = sk_GENERAL_NAME_new_null()) == NULL)
+		goto out;
+	if ((rc = pki_gens_add(gens, GEN_URI, spiffe, strlen(spiffe))) != 0)
+		goto out;
+	for (size_t i = 0; i < req->n_statements; i++) {
+		const char *s = req->statements[i];
+		if ((rc = pki_gens_add(gens, GEN_URI, s, strlen(s))) != 0)
+			goto out;
+	}
+	*out = gens;
+	gens = NULL;
+out:
+	GENERAL_NAMES_free(gens);
+	free(spiffe);
+	return rc;
+}
+
+int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req, uint8_t **der,
+                           size_t *len, char serial_hex[static 33], int64_t *not_after_ms)
+{
+	struct pki_cert_spec spec = {0};
+	uint8_t serial[PKI_SERIAL_LEN];
+	GENERAL_NAMES *gens = NULL;
+	X509 *x = NULL;
+	int rc;
+
+	*der = NULL;
+	*len = 0;
+	serial_hex[0] = '\0';
+	*not_after_ms = 0;
+	if (pki == NULL || pki->node_ca == NULL || pki->node_ca_key == NULL || req == NULL)
+		return BC_ERR_INVALID;
+	if ((rc = req_valid(req)) != 0)
+		return rc;
+	if ((rc = node_sans(pki->trust_domain, req, &gens)) != 0)
+		goto out;
+	spec.pub = req->pub;
+	spec.cn = req->node_id;
+	spec.issuer = pki->node_ca;
+	spec.issuer_key = pki->node_ca_key;
+	spec.not_before_ms = req->not_before_ms;
+	spec.not_after_ms = req->not_before_ms + effective_ttl(req->role, req->ttl_ms);
+	spec.basic_constraints = "critical,CA:FALSE";
+	spec.key_usage = "critical,digitalSignature";
+	spec.ext_key_usage = "clientAuth";
+	spec.san = gens;
+	if ((rc = pki_cert_build(&spec, &x, serial)) != 0)
+		goto out;
+	if ((rc = bc_x509_to_der(x, der, len)) != 0)
+		goto out;
+	bc_hex_encode_to(serial, sizeof(serial), serial_hex);
+	/* what the certificate says: whole seconds */
+	*not_after_ms = spec.not_after_ms / 1000 * 1000;
+out:
+	GENERAL_NAMES_free(gens);
+	X509_free(x);
+	return rc;
+}
+
+int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len)
+{
+	X509 *x = NULL;
+	EVP_PKEY *ca_pub;
+	int rc;
+
+	if (pki == NULL || pki->node_ca == NULL)
+		return BC_ERR_INVALID;
+	if ((rc = bc_x509_from_der(der, len, &x)) != 0)
+		return rc;
+	rc = BC_ERR_VERIFY;
+	/* names and key identifiers first, then the signature itself */
+	if (X509_check_issued(pki->node_ca, x) != X509_V_OK)
+		goto out;
+	if ((ca_pub = X509_get0_pubkey(pki->node_ca)) == NULL || X509_verify(x, ca_pub) != 1)
+		goto out;
+	rc = 0;
+out:
+	X509_free(x);
+	ERR_clear_error();
+	return rc;
+}

@@ -1,0 +1,55 @@
+/* Internal to src/pki: building and reading X.509 pieces shared by the CA,
+ * the node certificates and the server TLS certificate. Not installed. */
+#ifndef BC_PKI_INTERNAL_H
+#define BC_PKI_INTERNAL_H
+
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/err.h"
+
+/* Refuse DER certificates and CSRs larger than this before parsing them. */
+#define PKI_MAX_DER (64u * 1024)
+#define PKI_SERIAL_LEN 16
+
+/* What a new certificate says. The builder sets version 3, a random positive
+ * 16-byte serial whose first byte is never 0 (so its DER, its hex and the hex
+ * read back agree), subject CN, issuer (the issuer's subject, or the subject
+ * when issuer is NULL: self-signed), validity, the key, the extensions given
+ * as OpenSSL config values (NULL: left out), SKI and AKI, the SANs (not
+ * owned, may be NULL), and signs with issuer_key using ECDSA-SHA256. */
+struct pki_cert_spec {
+	EVP_PKEY *pub;
+	const char *cn;
+	X509 *issuer;
+	EVP_PKEY *issuer_key;
+	int64_t not_before_ms;
+	int64_t not_after_ms;
+	const char *basic_constraints;
+	const char *key_usage;
+	const char *ext_key_usage;
+	GENERAL_NAMES *san;
+};
+BC_WUR int pki_cert_build(const struct pki_cert_spec *spec, X509 **out,
+                          uint8_t serial[static PKI_SERIAL_LEN]);
+
+/* 1 when key is an EC key on P-256, 0 otherwise. */
+int pki_key_is_p256(EVP_PKEY *key);
+
+/* Appends a URI, DNS name or IP address (ip: 4 or 16 bytes) to gens. */
+BC_WUR int pki_gens_add(GENERAL_NAMES *gens, int type, const void *p, size_t len);
+
+/* 1 when the n bytes at s are a urn:bc: statement: the prefix "urn:bc:",
+ * then printable ASCII without spaces, PKI_STATEMENT_MAX bytes at most. */
+#define PKI_STATEMENT_MAX 1024
+int pki_statement_valid(const char *s, size_t n);
+
+/* Latest time a certificate may carry (9999-12-31T23:59:59Z). */
+#define PKI_MAX_TIME_MS 253402300799000LL
+
+/* A certificate from PEM text (exactly one, nothing but white space after). */
+BC_WUR int pki_x509_from_pem(const char *pem, X509 **out);
+
+#endif

@@ -1,0 +1,102 @@
+/* Admin API internals shared by admin.c (routing, authentication, answers) and the
+ * admin_*.c files that hold the handlers of one kind of object each.
+ *
+ * A handler runs inside the route's transaction (bc_store_run), after the caller's
+ * key was authenticated, the query checked and the body parsed. It returns 0 with
+ * c->status and c->answer set, or a negative BC_ERR_* after admin_fail() explained
+ * it: BC_ERR_INVALID (400 INVALID_INPUT, the message names the field),
+ * BC_ERR_DENIED (401/403 ACCESS_DENIED), BC_ERR_NOT_FOUND (404), BC_ERR_CONFLICT
+ * (409); any other error is a 500 whose detail is only logged. A handler may be run
+ * again when the transaction is replayed: it must not keep state between runs. */
+#ifndef BC_SERVER_ADMIN_INTERNAL_H
+#define BC_SERVER_ADMIN_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "server/admin.h"
+
+#define ADMIN_ID_MAX 64
+#define ADMIN_MAX_ARGS 3
+#define ADMIN_MAX_BODY (64 * 1024)
+#define ADMIN_ROOT_TENANT "root"
+
+struct admin_call {
+	const struct bc_admin_config *cfg;
+	const struct bc_http_request *req;
+	char arg[ADMIN_MAX_ARGS][ADMIN_ID_MAX]; /* path captures in order: {t}, then {p}... */
+	json_t *body;                          /* the parsed body; NULL when there is none */
+	char tenant_id[ADMIN_ID_MAX];          /* the caller's key */
+	char key_id[ADMIN_ID_MAX];
+	char actor[ADMIN_ID_MAX + 8];          /* "api:<key id>" */
+	/* the answer, reset before each run */
+	int status;
+	json_t *answer;
+	int err_status;                        /* 0: derived from the error code */
+	char msg[256];
+};
+
+typedef int (*admin_fn)(bc_tx *tx, struct admin_call *c);
+
+/* Records why a call fails and returns rc; message is printf-like. */
+int admin_fail(struct admin_call *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Takes ownership of answer (NULL: BC_ERR_NOMEM). */
+int admin_answer(struct admin_call *c, int status, json_t *answer);
+int admin_is_root(const struct admin_call *c);
+
+/* Body checks. what is the object's name in messages ("pool"); allowed ends in NULL. */
+int admin_check_fields(struct admin_call *c, const json_t *obj, const char *what,
+                       const char *const *allowed);
+/* A name: a string of 1 to 128 bytes without control characters. *out is NULL when
+ * the key is absent and required is 0. */
+int admin_get_name(struct admin_call *c, const json_t *obj, const char *key, const char *field,
+                   int required, const char **out);
+/* An integer in [min, max]; def when absent. */
+int admin_get_int(struct admin_call *c, const json_t *obj, const char *key, const char *field,
+                  int64_t min, int64_t max, int64_t def, int64_t *out);
+int admin_get_bool(struct admin_call *c, const json_t *obj, const char *key, const char *field,
+                   int def, int *out);
+
+/* Rows to JSON. */
+json_t *admin_time(int64_t ms);
+/* NULL columns as JSON null. */
+json_t *admin_col_text(bc_rows *r, int col);
+json_t *admin_col_time(bc_rows *r, int col);
+/* A JSON text column parsed; fallback ("{}" or "[]") when it does not parse. */
+json_t *admin_col_json(bc_rows *r, int col, const char *fallback);
+
+/* Events and audit of one change, both in tx: type is the event type and audit action. */
+int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const char *type,
+                 const char *subject, json_t *data, int event);
+
+/* A new credential: prefix + id + "_" + base64url(32 random bytes) (malloc'd, wipe
+ * with bc_freezero) and the hex sha256 of its secret part (the text after the id's
+ * "_"), as the store keeps it. */
+int admin_mint_secret(const char *prefix, const char *id, char **whole, char hash_hex[65]);
+
+/* Handlers (admin_tenants.c, admin_pools.c, admin_tokens.c, admin_nodes.c). */
+int admin_whoami(bc_tx *tx, struct admin_call *c);
+int admin_daemon_config(bc_tx *tx, struct admin_call *c);
+int admin_tenants_list(bc_tx *tx, struct admin_call *c);
+int admin_tenants_create(bc_tx *tx, struct admin_call *c);
+int admin_api_keys_create(bc_tx *tx, struct admin_call *c);
+int admin_sites_list(bc_tx *tx, struct admin_call *c);
+int admin_sites_create(bc_tx *tx, struct admin_call *c);
+int admin_pools_list(bc_tx *tx, struct admin_call *c);
+int admin_pools_create(bc_tx *tx, struct admin_call *c);
+int admin_pools_get(bc_tx *tx, struct admin_call *c);
+int admin_pools_update(bc_tx *tx, struct admin_call *c);
+int admin_tokens_list(bc_tx *tx, struct admin_call *c);
+int admin_tokens_create(bc_tx *tx, struct admin_call *c);
+int admin_tokens_revoke(bc_tx *tx, struct admin_call *c);
+int admin_nodes_list(bc_tx *tx, struct admin_call *c);
+int admin_nodes_get(bc_tx *tx, struct admin_call *c);
+int admin_nodes_cordon(bc_tx *tx, struct admin_call *c);
+int admin_nodes_uncordon(bc_tx *tx, struct admin_call *c);
+int admin_nodes_revoke_identity(bc_tx *tx, struct admin_call *c);
+int admin_nodes_retire(bc_tx *tx, struct admin_call *c);
+int admin_nodes_delete(bc_tx *tx, struct admin_call *c);
+int admin_events_list(bc_tx *tx, struct admin_call *c);
+
+#endif

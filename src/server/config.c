@@ -1,0 +1,233 @@
+#include "server/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bc/buf.h"
+#include "bc/codec.h"
+#include "bc/log.h"
+#include <openssl/crypto.h>
+
+static const char *const top_keys[] = {
+	"listen",   "public_url", "database", "secret_file", "pki_bundle", "threads",
+	"max_body", "log_level",  "log_format", "on_refusal", "plugins",
+};
+static const char *const top_tables[] = {"tls", "attestors"};
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s, list[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* A path relative to the config file's directory; URLs pass through. */
+static char *resolve(const char *dir, const char *p)
+{
+	char *out;
+
+	if (p[0] == '/' || strstr(p, "://") != NULL)
+		return strdup(p);
+	if (asprintf(&out, "%s/%s", dir, p) < 0)
+		return NULL;
+	return out;
+}
+
+static int get_str(const struct bc_server_config *c, const char *key, const char *def, int path,
+                   char **out, char *err, size_t errlen)
+{
+	const char *v = def;
+	int rc = bc_toml_get_string(c->toml, key, &v);
+
+	*out = NULL;
+	if (rc == BC_ERR_INVALID) {
+		snprintf(err, errlen, "%s: %s: expected a string", c->path, key);
+		return BC_ERR_CONFIG;
+	}
+	if (v == NULL)
+		return 0;
+	*out = path && v[0] ? resolve(c->dir, v) : strdup(v);
+	return *out ? 0 : BC_ERR_NOMEM;
+}
+
+static int get_num(const struct bc_server_config *c, const char *key, int64_t def, int64_t lo,
+                   int64_t hi, int64_t *out, char *err, size_t errlen)
+{
+	int rc = bc_toml_get_int(c->toml, key, out);
+
+	if (rc == BC_ERR_NOT_FOUND) {
+		*out = def;
+		return 0;
+	}
+	if (rc != 0 || *out < lo || *out > hi) {
+		snprintf(err, errlen, "%s: %s: expected an integer from %lld to %lld", c->path, key,
+		         (long long)lo, (long long)hi);
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static int check_keys(const struct bc_server_config *c, char *err, size_t errlen)
+{
+	const char *const *names;
+	size_t n;
+
+	if (bc_toml_keys(c->toml, "", &names, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (!in_list(names[i], top_keys, sizeof(top_keys) / sizeof(*top_keys))) {
+				snprintf(err, errlen, "%s: %s: unknown key (known: listen, public_url, "
+				         "database, secret_file, pki_bundle, threads, max_body, log_level, "
+				         "log_format, on_refusal, plugins, [tls], [attestors.<id>])",
+				         c->path, names[i]);
+				return BC_ERR_CONFIG;
+			}
+	if (bc_toml_tables(c->toml, "", &names, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (!in_list(names[i], top_tables, 2)) {
+				snprintf(err, errlen, "%s: [%s]: unknown table (known: [tls], "
+				         "[attestors.<id>])", c->path, names[i]);
+				return BC_ERR_CONFIG;
+			}
+	if (bc_toml_keys(c->toml, "tls", &names, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(names[i], "cert") != 0 && strcmp(names[i], "key") != 0) {
+				snprintf(err, errlen, "%s: tls.%s: unknown key (known: cert, key)", c->path,
+				         names[i]);
+				return BC_ERR_CONFIG;
+			}
+	return 0;
+}
+
+static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
+{
+	const char *lvl = NULL, *fmt = NULL;
+	const char *const *plugins;
+	int64_t v;
+	int rc;
+
+	if ((rc = get_str(c, "listen", "127.0.0.1:8080", 0, &c->listen, err, errlen)) ||
+	    (rc = get_str(c, "public_url", NULL, 0, &c->public_url, err, errlen)) ||
+	    (rc = get_str(c, "database", "bc.db", 1, &c->database, err, errlen)) ||
+	    (rc = get_str(c, "secret_file", "secret", 1, &c->secret_file, err, errlen)) ||
+	    (rc = get_str(c, "pki_bundle", "pki.bundle", 1, &c->pki_bundle, err, errlen)) ||
+	    (rc = get_str(c, "tls.cert", NULL, 1, &c->tls_cert, err, errlen)) ||
+	    (rc = get_str(c, "tls.key", NULL, 1, &c->tls_key, err, errlen)) ||
+	    (rc = get_str(c, "on_refusal", NULL, 0, &c->on_refusal, err, errlen)))
+		return rc;
+	if ((rc = get_num(c, "threads", 8, 1, 256, &v, err, errlen)) != 0)
+		return rc;
+	c->threads = (unsigned)v;
+	if ((rc = get_num(c, "max_body", 65536, 1024, 16 << 20, &v, err, errlen)) != 0)
+		return rc;
+	c->max_body = (size_t)v;
+	if (c->on_refusal && c->on_refusal[0] == 0) {
+		free(c->on_refusal);
+		c->on_refusal = NULL;
+	}
+	if ((c->tls_cert == NULL) != (c->tls_key == NULL)) {
+		snprintf(err, errlen, "%s: [tls]: set both cert and key, or neither", c->path);
+		return BC_ERR_CONFIG;
+	}
+	if (bc_toml_get_string(c->toml, "log_level", &lvl) == 0 &&
+	    bc_log_parse_level(lvl, (enum bc_log_level *)&c->log_level) != 0) {
+		snprintf(err, errlen, "%s: log_level: expected debug, info, warn or error", c->path);
+		return BC_ERR_CONFIG;
+	}
+	if (bc_toml_get_string(c->toml, "log_format", &fmt) == 0 &&
+	    bc_log_parse_format(fmt, (enum bc_log_format *)&c->log_format) != 0) {
+		snprintf(err, errlen, "%s: log_format: expected logfmt or json", c->path);
+		return BC_ERR_CONFIG;
+	}
+	rc = bc_toml_get_strings(c->toml, "plugins", &plugins, &c->n_plugins);
+	if (rc == BC_ERR_INVALID) {
+		snprintf(err, errlen, "%s: plugins: expected an array of paths", c->path);
+		return BC_ERR_CONFIG;
+	}
+	if (rc == 0 && c->n_plugins) {
+		if ((c->plugins = calloc(c->n_plugins, sizeof(char *))) == NULL)
+			return BC_ERR_NOMEM;
+		for (size_t i = 0; i < c->n_plugins; i++)
+			if ((c->plugins[i] = resolve(c->dir, plugins[i])) == NULL)
+				return BC_ERR_NOMEM;
+	} else {
+		c->n_plugins = 0;
+	}
+	if (c->public_url == NULL &&
+	    asprintf(&c->public_url, "%s://%s", c->tls_cert ? "https" : "http", c->listen) < 0)
+		return BC_ERR_NOMEM;
+	return 0;
+}
+
+int bc_server_config_load(const char *path, struct bc_server_config *out, char *err,
+                          size_t errlen)
+{
+	char *tmp;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->log_level = BC_LOG_INFO;
+	out->log_format = BC_LOG_LOGFMT;
+	if ((out->path = strdup(path)) == NULL || (tmp = strdup(path)) == NULL)
+		return BC_ERR_NOMEM;
+	out->dir = strdup(dirname(tmp));
+	free(tmp);
+	if (out->dir == NULL)
+		return BC_ERR_NOMEM;
+	if ((rc = bc_toml_load(path, &out->toml, err, errlen)) != 0)
+		return BC_ERR_CONFIG;
+	if ((rc = check_keys(out, err, errlen)) != 0)
+		return rc;
+	return load_fields(out, err, errlen);
+}
+
+void bc_server_config_free(struct bc_server_config *c)
+{
+	free(c->path);
+	free(c->dir);
+	free(c->listen);
+	free(c->public_url);
+	free(c->database);
+	free(c->secret_file);
+	free(c->pki_bundle);
+	free(c->tls_cert);
+	free(c->tls_key);
+	free(c->on_refusal);
+	for (size_t i = 0; i < c->n_plugins; i++)
+		free(c->plugins ? c->plugins[i] : NULL);
+	free(c->plugins);
+	bc_toml_free(c->toml);
+	memset(c, 0, sizeof(*c));
+}
+
+int bc_server_secret_load(const char *path, uint8_t out[static 32], char *err, size_t errlen)
+{
+	char buf[80];
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "%s: %s (better-compute init writes it)", path, strerror(errno));
+		return BC_ERR_CONFIG;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	buf[n] = 0;
+	while (n > 0 && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = 0;
+	int rc = (n == 64) ? bc_hex_decode_to(buf, out, 32) : BC_ERR_INVALID;
+	OPENSSL_cleanse(buf, sizeof(buf));
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: expected 64 hex characters (the server secret)", path);
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}

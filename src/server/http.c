@@ -1,0 +1,567 @@
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bc/buf.h"
+#include "bc/log.h"
+
+#define HTTP_DEFAULT_THREADS 4
+#define HTTP_DEFAULT_MAX_BODY (64u * 1024)
+#define HTTP_CONNECTION_TIMEOUT_S 30
+/* Headers and MHD's read buffer live in this per-connection pool; the body is
+ * copied out of it into our own bounded buffer. */
+#define HTTP_CONNECTION_MEMORY (128u * 1024)
+#define HTTP_CONNECTION_LIMIT 1000
+#define HTTP_MAX_QUERY 32
+/* A streamed (chunked) body over max_body is read and dropped so that the 413
+ * reaches the client; past this many dropped bytes the connection is closed. */
+#define HTTP_MAX_DISCARD (1024u * 1024)
+/* How long bc_http_stop() waits for in-flight requests. */
+#define HTTP_DRAIN_MS 30000
+#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+static const char JSON_TYPE[] = "application/json";
+static const char BODY_TOO_LARGE[] =
+	"{\"code\":\"resource_exhausted\",\"message\":\"request body too large\"}";
+static const char TOO_MANY_ARGS[] =
+	"{\"code\":\"invalid_argument\",\"message\":\"too many query arguments\"}";
+static const char STOPPING[] = "{\"code\":\"unavailable\",\"message\":\"server is stopping\"}";
+
+struct bc_http {
+	struct MHD_Daemon *d;
+	bc_http_handler handler;
+	void *ctx;
+	size_t max_body;
+	uint16_t port;
+	struct sockaddr_storage addr;
+	char *cert_pem; /* MHD reads these while starting; kept until stop */
+	char *key_pem;
+	atomic_int stopping;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned inflight;
+};
+
+/* One per request: MHD's con_cls. Freed by on_completed(). */
+struct http_req {
+	struct bc_http *srv;
+	bc_buf body;
+	size_t discarded;
+	int too_large;
+	int answered;      /* a response was queued before the body was read */
+	size_t n_query;
+	int query_overflow;
+	const char *query_keys[HTTP_MAX_QUERY];
+	const char *query_vals[HTTP_MAX_QUERY];
+	char peer[INET6_ADDRSTRLEN];
+};
+
+/* ---- listen addresses ---- */
+
+/* Splits "host:port" or "[v6]:port" into host (without brackets) and port. */
+static int split_listen(const char *listen, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *colon, *h = listen, *hend;
+	unsigned long v;
+	char *end;
+
+	*port = 0;
+	if (listen == NULL || (colon = strrchr(listen, ':')) == NULL)
+		return BC_ERR_INVALID;
+	hend = colon;
+	if (*h == '[') {
+		if (hend == h || hend[-1] != ']')
+			return BC_ERR_INVALID;
+		h++;
+		hend--;
+	} else if (memchr(h, ':', (size_t)(colon - h)) != NULL) {
+		return BC_ERR_INVALID; /* a bare IPv6 address needs brackets */
+	}
+	if (hend <= h || (size_t)(hend - h) >= hostlen)
+		return BC_ERR_INVALID;
+	if (colon[1] < '0' || colon[1] > '9' || strlen(colon + 1) > 5)
+		return BC_ERR_INVALID;
+	errno = 0;
+	v = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || v > 65535)
+		return BC_ERR_INVALID;
+	memcpy(host, h, (size_t)(hend - h));
+	host[hend - h] = '\0';
+	*port = (uint16_t)v;
+	return 0;
+}
+
+/* Numeric addresses only ("localhost" is 127.0.0.1): a listen address never
+ * depends on name resolution. */
+static int parse_listen(const char *listen, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+	char host[INET6_ADDRSTRLEN + 1];
+	uint16_t port;
+	int rc;
+
+	memset(ss, 0, sizeof(*ss));
+	if ((rc = split_listen(listen, host, sizeof(host), &port)) != 0)
+		return rc;
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		return 0;
+	}
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		return 0;
+	}
+	return BC_ERR_INVALID;
+}
+
+static int addr_is_loopback(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)ss;
+
+	switch (ss->ss_family) {
+	case AF_INET:
+		return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+	case AF_INET6:
+		return IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+	default:
+		return 0;
+	}
+}
+
+int bc_listen_is_loopback(const char *listen)
+{
+	struct sockaddr_storage ss;
+
+	if (parse_listen(listen, &ss) != 0)
+		return 0;
+	return addr_is_loopback(&ss);
+}
+
+/* ---- responses ---- */
+
+struct owned_body {
+	uint8_t *p;
+	size_t len;
+};
+
+/* Bodies may carry secrets shown once (a new token): wipe them when MHD is done. */
+static void free_owned_body(void *cls)
+{
+	struct owned_body *b = cls;
+
+	bc_freezero(b->p, b->len);
+	free(b);
+}
+
+/* Queues status with body; takes ownership of body (malloc'd, may be NULL). */
+static enum MHD_Result queue_owned(struct MHD_Connection *conn, int status, const char *ctype,
+                                   uint8_t *body, size_t len, int close_after)
+{
+	struct MHD_Response *r;
+	struct owned_body *ob;
+	enum MHD_Result ret;
+
+	if ((ob = malloc(sizeof(*ob))) == NULL) {
+		bc_freezero(body, len);
+		return MHD_NO;
+	}
+	ob->p = body;
+	ob->len = len;
+	r = MHD_create_response_from_buffer_with_free_callback_cls(len, body, free_owned_body, ob);
+	if (r == NULL) {
+		free_owned_body(ob);
+		return MHD_NO;
+	}
+	if (ctype != NULL && *ctype != '\0')
+		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	(void)MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (close_after)
+		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	ret = MHD_queue_response(conn, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result queue_static(struct MHD_Connection *conn, int status, const char *json,
+                                    int close_after)
+{
+	size_t len = strlen(json);
+	uint8_t *copy = malloc(len);
+
+	if (copy == NULL)
+		return MHD_NO;
+	memcpy(copy, json, len);
+	return queue_owned(conn, status, JSON_TYPE, copy, len, close_after);
+}
+
+void bc_http_set_body(struct bc_http_response *resp, int status, const char *content_type,
+                      const void *body, size_t len)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+
+	bc_freezero(resp->body, resp->body_len);
+	resp->body = NULL;
+	resp->body_len = 0;
+	resp->content_type = content_type;
+	if (copy == NULL) {
+		resp->status = 500;
+		return;
+	}
+	if (len)
+		memcpy(copy, body, len);
+	resp->status = status;
+	resp->body = copy;
+	resp->body_len = len;
+}
+
+const char *bc_http_query(const struct bc_http_request *req, const char *key)
+{
+	for (size_t i = 0; i < req->n_query; i++)
+		if (strcmp(req->query_keys[i], key) == 0)
+			return req->query_vals[i];
+	return NULL;
+}
+
+/* ---- the request cycle ---- */
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+	struct http_req *r = cls;
+
+	if (r->n_query == HTTP_MAX_QUERY) {
+		r->query_overflow = 1;
+		return MHD_NO;
+	}
+	r->query_keys[r->n_query] = key;
+	r->query_vals[r->n_query] = value ? value : "";
+	r->n_query++;
+	return MHD_YES;
+}
+
+static void peer_of(struct MHD_Connection *conn, char *out, size_t outlen)
+{
+	const union MHD_ConnectionInfo *ci;
+	const struct sockaddr *sa;
+
+	snprintf(out, outlen, "%s", "");
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci == NULL || (sa = ci->client_addr) == NULL)
+		return;
+	switch (sa->sa_family) {
+	case AF_INET:
+		(void)inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out,
+		                (socklen_t)outlen);
+		break;
+	case AF_INET6:
+		(void)inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
+		                (socklen_t)outlen);
+		break;
+	default:
+		break;
+	}
+}
+
+/* A declared length over the limit is answered before the body is read. */
+static int declared_too_large(struct MHD_Connection *conn, size_t max)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long v;
+	char *end;
+
+	if (cl == NULL || *cl < '0' || *cl > '9')
+		return 0;
+	errno = 0;
+	v = strtoull(cl, &end, 10);
+	return errno == ERANGE || v > max;
+}
+
+static void inflight_add(struct bc_http *s, int delta)
+{
+	pthread_mutex_lock(&s->lock);
+	if (delta > 0)
+		s->inflight++;
+	else if (s->inflight > 0 && --s->inflight == 0)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static enum MHD_Result begin_request(struct bc_http *s, struct MHD_Connection *conn,
+                                     void **con_cls)
+{
+	struct http_req *r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return MHD_NO;
+	r->srv = s;
+	bc_buf_init(&r->body, s->max_body);
+	*con_cls = r;
+	inflight_add(s, 1);
+	if (atomic_load(&s->stopping)) {
+		r->answered = 1;
+		return queue_static(conn, 503, STOPPING, 1);
+	}
+	if (declared_too_large(conn, s->max_body)) {
+		r->answered = 1;
+		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result take_upload(struct http_req *r, const char *data, size_t *size)
+{
+	size_t n = *size;
+
+	*size = 0;
+	if (!r->too_large && bc_buf_put(&r->body, data, n) == 0)
+		return MHD_YES;
+	if (!r->too_large) {
+		r->too_large = 1;
+		bc_buf_free(&r->body);
+	}
+	r->discarded += n;
+	return r->discarded > HTTP_MAX_DISCARD ? MHD_NO : MHD_YES;
+}
+
+static enum MHD_Result finish_request(struct http_req *r, struct MHD_Connection *conn,
+                                      const char *url, const char *method)
+{
+	struct bc_http_response resp = {0};
+	struct bc_http_request req = {0};
+	const char *v;
+
+	if (r->too_large)
+		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
+	(void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
+	if (r->query_overflow)
+		return queue_static(conn, 400, TOO_MANY_ARGS, 0);
+	peer_of(conn, r->peer, sizeof(r->peer));
+	req.method = method;
+	req.path = url;
+	v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	req.content_type = v ? v : "";
+	v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	req.authorization = v ? v : "";
+	req.body = r->body.p;
+	req.body_len = r->body.len;
+	req.peer = r->peer;
+	req.query_keys = r->query_keys;
+	req.query_vals = r->query_vals;
+	req.n_query = r->n_query;
+	r->srv->handler(r->srv->ctx, &req, &resp);
+	if (resp.status < 100 || resp.status > 599) {
+		bc_freezero(resp.body, resp.body_len);
+		resp.body = NULL;
+		resp.body_len = 0;
+		resp.status = 500;
+	}
+	return queue_owned(conn, resp.status, resp.content_type, resp.body, resp.body_len, 0);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+	struct bc_http *s = cls;
+	struct http_req *r = *con_cls;
+
+	if (r == NULL)
+		return begin_request(s, conn, con_cls);
+	if (r->answered) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0)
+		return take_upload(r, upload_data, upload_data_size);
+	return finish_request(r, conn, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct http_req *r = *con_cls;
+
+	if (r == NULL)
+		return;
+	*con_cls = NULL;
+	bc_buf_free(&r->body);
+	inflight_add(r->srv, -1);
+	free(r);
+}
+
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt,
+                                                              va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	bc_log(BC_LOG_WARN, "http", "detail", buf, NULL);
+}
+
+/* ---- start and stop ---- */
+
+static int check_config(const struct bc_http_config *cfg, struct bc_http *s, char *err,
+                        size_t errlen)
+{
+	const char *listen = cfg->listen ? cfg->listen : "";
+
+	if (parse_listen(listen, &s->addr) != 0) {
+		snprintf(err, errlen, "listen %s: expected host:port or [v6]:port with a numeric address",
+		         listen);
+		return BC_ERR_CONFIG;
+	}
+	if ((cfg->tls_cert_pem == NULL) != (cfg->tls_key_pem == NULL)) {
+		snprintf(err, errlen, "listen %s: TLS needs both a certificate and a key", listen);
+		return BC_ERR_CONFIG;
+	}
+	if (cfg->tls_cert_pem == NULL && !addr_is_loopback(&s->addr)) {
+		snprintf(err, errlen,
+		         "listen %s: plain HTTP is only allowed on a loopback address; set [tls] cert and key",
+		         listen);
+		return BC_ERR_CONFIG;
+	}
+	if (cfg->tls_cert_pem != NULL && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+		snprintf(err, errlen, "listen %s: this libmicrohttpd has no TLS support", listen);
+		return BC_ERR_UNSUPPORTED;
+	}
+	return 0;
+}
+
+static struct MHD_Daemon *start_daemon(struct bc_http *s, unsigned threads)
+{
+	unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+	                 MHD_USE_ITC;
+	struct MHD_OptionItem tls[] = {
+		{MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem},
+		{MHD_OPTION_HTTPS_MEM_KEY, 0, s->key_pem},
+		{MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTP_TLS_PRIORITIES},
+		{MHD_OPTION_END, 0, NULL},
+	};
+
+	if (s->addr.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	if (s->cert_pem == NULL)
+		tls[0].option = MHD_OPTION_END;
+	else
+		flags |= MHD_USE_TLS;
+	return MHD_start_daemon(
+		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->addr,
+		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)HTTP_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)HTTP_CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_STRICT_FOR_CLIENT, 1,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+		s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+}
+
+static void http_free(struct bc_http *s)
+{
+	if (s == NULL)
+		return;
+	if (s->key_pem != NULL)
+		bc_freezero(s->key_pem, strlen(s->key_pem));
+	free(s->cert_pem);
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+int bc_http_start(const struct bc_http_config *cfg, bc_http_handler h, void *ctx,
+                  struct bc_http **out, char *err, size_t errlen)
+{
+	const union MHD_DaemonInfo *di;
+	struct bc_http *s;
+	int rc;
+
+	*out = NULL;
+	snprintf(err, errlen, "%s", "");
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return BC_ERR_NOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	s->handler = h;
+	s->ctx = ctx;
+	s->max_body = cfg->max_body ? cfg->max_body : HTTP_DEFAULT_MAX_BODY;
+	if ((rc = check_config(cfg, s, err, errlen)) != 0)
+		goto out;
+	if (cfg->tls_cert_pem != NULL && ((s->cert_pem = strdup(cfg->tls_cert_pem)) == NULL ||
+	                                  (s->key_pem = strdup(cfg->tls_key_pem)) == NULL)) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	s->d = start_daemon(s, cfg->threads ? cfg->threads : HTTP_DEFAULT_THREADS);
+	if (s->d == NULL) {
+		snprintf(err, errlen, "listen %s: cannot start the HTTP server (address in use, or a bad TLS certificate or key)",
+		         cfg->listen);
+		rc = BC_ERR_IO;
+		goto out;
+	}
+	di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = di ? di->port : 0;
+	*out = s;
+	s = NULL;
+out:
+	http_free(s);
+	return rc;
+}
+
+uint16_t bc_http_port(const struct bc_http *s)
+{
+	return s ? s->port : 0;
+}
+
+/* Waits until no request is in flight, or HTTP_DRAIN_MS passed. */
+static void drain(struct bc_http *s)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += HTTP_DRAIN_MS / 1000;
+	pthread_mutex_lock(&s->lock);
+	while (s->inflight > 0)
+		if (pthread_cond_timedwait(&s->idle, &s->lock, &until) != 0)
+			break;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void bc_http_stop(struct bc_http *s)
+{
+	MHD_socket fd;
+
+	if (s == NULL)
+		return;
+	atomic_store(&s->stopping, 1);
+	fd = MHD_quiesce_daemon(s->d);
+	drain(s);
+	MHD_stop_daemon(s->d);
+	/* MHD's threads may use the listen socket until they are stopped. */
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	http_free(s);
+}

@@ -1,0 +1,76 @@
+/* `better-compute serve --config server.toml` */
+#include "server/serve.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bc/log.h"
+#include "server/server.h"
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: better-compute serve --config server.toml\n"
+	                "  starts the control plane (JoinService, the admin API, /healthz);\n"
+	                "  SIGTERM or SIGINT finishes in-flight requests and exits.\n"
+	                "  `better-compute init --dir var` writes a server.toml to start from.\n");
+}
+
+int bc_cmd_serve(int argc, char **argv)
+{
+	struct bc_server_config cfg;
+	struct bc_server *srv = NULL;
+	const char *path = NULL;
+	char err[512] = "";
+	sigset_t set;
+	int sig = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+			path = argv[++i];
+		} else if (strncmp(argv[i], "--config=", 9) == 0) {
+			path = argv[i] + 9;
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage();
+			return 0;
+		} else {
+			fprintf(stderr, "better-compute serve: unknown argument %s\n", argv[i]);
+			usage();
+			return 2;
+		}
+	}
+	if (path == NULL) {
+		fprintf(stderr, "better-compute serve: --config is required\n");
+		usage();
+		return 2;
+	}
+	if (bc_server_config_load(path, &cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "better-compute serve: %s\n", err);
+		bc_server_config_free(&cfg);
+		return 1;
+	}
+	bc_log_set_level(cfg.log_level);
+	bc_log_set_format(cfg.log_format);
+	/* block the signals before any thread starts, so only sigwait() sees them */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((rc = bc_server_start(&cfg, NULL, NULL, &srv, err, sizeof(err))) != 0) {
+		fprintf(stderr, "better-compute serve: %s\n", err[0] ? err : bc_err_str(rc));
+		bc_server_config_free(&cfg);
+		return 1;
+	}
+	char port[8];
+	snprintf(port, sizeof(port), "%u", bc_server_port(srv));
+	bc_log(BC_LOG_INFO, "control plane listening", "listen", cfg.listen, "port", port,
+	       "url", cfg.public_url, "tls", cfg.tls_cert ? "on" : "off", NULL);
+	sigwait(&set, &sig);
+	bc_log(BC_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+	bc_server_stop(srv);
+	bc_log(BC_LOG_INFO, "stopped", NULL);
+	bc_server_config_free(&cfg);
+	return 0;
+}

@@ -1,0 +1,332 @@
+/* The control plane: routes HTTP requests to JoinService, the admin API and /healthz. */
+#include "server/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bc/buf.h"
+#include "bc/json.h"
+#include "bc/log.h"
+#include "server/admin.h"
+#include "server/http.h"
+
+#define JOIN_PATH "/bettercompute.join.v1.JoinService/Join"
+#define SERVICE_PREFIX "/bettercompute.join.v1.JoinService/"
+#define BUNDLE_MAX (1 << 20)
+
+extern char **environ;
+
+struct bc_server {
+	bc_store *store;
+	bc_pki *pki;
+	struct bc_join_service *join;
+	struct bc_http *http;
+	struct bc_admin_config admin;
+	char *on_refusal;
+	bc_refusal_fn hook;
+	void *hook_ctx;
+	char *public_url;
+};
+
+static const char connect_unimplemented[] =
+	"{\"code\":\"unimplemented\",\"message\":\"this control plane does not serve that method\"}";
+static const char connect_not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
+static const char connect_bad_type[] =
+	"{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be application/proto\"}";
+
+static void text(struct bc_http_response *resp, int status, const char *ct, const char *body)
+{
+	bc_http_set_body(resp, status, ct, body, strlen(body));
+}
+
+static int healthz_tx(bc_tx *tx, void *arg)
+{
+	int64_t one;
+	(void)arg;
+	return bc_tx_query_int(tx, "SELECT 1", NULL, 0, &one);
+}
+
+static int is_proto(const char *ct)
+{
+	size_t n = strlen("application/proto");
+	return strncmp(ct, "application/proto", n) == 0 && (ct[n] == 0 || ct[n] == ';');
+}
+
+static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_response *resp)
+{
+	struct bc_server *s = ctx;
+
+	if (strcmp(req->path, "/healthz") == 0) {
+		if (bc_store_run(s->store, BC_TX_READ, healthz_tx, NULL) == 0)
+			text(resp, 200, "application/json", "{\"status\":\"ok\"}");
+		else
+			text(resp, 503, "application/json", "{\"status\":\"store unavailable\"}");
+		return;
+	}
+	if (strncmp(req->path, "/v1/", 4) == 0) {
+		bc_admin_handle(&s->admin, req, resp);
+		return;
+	}
+	if (strncmp(req->path, SERVICE_PREFIX, strlen(SERVICE_PREFIX)) == 0) {
+		if (strcmp(req->method, "POST") != 0) {
+			text(resp, 405, "application/json", connect_unimplemented);
+			return;
+		}
+		if (!is_proto(req->content_type)) {
+			text(resp, 415, "application/json", connect_bad_type);
+			return;
+		}
+		if (strcmp(req->path, JOIN_PATH) == 0) {
+			int status;
+			const char *ct;
+			uint8_t *body;
+			size_t len;
+			bc_join_handle(s->join, req->body, req->body_len, &status, &ct, &body, &len);
+			resp->status = status;
+			resp->content_type = ct;
+			resp->body = body;
+			resp->body_len = len;
+			return;
+		}
+		text(resp, 404, "application/json", connect_unimplemented);
+		return;
+	}
+	text(resp, 404, "application/json", connect_not_found);
+}
+
+/* on_refusal: the command gets the refusal as JSON on stdin. It runs detached (a
+ * double fork), so a slow hook never delays the machine's answer, and so the time
+ * of a refusal says nothing about its reason. */
+static void run_hook_command(const char *cmd, const char *json)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		if (fork() == 0) {
+			char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+			dup2(fds[0], 0);
+			execve("/bin/sh", argv, environ);
+			_exit(127);
+		}
+		_exit(0);
+	}
+	close(fds[0]);
+	if (pid > 0) {
+		size_t n = strlen(json), off = 0;
+		while (off < n) {
+			ssize_t w = write(fds[1], json + off, n - off);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+		waitpid(pid, NULL, 0);
+	}
+	close(fds[1]);
+}
+
+static void on_refusal(void *ctx, const struct bc_refusal *r)
+{
+	struct bc_server *s = ctx;
+	json_t *j;
+	char *js;
+
+	if (s->hook)
+		s->hook(s->hook_ctx, r);
+	if (s->on_refusal == NULL)
+		return;
+	j = json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "attestor", r->attestor, "reason", r->reason,
+	              "tokenId", r->token_id, "nodeId", r->node_id, "tenantId", r->tenant_id);
+	if (j && (js = bc_json_dump(j)) != NULL) {
+		run_hook_command(s->on_refusal, js);
+		free(js);
+	}
+	json_decref(j);
+}
+
+static int read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	bc_buf b;
+	char tmp[4096];
+	ssize_t n;
+	int fd, rc = 0;
+
+	*out = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return BC_ERR_IO;
+	bc_buf_init(&b, max);
+	while ((n = read(fd, tmp, sizeof(tmp))) > 0)
+		if ((rc = bc_buf_put(&b, tmp, (size_t)n)) != 0)
+			break;
+	if (n < 0)
+		rc = BC_ERR_IO;
+	close(fd);
+	if (rc == 0)
+		rc = bc_buf_put_u8(&b, 0);
+	if (rc != 0) {
+		bc_buf_free(&b);
+		return rc;
+	}
+	*out = (char *)bc_buf_steal(&b, len);
+	(*len)--;
+	return 0;
+}
+
+static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
+{
+	uint8_t secret[32];
+	char *text_ = NULL;
+	size_t len = 0;
+	int rc;
+
+	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
+		return rc;
+	if ((rc = read_file(cfg->pki_bundle, BUNDLE_MAX, &text_, &len)) != 0) {
+		snprintf(err, errlen, "%s: cannot read the PKI bundle (%s); `better-compute pki init "
+		         "--config %s` writes it", cfg->pki_bundle, rc == BC_ERR_IO ? strerror(errno)
+		         : bc_err_str(rc), cfg->path);
+		OPENSSL_cleanse(secret, sizeof(secret));
+		return BC_ERR_CONFIG;
+	}
+	rc = bc_pki_open(text_, len, secret, out);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	bc_freezero(text_, len);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", cfg->pki_bundle,
+		         rc == BC_ERR_VERIFY ? "does not open with this server secret (wrong "
+		                               "secret_file, or the bundle was altered)"
+		                             : "not a PKI bundle");
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static int start_join(struct bc_server *s, const struct bc_server_config *cfg, char *err,
+                      size_t errlen)
+{
+	struct bc_join_config jc = {
+		.store = s->store, .pki = s->pki, .on_refusal = on_refusal, .on_refusal_ctx = s};
+	int rc;
+
+	if ((rc = bc_join_service_new(&jc, &s->join)) != 0) {
+		snprintf(err, errlen, "JoinService: %s", bc_err_str(rc));
+		return rc;
+	}
+	for (size_t i = 0; i < cfg->n_plugins; i++)
+		if ((rc = bc_join_load_plugin(s->join, cfg->plugins[i], err, errlen)) != 0)
+			return rc;
+	return bc_join_configure(s->join, cfg->toml, err, errlen);
+}
+
+static int start_http(struct bc_server *s, const struct bc_server_config *cfg, char *err,
+                      size_t errlen)
+{
+	char *cert = NULL, *key = NULL;
+	size_t len;
+	int rc;
+
+	if (cfg->tls_cert) {
+		if (read_file(cfg->tls_cert, BUNDLE_MAX, &cert, &len) != 0 ||
+		    read_file(cfg->tls_key, BUNDLE_MAX, &key, &len) != 0) {
+			snprintf(err, errlen, "[tls]: cannot read %s or %s", cfg->tls_cert,
+			         cfg->tls_key);
+			free(cert);
+			return BC_ERR_CONFIG;
+		}
+	}
+	struct bc_http_config hc = {
+		.listen = cfg->listen,
+		.tls_cert_pem = cert,
+		.tls_key_pem = key,
+		.threads = cfg->threads,
+		.max_body = cfg->max_body,
+	};
+	rc = bc_http_start(&hc, handle, s, &s->http, err, errlen);
+	free(cert);
+	if (key)
+		bc_freezero(key, strlen(key));
+	return rc;
+}
+
+int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void *hook_ctx,
+                    struct bc_server **out, char *err, size_t errlen)
+{
+	struct bc_server *s;
+	int rc;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return BC_ERR_NOMEM;
+	s->hook = hook;
+	s->hook_ctx = hook_ctx;
+	if ((cfg->on_refusal && (s->on_refusal = strdup(cfg->on_refusal)) == NULL) ||
+	    (s->public_url = strdup(cfg->public_url)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto fail;
+	}
+	if ((rc = load_pki(cfg, &s->pki, err, errlen)) != 0)
+		goto fail;
+	if ((rc = bc_store_open(cfg->database, &s->store, err, errlen)) != 0)
+		goto fail;
+	if ((rc = start_join(s, cfg, err, errlen)) != 0)
+		goto fail;
+	s->admin.store = s->store;
+	s->admin.pki = s->pki;
+	s->admin.public_url = s->public_url;
+	s->admin.attestor_known = bc_join_attestor_known_cb;
+	s->admin.attestor_ctx = s->join;
+	if ((rc = start_http(s, cfg, err, errlen)) != 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	bc_server_stop(s);
+	return rc;
+}
+
+uint16_t bc_server_port(const struct bc_server *s)
+{
+	return bc_http_port(s->http);
+}
+
+struct bc_join_service *bc_server_join(struct bc_server *s)
+{
+	return s->join;
+}
+
+bc_store *bc_server_store(struct bc_server *s)
+{
+	return s->store;
+}
+
+const bc_pki *bc_server_pki(const struct bc_server *s)
+{
+	return s->pki;
+}
+
+void bc_server_stop(struct bc_server *s)
+{
+	if (s == NULL)
+		return;
+	if (s->http)
+		bc_http_stop(s->http);
+	bc_join_service_free(s->join);
+	bc_store_close(s->store);
+	bc_pki_free(s->pki);
+	free(s->on_refusal);
+	free(s->public_url);
+	free(s);
+}

@@ -1,0 +1,27 @@
+/* The control plane as a library: what `better-compute serve` runs, and what tests
+ * and embedders start in-process (bc_server_new in DESIGN.md).
+ *
+ * bc_server_start() loads the secret and the PKI bundle named by the config, opens
+ * the store (applying migrations), registers the built-in attestors and the plugins,
+ * configures them, and listens. A refusal hook given here is called for every join
+ * refusal in addition to the config's on_refusal command. */
+#ifndef BC_SERVER_SERVER_H
+#define BC_SERVER_SERVER_H
+
+#include <stdint.h>
+
+#include "join/join.h"
+#include "server/config.h"
+
+struct bc_server;
+
+BC_WUR int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook,
+                           void *hook_ctx, struct bc_server **out, char *err, size_t errlen);
+uint16_t bc_server_port(const struct bc_server *s);
+struct bc_join_service *bc_server_join(struct bc_server *s);
+bc_store *bc_server_store(struct bc_server *s);
+const bc_pki *bc_server_pki(const struct bc_server *s);
+/* Stops accepting, finishes in-flight requests, frees. */
+void bc_server_stop(struct bc_server *s);
+
+#endif

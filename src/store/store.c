@@ -1,0 +1,727 @@
+/* The store's engine-neutral half: URL parsing, the pool of connections,
+ * transactions and results dispatched to an engine (engine.h), the one-value
+ * helpers, bc_store_run, and migrations. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/rand.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/clock.h"
+#include "bc/log.h"
+#include "bc/store.h"
+#include "store/engine.h"
+#include "store/migrations.h"
+
+#define POOL_MAX 16
+/* Longer than any transaction should last: running out means one was leaked. */
+#define POOL_WAIT_MS 30000
+#define RUN_REPLAYS 5
+#define RUN_BACKOFF_US 2000L
+
+struct bc_store {
+	const struct bc_engine *eng;
+	void *state; /* the engine's, from eng->open() */
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* signalled when a connection is returned or closed */
+	int sync_ready;    /* mu and cv were initialised */
+	struct bc_conn *idle[POOL_MAX];
+	size_t nidle;
+	size_t nopen; /* idle or held by a transaction */
+};
+
+struct bc_tx {
+	bc_store *s;
+	struct bc_conn *c;
+	int failed; /* an error that must keep the transaction from committing */
+};
+
+static _Thread_local char tls_errmsg[512];
+
+void bc_store_set_errmsg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tls_errmsg, sizeof(tls_errmsg), fmt, ap);
+	va_end(ap);
+}
+
+const char *bc_store_errmsg(void)
+{
+	return tls_errmsg;
+}
+
+int bc_store_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t attr;
+	int rc = BC_ERR_INTERNAL;
+
+	if (pthread_condattr_init(&attr) != 0)
+		return BC_ERR_INTERNAL;
+	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0)
+		goto out;
+	if (pthread_cond_init(cv, &attr) != 0)
+		goto out;
+	rc = 0;
+out:
+	pthread_condattr_destroy(&attr);
+	return rc;
+}
+
+void bc_store_deadline(struct timespec *ts, long ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* ---- SQL text helpers shared by the engines ---- */
+
+int bc_sql_is_blank(const char *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		if (isspace((unsigned char)s[i]) || s[i] == ';') {
+			i++;
+		} else if (s[i] == '-' && i + 1 < len && s[i + 1] == '-') {
+			while (i < len && s[i] != '\n')
+				i++;
+		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '*') {
+			for (i += 2; i < len && !(s[i] == '*' && i + 1 < len && s[i + 1] == '/'); i++)
+				;
+			i += 2;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* The index just past the word ending at end, when the bytes before end are word
+ * (case-insensitive) preceded by at least one whitespace; 0 otherwise. */
+static size_t word_before(const char *sql, size_t end, const char *word)
+{
+	size_t n = strlen(word);
+
+	if (end < n + 1 || strncasecmp(sql + end - n, word, n) != 0 ||
+	    !isspace((unsigned char)sql[end - n - 1]))
+		return 0;
+	return end - n;
+}
+
+static size_t skip_space_back(const char *sql, size_t end)
+{
+	while (end > 0 && isspace((unsigned char)sql[end - 1]))
+		end--;
+	return end;
+}
+
+size_t bc_sql_strip_for_update(const char *sql)
+{
+	size_t len = strlen(sql), e;
+
+	e = skip_space_back(sql, len);
+	if (e > 0 && sql[e - 1] == ';')
+		e = skip_space_back(sql, e - 1);
+	if ((e = word_before(sql, e, "update")) == 0)
+		return len;
+	if ((e = word_before(sql, skip_space_back(sql, e), "for")) == 0)
+		return len;
+	return skip_space_back(sql, e);
+}
+
+/* ---- the pool ---- */
+
+static int pool_get(bc_store *s, struct bc_conn **out)
+{
+	struct timespec deadline;
+	int wrc = 0, rc;
+
+	*out = NULL;
+	bc_store_deadline(&deadline, POOL_WAIT_MS);
+	pthread_mutex_lock(&s->mu);
+	while (s->nidle == 0 && s->nopen >= POOL_MAX && wrc == 0)
+		wrc = pthread_cond_timedwait(&s->cv, &s->mu, &deadline);
+	if (s->nidle > 0) {
+		*out = s->idle[--s->nidle];
+		pthread_mutex_unlock(&s->mu);
+		return 0;
+	}
+	if (s->nopen >= POOL_MAX) {
+		pthread_mutex_unlock(&s->mu);
+		bc_store_set_errmsg("all %d database connections stayed busy for %d ms", POOL_MAX,
+		                    POOL_WAIT_MS);
+		return BC_ERR_BUSY;
+	}
+	s->nopen++;
+	pthread_mutex_unlock(&s->mu);
+
+	/* connecting may take a while (PostgreSQL over the network): not under mu */
+	if ((rc = s->eng->connect(s->state, out)) != 0) {
+		pthread_mutex_lock(&s->mu);
+		s->nopen--;
+		pthread_cond_signal(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+	return rc;
+}
+
+/* Back to the idle list, or disconnected when the engine says it is unfit. */
+static void pool_put(bc_store *s, struct bc_conn *c)
+{
+	int keep = s->eng->reusable(c);
+
+	if (!keep)
+		s->eng->disconnect(c);
+	pthread_mutex_lock(&s->mu);
+	if (keep)
+		s->idle[s->nidle++] = c;
+	else
+		s->nopen--;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- opening and closing ---- */
+
+static void set_err(char *err, size_t errlen, const char *msg)
+{
+	bc_store_set_errmsg("%s", msg);
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "%s", msg);
+}
+
+static int has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int parse_url(const char *url, const struct bc_engine **eng, const char **target,
+                     char *err, size_t errlen)
+{
+	*eng = NULL;
+	*target = NULL;
+	if (has_prefix(url, "postgres://") || has_prefix(url, "postgresql://")) {
+		/* the PostgreSQL engine (postgres.c) is chosen here */
+		set_err(err, errlen, "this better-compute has no PostgreSQL engine");
+		return BC_ERR_UNSUPPORTED;
+	}
+	if (has_prefix(url, "sqlite:")) {
+		url += strlen("sqlite:");
+		/* sqlite:///var/lib/x.db is the path /var/lib/x.db */
+		if (has_prefix(url, "//"))
+			url += 2;
+	} else if (strstr(url, "://") != NULL) {
+		set_err(err, errlen, "unknown database URL scheme: use sqlite:<path> or postgres://");
+		return BC_ERR_CONFIG;
+	}
+	if (*url == '\0') {
+		set_err(err, errlen, "no SQLite database path in the database URL");
+		return BC_ERR_CONFIG;
+	}
+	/* every connection of the pool must reach the same database: a file */
+	if (strcmp(url, ":memory:") == 0 || has_prefix(url, "file:")) {
+		set_err(err, errlen, "the SQLite database must be a plain file path");
+		return BC_ERR_CONFIG;
+	}
+	*eng = &bc_engine_sqlite;
+	*target = url;
+	return 0;
+}
+
+static int store_new(const struct bc_engine *eng, bc_store **out)
+{
+	bc_store *s;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return BC_ERR_NOMEM;
+	s->eng = eng;
+	if (pthread_mutex_init(&s->mu, NULL) != 0) {
+		free(s);
+		return BC_ERR_INTERNAL;
+	}
+	if (bc_store_cond_init(&s->cv) != 0) {
+		pthread_mutex_destroy(&s->mu);
+		free(s);
+		return BC_ERR_INTERNAL;
+	}
+	s->sync_ready = 1;
+	*out = s;
+	return 0;
+}
+
+static int migrate(bc_store *s, char *err, size_t errlen);
+
+int bc_store_open(const char *url, bc_store **out, char *err, size_t errlen)
+{
+	const struct bc_engine *eng = NULL;
+	const char *target = NULL;
+	bc_store *s = NULL;
+	int rc;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	tls_errmsg[0] = '\0';
+	if (out == NULL || url == NULL) {
+		set_err(err, errlen, "no database URL");
+		return BC_ERR_INVALID;
+	}
+	*out = NULL;
+	if ((rc = parse_url(url, &eng, &target, err, errlen)) != 0)
+		goto out;
+	if ((rc = store_new(eng, &s)) != 0)
+		goto out;
+	if ((rc = eng->open(target, &s->state, err, errlen)) != 0)
+		goto out;
+	if ((rc = migrate(s, err, errlen)) != 0)
+		goto out;
+	*out = s;
+	s = NULL;
+out:
+	if (rc != 0 && err != NULL && errlen > 0 && err[0] == '\0')
+		snprintf(err, errlen, "%s", tls_errmsg[0] != '\0' ? tls_errmsg : bc_err_str(rc));
+	bc_store_close(s);
+	return rc;
+}
+
+void bc_store_close(bc_store *s)
+{
+	if (s == NULL)
+		return;
+	if (s->nopen != s->nidle) {
+		/* a transaction still holds a connection and s: leak rather than free
+		 * what it will touch */
+		bc_log(BC_LOG_ERROR, "store closed with transactions open", NULL);
+		return;
+	}
+	while (s->nidle > 0)
+		s->eng->disconnect(s->idle[--s->nidle]);
+	if (s->state != NULL)
+		s->eng->close(s->state);
+	if (s->sync_ready) {
+		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->mu);
+	}
+	free(s);
+}
+
+enum bc_store_engine bc_store_engine(const bc_store *s)
+{
+	return s->eng->kind;
+}
+
+/* ---- transactions ---- */
+
+int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out)
+{
+	struct bc_conn *c = NULL;
+	bc_tx *tx = NULL;
+	int rc;
+
+	if (out == NULL)
+		return BC_ERR_INVALID;
+	*out = NULL;
+	if (s == NULL || (mode != BC_TX_READ && mode != BC_TX_WRITE))
+		return BC_ERR_INVALID;
+	if ((tx = calloc(1, sizeof(*tx))) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if ((rc = pool_get(s, &c)) != 0)
+		goto out;
+	if ((rc = s->eng->begin(c, mode)) != 0)
+		goto out;
+	tx->s = s;
+	tx->c = c;
+	c = NULL;
+	*out = tx;
+	tx = NULL;
+out:
+	if (c != NULL)
+		pool_put(s, c);
+	free(tx);
+	return rc;
+}
+
+int bc_tx_commit(bc_tx *tx)
+{
+	int rc;
+
+	if (tx == NULL)
+		return BC_ERR_INVALID;
+	if (tx->failed != 0) {
+		rc = tx->failed;
+		(void)tx->s->eng->rollback(tx->c);
+	} else {
+		rc = tx->s->eng->commit(tx->c);
+	}
+	pool_put(tx->s, tx->c);
+	free(tx);
+	return rc;
+}
+
+void bc_tx_rollback(bc_tx *tx)
+{
+	if (tx == NULL)
+		return;
+	/* a failed rollback leaves the connection unfit, which pool_put sees */
+	(void)tx->s->eng->rollback(tx->c);
+	pool_put(tx->s, tx->c);
+	free(tx);
+}
+
+bc_store *bc_tx_store(bc_tx *tx)
+{
+	return tx != NULL ? tx->s : NULL;
+}
+
+int64_t bc_tx_now_ms(bc_tx *tx)
+{
+	int64_t ms = 0;
+	int rc;
+
+	if (tx == NULL)
+		return bc_now_ms();
+	if ((rc = tx->s->eng->now_ms(tx->c, &ms)) != 0) {
+		/* the caller gets a usable time but cannot commit what it decided on it */
+		tx->failed = rc;
+		ms = bc_now_ms();
+	}
+	return ms;
+}
+
+static int check_call(bc_tx *tx, const char *sql, const bc_param *params, size_t n)
+{
+	if (tx == NULL || sql == NULL || (params == NULL && n > 0)) {
+		bc_store_set_errmsg("invalid arguments to a store call");
+		return BC_ERR_INVALID;
+	}
+	return 0;
+}
+
+int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+               int64_t *changes)
+{
+	int rc;
+
+	if (changes != NULL)
+		*changes = 0;
+	if ((rc = check_call(tx, sql, params, n)) != 0)
+		return rc;
+	return tx->s->eng->exec(tx->c, sql, params, n, changes);
+}
+
+int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+                bc_rows **out)
+{
+	int rc;
+
+	if (out == NULL)
+		return BC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = check_call(tx, sql, params, n)) != 0)
+		return rc;
+	return tx->s->eng->query(tx->c, sql, params, n, out);
+}
+
+/* ---- results ---- */
+
+int bc_rows_next(bc_rows *r)
+{
+	return r != NULL ? r->eng->rows_next(r) : BC_ERR_INVALID;
+}
+
+int bc_rows_is_null(bc_rows *r, int col)
+{
+	return r != NULL ? r->eng->rows_is_null(r, col) : 1;
+}
+
+const char *bc_rows_text(bc_rows *r, int col)
+{
+	return r != NULL ? r->eng->rows_text(r, col) : "";
+}
+
+int64_t bc_rows_int(bc_rows *r, int col)
+{
+	return r != NULL ? r->eng->rows_int(r, col) : 0;
+}
+
+const uint8_t *bc_rows_blob(bc_rows *r, int col, size_t *len)
+{
+	if (r == NULL) {
+		if (len != NULL)
+			*len = 0;
+		return NULL;
+	}
+	return r->eng->rows_blob(r, col, len);
+}
+
+void bc_rows_free(bc_rows *r)
+{
+	if (r != NULL)
+		r->eng->rows_free(r);
+}
+
+/* The first row of a query, or BC_ERR_NOT_FOUND; *out is freed by the caller. */
+static int query_first(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+                       bc_rows **out)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = bc_tx_query(tx, sql, params, n, &r)) != 0)
+		goto out;
+	if ((rc = bc_rows_next(r)) < 0)
+		goto out;
+	if (rc == 0) {
+		bc_store_set_errmsg("no row");
+		rc = BC_ERR_NOT_FOUND;
+		goto out;
+	}
+	rc = 0;
+	*out = r;
+	r = NULL;
+out:
+	bc_rows_free(r);
+	return rc;
+}
+
+/* NULL reads as 0, as bc_rows_int() */
+int bc_tx_query_int(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+                    int64_t *out)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	if (out == NULL)
+		return BC_ERR_INVALID;
+	*out = 0;
+	if ((rc = query_first(tx, sql, params, n, &r)) != 0)
+		return rc;
+	*out = bc_rows_int(r, 0);
+	bc_rows_free(r);
+	return 0;
+}
+
+/* NULL reads as "", as bc_rows_text() */
+int bc_tx_query_text(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
+                     char **out)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	if (out == NULL)
+		return BC_ERR_INVALID;
+	*out = NULL;
+	if ((rc = query_first(tx, sql, params, n, &r)) != 0)
+		goto out;
+	if ((*out = strdup(bc_rows_text(r, 0))) == NULL)
+		rc = BC_ERR_NOMEM;
+out:
+	bc_rows_free(r);
+	return rc;
+}
+
+/* ---- bc_store_run ---- */
+
+static int run_once(bc_store *s, enum bc_tx_mode mode, bc_tx_fn fn, void *arg)
+{
+	bc_tx *tx = NULL;
+	int rc;
+
+	if ((rc = bc_tx_begin(s, mode, &tx)) != 0)
+		return rc;
+	if ((rc = fn(tx, arg)) != 0) {
+		bc_tx_rollback(tx);
+		return rc;
+	}
+	return bc_tx_commit(tx);
+}
+
+/* Random, so that two transactions that collided do not meet again in step. */
+static void backoff(int attempt)
+{
+	long max_us = RUN_BACKOFF_US << attempt;
+	uint32_t r = 0;
+	long us = max_us;
+	struct timespec ts;
+
+	if (RAND_bytes((unsigned char *)&r, sizeof(r)) == 1)
+		us = max_us / 2 + (long)(r % (uint32_t)(max_us / 2 + 1));
+	ts.tv_sec = us / 1000000L;
+	ts.tv_nsec = (us % 1000000L) * 1000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+int bc_store_run(bc_store *s, enum bc_tx_mode mode, bc_tx_fn fn, void *arg)
+{
+	int rc;
+
+	if (s == NULL || fn == NULL)
+		return BC_ERR_INVALID;
+	for (int attempt = 0;; attempt++) {
+		rc = run_once(s, mode, fn, arg);
+		if ((rc != BC_ERR_BUSY && rc != BC_ERR_RETRY) || attempt >= RUN_REPLAYS)
+			return rc;
+		backoff(attempt);
+	}
+}
+
+/* ---- schema version and migrations ---- */
+
+static int read_version(bc_tx *tx, void *arg)
+{
+	return bc_tx_query_int(tx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+	                       NULL, 0, arg);
+}
+
+int bc_store_schema_version(bc_store *s, int64_t *out)
+{
+	if (out == NULL)
+		return BC_ERR_INVALID;
+	*out = 0;
+	return bc_store_run(s, BC_TX_READ, read_version, out);
+}
+
+struct migration_ctx {
+	const struct bc_migration *m;
+	int64_t highest; /* the highest version compiled in */
+	int applied;     /* m was applied by this transaction */
+	char *err;
+	size_t errlen;
+};
+
+/* Statement by statement, as migrations.h lays them out: a statement ends with the
+ * line that ends in ';'. */
+static int run_script(bc_tx *tx, const char *sql)
+{
+	const char *p = sql, *line, *nl, *e;
+	int rc;
+
+	while (*p != '\0') {
+		for (line = p;; line = nl + 1) {
+			nl = strchr(line, '\n');
+			e = skip_space_back(line, nl != NULL ? (size_t)(nl - line) : strlen(line)) + line;
+			if ((e > line && e[-1] == ';') || nl == NULL)
+				break;
+		}
+		if (!bc_sql_is_blank(p, (size_t)(e - p))) {
+			char *stmt = strndup(p, (size_t)(e - p));
+
+			if (stmt == NULL)
+				return BC_ERR_NOMEM;
+			rc = tx->s->eng->exec_script(tx->c, stmt);
+			free(stmt);
+			if (rc != 0)
+				return rc;
+		}
+		p = nl != NULL ? nl + 1 : e + strlen(e);
+	}
+	return 0;
+}
+
+static int check_not_newer(bc_tx *tx, struct migration_ctx *ctx)
+{
+	int64_t v = 0;
+	int rc;
+
+	if ((rc = read_version(tx, &v)) != 0)
+		return rc;
+	if (v > ctx->highest) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg),
+		         "the database schema is version %" PRId64
+		         ", newer than this better-compute (%" PRId64 "): upgrade better-compute",
+		         v, ctx->highest);
+		set_err(ctx->err, ctx->errlen, msg);
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+/* One migration in one write transaction. Everything is checked again inside it,
+ * under the write lock, since another process may have opened the same database. */
+static int apply_migration(bc_tx *tx, void *arg)
+{
+	struct migration_ctx *ctx = arg;
+	const struct bc_engine *eng = tx->s->eng;
+	int64_t done = 0;
+	int rc;
+
+	ctx->applied = 0;
+	if (eng->lock_schema != NULL && (rc = eng->lock_schema(tx->c)) != 0)
+		return rc;
+	if ((rc = eng->exec_script(tx->c, "CREATE TABLE IF NOT EXISTS schema_migrations ("
+	                                  "version BIGINT PRIMARY KEY, name TEXT NOT NULL, "
+	                                  "applied_at BIGINT NOT NULL)")) != 0)
+		return rc;
+	if ((rc = check_not_newer(tx, ctx)) != 0)
+		return rc;
+	if ((rc = bc_tx_query_int(tx, "SELECT COUNT(*) FROM schema_migrations WHERE version = $1",
+	                          (bc_param[]){BC_INT(ctx->m->version)}, 1, &done)) != 0)
+		return rc;
+	if (done > 0)
+		return 0;
+	if ((rc = run_script(tx, ctx->m->sql)) != 0)
+		return rc;
+	if ((rc = bc_tx_exec(tx,
+	                     "INSERT INTO schema_migrations (version, name, applied_at) "
+	                     "VALUES ($1, $2, $3)",
+	                     (bc_param[]){BC_INT(ctx->m->version), BC_TEXT(ctx->m->name),
+	                                  BC_INT(bc_tx_now_ms(tx))},
+	                     3, NULL)) != 0)
+		return rc;
+	ctx->applied = 1;
+	return 0;
+}
+
+/* The compiled-in migration with the lowest version above after, or NULL. */
+static const struct bc_migration *next_migration(int64_t after)
+{
+	const struct bc_migration *m = NULL;
+
+	for (size_t i = 0; i < bc_migrations_count; i++)
+		if (bc_migrations[i].version > after &&
+		    (m == NULL || bc_migrations[i].version < m->version))
+			m = &bc_migrations[i];
+	return m;
+}
+
+static int migrate(bc_store *s, char *err, size_t errlen)
+{
+	struct migration_ctx ctx = {.err = err, .errlen = errlen};
+	char version[24];
+	int rc;
+
+	for (size_t i = 0; i < bc_migrations_count; i++)
+		if (bc_migrations[i].version > ctx.highest)
+			ctx.highest = bc_migrations[i].version;
+	for (ctx.m = next_migration(INT64_MIN); ctx.m != NULL;
+	     ctx.m = next_migration(ctx.m->version)) {
+		if ((rc = bc_store_run(s, BC_TX_WRITE, apply_migration, &ctx)) != 0) {
+			if (rc != BC_ERR_CONFIG && err != NULL && errlen > 0)
+				snprintf(err, errlen, "schema migration %s: %s", ctx.m->name,
+				         bc_store_errmsg());
+			return rc;
+		}
+		if (ctx.applied) {
+			snprintf(version, sizeof(version), "%" PRId64, ctx.m->version);
+			bc_log(BC_LOG_INFO, "schema migration applied", "version", version, "name",
+			       ctx.m->name, NULL);
+		}
+	}
+	return 0;
+}
