@@ -1,8 +1,8 @@
 /* The `better-compute` command line: shared state of one invocation, the command
  * table's shape, and the helpers every command group uses.
  *
- * Ownership: struct cli owns every string it points to except the option values,
- * which point into argv. cli_free() wipes the API key. Commands return 0 or a
+ * Ownership: struct cli owns every string it points to except the option values
+ * and arguments, which point into argv. cli_free() wipes the API key. Commands return 0 or a
  * negative BC_ERR_*; a command that prints its own message calls cli_fail() or
  * cli_usage(), so main() prints a generic one only when nothing was said. */
 #ifndef BC_CLI_H
@@ -38,7 +38,7 @@ struct cli_cmd {
 };
 
 struct cli_kv {
-	const char *name;
+	char *name;      /* malloc'd */
 	const char *val; /* NULL for a flag */
 };
 
@@ -82,8 +82,10 @@ BC_WUR int cli_parse_global(struct cli *c, int argc, char **argv, int i, int *co
 BC_WUR int cli_parse_command(struct cli *c, int argc, char **argv, int first);
 const char *cli_opt(const struct cli *c, const char *name);
 int cli_flag(const struct cli *c, const char *name);
-/* A whole number in [min, max] from option name, or a usage error. */
-BC_WUR int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max, int64_t *out);
+/* A whole number in [min, max] from option name, or a usage error; *present is 0
+ * (and *out 0) when the option was not given. */
+BC_WUR int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max, int64_t *out,
+                       int *present);
 
 /* messages: "better-compute: ..." on stderr, one line */
 int cli_fail(struct cli *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -91,7 +93,9 @@ int cli_fail(struct cli *c, int rc, const char *fmt, ...) __attribute__((format(
 int cli_usage(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_print_usage(const struct cli_cmd *cmd, int to_stderr);
 
-/* the admin API (cli_api.c) */
+/* the admin API (cli_conn.c, cli_api.c) */
+/* Resolves the server URL, the API key and the CA file (once). */
+BC_WUR int cli_connect(struct cli *c);
 struct cli_resp {
 	long status;
 	char *body; /* NUL-terminated */

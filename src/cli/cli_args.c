@@ -21,6 +21,8 @@ void cli_free(struct cli *c)
 	free(c->server);
 	free(c->ca_file);
 	free(c->tenant);
+	for (size_t k = 0; k < c->n_opts; k++)
+		free(c->opts[k].name);
 	if (c->curl != NULL)
 		curl_easy_cleanup(c->curl);
 	memset(c, 0, sizeof(*c));
@@ -39,7 +41,7 @@ int cli_fail(struct cli *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
-	/* messages of the API carry their own prefix: see cli_api.c */
+	/* no command prefix: an API error reads "better-compute: CODE: message" */
 	fputs(CLI_NAME ": ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -187,7 +189,7 @@ static int parse_cmd_opt(struct cli *c, int argc, char **argv, int i, int *consu
 			return cli_usage(c, "--%.*s given twice", (int)len, a + 2);
 	if (c->n_opts == CLI_MAX_OPTS)
 		return cli_usage(c, "too many options");
-	/* the name points into argv: cut it at '=' by remembering its length instead */
+	/* a copy, since in argv the name runs on into "=value" */
 	if ((c->opts[c->n_opts].name = strndup(a + 2, len)) == NULL)
 		return BC_ERR_NOMEM;
 	c->opts[c->n_opts++].val = val;

@@ -75,18 +75,6 @@ static int copy_str(char *dst, size_t dstlen, const char *src)
 	return 0;
 }
 
-/* node_ then 26 characters of [0-9a-z] (a ULID in lower-case base32). */
-static int node_id_ok(const char *s)
-{
-	if (strncmp(s, "node_", 5) != 0 || strlen(s) != 5 + 26)
-		return 0;
-	for (s += 5; *s != '\0'; s++) {
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z')))
-			return 0;
-	}
-	return 1;
-}
-
 static int open_envelope(const struct bc_client_pins *pins, const uint8_t *resp, size_t len,
                          signed_response **out, char *err, size_t errlen)
 {
@@ -134,7 +122,7 @@ static int read_binding(const struct bc_client_pins *pins, const response_body *
 	}
 	if (b->trust_domain[0] == '\0')
 		return 0;
-	if (!bc_client_trust_domain_ok(b->trust_domain)) {
+	if (!bc_trust_domain_valid(b->trust_domain)) {
 		bc_client_show(b->trust_domain, got);
 		bc_client_errf(err, errlen, "join answer: trust domain %s is not a trust domain name", got);
 		return BC_ERR_INVALID;
@@ -251,7 +239,7 @@ static int read_joined(const response_body *b, EVP_PKEY *csr_key, struct bc_join
 		               "(1 to %d)", b->n_chain, MAX_CHAIN);
 		return BC_ERR_INVALID;
 	}
-	if (!node_id_ok(b->node_id)) {
+	if (!bc_node_id_valid(b->node_id)) {
 		bc_client_show(b->node_id, got);
 		bc_client_errf(err, errlen, "join answer: joined, with node id \"%s\"", got);
 		return BC_ERR_INVALID;

@@ -17,9 +17,6 @@ void bc_client_errf(char *err, size_t errlen, const char *fmt, ...)
 #define BC_CLIENT_SHOW_LEN 72
 void bc_client_show(const char *s, char out[static BC_CLIENT_SHOW_LEN]);
 
-/* 1 when s is 1..255 characters of [a-z0-9.-], the form of a trust domain. */
-int bc_client_trust_domain_ok(const char *s);
-
 /* 1 when both keys have the same DER SubjectPublicKeyInfo; 0 when they differ or
  * either cannot be encoded (so a failure never reads as a match). */
 int bc_client_same_key(EVP_PKEY *a, EVP_PKEY *b);

@@ -13,6 +13,7 @@
 #include "bc/client.h"
 #include "bc/crypto.h"
 #include "bc/json.h"
+#include "bc/pki.h"
 #include "client/internal.h"
 
 #define PINS_MAX_JSON (256u * 1024)
@@ -248,7 +249,7 @@ static int read_trust_domain(const json_t *j, struct bc_client_pins *p, char *er
 
 	if ((rc = get_field(j, "trustDomain", 0, &v, err, errlen)) != 0 || v == NULL)
 		return rc;
-	if (!bc_client_trust_domain_ok(v)) {
+	if (!bc_trust_domain_valid(v)) {
 		bc_client_errf(err, errlen, "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)");
 		return BC_ERR_CONFIG;
 	}

@@ -33,20 +33,6 @@ void bc_client_show(const char *s, char out[static BC_CLIENT_SHOW_LEN])
 	out[i] = '\0';
 }
 
-int bc_client_trust_domain_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 255)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
-			return 0;
-	}
-	return 1;
-}
-
 int bc_client_same_key(EVP_PKEY *a, EVP_PKEY *b)
 {
 	uint8_t *da = NULL, *db = NULL;

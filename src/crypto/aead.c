@@ -114,6 +114,7 @@ int bc_aes256gcm_open(const uint8_t key[static 32], const uint8_t nonce[static 1
 static int hkdf(int mode, const void *salt, size_t saltlen, const void *key, size_t keylen,
 		const void *info, size_t infolen, uint8_t *out, size_t outlen)
 {
+	static const uint8_t empty[1];
 	OSSL_PARAM params[6], *p = params;
 	EVP_KDF_CTX *kctx = NULL;
 	EVP_KDF *kdf = NULL;
@@ -127,7 +128,9 @@ static int hkdf(int mode, const void *salt, size_t saltlen, const void *key, siz
 		return BC_ERR_LIMIT;
 	*p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, "SHA256", 0);
 	*p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
-	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)key, keylen);
+	/* An empty IKM is allowed (RFC 5869), but OpenSSL wants a pointer for it. */
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+						 (void *)(key != NULL ? key : empty), keylen);
 	if (saltlen > 0)
 		*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, saltlen);
 	if (infolen > 0)

@@ -20,6 +20,7 @@
 #define ADMIN_MAX_ARGS 3
 #define ADMIN_MAX_BODY (64 * 1024)
 #define ADMIN_ROOT_TENANT "root"
+#define ADMIN_KEY_ID_LEN 30 /* "key_" + a 26-character ULID */
 
 struct admin_call {
 	const struct bc_admin_config *cfg;
@@ -48,8 +49,11 @@ int admin_is_root(const struct admin_call *c);
 /* Body checks. what is the object's name in messages ("pool"); allowed ends in NULL. */
 int admin_check_fields(struct admin_call *c, const json_t *obj, const char *what,
                        const char *const *allowed);
-/* A name: a string of 1 to 128 bytes without control characters. *out is NULL when
- * the key is absent and required is 0. */
+/* A string of 1 to max bytes without control characters. When required is 0, an
+ * absent key or a JSON null leaves *out NULL. */
+int admin_get_text(struct admin_call *c, const json_t *obj, const char *key, const char *field,
+                   int required, size_t max, const char **out);
+/* A name: admin_get_text with at most 128 bytes. */
 int admin_get_name(struct admin_call *c, const json_t *obj, const char *key, const char *field,
                    int required, const char **out);
 /* An integer in [min, max]; def when absent. */
@@ -58,7 +62,17 @@ int admin_get_int(struct admin_call *c, const json_t *obj, const char *key, cons
 int admin_get_bool(struct admin_call *c, const json_t *obj, const char *key, const char *field,
                    int def, int *out);
 
-/* Rows to JSON. */
+/* s itself when it is a short plain identifier (safe to echo), else "(field)". */
+const char *admin_safe(const char *s);
+
+/* Rows to JSON. fn builds one object from the current row (NULL: out of memory). */
+typedef json_t *(*admin_row_fn)(bc_rows *r);
+/* Every row into a new array. */
+int admin_query_list(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
+                     json_t **out);
+/* The first row; BC_ERR_NOT_FOUND when there is none. */
+int admin_query_one(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
+                    json_t **out);
 json_t *admin_time(int64_t ms);
 /* NULL columns as JSON null. */
 json_t *admin_col_text(bc_rows *r, int col);

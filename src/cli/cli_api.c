@@ -1,0 +1,356 @@
+/* The admin API over libcurl: one JSON request, one JSON answer, and the error
+ * object of a refusal printed as "better-compute: CODE: message". */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <openssl/crypto.h>
+
+#include "bc/buf.h"
+#include "bc/json.h"
+#include "cli/cli.h"
+
+#define MAX_ANSWER (16u * 1024 * 1024)
+#define CONNECT_TIMEOUT_S 10L
+#define TIMEOUT_S 120L
+
+void cli_resp_free(struct cli_resp *r)
+{
+	free(r->body);
+	json_decref(r->json);
+	memset(r, 0, sizeof(*r));
+}
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
+{
+	bc_buf *b = arg;
+
+	/* a short count makes curl stop with CURLE_WRITE_ERROR */
+	if (bc_buf_put(b, p, size * nmemb) != 0)
+		return 0;
+	return size * nmemb;
+}
+
+/* curl copies header strings; wipe the copies that hold the key before freeing. */
+static void free_headers(struct curl_slist *h)
+{
+	for (struct curl_slist *p = h; p != NULL; p = p->next)
+		OPENSSL_cleanse(p->data, strlen(p->data));
+	curl_slist_free_all(h);
+}
+
+static int add_header(struct curl_slist **h, const char *line)
+{
+	struct curl_slist *n = curl_slist_append(*h, line);
+
+	if (n == NULL)
+		return BC_ERR_NOMEM;
+	*h = n;
+	return 0;
+}
+
+static int make_headers(struct cli *c, int has_body, struct curl_slist **out)
+{
+	char *auth = NULL;
+	int rc;
+
+	*out = NULL;
+	if (asprintf(&auth, "Authorization: Bearer %s", c->api_key) < 0)
+		return BC_ERR_NOMEM;
+	rc = add_header(out, auth);
+	bc_freezero(auth, strlen(auth));
+	if (rc == 0)
+		rc = add_header(out, "Accept: application/json");
+	if (rc == 0 && has_body)
+		rc = add_header(out, "Content-Type: application/json");
+	/* curl would send "Expect: 100-continue" for a large body: not needed */
+	if (rc == 0)
+		rc = add_header(out, "Expect:");
+	return rc;
+}
+
+static void set_options(struct cli *c, CURL *h, const char *method, const char *url,
+                        const char *body, struct curl_slist *hdrs, bc_buf *b, char *errbuf)
+{
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, CLI_NAME);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	/* no redirects: a redirect would carry the Authorization header elsewhere */
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	if (c->ca_file != NULL)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+	if (strcmp(method, "GET") == 0) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		return;
+	}
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(body ? strlen(body) : 0));
+	if (strcmp(method, "POST") != 0)
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+}
+
+static int report_transport(struct cli *c, CURLcode cc, const char *errbuf)
+{
+	const char *why = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(cc);
+
+	switch (cc) {
+	case CURLE_WRITE_ERROR:
+		return cli_fail(c, BC_ERR_LIMIT,
+				"the answer of the control plane at %s was larger than %u bytes; "
+				"check --server",
+				c->server, MAX_ANSWER);
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+		return cli_fail(c, BC_ERR_UNAVAILABLE,
+				"cannot verify the TLS certificate of the control plane at %s: %s; "
+				"pass its CA with --ca-file (the tls-ca.pem `" CLI_NAME
+				" init` wrote)",
+				c->server, why);
+	default:
+		return cli_fail(c, BC_ERR_UNAVAILABLE,
+				"cannot reach the control plane at %s: %s; is `" CLI_NAME
+				" serve` running? (--server, BC_SERVER)",
+				c->server, why);
+	}
+}
+
+static int code_to_err(const char *code)
+{
+	if (strcmp(code, "INVALID_INPUT") == 0)
+		return BC_ERR_INVALID;
+	if (strcmp(code, "ACCESS_DENIED") == 0)
+		return BC_ERR_DENIED;
+	if (strcmp(code, "NOT_FOUND") == 0)
+		return BC_ERR_NOT_FOUND;
+	if (strcmp(code, "CONFLICT") == 0)
+		return BC_ERR_CONFLICT;
+	return BC_ERR_IO;
+}
+
+/* {"error":{"code","message"}}; the text comes from the server, so it is cleaned of
+ * control characters before it reaches the terminal. */
+static int report_api_error(struct cli *c, const struct cli_resp *r)
+{
+	const json_t *e = r->json ? json_object_get(r->json, "error") : NULL;
+	const char *code = cli_jstr(e, "code"), *msg = cli_jstr(e, "message");
+	char *scode, *smsg;
+	int rc;
+
+	if (code == NULL || msg == NULL)
+		return cli_fail(c, BC_ERR_IO,
+				"the control plane at %s answered HTTP %ld without an error object; "
+				"check that --server names a `" CLI_NAME " serve`",
+				c->server, r->status);
+	scode = strndup(code, 64);
+	smsg = strndup(msg, 1024);
+	if (scode == NULL || smsg == NULL) {
+		free(scode);
+		free(smsg);
+		return BC_ERR_NOMEM;
+	}
+	cli_sanitize(scode);
+	cli_sanitize(smsg);
+	rc = cli_fail(c, code_to_err(code), "%s: %s%s", scode, smsg,
+		      r->status == 401 ? " (check the API key: --api-key-file, BC_API_KEY_FILE, "
+					 "BC_API_KEY)"
+				       : "");
+	free(scode);
+	free(smsg);
+	return rc;
+}
+
+static int perform(struct cli *c, const char *method, const char *url, const char *body,
+                   struct cli_resp *out)
+{
+	struct curl_slist *hdrs = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	bc_buf b;
+	CURLcode cc;
+	int rc;
+
+	bc_buf_init(&b, MAX_ANSWER);
+	if ((rc = make_headers(c, body != NULL, &hdrs)) != 0)
+		goto out;
+	set_options(c, c->curl, method, url, body, hdrs, &b, errbuf);
+	cc = curl_easy_perform(c->curl);
+	/* the handle still points at the headers: detach before wiping them */
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+	if (cc != CURLE_OK) {
+		rc = report_transport(c, cc, errbuf);
+		goto out;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &out->status);
+	if ((rc = bc_buf_put_u8(&b, 0)) != 0)
+		goto out;
+	out->body = (char *)bc_buf_steal(&b, &out->len);
+	out->len--;
+out:
+	free_headers(hdrs);
+	bc_buf_free(&b);
+	return rc;
+}
+
+static int parse_answer(struct cli *c, struct cli_resp *r)
+{
+	char err[200];
+
+	if (r->len > 0 && bc_json_parse(r->body, r->len, MAX_ANSWER, &r->json, err, sizeof(err)) != 0)
+		r->json = NULL;
+	if (r->status >= 200 && r->status < 300) {
+		if (r->json == NULL || !json_is_object(r->json))
+			return cli_fail(c, BC_ERR_IO,
+					"the control plane at %s answered HTTP %ld with something "
+					"other than a JSON object; check that --server names a `" CLI_NAME
+					" serve`",
+					c->server, r->status);
+		return 0;
+	}
+	return report_api_error(c, r);
+}
+
+int cli_api(struct cli *c, const char *method, const char *path, json_t *body,
+            struct cli_resp *out)
+{
+	char *url = NULL, *text = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = cli_connect(c)) != 0)
+		return rc;
+	if (asprintf(&url, "%s%s", c->server, path) < 0)
+		return BC_ERR_NOMEM;
+	if (body != NULL && (text = json_dumps(body, JSON_COMPACT)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if ((rc = perform(c, method, url, text, out)) != 0)
+		goto out;
+	rc = parse_answer(c, out);
+out:
+	if (rc != 0)
+		cli_resp_free(out);
+	free(text);
+	free(url);
+	return rc;
+}
+
+int cli_tenant(struct cli *c, const char **out)
+{
+	struct cli_resp r;
+	const char *t;
+	int rc;
+
+	*out = NULL;
+	if (c->tenant == NULL && c->opt_tenant != NULL &&
+	    (c->tenant = strdup(c->opt_tenant)) == NULL)
+		return BC_ERR_NOMEM;
+	if (c->tenant != NULL) {
+		*out = c->tenant;
+		return 0;
+	}
+	if ((rc = cli_api(c, "GET", "/v1/whoami", NULL, &r)) != 0)
+		return rc;
+	if ((t = cli_jstr(r.json, "tenantId")) == NULL || t[0] == '\0')
+		rc = cli_fail(c, BC_ERR_IO, "GET /v1/whoami answered without a tenantId; "
+					   "pass --tenant T");
+	else if ((c->tenant = strdup(t)) == NULL)
+		rc = BC_ERR_NOMEM;
+	cli_resp_free(&r);
+	*out = c->tenant;
+	return rc;
+}
+
+/* One path segment, URL-escaped. "." and ".." would be folded away by curl's dot
+ * segment removal and aim the request at another route, so they are refused. */
+static int add_segment(struct cli *c, char **path, const char *seg)
+{
+	char *esc, *np = NULL;
+	int rc = 0;
+
+	if (seg[0] == '\0' || strcmp(seg, ".") == 0 || strcmp(seg, "..") == 0)
+		return cli_usage(c, "\"%s\" is not an id", seg);
+	if ((esc = curl_easy_escape(c->curl, seg, 0)) == NULL)
+		return BC_ERR_NOMEM;
+	if (asprintf(&np, "%s/%s", *path, esc) < 0)
+		rc = BC_ERR_NOMEM;
+	curl_free(esc);
+	if (rc == 0) {
+		free(*path);
+		*path = np;
+	}
+	return rc;
+}
+
+int cli_tenant_path(struct cli *c, char **out, ...)
+{
+	const char *tenant, *seg;
+	char *path = NULL;
+	va_list ap;
+	int rc;
+
+	*out = NULL;
+	if ((rc = cli_connect(c)) != 0 || (rc = cli_tenant(c, &tenant)) != 0)
+		return rc;
+	if ((path = strdup("/v1/tenants")) == NULL)
+		return BC_ERR_NOMEM;
+	rc = add_segment(c, &path, tenant);
+	va_start(ap, out);
+	while (rc == 0 && (seg = va_arg(ap, const char *)) != NULL)
+		rc = add_segment(c, &path, seg);
+	va_end(ap);
+	if (rc != 0) {
+		free(path);
+		return rc;
+	}
+	*out = path;
+	return 0;
+}
+
+int cli_query(struct cli *c, char **out, const char *const *kv, size_t n)
+{
+	char *q, *np, *esc;
+	int rc = 0;
+
+	*out = NULL;
+	if ((q = strdup("")) == NULL)
+		return BC_ERR_NOMEM;
+	for (size_t i = 0; rc == 0 && i + 1 < 2 * n; i += 2) {
+		if (kv[i + 1] == NULL)
+			continue;
+		if ((esc = curl_easy_escape(c->curl, kv[i + 1], 0)) == NULL) {
+			rc = BC_ERR_NOMEM;
+			break;
+		}
+		if (asprintf(&np, "%s%c%s=%s", q, q[0] ? '&' : '?', kv[i], esc) < 0)
+			rc = BC_ERR_NOMEM;
+		else {
+			free(q);
+			q = np;
+		}
+		curl_free(esc);
+	}
+	if (rc != 0) {
+		free(q);
+		return rc;
+	}
+	*out = q;
+	return 0;
+}
+
+void cli_print_raw(const struct cli_resp *r)
+{
+	fwrite(r->body, 1, r->len, stdout);
+	if (r->len == 0 || r->body[r->len - 1] != '\n')
+		fputc('\n', stdout);
+}

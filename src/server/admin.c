@@ -1,0 +1,501 @@
+/* The admin API: routing, authentication, tenant scoping and answers. The handlers
+ * of each kind of object are in admin_tenants.c, admin_pools.c, admin_tokens.c and
+ * admin_nodes.c; shared checks and row conversions in admin_util.c. */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bc/buf.h"
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "bc/json.h"
+#include "bc/log.h"
+#include "server/admin_internal.h"
+
+#define ACCESS_DENIED_MSG "a valid API key is required"
+#define API_KEY_PREFIX "bck_"
+#define KEY_ID_PREFIX "key_"
+#define KEY_ID_LEN ADMIN_KEY_ID_LEN
+#define SECRET_LEN 43              /* base64url of 32 bytes, unpadded */
+
+enum { R_BODY = 1, R_TENANT = 2 };
+
+struct admin_route {
+	const char *method;
+	const char *pattern; /* "{x}" captures one path segment into arg[] */
+	enum bc_tx_mode mode;
+	unsigned flags;      /* R_BODY: takes a JSON object; R_TENANT: arg[0] is a tenant */
+	admin_fn fn;
+	const char *const *query; /* allowed query parameters, NULL-terminated; NULL: none */
+};
+
+static const char *const EVENTS_QUERY[] = {"type", "limit", NULL};
+
+static const struct admin_route ROUTES[] = {
+	{"GET", "/v1/whoami", BC_TX_READ, 0, admin_whoami, NULL},
+	{"GET", "/v1/daemon-config", BC_TX_READ, 0, admin_daemon_config, NULL},
+	{"GET", "/v1/tenants", BC_TX_READ, 0, admin_tenants_list, NULL},
+	{"POST", "/v1/tenants", BC_TX_WRITE, R_BODY, admin_tenants_create, NULL},
+	{"POST", "/v1/tenants/{t}/api-keys", BC_TX_WRITE, R_BODY | R_TENANT, admin_api_keys_create,
+	 NULL},
+	{"GET", "/v1/tenants/{t}/pools", BC_TX_READ, R_TENANT, admin_pools_list, NULL},
+	{"POST", "/v1/tenants/{t}/pools", BC_TX_WRITE, R_BODY | R_TENANT, admin_pools_create, NULL},
+	{"GET", "/v1/tenants/{t}/pools/{p}", BC_TX_READ, R_TENANT, admin_pools_get, NULL},
+	{"PATCH", "/v1/tenants/{t}/pools/{p}", BC_TX_WRITE, R_BODY | R_TENANT, admin_pools_update,
+	 NULL},
+	{"GET", "/v1/tenants/{t}/sites", BC_TX_READ, R_TENANT, admin_sites_list, NULL},
+	{"POST", "/v1/tenants/{t}/sites", BC_TX_WRITE, R_BODY | R_TENANT, admin_sites_create, NULL},
+	{"GET", "/v1/tenants/{t}/tokens", BC_TX_READ, R_TENANT, admin_tokens_list, NULL},
+	{"POST", "/v1/tenants/{t}/tokens", BC_TX_WRITE, R_BODY | R_TENANT, admin_tokens_create,
+	 NULL},
+	{"POST", "/v1/tenants/{t}/tokens/{id}/revoke", BC_TX_WRITE, R_TENANT, admin_tokens_revoke,
+	 NULL},
+	{"GET", "/v1/tenants/{t}/nodes", BC_TX_READ, R_TENANT, admin_nodes_list, NULL},
+	{"GET", "/v1/tenants/{t}/nodes/{n}", BC_TX_READ, R_TENANT, admin_nodes_get, NULL},
+	{"DELETE", "/v1/tenants/{t}/nodes/{n}", BC_TX_WRITE, R_TENANT, admin_nodes_delete, NULL},
+	{"POST", "/v1/tenants/{t}/nodes/{n}/cordon", BC_TX_WRITE, R_TENANT, admin_nodes_cordon,
+	 NULL},
+	{"POST", "/v1/tenants/{t}/nodes/{n}/uncordon", BC_TX_WRITE, R_TENANT, admin_nodes_uncordon,
+	 NULL},
+	{"POST", "/v1/tenants/{t}/nodes/{n}/revoke-identity", BC_TX_WRITE, R_TENANT,
+	 admin_nodes_revoke_identity, NULL},
+	{"POST", "/v1/tenants/{t}/nodes/{n}/retire", BC_TX_WRITE, R_TENANT, admin_nodes_retire,
+	 NULL},
+	{"GET", "/v1/tenants/{t}/events", BC_TX_READ, R_TENANT, admin_events_list, EVENTS_QUERY},
+};
+
+/* ---- routing ---- */
+
+static int id_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+}
+
+/* A captured segment is an id: 1 to 63 of [a-z0-9_-]. Anything else matches no route. */
+static int capture(const char *seg, size_t len, char *out)
+{
+	if (len == 0 || len >= ADMIN_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!id_char(seg[i]))
+			return 0;
+	memcpy(out, seg, len);
+	out[len] = '\0';
+	return 1;
+}
+
+/* 1 when path matches pattern segment by segment; captures go to arg[]. */
+static int match(const char *pattern, const char *path, char arg[][ADMIN_ID_MAX])
+{
+	size_t n = 0;
+
+	while (*pattern == '/' && *path == '/') {
+		const char *pe = strchrnul(pattern + 1, '/');
+		const char *qe = strchrnul(path + 1, '/');
+		size_t plen = (size_t)(pe - pattern - 1), qlen = (size_t)(qe - path - 1);
+
+		if (pattern[1] == '{') {
+			if (n == ADMIN_MAX_ARGS || !capture(path + 1, qlen, arg[n++]))
+				return 0;
+		} else if (plen != qlen || memcmp(pattern + 1, path + 1, plen) != 0) {
+			return 0;
+		}
+		pattern = pe;
+		path = qe;
+	}
+	return *pattern == '\0' && *path == '\0';
+}
+
+/* The route for the request; *known is 1 when the path exists with another method. */
+static const struct admin_route *find_route(struct admin_call *c, int *known)
+{
+	const char *method = c->req->method ? c->req->method : "";
+	const char *path = c->req->path ? c->req->path : "";
+
+	*known = 0;
+	for (size_t i = 0; i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
+		if (!match(ROUTES[i].pattern, path, c->arg))
+			continue;
+		if (strcmp(ROUTES[i].method, method) == 0)
+			return &ROUTES[i];
+		*known = 1;
+	}
+	memset(c->arg, 0, sizeof(c->arg));
+	return NULL;
+}
+
+/* ---- authentication ---- */
+
+static int is_b32(char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z');
+}
+
+static int is_b64url(char ch)
+{
+	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+	       ch == '-' || ch == '_';
+}
+
+/* "Bearer bck_key_<26>_<43>": the key id and a pointer to the secret. */
+static int parse_api_key(const char *authz, char key_id[ADMIN_ID_MAX], const char **secret)
+{
+	const char *k;
+
+	key_id[0] = '\0';
+	*secret = NULL;
+	if (strncasecmp(authz, "Bearer ", 7) != 0)
+		return BC_ERR_INVALID;
+	k = authz + 7;
+	if (strncmp(k, API_KEY_PREFIX KEY_ID_PREFIX, 8) != 0)
+		return BC_ERR_INVALID;
+	for (size_t i = 8; i < 4 + KEY_ID_LEN; i++)
+		if (!is_b32(k[i]))
+			return BC_ERR_INVALID;
+	if (k[4 + KEY_ID_LEN] != '_' || strlen(k + 5 + KEY_ID_LEN) != SECRET_LEN)
+		return BC_ERR_INVALID;
+	for (size_t i = 0; i < SECRET_LEN; i++)
+		if (!is_b64url(k[5 + KEY_ID_LEN + i]))
+			return BC_ERR_INVALID;
+	memcpy(key_id, k + 4, KEY_ID_LEN);
+	key_id[KEY_ID_LEN] = '\0';
+	*secret = k + 5 + KEY_ID_LEN;
+	return 0;
+}
+
+static int load_key(bc_tx *tx, const char *id, char tenant[ADMIN_ID_MAX], char hash[65],
+                    int *usable)
+{
+	bc_rows *rows = NULL;
+	int rc;
+
+	*usable = 0;
+	bc_param p[] = {BC_TEXT(id)};
+	if ((rc = bc_tx_query(tx, "SELECT tenant_id, secret_hash, revoked_at FROM api_keys "
+	                          "WHERE id = $1",
+	                      p, 1, &rows)) != 0)
+		return rc;
+	if ((rc = bc_rows_next(rows)) == 1) {
+		snprintf(tenant, ADMIN_ID_MAX, "%s", bc_rows_text(rows, 0));
+		snprintf(hash, 65, "%s", bc_rows_text(rows, 1));
+		*usable = bc_rows_is_null(rows, 2) && strlen(tenant) < ADMIN_ID_MAX - 1;
+	}
+	bc_rows_free(rows);
+	return rc < 0 ? rc : 0;
+}
+
+int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[64],
+                          char key_id[64])
+{
+	char id[ADMIN_ID_MAX], tenant[ADMIN_ID_MAX] = "", presented[65];
+	/* compared against when the key is unknown, so that both paths do the same work */
+	char stored[65] = "0000000000000000000000000000000000000000000000000000000000000000";
+	const char *secret;
+	uint8_t d[32];
+	int rc, usable = 0, equal;
+
+	tenant_id[0] = '\0';
+	key_id[0] = '\0';
+	if (authorization == NULL || parse_api_key(authorization, id, &secret) != 0)
+		return BC_ERR_DENIED;
+	if ((rc = load_key(tx, id, tenant, stored, &usable)) != 0)
+		return rc;
+	if ((rc = bc_sha256(secret, strlen(secret), d)) != 0)
+		goto out;
+	bc_hex_encode_to(d, sizeof(d), presented);
+	equal = strlen(stored) == 64 && bc_ct_equal(presented, stored, 64);
+	if (!equal || !usable) {
+		rc = BC_ERR_DENIED;
+		goto out;
+	}
+	memcpy(tenant_id, tenant, strlen(tenant) + 1);
+	memcpy(key_id, id, strlen(id) + 1);
+out:
+	OPENSSL_cleanse(d, sizeof(d));
+	OPENSSL_cleanse(presented, sizeof(presented));
+	OPENSSL_cleanse(stored, sizeof(stored));
+	return rc;
+}
+
+int bc_admin_create_api_key(bc_tx *tx, const char *tenant_id, const char *name, char **key_out)
+{
+	char id[ADMIN_ID_MAX], hash[65];
+	char *whole = NULL;
+	int rc;
+
+	*key_out = NULL;
+	if (tenant_id == NULL || name == NULL)
+		return BC_ERR_INVALID;
+	if ((rc = bc_new_id("key", id, sizeof(id))) != 0)
+		return rc;
+	if ((rc = admin_mint_secret(API_KEY_PREFIX, id, &whole, hash)) != 0)
+		return rc;
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant_id), BC_TEXT(hash), BC_TEXT(name),
+	                BC_INT(bc_tx_now_ms(tx))};
+	if ((rc = bc_tx_exec(tx,
+	                     "INSERT INTO api_keys (id, tenant_id, secret_hash, name, created_at) "
+	                     "VALUES ($1, $2, $3, $4, $5)",
+	                     p, 5, NULL)) != 0)
+		goto out;
+	*key_out = whole;
+	whole = NULL;
+out:
+	if (whole != NULL)
+		bc_freezero(whole, strlen(whole));
+	return rc;
+}
+
+/* ---- the call, inside its transaction ---- */
+
+static int check_query(struct admin_call *c, const char *const *allowed)
+{
+	const struct bc_http_request *req = c->req;
+
+	for (size_t i = 0; i < req->n_query; i++) {
+		const char *key = req->query_keys[i];
+		int ok = 0;
+
+		for (size_t j = 0; allowed != NULL && allowed[j] != NULL; j++)
+			ok |= strcmp(allowed[j], key) == 0;
+		for (size_t j = 0; j < i; j++)
+			ok &= strcmp(req->query_keys[j], key) != 0;
+		if (!ok)
+			return admin_fail(c, BC_ERR_INVALID, "query.%s: unknown or repeated parameter",
+			                  admin_safe(key));
+	}
+	return 0;
+}
+
+/* Routes without a body accept none or an empty object. */
+static int parse_body(struct admin_call *c, int wants)
+{
+	char err[160] = "";
+
+	if (c->req->body_len == 0)
+		return wants ? admin_fail(c, BC_ERR_INVALID, "body: expected a JSON object") : 0;
+	if (bc_json_parse(c->req->body, c->req->body_len, ADMIN_MAX_BODY, &c->body, err,
+	                  sizeof(err)) != 0)
+		return admin_fail(c, BC_ERR_INVALID, "body: not a valid JSON object of at most 64 KiB (%s)",
+		                  err);
+	if (!json_is_object(c->body))
+		return admin_fail(c, BC_ERR_INVALID, "body: expected a JSON object");
+	if (!wants && json_object_size(c->body) != 0)
+		return admin_fail(c, BC_ERR_INVALID, "body: this request takes no fields");
+	return 0;
+}
+
+/* Another tenant's path answers NOT_FOUND whether or not it exists. */
+static int scope_tenant(bc_tx *tx, struct admin_call *c)
+{
+	int64_t one;
+	int rc;
+
+	if (!admin_is_root(c))
+		return strcmp(c->arg[0], c->tenant_id) == 0
+		               ? 0
+		               : admin_fail(c, BC_ERR_NOT_FOUND, "tenant not found");
+	bc_param p[] = {BC_TEXT(c->arg[0])};
+	rc = bc_tx_query_int(tx, "SELECT 1 FROM tenants WHERE id = $1", p, 1, &one);
+	return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "tenant not found") : rc;
+}
+
+struct admin_run {
+	struct admin_call *c;
+	const struct admin_route *route;
+	int known;
+};
+
+static void reset_call(struct admin_call *c)
+{
+	json_decref(c->answer);
+	json_decref(c->body);
+	c->answer = NULL;
+	c->body = NULL;
+	c->status = 0;
+	c->err_status = 0;
+	c->msg[0] = '\0';
+	c->tenant_id[0] = '\0';
+	c->key_id[0] = '\0';
+}
+
+static int run_call(bc_tx *tx, void *arg)
+{
+	struct admin_run *run = arg;
+	struct admin_call *c = run->c;
+	int rc;
+
+	reset_call(c);
+	if ((rc = bc_admin_authenticate(tx, c->req->authorization, c->tenant_id, c->key_id)) != 0)
+		return rc;
+	snprintf(c->actor, sizeof(c->actor), "api:%s", c->key_id);
+	if (run->route == NULL && run->known) {
+		c->err_status = 405;
+		return admin_fail(c, BC_ERR_INVALID, "method not allowed");
+	}
+	if (run->route == NULL)
+		return admin_fail(c, BC_ERR_NOT_FOUND, "no such route");
+	if ((rc = check_query(c, run->route->query)) != 0)
+		return rc;
+	if ((rc = parse_body(c, run->route->flags & R_BODY)) != 0)
+		return rc;
+	if ((run->route->flags & R_TENANT) && (rc = scope_tenant(tx, c)) != 0)
+		return rc;
+	return run->route->fn(tx, c);
+}
+
+/* ---- answers ---- */
+
+struct admin_error {
+	int rc;
+	int status;
+	const char *code;
+	const char *message; /* used when the handler said nothing */
+};
+
+static const struct admin_error ERRORS[] = {
+	{BC_ERR_INVALID, 400, "INVALID_INPUT", "invalid input"},
+	{BC_ERR_DENIED, 401, "ACCESS_DENIED", ACCESS_DENIED_MSG},
+	{BC_ERR_NOT_FOUND, 404, "NOT_FOUND", "not found"},
+	{BC_ERR_CONFLICT, 409, "CONFLICT", "conflict"},
+	{BC_ERR_BUSY, 503, "UNAVAILABLE", "the database is busy; retry"},
+	{BC_ERR_RETRY, 503, "UNAVAILABLE", "the database is busy; retry"},
+	{BC_ERR_UNAVAILABLE, 503, "UNAVAILABLE", "the database is unavailable"},
+};
+static const struct admin_error INTERNAL = {BC_ERR_INTERNAL, 500, "INTERNAL", "internal error"};
+
+static const struct admin_error *error_of(int rc)
+{
+	for (size_t i = 0; i < sizeof(ERRORS) / sizeof(ERRORS[0]); i++)
+		if (ERRORS[i].rc == rc)
+			return &ERRORS[i];
+	return &INTERNAL;
+}
+
+static void answer_error(struct admin_call *c, int rc, struct bc_http_response *resp)
+{
+	const struct admin_error *e = error_of(rc);
+	/* one message for every authentication failure: nothing to tell them apart */
+	const char *msg = e->message;
+	json_t *o;
+	char *s;
+
+	if (c->msg[0] && (rc != BC_ERR_DENIED || c->err_status == 403))
+		msg = c->msg;
+	if (e == &INTERNAL || e->status == 503)
+		bc_log(BC_LOG_ERROR, "admin api failed", "method", c->req->method, "path", c->req->path,
+		       "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
+	o = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", msg);
+	s = o ? bc_json_dump(o) : NULL;
+	json_decref(o);
+	resp->status = c->err_status ? c->err_status : e->status;
+	resp->content_type = "application/json";
+	resp->body = (uint8_t *)s;
+	resp->body_len = s ? strlen(s) : 0;
+	if (s == NULL)
+		resp->status = 500;
+}
+
+void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_request *req,
+                     struct bc_http_response *resp)
+{
+	struct admin_call c;
+	struct admin_run run = {&c, NULL, 0};
+	char *s = NULL;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.cfg = cfg;
+	c.req = req;
+	run.route = find_route(&c, &run.known);
+	rc = bc_store_run(cfg->store, run.route ? run.route->mode : BC_TX_READ, run_call, &run);
+	if (rc == 0 && (s = bc_json_dump(c.answer)) == NULL)
+		rc = BC_ERR_NOMEM;
+	if (rc == 0) {
+		resp->status = c.status;
+		resp->content_type = "application/json";
+		resp->body = (uint8_t *)s;
+		resp->body_len = strlen(s);
+	} else {
+		answer_error(&c, rc, resp);
+	}
+	json_decref(c.answer);
+	json_decref(c.body);
+}
+
+/* ---- whoami and the agent's pins ---- */
+
+int admin_whoami(bc_tx *tx, struct admin_call *c)
+{
+	return admin_answer(c, 200, json_pack("{s:s, s:s}", "tenantId", c->tenant_id, "keyId",
+	                                      c->key_id));
+}
+
+/* The TLS CA (when the bundle has one) then the node CA, as one PEM text. */
+static int ca_bundle(const bc_pki *pki, char **out)
+{
+	char *tls = NULL, *node = NULL;
+	int rc;
+
+	*out = NULL;
+	if (pki->tls_ca != NULL && (rc = bc_x509_to_pem(pki->tls_ca, &tls)) != 0)
+		goto out;
+	if ((rc = bc_x509_to_pem(pki->node_ca, &node)) != 0)
+		goto out;
+	if (asprintf(out, "%s%s", tls ? tls : "", node) < 0) {
+		*out = NULL;
+		rc = BC_ERR_NOMEM;
+	}
+out:
+	free(tls);
+	free(node);
+	return rc;
+}
+
+static int daemon_config_object(const bc_pki *pki, const char *public_url, json_t **out)
+{
+	char *sign = NULL, *enc = NULL, *bundle = NULL;
+	int rc;
+
+	*out = NULL;
+	if (pki == NULL)
+		return BC_ERR_INTERNAL;
+	if ((rc = bc_pubkey_to_pem(pki->join_signing, &sign)) != 0 ||
+	    (rc = bc_pubkey_to_pem(pki->join_encryption, &enc)) != 0 ||
+	    (rc = ca_bundle(pki, &bundle)) != 0)
+		goto out;
+	*out = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s}", "server", public_url,
+	                 "joinSigningKeyId", pki->join_signing_kid, "joinSigningKey", sign,
+	                 "joinEncryptionKey", enc, "caBundle", bundle, "trustDomain",
+	                 pki->trust_domain);
+	if (*out == NULL)
+		rc = BC_ERR_NOMEM;
+out:
+	free(sign);
+	free(enc);
+	free(bundle);
+	return rc;
+}
+
+char *bc_admin_daemon_config_json(const bc_pki *pki, const char *public_url)
+{
+	json_t *o = NULL;
+	char *s;
+
+	if (daemon_config_object(pki, public_url, &o) != 0)
+		return NULL;
+	s = bc_json_dump(o);
+	json_decref(o);
+	return s;
+}
+
+int admin_daemon_config(bc_tx *tx, struct admin_call *c)
+{
+	json_t *o = NULL;
+	int rc;
+
+	if ((rc = daemon_config_object(c->cfg->pki, c->cfg->public_url, &o)) != 0)
+		return rc;
+	return admin_answer(c, 200, o);
+}

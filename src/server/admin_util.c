@@ -1,0 +1,277 @@
+/* Checks of request bodies, rows to JSON, events and audit, and new credentials:
+ * what every admin handler shares. */
+#include <openssl/crypto.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/buf.h"
+#include "bc/clock.h"
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "bc/json.h"
+#include "join/events.h"
+#include "server/admin_internal.h"
+
+#define NAME_MAX_LEN 128
+#define SAFE_MAX_LEN 64
+
+int admin_fail(struct admin_call *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->msg, sizeof(c->msg), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int admin_answer(struct admin_call *c, int status, json_t *answer)
+{
+	if (answer == NULL)
+		return BC_ERR_NOMEM;
+	json_decref(c->answer);
+	c->answer = answer;
+	c->status = status;
+	return 0;
+}
+
+int admin_is_root(const struct admin_call *c)
+{
+	return strcmp(c->tenant_id, ADMIN_ROOT_TENANT) == 0;
+}
+
+const char *admin_safe(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > SAFE_MAX_LEN)
+		return "(field)";
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.'))
+			return "(field)";
+	}
+	return s;
+}
+
+/* ---- body checks ---- */
+
+int admin_check_fields(struct admin_call *c, const json_t *obj, const char *what,
+                       const char *const *allowed)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, key, v) {
+		int ok = 0;
+
+		for (size_t i = 0; allowed[i] != NULL; i++)
+			ok |= strcmp(allowed[i], key) == 0;
+		if (!ok)
+			return admin_fail(c, BC_ERR_INVALID, "%s.%s: unknown field", what,
+			                  admin_safe(key));
+	}
+	return 0;
+}
+
+static int text_ok(const char *s, size_t len, size_t max)
+{
+	if (len == 0 || len > max || strlen(s) != len)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+int admin_get_text(struct admin_call *c, const json_t *obj, const char *key, const char *field,
+                   int required, size_t max, const char **out)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*out = NULL;
+	if (v == NULL || (json_is_null(v) && !required))
+		return required ? admin_fail(c, BC_ERR_INVALID, "%s: required", field) : 0;
+	if (!json_is_string(v) || !text_ok(json_string_value(v), json_string_length(v), max))
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "%s: expected a string of 1 to %zu bytes without control characters",
+		                  field, max);
+	*out = json_string_value(v);
+	return 0;
+}
+
+int admin_get_name(struct admin_call *c, const json_t *obj, const char *key, const char *field,
+                   int required, const char **out)
+{
+	return admin_get_text(c, obj, key, field, required, NAME_MAX_LEN, out);
+}
+
+int admin_get_int(struct admin_call *c, const json_t *obj, const char *key, const char *field,
+                  int64_t min, int64_t max, int64_t def, int64_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+	json_int_t i;
+
+	*out = def;
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || (i = json_integer_value(v)) < min || i > max)
+		return admin_fail(c, BC_ERR_INVALID, "%s: expected an integer from %lld to %lld", field,
+		                  (long long)min, (long long)max);
+	*out = (int64_t)i;
+	return 0;
+}
+
+int admin_get_bool(struct admin_call *c, const json_t *obj, const char *key, const char *field,
+                   int def, int *out)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*out = def;
+	if (v == NULL)
+		return 0;
+	if (!json_is_boolean(v))
+		return admin_fail(c, BC_ERR_INVALID, "%s: expected true or false", field);
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* ---- rows to JSON ---- */
+
+json_t *admin_time(int64_t ms)
+{
+	char buf[40];
+
+	bc_time_format_ms(ms, buf, sizeof(buf));
+	return json_string(buf);
+}
+
+/* Text the store holds came through this API or JoinService; should a column ever
+ * hold invalid UTF-8, it is shown as null rather than failing the whole answer. */
+json_t *admin_col_text(bc_rows *r, int col)
+{
+	json_t *v;
+
+	if (bc_rows_is_null(r, col))
+		return json_null();
+	v = json_string(bc_rows_text(r, col));
+	return v ? v : json_null();
+}
+
+json_t *admin_col_time(bc_rows *r, int col)
+{
+	return bc_rows_is_null(r, col) ? json_null() : admin_time(bc_rows_int(r, col));
+}
+
+json_t *admin_col_json(bc_rows *r, int col, const char *fallback)
+{
+	const char *s = bc_rows_text(r, col);
+	json_t *v = NULL;
+
+	if (bc_json_parse(s, strlen(s), 0, &v, NULL, 0) == 0)
+		return v;
+	return json_loads(fallback, 0, NULL);
+}
+
+static int query_rows(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
+                      json_t *arr, int only_one)
+{
+	bc_rows *rows = NULL;
+	int rc;
+
+	if ((rc = bc_tx_query(tx, sql, p, n, &rows)) != 0)
+		return rc;
+	while ((rc = bc_rows_next(rows)) == 1) {
+		if (json_array_append_new(arr, fn(rows)) != 0) {
+			rc = BC_ERR_NOMEM;
+			break;
+		}
+		if (only_one) {
+			rc = 0;
+			break;
+		}
+	}
+	bc_rows_free(rows);
+	return rc;
+}
+
+int admin_query_list(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
+                     json_t **out)
+{
+	json_t *arr;
+	int rc;
+
+	*out = NULL;
+	if ((arr = json_array()) == NULL)
+		return BC_ERR_NOMEM;
+	if ((rc = query_rows(tx, sql, p, n, fn, arr, 0)) != 0) {
+		json_decref(arr);
+		return rc;
+	}
+	*out = arr;
+	return 0;
+}
+
+int admin_query_one(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
+                    json_t **out)
+{
+	json_t *arr;
+	int rc;
+
+	*out = NULL;
+	if ((rc = admin_query_list(tx, sql, p, n, fn, &arr)) != 0)
+		return rc;
+	if (json_array_size(arr) == 0)
+		rc = BC_ERR_NOT_FOUND;
+	else
+		*out = json_incref(json_array_get(arr, 0));
+	json_decref(arr);
+	return rc;
+}
+
+/* ---- events, audit and credentials ---- */
+
+int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const char *type,
+                 const char *subject, json_t *data, int event)
+{
+	int rc;
+
+	if (data == NULL)
+		return BC_ERR_NOMEM;
+	if (event && (rc = bc_event_publish(tx, tenant_id, type, subject, data)) != 0)
+		return rc;
+	return bc_audit(tx, tenant_id, c->actor, type, subject, data);
+}
+
+int admin_mint_secret(const char *prefix, const char *id, char **whole, char hash_hex[65])
+{
+	uint8_t raw[32], d[32];
+	char *b64 = NULL;
+	int rc;
+
+	*whole = NULL;
+	hash_hex[0] = '\0';
+	if ((rc = bc_random(raw, sizeof(raw))) != 0)
+		goto out;
+	if ((b64 = bc_b64url_encode(raw, sizeof(raw))) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if ((rc = bc_sha256(b64, strlen(b64), d)) != 0)
+		goto out;
+	if (asprintf(whole, "%s%s_%s", prefix, id, b64) < 0) {
+		*whole = NULL;
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	bc_hex_encode_to(d, sizeof(d), hash_hex);
+out:
+	OPENSSL_cleanse(raw, sizeof(raw));
+	OPENSSL_cleanse(d, sizeof(d));
+	if (b64 != NULL)
+		bc_freezero(b64, strlen(b64));
+	return rc;
+}

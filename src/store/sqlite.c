@@ -1,0 +1,678 @@
+/* The SQLite engine: one database file in WAL mode, synchronous=FULL, foreign keys
+ * on; one sqlite3 handle per pooled connection (no SQLite mutex: a connection is
+ * used by one thread at a time), each with a cache of prepared statements. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "bc/clock.h"
+#include "store/engine.h"
+
+#define BUSY_TIMEOUT_MS 5000
+#define STMT_CACHE_SIZE 64
+
+struct sl_state {
+	char *path;
+	/* SQLite lets one writer at a time in. Writers of this process queue here,
+	 * woken in turn, rather than in SQLite's busy handler, which polls with
+	 * sleeps; the busy timeout still covers other processes. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int writing;
+};
+
+/* A slot of the statement cache. */
+struct sl_stmt {
+	char *key;      /* the SQL as the caller gave it; NULL: an empty slot */
+	uint64_t hash;  /* of key */
+	sqlite3_stmt *st;
+	uint64_t used;  /* the connection's tick when last taken */
+	int in_use;     /* a result holds st */
+};
+
+struct sl_conn {
+	struct bc_conn base;
+	struct sl_state *state;
+	sqlite3 *db;
+	enum bc_tx_mode mode;
+	int holds_writer;
+	uint64_t tick;
+	struct sl_stmt cache[STMT_CACHE_SIZE];
+};
+
+struct sl_rows {
+	struct bc_rows base;
+	struct sl_conn *c;
+	sqlite3_stmt *st;
+	struct sl_stmt *slot; /* NULL: not cached, finalized with the result */
+	int on_row;
+	/* the last step returned DONE or an error: stepping again would rerun it */
+	int done;
+	int err;
+};
+
+static const uint8_t empty_blob[1];
+
+/* The one adapter from SQLite's result codes to ours. */
+static int sl_err(sqlite3 *db, int src, const char *what)
+{
+	bc_store_set_errmsg("sqlite: %s: %s", what,
+	                    db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(src));
+	switch (src & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return BC_ERR_BUSY;
+	case SQLITE_CONSTRAINT:
+		if (src == SQLITE_CONSTRAINT_UNIQUE || src == SQLITE_CONSTRAINT_PRIMARYKEY)
+			return BC_ERR_CONFLICT;
+		return BC_ERR_DB;
+	case SQLITE_NOMEM:
+		return BC_ERR_NOMEM;
+	case SQLITE_TOOBIG:
+		return BC_ERR_LIMIT;
+	default:
+		return BC_ERR_DB;
+	}
+}
+
+static int sl_invalid(const char *msg)
+{
+	bc_store_set_errmsg("sqlite: %s", msg);
+	return BC_ERR_INVALID;
+}
+
+/* ---- the store-wide state and its writer lock ---- */
+
+static void sl_close(void *state)
+{
+	struct sl_state *st = state;
+
+	if (st == NULL)
+		return;
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st->path);
+	free(st);
+}
+
+/* The file is made here, mode 0600, so that it is private from the start; SQLite
+ * gives the -wal and -shm files the mode of the database. */
+static int sl_create_file(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		bc_store_set_errmsg("cannot open the database %s: %s", path, strerror(errno));
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "%s", bc_store_errmsg());
+		return BC_ERR_IO;
+	}
+	close(fd);
+	return 0;
+}
+
+static int sl_open(const char *target, void **state, char *err, size_t errlen)
+{
+	struct sl_state *st = NULL;
+	int rc;
+
+	*state = NULL;
+	if ((rc = sl_create_file(target, err, errlen)) != 0)
+		return rc;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return BC_ERR_NOMEM;
+	if ((st->path = strdup(target)) == NULL) {
+		free(st);
+		return BC_ERR_NOMEM;
+	}
+	if (pthread_mutex_init(&st->mu, NULL) != 0 || bc_store_cond_init(&st->cv) != 0) {
+		/* mu is left behind if only cv failed: not worth a second path */
+		free(st->path);
+		free(st);
+		return BC_ERR_INTERNAL;
+	}
+	*state = st;
+	return 0;
+}
+
+static int writer_lock(struct sl_state *st)
+{
+	struct timespec deadline;
+	int wrc = 0, rc = 0;
+
+	bc_store_deadline(&deadline, BUSY_TIMEOUT_MS);
+	pthread_mutex_lock(&st->mu);
+	while (st->writing && wrc == 0)
+		wrc = pthread_cond_timedwait(&st->cv, &st->mu, &deadline);
+	if (st->writing) {
+		bc_store_set_errmsg("sqlite: another write transaction held the database for %d ms",
+		                    BUSY_TIMEOUT_MS);
+		rc = BC_ERR_BUSY;
+	} else {
+		st->writing = 1;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+static void writer_unlock(struct sl_conn *c)
+{
+	if (!c->holds_writer)
+		return;
+	pthread_mutex_lock(&c->state->mu);
+	c->state->writing = 0;
+	pthread_cond_signal(&c->state->cv);
+	pthread_mutex_unlock(&c->state->mu);
+	c->holds_writer = 0;
+}
+
+/* ---- connections ---- */
+
+static void sl_disconnect(struct bc_conn *bc)
+{
+	struct sl_conn *c = (struct sl_conn *)bc;
+
+	if (c == NULL)
+		return;
+	writer_unlock(c);
+	for (size_t i = 0; i < STMT_CACHE_SIZE; i++) {
+		sqlite3_finalize(c->cache[i].st);
+		free(c->cache[i].key);
+	}
+	/* _v2: a statement a leaked result still holds keeps the handle alive */
+	sqlite3_close_v2(c->db);
+	free(c);
+}
+
+static int sl_set_wal(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	const char *mode;
+	int src, rc = 0;
+
+	if ((src = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL)) != SQLITE_OK) {
+		rc = sl_err(db, src, "journal_mode");
+		goto out;
+	}
+	if ((src = sqlite3_step(st)) != SQLITE_ROW) {
+		rc = sl_err(db, src, "journal_mode");
+		goto out;
+	}
+	mode = (const char *)sqlite3_column_text(st, 0);
+	if (mode == NULL || strcasecmp(mode, "wal") != 0) {
+		bc_store_set_errmsg("sqlite: the database cannot use WAL mode (it is in %s mode)",
+		                    mode != NULL ? mode : "an unknown");
+		rc = BC_ERR_DB;
+	}
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int sl_configure(sqlite3 *db)
+{
+	int src, rc;
+
+	sqlite3_extended_result_codes(db, 1);
+	/* first, so that the journal mode change below waits for other processes */
+	if ((src = sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS)) != SQLITE_OK)
+		return sl_err(db, src, "busy_timeout");
+	/* no writable_schema or similar ways to corrupt the file through SQL */
+	if ((src = sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL)) != SQLITE_OK)
+		return sl_err(db, src, "defensive");
+	if ((rc = sl_set_wal(db)) != 0)
+		return rc;
+	if ((src = sqlite3_exec(db, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", NULL, NULL,
+	                        NULL)) != SQLITE_OK)
+		return sl_err(db, src, "pragma");
+	return 0;
+}
+
+static int sl_connect(void *state, struct bc_conn **out)
+{
+	struct sl_state *st = state;
+	struct sl_conn *c;
+	int src, rc;
+
+	*out = NULL;
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return BC_ERR_NOMEM;
+	c->base.eng = &bc_engine_sqlite;
+	c->state = st;
+	src = sqlite3_open_v2(st->path, &c->db,
+	                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (src != SQLITE_OK) {
+		rc = sl_err(c->db, src, "open");
+		goto out;
+	}
+	if ((rc = sl_configure(c->db)) != 0)
+		goto out;
+	*out = &c->base;
+	c = NULL;
+out:
+	sl_disconnect(c != NULL ? &c->base : NULL);
+	return rc;
+}
+
+/* ---- transactions ---- */
+
+static int sl_run(struct sl_conn *c, const char *sql, const char *what)
+{
+	int src;
+
+	if ((src = sqlite3_exec(c->db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+		return sl_err(c->db, src, what);
+	return 0;
+}
+
+static int sl_begin(struct bc_conn *bc, enum bc_tx_mode mode)
+{
+	struct sl_conn *c = (struct sl_conn *)bc;
+	int rc;
+
+	c->mode = mode;
+	switch (mode) {
+	case BC_TX_READ:
+		return sl_run(c, "BEGIN", "begin");
+	case BC_TX_WRITE:
+		if ((rc = writer_lock(c->state)) != 0)
+			return rc;
+		c->holds_writer = 1;
+		if ((rc = sl_run(c, "BEGIN IMMEDIATE", "begin")) != 0)
+			writer_unlock(c);
+		return rc;
+	default:
+		return sl_invalid("unknown transaction mode");
+	}
+}
+
+static int sl_rollback(struct bc_conn *bc)
+{
+	struct sl_conn *c = (struct sl_conn *)bc;
+	int rc = 0;
+
+	/* SQLite ends the transaction itself on some errors */
+	if (!sqlite3_get_autocommit(c->db))
+		rc = sl_run(c, "ROLLBACK", "rollback");
+	writer_unlock(c);
+	return rc;
+}
+
+static int sl_commit(struct bc_conn *bc)
+{
+	struct sl_conn *c = (struct sl_conn *)bc;
+	int rc;
+
+	if ((rc = sl_run(c, "COMMIT", "commit")) != 0 && !sqlite3_get_autocommit(c->db)) {
+		/* keep the commit's message, not the rollback's */
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", bc_store_errmsg());
+		(void)sl_rollback(bc);
+		bc_store_set_errmsg("%s", msg);
+	}
+	writer_unlock(c);
+	return rc;
+}
+
+static int sl_reusable(struct bc_conn *bc)
+{
+	struct sl_conn *c = (struct sl_conn *)bc;
+
+	return sqlite3_get_autocommit(c->db) && !c->holds_writer;
+}
+
+static int sl_now_ms(struct bc_conn *bc, int64_t *out)
+{
+	*out = bc_now_ms();
+	return 0;
+}
+
+/* ---- the statement cache ---- */
+
+/* FNV-1a: only to skip most string comparisons */
+static uint64_t sql_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* Prepares sql without a trailing FOR UPDATE, refusing anything but exactly one
+ * statement. */
+static int stmt_prepare(struct sl_conn *c, const char *sql, unsigned flags, sqlite3_stmt **out)
+{
+	size_t len = bc_sql_strip_for_update(sql);
+	const char *tail = NULL;
+	int src;
+
+	*out = NULL;
+	if (len > INT_MAX)
+		return sl_invalid("SQL text too long");
+	if ((src = sqlite3_prepare_v3(c->db, sql, (int)len, flags, out, &tail)) != SQLITE_OK)
+		return sl_err(c->db, src, "prepare");
+	if (*out == NULL)
+		return sl_invalid("no statement in the SQL");
+	if (tail != NULL && !bc_sql_is_blank(tail, len - (size_t)(tail - sql))) {
+		sqlite3_finalize(*out);
+		*out = NULL;
+		return sl_invalid("more than one statement in the SQL");
+	}
+	return 0;
+}
+
+/* An empty slot, else the least recently used one no result holds; NULL if all
+ * are held. */
+static struct sl_stmt *stmt_victim(struct sl_conn *c)
+{
+	struct sl_stmt *v = NULL, *e;
+
+	for (size_t i = 0; i < STMT_CACHE_SIZE; i++) {
+		e = &c->cache[i];
+		if (e->in_use)
+			continue;
+		if (e->key == NULL)
+			return e;
+		if (v == NULL || e->used < v->used)
+			v = e;
+	}
+	return v;
+}
+
+static struct sl_stmt *stmt_find(struct sl_conn *c, const char *sql, uint64_t h)
+{
+	for (size_t i = 0; i < STMT_CACHE_SIZE; i++)
+		if (c->cache[i].key != NULL && c->cache[i].hash == h &&
+		    strcmp(c->cache[i].key, sql) == 0)
+			return &c->cache[i];
+	return NULL;
+}
+
+/* A prepared statement for sql: a cached one (*slot set) or, when the cache cannot
+ * hold it, a private one (*slot NULL). Give it back with stmt_put(). */
+static int stmt_get(struct sl_conn *c, const char *sql, sqlite3_stmt **out, struct sl_stmt **slot)
+{
+	uint64_t h = sql_hash(sql);
+	struct sl_stmt *e = stmt_find(c, sql, h);
+	char *key = NULL;
+	int rc;
+
+	*out = NULL;
+	*slot = NULL;
+	if (e != NULL && !e->in_use) {
+		e->in_use = 1;
+		e->used = ++c->tick;
+		*out = e->st;
+		*slot = e;
+		return 0;
+	}
+	/* the same query open twice at once gets a private copy */
+	if (e != NULL || (e = stmt_victim(c)) == NULL || (key = strdup(sql)) == NULL)
+		return stmt_prepare(c, sql, 0, out);
+	if ((rc = stmt_prepare(c, sql, SQLITE_PREPARE_PERSISTENT, out)) != 0) {
+		free(key);
+		return rc;
+	}
+	sqlite3_finalize(e->st);
+	free(e->key);
+	*e = (struct sl_stmt){.key = key, .hash = h, .st = *out, .used = ++c->tick, .in_use = 1};
+	*slot = e;
+	return 0;
+}
+
+static void stmt_put(sqlite3_stmt *st, struct sl_stmt *slot)
+{
+	if (st == NULL)
+		return;
+	if (slot == NULL) {
+		sqlite3_finalize(st);
+		return;
+	}
+	/* no copies of the last parameters left behind */
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	slot->in_use = 0;
+}
+
+/* ---- parameters ---- */
+
+static int bind_one(struct sl_conn *c, sqlite3_stmt *st, int idx, const bc_param *p)
+{
+	int src;
+
+	switch (p->type) {
+	case BC_P_NULL:
+		src = sqlite3_bind_null(st, idx);
+		break;
+	case BC_P_INT:
+		src = sqlite3_bind_int64(st, idx, p->i);
+		break;
+	case BC_P_TEXT:
+		if (p->p == NULL)
+			src = sqlite3_bind_null(st, idx);
+		else
+			src = sqlite3_bind_text64(st, idx, p->p, strlen(p->p), SQLITE_TRANSIENT,
+			                          SQLITE_UTF8);
+		break;
+	case BC_P_BLOB:
+		/* a NULL pointer would bind SQL NULL, not an empty blob */
+		if (p->len == 0)
+			src = sqlite3_bind_zeroblob(st, idx, 0);
+		else if (p->p == NULL)
+			return sl_invalid("a blob parameter without bytes");
+		else
+			src = sqlite3_bind_blob64(st, idx, p->p, p->len, SQLITE_TRANSIENT);
+		break;
+	default:
+		return sl_invalid("unknown parameter type");
+	}
+	if (src != SQLITE_OK)
+		return sl_err(c->db, src, "bind");
+	return 0;
+}
+
+/* By name, so $N may come in any order and more than once. The SQL must use
+ * exactly $1..$n, as PostgreSQL requires. */
+static int bind_all(struct sl_conn *c, sqlite3_stmt *st, const bc_param *params, size_t n)
+{
+	char name[24];
+	int idx, rc;
+
+	if ((size_t)sqlite3_bind_parameter_count(st) != n) {
+		bc_store_set_errmsg("sqlite: the SQL has %d parameters, %zu given",
+		                    sqlite3_bind_parameter_count(st), n);
+		return BC_ERR_INVALID;
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "$%zu", i + 1);
+		if ((idx = sqlite3_bind_parameter_index(st, name)) == 0) {
+			bc_store_set_errmsg("sqlite: %s is not in the SQL", name);
+			return BC_ERR_INVALID;
+		}
+		if ((rc = bind_one(c, st, idx, &params[i])) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* A statement ready to step: cached or private, parameters bound. */
+static int stmt_ready(struct sl_conn *c, const char *sql, const bc_param *params, size_t n,
+                      sqlite3_stmt **out, struct sl_stmt **slot)
+{
+	int rc;
+
+	if ((rc = stmt_get(c, sql, out, slot)) != 0)
+		return rc;
+	/* keeps READ transactions out of the writers' queue (writer_lock) */
+	if (c->mode == BC_TX_READ && !sqlite3_stmt_readonly(*out))
+		rc = sl_invalid("a statement that writes in a read transaction");
+	else
+		rc = bind_all(c, *out, params, n);
+	if (rc != 0) {
+		stmt_put(*out, *slot);
+		*out = NULL;
+		*slot = NULL;
+	}
+	return rc;
+}
+
+/* ---- statements and results ---- */
+
+static int sl_exec(struct bc_conn *bc, const char *sql, const bc_param *params, size_t n,
+                   int64_t *changes)
+{
+	struct sl_conn *c = (struct sl_conn *)bc;
+	sqlite3_stmt *st = NULL;
+	struct sl_stmt *slot = NULL;
+	int64_t before = sqlite3_total_changes64(c->db);
+	int src, rc;
+
+	if (changes != NULL)
+		*changes = 0;
+	if ((rc = stmt_ready(c, sql, params, n, &st, &slot)) != 0)
+		goto out;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (src != SQLITE_DONE) {
+		rc = sl_err(c->db, src, "exec");
+		goto out;
+	}
+	/* sqlite3_changes() keeps the last INSERT/UPDATE/DELETE's count through
+	 * other statements: 0 for a statement that changed nothing */
+	if (changes != NULL && sqlite3_total_changes64(c->db) != before)
+		*changes = sqlite3_changes64(c->db);
+out:
+	stmt_put(st, slot);
+	return rc;
+}
+
+static int sl_exec_script(struct bc_conn *bc, const char *sql)
+{
+	return sl_run((struct sl_conn *)bc, sql, "migration");
+}
+
+static void sl_rows_free(struct bc_rows *br)
+{
+	struct sl_rows *r = (struct sl_rows *)br;
+
+	stmt_put(r->st, r->slot);
+	free(r);
+}
+
+static int sl_query(struct bc_conn *bc, const char *sql, const bc_param *params, size_t n,
+                    struct bc_rows **out)
+{
+	struct sl_conn *c = (struct sl_conn *)bc;
+	struct sl_rows *r;
+	int rc;
+
+	*out = NULL;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return BC_ERR_NOMEM;
+	r->base.eng = &bc_engine_sqlite;
+	r->c = c;
+	if ((rc = stmt_ready(c, sql, params, n, &r->st, &r->slot)) != 0) {
+		free(r);
+		return rc;
+	}
+	*out = &r->base;
+	return 0;
+}
+
+static int sl_rows_next(struct bc_rows *br)
+{
+	struct sl_rows *r = (struct sl_rows *)br;
+	int src;
+
+	if (r->done)
+		return r->err;
+	if ((src = sqlite3_step(r->st)) == SQLITE_ROW) {
+		r->on_row = 1;
+		return 1;
+	}
+	r->on_row = 0;
+	r->done = 1;
+	r->err = src == SQLITE_DONE ? 0 : sl_err(r->c->db, src, "query");
+	return r->err;
+}
+
+static int col_ok(struct sl_rows *r, int col)
+{
+	return r->on_row && col >= 0 && col < sqlite3_data_count(r->st);
+}
+
+static int sl_rows_is_null(struct bc_rows *br, int col)
+{
+	struct sl_rows *r = (struct sl_rows *)br;
+
+	return !col_ok(r, col) || sqlite3_column_type(r->st, col) == SQLITE_NULL;
+}
+
+static const char *sl_rows_text(struct bc_rows *br, int col)
+{
+	struct sl_rows *r = (struct sl_rows *)br;
+	const unsigned char *t;
+
+	if (!col_ok(r, col) || (t = sqlite3_column_text(r->st, col)) == NULL)
+		return "";
+	return (const char *)t;
+}
+
+static int64_t sl_rows_int(struct bc_rows *br, int col)
+{
+	struct sl_rows *r = (struct sl_rows *)br;
+
+	return col_ok(r, col) ? sqlite3_column_int64(r->st, col) : 0;
+}
+
+/* NULL for SQL NULL; a valid pointer for an empty blob */
+static const uint8_t *sl_rows_blob(struct bc_rows *br, int col, size_t *len)
+{
+	struct sl_rows *r = (struct sl_rows *)br;
+	const uint8_t *p;
+	size_t n;
+
+	if (len != NULL)
+		*len = 0;
+	if (sl_rows_is_null(br, col))
+		return NULL;
+	p = sqlite3_column_blob(r->st, col);
+	n = (size_t)sqlite3_column_bytes(r->st, col);
+	if (p == NULL || n == 0)
+		return empty_blob;
+	if (len != NULL)
+		*len = n;
+	return p;
+}
+
+const struct bc_engine bc_engine_sqlite = {
+	.kind = BC_STORE_SQLITE,
+	.name = "sqlite",
+	.open = sl_open,
+	.close = sl_close,
+	.connect = sl_connect,
+	.disconnect = sl_disconnect,
+	.begin = sl_begin,
+	.commit = sl_commit,
+	.rollback = sl_rollback,
+	.reusable = sl_reusable,
+	.lock_schema = NULL,
+	.exec = sl_exec,
+	.exec_script = sl_exec_script,
+	.query = sl_query,
+	.rows_next = sl_rows_next,
+	.rows_is_null = sl_rows_is_null,
+	.rows_text = sl_rows_text,
+	.rows_int = sl_rows_int,
+	.rows_blob = sl_rows_blob,
+	.rows_free = sl_rows_free,
+	.now_ms = sl_now_ms,
+};

@@ -1,0 +1,138 @@
+/* Attestor plugins loaded from shared objects named in server.toml: one admits a
+ * join through the generic two-round (challenge) machinery, one registered as
+ * join-token replaces the built-in. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/crypto.h"
+#include "bc/pki.h"
+#include "bctest.h"
+#include "join/join.h"
+
+static void test_plugin_admits_after_a_challenge(void **state)
+{
+	struct bct_cp cp;
+	struct bc_join_answer ans;
+	char toml[512], pool[64];
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
+	EVP_PKEY *key = NULL;
+	(void)state;
+
+	snprintf(toml, sizeof(toml), "plugins = [\"%s/plugin_lab.so\"]\n", BC_BINARY_DIR);
+	assert_int_equal(bct_cp_start(&cp, toml), 0);
+	assert_true(bc_join_attestor_known(bc_server_join(cp.srv), "lab"));
+	assert_true(bc_join_attestor_known(bc_server_join(cp.srv), "join-token"));
+	assert_int_equal(bct_pool(&cp, "root", "lab", "{\"joinAttestors\":[\"lab\"]}", pool), 0);
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_csr_make(key, "node", &csr, &csr_len), 0);
+
+	/* round 1: a signed challenge, nothing issued or written */
+	struct bct_join_opts jo = {.attestor = "lab", .key = key, .csr = csr, .csr_len = csr_len};
+	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_CHALLENGE);
+	assert_string_equal(ans.challenge_attestor, "lab");
+	assert_int_equal(ans.challenge_len, 32);
+	assert_int_equal(ans.n_chain, 0);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes", NULL, 0), 0);
+	uint8_t answer[32];
+	memcpy(answer, ans.challenge, 32);
+	bc_join_answer_free(&ans);
+
+	/* round 2 with another CSR: the answer is bound to the first CSR */
+	EVP_PKEY *other = NULL;
+	assert_int_equal(bc_key_generate(&other), 0);
+	struct bct_join_opts wrong = {.attestor = "lab", .key = other, .attestation = answer,
+	                              .attestation_len = 32};
+	assert_int_equal(bct_join(&cp, &wrong, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "lab-answer");
+
+	/* round 2 with the same CSR: admitted into the plugin's pool */
+	jo.attestation = answer;
+	jo.attestation_len = 32;
+	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(pool)};
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
+	                                "AND attestor = 'lab'", p, 2), 1);
+	bc_join_answer_free(&ans);
+
+	/* the lab pool takes only lab: a token into it is pool-attestor */
+	struct bct_token_opts to = {.pool = pool};
+	char *t = bct_token(&cp, &to, NULL);
+	struct bct_join_opts tj = {.token = t};
+	assert_int_equal(bct_join(&cp, &tj, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "join:pool-attestor");
+	free(t);
+	free(csr);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(other);
+	bct_cp_stop(&cp);
+}
+
+static void test_plugin_replaces_join_token(void **state)
+{
+	struct bct_cp cp;
+	struct bc_join_answer ans;
+	char toml[512], pool[64], replaced[64];
+	(void)state;
+
+	snprintf(toml, sizeof(toml), "plugins = [\"%s/plugin_replace.so\"]\n", BC_BINARY_DIR);
+	assert_int_equal(bct_cp_start(&cp, toml), 0);
+	assert_int_equal(bct_pool(&cp, "root", "default", NULL, pool), 0);
+	assert_int_equal(bct_pool(&cp, "root", "replaced", NULL, replaced), 0);
+	/* a real token no longer admits: the built-in is gone */
+	struct bct_token_opts to = {.pool = pool};
+	char *t = bct_token(&cp, &to, NULL);
+	struct bct_join_opts jo = {.token = t};
+	assert_int_equal(bct_join(&cp, &jo, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "replaced-says-no");
+	/* the replacement's own credential does, under the id join-token */
+	struct bct_join_opts jr = {.token = "let-me-in"};
+	assert_int_equal(bct_join(&cp, &jr, &ans), 0);
+	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(replaced)};
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
+	                                "AND attestor = 'join-token'", p, 2), 1);
+	bc_join_answer_free(&ans);
+	free(t);
+	bct_cp_stop(&cp);
+}
+
+static void test_bad_plugin_is_a_clear_error(void **state)
+{
+	struct bc_join_config jc = {0};
+	struct bc_join_service *s = NULL;
+	char err[512] = "";
+	bc_pki *pki = NULL;
+	(void)state;
+
+	assert_int_equal(bc_pki_generate("bc.test", &pki), 0);
+	jc.pki = pki;
+	jc.store = (bc_store *)1; /* never used by registration */
+	assert_int_equal(bc_join_service_new(&jc, &s), 0);
+	assert_int_equal(bc_join_load_plugin(s, "/nonexistent/plugin.so", err, sizeof(err)),
+	                 BC_ERR_CONFIG);
+	assert_non_null(strstr(err, "/nonexistent/plugin.so"));
+	/* a shared object without the entry point */
+	assert_int_equal(bc_join_load_plugin(s, "libc.so.6", err, sizeof(err)), BC_ERR_CONFIG);
+	assert_non_null(strstr(err, "bc_attestor_plugin"));
+	bc_join_service_free(s);
+	bc_pki_free(pki);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plugin_admits_after_a_challenge),
+		cmocka_unit_test(test_plugin_replaces_join_token),
+		cmocka_unit_test(test_bad_plugin_is_a_clear_error),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

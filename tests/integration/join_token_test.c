@@ -1,0 +1,422 @@
+/* JoinService with the join-token attestor, in-process over loopback HTTP with the
+ * real client: admission, every refusal by name, identical refusals on the wire,
+ * single use under a race, expect bindings, reclaims and pool attestor policy. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/clock.h"
+#include "bc/pki.h"
+#include "bctest.h"
+#include "join/join.h"
+
+static struct bct_cp cp;
+static char pool_id[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	if (bct_cp_start(&cp, NULL) != 0)
+		return -1;
+	return bct_pool(&cp, "root", "default", "{}", pool_id);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	bct_cp_stop(&cp);
+	return 0;
+}
+
+static int64_t nodes_count(void)
+{
+	return bct_count(&cp, "SELECT COUNT(*) FROM nodes", NULL, 0);
+}
+
+static int64_t uses_left(const char *tok_id)
+{
+	bc_param p[] = {BC_TEXT(tok_id)};
+	return bct_count(&cp, "SELECT uses_left FROM join_tokens WHERE id = $1", p, 1);
+}
+
+static void test_token_join_admits(void **state)
+{
+	struct bct_token_opts to = {.pool = pool_id};
+	struct bc_join_answer ans;
+	struct bc_node_identity id;
+	char tok_id[64];
+	char *token = bct_token(&cp, &to, tok_id);
+	(void)state;
+
+	assert_non_null(token);
+	struct bct_join_opts jo = {.token = token};
+	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	assert_int_equal(strncmp(ans.node_id, "node_", 5), 0);
+	assert_int_equal(strlen(ans.node_id), 31);
+	assert_true(ans.n_chain == 2);
+	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_string_equal(id.node_id, ans.node_id);
+	assert_string_equal(id.role, "node");
+	assert_int_equal(id.n_statements, 0);
+	/* 24 hours */
+	assert_true(id.not_after_ms - id.not_before_ms == 24LL * 3600 * 1000);
+	bc_node_identity_clear(&id);
+	assert_int_equal(uses_left(tok_id), 0);
+
+	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(pool_id)};
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
+	                                "AND state = 'adopted' AND generation = 1 AND "
+	                                "node_key = 'unattested'", p, 2), 1);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                                "revoked_at IS NULL", p, 1), 1);
+	char *data = bct_text(&cp, "SELECT data FROM events WHERE type = 'node.joined' AND "
+	                           "subject = $1", p, 1);
+	assert_non_null(data);
+	assert_non_null(strstr(data, "\"nodeKey\":\"unattested\""));
+	assert_non_null(strstr(data, tok_id));
+	free(data);
+	data = bct_text(&cp, "SELECT data FROM audit WHERE action = 'node.joined' AND subject = $1 "
+	                     "AND actor = 'join:join-token'", p, 1);
+	assert_non_null(data);
+	assert_non_null(strstr(data, "\"nodeKey\":\"unattested\""));
+	free(data);
+	bc_join_answer_free(&ans);
+	free(token);
+}
+
+struct refusal_case {
+	const char *name;
+	const char *reason;
+};
+
+/* Asks for one refusal and checks that it is exactly the permission_denied bytes,
+ * that the hook saw the named reason, and that nothing was admitted or spent. */
+static void expect_refusal(const struct bct_join_opts *jo, const char *reason,
+                           const char *tok_id)
+{
+	int64_t before_nodes = nodes_count();
+	int64_t before_uses = tok_id ? uses_left(tok_id) : 0;
+	size_t before_refusals = bct_refusal_count(&cp);
+	uint8_t *body = NULL;
+	size_t len = 0;
+	long status = 0;
+
+	assert_int_equal(bct_join_raw(&cp, jo, &status, &body, &len), 0);
+	assert_int_equal(status, 403);
+	assert_int_equal(len, strlen(bc_connect_permission_denied));
+	assert_memory_equal(body, bc_connect_permission_denied, len);
+	assert_int_equal(bct_refusal_count(&cp), before_refusals + 1);
+	assert_string_equal(bct_last_reason(&cp), reason);
+	assert_int_equal(nodes_count(), before_nodes);
+	if (tok_id)
+		assert_int_equal(uses_left(tok_id), before_uses);
+	free(body);
+}
+
+static void test_every_refusal_by_name_same_bytes(void **state)
+{
+	char tok_id[64], other_pool[64], site_id[64];
+	struct bc_join_answer ans;
+	(void)state;
+
+	/* unknown token: well formed, never issued */
+	{
+		struct bct_join_opts jo = {
+			.token = "bct_tok_01jd0000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"};
+		expect_refusal(&jo, "token-unknown", NULL);
+	}
+	/* malformed and missing tokens */
+	{
+		struct bct_join_opts jo = {.token = "not-a-token"};
+		expect_refusal(&jo, "token-malformed", NULL);
+		struct bct_join_opts none = {0};
+		expect_refusal(&none, "token-missing", NULL);
+	}
+	/* wrong secret */
+	{
+		struct bct_token_opts to = {.pool = pool_id};
+		char *t = bct_token(&cp, &to, tok_id);
+		t[strlen(t) - 1] = t[strlen(t) - 1] == 'A' ? 'B' : 'A';
+		struct bct_join_opts jo = {.token = t};
+		expect_refusal(&jo, "token-secret", tok_id);
+		struct bct_refusal r = bct_last_refusal(&cp);
+		assert_string_equal(r.token_id, tok_id);
+		assert_string_equal(r.tenant_id, "root");
+		assert_string_equal(r.attestor, "join-token");
+		free(t);
+	}
+	/* revoked */
+	{
+		struct bct_token_opts to = {.pool = pool_id};
+		char *t = bct_token(&cp, &to, tok_id);
+		bc_param p[] = {BC_TEXT(tok_id), BC_INT(bc_now_ms())};
+		assert_int_equal(bct_exec(&cp, "UPDATE join_tokens SET revoked_at = $2 WHERE id = $1",
+		                          p, 2), 0);
+		struct bct_join_opts jo = {.token = t};
+		expect_refusal(&jo, "token-revoked", tok_id);
+		free(t);
+	}
+	/* expired at database time */
+	{
+		struct bct_token_opts to = {.pool = pool_id, .ttl_ms = -1000};
+		char *t = bct_token(&cp, &to, tok_id);
+		struct bct_join_opts jo = {.token = t};
+		expect_refusal(&jo, "token-expired", tok_id);
+		free(t);
+	}
+	/* no use left */
+	{
+		struct bct_token_opts to = {.pool = pool_id};
+		char *t = bct_token(&cp, &to, tok_id);
+		struct bct_join_opts jo = {.token = t};
+		assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+		bc_join_answer_free(&ans);
+		expect_refusal(&jo, "token-used-up", tok_id);
+		free(t);
+	}
+	/* wrong role: a node token asked for a site, a site token for a node */
+	{
+		struct bct_token_opts to = {.pool = pool_id};
+		char *t = bct_token(&cp, &to, tok_id);
+		struct bct_join_opts jo = {.token = t, .role = "site"};
+		expect_refusal(&jo, "token-role", tok_id);
+		free(t);
+		assert_int_equal(bct_site(&cp, "root", "dc1", site_id), 0);
+		struct bct_token_opts so = {.site = site_id, .role = "site"};
+		t = bct_token(&cp, &so, tok_id);
+		struct bct_join_opts js = {.token = t, .role = "node"};
+		expect_refusal(&js, "token-role", tok_id);
+		free(t);
+	}
+	/* expect binding */
+	{
+		struct bct_token_opts to = {.pool = pool_id,
+		                            .expect = "{\"productUuid\":\"6b1d0c3e-0000-4000-8000-00000000aaaa\"}"};
+		char *t = bct_token(&cp, &to, tok_id);
+		struct bct_join_opts jo = {.token = t,
+		                           .product_uuid = "6b1d0c3e-0000-4000-8000-00000000bbbb"};
+		expect_refusal(&jo, "join:expect-mismatch", tok_id);
+		free(t);
+		struct bct_token_opts tm = {.pool = pool_id, .expect = "{\"mac\":\"52:54:00:aa:bb:cc\"}"};
+		t = bct_token(&cp, &tm, tok_id);
+		struct bct_join_opts jm = {.token = t, .mac = "52:54:00:aa:bb:cd"};
+		expect_refusal(&jm, "join:expect-mismatch", tok_id);
+		free(t);
+		struct bct_token_opts ts = {.pool = pool_id, .expect = "{\"serial\":\"S1\"}"};
+		t = bct_token(&cp, &ts, tok_id);
+		struct bct_join_opts jser = {.token = t, .serial = "S2"};
+		expect_refusal(&jser, "join:expect-mismatch", tok_id);
+		free(t);
+	}
+	/* reclaim: a machine whose hardware key another node holds, without allowReclaim */
+	{
+		const char *uuid = "6b1d0c3e-1111-4000-8000-000000000001";
+		struct bct_token_opts to = {.pool = pool_id};
+		char *t = bct_token(&cp, &to, tok_id);
+		struct bct_join_opts jo = {.token = t, .product_uuid = uuid};
+		assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+		bc_join_answer_free(&ans);
+		free(t);
+		t = bct_token(&cp, &to, tok_id);
+		jo.token = t;
+		expect_refusal(&jo, "join:reclaim", tok_id);
+		free(t);
+	}
+	/* pool-attestor: a pool that takes only tpm refuses tokens */
+	{
+		assert_int_equal(bct_tenant(&cp, "tnt_pool_owner"), 0);
+		assert_int_equal(bct_pool(&cp, "tnt_pool_owner", "tpm-only",
+		                          "{\"joinAttestors\":[\"tpm\"]}", other_pool), 0);
+		struct bct_token_opts to = {.tenant = "tnt_pool_owner", .pool = other_pool};
+		char *t = bct_token(&cp, &to, tok_id);
+		struct bct_join_opts jo = {.token = t};
+		expect_refusal(&jo, "join:pool-attestor", tok_id);
+		struct bct_refusal r = bct_last_refusal(&cp);
+		assert_string_equal(r.tenant_id, "tnt_pool_owner");
+		assert_string_equal(r.token_id, tok_id);
+		/* published to the pool's owner */
+		bc_param p[] = {BC_TEXT(tok_id)};
+		char *data = bct_text(&cp, "SELECT data FROM events WHERE type = "
+		                           "'security.join.refused' AND tenant_id = 'tnt_pool_owner' "
+		                           "AND data LIKE '%' || $1 || '%'", p, 1);
+		assert_non_null(data);
+		assert_non_null(strstr(data, "\"reason\":\"join:pool-attestor\""));
+		assert_non_null(strstr(data, "\"attestor\":\"join-token\""));
+		free(data);
+		free(t);
+	}
+	/* an attestor this server does not run, and a CSR that is not one */
+	{
+		struct bct_join_opts jo = {.attestor = "no-such-attestor"};
+		expect_refusal(&jo, "attestor-unknown", NULL);
+		const uint8_t junk[] = {0x30, 0x03, 0x02, 0x01, 0x00};
+		struct bct_join_opts jc = {.csr = junk, .csr_len = sizeof(junk)};
+		expect_refusal(&jc, "csr-invalid", NULL);
+	}
+}
+
+static void test_reclaim_with_allow_reclaim(void **state)
+{
+	const char *uuid = "6b1d0c3e-2222-4000-8000-000000000002";
+	struct bct_token_opts to = {.pool = pool_id};
+	struct bct_token_opts tr = {.pool = pool_id, .allow_reclaim = 1};
+	struct bc_join_answer a1, a2;
+	char tok_id[64];
+	(void)state;
+
+	char *t1 = bct_token(&cp, &to, NULL), *t2 = bct_token(&cp, &tr, tok_id);
+	struct bct_join_opts j1 = {.token = t1, .product_uuid = uuid};
+	struct bct_join_opts j2 = {.token = t2, .product_uuid = "6B1D0C3E-2222-4000-8000-000000000002"};
+	assert_int_equal(bct_join(&cp, &j1, &a1), 0);
+	assert_int_equal(bct_join(&cp, &j2, &a2), 0);
+	assert_string_equal(a1.node_id, a2.node_id);
+	bc_param p[] = {BC_TEXT(a1.node_id)};
+	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", p, 1), 2);
+	/* the older certificate is revoked, the new one is of generation 2 */
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                                "revoked_at IS NOT NULL AND generation = 1", p, 1), 1);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                                "revoked_at IS NULL AND generation = 2", p, 1), 1);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
+	                                "AND subject = $1", p, 1), 1);
+	assert_int_equal(uses_left(tok_id), 0);
+	bc_join_answer_free(&a1);
+	bc_join_answer_free(&a2);
+	free(t1);
+	free(t2);
+}
+
+static void test_placeholder_uuid_is_no_hardware_key(void **state)
+{
+	struct bct_token_opts to = {.pool = pool_id};
+	struct bc_join_answer a1, a2;
+	(void)state;
+
+	char *t1 = bct_token(&cp, &to, NULL), *t2 = bct_token(&cp, &to, NULL);
+	struct bct_join_opts j = {.token = t1, .product_uuid = "03000200-0400-0500-0006-000700080009"};
+	assert_int_equal(bct_join(&cp, &j, &a1), 0);
+	j.token = t2;
+	assert_int_equal(bct_join(&cp, &j, &a2), 0);
+	assert_string_not_equal(a1.node_id, a2.node_id);
+	bc_join_answer_free(&a1);
+	bc_join_answer_free(&a2);
+	free(t1);
+	free(t2);
+}
+
+static void test_site_token_admits_site(void **state)
+{
+	char site_id[64];
+	struct bc_join_answer ans;
+	struct bc_node_identity id;
+	(void)state;
+
+	assert_int_equal(bct_site(&cp, "root", "dc2", site_id), 0);
+	struct bct_token_opts to = {.site = site_id, .role = "site"};
+	char *t = bct_token(&cp, &to, NULL);
+	struct bct_join_opts jo = {.token = t, .role = "site"};
+	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_string_equal(id.role, "site");
+	bc_node_identity_clear(&id);
+	bc_join_answer_free(&ans);
+	free(t);
+}
+
+static void test_pool_listing_join_token_admits(void **state)
+{
+	char p2[64];
+	struct bc_join_answer ans;
+	(void)state;
+
+	assert_int_equal(bct_pool(&cp, "root", "tokens-ok",
+	                          "{\"joinAttestors\":[\"tpm\",\"join-token\"]}", p2), 0);
+	struct bct_token_opts to = {.pool = p2};
+	char *t = bct_token(&cp, &to, NULL);
+	struct bct_join_opts jo = {.token = t};
+	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+	bc_join_answer_free(&ans);
+	free(t);
+}
+
+static void test_undecodable_body_is_invalid_argument(void **state)
+{
+	uint8_t *body = NULL;
+	size_t len = 0;
+	long status = 0;
+	char err[256];
+	const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
+	(void)state;
+
+	assert_int_equal(bc_client_post(&cp.pins, "/bettercompute.join.v1.JoinService/Join", junk,
+	                                sizeof(junk), &status, &body, &len, err, sizeof(err)), 0);
+	assert_int_equal(status, 400);
+	assert_non_null(memmem(body, len, "invalid_argument", 16));
+	free(body);
+}
+
+struct racer {
+	const char *token;
+	int rc;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct bc_join_answer ans;
+	struct bct_join_opts jo = {.token = r->token};
+	r->rc = bct_join(&cp, &jo, &ans);
+	if (r->rc == 0)
+		bc_join_answer_free(&ans);
+	return NULL;
+}
+
+static void test_32_clients_race_for_one_use(void **state)
+{
+	struct racer r[32];
+	pthread_t th[32];
+	char tok_id[64];
+	int admitted = 0, denied = 0;
+	(void)state;
+
+	struct bct_token_opts to = {.pool = pool_id};
+	char *t = bct_token(&cp, &to, tok_id);
+	int64_t before = nodes_count();
+	for (int i = 0; i < 32; i++) {
+		r[i].token = t;
+		assert_int_equal(pthread_create(&th[i], NULL, race, &r[i]), 0);
+	}
+	for (int i = 0; i < 32; i++) {
+		pthread_join(th[i], NULL);
+		admitted += r[i].rc == 0;
+		denied += r[i].rc == BC_ERR_DENIED;
+	}
+	assert_int_equal(admitted, 1);
+	assert_int_equal(denied, 31);
+	assert_int_equal(nodes_count(), before + 1);
+	assert_int_equal(uses_left(tok_id), 0);
+	free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_token_join_admits),
+		cmocka_unit_test(test_every_refusal_by_name_same_bytes),
+		cmocka_unit_test(test_reclaim_with_allow_reclaim),
+		cmocka_unit_test(test_placeholder_uuid_is_no_hardware_key),
+		cmocka_unit_test(test_site_token_admits_site),
+		cmocka_unit_test(test_pool_listing_join_token_admits),
+		cmocka_unit_test(test_undecodable_body_is_invalid_argument),
+		cmocka_unit_test(test_32_clients_race_for_one_use),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

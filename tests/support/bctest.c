@@ -1,0 +1,376 @@
+#include "bctest.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bc/clock.h"
+#include "bc/codec.h"
+#include "bc/log.h"
+#include "bc/crypto.h"
+#include "bc/pki.h"
+#include "bettercompute/join/v1/join.pb-c.h"
+#include "server/admin.h"
+
+char *bct_tmpdir(void)
+{
+	char tmpl[] = "/tmp/bctest.XXXXXX";
+	char *d = mkdtemp(tmpl);
+	return d ? strdup(d) : NULL;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+void bct_rmrf(const char *path)
+{
+	if (path && path[0] && getenv("BCT_KEEP") == NULL)
+		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int bct_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (f == NULL)
+		return -1;
+	fputs(text, f);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static void hook(void *ctx, const struct bc_refusal *r)
+{
+	struct bct_cp *cp = ctx;
+	pthread_mutex_lock(&cp->mu);
+	if (cp->n_refusals < BCT_MAX_REFUSALS) {
+		struct bct_refusal *x = &cp->refusals[cp->n_refusals++];
+		snprintf(x->attestor, sizeof(x->attestor), "%s", r->attestor ? r->attestor : "");
+		snprintf(x->reason, sizeof(x->reason), "%s", r->reason ? r->reason : "");
+		snprintf(x->token_id, sizeof(x->token_id), "%s", r->token_id ? r->token_id : "");
+		snprintf(x->node_id, sizeof(x->node_id), "%s", r->node_id ? r->node_id : "");
+		snprintf(x->tenant_id, sizeof(x->tenant_id), "%s", r->tenant_id ? r->tenant_id : "");
+	}
+	pthread_mutex_unlock(&cp->mu);
+}
+
+static int write_secret_and_bundle(const char *dir)
+{
+	uint8_t secret[32];
+	char hex[65], path[512], *text = NULL;
+	bc_pki *pki = NULL;
+	int rc;
+
+	if ((rc = bc_random(secret, 32)) != 0)
+		return rc;
+	bc_hex_encode_to(secret, 32, hex);
+	snprintf(path, sizeof(path), "%s/secret", dir);
+	if (bct_write_file(path, hex) != 0)
+		return BC_ERR_IO;
+	if ((rc = bc_pki_generate("bc.test", &pki)) != 0)
+		return rc;
+	if ((rc = bc_pki_seal(pki, secret, &text)) == 0) {
+		snprintf(path, sizeof(path), "%s/pki.bundle", dir);
+		rc = bct_write_file(path, text) == 0 ? 0 : BC_ERR_IO;
+	}
+	free(text);
+	bc_pki_free(pki);
+	return rc;
+}
+
+int bct_cp_start(struct bct_cp *cp, const char *extra_toml)
+{
+	char path[512], err[512] = "", toml[4096], *d, *pins = NULL;
+	int rc;
+
+	memset(cp, 0, sizeof(*cp));
+	pthread_mutex_init(&cp->mu, NULL);
+	if ((d = bct_tmpdir()) == NULL)
+		return BC_ERR_IO;
+	snprintf(cp->dir, sizeof(cp->dir), "%s", d);
+	free(d);
+	if ((rc = write_secret_and_bundle(cp->dir)) != 0)
+		return rc;
+	snprintf(toml, sizeof(toml),
+	         "listen = \"127.0.0.1:0\"\ndatabase = \"bc.db\"\nthreads = 8\n"
+	         "log_level = \"%s\"\n%s\n",
+	         getenv("BCT_LOG") ? getenv("BCT_LOG") : "error", extra_toml ? extra_toml : "");
+	snprintf(path, sizeof(path), "%s/server.toml", cp->dir);
+	if (bct_write_file(path, toml) != 0)
+		return BC_ERR_IO;
+	if ((rc = bc_server_config_load(path, &cp->cfg, err, sizeof(err))) != 0) {
+		fprintf(stderr, "bct: %s\n", err);
+		return rc;
+	}
+	bc_log_set_level(cp->cfg.log_level);
+	if ((rc = bc_server_start(&cp->cfg, hook, cp, &cp->srv, err, sizeof(err))) != 0) {
+		fprintf(stderr, "bct: %s\n", err);
+		return rc;
+	}
+	snprintf(cp->url, sizeof(cp->url), "http://127.0.0.1:%u", bc_server_port(cp->srv));
+	if ((rc = bct_tenant(cp, "root")) != 0)
+		return rc;
+	if ((pins = bc_admin_daemon_config_json(bc_server_pki(cp->srv), cp->url)) == NULL)
+		return BC_ERR_NOMEM;
+	rc = bc_client_pins_from_json(pins, strlen(pins), &cp->pins, err, sizeof(err));
+	if (rc != 0)
+		fprintf(stderr, "bct: pins: %s\n", err);
+	free(pins);
+	return rc;
+}
+
+void bct_cp_stop(struct bct_cp *cp)
+{
+	bc_server_stop(cp->srv);
+	cp->srv = NULL;
+	bc_server_config_free(&cp->cfg);
+	bc_client_pins_free(&cp->pins);
+	bct_rmrf(cp->dir);
+	pthread_mutex_destroy(&cp->mu);
+}
+
+bc_store *bct_store(struct bct_cp *cp)
+{
+	return bc_server_store(cp->srv);
+}
+
+struct sql_arg {
+	const char *sql;
+	const bc_param *p;
+	size_t n;
+	int64_t i;
+	char *text;
+	int mode;
+};
+
+static int sql_tx(bc_tx *tx, void *arg)
+{
+	struct sql_arg *a = arg;
+	switch (a->mode) {
+	case 0: return bc_tx_exec(tx, a->sql, a->p, a->n, NULL);
+	case 1: return bc_tx_query_int(tx, a->sql, a->p, a->n, &a->i);
+	default: return bc_tx_query_text(tx, a->sql, a->p, a->n, &a->text);
+	}
+}
+
+int bct_exec(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n)
+{
+	struct sql_arg a = {sql, p, n, 0, NULL, 0};
+	return bc_store_run(bct_store(cp), BC_TX_WRITE, sql_tx, &a);
+}
+
+int64_t bct_count(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n)
+{
+	struct sql_arg a = {sql, p, n, -1, NULL, 1};
+	if (bc_store_run(bct_store(cp), BC_TX_READ, sql_tx, &a) != 0)
+		return -1;
+	return a.i;
+}
+
+char *bct_text(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n)
+{
+	struct sql_arg a = {sql, p, n, 0, NULL, 2};
+	if (bc_store_run(bct_store(cp), BC_TX_READ, sql_tx, &a) != 0)
+		return NULL;
+	return a.text;
+}
+
+int bct_tenant(struct bct_cp *cp, const char *id)
+{
+	bc_param p[] = {BC_TEXT(id), BC_INT(bc_now_ms())};
+	return bct_exec(cp, "INSERT INTO tenants (id, name, created_at) VALUES ($1, $1, $2)", p, 2);
+}
+
+int bct_pool(struct bct_cp *cp, const char *tenant, const char *name, const char *policy,
+             char id[64])
+{
+	int rc = bc_new_id("pool", id, 64);
+	if (rc != 0)
+		return rc;
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant), BC_TEXT(name), BC_TEXT(policy ? policy : "{}"),
+	                BC_INT(bc_now_ms())};
+	return bct_exec(cp,
+	                "INSERT INTO pools (id, tenant_id, name, policy, created_at, updated_at) "
+	                "VALUES ($1, $2, $3, $4, $5, $5)",
+	                p, 5);
+}
+
+int bct_site(struct bct_cp *cp, const char *tenant, const char *name, char id[64])
+{
+	int rc = bc_new_id("site", id, 64);
+	if (rc != 0)
+		return rc;
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant), BC_TEXT(name), BC_INT(bc_now_ms())};
+	return bct_exec(cp,
+	                "INSERT INTO sites (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)",
+	                p, 4);
+}
+
+char *bct_token(struct bct_cp *cp, const struct bct_token_opts *o, char id_out[64])
+{
+	char id[64], hash[65], *secret, *token = NULL;
+	uint8_t raw[32], d[32];
+	int64_t now = bc_now_ms();
+
+	if (bc_new_id("tok", id, sizeof(id)) != 0 || bc_random(raw, 32) != 0)
+		return NULL;
+	secret = bc_b64url_encode(raw, 32);
+	if (bc_sha256(secret, strlen(secret), d) != 0)
+		return NULL;
+	bc_hex_encode_to(d, 32, hash);
+	if (asprintf(&token, "bct_%s_%s", id, secret) < 0)
+		token = NULL;
+	free(secret);
+	int64_t uses = o->uses ? o->uses : 1;
+	int64_t ttl = o->ttl_ms ? o->ttl_ms : 3600 * 1000;
+	bc_param p[] = {BC_TEXT(id),
+	                BC_TEXT(o->tenant ? o->tenant : "root"),
+	                BC_TEXT(o->pool),
+	                BC_TEXT(o->site),
+	                BC_TEXT(o->role ? o->role : "node"),
+	                BC_TEXT(hash),
+	                BC_INT(uses),
+	                BC_INT(now + ttl),
+	                BC_TEXT(o->expect ? o->expect : "{}"),
+	                BC_INT(o->allow_reclaim),
+	                BC_INT(now)};
+	if (bct_exec(cp,
+	             "INSERT INTO join_tokens (id, tenant_id, pool_id, site_id, role, secret_hash, "
+	             "uses_left, uses_total, expires_at, expect, allow_reclaim, created_at) VALUES "
+	             "($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11)",
+	             p, 11) != 0) {
+		free(token);
+		return NULL;
+	}
+	if (id_out)
+		snprintf(id_out, 64, "%s", id);
+	return token;
+}
+
+static void fill_claims(const struct bct_join_opts *o, struct bc_client_claims *c, char **mac)
+{
+	memset(c, 0, sizeof(*c));
+	*mac = (char *)(o->mac ? o->mac : "52:54:00:00:00:01");
+	c->macs = mac;
+	c->n_macs = 1;
+	c->product_uuid = (char *)(o->product_uuid ? o->product_uuid : "");
+	c->serial = (char *)(o->serial ? o->serial : "");
+	c->hostname = "test-host";
+	c->arch = "x86_64";
+}
+
+int bct_join(struct bct_cp *cp, const struct bct_join_opts *o, struct bc_join_answer *ans)
+{
+	struct bc_client_claims claims;
+	char *mac, err[512] = "";
+	EVP_PKEY *key = o->key;
+	int rc;
+
+	fill_claims(o, &claims, &mac);
+	if (key == NULL && o->csr == NULL && (rc = bc_key_generate(&key)) != 0)
+		return rc;
+	struct bc_join_params p = {
+		.attestor = o->attestor,
+		.role = o->role,
+		.token = o->token,
+		.attestation = o->attestation,
+		.attestation_len = o->attestation_len,
+		.claims = &claims,
+		.key = key,
+		.csr = o->csr,
+		.csr_len = o->csr_len,
+		.agent_version = "bctest",
+	};
+	rc = bc_client_join(&cp->pins, &p, ans, err, sizeof(err));
+	if (rc != 0 && rc != BC_ERR_DENIED && getenv("BCT_LOG"))
+		fprintf(stderr, "bct_join: %s\n", err);
+	if (key != o->key)
+		EVP_PKEY_free(key);
+	return rc;
+}
+
+int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status, uint8_t **body,
+                 size_t *len)
+{
+	Bettercompute__Join__V1__JoinRequest rq = BETTERCOMPUTE__JOIN__V1__JOIN_REQUEST__INIT;
+	Bettercompute__Join__V1__HardwareClaims hc = BETTERCOMPUTE__JOIN__V1__HARDWARE_CLAIMS__INIT;
+	uint8_t *csr = NULL, *sealed = NULL, *wire = NULL, d[32];
+	size_t csr_len = 0, sealed_len = 0, wire_len;
+	EVP_PKEY *key = NULL;
+	char *mac = (char *)(o->mac ? o->mac : "52:54:00:00:00:01"), err[256];
+	int rc;
+
+	if (o->csr) {
+		csr = malloc(o->csr_len);
+		memcpy(csr, o->csr, o->csr_len);
+		csr_len = o->csr_len;
+	} else if ((rc = bc_key_generate(&key)) != 0 ||
+	           (rc = bc_csr_make(key, "node", &csr, &csr_len)) != 0) {
+		EVP_PKEY_free(key);
+		return rc;
+	}
+	if ((rc = bc_sha256(csr, csr_len, d)) != 0)
+		goto out;
+	if (o->token &&
+	    (rc = bc_client_seal_token(cp->pins.join_encryption, o->token, d, &sealed, &sealed_len)) != 0)
+		goto out;
+	rq.attestor = (char *)(o->attestor ? o->attestor : "");
+	rq.role = (char *)(o->role ? o->role : "node");
+	rq.csr.data = csr;
+	rq.csr.len = csr_len;
+	rq.sealed_token.data = sealed;
+	rq.sealed_token.len = sealed_len;
+	rq.attestation.data = (uint8_t *)o->attestation;
+	rq.attestation.len = o->attestation_len;
+	hc.n_macs = 1;
+	hc.macs = &mac;
+	hc.product_uuid = (char *)(o->product_uuid ? o->product_uuid : "");
+	hc.serial = (char *)(o->serial ? o->serial : "");
+	rq.claims = &hc;
+	wire_len = bettercompute__join__v1__join_request__get_packed_size(&rq);
+	wire = malloc(wire_len ? wire_len : 1);
+	bettercompute__join__v1__join_request__pack(&rq, wire);
+	rc = bc_client_post(&cp->pins, "/bettercompute.join.v1.JoinService/Join", wire, wire_len,
+	                    status, body, len, err, sizeof(err));
+out:
+	free(wire);
+	free(sealed);
+	free(csr);
+	EVP_PKEY_free(key);
+	return rc;
+}
+
+const char *bct_last_reason(struct bct_cp *cp)
+{
+	const char *r;
+	pthread_mutex_lock(&cp->mu);
+	r = cp->n_refusals ? cp->refusals[cp->n_refusals - 1].reason : "";
+	pthread_mutex_unlock(&cp->mu);
+	return r;
+}
+
+size_t bct_refusal_count(struct bct_cp *cp)
+{
+	size_t n;
+	pthread_mutex_lock(&cp->mu);
+	n = cp->n_refusals;
+	pthread_mutex_unlock(&cp->mu);
+	return n;
+}
+
+struct bct_refusal bct_last_refusal(struct bct_cp *cp)
+{
+	struct bct_refusal r;
+	memset(&r, 0, sizeof(r));
+	pthread_mutex_lock(&cp->mu);
+	if (cp->n_refusals)
+		r = cp->refusals[cp->n_refusals - 1];
+	pthread_mutex_unlock(&cp->mu);
+	return r;
+}

@@ -1,0 +1,90 @@
+/* Test support: a control plane started in-process on a loopback port with its own
+ * temporary directory, store and PKI, and helpers that make tenants, pools and
+ * tokens and join through the real client over HTTP. */
+#ifndef BCTEST_H
+#define BCTEST_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/client.h"
+#include "server/server.h"
+
+#define BCT_MAX_REFUSALS 256
+
+struct bct_refusal {
+	char attestor[64];
+	char reason[96];
+	char token_id[64];
+	char node_id[64];
+	char tenant_id[64];
+};
+
+struct bct_cp {
+	char dir[256];
+	struct bc_server_config cfg;
+	struct bc_server *srv;
+	struct bc_client_pins pins;
+	char url[128];
+	pthread_mutex_t mu;
+	struct bct_refusal refusals[BCT_MAX_REFUSALS];
+	size_t n_refusals;
+};
+
+/* extra_toml: appended to server.toml (plugins, [attestors.x]); may be NULL. */
+int bct_cp_start(struct bct_cp *cp, const char *extra_toml);
+void bct_cp_stop(struct bct_cp *cp);
+bc_store *bct_store(struct bct_cp *cp);
+
+/* Rows made directly in the store. */
+int bct_exec(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n);
+int64_t bct_count(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n);
+char *bct_text(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n); /* malloc'd or NULL */
+int bct_tenant(struct bct_cp *cp, const char *id);
+int bct_pool(struct bct_cp *cp, const char *tenant, const char *name, const char *policy,
+             char id[64]);
+int bct_site(struct bct_cp *cp, const char *tenant, const char *name, char id[64]);
+struct bct_token_opts {
+	const char *tenant;   /* default root */
+	const char *pool;
+	const char *site;
+	const char *role;     /* default node */
+	int64_t uses;         /* default 1 */
+	int64_t ttl_ms;       /* default 1 hour; negative: already expired */
+	const char *expect;   /* JSON, default {} */
+	int allow_reclaim;
+};
+/* The whole token bct_tok_..._secret (malloc'd); *id (may be NULL) its id. */
+char *bct_token(struct bct_cp *cp, const struct bct_token_opts *o, char id[64]);
+
+struct bct_join_opts {
+	const char *attestor;
+	const char *role;
+	const char *token;
+	const uint8_t *attestation;
+	size_t attestation_len;
+	const char *product_uuid;
+	const char *serial;
+	const char *mac;
+	EVP_PKEY *key;        /* NULL: a fresh key */
+	const uint8_t *csr;   /* or a given CSR */
+	size_t csr_len;
+};
+/* A join through the real client: 0 and the verified answer, or BC_ERR_DENIED... */
+int bct_join(struct bct_cp *cp, const struct bct_join_opts *o, struct bc_join_answer *ans);
+/* The same request, but the raw HTTP answer (status and body bytes). */
+int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status, uint8_t **body,
+                 size_t *len);
+
+/* The newest refusal reason seen by the hook ("" when none), and how many. */
+const char *bct_last_reason(struct bct_cp *cp);
+size_t bct_refusal_count(struct bct_cp *cp);
+struct bct_refusal bct_last_refusal(struct bct_cp *cp);
+
+/* A fresh temporary directory under /tmp (malloc'd path) and its removal. */
+char *bct_tmpdir(void);
+void bct_rmrf(const char *path);
+int bct_write_file(const char *path, const char *text);
+
+#endif

@@ -1,0 +1,503 @@
+/* bc-join: the test client. Joins this machine with a token before bcd exists (the
+ * tests and the README's tour), through the same client code bcd uses.
+ *
+ *   bc-join --pins FILE [--token-file FILE] [--attestor ID] [--role node|site]
+ *           [--out DIR] [--product-uuid U] [--serial S] [--mac M]... [--hostname H]
+ *
+ * The token comes from --token-file or BC_JOIN_TOKEN, never from the command line
+ * (other users can read a process's arguments). On success writes DIR/node.key
+ * (PKCS#8 PEM, 0600) and DIR/node.crt (the chain, PEM), prints "joined as <node id>"
+ * and exits 0; otherwise prints one line "bc-join: <what>" and exits 1 (2 for usage). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bc/buf.h"
+#include "bc/client.h"
+#include "bc/crypto.h"
+#include "bc/pki.h"
+
+#define AGENT_VERSION "bc-join/1"
+#define MAX_PINS_FILE (256 * 1024)
+#define MAX_TOKEN_FILE 1024
+#define MAX_MACS 64
+#define MAX_ROUNDS 10
+#define DEFAULT_RETRY_S 30
+#define MAX_RETRY_S 300
+#define CSR_CN "bettercompute node"
+#define EXIT_USAGE 2
+
+struct opts {
+	const char *pins;
+	const char *token_file;
+	const char *attestor;
+	const char *role;
+	const char *out_dir;
+	char *macs[MAX_MACS];
+	size_t n_macs;
+	const char *product_uuid;
+	const char *serial;
+	const char *hostname;
+	int help;
+};
+
+struct msg {
+	char text[512];
+};
+
+static void say(struct msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct msg *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->text, sizeof(m->text), fmt, ap);
+	va_end(ap);
+}
+
+static const char usage_text[] =
+	"usage: bc-join --pins FILE [--token-file FILE] [--attestor ID] [--role node|site]\n"
+	"               [--out DIR] [--product-uuid U] [--serial S] [--mac M]... [--hostname H]\n"
+	"The token is read from --token-file or the environment variable BC_JOIN_TOKEN.\n";
+
+/* xx:xx:xx:xx:xx:xx, kept in lower case as the claims require. */
+static int mac_ok(char *s)
+{
+	if (strlen(s) != 17)
+		return 0;
+	for (size_t i = 0; i < 17; i++) {
+		if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
+			return 0;
+		s[i] = (char)tolower((unsigned char)s[i]);
+	}
+	return 1;
+}
+
+/* 8-4-4-4-12 hex digits (the canonical UUID form), kept in lower case. */
+static int uuid_ok(char *s)
+{
+	if (strlen(s) != 36)
+		return 0;
+	for (size_t i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+			return 0;
+		s[i] = (char)tolower((unsigned char)s[i]);
+	}
+	return 1;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
+{
+	static const struct option longopts[] = {
+		{ "pins", required_argument, NULL, 'p' },   { "token-file", required_argument, NULL, 't' },
+		{ "attestor", required_argument, NULL, 'a' }, { "role", required_argument, NULL, 'r' },
+		{ "out", required_argument, NULL, 'o' },    { "product-uuid", required_argument, NULL, 'u' },
+		{ "serial", required_argument, NULL, 's' }, { "mac", required_argument, NULL, 'm' },
+		{ "hostname", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->role = BC_ROLE_NODE;
+	o->out_dir = ".";
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': o->pins = optarg; break;
+		case 't': o->token_file = optarg; break;
+		case 'a': o->attestor = optarg; break;
+		case 'r': o->role = optarg; break;
+		case 'o': o->out_dir = optarg; break;
+		case 's': o->serial = optarg; break;
+		case 'H': o->hostname = optarg; break;
+		case 'u':
+			if (!uuid_ok(optarg)) {
+				say(m, "--product-uuid: expected a UUID (8-4-4-4-12 hex digits)");
+				return BC_ERR_INVALID;
+			}
+			o->product_uuid = optarg;
+			break;
+		case 'm':
+			if (o->n_macs == MAX_MACS || !mac_ok(optarg)) {
+				say(m, "--mac: expected xx:xx:xx:xx:xx:xx, at most %d times", MAX_MACS);
+				return BC_ERR_INVALID;
+			}
+			o->macs[o->n_macs++] = optarg;
+			break;
+		case 'h':
+			o->help = 1;
+			return 0;
+		default:
+			say(m, "unknown or incomplete option %s", argv[optind - 1]);
+			return BC_ERR_INVALID;
+		}
+	}
+	if (optind != argc) {
+		say(m, "unexpected argument %s", argv[optind]);
+		return BC_ERR_INVALID;
+	}
+	if (o->pins == NULL) {
+		say(m, "--pins FILE is required");
+		return BC_ERR_INVALID;
+	}
+	if (strcmp(o->role, BC_ROLE_NODE) != 0 && strcmp(o->role, BC_ROLE_SITE) != 0) {
+		say(m, "--role: expected node or site");
+		return BC_ERR_INVALID;
+	}
+	return 0;
+}
+
+/* A regular file of at most max bytes, NUL-terminated; the caller wipes and frees. */
+static int read_file(const char *path, size_t max, char **out, size_t *len, struct msg *m)
+{
+	struct stat st;
+	char *p = NULL;
+	size_t n = 0;
+	ssize_t r;
+	int fd, rc = BC_ERR_IO;
+
+	*out = NULL;
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+		say(m, "%s: %s", path, strerror(errno));
+		return BC_ERR_IO;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		say(m, "%s: not a regular file of at most %zu bytes", path, max);
+		goto out;
+	}
+	if ((p = calloc(1, max + 2)) == NULL) {
+		say(m, "out of memory");
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	while (n <= max && (r = read(fd, p + n, max + 1 - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			say(m, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		n += (size_t)r;
+	}
+	if (n > max) {
+		say(m, "%s: larger than %zu bytes", path, max);
+		rc = BC_ERR_LIMIT;
+		goto out;
+	}
+	*out = p;
+	*len = n;
+	p = NULL;
+	rc = 0;
+out:
+	bc_freezero(p, max + 2);
+	close(fd);
+	return rc;
+}
+
+/* bct_ then [A-Za-z0-9_-], one line; a single trailing newline is allowed. */
+static int check_token(char *t, size_t len, const char *where, struct msg *m)
+{
+	if (len > 0 && t[len - 1] == '\n')
+		t[--len] = '\0';
+	if (len < 5 || len > 512 || strlen(t) != len || strncmp(t, "bct_", 4) != 0) {
+		say(m, "%s: expected one line bct_...", where);
+		return BC_ERR_INVALID;
+	}
+	for (size_t i = 4; i < len; i++) {
+		if (!isalnum((unsigned char)t[i]) && t[i] != '_' && t[i] != '-') {
+			say(m, "%s: expected one line bct_...", where);
+			return BC_ERR_INVALID;
+		}
+	}
+	return 0;
+}
+
+/* *tok is malloc'd; the caller wipes it (bc_freezero(tok, strlen(tok))). */
+static int read_token(const struct opts *o, char **tok, struct msg *m)
+{
+	const char *env = getenv("BC_JOIN_TOKEN");
+	size_t len = 0;
+	int rc;
+
+	*tok = NULL;
+	if (o->token_file != NULL) {
+		if ((rc = read_file(o->token_file, MAX_TOKEN_FILE, tok, &len, m)) != 0)
+			return rc;
+	} else if (env != NULL) {
+		len = strnlen(env, MAX_TOKEN_FILE + 1);
+		if ((*tok = strndup(env, MAX_TOKEN_FILE)) == NULL) {
+			say(m, "out of memory");
+			return BC_ERR_NOMEM;
+		}
+	} else {
+		say(m, "no token: use --token-file FILE or BC_JOIN_TOKEN");
+		return BC_ERR_NOT_FOUND;
+	}
+	if ((rc = check_token(*tok, len, o->token_file ? "token file" : "BC_JOIN_TOKEN", m)) != 0) {
+		bc_freezero(*tok, len);
+		*tok = NULL;
+	}
+	return rc;
+}
+
+static int read_pins(const char *path, struct bc_client_pins *pins, struct msg *m)
+{
+	char *text = NULL, err[256];
+	size_t len = 0;
+	int rc;
+
+	if ((rc = read_file(path, MAX_PINS_FILE, &text, &len, m)) != 0)
+		return rc;
+	if ((rc = bc_client_pins_from_json(text, len, pins, err, sizeof(err))) != 0)
+		say(m, "%s: %s", path, err);
+	free(text);
+	return rc;
+}
+
+static void wait_seconds(uint32_t s)
+{
+	struct timespec ts = { .tv_sec = s, .tv_nsec = 0 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Join, and wait out a pending deferral with the same CSR, up to MAX_ROUNDS rounds. */
+static int join_rounds(const struct bc_client_pins *pins, const struct bc_join_params *p,
+                       struct bc_join_answer *a, struct msg *m)
+{
+	char err[512];
+	uint32_t wait;
+	int rc;
+
+	for (int round = 1;; round++) {
+		if ((rc = bc_client_join(pins, p, a, err, sizeof(err))) != 0) {
+			say(m, "%s", err);
+			return rc;
+		}
+		switch (a->state) {
+		case BC_JOIN_JOINED:
+			return 0;
+		case BC_JOIN_CHALLENGE:
+			say(m, "the server sent a %s challenge, which bc-join cannot answer",
+			    a->challenge_attestor);
+			return BC_ERR_UNSUPPORTED;
+		case BC_JOIN_PENDING:
+			break;
+		default:
+			say(m, "an answer in an unknown state");
+			return BC_ERR_INTERNAL;
+		}
+		if (round == MAX_ROUNDS) {
+			say(m, "still pending after %d rounds (join request %s)", MAX_ROUNDS,
+			    a->request_id[0] ? a->request_id : "without an id");
+			return BC_ERR_EXPIRED;
+		}
+		wait = a->retry_after_seconds ? a->retry_after_seconds : DEFAULT_RETRY_S;
+		fprintf(stderr, "bc-join: pending (join request %s), retrying in %u s\n",
+		        a->request_id[0] ? a->request_id : "without an id",
+		        wait > MAX_RETRY_S ? MAX_RETRY_S : wait);
+		bc_join_answer_free(a);
+		wait_seconds(wait > MAX_RETRY_S ? MAX_RETRY_S : wait);
+	}
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return BC_ERR_IO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Written to a temporary file in dir, synced, then renamed over the name, so a crash
+ * leaves the old file or the new one and never half of either. */
+static int write_atomic(const char *dir, const char *name, const char *data, mode_t mode,
+                        struct msg *m)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	int fd = -1, dfd = -1, rc = BC_ERR_IO;
+
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= (int)sizeof(tmp) ||
+	    snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= (int)sizeof(dst)) {
+		say(m, "%s: path too long", dir);
+		return BC_ERR_LIMIT;
+	}
+	if ((fd = mkstemp(tmp)) < 0) {
+		say(m, "%s: %s", dst, strerror(errno));
+		return BC_ERR_IO;
+	}
+	if (fchmod(fd, mode) != 0 || write_all(fd, data, strlen(data)) != 0 || fsync(fd) != 0 ||
+	    close(fd) != 0) {
+		fd = -1;
+		say(m, "%s: %s", dst, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, dst) != 0) {
+		say(m, "%s: %s", dst, strerror(errno));
+		goto out;
+	}
+	tmp[0] = '\0';
+	/* The rename is durable once the directory is synced. */
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(dfd) != 0) {
+		say(m, "%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	if (tmp[0] != '\0')
+		unlink(tmp);
+	return rc;
+}
+
+/* The chain as concatenated PEM certificates, leaf first. */
+static int chain_pem(const struct bc_join_answer *a, char **out)
+{
+	bc_buf b;
+	X509 *x = NULL;
+	char *pem = NULL;
+	size_t len;
+	int rc = 0;
+
+	*out = NULL;
+	bc_buf_init(&b, 0);
+	for (size_t i = 0; i < a->n_chain && rc == 0; i++) {
+		if ((rc = bc_x509_from_der(a->chain[i], a->chain_lens[i], &x)) == 0 &&
+		    (rc = bc_x509_to_pem(x, &pem)) == 0)
+			rc = bc_buf_put(&b, pem, strlen(pem));
+		X509_free(x);
+		x = NULL;
+		free(pem);
+		pem = NULL;
+	}
+	if (rc == 0 && (rc = bc_buf_put_u8(&b, 0)) == 0 && (*out = (char *)bc_buf_steal(&b, &len)) == NULL)
+		rc = BC_ERR_NOMEM;
+	bc_buf_free(&b);
+	return rc;
+}
+
+static int write_identity(const char *dir, EVP_PKEY *key, const struct bc_join_answer *a,
+                          struct msg *m)
+{
+	char *key_pem = NULL, *crt_pem = NULL;
+	int rc;
+
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		say(m, "%s: %s", dir, strerror(errno));
+		return BC_ERR_IO;
+	}
+	if ((rc = bc_key_to_pem(key, &key_pem)) != 0 || (rc = chain_pem(a, &crt_pem)) != 0) {
+		say(m, "cannot encode the key or the chain (%s)", bc_err_str(rc));
+		goto out;
+	}
+	/* The key first: a node.crt beside no node.key would be useless. */
+	if ((rc = write_atomic(dir, "node.key", key_pem, 0600, m)) != 0)
+		goto out;
+	rc = write_atomic(dir, "node.crt", crt_pem, 0644, m);
+out:
+	if (key_pem != NULL)
+		bc_freezero(key_pem, strlen(key_pem));
+	free(crt_pem);
+	return rc;
+}
+
+static int run(const struct opts *o, struct msg *m, char node_id[static 64])
+{
+	struct bc_client_pins pins;
+	struct bc_join_answer a;
+	struct bc_client_claims claims;
+	struct bc_join_params p;
+	struct utsname u;
+	EVP_PKEY *key = NULL;
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
+	char *token = NULL, host[256] = "";
+	int rc;
+
+	memset(&pins, 0, sizeof(pins));
+	memset(&a, 0, sizeof(a));
+	memset(&claims, 0, sizeof(claims));
+	memset(&p, 0, sizeof(p));
+	if ((rc = read_pins(o->pins, &pins, m)) != 0)
+		goto out;
+	if ((rc = read_token(o, &token, m)) != 0)
+		goto out;
+	if ((rc = bc_key_generate(&key)) != 0 || (rc = bc_csr_make(key, CSR_CN, &csr, &csr_len)) != 0) {
+		say(m, "cannot make the node key and CSR (%s)", bc_err_str(rc));
+		goto out;
+	}
+	claims.macs = (char **)o->macs;
+	claims.n_macs = o->n_macs;
+	claims.product_uuid = (char *)o->product_uuid;
+	claims.serial = (char *)o->serial;
+	if (o->hostname == NULL && gethostname(host, sizeof(host) - 1) != 0)
+		host[0] = '\0';
+	claims.hostname = (char *)(o->hostname != NULL ? o->hostname : host);
+	claims.arch = uname(&u) == 0 ? u.machine : NULL;
+	p.attestor = o->attestor;
+	p.role = o->role;
+	p.token = token;
+	p.claims = &claims;
+	p.key = key;
+	p.csr = csr; /* the same CSR on every round */
+	p.csr_len = csr_len;
+	p.agent_version = AGENT_VERSION;
+	if ((rc = join_rounds(&pins, &p, &a, m)) != 0)
+		goto out;
+	if ((rc = write_identity(o->out_dir, key, &a, m)) != 0)
+		goto out;
+	memcpy(node_id, a.node_id, sizeof(a.node_id));
+out:
+	if (token != NULL)
+		bc_freezero(token, strlen(token));
+	bc_join_answer_free(&a);
+	bc_client_pins_free(&pins);
+	EVP_PKEY_free(key);
+	free(csr);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct msg m = { "" };
+	char node_id[64];
+
+	if (parse_args(argc, argv, &o, &m) != 0) {
+		fprintf(stderr, "bc-join: %s\n%s", m.text, usage_text);
+		return EXIT_USAGE;
+	}
+	if (o.help) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (run(&o, &m, node_id) != 0) {
+		fprintf(stderr, "bc-join: %s\n", m.text);
+		return 1;
+	}
+	printf("joined as %s\n", node_id);
+	return 0;
+}
