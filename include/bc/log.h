@@ -10,6 +10,8 @@
 #ifndef BC_LOG_H
 #define BC_LOG_H
 
+#include <stddef.h> /* NULL, the sentinel every call ends with */
+
 enum bc_log_level { BC_LOG_DEBUG = 0, BC_LOG_INFO = 1, BC_LOG_WARN = 2, BC_LOG_ERROR = 3 };
 enum bc_log_format { BC_LOG_LOGFMT = 0, BC_LOG_JSON = 1 };
 

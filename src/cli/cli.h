@@ -113,6 +113,8 @@ BC_WUR int cli_tenant(struct cli *c, const char **out);
 BC_WUR int cli_tenant_path(struct cli *c, char **out, ...) __attribute__((sentinel));
 /* "?k=v&..." of the pairs whose value is not NULL (escaped); "" when none. */
 BC_WUR int cli_query(struct cli *c, char **out, const char *const *kv, size_t n);
+/* Wipes the characters of a string member in place (a secret in an answer). */
+void cli_wipe_member(json_t *obj, const char *key);
 /* Prints the answer's JSON as it came (--json). */
 void cli_print_raw(const struct cli_resp *r);
 
@@ -143,6 +145,8 @@ BC_WUR int cli_show_list(struct cli *c, const struct cli_resp *r, const char *ke
 /* Prints the answer (or obj inside it) as a detail view, or the raw answer (--json). */
 BC_WUR int cli_show_object(struct cli *c, const struct cli_resp *r, const json_t *obj,
                            const struct cli_col *cols, size_t n);
+/* Prints v as compact JSON and a newline, then releases v (NULL: out of memory). */
+BC_WUR int cli_print_json(json_t *v);
 /* Replaces control characters (C0, DEL, C1) with '?', so that text from the server
  * cannot drive the terminal. In place. */
 void cli_sanitize(char *s);

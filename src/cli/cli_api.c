@@ -19,7 +19,8 @@
 
 void cli_resp_free(struct cli_resp *r)
 {
-	free(r->body);
+	/* answers may hold a secret shown once (a token, an API key) */
+	bc_freezero(r->body, r->len);
 	json_decref(r->json);
 	memset(r, 0, sizeof(*r));
 }
@@ -346,6 +347,15 @@ int cli_query(struct cli *c, char **out, const char *const *kv, size_t n)
 	}
 	*out = q;
 	return 0;
+}
+
+void cli_wipe_member(json_t *obj, const char *key)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+	/* jansson frees strings without wiping: clear the bytes it holds first */
+	if (json_is_string(v))
+		OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
 }
 
 void cli_print_raw(const struct cli_resp *r)

@@ -199,15 +199,22 @@ int cli_print_table(const json_t *array, const struct cli_col *cols, size_t n)
 	char **cells = NULL, *head[16];
 	int rc = 0;
 
-	for (size_t j = 0; j < n && m < 16; j++)
-		if (cols[j].in_list)
-			head[m++] = (char *)cols[j].header;
+	for (size_t j = 0; j < n; j++) {
+		if (!cols[j].in_list)
+			continue;
+		if (m == 16)
+			return BC_ERR_INTERNAL;
+		head[m++] = (char *)cols[j].header;
+	}
+	if (m == 0)
+		return BC_ERR_INTERNAL;
 	if ((cells = calloc(rows * m + 1, sizeof(*cells))) == NULL)
 		return BC_ERR_NOMEM;
 	for (size_t i = 0; i < rows && rc == 0; i++)
 		for (size_t j = 0; j < n && rc == 0; j++)
 			if (cols[j].in_list)
-				rc = make_cell(json_array_get(array, i), &cols[j], cols[j].max, &cells[k++]);
+				rc = make_cell(json_array_get(array, i), &cols[j], cols[j].max,
+					       &cells[k++]);
 	for (size_t i = 0; rc == 0 && i < rows * m + m; i++) {
 		const char *s = i < m ? head[i] : cells[i - m];
 		size_t tw = text_width(s);
@@ -267,4 +274,19 @@ int cli_show_object(struct cli *c, const struct cli_resp *r, const json_t *obj,
 		return 0;
 	}
 	return cli_print_object(obj != NULL ? obj : r->json, cols, n);
+}
+
+int cli_print_json(json_t *v)
+{
+	char *s;
+
+	if (v == NULL)
+		return BC_ERR_NOMEM;
+	s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	if (s == NULL)
+		return BC_ERR_NOMEM;
+	puts(s);
+	free(s);
+	return 0;
 }

@@ -87,13 +87,15 @@ out:
 	return rc;
 }
 
-/* Only the one DER encoding our own bc_key_spki writes is accepted (named curve,
- * uncompressed point), so a key has exactly one key id. */
+/* Only the one DER encoding bc_key_spki writes for a key we build ourselves is
+ * accepted (named curve, uncompressed point): OpenSSL reads and then writes back
+ * explicit parameters or a compressed point as it found them, so the comparison is
+ * with a key rebuilt from the point. A key then has exactly one SPKI and key id. */
 int bc_key_from_spki(const uint8_t *der, size_t len, EVP_PKEY **out)
 {
 	const uint8_t *p = der;
-	EVP_PKEY *key = NULL;
-	uint8_t *again = NULL;
+	EVP_PKEY *key = NULL, *canon = NULL;
+	uint8_t *again = NULL, point[65];
 	size_t againlen = 0;
 	int rc;
 
@@ -114,16 +116,21 @@ int bc_key_from_spki(const uint8_t *der, size_t len, EVP_PKEY **out)
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
-	if ((rc = bc_key_spki(key, &again, &againlen)) != 0)
+	if ((rc = bc_key_to_point(key, point)) != 0)
+		goto out;
+	if ((rc = bc_key_from_point(point, &canon)) != 0)
+		goto out;
+	if ((rc = bc_key_spki(canon, &again, &againlen)) != 0)
 		goto out;
 	if (againlen != len || memcmp(again, der, len) != 0) {
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
-	*out = key;
-	key = NULL;
+	*out = canon;
+	canon = NULL;
 out:
 	free(again);
+	EVP_PKEY_free(canon);
 	EVP_PKEY_free(key);
 	return rc;
 }

@@ -60,7 +60,13 @@ const struct bc_attestor *bc_attestor_join_token(void);
 void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, int *status,
                     const char **content_type, uint8_t **resp, size_t *resp_len);
 
+/* Handles a serialized RenewRequest, answering like bc_join_handle (a refusal is
+ * 403 permission_denied "Renew refused", byte for byte the same for every reason). */
+void bc_renew_handle(struct bc_join_service *s, const uint8_t *body, size_t len, int *status,
+                     const char **content_type, uint8_t **resp, size_t *resp_len);
+
 /* The Connect error bodies, exposed for tests. */
 extern const char bc_connect_permission_denied[];
+extern const char bc_connect_renew_refused[];
 
 #endif

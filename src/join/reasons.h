@@ -32,4 +32,18 @@
 #define BC_R_BOUND_ELSEWHERE "bound-elsewhere"     /* the binding belongs to another node */
 #define BC_R_NODE_KEY_STATEMENT "node-key-statement" /* a statement renewals could not prove again */
 
+/* Renew (published as security.renew.refused to the node's owner) */
+#define BC_R_RENEW_MALFORMED "renew-malformed"     /* no chain, or the leaf is not a node certificate of ours */
+#define BC_R_RENEW_NOT_CURRENT "renew-not-current" /* the leaf is not byte for byte a node_certs row of that node */
+#define BC_R_RENEW_GENERATION "renew-generation"   /* the leaf is of an older identity generation */
+#define BC_R_RENEW_EXPIRED "renew-expired"         /* the leaf expired (database time): re-join with x509pop */
+#define BC_R_RENEW_REVOKED "renew-revoked"         /* the leaf was revoked */
+#define BC_R_RENEW_RETIRED "renew-retired"         /* the node is retired */
+#define BC_R_RENEW_PROOF "renew-proof"             /* the proof does not verify under the leaf's key */
+#define BC_R_RENEW_CLIENT_TIME "renew-client-time" /* client time more than 60 s from database time */
+#define BC_R_KEY_STATEMENT_UNKNOWN "key-statement-unknown"         /* a urn:bc: statement we do not know */
+#define BC_R_KEY_STATEMENT_UNSUPPORTED "key-statement-unsupported" /* a statement this build cannot prove again */
+#define BC_R_TPM_AK_URI "tpm-ak-uri"               /* a malformed urn:bc:tpm-ak: statement */
+#define BC_R_KEY_ATTESTATION_MISSING "key-attestation-missing" /* the leaf names an AK, the request has no key_attestation */
+
 #endif

@@ -21,6 +21,7 @@
 #include "server/http.h"
 
 #define JOIN_PATH "/bettercompute.join.v1.JoinService/Join"
+#define RENEW_PATH "/bettercompute.join.v1.JoinService/Renew"
 #define SERVICE_PREFIX "/bettercompute.join.v1.JoinService/"
 #define BUNDLE_MAX (1 << 20)
 
@@ -86,12 +87,14 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 			text(resp, 415, "application/json", connect_bad_type);
 			return;
 		}
-		if (strcmp(req->path, JOIN_PATH) == 0) {
+		int is_join = strcmp(req->path, JOIN_PATH) == 0;
+		if (is_join || strcmp(req->path, RENEW_PATH) == 0) {
 			int status;
 			const char *ct;
 			uint8_t *body;
 			size_t len;
-			bc_join_handle(s->join, req->body, req->body_len, &status, &ct, &body, &len);
+			(is_join ? bc_join_handle : bc_renew_handle)(s->join, req->body, req->body_len,
+			                                             &status, &ct, &body, &len);
 			resp->status = status;
 			resp->content_type = ct;
 			resp->body = body;

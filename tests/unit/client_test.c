@@ -8,7 +8,9 @@
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <openssl/buffer.h>
 #include <openssl/ec.h>
+#include <openssl/pem.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -233,4 +235,861 @@ static void assert_contains(const char *s, const char *needle)
 {
 	if (strstr(s, needle) == NULL)
 		fail_msg("\"%s\" does not contain \"%s\"", s, needle);
+}
+
+/* ---- setup ---- */
+
+static int group_setup(void **state)
+{
+	char err[256];
+	char *s;
+	json_t *j;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (bc_pki_generate(TD, &T.pki) != 0 || bc_pki_generate("other.test", &T.other_pki) != 0)
+		return -1;
+	if (bc_key_generate(&T.node_key) != 0 || bc_key_generate(&T.other_key) != 0)
+		return -1;
+	if (bc_csr_make(T.node_key, "test", &T.csr, &T.csr_len) != 0 ||
+	    bc_csr_make(T.other_key, "test", &T.other_csr, &T.other_csr_len) != 0 ||
+	    bc_sha256(T.csr, T.csr_len, T.csr_sha256) != 0 ||
+	    bc_sha256(T.other_csr, T.other_csr_len, T.other_csr_sha256) != 0)
+		return -1;
+	T.leaf = issue(T.pki, NODE_ID, T.node_key, &T.leaf_len);
+	T.other_key_leaf = issue(T.pki, NODE_ID, T.other_key, &T.other_key_leaf_len);
+	T.other_node_leaf = issue(T.pki, OTHER_NODE_ID, T.node_key, &T.other_node_leaf_len);
+	T.other_td_leaf = issue(T.other_pki, NODE_ID, T.node_key, &T.other_td_leaf_len);
+	if (bc_x509_to_der(T.pki->node_ca, &T.ca_der, &T.ca_der_len) != 0)
+		return -1;
+	j = pins_obj("http://127.0.0.1:1");
+	T.pins_json = json_dumps(j, 0);
+	json_decref(j);
+	s = T.pins_json;
+	if (bc_client_pins_from_json(s, strlen(s), &T.pins, err, sizeof(err)) != 0) {
+		fprintf(stderr, "pins: %s\n", err);
+		return -1;
+	}
+	(void)state;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	bc_client_pins_free(&T.pins);
+	free(T.pins_json);
+	bc_pki_free(T.pki);
+	bc_pki_free(T.other_pki);
+	EVP_PKEY_free(T.node_key);
+	EVP_PKEY_free(T.other_key);
+	free(T.csr);
+	free(T.other_csr);
+	free(T.leaf);
+	free(T.other_key_leaf);
+	free(T.other_node_leaf);
+	free(T.other_td_leaf);
+	free(T.ca_der);
+	(void)state;
+	return 0;
+}
+
+/* ---- pins ---- */
+
+static void test_pins_good(void **state)
+{
+	char kid[BC_KEY_ID_LEN + 1];
+
+	(void)state;
+	assert_string_equal(T.pins.server_url, "http://127.0.0.1:1");
+	assert_string_equal(T.pins.join_signing_kid, T.pki->join_signing_kid);
+	assert_int_equal(bc_key_id(T.pins.join_signing, kid), 0);
+	assert_string_equal(kid, T.pki->join_signing_kid);
+	assert_int_equal(EVP_PKEY_eq(T.pins.join_signing, T.pki->join_signing), 1);
+	assert_int_equal(EVP_PKEY_eq(T.pins.join_encryption, T.pki->join_encryption), 1);
+	assert_non_null(strstr(T.pins.ca_bundle_pem, "BEGIN CERTIFICATE"));
+	assert_string_equal(T.pins.trust_domain, TD);
+}
+
+static void test_pins_servers(void **state)
+{
+	static const struct {
+		const char *url;
+		const char *kept;        /* NULL: refused */
+	} cases[] = {
+		{ "https://cp.example.com:8443", "https://cp.example.com:8443" },
+		{ "https://cp.example.com/", "https://cp.example.com" },
+		{ "https://10.1.2.3:8443/prefix", "https://10.1.2.3:8443/prefix" },
+		{ "http://127.0.0.1:8080", "http://127.0.0.1:8080" },
+		{ "http://127.9.8.7:8080/", "http://127.9.8.7:8080" },
+		{ "http://localhost:8080", "http://localhost:8080" },
+		{ "http://[::1]:8080", "http://[::1]:8080" },
+		{ "http://cp.example.com:8080", NULL },
+		{ "http://10.0.0.1:8080", NULL },
+		{ "http://128.0.0.1", NULL },
+		{ "http://[::2]:8080", NULL },
+		{ "http://[::ffff:127.0.0.1]:8080", NULL },
+		{ "http://localhost.example.com", NULL },
+		{ "http://127.0.0.1.example.com", NULL },
+		{ "ftp://127.0.0.1", NULL },
+		{ "file:///etc/passwd", NULL },
+		{ "127.0.0.1:8080", NULL },
+		{ "https://user:pw@cp.example.com", NULL },
+		{ "https://cp.example.com/?x=1", NULL },
+		{ "https://cp.example.com/#frag", NULL },
+		{ "https://cp.example.com/a b", NULL },
+		{ "", NULL },
+	};
+	struct bc_client_pins p;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = parse_pins(pins_obj(cases[i].url), &p, err, sizeof(err));
+		if (cases[i].kept != NULL) {
+			if (rc != 0)
+				fail_msg("%s refused: %s", cases[i].url, err);
+			assert_string_equal(p.server_url, cases[i].kept);
+		} else {
+			if (rc == 0)
+				fail_msg("%s accepted", cases[i].url);
+			assert_int_equal(rc, BC_ERR_CONFIG);
+			assert_null(p.server_url);
+			assert_contains(err, "pins: server: ");
+		}
+		bc_client_pins_free(&p);
+	}
+	assert_int_equal(parse_pins(pins_obj("http://cp.example.com"), &p, err, sizeof(err)),
+	                 BC_ERR_CONFIG);
+	assert_string_equal(err, "pins: server: must be https://, or http:// on a loopback address");
+}
+
+static void test_pins_missing(void **state)
+{
+	static const char *const fields[] = { "server", "joinSigningKeyId", "joinSigningKey",
+	                                      "joinEncryptionKey", "caBundle" };
+	struct bc_client_pins p;
+	char err[256], want[96];
+	json_t *j;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		j = pins_obj("https://cp.example.com");
+		assert_int_equal(json_object_del(j, fields[i]), 0);
+		assert_int_equal(parse_pins(j, &p, err, sizeof(err)), BC_ERR_CONFIG);
+		snprintf(want, sizeof(want), "pins: %s: missing", fields[i]);
+		assert_string_equal(err, want);
+		assert_null(p.join_signing);
+	}
+	/* optional: trustDomain; caBundle only when the server is plain http on loopback */
+	j = pins_obj("https://cp.example.com");
+	json_object_del(j, "trustDomain");
+	assert_int_equal(parse_pins(j, &p, err, sizeof(err)), 0);
+	assert_null(p.trust_domain);
+	bc_client_pins_free(&p);
+	j = pins_obj("http://127.0.0.1:8080");
+	json_object_del(j, "caBundle");
+	assert_int_equal(parse_pins(j, &p, err, sizeof(err)), 0);
+	assert_null(p.ca_bundle_pem);
+	bc_client_pins_free(&p);
+}
+
+static char *p384_pem(void)
+{
+	EVP_PKEY *k = EVP_EC_gen("secp384r1");
+	char *pem = NULL;
+	BIO *b = BIO_new(BIO_s_mem());
+	BUF_MEM *m;
+
+	assert_non_null(k);
+	assert_int_equal(PEM_write_bio_PUBKEY(b, k), 1);
+	BIO_get_mem_ptr(b, &m);
+	assert_non_null(pem = strndup(m->data, m->length));
+	BIO_free(b);
+	EVP_PKEY_free(k);
+	return pem;
+}
+
+static void test_pins_bad(void **state)
+{
+	char *p384 = p384_pem(), *sig = pub_pem(T.pki->join_signing), *cut, *ca = ca_bundle(T.pki);
+	char kid[BC_KEY_ID_LEN + 1];
+	const struct {
+		const char *field;
+		json_t *value;
+		const char *err;
+	} cases[] = {
+		{ "server", json_integer(1), "pins: server: not a string" },
+		{ "joinSigningKey", json_string("garbage"), "pins: joinSigningKey: not a P-256 public key PEM" },
+		{ "joinSigningKey", json_string(p384), "pins: joinSigningKey: not a P-256 public key PEM" },
+		{ "joinSigningKey", json_string(""), "pins: joinSigningKey: empty" },
+		{ "joinEncryptionKey", json_string(p384), "pins: joinEncryptionKey: not a P-256 public key PEM" },
+		{ "joinEncryptionKey", json_null(), "pins: joinEncryptionKey: not a string" },
+		{ "joinSigningKeyId", json_string("00"), "pins: joinSigningKeyId: does not match joinSigningKey" },
+		{ "caBundle", json_string("garbage"), "pins: caBundle: certificate 1 is not a PEM certificate" },
+		{ "caBundle", json_string(sig), "pins: caBundle: certificate 1 is not a PEM certificate" },
+		{ "caBundle", NULL, "pins: caBundle: certificate 2 is not a PEM certificate" },
+		{ "trustDomain", json_string("Example_Test"), "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)" },
+		{ "trustDomain", json_true(), "pins: trustDomain: not a string" },
+	};
+	struct bc_client_pins p;
+	const char *dup;
+	char err[256];
+	json_t *j;
+
+	(void)state;
+	/* a CA bundle whose second certificate is cut short */
+	cut = strndup(ca, strlen(ca) - 80);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		j = pins_obj("https://cp.example.com");
+		json_object_set_new(j, cases[i].field, cases[i].value ? cases[i].value : json_string(cut));
+		assert_int_equal(parse_pins(j, &p, err, sizeof(err)), BC_ERR_CONFIG);
+		assert_string_equal(err, cases[i].err);
+		assert_null(p.server_url);
+	}
+	/* a key id that is a real key id, of the other pinned key */
+	assert_int_equal(bc_key_id(T.pki->join_encryption, kid), 0);
+	j = pins_obj("https://cp.example.com");
+	json_object_set_new(j, "joinSigningKeyId", json_string(kid));
+	assert_int_equal(parse_pins(j, &p, err, sizeof(err)), BC_ERR_CONFIG);
+	assert_string_equal(err, "pins: joinSigningKeyId: does not match joinSigningKey");
+	/* not JSON, not an object, duplicate keys */
+	assert_int_equal(bc_client_pins_from_json("{", 1, &p, err, sizeof(err)), BC_ERR_CONFIG);
+	assert_contains(err, "pins: not valid JSON");
+	assert_int_equal(bc_client_pins_from_json("[1]", 3, &p, err, sizeof(err)), BC_ERR_CONFIG);
+	assert_string_equal(err, "pins: not a JSON object");
+	dup = "{\"server\":\"http://127.0.0.1\",\"server\":\"https://cp.example.com\"}";
+	assert_int_equal(bc_client_pins_from_json(dup, strlen(dup), &p, err, sizeof(err)),
+	                 BC_ERR_CONFIG);
+	assert_int_equal(bc_client_pins_from_json(NULL, 0, &p, err, sizeof(err)), BC_ERR_INVALID);
+	free(p384);
+	free(sig);
+	free(cut);
+	free(ca);
+}
+
+/* ---- sealing the token ---- */
+
+static void test_seal_token(void **state)
+{
+	uint8_t *sealed = NULL, *pt = NULL;
+	size_t sealed_len = 0, pt_len = 0;
+
+	(void)state;
+	assert_int_equal(bc_client_seal_token(T.pins.join_encryption, TOKEN, T.csr_sha256, &sealed,
+	                                      &sealed_len), 0);
+	assert_int_equal(sealed_len, BC_HPKE_ENC_LEN + strlen(TOKEN) + 16);
+	assert_int_equal(bc_hpke_open(T.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
+	                              T.csr_sha256, 32, sealed, sealed_len, &pt, &pt_len), 0);
+	assert_int_equal(pt_len, strlen(TOKEN));
+	assert_memory_equal(pt, TOKEN, pt_len);
+	bc_freezero(pt, pt_len);
+	pt = NULL;
+	/* bound to the CSR: another CSR's hash does not open it */
+	assert_int_equal(bc_hpke_open(T.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
+	                              T.other_csr_sha256, 32, sealed, sealed_len, &pt, &pt_len),
+	                 BC_ERR_VERIFY);
+	assert_null(pt);
+	free(sealed);
+	assert_int_equal(bc_client_seal_token(T.pins.join_encryption, "", T.csr_sha256, &sealed,
+	                                      &sealed_len), BC_ERR_INVALID);
+	assert_null(sealed);
+	assert_int_equal(bc_client_seal_token(NULL, TOKEN, T.csr_sha256, &sealed, &sealed_len),
+	                 BC_ERR_INVALID);
+}
+
+/* ---- opening answers ---- */
+
+static void test_open_join(void **state)
+{
+	struct spec s = good_join();
+	struct bc_join_answer a;
+	char err[256];
+	size_t len;
+	uint8_t *r = response(&s, &len);
+
+	(void)state;
+	assert_int_equal(open_csr(r, len, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.state, BC_JOIN_JOINED);
+	assert_string_equal(a.node_id, NODE_ID);
+	assert_int_equal(a.n_chain, 2);
+	assert_int_equal(a.chain_lens[0], T.leaf_len);
+	assert_memory_equal(a.chain[0], T.leaf, T.leaf_len);
+	assert_memory_equal(a.chain[1], T.ca_der, T.ca_der_len);
+	assert_int_equal(a.n_trust_bundle, 1);
+	assert_memory_equal(a.trust_bundle[0], T.ca_der, T.ca_der_len);
+	assert_string_equal(a.trust_domain, TD);
+	assert_int_equal(a.issued_at_ms, 1790000000000LL);
+	assert_null(a.challenge);
+	bc_join_answer_free(&a);
+	assert_int_equal(a.n_chain, 0);
+	/* the hash-only form reads the same answer */
+	assert_int_equal(bc_client_open_join_response(&T.pins, r, len, T.csr_sha256, &a, err,
+	                                              sizeof(err)), 0);
+	assert_int_equal(a.state, BC_JOIN_JOINED);
+	assert_string_equal(a.node_id, NODE_ID);
+	bc_join_answer_free(&a);
+	/* a leaf alone is a chain too */
+	free(r);
+	s.n_chain = 1;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), 0);
+}
+
+static void test_open_deferrals(void **state)
+{
+	struct spec s = good_deferral(PENDING);
+	struct bc_join_answer a;
+	char err[256];
+	size_t len;
+	uint8_t *r = response(&s, &len);
+
+	(void)state;
+	assert_int_equal(open_csr(r, len, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.state, BC_JOIN_PENDING);
+	assert_string_equal(a.request_id, "jr_0123456789abcdefghjkmnpqrs");
+	assert_int_equal(a.retry_after_seconds, 7);
+	assert_string_equal(a.node_id, "");
+	assert_int_equal(a.n_chain, 0);
+	bc_join_answer_free(&a);
+	free(r);
+
+	s = good_deferral(CHALLENGE);
+	r = response(&s, &len);
+	assert_int_equal(open_csr(r, len, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.state, BC_JOIN_CHALLENGE);
+	assert_string_equal(a.challenge_attestor, "tpm");
+	assert_int_equal(a.challenge_len, 15);
+	assert_memory_equal(a.challenge, "challenge bytes", 15);
+	assert_int_equal(a.challenge_not_after_ms, 1790000300000LL);
+	assert_int_equal(a.n_chain, 0);
+	bc_join_answer_free(&a);
+	free(r);
+}
+
+static void test_refuse_wrong_kid(void **state)
+{
+	struct spec s = good_join();
+	struct bc_join_answer a;
+	char err[512], kid[BC_KEY_ID_LEN + 1], want[512];
+	size_t blen, len;
+	uint8_t *body = pack_body(&s, &blen), *r;
+
+	(void)state;
+	/* signed by the pinned key, but naming another key id */
+	assert_int_equal(bc_key_id(T.other_key, kid), 0);
+	r = wrap(body, blen, T.pki->join_signing, kid, &len);
+	assert_int_equal(open_csr(r, len, &a, err, sizeof(err)), BC_ERR_VERIFY);
+	snprintf(want, sizeof(want), "join answer: signed by key %s, expected the pinned %s", kid,
+	         T.pki->join_signing_kid);
+	assert_string_equal(err, want);
+	free(r);
+	/* signed by another key that claims the pinned key id */
+	r = wrap(body, blen, T.other_key, T.pki->join_signing_kid, &len);
+	assert_int_equal(open_csr(r, len, &a, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_string_equal(err, "join answer: the signature does not verify under the pinned join "
+	                         "signing key");
+	free(r);
+	/* no key id, and a key id with an embedded control character */
+	r = wrap(body, blen, T.pki->join_signing, "", &len);
+	assert_int_equal(open_csr(r, len, &a, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_contains(err, "signed by key (none)");
+	free(r);
+	r = wrap(body, blen, T.pki->join_signing, "ab\ncd", &len);
+	assert_int_equal(open_csr(r, len, &a, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_contains(err, "signed by key ab?cd,");
+	free(r);
+	free(body);
+}
+
+static void test_refuse_bad_signature(void **state)
+{
+	struct spec s = good_join();
+	struct bc_join_answer a;
+	char err[256];
+	size_t blen, len;
+	uint8_t *body = pack_body(&s, &blen), *r;
+
+	(void)state;
+	r = wrap(body, blen, NULL, T.pki->join_signing_kid, &len);
+	assert_int_equal(open_csr(r, len, &a, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_contains(err, "signature does not verify");
+	free(r);
+	free(body);
+}
+
+/* Every single-bit change of the body after signing, and of the whole envelope, is
+ * refused; none reaches the caller. */
+static void test_refuse_altered(void **state)
+{
+	struct spec s = good_join();
+	struct bc_join_answer a;
+	Bettercompute__Join__V1__SignedResponse *sr;
+	char err[256];
+	size_t blen, len, n = 0;
+	uint8_t *body = pack_body(&s, &blen), *r = response(&s, &len), *alt;
+
+	(void)state;
+	assert_non_null(sr = bettercompute__join__v1__signed_response__unpack(NULL, len, r));
+	for (size_t i = 0; i < blen; i++) {
+		for (int bit = 0; bit < 8; bit += 7) {
+			Bettercompute__Join__V1__SignedResponse w = *sr;
+			uint8_t *b2 = malloc(blen);
+			memcpy(b2, body, blen);
+			b2[i] ^= (uint8_t)(1u << bit);
+			w.body.data = b2;
+			alt = malloc(bettercompute__join__v1__signed_response__get_packed_size(&w));
+			size_t alen = bettercompute__join__v1__signed_response__pack(&w, alt);
+			if (open_csr(alt, alen, &a, err, sizeof(err)) == 0)
+				fail_msg("body byte %zu bit %d altered and accepted", i, bit);
+			assert_int_equal(a.state, 0);
+			free(alt);
+			free(b2);
+			n++;
+		}
+	}
+	for (size_t i = 0; i < len; i++) {
+		alt = malloc(len);
+		memcpy(alt, r, len);
+		alt[i] ^= 0x01;
+		if (open_csr(alt, len, &a, err, sizeof(err)) == 0)
+			fail_msg("envelope byte %zu altered and accepted", i);
+		alt[i] ^= 0x81;
+		if (open_csr(alt, len, &a, err, sizeof(err)) == 0)
+			fail_msg("envelope byte %zu altered and accepted", i);
+		free(alt);
+	}
+	assert_true(n > 1000);
+	bettercompute__join__v1__signed_response__free_unpacked(sr, NULL);
+	free(body);
+	free(r);
+}
+
+static void test_refuse_other_csr(void **state)
+{
+	struct spec s = good_join();
+	uint8_t short_hash[31];
+	char err[256];
+
+	(void)state;
+	s.csr_sha256 = T.other_csr_sha256;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_string_equal(err, "join answer: for another CSR (csr_sha256 is not the request's)");
+	s = good_deferral(PENDING);
+	s.csr_sha256 = T.other_csr_sha256;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
+	memcpy(short_hash, T.csr_sha256, 31);
+	s = good_join();
+	s.csr_sha256 = short_hash;
+	s.csr_sha256_len = 31;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
+	s.csr_sha256_len = 0;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
+}
+
+static void test_refuse_leaf_other_key(void **state)
+{
+	struct spec s = good_join();
+	struct bc_join_answer a;
+	char err[256];
+	size_t len;
+	uint8_t *r;
+
+	(void)state;
+	s.leaf = T.other_key_leaf;
+	s.leaf_len = T.other_key_leaf_len;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_string_equal(err, "join answer: the leaf certificate is for another key than the CSR's");
+	/* the hash-only form cannot see it: documented in client.h, and why bc_client_join
+	 * uses the CSR form */
+	r = response(&s, &len);
+	assert_int_equal(bc_client_open_join_response(&T.pins, r, len, T.csr_sha256, &a, err,
+	                                              sizeof(err)), 0);
+	bc_join_answer_free(&a);
+	free(r);
+	/* a CSR that does not check is refused before anything */
+	r = response(&s, &len);
+	assert_int_equal(bc_client_open_join_response_csr(&T.pins, r, len, T.csr, T.csr_len - 1, &a,
+	                                                  err, sizeof(err)), BC_ERR_INVALID);
+	free(r);
+}
+
+static void test_refuse_leaf_other_node(void **state)
+{
+	struct spec s = good_join();
+	char err[256];
+
+	(void)state;
+	s.leaf = T.other_node_leaf;
+	s.leaf_len = T.other_node_leaf_len;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_string_equal(err, "join answer: the leaf certificate is for node " OTHER_NODE_ID
+	                         ", the answer names " NODE_ID);
+	/* and the body naming the other node with our leaf */
+	s = good_join();
+	s.node_id = OTHER_NODE_ID;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
+}
+
+static void test_refuse_trust_domain(void **state)
+{
+	struct spec s = good_join();
+	char err[256];
+
+	(void)state;
+	/* the body says another trust domain than the pinned one */
+	s.trust_domain = "other.test";
+	s.leaf = T.other_td_leaf;
+	s.leaf_len = T.other_td_leaf_len;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_string_equal(err, "join answer: trust domain other.test, expected the pinned " TD);
+	/* the leaf is in another trust domain than the body says */
+	s = good_join();
+	s.leaf = T.other_td_leaf;
+	s.leaf_len = T.other_td_leaf_len;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+	assert_string_equal(err, "join answer: the leaf is not a node certificate of trust domain " TD);
+	/* a join without a trust domain, and one with a malformed one */
+	s = good_join();
+	s.trust_domain = "";
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+	assert_string_equal(err, "join answer: joined, without a trust domain");
+	s.trust_domain = "Bad Domain\n";
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+	assert_contains(err, "Bad Domain?");
+}
+
+static void test_refuse_bad_join(void **state)
+{
+	struct spec s = good_join();
+	char err[256];
+
+	(void)state;
+	s.n_chain = 0;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+	assert_contains(err, "joined, with 0 certificates");
+	s = good_join();
+	s.node_id = "";
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+	s.node_id = "node_ABC";
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+	assert_string_equal(err, "join answer: joined, with node id \"node_ABC\"");
+	/* a leaf that is not a certificate at all */
+	s = good_join();
+	s.leaf = (const uint8_t *)"not a certificate";
+	s.leaf_len = 17;
+	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+}
+
+static void test_refuse_deferral_with_chain(void **state)
+{
+	struct spec s = good_deferral(PENDING);
+	char err[256];
+
+	(void)state;
+	for (int d = PENDING; d <= CHALLENGE; d++) {
+		s = good_deferral((enum deferral)d);
+		s.leaf = T.leaf;
+		s.leaf_len = T.leaf_len;
+		s.n_chain = 2;
+		assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+		assert_string_equal(err, "join answer: a deferral that carries a node id or a "
+		                         "certificate chain");
+		s = good_deferral((enum deferral)d);
+		s.node_id = NODE_ID;
+		assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
+	}
+}
+
+/* Deterministic bytes for the garbage tests. */
+static uint32_t rnd(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+static void test_refuse_garbage(void **state)
+{
+	struct spec s = good_join();
+	struct bc_join_answer a;
+	char err[256];
+	uint8_t buf[4096], *r, *big;
+	size_t len;
+	uint32_t x = 12345;
+
+	(void)state;
+	for (int i = 0; i < 2000; i++) {
+		size_t n = rnd(&x) % sizeof(buf);
+		for (size_t k = 0; k < n; k++)
+			buf[k] = (uint8_t)rnd(&x);
+		assert_int_not_equal(open_csr(buf, n, &a, err, sizeof(err)), 0);
+		assert_int_equal(a.state, 0);
+	}
+	assert_int_equal(open_csr(NULL, 0, &a, err, sizeof(err)), BC_ERR_INVALID);
+	assert_string_equal(err, "join answer: not a SignedResponse");
+	/* every truncation of a good answer */
+	r = response(&s, &len);
+	for (size_t n = 0; n < len; n++) {
+		if (open_csr(r, n, &a, err, sizeof(err)) == 0)
+			fail_msg("truncated to %zu of %zu bytes and accepted", n, len);
+	}
+	free(r);
+	/* over the bound */
+	assert_non_null(big = calloc(1, (1u << 20) + 1));
+	assert_int_equal(open_csr(big, (1u << 20) + 1, &a, err, sizeof(err)), BC_ERR_LIMIT);
+	free(big);
+	/* no pins */
+	assert_int_equal(bc_client_open_join_response_csr(NULL, buf, 10, T.csr, T.csr_len, &a, err,
+	                                                  sizeof(err)), BC_ERR_INVALID);
+}
+
+/* ---- HTTP: a one-connection-at-a-time loopback server run by the test ---- */
+
+struct srv {
+	int fd;
+	char url[64];
+	pthread_t th;
+	int max_requests;
+	void (*handler)(struct srv *s);
+	/* the answer */
+	long status;
+	uint8_t *resp;
+	size_t resp_len;
+	int close_delimited;           /* no Content-Length: the body ends at close */
+	const char *extra_header;
+	/* what it saw (asserted on the test's thread) */
+	int requests;
+	char path[256];
+	char content_type[128];
+	uint8_t *req;
+	size_t req_len;
+	char token_seen[128];
+	char role_seen[32], attestor_seen[32], agent_seen[64], host_seen[64], mac_seen[32];
+};
+
+static int header_value(const char *head, const char *name, char *out, size_t outlen)
+{
+	size_t n = strlen(name);
+
+	for (const char *l = strstr(head, "\r\n"); l != NULL; l = strstr(l + 2, "\r\n")) {
+		if (strncasecmp(l + 2, name, n) == 0 && l[2 + n] == ':') {
+			const char *v = l + 3 + n, *e = strstr(v, "\r\n");
+			while (*v == ' ')
+				v++;
+			snprintf(out, outlen, "%.*s", (int)(e - v), v);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int read_request(struct srv *s, int c)
+{
+	char head[8192], cl[32] = "0";
+	size_t n = 0, body_have, want;
+	char *end = NULL;
+	ssize_t r;
+
+	while (end == NULL && n < sizeof(head) - 1) {
+		if ((r = read(c, head + n, sizeof(head) - 1 - n)) <= 0)
+			return -1;
+		n += (size_t)r;
+		head[n] = '\0';
+		end = strstr(head, "\r\n\r\n");
+	}
+	if (end == NULL || sscanf(head, "POST %255s HTTP/1.1", s->path) != 1)
+		return -1;
+	header_value(head, "Content-Type", s->content_type, sizeof(s->content_type));
+	header_value(head, "Content-Length", cl, sizeof(cl));
+	want = strtoul(cl, NULL, 10);
+	body_have = n - (size_t)(end + 4 - head);
+	free(s->req);
+	s->req = malloc(want + 1);
+	memcpy(s->req, end + 4, body_have);
+	while (body_have < want) {
+		if ((r = read(c, s->req + body_have, want - body_have)) <= 0)
+			return -1;
+		body_have += (size_t)r;
+	}
+	s->req_len = want;
+	return 0;
+}
+
+static void write_all(int c, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	while (len > 0) {
+		ssize_t w = send(c, b, len, MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		b += w;
+		len -= (size_t)w;
+	}
+}
+
+static void *srv_main(void *arg)
+{
+	struct srv *s = arg;
+	char head[512];
+
+	for (int i = 0; i < s->max_requests; i++) {
+		int c = accept(s->fd, NULL, NULL);
+		if (c < 0)
+			break;
+		if (read_request(s, c) == 0) {
+			s->requests++;
+			if (s->handler != NULL)
+				s->handler(s);
+			if (s->close_delimited)
+				snprintf(head, sizeof(head), "HTTP/1.1 %ld X\r\n%sConnection: close\r\n\r\n",
+				         s->status, s->extra_header ? s->extra_header : "");
+			else
+				snprintf(head, sizeof(head),
+				         "HTTP/1.1 %ld X\r\n%sContent-Length: %zu\r\nConnection: close\r\n\r\n",
+				         s->status, s->extra_header ? s->extra_header : "", s->resp_len);
+			write_all(c, head, strlen(head));
+			write_all(c, s->resp, s->resp_len);
+		}
+		shutdown(c, SHUT_RDWR);
+		close(c);
+	}
+	return NULL;
+}
+
+static int listen_loopback(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void srv_start(struct srv *s, int max_requests)
+{
+	int port;
+
+	s->fd = listen_loopback(&port);
+	assert_int_equal(listen(s->fd, 4), 0);
+	snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", port);
+	s->max_requests = max_requests;
+	assert_int_equal(pthread_create(&s->th, NULL, srv_main, s), 0);
+}
+
+static void srv_stop(struct srv *s)
+{
+	pthread_join(s->th, NULL);
+	close(s->fd);
+	free(s->req);
+	free(s->resp);
+	memset(s, 0, sizeof(*s));
+}
+
+static void canned(struct srv *s, long status, const char *body)
+{
+	s->status = status;
+	s->resp = (uint8_t *)strdup(body);
+	s->resp_len = strlen(body);
+}
+
+/* The server's side of a join, as JoinService does it: decode, open the token
+ * against sha256(csr), issue for the CSR's key, sign the body. */
+static void join_handler(struct srv *s)
+{
+	Bettercompute__Join__V1__JoinRequest *rq;
+	EVP_PKEY *pub = NULL;
+	uint8_t h[32], *tok = NULL, *leaf;
+	size_t tok_len = 0, leaf_len;
+	struct spec sp;
+
+	canned(s, 400, "{\"code\":\"invalid_argument\",\"message\":\"bad request\"}");
+	rq = bettercompute__join__v1__join_request__unpack(NULL, s->req_len, s->req);
+	if (rq == NULL || bc_csr_check(rq->csr.data, rq->csr.len, &pub) != 0 ||
+	    bc_sha256(rq->csr.data, rq->csr.len, h) != 0)
+		goto out;
+	if (bc_hpke_open(T.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO), h, 32,
+	                 rq->sealed_token.data, rq->sealed_token.len, &tok, &tok_len) == 0)
+		snprintf(s->token_seen, sizeof(s->token_seen), "%.*s", (int)tok_len, tok);
+	snprintf(s->role_seen, sizeof(s->role_seen), "%s", rq->role);
+	snprintf(s->attestor_seen, sizeof(s->attestor_seen), "%s", rq->attestor);
+	snprintf(s->agent_seen, sizeof(s->agent_seen), "%s", rq->agent_version);
+	if (rq->claims != NULL) {
+		snprintf(s->host_seen, sizeof(s->host_seen), "%s", rq->claims->hostname);
+		if (rq->claims->n_macs > 0)
+			snprintf(s->mac_seen, sizeof(s->mac_seen), "%s", rq->claims->macs[0]);
+	}
+	free(s->resp);
+	leaf = issue(T.pki, NODE_ID, pub, &leaf_len);
+	sp = good_join();
+	sp.csr_sha256 = h;
+	sp.leaf = leaf;
+	sp.leaf_len = leaf_len;
+	s->resp = response(&sp, &s->resp_len);
+	s->status = 200;
+	free(leaf);
+out:
+	bc_freezero(tok, tok_len);
+	EVP_PKEY_free(pub);
+	if (rq != NULL)
+		bettercompute__join__v1__join_request__free_unpacked(rq, NULL);
+}
+
+static int join_at(const char *url, const struct bc_join_params *p, struct bc_join_answer *a,
+                   char *err, size_t errlen)
+{
+	struct bc_client_pins pins = T.pins; /* shallow: only the URL differs */
+
+	pins.server_url = (char *)url;
+	return bc_client_join(&pins, p, a, err, errlen);
+}
+
+static struct bc_join_params token_params(void)
+{
+	struct bc_join_params p = { .token = TOKEN, .key = T.node_key, .agent_version = "test/1" };
+	return p;
+}
+
+static void test_join_roundtrip(void **state)
+{
+	char *macs[] = { "52:54:00:12:34:56" };
+	struct bc_client_claims claims = { .macs = macs, .n_macs = 1, .hostname = "host-1" };
+	struct bc_join_params p = token_params();
+	struct bc_join_answer a;
+	struct srv s = { .handler = join_handler };
+	char err[256];
+	EVP_PKEY *leaf_key;
+	X509 *x = NULL;
+
+	(void)state;
+	p.claims = &claims;
+	srv_start(&s, 1);
+	assert_int_equal(join_at(s.url, &p, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.state, BC_JOIN_JOINED);
+	assert_string_equal(a.node_id, NODE_ID);
+	assert_int_equal(bc_x509_from_der(a.chain[0], a.chain_lens[0], &x), 0);
+	assert_non_null(leaf_key = X509_get0_pubkey(x));
+	assert_int_equal(EVP_PKEY_eq(leaf_key, T.node_key), 1);
+	X509_free(x);
+	bc_join_answer_free(&a);
+	srv_stop_keep: ;
+	pthread_join(s.th, NULL);
+	assert_int_equal(s.requests, 1);
+	assert_string_equal(s.path, "/bettercompute.join.v1.JoinService/Join");
+	assert_string_equal(s.content_type, "application/proto");
+	assert_string_equal(s.token_seen, TOKEN);
+	assert_string_equal(s.role_seen, "node");
+	assert_string_equal(s.attestor_seen, "");
+	assert_string_equal(s.agent_seen, "test/1");
+	assert_string_equal(s.host_seen, "host-1");
+	assert_string_equal(s.mac_seen, "52:54:00:12:34:56");
+	s.max_requests = 0;
+	s.th = pthread_self();
+	close(s.fd);
+	free(s.req);
+	free(s.resp);
 }

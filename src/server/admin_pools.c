@@ -1,0 +1,206 @@
+/* Pools: a name and a policy. The policy is an object replaced as a whole; the one
+ * field checked here is joinAttestors, which JoinService enforces at every join. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/json.h"
+#include "server/admin_internal.h"
+
+#define JOIN_ATTESTORS_MAX 16
+#define BUILTIN_ATTESTOR "join-token"
+
+static const char *const POOL_FIELDS[] = {"name", "policy", NULL};
+
+#define POOL_SELECT "SELECT id, tenant_id, name, policy, created_at, updated_at FROM pools "
+#define POOL_ONE POOL_SELECT "WHERE tenant_id = $1 AND id = $2"
+
+static json_t *pool_json(bc_rows *r)
+{
+	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "id", bc_rows_text(r, 0), "tenantId",
+	                 bc_rows_text(r, 1), "name", bc_rows_text(r, 2), "policy",
+	                 admin_col_json(r, 3, "{}"), "createdAt", admin_time(bc_rows_int(r, 4)),
+	                 "updatedAt", admin_time(bc_rows_int(r, 5)));
+}
+
+/* Without a callback, only the built-in attestor is known. */
+static int attestor_known(const struct bc_admin_config *cfg, const char *id)
+{
+	if (cfg->attestor_known == NULL)
+		return strcmp(id, BUILTIN_ATTESTOR) == 0;
+	return cfg->attestor_known(cfg->attestor_ctx, id);
+}
+
+static int check_policy(struct admin_call *c, const json_t *policy)
+{
+	const json_t *list, *v;
+	size_t i;
+
+	if (!json_is_object(policy))
+		return admin_fail(c, BC_ERR_INVALID, "pool.policy: expected an object");
+	if ((list = json_object_get(policy, "joinAttestors")) == NULL)
+		return 0;
+	if (!json_is_array(list) || json_array_size(list) < 1 ||
+	    json_array_size(list) > JOIN_ATTESTORS_MAX)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "pool.policy.joinAttestors: expected an array of 1 to 16 attestor ids");
+	json_array_foreach(list, i, v) {
+		if (!json_is_string(v))
+			return admin_fail(c, BC_ERR_INVALID,
+			                  "pool.policy.joinAttestors[%zu]: expected an attestor id (a string)",
+			                  i);
+		if (strlen(json_string_value(v)) != json_string_length(v) ||
+		    !attestor_known(c->cfg, json_string_value(v)))
+			return admin_fail(c, BC_ERR_INVALID,
+			                  "pool.policy.joinAttestors[%zu]: not an attestor this server runs",
+			                  i);
+	}
+	return 0;
+}
+
+/* The body's name and policy, both optional here; policy_text is malloc'd. */
+static int read_pool_body(struct admin_call *c, int name_required, const char **name,
+                          char **policy_text)
+{
+	const json_t *policy;
+	int rc;
+
+	*policy_text = NULL;
+	if ((rc = admin_check_fields(c, c->body, "pool", POOL_FIELDS)) != 0 ||
+	    (rc = admin_get_name(c, c->body, "name", "pool.name", name_required, name)) != 0)
+		return rc;
+	if ((policy = json_object_get(c->body, "policy")) == NULL)
+		return 0;
+	if ((rc = check_policy(c, policy)) != 0)
+		return rc;
+	return (*policy_text = bc_json_dump(policy)) == NULL ? BC_ERR_NOMEM : 0;
+}
+
+static int answer_pool(bc_tx *tx, struct admin_call *c, const char *id, int status)
+{
+	json_t *pool = NULL;
+	int rc;
+
+	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(id)};
+	rc = admin_query_one(tx, POOL_ONE, p, 2, pool_json, &pool);
+	if (rc == BC_ERR_NOT_FOUND)
+		return admin_fail(c, rc, "pool not found");
+	return rc != 0 ? rc : admin_answer(c, status, pool);
+}
+
+static int name_conflict(struct admin_call *c, int rc)
+{
+	if (rc == BC_ERR_CONFLICT)
+		return admin_fail(c, rc, "pool.name: a pool with this name already exists in the tenant");
+	return rc;
+}
+
+int admin_pools_list(bc_tx *tx, struct admin_call *c)
+{
+	json_t *arr = NULL;
+	int rc;
+
+	bc_param p[] = {BC_TEXT(c->arg[0])};
+	if ((rc = admin_query_list(tx, POOL_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id", p,
+	                           1, pool_json, &arr)) != 0)
+		return rc;
+	return admin_answer(c, 200, json_pack("{s:o}", "pools", arr));
+}
+
+int admin_pools_get(bc_tx *tx, struct admin_call *c)
+{
+	return answer_pool(tx, c, c->arg[1], 200);
+}
+
+int admin_pools_create(bc_tx *tx, struct admin_call *c)
+{
+	char id[ADMIN_ID_MAX];
+	const char *name;
+	char *policy = NULL;
+	json_t *data = NULL;
+	int64_t now = bc_tx_now_ms(tx);
+	int rc;
+
+	if ((rc = read_pool_body(c, 1, &name, &policy)) != 0)
+		goto out;
+	if ((rc = bc_new_id("pool", id, sizeof(id))) != 0)
+		goto out;
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(c->arg[0]), BC_TEXT(name),
+	                BC_TEXT(policy ? policy : "{}"), BC_INT(now)};
+	rc = bc_tx_exec(tx,
+	                "INSERT INTO pools (id, tenant_id, name, policy, created_at, updated_at) "
+	                "VALUES ($1, $2, $3, $4, $5, $5)",
+	                p, 5, NULL);
+	if ((rc = name_conflict(c, rc)) != 0)
+		goto out;
+	data = json_pack("{s:s, s:s}", "poolId", id, "name", name);
+	if ((rc = admin_record(tx, c, c->arg[0], "pool.created", id, data, 1)) != 0)
+		goto out;
+	rc = answer_pool(tx, c, id, 201);
+out:
+	json_decref(data);
+	free(policy);
+	return rc;
+}
+
+/* Applies the fields present; *changed lists them (a new array). */
+static int update_pool(bc_tx *tx, struct admin_call *c, const char *name, const char *policy,
+                       json_t *changed)
+{
+	int64_t now = bc_tx_now_ms(tx);
+	int rc;
+
+	if (name != NULL) {
+		bc_param p[] = {BC_TEXT(name), BC_INT(now), BC_TEXT(c->arg[1])};
+		rc = bc_tx_exec(tx, "UPDATE pools SET name = $1, updated_at = $2 WHERE id = $3", p, 3,
+		                NULL);
+		if ((rc = name_conflict(c, rc)) != 0)
+			return rc;
+		if (json_array_append_new(changed, json_string("name")) != 0)
+			return BC_ERR_NOMEM;
+	}
+	if (policy != NULL) {
+		bc_param p[] = {BC_TEXT(policy), BC_INT(now), BC_TEXT(c->arg[1])};
+		if ((rc = bc_tx_exec(tx, "UPDATE pools SET policy = $1, updated_at = $2 WHERE id = $3",
+		                     p, 3, NULL)) != 0)
+			return rc;
+		if (json_array_append_new(changed, json_string("policy")) != 0)
+			return BC_ERR_NOMEM;
+	}
+	return 0;
+}
+
+int admin_pools_update(bc_tx *tx, struct admin_call *c)
+{
+	const char *name;
+	char *policy = NULL;
+	json_t *changed = NULL, *data = NULL;
+	int64_t one;
+	int rc;
+
+	if ((rc = read_pool_body(c, 0, &name, &policy)) != 0)
+		goto out;
+	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
+	rc = bc_tx_query_int(tx, "SELECT 1 FROM pools WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+	                     p, 2, &one);
+	if (rc == BC_ERR_NOT_FOUND)
+		rc = admin_fail(c, rc, "pool not found");
+	if (rc != 0)
+		goto out;
+	if ((changed = json_array()) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if ((rc = update_pool(tx, c, name, policy, changed)) != 0)
+		goto out;
+	if (json_array_size(changed) > 0) {
+		data = json_pack("{s:s, s:O}", "poolId", c->arg[1], "fields", changed);
+		if ((rc = admin_record(tx, c, c->arg[0], "pool.updated", c->arg[1], data, 1)) != 0)
+			goto out;
+	}
+	rc = answer_pool(tx, c, c->arg[1], 200);
+out:
+	json_decref(data);
+	json_decref(changed);
+	free(policy);
+	return rc;
+}

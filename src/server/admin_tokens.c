@@ -1,0 +1,281 @@
+/* Join tokens: "bct_" + token id + "_" + base64url(32 random bytes). The store keeps
+ * the hex sha256 of the secret part; the whole token is answered once, at creation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/buf.h"
+#include "bc/json.h"
+#include "server/admin_internal.h"
+
+#define TOKEN_PREFIX "bct_"
+#define USES_MAX 10000
+#define TTL_MIN_S 60
+#define TTL_MAX_S 31536000
+#define TTL_DEFAULT_S 3600
+#define DESCRIPTION_MAX 256
+#define SERIAL_MAX 128
+#define MAC_OCTETS_MIN 6
+#define MAC_OCTETS_MAX 20
+
+static const char *const TOKEN_FIELDS[] = {"role",   "poolId",       "siteId",      "uses",
+                                           "ttlSeconds", "expect", "allowReclaim", "description",
+                                           NULL};
+static const char *const EXPECT_FIELDS[] = {"productUuid", "mac", "serial", NULL};
+
+#define TOKEN_SELECT                                                                          \
+	"SELECT id, tenant_id, pool_id, site_id, role, uses_left, uses_total, expires_at, "      \
+	"revoked_at, expect, allow_reclaim, description, created_at, last_used_at "            \
+	"FROM join_tokens "
+#define TOKEN_ONE TOKEN_SELECT "WHERE tenant_id = $1 AND id = $2"
+
+struct token_input {
+	const char *role;
+	const char *pool_id;
+	const char *site_id;
+	int64_t uses;
+	int64_t ttl_s;
+	const json_t *expect;
+	int allow_reclaim;
+	const char *description;
+};
+
+static json_t *expect_json(bc_rows *r, int col)
+{
+	json_t *e = admin_col_json(r, col, "{}");
+	json_t *out;
+
+	out = json_pack("{s:O?, s:O?, s:O?}", "productUuid", json_object_get(e, "productUuid"),
+	                "mac", json_object_get(e, "mac"), "serial", json_object_get(e, "serial"));
+	json_decref(e);
+	return out;
+}
+
+static json_t *token_json(bc_rows *r)
+{
+	return json_pack("{s:s, s:s, s:o, s:o, s:s, s:I, s:I, s:o, s:o, s:o, s:b, s:o, s:o, s:o}",
+	                 "id", bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
+	                 admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "role",
+	                 bc_rows_text(r, 4), "usesLeft", (json_int_t)bc_rows_int(r, 5), "usesTotal",
+	                 (json_int_t)bc_rows_int(r, 6), "expiresAt", admin_time(bc_rows_int(r, 7)),
+	                 "revokedAt", admin_col_time(r, 8), "expect", expect_json(r, 9),
+	                 "allowReclaim", bc_rows_int(r, 10) != 0, "description",
+	                 admin_col_text(r, 11), "createdAt", admin_time(bc_rows_int(r, 12)),
+	                 "lastUsedAt", admin_col_time(r, 13));
+}
+
+/* ---- expect ---- */
+
+static int hex_run(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Lower-case colon-separated octets: "aa:bb:cc:dd:ee:ff". */
+static int mac_ok(const char *s)
+{
+	size_t len = strlen(s), octets = (len + 1) / 3;
+
+	if ((len + 1) % 3 != 0 || octets < MAC_OCTETS_MIN || octets > MAC_OCTETS_MAX)
+		return 0;
+	for (size_t i = 0; i < octets; i++)
+		if (!hex_run(s + 3 * i, 2) || (i + 1 < octets && s[3 * i + 2] != ':'))
+			return 0;
+	return 1;
+}
+
+/* Canonical lower-case 8-4-4-4-12. */
+static int uuid_ok(const char *s)
+{
+	static const size_t groups[] = {8, 4, 4, 4, 12};
+	size_t off = 0;
+
+	if (strlen(s) != 36)
+		return 0;
+	for (size_t i = 0; i < 5; i++) {
+		if (!hex_run(s + off, groups[i]))
+			return 0;
+		off += groups[i];
+		if (i < 4 && s[off++] != '-')
+			return 0;
+	}
+	return 1;
+}
+
+static int check_expect(struct admin_call *c, const json_t *e)
+{
+	const char *v;
+	int rc;
+
+	if (!json_is_object(e))
+		return admin_fail(c, BC_ERR_INVALID, "token.expect: expected an object");
+	if ((rc = admin_check_fields(c, e, "token.expect", EXPECT_FIELDS)) != 0)
+		return rc;
+	if ((rc = admin_get_text(c, e, "productUuid", "token.expect.productUuid", 0, 36, &v)) != 0 ||
+	    (v != NULL && !uuid_ok(v)))
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "token.expect.productUuid: expected a lower-case UUID "
+		                  "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
+	if ((rc = admin_get_text(c, e, "mac", "token.expect.mac", 0, 3 * MAC_OCTETS_MAX, &v)) != 0 ||
+	    (v != NULL && !mac_ok(v)))
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "token.expect.mac: expected a lower-case colon-separated MAC address");
+	return admin_get_text(c, e, "serial", "token.expect.serial", 0, SERIAL_MAX, &v);
+}
+
+/* ---- creation ---- */
+
+static int read_token_body(struct admin_call *c, struct token_input *in)
+{
+	const json_t *b = c->body;
+	int rc;
+
+	memset(in, 0, sizeof(*in));
+	if ((rc = admin_check_fields(c, b, "token", TOKEN_FIELDS)) != 0 ||
+	    (rc = admin_get_text(c, b, "role", "token.role", 1, 16, &in->role)) != 0)
+		return rc;
+	if (strcmp(in->role, "node") != 0 && strcmp(in->role, "site") != 0)
+		return admin_fail(c, BC_ERR_INVALID, "token.role: expected \"node\" or \"site\"");
+	if ((rc = admin_get_text(c, b, "poolId", "token.poolId", 0, ADMIN_ID_MAX - 1,
+	                         &in->pool_id)) != 0 ||
+	    (rc = admin_get_text(c, b, "siteId", "token.siteId", 0, ADMIN_ID_MAX - 1,
+	                         &in->site_id)) != 0 ||
+	    (rc = admin_get_int(c, b, "uses", "token.uses", 1, USES_MAX, 1, &in->uses)) != 0 ||
+	    (rc = admin_get_int(c, b, "ttlSeconds", "token.ttlSeconds", TTL_MIN_S, TTL_MAX_S,
+	                        TTL_DEFAULT_S, &in->ttl_s)) != 0 ||
+	    (rc = admin_get_bool(c, b, "allowReclaim", "token.allowReclaim", 0,
+	                         &in->allow_reclaim)) != 0 ||
+	    (rc = admin_get_text(c, b, "description", "token.description", 0, DESCRIPTION_MAX,
+	                         &in->description)) != 0)
+		return rc;
+	if (strcmp(in->role, "node") == 0 && in->pool_id == NULL)
+		return admin_fail(c, BC_ERR_INVALID, "token.poolId: a node token needs a pool");
+	if (strcmp(in->role, "site") == 0 && in->site_id == NULL)
+		return admin_fail(c, BC_ERR_INVALID, "token.siteId: a site token needs a site");
+	if ((in->expect = json_object_get(b, "expect")) != NULL)
+		return check_expect(c, in->expect);
+	return 0;
+}
+
+/* The pool and site named must be the tenant's. */
+static int check_refs(bc_tx *tx, struct admin_call *c, const struct token_input *in)
+{
+	int64_t one;
+	int rc;
+
+	if (in->pool_id != NULL) {
+		bc_param p[] = {BC_TEXT(in->pool_id), BC_TEXT(c->arg[0])};
+		rc = bc_tx_query_int(tx, "SELECT 1 FROM pools WHERE id = $1 AND tenant_id = $2", p, 2,
+		                     &one);
+		if (rc == BC_ERR_NOT_FOUND)
+			return admin_fail(c, BC_ERR_INVALID, "token.poolId: no such pool in this tenant");
+		if (rc != 0)
+			return rc;
+	}
+	if (in->site_id != NULL) {
+		bc_param p[] = {BC_TEXT(in->site_id), BC_TEXT(c->arg[0])};
+		rc = bc_tx_query_int(tx, "SELECT 1 FROM sites WHERE id = $1 AND tenant_id = $2", p, 2,
+		                     &one);
+		if (rc == BC_ERR_NOT_FOUND)
+			return admin_fail(c, BC_ERR_INVALID, "token.siteId: no such site in this tenant");
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int insert_token(bc_tx *tx, struct admin_call *c, const struct token_input *in,
+                        const char *id, const char *hash)
+{
+	int64_t now = bc_tx_now_ms(tx);
+	char *expect = NULL;
+	int rc;
+
+	if ((expect = in->expect ? bc_json_dump(in->expect) : strdup("{}")) == NULL)
+		return BC_ERR_NOMEM;
+	bc_param p[] = {BC_TEXT(id),          BC_TEXT(c->arg[0]),        BC_TEXT(in->pool_id),
+	                BC_TEXT(in->site_id), BC_TEXT(in->role),         BC_TEXT(hash),
+	                BC_INT(in->uses),     BC_INT(now + in->ttl_s * 1000), BC_TEXT(expect),
+	                BC_INT(in->allow_reclaim), BC_TEXT(in->description), BC_INT(now)};
+	rc = bc_tx_exec(tx,
+	                "INSERT INTO join_tokens (id, tenant_id, pool_id, site_id, role, secret_hash, "
+	                "uses_left, uses_total, expires_at, expect, allow_reclaim, description, "
+	                "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12)",
+	                p, 12, NULL);
+	free(expect);
+	return rc;
+}
+
+int admin_tokens_create(bc_tx *tx, struct admin_call *c)
+{
+	struct token_input in;
+	char id[ADMIN_ID_MAX], hash[65];
+	char *secret = NULL;
+	json_t *data = NULL, *token = NULL;
+	int rc;
+
+	if ((rc = read_token_body(c, &in)) != 0 || (rc = check_refs(tx, c, &in)) != 0)
+		return rc;
+	if ((rc = bc_new_id("tok", id, sizeof(id))) != 0 ||
+	    (rc = admin_mint_secret(TOKEN_PREFIX, id, &secret, hash)) != 0)
+		return rc;
+	if ((rc = insert_token(tx, c, &in, id, hash)) != 0)
+		goto out;
+	data = json_pack("{s:s, s:s, s:s?, s:s?, s:I}", "tokenId", id, "role", in.role, "poolId",
+	                 in.pool_id, "siteId", in.site_id, "uses", (json_int_t)in.uses);
+	if ((rc = admin_record(tx, c, c->arg[0], "token.created", id, data, 1)) != 0)
+		goto out;
+	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(id)};
+	if ((rc = admin_query_one(tx, TOKEN_ONE, p, 2, token_json, &token)) != 0)
+		goto out;
+	rc = admin_answer(c, 201, json_pack("{s:o, s:s}", "token", token, "secret", secret));
+out:
+	json_decref(data);
+	bc_freezero(secret, strlen(secret));
+	return rc;
+}
+
+/* ---- listing and revocation ---- */
+
+int admin_tokens_list(bc_tx *tx, struct admin_call *c)
+{
+	json_t *arr = NULL;
+	int rc;
+
+	bc_param p[] = {BC_TEXT(c->arg[0])};
+	if ((rc = admin_query_list(tx, TOKEN_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id",
+	                           p, 1, token_json, &arr)) != 0)
+		return rc;
+	return admin_answer(c, 200, json_pack("{s:o}", "tokens", arr));
+}
+
+/* Revoking a revoked token answers it unchanged. */
+int admin_tokens_revoke(bc_tx *tx, struct admin_call *c)
+{
+	int64_t changes = 0;
+	json_t *data = NULL, *token = NULL;
+	int rc;
+
+	bc_param p[] = {BC_INT(bc_tx_now_ms(tx)), BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
+	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
+	if ((rc = bc_tx_exec(tx,
+	                     "UPDATE join_tokens SET revoked_at = $1 WHERE tenant_id = $2 AND id = $3 "
+	                     "AND revoked_at IS NULL",
+	                     p, 3, &changes)) != 0)
+		return rc;
+	if ((rc = admin_query_one(tx, TOKEN_ONE, q, 2, token_json, &token)) != 0)
+		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "token not found") : rc;
+	if (changes > 0) {
+		data = json_pack("{s:s}", "tokenId", c->arg[1]);
+		if ((rc = admin_record(tx, c, c->arg[0], "token.revoked", c->arg[1], data, 1)) != 0)
+			goto out;
+	}
+	rc = admin_answer(c, 200, token);
+	token = NULL;
+out:
+	json_decref(data);
+	json_decref(token);
+	return rc;
+}

@@ -1,0 +1,223 @@
+/* src/pki: the CSR check (DER PKCS#10, P-256, a self-signature that verifies)
+ * and bc_csr_make; CSRs of other kinds are built here with OpenSSL. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <openssl/core_names.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+
+#include "bc/crypto.h"
+#include "bc/pki.h"
+
+#define CN "node_01hzx3k9q8w7e6r5t4y3u2i1o0"
+
+/* A CSR for pub signed by signer (the same key for an honest CSR). */
+static uint8_t *raw_csr(EVP_PKEY *pub, EVP_PKEY *signer, const EVP_MD *md, size_t *len)
+{
+	X509_REQ *req = X509_REQ_new();
+	unsigned char *der = NULL;
+	int n;
+
+	assert_non_null(req);
+	assert_int_equal(X509_NAME_add_entry_by_txt(X509_REQ_get_subject_name(req), "CN", MBSTRING_ASC,
+	                                            (const unsigned char *)CN, -1, -1, 0),
+	                 1);
+	assert_int_equal(X509_REQ_set_pubkey(req, pub), 1);
+	assert_true(X509_REQ_sign(req, signer, md) > 0);
+	assert_true((n = i2d_X509_REQ(req, &der)) > 0);
+	*len = (size_t)n;
+	X509_REQ_free(req);
+	return der;
+}
+
+static int check(const uint8_t *der, size_t len)
+{
+	EVP_PKEY *pub = (EVP_PKEY *)0x1;
+	int rc = bc_csr_check(der, len, &pub);
+
+	if (rc != 0)
+		assert_null(pub);
+	EVP_PKEY_free(pub);
+	return rc;
+}
+
+static void test_good_csr(void **state)
+{
+	EVP_PKEY *key = NULL, *pub = NULL;
+	uint8_t *der = NULL;
+	size_t len = 0;
+	const unsigned char *p;
+	X509_REQ *req;
+	char cn[64];
+
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_csr_make(key, CN, &der, &len), 0);
+	assert_int_equal(bc_csr_check(der, len, &pub), 0);
+	assert_non_null(pub);
+	assert_int_equal(EVP_PKEY_eq(pub, key), 1);
+	/* the subject is what was asked for, and there are no attributes */
+	p = der;
+	assert_non_null(req = d2i_X509_REQ(NULL, &p, (long)len));
+	assert_true(X509_NAME_get_text_by_NID(X509_REQ_get_subject_name(req), NID_commonName, cn,
+	                                      sizeof(cn)) > 0);
+	assert_string_equal(cn, CN);
+	assert_int_equal(X509_REQ_get_attr_count(req), 0);
+	X509_REQ_free(req);
+	EVP_PKEY_free(pub);
+	free(der);
+	/* a CSR made by OpenSSL directly passes too */
+	der = raw_csr(key, key, EVP_sha256(), &len);
+	assert_int_equal(check(der, len), 0);
+	OPENSSL_free(der);
+	EVP_PKEY_free(key);
+}
+
+static void test_other_key_types(void **state)
+{
+	EVP_PKEY *p384 = EVP_EC_gen("secp384r1");
+	EVP_PKEY *rsa = EVP_RSA_gen(2048);
+	EVP_PKEY *ed = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	uint8_t *der;
+	size_t len;
+
+	assert_non_null(p384);
+	assert_non_null(rsa);
+	assert_non_null(ed);
+	der = raw_csr(p384, p384, EVP_sha256(), &len);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+	der = raw_csr(rsa, rsa, EVP_sha256(), &len);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+	der = raw_csr(ed, ed, NULL, &len);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+	EVP_PKEY_free(p384);
+	EVP_PKEY_free(rsa);
+	EVP_PKEY_free(ed);
+}
+
+/* P-256 written out as explicit curve parameters instead of the named curve */
+static void test_explicit_curve(void **state)
+{
+	EVP_PKEY *key = NULL;
+	uint8_t *der;
+	const unsigned char *p;
+	X509_REQ *req;
+	X509_ALGOR *alg = NULL;
+	int ptype = 0;
+	size_t len;
+
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(EVP_PKEY_set_utf8_string_param(key, OSSL_PKEY_PARAM_EC_ENCODING,
+	                                                OSSL_PKEY_EC_ENCODING_EXPLICIT),
+	                 1);
+	der = raw_csr(key, key, EVP_sha256(), &len);
+	/* the CSR really carries the curve as parameters, not as a name */
+	p = der;
+	assert_non_null(req = d2i_X509_REQ(NULL, &p, (long)len));
+	assert_int_equal(X509_PUBKEY_get0_param(NULL, NULL, NULL, &alg, X509_REQ_get_X509_PUBKEY(req)), 1);
+	X509_ALGOR_get0(NULL, &ptype, NULL, alg);
+	assert_int_equal(ptype, V_ASN1_SEQUENCE);
+	X509_REQ_free(req);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+	EVP_PKEY_free(key);
+}
+
+static void test_bad_signatures(void **state)
+{
+	EVP_PKEY *key = NULL, *other = NULL;
+	uint8_t *der, *cn;
+	size_t len;
+
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_key_generate(&other), 0);
+	/* signed by another key than the one it carries */
+	der = raw_csr(key, other, EVP_sha256(), &len);
+	assert_int_equal(check(der, len), BC_ERR_VERIFY);
+	OPENSSL_free(der);
+
+	assert_int_equal(bc_csr_make(key, CN, &der, &len), 0);
+	assert_int_equal(check(der, len), 0);
+	/* the last byte of the signature's s */
+	der[len - 1] ^= 0x01;
+	assert_int_equal(check(der, len), BC_ERR_VERIFY);
+	der[len - 1] ^= 0x01;
+	/* the signed content: one character of the subject */
+	assert_non_null(cn = memmem(der, len, CN, strlen(CN)));
+	cn[strlen(CN) - 1] ^= 0x01;
+	assert_int_equal(check(der, len), BC_ERR_VERIFY);
+	free(der);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(other);
+}
+
+static void test_framing(void **state)
+{
+	static const uint8_t garbage[] = {0x30, 0x82, 0xff, 0xff, 0x00};
+	EVP_PKEY *key = NULL;
+	uint8_t *der, *longer, *big;
+	size_t len;
+
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_csr_make(key, CN, &der, &len), 0);
+	longer = malloc(len + 1);
+	memcpy(longer, der, len);
+	longer[len] = 0;
+	assert_int_equal(check(longer, len + 1), BC_ERR_TRAILING);
+	assert_int_equal(check(der, len - 1), BC_ERR_INVALID);
+	assert_int_equal(check(der, 1), BC_ERR_INVALID);
+	assert_int_equal(check(der, 0), BC_ERR_INVALID);
+	assert_int_equal(check(NULL, 0), BC_ERR_INVALID);
+	assert_int_equal(check(garbage, sizeof(garbage)), BC_ERR_INVALID);
+	assert_int_equal(check((const uint8_t *)"hello world", 11), BC_ERR_INVALID);
+	big = calloc(1, 70000);
+	assert_int_equal(check(big, 70000), BC_ERR_LIMIT);
+	free(big);
+	free(longer);
+	free(der);
+	EVP_PKEY_free(key);
+}
+
+static void test_make_refusals(void **state)
+{
+	EVP_PKEY *key = NULL;
+	uint8_t *der = (uint8_t *)0x1;
+	size_t len = 1;
+	char long_cn[300];
+
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_csr_make(key, "", &der, &len), BC_ERR_INVALID);
+	assert_null(der);
+	assert_int_equal(len, 0);
+	assert_int_equal(bc_csr_make(key, NULL, &der, &len), BC_ERR_INVALID);
+	assert_int_equal(bc_csr_make(NULL, CN, &der, &len), BC_ERR_INVALID);
+	memset(long_cn, 'a', sizeof(long_cn) - 1);
+	long_cn[sizeof(long_cn) - 1] = '\0';
+	assert_int_equal(bc_csr_make(key, long_cn, &der, &len), BC_ERR_INVALID);
+	assert_null(der);
+	EVP_PKEY_free(key);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_csr),
+		cmocka_unit_test(test_other_key_types),
+		cmocka_unit_test(test_explicit_curve),
+		cmocka_unit_test(test_bad_signatures),
+		cmocka_unit_test(test_framing),
+		cmocka_unit_test(test_make_refusals),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
