@@ -70,7 +70,8 @@ static inline bc_param bc_param_text(const char *s)
 /* A statement without rows; *changes (may be NULL) receives the rows affected. */
 BC_WUR int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
                       int64_t *changes);
-/* A query; step through the rows with bc_rows_next(). */
+/* A query; step through the rows with bc_rows_next(). Free the result before the
+ * transaction ends. */
 BC_WUR int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
                        bc_rows **out);
 /* 1: a row is ready; 0: no more rows; < 0: an error. */

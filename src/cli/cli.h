@@ -35,6 +35,7 @@ struct cli_cmd {
 	int max_args;
 	unsigned flags;
 	int (*fn)(struct cli *c);
+	const char *help;    /* the options explained, or NULL */
 };
 
 struct cli_kv {
@@ -168,6 +169,14 @@ BC_WUR int cli_read_file(const char *path, size_t max, char **out, size_t *len);
 int cli_exists(const char *path);
 /* dir + "/" + name, malloc'd. */
 char *cli_join_path(const char *dir, const char *name);
+
+/* key files (cli_pki.c); both print their own errors and never overwrite a file */
+struct bc_pki;
+/* 32 random bytes into secret and, as 64 hex characters and a newline, into path (0600). */
+BC_WUR int cli_new_secret(struct cli *c, const char *path, uint8_t secret[static 32]);
+/* A new PKI bundle for trust_domain, sealed under secret into path (0600). */
+BC_WUR int cli_new_bundle(struct cli *c, const char *path, const char *trust_domain,
+                          const uint8_t secret[static 32], struct bc_pki **out);
 
 /* the commands */
 int cli_cmd_init(struct cli *c);

@@ -272,15 +272,18 @@ int cli_tenant(struct cli *c, const char **out)
 	return rc;
 }
 
-/* One path segment, URL-escaped. "." and ".." would be folded away by curl's dot
- * segment removal and aim the request at another route, so they are refused. */
+/* One path segment: an id. The server decodes %2F before it routes, and curl folds
+ * "." and ".." away, so anything but an id's characters could aim the request at
+ * another route: refused rather than escaped. */
 static int add_segment(struct cli *c, char **path, const char *seg)
 {
 	char *esc, *np = NULL;
 	int rc = 0;
 
-	if (seg[0] == '\0' || strcmp(seg, ".") == 0 || strcmp(seg, "..") == 0)
-		return cli_usage(c, "\"%s\" is not an id", seg);
+	if (seg[0] == '\0' || strcmp(seg, ".") == 0 || strcmp(seg, "..") == 0 ||
+	    strspn(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+	        strlen(seg))
+		return cli_usage(c, "\"%s\" is not an id (letters, digits, '.', '_' and '-')", seg);
 	if ((esc = curl_easy_escape(c->curl, seg, 0)) == NULL)
 		return BC_ERR_NOMEM;
 	if (asprintf(&np, "%s/%s", *path, esc) < 0)

@@ -196,6 +196,17 @@ static int parse_cmd_opt(struct cli *c, int argc, char **argv, int i, int *consu
 	return 0;
 }
 
+/* Values end up in JSON, which is UTF-8: say so here rather than fail later. */
+static int check_text(struct cli *c, const char *s)
+{
+	json_t *t = json_string(s);
+
+	if (t == NULL)
+		return cli_usage(c, "\"%s\" is not valid UTF-8", s);
+	json_decref(t);
+	return 0;
+}
+
 int cli_parse_command(struct cli *c, int argc, char **argv, int first)
 {
 	int dashdash = 0, consumed, rc;
@@ -219,6 +230,12 @@ int cli_parse_command(struct cli *c, int argc, char **argv, int first)
 			return cli_usage(c, "too many arguments");
 		c->args[c->n_args++] = a;
 	}
+	for (size_t k = 0; k < c->n_args; k++)
+		if ((rc = check_text(c, c->args[k])) != 0)
+			return rc;
+	for (size_t k = 0; k < c->n_opts; k++)
+		if (c->opts[k].val != NULL && (rc = check_text(c, c->opts[k].val)) != 0)
+			return rc;
 	return 0;
 }
 

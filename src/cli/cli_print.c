@@ -86,7 +86,7 @@ static char *scalar_text(const json_t *v, enum cli_fmt fmt)
 {
 	char buf[64];
 
-	if (v == NULL || json_is_null(v))
+	if (v == NULL || json_is_null(v) || (json_is_string(v) && json_string_length(v) == 0))
 		return strdup("-");
 	if (json_is_string(v) && fmt == CLI_TIME) {
 		cli_time_short(json_string_value(v), buf);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/log.h"
 #include "cli/cli.h"
 #include "server/serve.h"
 
@@ -18,23 +19,41 @@ static const struct cli_cmd commands[] = {
 	{"init", NULL,
 	 "[--dir var] [--trust-domain bc.internal] [--listen 127.0.0.1:8080] [--public-url URL]",
 	 "bootstrap a control plane in a directory (no server needed)",
-	 "dir= trust-domain= listen= public-url=", 0, 0, 0, cli_cmd_init},
+	 "dir= trust-domain= listen= public-url=", 0, 0, 0, cli_cmd_init,
+	 "  --dir DIR            where to write (default var): server.toml, secret, pki.bundle,\n"
+	 "                       bc.db, admin.key, tls-ca.pem, and tls.crt/tls.key for TLS\n"
+	 "  --trust-domain NAME  the SPIFFE trust domain of node certificates (default bc.internal)\n"
+	 "  --listen HOST:PORT   the server's address (default 127.0.0.1:8080); TLS unless loopback\n"
+	 "  --public-url URL     what agents use (default http://LISTEN on loopback, else https://)\n"
+	 "It refuses a DIR that holds a server.toml. On failure it removes what it wrote.\n"},
 	{"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL},
 	{"pki", "init", "--config server.toml [--trust-domain bc.internal]",
 	 "write the PKI bundle server.toml names, if it does not exist yet",
-	 "config= trust-domain=", 0, 0, 0, cli_cmd_pki_init},
+	 "config= trust-domain=", 0, 0, 0, cli_cmd_pki_init,
+	 "  --config FILE        the server.toml whose pki_bundle (and secret_file) to write\n"
+	 "  --trust-domain NAME  the SPIFFE trust domain (default bc.internal)\n"
+	 "The secret is made when secret_file does not exist. Existing keys are never\n"
+	 "overwritten.\n"},
 	{"api-keys", "create", "--name N [--tenant T]", "create an API key (shown once)",
-	 "name=", 0, 0, TNT, cli_cmd_api_keys_create},
+	 "name=", 0, 0, TNT, cli_cmd_api_keys_create,
+	 "  --name N             what the key is for (a person, a pipeline)\n"
+	 "The key is printed once; the server keeps only its hash.\n"},
 	{"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list},
 	{"tenants", "create", "NAME", "create a tenant (root key only)", "", 1, 1, API,
 	 cli_cmd_tenants_create},
 	{"pools", "create", "NAME [--join-attestors a,b] [--policy JSON]", "create a pool",
-	 "join-attestors= policy=", 1, 1, TNT, cli_cmd_pools_create},
+	 "join-attestors= policy=", 1, 1, TNT, cli_cmd_pools_create,
+	 "  --join-attestors a,b the attestors that may admit machines into the pool\n"
+	 "                       (policy.joinAttestors), e.g. tpm,x509pop\n"
+	 "  --policy JSON        the whole policy object, e.g. '{\"joinAttestors\":[\"tpm\"]}'\n"},
 	{"pools", "get", "ID", "show a pool", "", 1, 1, TNT, cli_cmd_pools_get},
 	{"pools", "list", "", "list pools", "", 0, 0, TNT, cli_cmd_pools_list},
 	{"pools", "update", "ID [--name N] [--policy JSON] [--join-attestors a,b]",
 	 "rename a pool or change its policy (--join-attestors keeps the rest of the policy)",
-	 "name= policy= join-attestors=", 1, 1, TNT, cli_cmd_pools_update},
+	 "name= policy= join-attestors=", 1, 1, TNT, cli_cmd_pools_update,
+	 "  --name N             a new name\n"
+	 "  --policy JSON        a new policy object: it replaces the old one whole\n"
+	 "  --join-attestors a,b set only policy.joinAttestors and keep the rest of the policy\n"},
 	{"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create},
 	{"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list},
 	{"tokens", "create",
@@ -43,7 +62,16 @@ static const struct cli_cmd commands[] = {
 	 "create a join token (its secret is shown once, or written to --out FILE)",
 	 "role= pool= site= uses= ttl= expect-product-uuid= expect-mac= expect-serial= "
 	 "allow-reclaim description= out=",
-	 0, 0, TNT, cli_cmd_tokens_create},
+	 0, 0, TNT, cli_cmd_tokens_create,
+	 "  --role node|site     what the machine joins as\n"
+	 "  --pool ID            the pool of a node token      --site ID  the site of a site token\n"
+	 "  --uses N             how many joins it admits (1 to 10000; default 1)\n"
+	 "  --ttl DURATION       how long it is valid: 30m, 1h, 7d (default 1h)\n"
+	 "  --expect-product-uuid U, --expect-mac M, --expect-serial S\n"
+	 "                       admit only a machine that reports these\n"
+	 "  --allow-reclaim      let the token re-join a machine another node holds\n"
+	 "  --description D      a note shown in `tokens list`\n"
+	 "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n"},
 	{"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list},
 	{"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke},
 	{"nodes", "list", "", "list nodes", "", 0, 0, TNT, cli_cmd_nodes_list},
@@ -52,17 +80,21 @@ static const struct cli_cmd commands[] = {
 	{"nodes", "uncordon", "ID", "uncordon a node", "", 1, 1, TNT, cli_cmd_nodes_uncordon},
 	{"nodes", "delete", "ID --yes",
 	 "delete a cordoned or retired node: revoke its certificates, free its bindings", "yes",
-	 1, 1, TNT, cli_cmd_nodes_delete},
+	 1, 1, TNT, cli_cmd_nodes_delete,
+	 "  --yes                do it; without it, say what it would do and exit 2\n"},
 	{"nodes", "revoke-identity", "ID",
 	 "revoke every certificate of a node and raise its identity generation", "", 1, 1, TNT,
 	 cli_cmd_nodes_revoke_identity},
 	{"nodes", "retire", "ID", "retire a node and revoke its certificates", "", 1, 1, TNT,
 	 cli_cmd_nodes_retire},
 	{"events", "list", "[--type T] [--limit N]", "list events, newest first", "type= limit=",
-	 0, 0, TNT, cli_cmd_events_list},
+	 0, 0, TNT, cli_cmd_events_list,
+	 "  --type T             only events of this type, e.g. security.join.refused\n"
+	 "  --limit N            at most N events (1 to 1000; default 100)\n"},
 	{"daemon", "config", "[--out FILE]",
 	 "print the agent's pins (server, keys, CA bundle) as JSON, or write them to FILE",
-	 "out=", 0, 0, API, cli_cmd_daemon_config},
+	 "out=", 0, 0, API, cli_cmd_daemon_config,
+	 "  --out FILE           write the JSON to FILE instead of printing it\n"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -134,6 +166,8 @@ void cli_print_usage(const struct cli_cmd *cmd, int to_stderr)
 	fprintf(f, "usage: " CLI_NAME " %s%s%s %s\n\n%c%s.\n", cmd->group, cmd->name ? " " : "",
 		cmd->name ? cmd->name : "", cmd->usage, toupper((unsigned char)cmd->summary[0]),
 		cmd->summary + 1);
+	if (cmd->help != NULL)
+		fprintf(f, "\nOptions:\n%s", cmd->help);
 	if (cmd->flags & CLI_F_API)
 		fprintf(f, "\nIt speaks the admin API of the server given by --server.\n");
 	fprintf(f, "\n%s", global_help);
@@ -190,10 +224,28 @@ static int skip_globals(struct cli *c, int argc, char **argv, int *i)
 	return 0;
 }
 
+/* "create, get, list or update": the commands of a group, for a message. */
+static void group_verbs(const char *group, char *out, size_t len)
+{
+	size_t n = 0, k = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		n += strcmp(commands[i].group, group) == 0;
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		if (strcmp(commands[i].group, group) != 0)
+			continue;
+		k++;
+		snprintf(out + strlen(out), len - strlen(out), "%s%s",
+			 k == 1 ? "" : (k == n ? " or " : ", "), commands[i].name);
+	}
+}
+
 /* The second word of a group with several commands. */
 static int find_verb(struct cli *c, int argc, char **argv, const char *group, int *i)
 {
 	const char *name = NULL;
+	char verbs[160];
 	int rc;
 
 	if ((rc = skip_globals(c, argc, argv, i)) != 0)
@@ -206,13 +258,14 @@ static int find_verb(struct cli *c, int argc, char **argv, const char *group, in
 		print_help(stdout, group);
 		return 0;
 	}
-	print_help(stderr, group);
+	group_verbs(group, verbs, sizeof(verbs));
 	c->usage_error = 1;
 	if (name == NULL)
-		return cli_fail(c, BC_ERR_INVALID, "%s: which command? see `" CLI_NAME " %s --help`",
-				group, group);
-	return cli_fail(c, BC_ERR_INVALID, "%s: unknown command `%s`; see `" CLI_NAME " %s --help`",
-			group, name, group);
+		return cli_fail(c, BC_ERR_INVALID, "%s: which command? %s; see `" CLI_NAME " %s --help`",
+				group, verbs, group);
+	return cli_fail(c, BC_ERR_INVALID,
+			"%s: unknown command `%s`; it is %s; see `" CLI_NAME " %s --help`", group, name,
+			verbs, group);
 }
 
 static int dispatch(struct cli *c, int argc, char **argv)
@@ -239,6 +292,8 @@ static int dispatch(struct cli *c, int argc, char **argv)
 		return cli_usage(c, "unknown command `%s`", group);
 	if (strcmp(group, "serve") == 0)
 		return run_serve(c, argc, argv, i - 1);
+	/* the libraries log for a server; a command's user wants only its own messages */
+	bc_log_set_level(BC_LOG_WARN);
 	if ((c->cmd = find_command(group, NULL)) == NULL) {
 		if ((rc = find_verb(c, argc, argv, group, &i)) != 0 || c->cmd == NULL)
 			return rc;

@@ -11,7 +11,7 @@
 
 #define BC_GCM_TAG_LEN 16
 /* RFC 5869: at most 255 blocks of output. OpenSSL 3.0 also bounds the info. */
-#define BC_HKDF_MAX_OUT (255 * 32)
+#define BC_HKDF_MAX_OUT  (255 * 32)
 #define BC_HKDF_MAX_INFO 1024
 
 static const EVP_CIPHER *gcm_cipher(size_t keylen)
@@ -25,7 +25,8 @@ static const EVP_CIPHER *gcm_cipher(size_t keylen)
 
 static int gcm_args(size_t keylen, const void *aad, size_t aadlen, const void *in, size_t inlen)
 {
-	if (gcm_cipher(keylen) == NULL || (aad == NULL && aadlen != 0) || (in == NULL && inlen != 0))
+	if (gcm_cipher(keylen) == NULL || (aad == NULL && aadlen != 0) ||
+	    (in == NULL && inlen != 0))
 		return BC_ERR_INVALID;
 	/* EVP takes int lengths */
 	if (aadlen > INT_MAX || inlen > INT_MAX - BC_GCM_TAG_LEN)
@@ -34,7 +35,7 @@ static int gcm_args(size_t keylen, const void *aad, size_t aadlen, const void *i
 }
 
 int bc_crypto_gcm_seal(const uint8_t *key, size_t keylen, const uint8_t nonce[static 12],
-		       const void *aad, size_t aadlen, const void *pt, size_t ptlen, uint8_t *out)
+                       const void *aad, size_t aadlen, const void *pt, size_t ptlen, uint8_t *out)
 {
 	EVP_CIPHER_CTX *c = NULL;
 	uint8_t fin[BC_GCM_TAG_LEN];
@@ -60,7 +61,7 @@ out:
 }
 
 int bc_crypto_gcm_open(const uint8_t *key, size_t keylen, const uint8_t nonce[static 12],
-		       const void *aad, size_t aadlen, const void *ct, size_t ctlen, uint8_t *out)
+                       const void *aad, size_t aadlen, const void *ct, size_t ctlen, uint8_t *out)
 {
 	EVP_CIPHER_CTX *c = NULL;
 	uint8_t fin[BC_GCM_TAG_LEN], tag[BC_GCM_TAG_LEN];
@@ -97,14 +98,14 @@ out:
 	return rc;
 }
 
-int bc_aes256gcm_seal(const uint8_t key[static 32], const uint8_t nonce[static 12],
-		      const void *aad, size_t aadlen, const void *pt, size_t ptlen, uint8_t *out)
+int bc_aes256gcm_seal(const uint8_t key[static 32], const uint8_t nonce[static 12], const void *aad,
+                      size_t aadlen, const void *pt, size_t ptlen, uint8_t *out)
 {
 	return bc_crypto_gcm_seal(key, 32, nonce, aad, aadlen, pt, ptlen, out);
 }
 
-int bc_aes256gcm_open(const uint8_t key[static 32], const uint8_t nonce[static 12],
-		      const void *aad, size_t aadlen, const void *ct, size_t ctlen, uint8_t *out)
+int bc_aes256gcm_open(const uint8_t key[static 32], const uint8_t nonce[static 12], const void *aad,
+                      size_t aadlen, const void *ct, size_t ctlen, uint8_t *out)
 {
 	return bc_crypto_gcm_open(key, 32, nonce, aad, aadlen, ct, ctlen, out);
 }
@@ -112,7 +113,7 @@ int bc_aes256gcm_open(const uint8_t key[static 32], const uint8_t nonce[static 1
 /* One EVP_KDF "HKDF" call with SHA-256 in the given mode; empty salt or info are
  * left out, which HKDF defines as a zero salt and an empty info. */
 static int hkdf(int mode, const void *salt, size_t saltlen, const void *key, size_t keylen,
-		const void *info, size_t infolen, uint8_t *out, size_t outlen)
+                const void *info, size_t infolen, uint8_t *out, size_t outlen)
 {
 	static const uint8_t empty[1];
 	OSSL_PARAM params[6], *p = params;
@@ -130,14 +131,17 @@ static int hkdf(int mode, const void *salt, size_t saltlen, const void *key, siz
 	*p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
 	/* An empty IKM is allowed (RFC 5869), but OpenSSL wants a pointer for it. */
 	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-						 (void *)(key != NULL ? key : empty), keylen);
+	                                         (void *)(key != NULL ? key : empty), keylen);
 	if (saltlen > 0)
-		*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, saltlen);
+		*p++ =
+		    OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, saltlen);
 	if (infolen > 0)
-		*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, infolen);
+		*p++ =
+		    OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, infolen);
 	*p = OSSL_PARAM_construct_end();
 	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) == NULL ||
-	    (kctx = EVP_KDF_CTX_new(kdf)) == NULL || EVP_KDF_derive(kctx, out, outlen, params) != 1) {
+	    (kctx = EVP_KDF_CTX_new(kdf)) == NULL ||
+	    EVP_KDF_derive(kctx, out, outlen, params) != 1) {
 		OPENSSL_cleanse(out, outlen);
 		rc = bc_ossl_err();
 		goto out;
@@ -151,20 +155,20 @@ out:
 }
 
 int bc_hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
-		   const void *info, size_t infolen, uint8_t *out, size_t outlen)
+                   const void *info, size_t infolen, uint8_t *out, size_t outlen)
 {
 	return hkdf(EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND, salt, saltlen, ikm, ikmlen, info, infolen,
-		    out, outlen);
+	            out, outlen);
 }
 
 int bc_crypto_hkdf_extract(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
-			   uint8_t prk[static 32])
+                           uint8_t prk[static 32])
 {
 	return hkdf(EVP_KDF_HKDF_MODE_EXTRACT_ONLY, salt, saltlen, ikm, ikmlen, NULL, 0, prk, 32);
 }
 
 int bc_crypto_hkdf_expand(const uint8_t prk[static 32], const void *info, size_t infolen,
-			  uint8_t *out, size_t outlen)
+                          uint8_t *out, size_t outlen)
 {
 	return hkdf(EVP_KDF_HKDF_MODE_EXPAND_ONLY, NULL, 0, prk, 32, info, infolen, out, outlen);
 }

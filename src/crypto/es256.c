@@ -13,7 +13,7 @@ static const char bc_sig_domain[] = "bettercompute/v1";
 
 /* A purpose is a non-empty C string: the 0x00 after it keeps the fields apart. */
 static int purpose_digest(const char *purpose, const void *payload, size_t len,
-			  uint8_t out[static 32])
+                          uint8_t out[static 32])
 {
 	EVP_MD_CTX *md = NULL;
 	unsigned int n = 0;
@@ -39,7 +39,7 @@ out:
 }
 
 int bc_es256_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_t len,
-		  uint8_t sig[static BC_SIG_LEN])
+                  uint8_t sig[static BC_SIG_LEN])
 {
 	EVP_PKEY_CTX *ctx = NULL;
 	uint8_t digest[32], der[80];
@@ -64,7 +64,7 @@ out:
 }
 
 int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *payload, size_t len,
-		    const uint8_t *sig, size_t siglen)
+                    const uint8_t *sig, size_t siglen)
 {
 	EVP_PKEY_CTX *ctx = NULL;
 	uint8_t digest[32], *der = NULL;
@@ -150,7 +150,8 @@ int bc_ecdsa_der_to_p1363(const uint8_t *der, size_t len, uint8_t sig[static 64]
 		rc = BC_ERR_TRAILING;
 		goto out;
 	}
-	if ((n = i2d_ECDSA_SIG(s, &again)) <= 0 || (size_t)n != len || memcmp(again, der, len) != 0) {
+	if ((n = i2d_ECDSA_SIG(s, &again)) <= 0 || (size_t)n != len ||
+	    memcmp(again, der, len) != 0) {
 		ERR_clear_error();
 		rc = BC_ERR_INVALID;
 		goto out;

@@ -11,11 +11,11 @@
 #include "bc/crypto.h"
 #include "crypto/internal.h"
 
-#define BC_HPKE_KEM_ID 0x0010
-#define BC_HPKE_KDF_ID 0x0001
+#define BC_HPKE_KEM_ID         0x0010
+#define BC_HPKE_KDF_ID         0x0001
 #define BC_HPKE_AEAD_AES128GCM 0x0001
 #define BC_HPKE_AEAD_AES256GCM 0x0002
-#define BC_HPKE_TAG_LEN 16
+#define BC_HPKE_TAG_LEN        16
 
 static const uint8_t kem_suite[5] = {'K', 'E', 'M', BC_HPKE_KEM_ID >> 8, BC_HPKE_KEM_ID & 0xff};
 
@@ -42,7 +42,8 @@ static void hpke_suite(uint16_t aead_id, uint8_t id[static 10])
 /* HKDF-Extract(salt, "HPKE-v1" || suite || label || ikm); the buffer wipes the
  * copy of ikm (a DH output or a secret) when freed. */
 static int labeled_extract(const uint8_t *suite, size_t suitelen, const void *salt, size_t saltlen,
-			   const char *label, const void *ikm, size_t ikmlen, uint8_t prk[static 32])
+                           const char *label, const void *ikm, size_t ikmlen,
+                           uint8_t prk[static 32])
 {
 	bc_buf b;
 	int rc;
@@ -64,8 +65,8 @@ out:
 
 /* HKDF-Expand(prk, I2OSP(L, 2) || "HPKE-v1" || suite || label || info, L) */
 static int labeled_expand(const uint8_t *suite, size_t suitelen, const uint8_t prk[static 32],
-			  const char *label, const void *info, size_t infolen, uint8_t *out,
-			  size_t outlen)
+                          const char *label, const void *info, size_t infolen, uint8_t *out,
+                          size_t outlen)
 {
 	bc_buf b;
 	int rc;
@@ -122,7 +123,7 @@ out:
 /* shared_secret = LabeledExpand(LabeledExtract("", "eae_prk", dh), "shared_secret",
  * enc || pkRm, 32) */
 static int kem_shared_secret(const uint8_t dhv[static 32], const uint8_t enc[static 65],
-			     const uint8_t pkRm[static 65], uint8_t ss[static 32])
+                             const uint8_t pkRm[static 65], uint8_t ss[static 32])
 {
 	uint8_t kem_context[130], prk[32];
 	int rc;
@@ -130,18 +131,17 @@ static int kem_shared_secret(const uint8_t dhv[static 32], const uint8_t enc[sta
 	memcpy(kem_context, enc, 65);
 	memcpy(kem_context + 65, pkRm, 65);
 	if ((rc = labeled_extract(kem_suite, sizeof(kem_suite), NULL, 0, "eae_prk", dhv, 32,
-				  prk)) != 0)
+	                          prk)) != 0)
 		goto out;
 	rc = labeled_expand(kem_suite, sizeof(kem_suite), prk, "shared_secret", kem_context,
-			    sizeof(kem_context), ss, 32);
+	                    sizeof(kem_context), ss, 32);
 out:
 	OPENSSL_cleanse(prk, sizeof(prk));
 	return rc;
 }
 
 /* Base mode (psk and psk_id empty): key and base_nonce from ctx->shared_secret. */
-static int key_schedule(uint16_t aead_id, const void *info, size_t infolen,
-			struct bc_hpke_ctx *ctx)
+static int key_schedule(uint16_t aead_id, const void *info, size_t infolen, struct bc_hpke_ctx *ctx)
 {
 	uint8_t suite[10], ks_context[65], secret[32];
 	int rc;
@@ -149,19 +149,19 @@ static int key_schedule(uint16_t aead_id, const void *info, size_t infolen,
 	hpke_suite(aead_id, suite);
 	ks_context[0] = 0x00;
 	if ((rc = labeled_extract(suite, sizeof(suite), NULL, 0, "psk_id_hash", NULL, 0,
-				  ks_context + 1)) != 0)
+	                          ks_context + 1)) != 0)
 		goto out;
 	if ((rc = labeled_extract(suite, sizeof(suite), NULL, 0, "info_hash", info, infolen,
-				  ks_context + 33)) != 0)
+	                          ks_context + 33)) != 0)
 		goto out;
 	if ((rc = labeled_extract(suite, sizeof(suite), ctx->shared_secret, 32, "secret", NULL, 0,
-				  secret)) != 0)
+	                          secret)) != 0)
 		goto out;
 	if ((rc = labeled_expand(suite, sizeof(suite), secret, "key", ks_context,
-				 sizeof(ks_context), ctx->key, ctx->key_len)) != 0)
+	                         sizeof(ks_context), ctx->key, ctx->key_len)) != 0)
 		goto out;
 	rc = labeled_expand(suite, sizeof(suite), secret, "base_nonce", ks_context,
-			    sizeof(ks_context), ctx->base_nonce, sizeof(ctx->base_nonce));
+	                    sizeof(ks_context), ctx->base_nonce, sizeof(ctx->base_nonce));
 out:
 	OPENSSL_cleanse(secret, sizeof(secret));
 	return rc;
@@ -169,8 +169,7 @@ out:
 
 /* The part both sides share once they hold the DH output. */
 static int setup_common(const uint8_t dhv[static 32], const uint8_t pkRm[static 65],
-			uint16_t aead_id, const void *info, size_t infolen,
-			struct bc_hpke_ctx *ctx)
+                        uint16_t aead_id, const void *info, size_t infolen, struct bc_hpke_ctx *ctx)
 {
 	int rc;
 
@@ -180,7 +179,7 @@ static int setup_common(const uint8_t dhv[static 32], const uint8_t pkRm[static 
 }
 
 int bc_hpke_setup_sender(EVP_PKEY *pkR, EVP_PKEY *skE, uint16_t aead_id, const void *info,
-			 size_t infolen, struct bc_hpke_ctx *ctx)
+                         size_t infolen, struct bc_hpke_ctx *ctx)
 {
 	uint8_t pkRm[65], dhv[32] = {0};
 	int rc;
@@ -207,12 +206,14 @@ out:
 }
 
 int bc_hpke_setup_receiver(EVP_PKEY *skR, const uint8_t enc[static 65], uint16_t aead_id,
-			   const void *info, size_t infolen, struct bc_hpke_ctx *ctx)
+                           const void *info, size_t infolen, struct bc_hpke_ctx *ctx)
 {
-	uint8_t pkRm[65], dhv[32] = {0};
+	uint8_t encbuf[65], pkRm[65], dhv[32] = {0};
 	EVP_PKEY *pkE = NULL;
 	int rc;
 
+	/* copied before ctx is cleared: enc may be ctx->enc */
+	memcpy(encbuf, enc, sizeof(encbuf));
 	OPENSSL_cleanse(ctx, sizeof(*ctx));
 	if ((rc = aead_key_len(aead_id, &ctx->key_len)) != 0)
 		goto out;
@@ -221,9 +222,9 @@ int bc_hpke_setup_receiver(EVP_PKEY *skR, const uint8_t enc[static 65], uint16_t
 		goto out;
 	}
 	/* enc is untrusted: on the curve, not infinity, uncompressed */
-	if ((rc = bc_key_from_point(enc, &pkE)) != 0)
+	if ((rc = bc_key_from_point(encbuf, &pkE)) != 0)
 		goto out;
-	memcpy(ctx->enc, enc, sizeof(ctx->enc));
+	memcpy(ctx->enc, encbuf, sizeof(ctx->enc));
 	if ((rc = bc_key_to_point(skR, pkRm)) != 0)
 		goto out;
 	if ((rc = dh(skR, pkE, dhv)) != 0)
@@ -238,22 +239,22 @@ out:
 }
 
 /* Sequence number 0: the nonce is base_nonce XOR 0, base_nonce itself. */
-int bc_hpke_ctx_seal(const struct bc_hpke_ctx *ctx, const void *aad, size_t aadlen,
-		     const void *pt, size_t ptlen, uint8_t *out)
+int bc_hpke_ctx_seal(const struct bc_hpke_ctx *ctx, const void *aad, size_t aadlen, const void *pt,
+                     size_t ptlen, uint8_t *out)
 {
 	return bc_crypto_gcm_seal(ctx->key, ctx->key_len, ctx->base_nonce, aad, aadlen, pt, ptlen,
-				  out);
+	                          out);
 }
 
-int bc_hpke_ctx_open(const struct bc_hpke_ctx *ctx, const void *aad, size_t aadlen,
-		     const void *ct, size_t ctlen, uint8_t *out)
+int bc_hpke_ctx_open(const struct bc_hpke_ctx *ctx, const void *aad, size_t aadlen, const void *ct,
+                     size_t ctlen, uint8_t *out)
 {
 	return bc_crypto_gcm_open(ctx->key, ctx->key_len, ctx->base_nonce, aad, aadlen, ct, ctlen,
-				  out);
+	                          out);
 }
 
 int bc_hpke_seal(EVP_PKEY *pkR, const void *info, size_t infolen, const void *aad, size_t aadlen,
-		 const void *pt, size_t ptlen, uint8_t **out, size_t *outlen)
+                 const void *pt, size_t ptlen, uint8_t **out, size_t *outlen)
 {
 	struct bc_hpke_ctx ctx;
 	EVP_PKEY *skE = NULL;
@@ -290,7 +291,7 @@ out:
 }
 
 int bc_hpke_open(EVP_PKEY *skR, const void *info, size_t infolen, const void *aad, size_t aadlen,
-		 const uint8_t *in, size_t inlen, uint8_t **pt, size_t *ptlen)
+                 const uint8_t *in, size_t inlen, uint8_t **pt, size_t *ptlen)
 {
 	struct bc_hpke_ctx ctx;
 	uint8_t *buf = NULL;
@@ -302,7 +303,8 @@ int bc_hpke_open(EVP_PKEY *skR, const void *info, size_t infolen, const void *aa
 	memset(&ctx, 0, sizeof(ctx));
 	if (in == NULL || inlen < BC_HPKE_ENC_LEN + BC_HPKE_TAG_LEN)
 		return BC_ERR_INVALID;
-	if ((rc = bc_hpke_setup_receiver(skR, in, BC_HPKE_AEAD_AES256GCM, info, infolen, &ctx)) != 0)
+	if ((rc = bc_hpke_setup_receiver(skR, in, BC_HPKE_AEAD_AES256GCM, info, infolen, &ctx)) !=
+	    0)
 		goto out;
 	n = inlen - BC_HPKE_ENC_LEN - BC_HPKE_TAG_LEN;
 	/* one byte at least, so an empty message still has a pointer to hand back */
@@ -311,7 +313,7 @@ int bc_hpke_open(EVP_PKEY *skR, const void *info, size_t infolen, const void *aa
 		goto out;
 	}
 	if ((rc = bc_hpke_ctx_open(&ctx, aad, aadlen, in + BC_HPKE_ENC_LEN, inlen - BC_HPKE_ENC_LEN,
-				   buf)) != 0)
+	                           buf)) != 0)
 		goto out;
 	*pt = buf;
 	*ptlen = n;

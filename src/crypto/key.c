@@ -24,7 +24,7 @@ int bc_crypto_is_p256(EVP_PKEY *key)
 	if (key == NULL || !EVP_PKEY_is_a(key, "EC"))
 		return 0;
 	if (!EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, name, sizeof(name),
-					    &n)) {
+	                                    &n)) {
 		ERR_clear_error();
 		return 0;
 	}
@@ -210,7 +210,7 @@ int bc_key_from_raw(const uint8_t raw[static 32], EVP_PKEY **out)
 	}
 	if ((pub = EC_POINT_new(g)) == NULL || !EC_POINT_mul(g, pub, d, NULL, NULL, NULL) ||
 	    EC_POINT_point2oct(g, pub, POINT_CONVERSION_UNCOMPRESSED, point, sizeof(point), NULL) !=
-		    sizeof(point)) {
+	        sizeof(point)) {
 		rc = bc_ossl_err();
 		goto out;
 	}

@@ -25,6 +25,8 @@ int bc_random(void *p, size_t len)
 {
 	uint8_t *q = p;
 
+	if (p == NULL && len != 0)
+		return BC_ERR_INVALID;
 	/* RAND_bytes takes an int: draw large requests in pieces. */
 	while (len > 0) {
 		int n = len > INT_MAX ? INT_MAX : (int)len;

@@ -54,7 +54,7 @@ static int pem_prefix(const char *pem, size_t len, size_t *start)
 /* The DER of the one block named want. secure: the bytes are a secret, kept in
  * OpenSSL's secure heap and wiped; free *der with pem_free(NULL, NULL, *der, *len, secure). */
 static int pem_read(const char *pem, size_t len, const char *want, int secure, uint8_t **der,
-		    long *derlen)
+                    long *derlen)
 {
 	int flags = PEM_FLAG_ONLY_B64 | (secure ? PEM_FLAG_SECURE : 0);
 	char *name = NULL, *header = NULL, *rest = NULL;
@@ -171,6 +171,21 @@ static int check_keypair(EVP_PKEY *key)
 	return 0;
 }
 
+/* The key rebuilt from its scalar: a PKCS#8 written elsewhere may carry explicit
+ * curve parameters or ask for compressed points, and its SPKI, and so its key id,
+ * would then not be the one bc_key_from_spki accepts. */
+static int canonical_key(EVP_PKEY *key, EVP_PKEY **out)
+{
+	uint8_t raw[32];
+	int rc;
+
+	*out = NULL;
+	if ((rc = bc_key_to_raw(key, raw)) == 0)
+		rc = bc_key_from_raw(raw, out);
+	OPENSSL_cleanse(raw, sizeof(raw));
+	return rc;
+}
+
 int bc_key_from_pem(const char *pem, size_t len, EVP_PKEY **out)
 {
 	PKCS8_PRIV_KEY_INFO *p8 = NULL;
@@ -202,8 +217,7 @@ int bc_key_from_pem(const char *pem, size_t len, EVP_PKEY **out)
 	}
 	if ((rc = check_keypair(key)) != 0)
 		goto out;
-	*out = key;
-	key = NULL;
+	rc = canonical_key(key, out);
 out:
 	EVP_PKEY_free(key);
 	PKCS8_PRIV_KEY_INFO_free(p8);

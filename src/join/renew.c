@@ -293,8 +293,10 @@ static int owner_tx(bc_tx *tx, void *arg)
 
 static void report(struct renew_state *st)
 {
-	if (st->tenant_id[0] == 0 && st->id.node_id[0])
-		(void)bc_store_run(st->svc->cfg.store, BC_TX_READ, owner_tx, st);
+	/* without the owner the event still goes to the root tenant */
+	if (st->tenant_id[0] == 0 && st->id.node_id[0] &&
+	    bc_store_run(st->svc->cfg.store, BC_TX_READ, owner_tx, st) != 0)
+		st->tenant_id[0] = 0;
 	if (bc_store_run(st->svc->cfg.store, BC_TX_WRITE, refusal_tx, st) != 0)
 		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", st->reason, NULL);
 	bc_log(BC_LOG_WARN, "renew refused", "nodeId", st->id.node_id, "reason", st->reason,

@@ -10,7 +10,9 @@
  * - Control characters other than tab (and CR only before LF) are refused
  *   anywhere in the file, as TOML refuses them in strings and comments and they
  *   have no place elsewhere.
- * - At most TOML_MAX_NODES keys and tables, so the work done is bounded too.
+ * - At most TOML_MAX_NODES keys and tables, so the work done is bounded too
+ *   (the path index is an unkeyed hash: fine for a local config file, and the
+ *   cap bounds even a crafted one).
  * - As in TOML, [a.b] creates [a] implicitly and [a] may follow it once.
  * Errors are BC_ERR_CONFIG (BC_ERR_LIMIT for size) with "line N: ...". */
 #include "bc/toml.h"
@@ -41,7 +43,7 @@ struct value {
 	int64_t i;
 	int b;
 	char **strs; /* NULL-terminated */
-	size_t nstrs;
+	size_t nstrs, capstrs;
 };
 
 struct node {
@@ -580,13 +582,18 @@ static void skip_array_space(struct parser *p)
 
 static int push_string(struct value *v, char *s)
 {
+	size_t ncap = v->capstrs ? 2 * v->capstrs : 8;
 	char **ns;
 
-	if ((ns = realloc(v->strs, (v->nstrs + 2) * sizeof(*ns))) == NULL) {
-		bc_freezero(s, strlen(s));
-		return BC_ERR_NOMEM;
+	/* room for one more and the NULL after it */
+	if (v->nstrs + 2 > v->capstrs) {
+		if ((ns = realloc(v->strs, ncap * sizeof(*ns))) == NULL) {
+			bc_freezero(s, strlen(s));
+			return BC_ERR_NOMEM;
+		}
+		v->strs = ns;
+		v->capstrs = ncap;
 	}
-	v->strs = ns;
 	v->strs[v->nstrs++] = s;
 	v->strs[v->nstrs] = NULL;
 	return 0;
@@ -602,6 +609,7 @@ static int parse_array(struct parser *p, struct value *v)
 	/* non-NULL even when empty, for callers that iterate to the NULL */
 	if ((v->strs = calloc(1, sizeof(*v->strs))) == NULL)
 		return BC_ERR_NOMEM;
+	v->capstrs = 1;
 	p->pos++;
 	for (;;) {
 		skip_array_space(p);

@@ -43,10 +43,12 @@ static char *resolve(const char *dir, const char *p)
 static int get_str(const struct bc_server_config *c, const char *key, const char *def, int path,
                    char **out, char *err, size_t errlen)
 {
-	const char *v = def;
+	const char *v = NULL;
 	int rc = bc_toml_get_string(c->toml, key, &v);
 
 	*out = NULL;
+	if (rc == BC_ERR_NOT_FOUND)
+		v = def;
 	if (rc == BC_ERR_INVALID) {
 		snprintf(err, errlen, "%s: %s: expected a string", c->path, key);
 		return BC_ERR_CONFIG;

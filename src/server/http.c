@@ -470,14 +470,15 @@ static struct MHD_Daemon *start_daemon(struct bc_http *s, unsigned threads)
 		tls[0].option = MHD_OPTION_END;
 	else
 		flags |= MHD_USE_TLS;
+	/* the logger first, so that MHD reports problems with the other options through it */
 	return MHD_start_daemon(
-		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->addr,
-		MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned)HTTP_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)HTTP_CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_STRICT_FOR_CLIENT, 1,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-		s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONNECTION_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
+		MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+		MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 static void http_free(struct bc_http *s)

@@ -603,31 +603,47 @@ struct migration_ctx {
 	size_t errlen;
 };
 
-/* Statement by statement, as migrations.h lays them out: a statement ends with the
- * line that ends in ';'. */
+/* 1 when the len bytes of line end in ';', after any "--" comment (outside quotes)
+ * and whitespace: the end of a statement as migrations.h lays them out. */
+static int ends_statement(const char *line, size_t len)
+{
+	int quoted = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (line[i] == '\'')
+			quoted = !quoted;
+		else if (!quoted && line[i] == '-' && i + 1 < len && line[i + 1] == '-')
+			len = i;
+	}
+	len = skip_space_back(line, len);
+	return len > 0 && line[len - 1] == ';';
+}
+
+/* Runs a migration's SQL one statement at a time. */
 static int run_script(bc_tx *tx, const char *sql)
 {
-	const char *p = sql, *line, *nl, *e;
+	const char *p = sql, *line = sql, *start, *nl;
+	size_t len;
+	char *stmt;
 	int rc;
 
-	while (*p != '\0') {
-		for (line = p;; line = nl + 1) {
-			nl = strchr(line, '\n');
-			e = skip_space_back(line, nl != NULL ? (size_t)(nl - line) : strlen(line)) + line;
-			if ((e > line && e[-1] == ';') || nl == NULL)
-				break;
-		}
-		if (!bc_sql_is_blank(p, (size_t)(e - p))) {
-			char *stmt = strndup(p, (size_t)(e - p));
-
-			if (stmt == NULL)
+	while (*line != '\0') {
+		start = line;
+		nl = strchr(line, '\n');
+		len = nl != NULL ? (size_t)(nl - line) : strlen(line);
+		line = nl != NULL ? nl + 1 : line + len;
+		if (!ends_statement(start, len) && *line != '\0')
+			continue;
+		/* p .. line is one statement, or comments only */
+		if (!bc_sql_is_blank(p, (size_t)(line - p))) {
+			if ((stmt = strndup(p, (size_t)(line - p))) == NULL)
 				return BC_ERR_NOMEM;
 			rc = tx->s->eng->exec_script(tx->c, stmt);
 			free(stmt);
 			if (rc != 0)
 				return rc;
 		}
-		p = nl != NULL ? nl + 1 : e + strlen(e);
+		p = line;
 	}
 	return 0;
 }

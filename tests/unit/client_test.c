@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bc/buf.h"
 #include "bc/client.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
@@ -981,10 +982,16 @@ static void srv_start(struct srv *s, int max_requests)
 	assert_int_equal(pthread_create(&s->th, NULL, srv_main, s), 0);
 }
 
-static void srv_stop(struct srv *s)
+/* Waits for the server to have answered its requests; what it saw stays readable. */
+static void srv_wait(struct srv *s)
 {
 	pthread_join(s->th, NULL);
 	close(s->fd);
+	s->fd = -1;
+}
+
+static void srv_free(struct srv *s)
+{
 	free(s->req);
 	free(s->resp);
 	memset(s, 0, sizeof(*s));
@@ -1076,8 +1083,7 @@ static void test_join_roundtrip(void **state)
 	assert_int_equal(EVP_PKEY_eq(leaf_key, T.node_key), 1);
 	X509_free(x);
 	bc_join_answer_free(&a);
-	srv_stop_keep: ;
-	pthread_join(s.th, NULL);
+	srv_wait(&s);
 	assert_int_equal(s.requests, 1);
 	assert_string_equal(s.path, "/bettercompute.join.v1.JoinService/Join");
 	assert_string_equal(s.content_type, "application/proto");
@@ -1087,9 +1093,205 @@ static void test_join_roundtrip(void **state)
 	assert_string_equal(s.agent_seen, "test/1");
 	assert_string_equal(s.host_seen, "host-1");
 	assert_string_equal(s.mac_seen, "52:54:00:12:34:56");
-	s.max_requests = 0;
-	s.th = pthread_self();
-	close(s.fd);
-	free(s.req);
-	free(s.resp);
+	srv_free(&s);
+}
+
+static void test_join_refusals(void **state)
+{
+	static const struct {
+		long status;
+		const char *body;
+		int rc;
+		const char *err;
+	} cases[] = {
+		{ 403, "{\"code\":\"permission_denied\",\"message\":\"access denied\"}", BC_ERR_DENIED,
+		  "join refused by the server (permission_denied): ask the operator to check the "
+		  "security.join.refused event" },
+		{ 400, "{\"code\":\"invalid_argument\",\"message\":\"bad\"}", BC_ERR_INVALID,
+		  "join refused by the server as malformed (invalid_argument, HTTP 400)" },
+		{ 503, "{\"code\":\"unavailable\",\"message\":\"later\"}", BC_ERR_UNAVAILABLE,
+		  "join failed: the server answered HTTP 503 (unavailable)" },
+		{ 502, "<html>bad gateway</html>", BC_ERR_UNAVAILABLE,
+		  "join failed: the server answered HTTP 502 (no Connect error code)" },
+		{ 500, "{\"code\":\"in\\nternal\"}", BC_ERR_UNAVAILABLE,
+		  "join failed: the server answered HTTP 500 (in?ternal)" },
+		{ 404, "", BC_ERR_UNAVAILABLE,
+		  "join failed: the server answered HTTP 404 (no Connect error code)" },
+	};
+	struct bc_join_params p = token_params();
+	struct bc_join_answer a;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct srv s = { 0 };
+		canned(&s, cases[i].status, cases[i].body);
+		srv_start(&s, 1);
+		assert_int_equal(join_at(s.url, &p, &a, err, sizeof(err)), cases[i].rc);
+		assert_string_equal(err, cases[i].err);
+		assert_int_equal(a.state, 0);
+		srv_wait(&s);
+		srv_free(&s);
+	}
+}
+
+static void test_join_no_redirect(void **state)
+{
+	struct bc_join_params p = token_params();
+	struct bc_join_answer a;
+	struct srv s = { .extra_header = "Location: http://127.0.0.1:1/elsewhere\r\n" };
+	char err[256];
+
+	(void)state;
+	canned(&s, 307, "");
+	srv_start(&s, 1);
+	assert_int_equal(join_at(s.url, &p, &a, err, sizeof(err)), BC_ERR_UNAVAILABLE);
+	assert_string_equal(err, "join failed: the server answered HTTP 307 (no Connect error code)");
+	srv_wait(&s);
+	assert_int_equal(s.requests, 1);
+	srv_free(&s);
+}
+
+/* A 200 whose answer is signed for another CSR is refused, whatever the server says. */
+static void test_join_answer_for_other_csr(void **state)
+{
+	struct bc_join_params p = token_params();
+	struct bc_join_answer a;
+	struct srv s = { 0 };
+	struct spec sp = good_join();
+	char err[256];
+
+	(void)state;
+	s.status = 200;
+	s.resp = response(&sp, &s.resp_len); /* for T.csr, not the CSR bc_client_join makes */
+	srv_start(&s, 1);
+	assert_int_equal(join_at(s.url, &p, &a, err, sizeof(err)), BC_ERR_VERIFY);
+	assert_string_equal(err, "join answer: for another CSR (csr_sha256 is not the request's)");
+	assert_int_equal(a.state, 0);
+	srv_wait(&s);
+	srv_free(&s);
+	/* with the CSR given, the same answer is the right one */
+	p.csr = T.csr;
+	p.csr_len = T.csr_len;
+	s.status = 200;
+	s.resp = response(&sp, &s.resp_len);
+	srv_start(&s, 1);
+	assert_int_equal(join_at(s.url, &p, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.state, BC_JOIN_JOINED);
+	bc_join_answer_free(&a);
+	srv_wait(&s);
+	srv_free(&s);
+}
+
+static void test_join_bad_params(void **state)
+{
+	struct bc_join_params p = token_params();
+	struct bc_join_answer a;
+	char err[256];
+
+	(void)state;
+	/* a CSR for another key than the one given: refused before any request */
+	p.csr = T.other_csr;
+	p.csr_len = T.other_csr_len;
+	assert_int_equal(join_at("http://127.0.0.1:1", &p, &a, err, sizeof(err)), BC_ERR_INVALID);
+	assert_string_equal(err, "join: the CSR is not for the given key");
+	p.csr = (const uint8_t *)"junk";
+	p.csr_len = 4;
+	assert_int_equal(join_at("http://127.0.0.1:1", &p, &a, err, sizeof(err)), BC_ERR_INVALID);
+	assert_string_equal(err, "join: the CSR does not check");
+	p = token_params();
+	p.key = NULL;
+	assert_int_equal(join_at("http://127.0.0.1:1", &p, &a, err, sizeof(err)), BC_ERR_INVALID);
+	assert_int_equal(bc_client_join(NULL, &p, &a, err, sizeof(err)), BC_ERR_INVALID);
+}
+
+static void test_post_connection_refused(void **state)
+{
+	struct bc_join_params p = token_params();
+	struct bc_join_answer a;
+	char url[64], err[256], want[256];
+	int port, fd = listen_loopback(&port);
+
+	(void)state;
+	close(fd); /* bound then closed: nothing listens on the port */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	assert_int_equal(join_at(url, &p, &a, err, sizeof(err)), BC_ERR_UNAVAILABLE);
+	snprintf(want, sizeof(want),
+	         "POST %s/bettercompute.join.v1.JoinService/Join: connection refused", url);
+	assert_string_equal(err, want);
+}
+
+static void test_post_limit(void **state)
+{
+	struct bc_client_pins pins = T.pins;
+	uint8_t *resp = NULL;
+	size_t resp_len = 0;
+	long status = 0;
+	char err[256];
+
+	(void)state;
+	for (int close_delimited = 0; close_delimited < 2; close_delimited++) {
+		/* exactly the bound is read */
+		struct srv s = { .status = 200, .close_delimited = close_delimited };
+		s.resp_len = 1u << 20;
+		s.resp = calloc(1, s.resp_len + 1);
+		srv_start(&s, 1);
+		pins.server_url = s.url;
+		assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
+		                                sizeof(err)), 0);
+		assert_int_equal(status, 200);
+		assert_int_equal(resp_len, 1u << 20);
+		free(resp);
+		srv_wait(&s);
+		srv_free(&s);
+		/* one byte more is not, with or without a Content-Length */
+		s.status = 200;
+		s.close_delimited = close_delimited;
+		s.resp_len = (1u << 20) + 1;
+		s.resp = calloc(1, s.resp_len);
+		srv_start(&s, 1);
+		pins.server_url = s.url;
+		assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
+		                                sizeof(err)), BC_ERR_LIMIT);
+		assert_null(resp);
+		assert_int_equal(resp_len, 0);
+		assert_contains(err, "the answer is larger than 1048576 bytes");
+		srv_wait(&s);
+		srv_free(&s);
+	}
+	/* a path must be one */
+	assert_int_equal(bc_client_post(&T.pins, "x", "a", 1, &status, &resp, &resp_len, err,
+	                                sizeof(err)), BC_ERR_INVALID);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pins_good),
+		cmocka_unit_test(test_pins_servers),
+		cmocka_unit_test(test_pins_missing),
+		cmocka_unit_test(test_pins_bad),
+		cmocka_unit_test(test_seal_token),
+		cmocka_unit_test(test_open_join),
+		cmocka_unit_test(test_open_deferrals),
+		cmocka_unit_test(test_refuse_wrong_kid),
+		cmocka_unit_test(test_refuse_bad_signature),
+		cmocka_unit_test(test_refuse_altered),
+		cmocka_unit_test(test_refuse_other_csr),
+		cmocka_unit_test(test_refuse_leaf_other_key),
+		cmocka_unit_test(test_refuse_leaf_other_node),
+		cmocka_unit_test(test_refuse_trust_domain),
+		cmocka_unit_test(test_refuse_bad_join),
+		cmocka_unit_test(test_refuse_deferral_with_chain),
+		cmocka_unit_test(test_refuse_garbage),
+		cmocka_unit_test(test_join_roundtrip),
+		cmocka_unit_test(test_join_refusals),
+		cmocka_unit_test(test_join_no_redirect),
+		cmocka_unit_test(test_join_answer_for_other_csr),
+		cmocka_unit_test(test_join_bad_params),
+		cmocka_unit_test(test_post_connection_refused),
+		cmocka_unit_test(test_post_limit),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

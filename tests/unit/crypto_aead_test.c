@@ -77,19 +77,18 @@ struct gcm_vec {
 
 /* The GCM spec's AES-256 cases 13, 14 and 16 (SP 800-38D). */
 static const struct gcm_vec gcm_vecs[] = {
-	{"0000000000000000000000000000000000000000000000000000000000000000",
-	 "000000000000000000000000", "", "", "", "530f8afbc74536b9a963b4f1c4cb738b"},
-	{"0000000000000000000000000000000000000000000000000000000000000000",
-	 "000000000000000000000000", "00000000000000000000000000000000", "",
-	 "cea7403d4d606b6e074ec5d3baf39d18", "d0d1c8a799996bf0265b98b5d48ab919"},
-	{"feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308",
-	 "cafebabefacedbaddecaf888",
-	 "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
-	 "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39",
-	 "feedfacedeadbeeffeedfacedeadbeefabaddad2",
-	 "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa"
-	 "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662",
-	 "76fc6ece0f4e1768cddf8853bb2d551b"},
+    {"0000000000000000000000000000000000000000000000000000000000000000", "000000000000000000000000",
+     "", "", "", "530f8afbc74536b9a963b4f1c4cb738b"},
+    {"0000000000000000000000000000000000000000000000000000000000000000", "000000000000000000000000",
+     "00000000000000000000000000000000", "", "cea7403d4d606b6e074ec5d3baf39d18",
+     "d0d1c8a799996bf0265b98b5d48ab919"},
+    {"feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308", "cafebabefacedbaddecaf888",
+     "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
+     "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39",
+     "feedfacedeadbeeffeedfacedeadbeefabaddad2",
+     "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa"
+     "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662",
+     "76fc6ece0f4e1768cddf8853bb2d551b"},
 };
 
 static void test_gcm_known_answers(void **state)
@@ -109,7 +108,8 @@ static void test_gcm_known_answers(void **state)
 
 		assert_int_equal(bc_aes256gcm_seal(key, iv, aad, aadlen, pt, ptlen, out), 0);
 		assert_memory_equal(out, want, ptlen + 16);
-		assert_int_equal(bc_aes256gcm_open(key, iv, aad, aadlen, want, ptlen + 16, back), 0);
+		assert_int_equal(bc_aes256gcm_open(key, iv, aad, aadlen, want, ptlen + 16, back),
+		                 0);
 		if (ptlen > 0)
 			assert_memory_equal(back, pt, ptlen);
 	}
@@ -132,30 +132,32 @@ static void test_gcm_tamper(void **state)
 	for (size_t i = 0; i < sizeof(ct) * 8; i++) {
 		ct[i / 8] ^= (uint8_t)(1u << (i % 8));
 		memset(out, 0xaa, sizeof(out));
-		assert_int_equal(bc_aes256gcm_open(key, nonce, aad, strlen(aad), ct, sizeof(ct), out),
-				 BC_ERR_VERIFY);
+		assert_int_equal(
+		    bc_aes256gcm_open(key, nonce, aad, strlen(aad), ct, sizeof(ct), out),
+		    BC_ERR_VERIFY);
 		assert_true(all_zero(out, sizeof(out)));
 		ct[i / 8] ^= (uint8_t)(1u << (i % 8));
 	}
 	assert_int_equal(bc_aes256gcm_open(key, nonce, "the aaD", 7, ct, sizeof(ct), out),
-			 BC_ERR_VERIFY);
-	assert_int_equal(bc_aes256gcm_open(key, nonce, NULL, 0, ct, sizeof(ct), out), BC_ERR_VERIFY);
+	                 BC_ERR_VERIFY);
+	assert_int_equal(bc_aes256gcm_open(key, nonce, NULL, 0, ct, sizeof(ct), out),
+	                 BC_ERR_VERIFY);
 	nonce[11] ^= 1;
 	assert_int_equal(bc_aes256gcm_open(key, nonce, aad, strlen(aad), ct, sizeof(ct), out),
-			 BC_ERR_VERIFY);
+	                 BC_ERR_VERIFY);
 	nonce[11] ^= 1;
 	key[0] ^= 1;
 	assert_int_equal(bc_aes256gcm_open(key, nonce, aad, strlen(aad), ct, sizeof(ct), out),
-			 BC_ERR_VERIFY);
+	                 BC_ERR_VERIFY);
 	key[0] ^= 1;
 	/* shorter than a tag */
 	assert_int_equal(bc_aes256gcm_open(key, nonce, aad, strlen(aad), ct, 15, out),
-			 BC_ERR_INVALID);
+	                 BC_ERR_INVALID);
 	assert_int_equal(bc_aes256gcm_open(key, nonce, aad, strlen(aad), ct, 0, out),
-			 BC_ERR_INVALID);
+	                 BC_ERR_INVALID);
 	/* the whole tag cut off: what is left is 16 bytes of "tag" that does not verify */
 	assert_int_equal(bc_aes256gcm_open(key, nonce, aad, strlen(aad), ct, 16, out),
-			 BC_ERR_VERIFY);
+	                 BC_ERR_VERIFY);
 	/* still intact after all that */
 	assert_int_equal(bc_aes256gcm_open(key, nonce, aad, strlen(aad), ct, sizeof(ct), out), 0);
 }
@@ -186,10 +188,11 @@ static void test_hkdf_rfc5869(void **state)
 
 	/* A.1 */
 	assert_int_equal(bc_hkdf_sha256(salt, sizeof(salt), ikm, sizeof(ikm), info, sizeof(info),
-					okm, sizeof(okm)),
-			 0);
-	unhex("3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865",
-	      want, sizeof(want));
+	                                okm, sizeof(okm)),
+	                 0);
+	unhex(
+	    "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865",
+	    want, sizeof(want));
 	assert_memory_equal(okm, want, sizeof(okm));
 	/* the two halves HPKE uses, apart */
 	assert_int_equal(bc_crypto_hkdf_extract(salt, sizeof(salt), ikm, sizeof(ikm), prk), 0);
@@ -197,14 +200,16 @@ static void test_hkdf_rfc5869(void **state)
 	assert_memory_equal(prk, want, 32);
 	memset(okm, 0, sizeof(okm));
 	assert_int_equal(bc_crypto_hkdf_expand(prk, info, sizeof(info), okm, sizeof(okm)), 0);
-	unhex("3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865",
-	      want, sizeof(want));
+	unhex(
+	    "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865",
+	    want, sizeof(want));
 	assert_memory_equal(okm, want, sizeof(okm));
 
 	/* A.3: empty salt and info */
 	assert_int_equal(bc_hkdf_sha256(NULL, 0, ikm, sizeof(ikm), NULL, 0, okm, sizeof(okm)), 0);
-	unhex("8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8",
-	      want, sizeof(want));
+	unhex(
+	    "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8",
+	    want, sizeof(want));
 	assert_memory_equal(okm, want, sizeof(okm));
 }
 
@@ -214,16 +219,17 @@ static void test_hkdf_limits(void **state)
 	uint8_t ikm[32] = {7}, info[1025] = {0}, a[32], b[32];
 
 	(void)state;
-	assert_int_equal(bc_hkdf_sha256(NULL, 0, ikm, sizeof(ikm), NULL, 0, big, 0), BC_ERR_INVALID);
+	assert_int_equal(bc_hkdf_sha256(NULL, 0, ikm, sizeof(ikm), NULL, 0, big, 0),
+	                 BC_ERR_INVALID);
 	assert_int_equal(bc_hkdf_sha256(NULL, 0, ikm, sizeof(ikm), NULL, 0, big, sizeof(big)),
-			 BC_ERR_INVALID);
+	                 BC_ERR_INVALID);
 	assert_int_equal(bc_hkdf_sha256(NULL, 0, ikm, sizeof(ikm), NULL, 0, big, sizeof(big) - 1),
-			 0);
+	                 0);
 	assert_false(all_zero(big, sizeof(big) - 1));
 	assert_int_equal(bc_hkdf_sha256(NULL, 0, ikm, sizeof(ikm), info, sizeof(info), big, 32),
-			 BC_ERR_LIMIT);
+	                 BC_ERR_LIMIT);
 	assert_int_equal(bc_hkdf_sha256(NULL, 3, ikm, sizeof(ikm), NULL, 0, big, 32),
-			 BC_ERR_INVALID);
+	                 BC_ERR_INVALID);
 	assert_int_equal(bc_hkdf_sha256(NULL, 0, NULL, 3, NULL, 0, big, 32), BC_ERR_INVALID);
 	/* an empty IKM is allowed, however it is passed */
 	assert_int_equal(bc_hkdf_sha256("s", 1, NULL, 0, NULL, 0, a, 32), 0);
@@ -239,13 +245,13 @@ static void test_hkdf_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sha256_known),
-		cmocka_unit_test(test_random_and_ct_equal),
-		cmocka_unit_test(test_gcm_known_answers),
-		cmocka_unit_test(test_gcm_tamper),
-		cmocka_unit_test(test_gcm_in_place_and_args),
-		cmocka_unit_test(test_hkdf_rfc5869),
-		cmocka_unit_test(test_hkdf_limits),
+	    cmocka_unit_test(test_sha256_known),
+	    cmocka_unit_test(test_random_and_ct_equal),
+	    cmocka_unit_test(test_gcm_known_answers),
+	    cmocka_unit_test(test_gcm_tamper),
+	    cmocka_unit_test(test_gcm_in_place_and_args),
+	    cmocka_unit_test(test_hkdf_rfc5869),
+	    cmocka_unit_test(test_hkdf_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,15 +20,15 @@
 #include "bc/crypto.h"
 
 static const char *const purposes[] = {
-	BC_PURPOSE_JOIN_RESPONSE, BC_PURPOSE_SECRET_RESPONSE, BC_PURPOSE_X509POP,
-	BC_PURPOSE_RENEW,         BC_PURPOSE_SECRET_REQUEST,  BC_PURPOSE_DISCOVERY_ASSERTION,
+    BC_PURPOSE_JOIN_RESPONSE, BC_PURPOSE_SECRET_RESPONSE, BC_PURPOSE_X509POP,
+    BC_PURPOSE_RENEW,         BC_PURPOSE_SECRET_REQUEST,  BC_PURPOSE_DISCOVERY_ASSERTION,
 };
 #define NPURPOSES (sizeof(purposes) / sizeof(purposes[0]))
 
 /* RFC 9180 A.3.1's recipient key: a scalar with a published point. */
 static const char rfc_skRm[] = "f3ce7fdae57e1a310d87f1ebbde6f328be0a99cdbcadf4d6589cf29de4b8ffd2";
 static const char rfc_pkRm[] = "04fe8c19ce0905191ebc298a9245792531f26f0cece2460639e8bc39cb7f706a82"
-			       "6a779b4cf969b8a0e539c7f62fb3d30ad6aa8f80e30f1d128aafd68a2ce72ea0";
+                               "6a779b4cf969b8a0e539c7f62fb3d30ad6aa8f80e30f1d128aafd68a2ce72ea0";
 
 static size_t unhex(const char *s, uint8_t *out, size_t max)
 {
@@ -96,7 +96,7 @@ static char *openssl_pem(EVP_PKEY *k, int kind)
 	case 2: ok = PEM_write_bio_PrivateKey_traditional(bio, k, NULL, NULL, 0, NULL, NULL); break;
 	case 3:
 		ok = PEM_write_bio_PKCS8PrivateKey(bio, k, EVP_aes_256_cbc(), NULL, 0, NULL,
-						   (void *)"pass phrase");
+		                                   (void *)"pass phrase");
 		break;
 	default: fail();
 	}
@@ -149,22 +149,21 @@ static void test_sign_verify_purposes(void **state)
 	(void)state;
 	for (size_t i = 0; i < NPURPOSES; i++) {
 		assert_int_equal(bc_es256_sign(k, purposes[i], payload, strlen(payload), sig), 0);
-		assert_int_equal(bc_es256_verify(k, purposes[i], payload, strlen(payload), sig,
-						 sizeof(sig)),
-				 0);
+		assert_int_equal(
+		    bc_es256_verify(k, purposes[i], payload, strlen(payload), sig, sizeof(sig)), 0);
 		/* the signature holds for its purpose only */
 		for (size_t j = 0; j < NPURPOSES; j++) {
 			if (j != i)
 				assert_int_equal(bc_es256_verify(k, purposes[j], payload,
-								 strlen(payload), sig, sizeof(sig)),
-						 BC_ERR_VERIFY);
+				                                 strlen(payload), sig, sizeof(sig)),
+				                 BC_ERR_VERIFY);
 		}
 		assert_int_equal(bc_es256_verify(k, purposes[i], "the body byteS", strlen(payload),
-						 sig, sizeof(sig)),
-				 BC_ERR_VERIFY);
-		assert_int_equal(bc_es256_verify(k, purposes[i], payload, strlen(payload) - 1, sig,
-						 sizeof(sig)),
-				 BC_ERR_VERIFY);
+		                                 sig, sizeof(sig)),
+		                 BC_ERR_VERIFY);
+		assert_int_equal(
+		    bc_es256_verify(k, purposes[i], payload, strlen(payload) - 1, sig, sizeof(sig)),
+		    BC_ERR_VERIFY);
 	}
 	/* the purpose/payload boundary is not movable: "renew" + "x" != "renewx" + "" */
 	assert_int_equal(bc_es256_sign(k, "renew", "x", 1, sig), 0);
@@ -192,12 +191,12 @@ static void test_verify_refuses_bad_signatures(void **state)
 	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, sig, 0), BC_ERR_VERIFY);
 	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, NULL, 64), BC_ERR_VERIFY);
 	assert_int_equal(bc_es256_verify(other, BC_PURPOSE_X509POP, "p", 1, sig, 64),
-			 BC_ERR_VERIFY);
+	                 BC_ERR_VERIFY);
 	for (size_t i = 0; i < BC_SIG_LEN * 8; i++) {
 		memcpy(bad, sig, sizeof(bad));
 		bad[i / 8] ^= (uint8_t)(1u << (i % 8));
 		assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, bad, sizeof(bad)),
-				 BC_ERR_VERIFY);
+		                 BC_ERR_VERIFY);
 	}
 	/* r = 0, s = 0, and values at or above the order */
 	memcpy(bad, sig, sizeof(bad));
@@ -227,17 +226,17 @@ static void test_message_format_independent(void **state)
 	assert_int_equal(bc_ecdsa_p1363_to_der(sig, &der, &derlen), 0);
 	assert_int_equal(EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, k), 1);
 	assert_int_equal(EVP_DigestVerify(md, der, derlen, (const uint8_t *)msg, sizeof(msg) - 1),
-			 1);
+	                 1);
 
 	/* and the other way: OpenSSL signs, we verify */
 	EVP_MD_CTX_reset(md);
 	assert_int_equal(EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, k), 1);
 	assert_int_equal(EVP_DigestSign(md, osig, &osiglen, (const uint8_t *)msg, sizeof(msg) - 1),
-			 1);
+	                 1);
 	assert_int_equal(bc_ecdsa_der_to_p1363(osig, osiglen, sig), 0);
 	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_JOIN_RESPONSE, "payload", 7, sig, 64), 0);
 	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_SECRET_RESPONSE, "payload", 7, sig, 64),
-			 BC_ERR_VERIFY);
+	                 BC_ERR_VERIFY);
 	EVP_MD_CTX_free(md);
 	free(der);
 	EVP_PKEY_free(k);
@@ -392,9 +391,10 @@ static void test_pem_refused(void **state)
 	buf[40] = buf[40] == 'A' ? '*' : 'A';
 	expect_pem_refused(buf, n, 0);
 	/* headers (an old-style encrypted key) */
-	snprintf(buf, sizeof(buf), "-----BEGIN PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n"
-				   "DEK-Info: AES-256-CBC,00000000000000000000000000000000\n\n%s",
-		 pem + strlen("-----BEGIN PRIVATE KEY-----\n"));
+	snprintf(buf, sizeof(buf),
+	         "-----BEGIN PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n"
+	         "DEK-Info: AES-256-CBC,00000000000000000000000000000000\n\n%s",
+	         pem + strlen("-----BEGIN PRIVATE KEY-----\n"));
 	expect_pem_refused(buf, strlen(buf), 0);
 	/* SEC1 "EC PRIVATE KEY" and encrypted PKCS#8: refused, with no prompt */
 	sec1 = openssl_pem(k, 2);
@@ -443,6 +443,63 @@ static void test_pem_mismatched_pair_refused(void **state)
 	PKCS8_PRIV_KEY_INFO_free(p8);
 	EVP_PKEY_free(a);
 	EVP_PKEY_free(b);
+}
+
+/* A key from the openssl command line reads, and signs. */
+static void test_pem_from_openssl_cli(void **state)
+{
+	char pem[2048];
+	size_t n;
+	EVP_PKEY *k = NULL;
+	uint8_t sig[64];
+	FILE *f;
+
+	(void)state;
+	f = popen("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 2>/dev/null",
+	          "r");
+	assert_non_null(f);
+	n = fread(pem, 1, sizeof(pem), f);
+	assert_int_equal(pclose(f), 0);
+	assert_true(n > 0 && n < sizeof(pem));
+	assert_int_equal(bc_key_from_pem(pem, n, &k), 0);
+	assert_int_equal(bc_es256_sign(k, BC_PURPOSE_RENEW, "x", 1, sig), 0);
+	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_RENEW, "x", 1, sig, 64), 0);
+	OPENSSL_cleanse(pem, sizeof(pem));
+	EVP_PKEY_free(k);
+}
+
+/* A PKCS#8 with explicit curve parameters or a compressed point format is read as
+ * the same key with our encoding: one SPKI, one key id. */
+static void test_pem_other_encodings_normalized(void **state)
+{
+	static const char *const params[][2] = {
+	    {"point-format", "compressed"},
+	    {"encoding", "explicit"},
+	};
+	char id[65], id2[65], *pem;
+	uint8_t *spki = NULL;
+	size_t spkilen = 0;
+	EVP_PKEY *k, *back = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		k = new_key();
+		assert_int_equal(bc_key_id(k, id), 0);
+		assert_int_equal(EVP_PKEY_set_utf8_string_param(k, params[i][0], params[i][1]), 1);
+		assert_int_equal(bc_key_spki(k, &spki, &spkilen), 0);
+		assert_int_not_equal(spkilen, 91); /* OpenSSL now writes it the other way */
+		free(spki);
+		pem = openssl_pem(k, 0);
+		assert_int_equal(bc_key_from_pem(pem, strlen(pem), &back), 0);
+		assert_int_equal(bc_key_spki(back, &spki, &spkilen), 0);
+		assert_int_equal(spkilen, 91);
+		assert_int_equal(bc_key_id(back, id2), 0);
+		assert_string_equal(id, id2);
+		free(spki);
+		bc_freezero(pem, strlen(pem));
+		EVP_PKEY_free(back);
+		EVP_PKEY_free(k);
+	}
 }
 
 static void test_spki(void **state)
@@ -627,7 +684,7 @@ static void test_foreign_keys_refused(void **state)
 
 		assert_int_equal(bc_es256_sign(f, BC_PURPOSE_RENEW, "x", 1, sig), BC_ERR_INVALID);
 		assert_int_equal(bc_es256_verify(f, BC_PURPOSE_RENEW, "x", 1, sig, 64),
-				 BC_ERR_INVALID);
+		                 BC_ERR_INVALID);
 		assert_int_equal(bc_key_to_raw(f, raw), BC_ERR_INVALID);
 		assert_int_equal(bc_key_to_point(f, pt), BC_ERR_INVALID);
 		assert_int_equal(bc_key_to_pem(f, &pem), BC_ERR_INVALID);
@@ -700,38 +757,44 @@ static void test_der_p1363(void **state)
 
 	expect_der_refused("");
 	expect_der_refused("30");
-	expect_der_refused("300602010102010100");       /* trailing byte */
-	expect_der_refused("30060201010201");           /* truncated */
-	expect_der_refused("3007020101020101");         /* length beyond the input */
-	expect_der_refused("3106020101020101");         /* a SET */
-	expect_der_refused("30060201ff020101");         /* r negative */
-	expect_der_refused("3007020200010201" "01");    /* r with a needless 0x00 */
-	expect_der_refused("308006020101020101" "0000"); /* indefinite length */
-	expect_der_refused("3003020101");               /* s missing */
-	expect_der_refused("3009020101020101020101");   /* a third integer */
+	expect_der_refused("300602010102010100"); /* trailing byte */
+	expect_der_refused("30060201010201");     /* truncated */
+	expect_der_refused("3007020101020101");   /* length beyond the input */
+	expect_der_refused("3106020101020101");   /* a SET */
+	expect_der_refused("30060201ff020101");   /* r negative */
+	expect_der_refused("3007020200010201"
+	                   "01"); /* r with a needless 0x00 */
+	expect_der_refused("308006020101020101"
+	                   "0000");                   /* indefinite length */
+	expect_der_refused("3003020101");             /* s missing */
+	expect_der_refused("3009020101020101020101"); /* a third integer */
 	/* r of 33 significant bytes */
-	expect_der_refused("3026" "0221" "01"
-			   "0000000000000000000000000000000000000000000000000000000000000000"
-			   "020101");
+	expect_der_refused("3026"
+	                   "0221"
+	                   "01"
+	                   "0000000000000000000000000000000000000000000000000000000000000000"
+	                   "020101");
 	EVP_PKEY_free(k);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sign_verify_purposes),
-		cmocka_unit_test(test_verify_refuses_bad_signatures),
-		cmocka_unit_test(test_message_format_independent),
-		cmocka_unit_test(test_key_id_matches_openssl_cli),
-		cmocka_unit_test(test_pem_round_trips),
-		cmocka_unit_test(test_pem_refused),
-		cmocka_unit_test(test_pem_mismatched_pair_refused),
-		cmocka_unit_test(test_spki),
-		cmocka_unit_test(test_spki_other_encodings_refused),
-		cmocka_unit_test(test_raw_scalar),
-		cmocka_unit_test(test_point),
-		cmocka_unit_test(test_foreign_keys_refused),
-		cmocka_unit_test(test_der_p1363),
+	    cmocka_unit_test(test_sign_verify_purposes),
+	    cmocka_unit_test(test_verify_refuses_bad_signatures),
+	    cmocka_unit_test(test_message_format_independent),
+	    cmocka_unit_test(test_key_id_matches_openssl_cli),
+	    cmocka_unit_test(test_pem_round_trips),
+	    cmocka_unit_test(test_pem_refused),
+	    cmocka_unit_test(test_pem_mismatched_pair_refused),
+	    cmocka_unit_test(test_pem_from_openssl_cli),
+	    cmocka_unit_test(test_pem_other_encodings_normalized),
+	    cmocka_unit_test(test_spki),
+	    cmocka_unit_test(test_spki_other_encodings_refused),
+	    cmocka_unit_test(test_raw_scalar),
+	    cmocka_unit_test(test_point),
+	    cmocka_unit_test(test_foreign_keys_refused),
+	    cmocka_unit_test(test_der_p1363),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,18 +20,18 @@
 static const char a31_info[] = "4f6465206f6e2061204772656369616e2055726e";
 static const char a31_skEm[] = "4995788ef4b9d6132b249ce59a77281493eb39af373d236a1fe415cb0c2d7beb";
 static const char a31_pkEm[] = "04a92719c6195d5085104f469a8b9814d5838ff72b60501e2c4466e5e67b325ac9"
-			       "8536d7b61a1af4b78e5b7f951c0900be863c403ce65c9bfcb9382657222d18c4";
+                               "8536d7b61a1af4b78e5b7f951c0900be863c403ce65c9bfcb9382657222d18c4";
 static const char a31_skRm[] = "f3ce7fdae57e1a310d87f1ebbde6f328be0a99cdbcadf4d6589cf29de4b8ffd2";
 static const char a31_pkRm[] = "04fe8c19ce0905191ebc298a9245792531f26f0cece2460639e8bc39cb7f706a82"
-			       "6a779b4cf969b8a0e539c7f62fb3d30ad6aa8f80e30f1d128aafd68a2ce72ea0";
+                               "6a779b4cf969b8a0e539c7f62fb3d30ad6aa8f80e30f1d128aafd68a2ce72ea0";
 static const char a31_shared_secret[] =
-	"c0d26aeab536609a572b07695d933b589dcf363ff9d93c93adea537aeabb8cb8";
+    "c0d26aeab536609a572b07695d933b589dcf363ff9d93c93adea537aeabb8cb8";
 static const char a31_key[] = "868c066ef58aae6dc589b6cfdd18f97e";
 static const char a31_base_nonce[] = "4e0bc5018beba4bf004cca59";
 static const char a31_aad0[] = "436f756e742d30";
 static const char a31_pt0[] = "4265617574792069732074727574682c20747275746820626561757479";
 static const char a31_ct0[] = "5ad590bb8baa577f8619db35a36311226a896e7342a6d836d8b7bcd2f20b6c7f"
-			      "9076ac232e3ab2523f39513434";
+                              "9076ac232e3ab2523f39513434";
 
 static const char token_info[] = "bettercompute join token v1";
 
@@ -184,12 +184,12 @@ static void test_rfc_inputs_with_aes256(void **state)
 	/* other AEAD ids are not ours; the context is left empty */
 	memset(&s, 0xaa, sizeof(s));
 	assert_int_equal(bc_hpke_setup_sender(pkR, skE, 0x0003, info, infolen, &s),
-			 BC_ERR_UNSUPPORTED);
+	                 BC_ERR_UNSUPPORTED);
 	assert_true(all_zero(&s, sizeof(s)));
 	assert_int_equal(bc_hpke_setup_sender(pkR, skE, 0x0000, info, infolen, &s),
-			 BC_ERR_UNSUPPORTED);
+	                 BC_ERR_UNSUPPORTED);
 	assert_int_equal(bc_hpke_setup_receiver(skR, r.enc, 0xffff, info, infolen, &s),
-			 BC_ERR_UNSUPPORTED);
+	                 BC_ERR_UNSUPPORTED);
 
 	OPENSSL_cleanse(&r, sizeof(r));
 	EVP_PKEY_free(skE);
@@ -200,15 +200,15 @@ static void test_rfc_inputs_with_aes256(void **state)
 static void seal_token(EVP_PKEY *pkR, const void *pt, size_t ptlen, uint8_t **out, size_t *outlen)
 {
 	assert_int_equal(bc_hpke_seal(pkR, token_info, strlen(token_info), "csr-hash", 8, pt, ptlen,
-				      out, outlen),
-			 0);
+	                              out, outlen),
+	                 0);
 	assert_int_equal(*outlen, BC_HPKE_ENC_LEN + ptlen + 16);
 }
 
 static int open_token(EVP_PKEY *skR, const uint8_t *in, size_t inlen, uint8_t **pt, size_t *ptlen)
 {
 	return bc_hpke_open(skR, token_info, strlen(token_info), "csr-hash", 8, in, inlen, pt,
-			    ptlen);
+	                    ptlen);
 }
 
 static void test_seal_open_round_trip(void **state)
@@ -271,16 +271,16 @@ static void test_tamper_refused(void **state)
 	}
 	/* aad and info */
 	assert_int_equal(bc_hpke_open(skR, token_info, strlen(token_info), "csr-hasH", 8, ct, ctlen,
-				      &pt, &ptlen),
-			 BC_ERR_VERIFY);
-	assert_int_equal(bc_hpke_open(skR, token_info, strlen(token_info), NULL, 0, ct, ctlen, &pt,
-				      &ptlen),
-			 BC_ERR_VERIFY);
+	                              &pt, &ptlen),
+	                 BC_ERR_VERIFY);
+	assert_int_equal(
+	    bc_hpke_open(skR, token_info, strlen(token_info), NULL, 0, ct, ctlen, &pt, &ptlen),
+	    BC_ERR_VERIFY);
 	assert_int_equal(bc_hpke_open(skR, "bettercompute join token v2", 27, "csr-hash", 8, ct,
-				      ctlen, &pt, &ptlen),
-			 BC_ERR_VERIFY);
+	                              ctlen, &pt, &ptlen),
+	                 BC_ERR_VERIFY);
 	assert_int_equal(bc_hpke_open(skR, NULL, 0, "csr-hash", 8, ct, ctlen, &pt, &ptlen),
-			 BC_ERR_VERIFY);
+	                 BC_ERR_VERIFY);
 	/* a byte more or less */
 	assert_int_equal(open_token(skR, ct, ctlen - 1, &pt, &ptlen), BC_ERR_VERIFY);
 	ct = realloc(ct, ctlen + 1);
@@ -314,8 +314,7 @@ static void test_wrong_key_refused(void **state)
 	/* nor can one seal to a key that is not P-256 */
 	free(ct);
 	ct = (uint8_t *)1;
-	assert_int_equal(bc_hpke_seal(p384, NULL, 0, NULL, 0, "x", 1, &ct, &ctlen),
-			 BC_ERR_INVALID);
+	assert_int_equal(bc_hpke_seal(p384, NULL, 0, NULL, 0, "x", 1, &ct, &ctlen), BC_ERR_INVALID);
 	assert_null(ct);
 	assert_int_equal(ctlen, 0);
 	EVP_PKEY_free(p384);
@@ -393,14 +392,14 @@ static void test_invalid_point_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rfc9180_a31_sender),
-		cmocka_unit_test(test_rfc9180_a31_receiver),
-		cmocka_unit_test(test_rfc_inputs_with_aes256),
-		cmocka_unit_test(test_seal_open_round_trip),
-		cmocka_unit_test(test_tamper_refused),
-		cmocka_unit_test(test_wrong_key_refused),
-		cmocka_unit_test(test_short_input_refused),
-		cmocka_unit_test(test_invalid_point_refused),
+	    cmocka_unit_test(test_rfc9180_a31_sender),
+	    cmocka_unit_test(test_rfc9180_a31_receiver),
+	    cmocka_unit_test(test_rfc_inputs_with_aes256),
+	    cmocka_unit_test(test_seal_open_round_trip),
+	    cmocka_unit_test(test_tamper_refused),
+	    cmocka_unit_test(test_wrong_key_refused),
+	    cmocka_unit_test(test_short_input_refused),
+	    cmocka_unit_test(test_invalid_point_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -278,6 +278,32 @@ static void test_arrays(void **state)
 	bc_toml_free(t);
 }
 
+static void test_long_array(void **state)
+{
+	size_t cap = 10000 * 16 + 32, len = 0;
+	char *text = malloc(cap), want[16];
+	const char *const *v;
+	size_t n;
+	bc_toml *t;
+
+	(void)state;
+	assert_non_null(text);
+	len += (size_t)snprintf(text + len, cap - len, "a = [");
+	for (int i = 0; i < 10000; i++)
+		len += (size_t)snprintf(text + len, cap - len, "\"s%d\",\n", i);
+	len += (size_t)snprintf(text + len, cap - len, "]\n");
+	t = parse_ok(text);
+	assert_int_equal(bc_toml_get_strings(t, "a", &v, &n), 0);
+	assert_int_equal(n, 10000);
+	for (int i = 0; i < 10000; i += 999) {
+		snprintf(want, sizeof(want), "s%d", i);
+		assert_string_equal(v[i], want);
+	}
+	assert_null(v[n]);
+	bc_toml_free(t);
+	free(text);
+}
+
 static void test_edge_documents(void **state)
 {
 	const char *const *keys;
@@ -533,6 +559,7 @@ int main(void)
 		cmocka_unit_test(test_tables),
 		cmocka_unit_test(test_keys_listing),
 		cmocka_unit_test(test_arrays),
+		cmocka_unit_test(test_long_array),
 		cmocka_unit_test(test_edge_documents),
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_unsupported),

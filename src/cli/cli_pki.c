@@ -1,0 +1,139 @@
+/* pki init, and the key files it shares with init: the server secret and the sealed
+ * PKI bundle. Neither is ever overwritten: replacing them would cut off every node. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "bc/buf.h"
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "bc/pki.h"
+#include "cli/cli.h"
+#include "server/config.h"
+
+#define DEFAULT_TRUST_DOMAIN "bc.internal"
+
+static int write_failed(struct cli *c, int rc, const char *path)
+{
+	if (rc == BC_ERR_CONFLICT)
+		return cli_fail(c, rc, "%s exists: keys are never overwritten; remove it yourself "
+				       "only if you mean to start over",
+				path);
+	return cli_fail(c, rc, "cannot write %s: %s; check the directory and its permissions", path,
+			strerror(errno));
+}
+
+int cli_new_secret(struct cli *c, const char *path, uint8_t secret[static 32])
+{
+	char line[66];
+	int rc;
+
+	if ((rc = bc_random(secret, 32)) != 0)
+		return cli_fail(c, rc, "cannot get random bytes for the server secret: %s",
+				bc_err_str(rc));
+	bc_hex_encode_to(secret, 32, line);
+	line[64] = '\n';
+	line[65] = '\0';
+	if ((rc = cli_write_file(path, line, 65, 0600, CLI_WRITE_NOCLOBBER)) != 0)
+		rc = write_failed(c, rc, path);
+	OPENSSL_cleanse(line, sizeof(line));
+	return rc;
+}
+
+int cli_new_bundle(struct cli *c, const char *path, const char *trust_domain,
+                   const uint8_t secret[static 32], bc_pki **out)
+{
+	bc_pki *pki = NULL;
+	char *text = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = bc_pki_generate(trust_domain, &pki)) != 0) {
+		if (rc == BC_ERR_INVALID)
+			return cli_usage(c, "--trust-domain \"%s\" is not a DNS-like name "
+					    "([a-z0-9.-], 1 to 255 characters)",
+					 trust_domain);
+		return cli_fail(c, rc, "cannot generate the PKI keys: %s", bc_err_str(rc));
+	}
+	if ((rc = bc_pki_seal(pki, secret, &text)) != 0) {
+		rc = cli_fail(c, rc, "cannot seal the PKI bundle: %s", bc_err_str(rc));
+		goto out;
+	}
+	if ((rc = cli_write_file(path, text, strlen(text), 0600, CLI_WRITE_NOCLOBBER)) != 0) {
+		rc = write_failed(c, rc, path);
+		goto out;
+	}
+	*out = pki;
+	pki = NULL;
+out:
+	if (text != NULL)
+		bc_freezero(text, strlen(text));
+	if (pki != NULL)
+		bc_pki_free(pki);
+	return rc;
+}
+
+/* The secret server.toml names, made now when it does not exist yet. */
+static int load_or_make_secret(struct cli *c, const char *path, uint8_t secret[static 32],
+                               int *created)
+{
+	char err[256];
+	int rc;
+
+	*created = 0;
+	if (!cli_exists(path)) {
+		if ((rc = cli_new_secret(c, path, secret)) != 0)
+			return rc;
+		*created = 1;
+		fprintf(stderr, CLI_NAME ": wrote a new server secret to %s (mode 0600)\n", path);
+		return 0;
+	}
+	if ((rc = bc_server_secret_load(path, secret, err, sizeof(err))) != 0)
+		return cli_fail(c, rc, "%s; the secret file holds 64 hex characters", err);
+	return 0;
+}
+
+int cli_cmd_pki_init(struct cli *c)
+{
+	const char *config = cli_opt(c, "config"), *td = cli_opt(c, "trust-domain");
+	struct bc_server_config cfg;
+	uint8_t secret[32];
+	bc_pki *pki = NULL;
+	char err[512];
+	int rc, created = 0;
+
+	memset(&cfg, 0, sizeof(cfg));
+	if (config == NULL)
+		return cli_usage(c, "--config is missing: name the server.toml whose pki_bundle "
+				    "to write");
+	if ((rc = bc_server_config_load(config, &cfg, err, sizeof(err))) != 0)
+		return cli_fail(c, rc, "%s; check --config", err);
+	if (cli_exists(cfg.pki_bundle)) {
+		rc = write_failed(c, BC_ERR_CONFLICT, cfg.pki_bundle);
+		goto out;
+	}
+	if ((rc = load_or_make_secret(c, cfg.secret_file, secret, &created)) != 0)
+		goto out;
+	td = td ? td : DEFAULT_TRUST_DOMAIN;
+	if ((rc = cli_new_bundle(c, cfg.pki_bundle, td, secret, &pki)) != 0)
+		goto out;
+	if (c->json)
+		rc = cli_print_json(json_pack("{s:s,s:s,s:s}", "pkiBundle", cfg.pki_bundle,
+					      "trustDomain", td, "secretFile", cfg.secret_file));
+	else
+		printf("Wrote the PKI bundle %s (trust domain %s), sealed under %s.\n",
+		       cfg.pki_bundle, td, cfg.secret_file);
+out:
+	/* a secret made for a bundle that was never written protects nothing */
+	if (rc != 0 && created)
+		unlink(cfg.secret_file);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	if (pki != NULL)
+		bc_pki_free(pki);
+	bc_server_config_free(&cfg);
+	return rc;
+}

@@ -1,0 +1,477 @@
+/* The HTTP front end: bodies and query arguments reach the handler, the body limit,
+ * plain HTTP only on loopback, TLS with a pinned CA, and a stop that lets an
+ * in-flight request finish. Every request goes to 127.0.0.1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bc/pki.h"
+#include "server/http.h"
+
+/* What the test handler saw of the last request. */
+struct seen {
+	int calls;
+	char method[16];
+	char path[128];
+	char content_type[64];
+	char authorization[64];
+	char peer[64];
+	char body[2048];
+	size_t body_len;
+	char q_a[64];
+	char q_b[64];
+	int q_missing_is_null;
+	int delay_ms;
+	atomic_int started;
+	atomic_int finished;
+};
+
+static void copy(char *dst, size_t n, const char *src)
+{
+	snprintf(dst, n, "%s", src ? src : "(null)");
+}
+
+static void handler(void *ctx, const struct bc_http_request *req, struct bc_http_response *resp)
+{
+	struct seen *s = ctx;
+	static const char answer[] = "{\"ok\":true}";
+
+	atomic_store(&s->started, 1);
+	s->calls++;
+	copy(s->method, sizeof(s->method), req->method);
+	copy(s->path, sizeof(s->path), req->path);
+	copy(s->content_type, sizeof(s->content_type), req->content_type);
+	copy(s->authorization, sizeof(s->authorization), req->authorization);
+	copy(s->peer, sizeof(s->peer), req->peer);
+	s->body_len = req->body_len < sizeof(s->body) ? req->body_len : sizeof(s->body) - 1;
+	if (s->body_len)
+		memcpy(s->body, req->body, s->body_len);
+	s->body[s->body_len] = '\0';
+	copy(s->q_a, sizeof(s->q_a), bc_http_query(req, "a"));
+	copy(s->q_b, sizeof(s->q_b), bc_http_query(req, "b"));
+	s->q_missing_is_null = bc_http_query(req, "missing") == NULL;
+	if (s->delay_ms)
+		usleep((useconds_t)s->delay_ms * 1000);
+	bc_http_set_body(resp, 201, "application/json", answer, sizeof(answer) - 1);
+	atomic_store(&s->finished, 1);
+}
+
+/* ---- a small curl client ---- */
+
+struct fetched {
+	long status;
+	char body[4096];
+	size_t len;
+	char *ctype;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct fetched *f = arg;
+	size_t len = size * n, room = sizeof(f->body) - 1 - f->len;
+
+	if (len > room)
+		len = room;
+	memcpy(f->body + f->len, p, len);
+	f->len += len;
+	f->body[f->len] = '\0';
+	return size * n;
+}
+
+struct stream {
+	size_t left;
+};
+
+static size_t on_read(char *p, size_t size, size_t n, void *arg)
+{
+	struct stream *s = arg;
+	size_t len = size * n < s->left ? size * n : s->left;
+
+	memset(p, 'x', len);
+	s->left -= len;
+	return len;
+}
+
+struct request {
+	const char *url;
+	const char *method;     /* NULL: GET, or POST when body is set */
+	const char *body;
+	size_t body_len;
+	size_t stream_len;      /* > 0: a chunked body of that many bytes */
+	const char *const *headers;
+	const char *cainfo;     /* https: the pinned CA file; NULL: the system's */
+};
+
+static CURLcode fetch(const struct request *rq, struct fetched *out)
+{
+	struct curl_slist *hdrs = NULL;
+	struct stream st = {rq->stream_len};
+	CURL *h = curl_easy_init();
+	CURLcode rc;
+	char *ct = NULL;
+
+	memset(out, 0, sizeof(*out));
+	assert_non_null(h);
+	curl_easy_setopt(h, CURLOPT_URL, rq->url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+	if (rq->body != NULL) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)rq->body_len);
+	}
+	if (rq->stream_len > 0) {
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, &st);
+		hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+	}
+	if (rq->method != NULL)
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
+	for (size_t i = 0; rq->headers != NULL && rq->headers[i] != NULL; i++)
+		hdrs = curl_slist_append(hdrs, rq->headers[i]);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	if (rq->cainfo != NULL)
+		curl_easy_setopt(h, CURLOPT_CAINFO, rq->cainfo);
+	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+	if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct != NULL)
+		out->ctype = strdup(ct);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(h);
+	return rc;
+}
+
+static void fetched_free(struct fetched *f)
+{
+	free(f->ctype);
+	f->ctype = NULL;
+}
+
+static struct bc_http *start(const char *listen, size_t max_body, struct seen *s)
+{
+	struct bc_http_config cfg = {.listen = listen, .threads = 2, .max_body = max_body};
+	struct bc_http *srv = NULL;
+	char err[256];
+
+	assert_int_equal(bc_http_start(&cfg, handler, s, &srv, err, sizeof(err)), 0);
+	assert_non_null(srv);
+	assert_true(bc_http_port(srv) > 0);
+	return srv;
+}
+
+static void url_of(struct bc_http *srv, const char *scheme, const char *rest, char *out,
+                   size_t n)
+{
+	snprintf(out, n, "%s://127.0.0.1:%u%s", scheme, (unsigned)bc_http_port(srv), rest);
+}
+
+/* ---- tests ---- */
+
+static void test_body_and_query_reach_handler(void **state)
+{
+	static const char *const hdrs[] = {"Content-Type: application/json",
+	                                   "Authorization: Bearer abc", NULL};
+	struct seen s = {0};
+	struct bc_http *srv = start("127.0.0.1:0", 0, &s);
+	struct fetched f;
+	char url[128];
+
+	url_of(srv, "http", "/v1/things/x?a=1&b=two%20words", url, sizeof(url));
+	struct request rq = {.url = url, .body = "{\"k\":\"v\"}", .body_len = 9, .headers = hdrs};
+	assert_int_equal(fetch(&rq, &f), CURLE_OK);
+	assert_int_equal(f.status, 201);
+	assert_string_equal(f.body, "{\"ok\":true}");
+	assert_non_null(f.ctype);
+	assert_string_equal(f.ctype, "application/json");
+	assert_int_equal(s.calls, 1);
+	assert_string_equal(s.method, "POST");
+	assert_string_equal(s.path, "/v1/things/x");
+	assert_string_equal(s.body, "{\"k\":\"v\"}");
+	assert_int_equal(s.body_len, 9);
+	assert_string_equal(s.q_a, "1");
+	assert_string_equal(s.q_b, "two words");
+	assert_true(s.q_missing_is_null);
+	assert_string_equal(s.content_type, "application/json");
+	assert_string_equal(s.authorization, "Bearer abc");
+	assert_string_equal(s.peer, "127.0.0.1");
+	fetched_free(&f);
+
+	/* a GET without headers: empty strings, no body */
+	url_of(srv, "http", "/healthz", url, sizeof(url));
+	struct request get = {.url = url};
+	assert_int_equal(fetch(&get, &f), CURLE_OK);
+	assert_int_equal(f.status, 201);
+	assert_string_equal(s.method, "GET");
+	assert_string_equal(s.path, "/healthz");
+	assert_int_equal(s.body_len, 0);
+	assert_string_equal(s.authorization, "");
+	assert_string_equal(s.content_type, "");
+	assert_string_equal(s.q_a, "(null)");
+	fetched_free(&f);
+	bc_http_stop(srv);
+}
+
+static void test_body_limit(void **state)
+{
+	static const char *const expect100[] = {"Expect: 100-continue", NULL};
+	static const char *const no_expect[] = {"Expect:", NULL};
+	static const char too_large[] =
+		"{\"code\":\"resource_exhausted\",\"message\":\"request body too large\"}";
+	struct seen s = {0};
+	struct bc_http *srv = start("127.0.0.1:0", 1024, &s);
+	char *big = malloc(4096);
+	struct fetched f;
+	char url[128];
+
+	memset(big, 'a', 4096);
+	url_of(srv, "http", "/upload", url, sizeof(url));
+
+	/* exactly the limit is accepted */
+	struct request at = {.url = url, .body = big, .body_len = 1024, .headers = no_expect};
+	assert_int_equal(fetch(&at, &f), CURLE_OK);
+	assert_int_equal(f.status, 201);
+	assert_int_equal(s.body_len, 1024);
+	fetched_free(&f);
+
+	/* a declared length over it is answered before the body is read */
+	s.calls = 0;
+	struct request declared = {.url = url, .body = big, .body_len = 4096, .headers = expect100};
+	assert_int_equal(fetch(&declared, &f), CURLE_OK);
+	assert_int_equal(f.status, 413);
+	assert_string_equal(f.body, too_large);
+	assert_string_equal(f.ctype, "application/json");
+	fetched_free(&f);
+
+	/* one byte over, sent at once */
+	struct request over = {.url = url, .body = big, .body_len = 1025, .headers = no_expect};
+	assert_int_equal(fetch(&over, &f), CURLE_OK);
+	assert_int_equal(f.status, 413);
+	fetched_free(&f);
+
+	/* a chunked body has no declared length: read, dropped, then 413 */
+	struct request chunked = {.url = url, .stream_len = 200 * 1024, .headers = no_expect};
+	assert_int_equal(fetch(&chunked, &f), CURLE_OK);
+	assert_int_equal(f.status, 413);
+	assert_string_equal(f.body, too_large);
+	fetched_free(&f);
+	assert_int_equal(s.calls, 0);
+
+	/* the server still answers */
+	struct request small = {.url = url, .body = "{}", .body_len = 2, .headers = no_expect};
+	assert_int_equal(fetch(&small, &f), CURLE_OK);
+	assert_int_equal(f.status, 201);
+	assert_int_equal(s.calls, 1);
+	fetched_free(&f);
+	free(big);
+	bc_http_stop(srv);
+}
+
+static void expect_refused(const char *listen, const char *cert, const char *key, int want,
+                           const char *msg)
+{
+	struct bc_http_config cfg = {.listen = listen, .tls_cert_pem = cert, .tls_key_pem = key};
+	struct bc_http *srv = (struct bc_http *)1;
+	char err[256], full[256];
+
+	assert_int_equal(bc_http_start(&cfg, handler, NULL, &srv, err, sizeof(err)), want);
+	assert_null(srv);
+	if (msg != NULL) {
+		snprintf(full, sizeof(full), "listen %s: %s", listen, msg);
+		assert_string_equal(err, full);
+	}
+}
+
+static void test_plain_http_only_on_loopback(void **state)
+{
+	static const char msg[] =
+		"plain HTTP is only allowed on a loopback address; set [tls] cert and key";
+	struct seen s = {0};
+
+	expect_refused("0.0.0.0:0", NULL, NULL, BC_ERR_CONFIG, msg);
+	expect_refused("10.1.2.3:8080", NULL, NULL, BC_ERR_CONFIG, msg);
+	expect_refused("[::]:8080", NULL, NULL, BC_ERR_CONFIG, msg);
+	expect_refused("[2001:db8::1]:443", NULL, NULL, BC_ERR_CONFIG, msg);
+	/* malformed listen addresses */
+	expect_refused("127.0.0.1", NULL, NULL, BC_ERR_CONFIG, NULL);
+	expect_refused("127.0.0.1:", NULL, NULL, BC_ERR_CONFIG, NULL);
+	expect_refused("127.0.0.1:65536", NULL, NULL, BC_ERR_CONFIG, NULL);
+	expect_refused("127.0.0.1:-1", NULL, NULL, BC_ERR_CONFIG, NULL);
+	expect_refused("127.0.0.1:80x", NULL, NULL, BC_ERR_CONFIG, NULL);
+	expect_refused("::1:8080", NULL, NULL, BC_ERR_CONFIG, NULL);
+	expect_refused("[::1:8080", NULL, NULL, BC_ERR_CONFIG, NULL);
+	expect_refused("example.com:80", NULL, NULL, BC_ERR_CONFIG, NULL);
+	expect_refused(":8080", NULL, NULL, BC_ERR_CONFIG, NULL);
+	/* a certificate without a key */
+	expect_refused("127.0.0.1:0", "cert", NULL, BC_ERR_CONFIG, NULL);
+
+	/* loopback forms start */
+	bc_http_stop(start("localhost:0", 0, &s));
+	bc_http_stop(start("127.1.2.3:0", 0, &s));
+}
+
+static void test_listen_is_loopback(void **state)
+{
+	assert_true(bc_listen_is_loopback("127.0.0.1:8080"));
+	assert_true(bc_listen_is_loopback("127.255.0.1:1"));
+	assert_true(bc_listen_is_loopback("localhost:80"));
+	assert_true(bc_listen_is_loopback("[::1]:0"));
+	assert_false(bc_listen_is_loopback("0.0.0.0:80"));
+	assert_false(bc_listen_is_loopback("10.1.2.3:80"));
+	assert_false(bc_listen_is_loopback("128.0.0.1:80"));
+	assert_false(bc_listen_is_loopback("[::]:80"));
+	assert_false(bc_listen_is_loopback("[::ffff:10.0.0.1]:80"));
+	assert_false(bc_listen_is_loopback("localhost.evil.com:80"));
+	assert_false(bc_listen_is_loopback("127.0.0.1"));
+	assert_false(bc_listen_is_loopback(""));
+}
+
+static void test_helpers(void **state)
+{
+	const char *keys[] = {"type", "limit", "type"};
+	const char *vals[] = {"a", "10", "b"};
+	struct bc_http_request req = {.query_keys = keys, .query_vals = vals, .n_query = 3};
+	struct bc_http_response resp = {0};
+
+	assert_string_equal(bc_http_query(&req, "type"), "a");
+	assert_string_equal(bc_http_query(&req, "limit"), "10");
+	assert_null(bc_http_query(&req, "nope"));
+	bc_http_set_body(&resp, 200, "text/plain", "one", 3);
+	bc_http_set_body(&resp, 404, "application/json", "{}", 2);
+	assert_int_equal(resp.status, 404);
+	assert_int_equal(resp.body_len, 2);
+	assert_memory_equal(resp.body, "{}", 2);
+	assert_string_equal(resp.content_type, "application/json");
+	free(resp.body);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_tls_with_pinned_ca(void **state)
+{
+	static const char *const hosts[] = {"127.0.0.1", "localhost"};
+	char dir[] = "/tmp/bc-http-tls-XXXXXX", ca_path[64], url[128], err[256];
+	char *cert = NULL, *key = NULL, *ca = NULL;
+	struct seen s = {0};
+	struct bc_http *srv = NULL;
+	struct fetched f;
+	bc_pki *pki = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(bc_pki_generate("test.example", &pki), 0);
+	assert_int_equal(bc_pki_server_tls_cert(pki, hosts, 2, &cert, &key), 0);
+	assert_int_equal(bc_x509_to_pem(pki->tls_ca, &ca), 0);
+	snprintf(ca_path, sizeof(ca_path), "%s/ca.pem", dir);
+	write_file(ca_path, ca);
+
+	struct bc_http_config cfg = {.listen = "127.0.0.1:0", .tls_cert_pem = cert,
+	                             .tls_key_pem = key};
+	assert_int_equal(bc_http_start(&cfg, handler, &s, &srv, err, sizeof(err)), 0);
+	url_of(srv, "https", "/secure?a=tls", url, sizeof(url));
+
+	struct request pinned = {.url = url, .cainfo = ca_path};
+	assert_int_equal(fetch(&pinned, &f), CURLE_OK);
+	assert_int_equal(f.status, 201);
+	assert_string_equal(s.q_a, "tls");
+	fetched_free(&f);
+
+	/* without the pin, the certificate does not verify */
+	struct request unpinned = {.url = url};
+	assert_int_not_equal(fetch(&unpinned, &f), CURLE_OK);
+	fetched_free(&f);
+	/* plain HTTP to a TLS port gets no answer from the handler */
+	s.calls = 0;
+	url_of(srv, "http", "/secure", url, sizeof(url));
+	struct request plain = {.url = url};
+	(void)fetch(&plain, &f);
+	assert_int_equal(s.calls, 0);
+	fetched_free(&f);
+	bc_http_stop(srv);
+
+	/* with TLS, a non-loopback address is allowed (bound, then stopped at once) */
+	struct bc_http_config any = {.listen = "0.0.0.0:0", .tls_cert_pem = cert, .tls_key_pem = key};
+	assert_int_equal(bc_http_start(&any, handler, &s, &srv, err, sizeof(err)), 0);
+	bc_http_stop(srv);
+
+	unlink(ca_path);
+	rmdir(dir);
+	free(ca);
+	free(cert);
+	free(key);
+	bc_pki_free(pki);
+}
+
+struct client {
+	char url[128];
+	struct fetched f;
+	CURLcode rc;
+};
+
+static void *client_thread(void *arg)
+{
+	struct client *c = arg;
+	struct request rq = {.url = c->url};
+
+	c->rc = fetch(&rq, &c->f);
+	return NULL;
+}
+
+static void test_stop_lets_inflight_finish(void **state)
+{
+	struct seen s = {0};
+	struct bc_http *srv = start("127.0.0.1:0", 0, &s);
+	struct client c;
+	pthread_t t;
+
+	memset(&c, 0, sizeof(c));
+	s.delay_ms = 700;
+	url_of(srv, "http", "/slow", c.url, sizeof(c.url));
+	assert_int_equal(pthread_create(&t, NULL, client_thread, &c), 0);
+	for (int i = 0; i < 500 && !atomic_load(&s.started); i++)
+		usleep(10 * 1000);
+	assert_true(atomic_load(&s.started));
+	bc_http_stop(srv);
+	assert_true(atomic_load(&s.finished));
+	pthread_join(t, NULL);
+	assert_int_equal(c.rc, CURLE_OK);
+	assert_int_equal(c.f.status, 201);
+	assert_string_equal(c.f.body, "{\"ok\":true}");
+	fetched_free(&c.f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_body_and_query_reach_handler),
+		cmocka_unit_test(test_body_limit),
+		cmocka_unit_test(test_plain_http_only_on_loopback),
+		cmocka_unit_test(test_listen_is_loopback),
+		cmocka_unit_test(test_helpers),
+		cmocka_unit_test(test_tls_with_pinned_ca),
+		cmocka_unit_test(test_stop_lets_inflight_finish),
+	};
+	int rc;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}
