@@ -36,10 +36,16 @@ BC_WUR int bc_key_generate(EVP_PKEY **out);
 BC_WUR int bc_key_spki(EVP_PKEY *key, uint8_t **der, size_t *len);
 /* Lower-case hex SHA-256 of the SPKI DER, into out[65]. */
 BC_WUR int bc_key_id(EVP_PKEY *key, char out[static BC_KEY_ID_LEN + 1]);
-/* A P-256 public key from SPKI DER; BC_ERR_INVALID for any other curve or type. */
+/* A P-256 public key from SPKI DER; BC_ERR_INVALID for any other curve or type.
+ * Only the encoding bc_key_spki writes is accepted (named curve, uncompressed
+ * point), so a key has one key id; BC_ERR_TRAILING for bytes after the DER. */
 BC_WUR int bc_key_from_spki(const uint8_t *der, size_t len, EVP_PKEY **out);
 /* PKCS#8 PEM of the private key (malloc'd NUL-terminated, caller wipes with
- * bc_freezero(p, strlen(p))) and back. bc_key_from_pem refuses non-P-256 keys. */
+ * bc_freezero(p, strlen(p))) and back. bc_key_from_pem refuses non-P-256 keys.
+ * The *_from_pem functions read exactly one block of their kind ("PRIVATE KEY",
+ * "PUBLIC KEY") with only white space around it and no headers (so no encrypted
+ * key); len excludes any NUL. A private key's pair is checked, and the key is
+ * rebuilt from its scalar, so its SPKI is the canonical one. */
 BC_WUR int bc_key_to_pem(EVP_PKEY *key, char **pem);
 BC_WUR int bc_key_from_pem(const char *pem, size_t len, EVP_PKEY **out);
 /* Public key PEM (SPKI) and back. */

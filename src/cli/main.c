@@ -26,7 +26,7 @@ static const struct cli_cmd commands[] = {
 	 "  --listen HOST:PORT   the server's address (default 127.0.0.1:8080); TLS unless loopback\n"
 	 "  --public-url URL     what agents use (default http://LISTEN on loopback, else https://)\n"
 	 "It refuses a DIR that holds a server.toml. On failure it removes what it wrote.\n"},
-	{"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL},
+	{"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL},
 	{"pki", "init", "--config server.toml [--trust-domain bc.internal]",
 	 "write the PKI bundle server.toml names, if it does not exist yet",
 	 "config= trust-domain=", 0, 0, 0, cli_cmd_pki_init,
@@ -38,24 +38,24 @@ static const struct cli_cmd commands[] = {
 	 "name=", 0, 0, TNT, cli_cmd_api_keys_create,
 	 "  --name N             what the key is for (a person, a pipeline)\n"
 	 "The key is printed once; the server keeps only its hash.\n"},
-	{"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list},
+	{"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list, NULL},
 	{"tenants", "create", "NAME", "create a tenant (root key only)", "", 1, 1, API,
-	 cli_cmd_tenants_create},
+	 cli_cmd_tenants_create, NULL},
 	{"pools", "create", "NAME [--join-attestors a,b] [--policy JSON]", "create a pool",
 	 "join-attestors= policy=", 1, 1, TNT, cli_cmd_pools_create,
 	 "  --join-attestors a,b the attestors that may admit machines into the pool\n"
 	 "                       (policy.joinAttestors), e.g. tpm,x509pop\n"
 	 "  --policy JSON        the whole policy object, e.g. '{\"joinAttestors\":[\"tpm\"]}'\n"},
-	{"pools", "get", "ID", "show a pool", "", 1, 1, TNT, cli_cmd_pools_get},
-	{"pools", "list", "", "list pools", "", 0, 0, TNT, cli_cmd_pools_list},
+	{"pools", "get", "ID", "show a pool", "", 1, 1, TNT, cli_cmd_pools_get, NULL},
+	{"pools", "list", "", "list pools", "", 0, 0, TNT, cli_cmd_pools_list, NULL},
 	{"pools", "update", "ID [--name N] [--policy JSON] [--join-attestors a,b]",
 	 "rename a pool or change its policy (--join-attestors keeps the rest of the policy)",
 	 "name= policy= join-attestors=", 1, 1, TNT, cli_cmd_pools_update,
 	 "  --name N             a new name\n"
 	 "  --policy JSON        a new policy object: it replaces the old one whole\n"
 	 "  --join-attestors a,b set only policy.joinAttestors and keep the rest of the policy\n"},
-	{"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create},
-	{"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list},
+	{"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL},
+	{"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL},
 	{"tokens", "create",
 	 "--role node|site (--pool ID | --site ID) [--uses N] [--ttl 1h] [--expect-product-uuid U] "
 	 "[--expect-mac M] [--expect-serial S] [--allow-reclaim] [--description D] [--out FILE]",
@@ -72,21 +72,21 @@ static const struct cli_cmd commands[] = {
 	 "  --allow-reclaim      let the token re-join a machine another node holds\n"
 	 "  --description D      a note shown in `tokens list`\n"
 	 "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n"},
-	{"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list},
-	{"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke},
-	{"nodes", "list", "", "list nodes", "", 0, 0, TNT, cli_cmd_nodes_list},
-	{"nodes", "get", "ID", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get},
-	{"nodes", "cordon", "ID", "cordon a node", "", 1, 1, TNT, cli_cmd_nodes_cordon},
-	{"nodes", "uncordon", "ID", "uncordon a node", "", 1, 1, TNT, cli_cmd_nodes_uncordon},
+	{"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL},
+	{"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL},
+	{"nodes", "list", "", "list nodes", "", 0, 0, TNT, cli_cmd_nodes_list, NULL},
+	{"nodes", "get", "ID", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL},
+	{"nodes", "cordon", "ID", "cordon a node", "", 1, 1, TNT, cli_cmd_nodes_cordon, NULL},
+	{"nodes", "uncordon", "ID", "uncordon a node", "", 1, 1, TNT, cli_cmd_nodes_uncordon, NULL},
 	{"nodes", "delete", "ID --yes",
 	 "delete a cordoned or retired node: revoke its certificates, free its bindings", "yes",
 	 1, 1, TNT, cli_cmd_nodes_delete,
 	 "  --yes                do it; without it, say what it would do and exit 2\n"},
 	{"nodes", "revoke-identity", "ID",
 	 "revoke every certificate of a node and raise its identity generation", "", 1, 1, TNT,
-	 cli_cmd_nodes_revoke_identity},
+	 cli_cmd_nodes_revoke_identity, NULL},
 	{"nodes", "retire", "ID", "retire a node and revoke its certificates", "", 1, 1, TNT,
-	 cli_cmd_nodes_retire},
+	 cli_cmd_nodes_retire, NULL},
 	{"events", "list", "[--type T] [--limit N]", "list events, newest first", "type= limit=",
 	 0, 0, TNT, cli_cmd_events_list,
 	 "  --type T             only events of this type, e.g. security.join.refused\n"
@@ -264,7 +264,7 @@ static int find_verb(struct cli *c, int argc, char **argv, const char *group, in
 		return cli_fail(c, BC_ERR_INVALID, "%s: which command? %s; see `" CLI_NAME " %s --help`",
 				group, verbs, group);
 	return cli_fail(c, BC_ERR_INVALID,
-			"%s: unknown command `%s`; it is %s; see `" CLI_NAME " %s --help`", group, name,
+			"%s: unknown command `%s`; choose %s; see `" CLI_NAME " %s --help`", group, name,
 			verbs, group);
 }
 

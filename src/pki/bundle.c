@@ -18,24 +18,22 @@
 #include "bc/pki.h"
 #include "pki/pki_internal.h"
 
-#define BUNDLE_INFO "bettercompute pki bundle v1"
-#define BUNDLE_ALG "A256GCM"
-#define BUNDLE_MAX (64u * 1024)
+#define BUNDLE_INFO   "bettercompute pki bundle v1"
+#define BUNDLE_ALG    "A256GCM"
+#define BUNDLE_MAX    (64u * 1024)
 #define BUNDLE_FIELDS 10
-#define NONCE_LEN 12
-#define TAG_LEN 16
+#define NONCE_LEN     12
+#define TAG_LEN       16
 
 /* jansson frees its strings without wiping them: the values of the plaintext
  * object (PEM private keys, the challenge key) are wiped in place first. The
  * buffers are jansson's own heap copies, so writing to them is sound. */
 static void json_wipe_strings(json_t *obj)
 {
-	const char *k;
-	json_t *v;
-
 	if (!json_is_object(obj))
 		return;
-	json_object_foreach(obj, k, v) {
+	for (void *it = json_object_iter(obj); it != NULL; it = json_object_iter_next(obj, it)) {
+		json_t *v = json_object_iter_value(it);
 		if (json_is_string(v))
 			OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
 	}
@@ -161,9 +159,11 @@ static int envelope_text(const uint8_t nonce[static NONCE_LEN], const uint8_t *c
 	int rc = BC_ERR_NOMEM;
 
 	*text = NULL;
-	if ((n64 = bc_b64_encode(nonce, NONCE_LEN)) == NULL || (c64 = bc_b64_encode(ct, ctlen)) == NULL)
+	if ((n64 = bc_b64_encode(nonce, NONCE_LEN)) == NULL ||
+	    (c64 = bc_b64_encode(ct, ctlen)) == NULL)
 		goto out;
-	if ((env = json_pack("{s:i,s:s,s:s,s:s}", "v", 1, "alg", BUNDLE_ALG, "nonce", n64, "ct", c64)) == NULL)
+	if ((env = json_pack("{s:i,s:s,s:s,s:s}", "v", 1, "alg", BUNDLE_ALG, "nonce", n64, "ct",
+	                     c64)) == NULL)
 		goto out;
 	if ((*text = bc_json_dump(env)) == NULL)
 		goto out;
@@ -195,7 +195,8 @@ int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	if ((rc = bc_aes256gcm_seal(key, nonce, BUNDLE_INFO, strlen(BUNDLE_INFO), pt, ptlen, ct)) != 0)
+	rc = bc_aes256gcm_seal(key, nonce, BUNDLE_INFO, strlen(BUNDLE_INFO), pt, ptlen, ct);
+	if (rc != 0)
 		goto out;
 	rc = envelope_text(nonce, ct, ptlen + TAG_LEN, text);
 out:
@@ -229,13 +230,15 @@ static int envelope_fields(const char *text, size_t len, uint8_t nonce[static NO
 		goto out;
 	if (get_str(env, "alg", &alg) != 0 || strcmp(alg, BUNDLE_ALG) != 0)
 		goto out;
-	if ((rc = get_str(env, "nonce", &s)) != 0 || (rc = bc_b64_decode(s, strlen(s), &n, &nlen)) != 0)
+	if ((rc = get_str(env, "nonce", &s)) != 0 ||
+	    (rc = bc_b64_decode(s, strlen(s), &n, &nlen)) != 0)
 		goto out;
 	rc = BC_ERR_INVALID;
 	if (nlen != NONCE_LEN)
 		goto out;
 	memcpy(nonce, n, NONCE_LEN);
-	if ((rc = get_str(env, "ct", &s)) != 0 || (rc = bc_b64_decode(s, strlen(s), ct, ctlen)) != 0)
+	if ((rc = get_str(env, "ct", &s)) != 0 ||
+	    (rc = bc_b64_decode(s, strlen(s), ct, ctlen)) != 0)
 		goto out;
 	rc = *ctlen < TAG_LEN ? BC_ERR_INVALID : 0;
 out:
@@ -251,8 +254,8 @@ out:
 
 /* The plaintext, or BC_ERR_VERIFY for anything short of an authentic
  * envelope under this secret. */
-static int envelope_open(const char *text, size_t len, const uint8_t secret[static 32], uint8_t **pt,
-                         size_t *ptlen)
+static int envelope_open(const char *text, size_t len, const uint8_t secret[static 32],
+                         uint8_t **pt, size_t *ptlen)
 {
 	uint8_t key[32], nonce[NONCE_LEN];
 	uint8_t *ct = NULL;
@@ -296,7 +299,8 @@ static int read_ca(const json_t *obj, const char *cert_name, const char *key_nam
 
 	if ((rc = get_str(obj, cert_name, &s)) != 0 || (rc = pki_x509_from_pem(s, cert)) != 0)
 		return rc;
-	if ((rc = get_str(obj, key_name, &s)) != 0 || (rc = bc_key_from_pem(s, strlen(s), key)) != 0)
+	if ((rc = get_str(obj, key_name, &s)) != 0 ||
+	    (rc = bc_key_from_pem(s, strlen(s), key)) != 0)
 		return rc;
 	rc = BC_ERR_INVALID;
 	if (X509_check_private_key(*cert, *key) == 1 && X509_check_ca(*cert) == 1 &&

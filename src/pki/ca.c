@@ -10,13 +10,13 @@
 #include "bc/pki.h"
 #include "pki/pki_internal.h"
 
-#define DAY_MS (24LL * 3600 * 1000)
-#define CA_VALIDITY_MS (3653 * DAY_MS) /* ten years with their leap days */
+#define DAY_MS          (24LL * 3600 * 1000)
+#define CA_VALIDITY_MS  (3653 * DAY_MS) /* ten years with their leap days */
 #define TLS_VALIDITY_MS (365 * DAY_MS)
 /* CA and TLS certificates start a day early: a peer whose clock is behind
  * ours (or a test that moved our clock ahead) must not see them as not yet
  * valid. Node certificates start exactly at database time instead. */
-#define BACKDATE_MS DAY_MS
+#define BACKDATE_MS   DAY_MS
 #define MAX_TLS_HOSTS 32
 
 int bc_trust_domain_valid(const char *td)
@@ -135,8 +135,8 @@ static int add_host(GENERAL_NAMES *gens, const char *host)
 	return pki_gens_add(gens, GEN_DNS, host, n);
 }
 
-int bc_pki_server_tls_cert(const bc_pki *pki, const char *const *hosts, size_t n,
-                           char **cert_pem, char **key_pem)
+int bc_pki_server_tls_cert(const bc_pki *pki, const char *const *hosts, size_t n, char **cert_pem,
+                           char **key_pem)
 {
 	struct pki_cert_spec spec = {0};
 	uint8_t serial[PKI_SERIAL_LEN];

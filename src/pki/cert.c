@@ -68,7 +68,8 @@ static int set_times(X509 *x, int64_t nb_ms, int64_t na_ms)
 }
 
 /* Version, serial, names, validity and key. */
-static int cert_base(const struct pki_cert_spec *spec, X509 *x, uint8_t serial[static PKI_SERIAL_LEN])
+static int cert_base(const struct pki_cert_spec *spec, X509 *x,
+                     uint8_t serial[static PKI_SERIAL_LEN])
 {
 	ASN1_INTEGER *ai = NULL;
 	const X509_NAME *issuer;
@@ -130,7 +131,8 @@ static int cert_exts(const struct pki_cert_spec *spec, X509 *x)
 	return 0;
 }
 
-int pki_cert_build(const struct pki_cert_spec *spec, X509 **out, uint8_t serial[static PKI_SERIAL_LEN])
+int pki_cert_build(const struct pki_cert_spec *spec, X509 **out,
+                   uint8_t serial[static PKI_SERIAL_LEN])
 {
 	X509 *x = NULL;
 	int rc;
@@ -181,16 +183,13 @@ int pki_gens_add(GENERAL_NAMES *gens, int type, const void *p, size_t len)
 		return BC_ERR_LIMIT;
 	switch (type) {
 	case GEN_URI:
-	case GEN_DNS:
-		s = ASN1_IA5STRING_new();
-		break;
+	case GEN_DNS: s = ASN1_IA5STRING_new(); break;
 	case GEN_IPADD:
 		if (len != 4 && len != 16)
 			return BC_ERR_INVALID;
 		s = ASN1_OCTET_STRING_new();
 		break;
-	default:
-		return BC_ERR_INVALID;
+	default: return BC_ERR_INVALID;
 	}
 	if (s == NULL || ASN1_STRING_set(s, p, (int)len) != 1)
 		goto out;

@@ -11,11 +11,11 @@
 #include "bc/pki.h"
 #include "pki/pki_internal.h"
 
-#define SPIFFE_PREFIX "spiffe://"
-#define STATEMENT_PREFIX "urn:bc:"
-#define NODE_ID_PREFIX "node_"
+#define SPIFFE_PREFIX      "spiffe://"
+#define STATEMENT_PREFIX   "urn:bc:"
+#define NODE_ID_PREFIX     "node_"
 #define NODE_ID_SUFFIX_LEN 26
-#define SERIAL_MAX 20 /* RFC 5280, 4.1.2.2 */
+#define SERIAL_MAX         20 /* RFC 5280, 4.1.2.2 */
 
 int bc_role_valid(const char *role)
 {
@@ -50,12 +50,10 @@ int bc_node_id_valid(const char *node_id)
 	return node_id != NULL && node_id_valid_n(node_id, strlen(node_id));
 }
 
-int pki_statement_valid(const char *s, size_t n)
+/* Printable ASCII without spaces: no NUL can cut a name short when it is
+ * later read as a C string. */
+static int printable(const char *s, size_t n)
 {
-	const size_t plen = strlen(STATEMENT_PREFIX);
-
-	if (s == NULL || n <= plen || n > PKI_STATEMENT_MAX || memcmp(s, STATEMENT_PREFIX, plen) != 0)
-		return 0;
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] < 0x21 || s[i] > 0x7e)
 			return 0;
@@ -63,11 +61,22 @@ int pki_statement_valid(const char *s, size_t n)
 	return 1;
 }
 
+int pki_statement_valid(const char *s, size_t n)
+{
+	const size_t plen = strlen(STATEMENT_PREFIX);
+
+	if (s == NULL || n <= plen || n > PKI_STATEMENT_MAX ||
+	    memcmp(s, STATEMENT_PREFIX, plen) != 0)
+		return 0;
+	return printable(s, n);
+}
+
 char *bc_spiffe_id(const char *trust_domain, const char *role, const char *node_id)
 {
 	char *s = NULL;
 
-	if (!bc_trust_domain_valid(trust_domain) || !bc_role_valid(role) || !bc_node_id_valid(node_id))
+	if (!bc_trust_domain_valid(trust_domain) || !bc_role_valid(role) ||
+	    !bc_node_id_valid(node_id))
 		return NULL;
 	if (asprintf(&s, SPIFFE_PREFIX "%s/%s/%s", trust_domain, role, node_id) < 0)
 		return NULL;
@@ -113,6 +122,8 @@ static int uri_bytes(const GENERAL_NAME *gen, const char **s, size_t *n)
 		return BC_ERR_INVALID;
 	ia5 = gen->d.uniformResourceIdentifier;
 	if ((len = ASN1_STRING_length(ia5)) <= 0 || len > PKI_STATEMENT_MAX)
+		return BC_ERR_INVALID;
+	if (!printable((const char *)ASN1_STRING_get0_data(ia5), (size_t)len))
 		return BC_ERR_INVALID;
 	*s = (const char *)ASN1_STRING_get0_data(ia5);
 	*n = (size_t)len;

@@ -11,7 +11,8 @@
 /* 0 means the role's maximum; anything longer is cut to it. */
 static int64_t effective_ttl(const char *role, int64_t ttl_ms)
 {
-	int64_t max = strcmp(role, BC_ROLE_RAMDISK) == 0 ? BC_RAMDISK_CERT_TTL_MS : BC_NODE_CERT_TTL_MS;
+	int64_t max =
+	    strcmp(role, BC_ROLE_RAMDISK) == 0 ? BC_RAMDISK_CERT_TTL_MS : BC_NODE_CERT_TTL_MS;
 
 	return (ttl_ms == 0 || ttl_ms > max) ? max : ttl_ms;
 }
@@ -25,7 +26,8 @@ static int req_valid(const struct bc_node_cert_req *req)
 	if (req->not_before_ms < 0 || req->ttl_ms < 0 ||
 	    req->not_before_ms > PKI_MAX_TIME_MS - BC_NODE_CERT_TTL_MS)
 		return BC_ERR_INVALID;
-	if (req->n_statements > BC_MAX_URIS - 1 || (req->n_statements > 0 && req->statements == NULL))
+	if (req->n_statements > BC_MAX_URIS - 1 ||
+	    (req->n_statements > 0 && req->statements == NULL))
 		return BC_ERR_INVALID;
 	for (size_t i = 0; i < req->n_statements; i++) {
 		const char *s = req->statements[i];

@@ -11,7 +11,7 @@
 #include "bc/err.h"
 
 /* Refuse DER certificates and CSRs larger than this before parsing them. */
-#define PKI_MAX_DER (64u * 1024)
+#define PKI_MAX_DER    (64u * 1024)
 #define PKI_SERIAL_LEN 16
 
 /* What a new certificate says. The builder sets version 3, a random positive

@@ -29,7 +29,8 @@ static char *seal_plain(const uint8_t *pt, size_t ptlen)
 	if (bc_hkdf_sha256("", 0, secret, 32, INFO, strlen(INFO), key, 32) != 0 ||
 	    bc_aes256gcm_seal(key, nonce, INFO, strlen(INFO), pt, ptlen, ct) != 0)
 		goto out;
-	if ((n64 = bc_b64_encode(nonce, 12)) == NULL || (c64 = bc_b64_encode(ct, ptlen + 16)) == NULL)
+	if ((n64 = bc_b64_encode(nonce, 12)) == NULL ||
+	    (c64 = bc_b64_encode(ct, ptlen + 16)) == NULL)
 		goto out;
 	env = json_pack("{s:i,s:s,s:s,s:s}", "v", 1, "alg", "A256GCM", "nonce", n64, "ct", c64);
 	if (env != NULL)

@@ -7,7 +7,7 @@
 
 #include "bc/toml.h"
 
-static void walk(const bc_toml *t, const char *table, int depth)
+static void walk(const bc_toml *t, const char *table)
 {
 	const char *const *names, *s;
 	const char *const *arr;
@@ -16,7 +16,9 @@ static void walk(const bc_toml *t, const char *table, int depth)
 	char path[4096];
 	int b, hits;
 
-	if (depth > 64 || bc_toml_keys(t, table, &names, &n) != 0 || names[n] != NULL)
+	/* deep headers are legal; paths past sizeof(path) are skipped below, which
+	 * bounds the recursion */
+	if (bc_toml_keys(t, table, &names, &n) != 0 || names[n] != NULL)
 		abort();
 	for (size_t k = 0; k < n; k++) {
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", table, *table ? "." : "",
@@ -41,7 +43,7 @@ static void walk(const bc_toml *t, const char *table, int depth)
 			continue;
 		if (!bc_toml_has_table(t, path))
 			abort();
-		walk(t, path, depth + 1);
+		walk(t, path);
 	}
 }
 
@@ -61,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	walk(t, "", 0);
+	walk(t, "");
 	bc_toml_free(t);
 	return 0;
 }

@@ -112,7 +112,8 @@ static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 	o->role = BC_ROLE_NODE;
 	o->out_dir = ".";
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	/* the leading ':' makes getopt_long tell a missing value (':') from an unknown option */
+	while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p': o->pins = optarg; break;
 		case 't': o->token_file = optarg; break;
@@ -138,8 +139,11 @@ static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 		case 'h':
 			o->help = 1;
 			return 0;
+		case ':':
+			say(m, "%s needs a value", argv[optind - 1]);
+			return BC_ERR_INVALID;
 		default:
-			say(m, "unknown or incomplete option %s", argv[optind - 1]);
+			say(m, "unknown option %s", argv[optind - 1]);
 			return BC_ERR_INVALID;
 		}
 	}

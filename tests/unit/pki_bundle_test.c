@@ -18,10 +18,10 @@
 #include "bc/json.h"
 #include "bc/pki.h"
 
-#define TD "example.org"
+#define TD   "example.org"
 #define INFO "bettercompute pki bundle v1"
 
-static const uint8_t secret[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+static const uint8_t secret[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                                    17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 
 struct fixture {
@@ -33,7 +33,8 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
-	if (f == NULL || bc_pki_generate(TD, &f->pki) != 0 || bc_pki_seal(f->pki, secret, &f->text) != 0)
+	if (f == NULL || bc_pki_generate(TD, &f->pki) != 0 ||
+	    bc_pki_seal(f->pki, secret, &f->text) != 0)
 		return -1;
 	*state = f;
 	return 0;
@@ -104,8 +105,8 @@ static void test_generate(void **state)
 
 static void test_generate_trust_domains(void **state)
 {
-	static const char *const bad[] = {"", "Example.org", "a/b", "a b", "a_b", "ex\xc3\xa9.org",
-	                                  "a:1"};
+	static const char *const bad[] = {"",    "Example.org",    "a/b", "a b",
+	                                  "a_b", "ex\xc3\xa9.org", "a:1"};
 	char long_td[257];
 	bc_pki *p = (bc_pki *)0x1;
 
@@ -152,8 +153,8 @@ static void test_seal_open(void **state)
 	assert_same_pki(f->pki, q);
 	/* the opened private keys work: sign with one, verify with the other */
 	assert_int_equal(bc_es256_sign(q->join_signing, BC_PURPOSE_JOIN_RESPONSE, "x", 1, sig), 0);
-	assert_int_equal(bc_es256_verify(f->pki->join_signing, BC_PURPOSE_JOIN_RESPONSE, "x", 1, sig,
-	                                 sizeof(sig)),
+	assert_int_equal(bc_es256_verify(f->pki->join_signing, BC_PURPOSE_JOIN_RESPONSE, "x", 1,
+	                                 sig, sizeof(sig)),
 	                 0);
 	bc_pki_free(q);
 }
@@ -224,24 +225,30 @@ static void test_open_flipped_bytes(void **state)
 static void test_open_malformed(void **state)
 {
 	static const char *const bad[] = {
-		"",
-		"{",
-		"[]",
-		"null",
-		"{}",
-		"{\"v\":1}",
-		"{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\"}",
-		/* ciphertext shorter than a tag */
-		"{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"AAAA\"}",
-		/* nonce of 9 bytes */
-		"{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAA\",\"ct\":\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
-		"{\"v\":2,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
-		"{\"v\":\"1\",\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
-		"{\"v\":1,\"alg\":\"A128GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
-		"{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"not base64!\"}",
-		"{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":7,\"ct\":\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
-		"{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"AAAAAAAAAAAAAAAAAAAAAA==\",\"x\":1}",
-		"{\"v\":1,\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
+	    "",
+	    "{",
+	    "[]",
+	    "null",
+	    "{}",
+	    "{\"v\":1}",
+	    "{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\"}",
+	    /* ciphertext shorter than a tag */
+	    "{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"AAAA\"}",
+	    /* nonce of 9 bytes */
+	    "{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAA\",\"ct\":"
+	    "\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
+	    "{\"v\":2,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":"
+	    "\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
+	    "{\"v\":\"1\",\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":"
+	    "\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
+	    "{\"v\":1,\"alg\":\"A128GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":"
+	    "\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
+	    "{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":\"not base64!\"}",
+	    "{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":7,\"ct\":\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
+	    "{\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":"
+	    "\"AAAAAAAAAAAAAAAAAAAAAA==\",\"x\":1}",
+	    "{\"v\":1,\"v\":1,\"alg\":\"A256GCM\",\"nonce\":\"AAAAAAAAAAAAAAAA\",\"ct\":"
+	    "\"AAAAAAAAAAAAAAAAAAAAAA==\"}",
 	};
 	bc_pki *q = (bc_pki *)0x1;
 	char *big;
@@ -352,7 +359,10 @@ static void test_open_bad_plaintext(void **state)
 	expect_invalid(pt, "trust_domain", json_string("Example.org"));
 	expect_invalid(pt, "trust_domain", json_integer(3));
 	expect_invalid(pt, "challenge_key", json_string("00"));
-	expect_invalid(pt, "challenge_key", json_string("zz" "00000000000000000000000000000000000000000000000000000000000000"));
+	expect_invalid(
+	    pt, "challenge_key",
+	    json_string("zz"
+	                "00000000000000000000000000000000000000000000000000000000000000"));
 	expect_invalid(pt, "challenge_key", NULL);
 	expect_invalid(pt, "join_signing_kid", json_string(other->join_signing_kid));
 	/* a key that does not match its CA certificate */
@@ -362,7 +372,9 @@ static void test_open_bad_plaintext(void **state)
 	expect_invalid(pt, "tls_ca_key", json_incref(json_object_get(pt, "node_ca_key")));
 	/* a join signing key whose id is not the one stored */
 	expect_invalid(pt, "join_signing_key", json_incref(json_object_get(o, "join_signing_key")));
-	expect_invalid(pt, "join_encryption_key", json_string("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"));
+	expect_invalid(
+	    pt, "join_encryption_key",
+	    json_string("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"));
 	expect_invalid(pt, "node_ca", json_string("not a certificate"));
 	expect_invalid(pt, "node_ca", NULL);
 	json_decref(o);
@@ -385,14 +397,10 @@ static void test_open_bad_plaintext(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_generate),
-		cmocka_unit_test(test_generate_trust_domains),
-		cmocka_unit_test(test_seal_open),
-		cmocka_unit_test(test_envelope_shape),
-		cmocka_unit_test(test_open_wrong_secret),
-		cmocka_unit_test(test_open_flipped_bytes),
-		cmocka_unit_test(test_open_malformed),
-		cmocka_unit_test(test_open_bad_plaintext),
+	    cmocka_unit_test(test_generate),          cmocka_unit_test(test_generate_trust_domains),
+	    cmocka_unit_test(test_seal_open),         cmocka_unit_test(test_envelope_shape),
+	    cmocka_unit_test(test_open_wrong_secret), cmocka_unit_test(test_open_flipped_bytes),
+	    cmocka_unit_test(test_open_malformed),    cmocka_unit_test(test_open_bad_plaintext),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -27,8 +27,9 @@ static uint8_t *raw_csr(EVP_PKEY *pub, EVP_PKEY *signer, const EVP_MD *md, size_
 	int n;
 
 	assert_non_null(req);
-	assert_int_equal(X509_NAME_add_entry_by_txt(X509_REQ_get_subject_name(req), "CN", MBSTRING_ASC,
-	                                            (const unsigned char *)CN, -1, -1, 0),
+	assert_int_equal(X509_NAME_add_entry_by_txt(X509_REQ_get_subject_name(req), "CN",
+	                                            MBSTRING_ASC, (const unsigned char *)CN, -1, -1,
+	                                            0),
 	                 1);
 	assert_int_equal(X509_REQ_set_pubkey(req, pub), 1);
 	assert_true(X509_REQ_sign(req, signer, md) > 0);
@@ -124,7 +125,8 @@ static void test_explicit_curve(void **state)
 	/* the CSR really carries the curve as parameters, not as a name */
 	p = der;
 	assert_non_null(req = d2i_X509_REQ(NULL, &p, (long)len));
-	assert_int_equal(X509_PUBKEY_get0_param(NULL, NULL, NULL, &alg, X509_REQ_get_X509_PUBKEY(req)), 1);
+	assert_int_equal(
+	    X509_PUBKEY_get0_param(NULL, NULL, NULL, &alg, X509_REQ_get_X509_PUBKEY(req)), 1);
 	X509_ALGOR_get0(NULL, &ptype, NULL, alg);
 	assert_int_equal(ptype, V_ASN1_SEQUENCE);
 	X509_REQ_free(req);
@@ -211,12 +213,9 @@ static void test_make_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good_csr),
-		cmocka_unit_test(test_other_key_types),
-		cmocka_unit_test(test_explicit_curve),
-		cmocka_unit_test(test_bad_signatures),
-		cmocka_unit_test(test_framing),
-		cmocka_unit_test(test_make_refusals),
+	    cmocka_unit_test(test_good_csr),       cmocka_unit_test(test_other_key_types),
+	    cmocka_unit_test(test_explicit_curve), cmocka_unit_test(test_bad_signatures),
+	    cmocka_unit_test(test_framing),        cmocka_unit_test(test_make_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,324 @@
+/* JoinService/Renew in-process over loopback HTTP: a good renewal, and each refusal
+ * by name with the same bytes on the wire. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/buf.h"
+#include "bc/clock.h"
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "bc/pki.h"
+#include "bctest.h"
+#include "bettercompute/join/v1/join.pb-c.h"
+#include "join/join.h"
+
+static struct bct_cp cp;
+static char pool_id[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	if (bct_cp_start(&cp, NULL) != 0)
+		return -1;
+	return bct_pool(&cp, "root", "default", "{}", pool_id);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	bct_cp_stop(&cp);
+	return 0;
+}
+
+struct joined {
+	EVP_PKEY *key;
+	struct bc_join_answer ans;
+};
+
+static void join_one(struct joined *j, const char *uuid)
+{
+	struct bct_token_opts to = {.pool = pool_id};
+	char *t = bct_token(&cp, &to, NULL);
+
+	assert_int_equal(bc_key_generate(&j->key), 0);
+	struct bct_join_opts jo = {.token = t, .key = j->key, .product_uuid = uuid};
+	assert_int_equal(bct_join(&cp, &jo, &j->ans), 0);
+	free(t);
+}
+
+static void drop(struct joined *j)
+{
+	bc_join_answer_free(&j->ans);
+	EVP_PKEY_free(j->key);
+}
+
+struct renew_opts {
+	const uint8_t *leaf;
+	size_t leaf_len;
+	EVP_PKEY *signer;       /* signs the proof */
+	const char *node_id;    /* in the proof */
+	int64_t client_time_ms; /* 0: now */
+	int corrupt_proof;
+	int key_attestation;
+};
+
+/* Sends a RenewRequest for a fresh next key; *next receives it. */
+static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_t *len,
+                 EVP_PKEY **next, uint8_t **csr_out, size_t *csr_len_out)
+{
+	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
+	Bettercompute__Join__V1__TpmKeyAttestation ka =
+		BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
+	ProtobufCBinaryData chain[1];
+	uint8_t *csr = NULL, d[32], sig[64], *wire;
+	size_t csr_len = 0, wire_len;
+	char err[256];
+	bc_buf b;
+	int rc;
+
+	assert_int_equal(bc_key_generate(next), 0);
+	assert_int_equal(bc_csr_make(*next, "node", &csr, &csr_len), 0);
+	assert_int_equal(bc_sha256(csr, csr_len, d), 0);
+	int64_t t = o->client_time_ms ? o->client_time_ms : bc_now_ms();
+	bc_buf_init(&b, 0);
+	assert_int_equal(bc_buf_put(&b, d, 32), 0);
+	assert_int_equal(bc_buf_put_cstr(&b, o->node_id), 0);
+	assert_int_equal(bc_buf_put_u64(&b, (uint64_t)t), 0);
+	assert_int_equal(bc_es256_sign(o->signer, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
+	bc_buf_free(&b);
+	if (o->corrupt_proof)
+		sig[10] ^= 1;
+	chain[0].data = (uint8_t *)o->leaf;
+	chain[0].len = o->leaf_len;
+	rq.chain = chain;
+	rq.n_chain = 1;
+	rq.csr.data = csr;
+	rq.csr.len = csr_len;
+	rq.client_time_ms = t;
+	rq.proof.data = sig;
+	rq.proof.len = 64;
+	if (o->key_attestation)
+		rq.key_attestation = &ka;
+	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
+	wire = malloc(wire_len);
+	bettercompute__join__v1__renew_request__pack(&rq, wire);
+	rc = bc_client_post(&cp.pins, "/bettercompute.join.v1.JoinService/Renew", wire, wire_len,
+	                    status, body, len, err, sizeof(err));
+	free(wire);
+	if (csr_out) {
+		*csr_out = csr;
+		*csr_len_out = csr_len;
+	} else {
+		free(csr);
+	}
+	return rc;
+}
+
+static void expect_refused(const struct renew_opts *o, const char *reason, const char *node_id)
+{
+	long status = 0;
+	uint8_t *body = NULL;
+	size_t len = 0;
+	EVP_PKEY *next = NULL;
+	bc_param p[] = {BC_TEXT(reason), BC_TEXT(node_id)};
+	int64_t before = bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = "
+	                                "'security.renew.refused' AND data LIKE '%\"' || $1 || '\"%' "
+	                                "AND subject = $2", p, 2);
+	int64_t certs = bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0);
+
+	assert_int_equal(renew(o, &status, &body, &len, &next, NULL, NULL), 0);
+	assert_int_equal(status, 403);
+	assert_int_equal(len, strlen(bc_connect_renew_refused));
+	assert_memory_equal(body, bc_connect_renew_refused, len);
+	/* the reason reached the node owner's event, and nothing was issued */
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = "
+	                                "'security.renew.refused' AND data LIKE '%\"' || $1 || '\"%' "
+	                                "AND subject = $2", p, 2), before + 1);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0), certs);
+	free(body);
+	EVP_PKEY_free(next);
+}
+
+static void test_renew_issues_the_next_certificate(void **state)
+{
+	struct joined j;
+	struct bc_join_answer ans;
+	struct bc_node_identity id;
+	long status;
+	uint8_t *body = NULL, *csr = NULL;
+	size_t len, csr_len;
+	EVP_PKEY *next = NULL;
+	char err[256];
+	(void)state;
+
+	join_one(&j, NULL);
+	struct renew_opts o = {.leaf = j.ans.chain[0], .leaf_len = j.ans.chain_lens[0],
+	                       .signer = j.key, .node_id = j.ans.node_id};
+	assert_int_equal(renew(&o, &status, &body, &len, &next, &csr, &csr_len), 0);
+	assert_int_equal(status, 200);
+	assert_int_equal(bc_client_open_join_response_csr(&cp.pins, body, len, csr, csr_len, &ans,
+	                                                  err, sizeof(err)), 0);
+	assert_string_equal(ans.node_id, j.ans.node_id);
+	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_string_equal(id.role, "node");
+	bc_node_identity_clear(&id);
+	bc_param p[] = {BC_TEXT(j.ans.node_id)};
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                                "generation = 1", p, 1), 2);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.renewed' "
+	                                "AND subject = $1", p, 1), 1);
+
+	/* the renewed certificate renews in turn, with the next key */
+	struct renew_opts o2 = {.leaf = ans.chain[0], .leaf_len = ans.chain_lens[0],
+	                        .signer = next, .node_id = ans.node_id};
+	EVP_PKEY *next2 = NULL;
+	free(body);
+	assert_int_equal(renew(&o2, &status, &body, &len, &next2, NULL, NULL), 0);
+	assert_int_equal(status, 200);
+	free(body);
+	free(csr);
+	EVP_PKEY_free(next);
+	EVP_PKEY_free(next2);
+	bc_join_answer_free(&ans);
+	drop(&j);
+}
+
+static void test_each_refusal(void **state)
+{
+	struct joined j, k;
+	(void)state;
+
+	join_one(&j, NULL);
+	const char *node = j.ans.node_id;
+	struct renew_opts o = {.leaf = j.ans.chain[0], .leaf_len = j.ans.chain_lens[0],
+	                       .signer = j.key, .node_id = node};
+
+	/* bad proof: another key, a corrupted signature, another node id in the proof */
+	join_one(&k, NULL);
+	struct renew_opts bad = o;
+	bad.signer = k.key;
+	expect_refused(&bad, "renew-proof", node);
+	bad = o;
+	bad.corrupt_proof = 1;
+	expect_refused(&bad, "renew-proof", node);
+	bad = o;
+	bad.node_id = k.ans.node_id;
+	expect_refused(&bad, "renew-proof", node);
+
+	/* stale client time: properly signed, two minutes off database time */
+	bad = o;
+	bad.client_time_ms = bc_now_ms() - 120000;
+	expect_refused(&bad, "renew-client-time", node);
+	bad.client_time_ms = bc_now_ms() + 120000;
+	expect_refused(&bad, "renew-client-time", node);
+
+	/* not the current row: a certificate of ours for that node that was never issued */
+	{
+		const bc_pki *pki = bc_server_pki(cp.srv);
+		struct bc_node_cert_req req = {.node_id = node, .role = "node", .pub = j.key,
+		                               .not_before_ms = bc_now_ms()};
+		uint8_t *der = NULL;
+		size_t der_len;
+		char serial[33];
+		int64_t na;
+		assert_int_equal(bc_pki_issue_node_cert(pki, &req, &der, &der_len, serial, &na), 0);
+		bad = o;
+		bad.leaf = der;
+		bad.leaf_len = der_len;
+		expect_refused(&bad, "renew-not-current", node);
+
+		/* unknown and malformed statements, recorded as rows so only the statement is wrong */
+		const char *cases[][2] = {
+			{"urn:bc:unknown:thing", "key-statement-unknown"},
+			{"urn:bc:tpm-ak:sha256:zz", "tpm-ak-uri"},
+			{"urn:bc:tpm-ak:sha256:000b0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			 "key-attestation-missing"},
+		};
+		for (size_t i = 0; i < 3; i++) {
+			const char *stmt[1] = {cases[i][0]};
+			uint8_t *d2 = NULL, h[32];
+			size_t l2;
+			char s2[33], hexsha[65], *hex;
+			req.statements = stmt;
+			req.n_statements = 1;
+			assert_int_equal(bc_pki_issue_node_cert(pki, &req, &d2, &l2, s2, &na), 0);
+			assert_int_equal(bc_sha256(d2, l2, h), 0);
+			bc_hex_encode_to(h, 32, hexsha);
+			hex = bc_hex_encode(d2, l2);
+			bc_param p[] = {BC_TEXT(s2), BC_TEXT(node), BC_TEXT(hex), BC_TEXT(hexsha),
+			                BC_INT(bc_now_ms()), BC_INT(na)};
+			assert_int_equal(bct_exec(&cp, "INSERT INTO node_certs (serial, node_id, "
+			                               "generation, der_hex, der_sha256, not_before, "
+			                               "not_after, created_at) VALUES ($1, $2, 1, $3, $4, "
+			                               "$5, $6, $5)", p, 6), 0);
+			bad = o;
+			bad.leaf = d2;
+			bad.leaf_len = l2;
+			expect_refused(&bad, cases[i][1], node);
+			free(hex);
+			free(d2);
+		}
+		free(der);
+	}
+
+	/* expired at database time */
+	bc_param p[] = {BC_TEXT(node), BC_INT(bc_now_ms() - 1000)};
+	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET not_after = $2 WHERE node_id = $1", p, 2), 0);
+	expect_refused(&o, "renew-expired", node);
+	bc_param p2[] = {BC_TEXT(node), BC_INT(bc_now_ms() + 3600000)};
+	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET not_after = $2 WHERE node_id = $1", p2, 2), 0);
+
+	/* revoked */
+	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET revoked_at = $2 WHERE node_id = $1", p, 2), 0);
+	expect_refused(&o, "renew-revoked", node);
+	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET revoked_at = NULL WHERE node_id = $1", p, 1), 0);
+
+	/* retired */
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", p, 1), 0);
+	expect_refused(&o, "renew-retired", node);
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'adopted' WHERE id = $1", p, 1), 0);
+
+	/* older generation: the node was reclaimed, its old leaf belongs to generation 1 */
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET generation = 2 WHERE id = $1", p, 1), 0);
+	expect_refused(&o, "renew-generation", node);
+	drop(&j);
+	drop(&k);
+}
+
+static void test_reclaimed_node_old_leaf_refused(void **state)
+{
+	const char *uuid = "6b1d0c3e-3333-4000-8000-000000000003";
+	struct joined j;
+	struct bc_join_answer a2;
+	(void)state;
+
+	join_one(&j, uuid);
+	struct bct_token_opts tr = {.pool = pool_id, .allow_reclaim = 1};
+	char *t = bct_token(&cp, &tr, NULL);
+	struct bct_join_opts jo = {.token = t, .product_uuid = uuid};
+	assert_int_equal(bct_join(&cp, &jo, &a2), 0);
+	assert_string_equal(a2.node_id, j.ans.node_id);
+	struct renew_opts o = {.leaf = j.ans.chain[0], .leaf_len = j.ans.chain_lens[0],
+	                       .signer = j.key, .node_id = j.ans.node_id};
+	expect_refused(&o, "renew-generation", j.ans.node_id);
+	bc_join_answer_free(&a2);
+	free(t);
+	drop(&j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_renew_issues_the_next_certificate),
+		cmocka_unit_test(test_each_refusal),
+		cmocka_unit_test(test_reclaimed_node_old_leaf_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
