@@ -364,6 +364,7 @@ static const struct admin_error ERRORS[] = {
 	{BC_ERR_UNAVAILABLE, 503, "UNAVAILABLE", "the database is unavailable"},
 };
 static const struct admin_error INTERNAL = {BC_ERR_INTERNAL, 500, "INTERNAL", "internal error"};
+static const char INTERNAL_BODY[] = "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"internal error\"}}";
 
 static const struct admin_error *error_of(int rc)
 {
@@ -389,12 +390,14 @@ static void answer_error(struct admin_call *c, int rc, struct bc_http_response *
 	o = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", msg);
 	s = o ? bc_json_dump(o) : NULL;
 	json_decref(o);
+	if (s == NULL) {
+		bc_http_set_body(resp, 500, "application/json", INTERNAL_BODY, strlen(INTERNAL_BODY));
+		return;
+	}
 	resp->status = c->err_status ? c->err_status : e->status;
 	resp->content_type = "application/json";
 	resp->body = (uint8_t *)s;
-	resp->body_len = s ? strlen(s) : 0;
-	if (s == NULL)
-		resp->status = 500;
+	resp->body_len = strlen(s);
 }
 
 void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_request *req,

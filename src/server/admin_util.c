@@ -24,6 +24,10 @@ int admin_fail(struct admin_call *c, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->msg, sizeof(c->msg), fmt, ap);
 	va_end(ap);
+	/* messages may quote the parser on untrusted bytes: keep them printable ASCII */
+	for (char *p = c->msg; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
 	return rc;
 }
 

@@ -398,6 +398,9 @@ static void test_tenants(void **state)
 	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"name\":", "body");
 	expect_invalid(F.root_auth, "POST", "/v1/tenants", "[\"name\"]", "body");
 	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"name\":\"a\",\"name\":\"b\"}", "body");
+	/* invalid UTF-8: the parser's message quotes it, the answer stays JSON */
+	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"o\\\xd8\x9e\x92\xa3:}", "body");
+	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"name\":\"\xff\xfe\"}", "body");
 	char big[300];
 	memset(big, 0, sizeof(big));
 	strcpy(big, "{\"name\":\"");
