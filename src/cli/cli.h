@@ -2,14 +2,13 @@
  * table's shape, and the helpers every command group uses.
  *
  * Ownership: struct cli owns every string it points to except the option values
- * and arguments, which point into argv. cli_free() wipes the API key. Commands return 0 or a
- * negative BC_ERR_*; a command that prints its own message calls cli_fail() or
+ * and arguments, which point into argv. cli_free() wipes the API key. Commands
+ * return 0 or a negative BC_ERR_*; a command that prints its own message calls cli_fail() or
  * cli_usage(), so main() prints a generic one only when nothing was said. */
 #ifndef BC_CLI_H
 #define BC_CLI_H
 
 #include <jansson.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,7 +29,7 @@ struct cli_cmd {
 	const char *name;    /* second word: "create"; NULL for a one-word command */
 	const char *usage;   /* what follows the words: "NAME [--policy JSON]" */
 	const char *summary; /* one line for the lists */
-	const char *opts;    /* the command's options: "policy= join-attestors= yes" ('=': takes a value) */
+	const char *opts;    /* its options: "policy= yes" ('=': takes a value) */
 	int min_args;
 	int max_args;
 	unsigned flags;
@@ -92,7 +91,6 @@ BC_WUR int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max
 int cli_fail(struct cli *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A usage error (exit 2): the message, then the command's usage. */
 int cli_usage(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cli_print_usage(const struct cli_cmd *cmd, int to_stderr);
 
 /* the admin API (cli_conn.c, cli_api.c) */
 /* Resolves the server URL, the API key and the CA file (once). */
@@ -110,7 +108,8 @@ BC_WUR int cli_api(struct cli *c, const char *method, const char *path, json_t *
                    struct cli_resp *out);
 /* The tenant a command acts on: --tenant, or the API key's own. */
 BC_WUR int cli_tenant(struct cli *c, const char **out);
-/* "/v1/tenants/<t>/seg/seg..." with every segment URL-escaped; NULL-terminated. */
+/* "/v1/tenants/<t>/seg/seg..." from NULL-terminated segments, each an id
+ * ([A-Za-z0-9._-], not "." or ".."; checked before any request: a usage error). */
 BC_WUR int cli_tenant_path(struct cli *c, char **out, ...) __attribute__((sentinel));
 /* "?k=v&..." of the pairs whose value is not NULL (escaped); "" when none. */
 BC_WUR int cli_query(struct cli *c, char **out, const char *const *kv, size_t n);
@@ -151,6 +150,8 @@ BC_WUR int cli_print_json(json_t *v);
 /* Replaces control characters (C0, DEL, C1) with '?', so that text from the server
  * cannot drive the terminal. In place. */
 void cli_sanitize(char *s);
+/* The same, keeping the newlines. */
+void cli_sanitize_lines(char *s);
 /* "2026-11-29T10:00:00.000Z" -> "2026-11-29 10:00:00Z" into out[32]; other text is
  * copied as is (cut to fit). */
 void cli_time_short(const char *in, char out[static 32]);

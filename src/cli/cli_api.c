@@ -272,28 +272,32 @@ int cli_tenant(struct cli *c, const char **out)
 	return rc;
 }
 
-/* One path segment: an id. The server decodes %2F before it routes, and curl folds
+/* Path segments are ids. The server decodes %2F before it routes, and curl folds
  * "." and ".." away, so anything but an id's characters could aim the request at
  * another route: refused rather than escaped. */
-static int add_segment(struct cli *c, char **path, const char *seg)
+static int check_segment(struct cli *c, const char *seg)
 {
-	char *esc, *np = NULL;
-	int rc = 0;
+	static const char id_chars[] = "abcdefghijklmnopqrstuvwxyz"
+				       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
 
 	if (seg[0] == '\0' || strcmp(seg, ".") == 0 || strcmp(seg, "..") == 0 ||
-	    strspn(seg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-	        strlen(seg))
+	    strspn(seg, id_chars) != strlen(seg))
 		return cli_usage(c, "\"%s\" is not an id (letters, digits, '.', '_' and '-')", seg);
-	if ((esc = curl_easy_escape(c->curl, seg, 0)) == NULL)
+	return 0;
+}
+
+static int add_segment(struct cli *c, char **path, const char *seg)
+{
+	char *np = NULL;
+	int rc;
+
+	if ((rc = check_segment(c, seg)) != 0)
+		return rc;
+	if (asprintf(&np, "%s/%s", *path, seg) < 0)
 		return BC_ERR_NOMEM;
-	if (asprintf(&np, "%s/%s", *path, esc) < 0)
-		rc = BC_ERR_NOMEM;
-	curl_free(esc);
-	if (rc == 0) {
-		free(*path);
-		*path = np;
-	}
-	return rc;
+	free(*path);
+	*path = np;
+	return 0;
 }
 
 int cli_tenant_path(struct cli *c, char **out, ...)
@@ -301,10 +305,15 @@ int cli_tenant_path(struct cli *c, char **out, ...)
 	const char *tenant, *seg;
 	char *path = NULL;
 	va_list ap;
-	int rc;
+	int rc = 0;
 
 	*out = NULL;
-	if ((rc = cli_connect(c)) != 0 || (rc = cli_tenant(c, &tenant)) != 0)
+	/* the ids the user gave are checked before anything goes to the network */
+	va_start(ap, out);
+	while (rc == 0 && (seg = va_arg(ap, const char *)) != NULL)
+		rc = check_segment(c, seg);
+	va_end(ap);
+	if (rc != 0 || (rc = cli_connect(c)) != 0 || (rc = cli_tenant(c, &tenant)) != 0)
 		return rc;
 	if ((path = strdup("/v1/tenants")) == NULL)
 		return BC_ERR_NOMEM;

@@ -97,17 +97,17 @@ static int resolve_server(struct cli *c)
 
 	if (s == NULL && (s = env("BC_SERVER")) != NULL)
 		from = "BC_SERVER";
+	if (s == NULL && !cli_exists(VAR_CONFIG)) {
+		s = DEFAULT_SERVER;
+		from = "the default; set --server";
+	}
 	if (s != NULL) {
 		if ((c->server = strdup(s)) == NULL)
 			return BC_ERR_NOMEM;
-	} else if (cli_exists(VAR_CONFIG)) {
+	} else {
 		from = "public_url in " VAR_CONFIG;
 		if ((rc = server_from_config(c, &c->server)) != 0)
 			return rc;
-	} else if ((c->server = strdup(DEFAULT_SERVER)) == NULL) {
-		return BC_ERR_NOMEM;
-	} else {
-		from = "the default; set --server";
 	}
 	/* paths are appended as "/v1/...": drop the trailing slashes */
 	n = strlen(c->server);

@@ -74,6 +74,16 @@ static void init_free(struct init *in, int failed)
 		bc_freezero(in->api_key, strlen(in->api_key));
 }
 
+/* Written into server.toml as a basic string: no quote, backslash or control
+ * character, so that a value cannot end the string and add keys of its own. */
+static int toml_safe(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '"' || s[i] == '\\' || (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
 /* host:port or [v6]:port; the host without brackets into in->host. */
 static int parse_listen(struct cli *c, struct init *in)
 {
@@ -93,8 +103,7 @@ static int parse_listen(struct cli *c, struct init *in)
 		h++;
 		he--;
 	}
-	if ((size_t)(he - h) >= sizeof(in->host) || memchr(h, '"', (size_t)(he - h)) ||
-	    memchr(h, '\\', (size_t)(he - h)))
+	if ((size_t)(he - h) >= sizeof(in->host) || !toml_safe(h, (size_t)(he - h)))
 		return cli_usage(c, "--listen \"%s\": not a host name or address", l);
 	memcpy(in->host, h, (size_t)(he - h));
 	in->host[he - h] = '\0';
@@ -123,7 +132,7 @@ static int choose_url(struct cli *c, struct init *in)
 		return cli_usage(c, "--public-url \"%s\" must start with https:// (or http:// on "
 				    "loopback)",
 				 u);
-	if (strpbrk(u, "\"\\ \t\r\n") != NULL)
+	if (!toml_safe(u, strlen(u)) || strchr(u, ' ') != NULL)
 		return cli_usage(c, "--public-url \"%s\" is not a URL", u);
 	if (!loopback && strncmp(u, "http://", 7) == 0)
 		return cli_usage(c, "--public-url %s: plain HTTP is only allowed on a loopback "

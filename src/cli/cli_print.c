@@ -51,6 +51,21 @@ void cli_sanitize(char *s)
 	}
 }
 
+void cli_sanitize_lines(char *s)
+{
+	for (char *line = s; line != NULL && *line != '\0';) {
+		char *nl = strchr(line, '\n');
+
+		if (nl != NULL)
+			*nl = '\0';
+		cli_sanitize(line);
+		if (nl == NULL)
+			break;
+		*nl = '\n';
+		line = nl + 1;
+	}
+}
+
 void cli_time_short(const char *in, char out[static 32])
 {
 	size_t n = strlen(in);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/buf.h"
 #include "cli/cli.h"
 
 static const struct cli_col tenant_cols[] = {
@@ -42,14 +43,20 @@ int cli_cmd_tenants_create(struct cli *c)
 	return rc;
 }
 
-static void print_api_key(const json_t *ans)
+static int print_api_key(const json_t *ans)
 {
 	const char *id = cli_jstr(ans, "id"), *t = cli_jstr(ans, "tenantId");
-	const char *key = cli_jstr(ans, "key");
+	char *text = NULL;
 
-	printf("API key %s for tenant %s:\n%s\n", id ? id : "?", t ? t : "?", key);
+	if (asprintf(&text, "API key %s for tenant %s:\n%s\n", id ? id : "?", t ? t : "?",
+		     cli_jstr(ans, "key")) < 0)
+		return BC_ERR_NOMEM;
+	cli_sanitize_lines(text);
+	fputs(text, stdout);
+	bc_freezero(text, strlen(text));
 	printf("It is shown only this once: the server keeps only its hash. Store it now, "
 	       "e.g. in a file for --api-key-file.\n");
+	return 0;
 }
 
 int cli_cmd_api_keys_create(struct cli *c)
@@ -76,7 +83,7 @@ int cli_cmd_api_keys_create(struct cli *c)
 		rc = cli_fail(c, BC_ERR_IO, "the control plane's answer holds no key; "
 					   "is --server a `" CLI_NAME " serve` of this version?");
 	else
-		print_api_key(r.json);
+		rc = print_api_key(r.json);
 	cli_wipe_member(r.json, "key");
 	cli_resp_free(&r);
 out:
@@ -106,7 +113,7 @@ int cli_cmd_daemon_config(struct cli *c)
 	if ((rc = cli_write_file(out, text, strlen(text), 0644, 0)) != 0)
 		rc = cli_fail(c, rc, "cannot write %s: %s; check --out", out, strerror(errno));
 	else if (!c->json)
-		printf("Wrote the agent's pins to %s; bcd reads them (see its config).\n", out);
+		printf("Wrote the agent's pins (server URL, join keys, CA bundle) to %s.\n", out);
 	else
 		rc = cli_print_json(json_pack("{s:s}", "file", out));
 done:

@@ -180,6 +180,19 @@ static int save_secret(struct cli *c, const json_t *ans, const char *file)
 	return 0;
 }
 
+static int print_secret(const json_t *ans)
+{
+	char *secret = strdup(cli_jstr(ans, "secret"));
+
+	if (secret == NULL)
+		return BC_ERR_NOMEM;
+	cli_sanitize(secret);
+	describe(json_object_get(ans, "token"), ":");
+	printf("%s\nIt is shown only this once: the server keeps only its hash.\n", secret);
+	bc_freezero(secret, strlen(secret));
+	return 0;
+}
+
 int cli_cmd_tokens_create(struct cli *c)
 {
 	const char *file = cli_opt(c, "out");
@@ -205,11 +218,8 @@ int cli_cmd_tokens_create(struct cli *c)
 		rc = save_secret(c, r.json, file);
 	else if (c->json)
 		cli_print_raw(&r);
-	else {
-		describe(json_object_get(r.json, "token"), ":");
-		printf("%s\nIt is shown only this once: the server keeps only its hash.\n",
-		       cli_jstr(r.json, "secret"));
-	}
+	else
+		rc = print_secret(r.json);
 	cli_wipe_member(r.json, "secret");
 	cli_resp_free(&r);
 out:

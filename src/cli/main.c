@@ -159,9 +159,9 @@ static void print_help(FILE *f, const char *group)
 		global_help);
 }
 
-void cli_print_usage(const struct cli_cmd *cmd, int to_stderr)
+static void print_usage(const struct cli_cmd *cmd)
 {
-	FILE *f = to_stderr ? stderr : stdout;
+	FILE *f = stdout;
 
 	fprintf(f, "usage: " CLI_NAME " %s%s%s %s\n\n%c%s.\n", cmd->group, cmd->name ? " " : "",
 		cmd->name ? cmd->name : "", cmd->usage, toupper((unsigned char)cmd->summary[0]),
@@ -301,7 +301,7 @@ static int dispatch(struct cli *c, int argc, char **argv)
 	if ((rc = cli_parse_command(c, argc, argv, i)) != 0)
 		return rc;
 	if (c->help) {
-		cli_print_usage(c->cmd, 0);
+		print_usage(c->cmd);
 		return 0;
 	}
 	if ((rc = check_command(c)) != 0)

@@ -15,10 +15,10 @@
 #include "server/admin_internal.h"
 
 #define ACCESS_DENIED_MSG "a valid API key is required"
-#define API_KEY_PREFIX "bck_"
-#define KEY_ID_PREFIX "key_"
-#define KEY_ID_LEN ADMIN_KEY_ID_LEN
-#define SECRET_LEN 43              /* base64url of 32 bytes, unpadded */
+#define API_KEY_PREFIX    "bck_"
+#define KEY_ID_PREFIX     "key_"
+#define KEY_ID_LEN        ADMIN_KEY_ID_LEN
+#define SECRET_LEN        43 /* base64url of 32 bytes, unpadded */
 
 enum { R_BODY = 1, R_TENANT = 2 };
 
@@ -26,7 +26,7 @@ struct admin_route {
 	const char *method;
 	const char *pattern; /* "{x}" captures one path segment into arg[] */
 	enum bc_tx_mode mode;
-	unsigned flags;      /* R_BODY: takes a JSON object; R_TENANT: arg[0] is a tenant */
+	unsigned flags; /* R_BODY: takes a JSON object; R_TENANT: arg[0] is a tenant */
 	admin_fn fn;
 	const char *const *query; /* allowed query parameters, NULL-terminated; NULL: none */
 };
@@ -34,36 +34,33 @@ struct admin_route {
 static const char *const EVENTS_QUERY[] = {"type", "limit", NULL};
 
 static const struct admin_route ROUTES[] = {
-	{"GET", "/v1/whoami", BC_TX_READ, 0, admin_whoami, NULL},
-	{"GET", "/v1/daemon-config", BC_TX_READ, 0, admin_daemon_config, NULL},
-	{"GET", "/v1/tenants", BC_TX_READ, 0, admin_tenants_list, NULL},
-	{"POST", "/v1/tenants", BC_TX_WRITE, R_BODY, admin_tenants_create, NULL},
-	{"POST", "/v1/tenants/{t}/api-keys", BC_TX_WRITE, R_BODY | R_TENANT, admin_api_keys_create,
-	 NULL},
-	{"GET", "/v1/tenants/{t}/pools", BC_TX_READ, R_TENANT, admin_pools_list, NULL},
-	{"POST", "/v1/tenants/{t}/pools", BC_TX_WRITE, R_BODY | R_TENANT, admin_pools_create, NULL},
-	{"GET", "/v1/tenants/{t}/pools/{p}", BC_TX_READ, R_TENANT, admin_pools_get, NULL},
-	{"PATCH", "/v1/tenants/{t}/pools/{p}", BC_TX_WRITE, R_BODY | R_TENANT, admin_pools_update,
-	 NULL},
-	{"GET", "/v1/tenants/{t}/sites", BC_TX_READ, R_TENANT, admin_sites_list, NULL},
-	{"POST", "/v1/tenants/{t}/sites", BC_TX_WRITE, R_BODY | R_TENANT, admin_sites_create, NULL},
-	{"GET", "/v1/tenants/{t}/tokens", BC_TX_READ, R_TENANT, admin_tokens_list, NULL},
-	{"POST", "/v1/tenants/{t}/tokens", BC_TX_WRITE, R_BODY | R_TENANT, admin_tokens_create,
-	 NULL},
-	{"POST", "/v1/tenants/{t}/tokens/{id}/revoke", BC_TX_WRITE, R_TENANT, admin_tokens_revoke,
-	 NULL},
-	{"GET", "/v1/tenants/{t}/nodes", BC_TX_READ, R_TENANT, admin_nodes_list, NULL},
-	{"GET", "/v1/tenants/{t}/nodes/{n}", BC_TX_READ, R_TENANT, admin_nodes_get, NULL},
-	{"DELETE", "/v1/tenants/{t}/nodes/{n}", BC_TX_WRITE, R_TENANT, admin_nodes_delete, NULL},
-	{"POST", "/v1/tenants/{t}/nodes/{n}/cordon", BC_TX_WRITE, R_TENANT, admin_nodes_cordon,
-	 NULL},
-	{"POST", "/v1/tenants/{t}/nodes/{n}/uncordon", BC_TX_WRITE, R_TENANT, admin_nodes_uncordon,
-	 NULL},
-	{"POST", "/v1/tenants/{t}/nodes/{n}/revoke-identity", BC_TX_WRITE, R_TENANT,
-	 admin_nodes_revoke_identity, NULL},
-	{"POST", "/v1/tenants/{t}/nodes/{n}/retire", BC_TX_WRITE, R_TENANT, admin_nodes_retire,
-	 NULL},
-	{"GET", "/v1/tenants/{t}/events", BC_TX_READ, R_TENANT, admin_events_list, EVENTS_QUERY},
+    {"GET", "/v1/whoami", BC_TX_READ, 0, admin_whoami, NULL},
+    {"GET", "/v1/daemon-config", BC_TX_READ, 0, admin_daemon_config, NULL},
+    {"GET", "/v1/tenants", BC_TX_READ, 0, admin_tenants_list, NULL},
+    {"POST", "/v1/tenants", BC_TX_WRITE, R_BODY, admin_tenants_create, NULL},
+    {"POST", "/v1/tenants/{t}/api-keys", BC_TX_WRITE, R_BODY | R_TENANT, admin_api_keys_create,
+     NULL},
+    {"GET", "/v1/tenants/{t}/pools", BC_TX_READ, R_TENANT, admin_pools_list, NULL},
+    {"POST", "/v1/tenants/{t}/pools", BC_TX_WRITE, R_BODY | R_TENANT, admin_pools_create, NULL},
+    {"GET", "/v1/tenants/{t}/pools/{p}", BC_TX_READ, R_TENANT, admin_pools_get, NULL},
+    {"PATCH", "/v1/tenants/{t}/pools/{p}", BC_TX_WRITE, R_BODY | R_TENANT, admin_pools_update,
+     NULL},
+    {"GET", "/v1/tenants/{t}/sites", BC_TX_READ, R_TENANT, admin_sites_list, NULL},
+    {"POST", "/v1/tenants/{t}/sites", BC_TX_WRITE, R_BODY | R_TENANT, admin_sites_create, NULL},
+    {"GET", "/v1/tenants/{t}/tokens", BC_TX_READ, R_TENANT, admin_tokens_list, NULL},
+    {"POST", "/v1/tenants/{t}/tokens", BC_TX_WRITE, R_BODY | R_TENANT, admin_tokens_create, NULL},
+    {"POST", "/v1/tenants/{t}/tokens/{id}/revoke", BC_TX_WRITE, R_TENANT, admin_tokens_revoke,
+     NULL},
+    {"GET", "/v1/tenants/{t}/nodes", BC_TX_READ, R_TENANT, admin_nodes_list, NULL},
+    {"GET", "/v1/tenants/{t}/nodes/{n}", BC_TX_READ, R_TENANT, admin_nodes_get, NULL},
+    {"DELETE", "/v1/tenants/{t}/nodes/{n}", BC_TX_WRITE, R_TENANT, admin_nodes_delete, NULL},
+    {"POST", "/v1/tenants/{t}/nodes/{n}/cordon", BC_TX_WRITE, R_TENANT, admin_nodes_cordon, NULL},
+    {"POST", "/v1/tenants/{t}/nodes/{n}/uncordon", BC_TX_WRITE, R_TENANT, admin_nodes_uncordon,
+     NULL},
+    {"POST", "/v1/tenants/{t}/nodes/{n}/revoke-identity", BC_TX_WRITE, R_TENANT,
+     admin_nodes_revoke_identity, NULL},
+    {"POST", "/v1/tenants/{t}/nodes/{n}/retire", BC_TX_WRITE, R_TENANT, admin_nodes_retire, NULL},
+    {"GET", "/v1/tenants/{t}/events", BC_TX_READ, R_TENANT, admin_events_list, EVENTS_QUERY},
 };
 
 /* ---- routing ---- */
@@ -173,8 +170,9 @@ static int load_key(bc_tx *tx, const char *id, char tenant[ADMIN_ID_MAX], char h
 
 	*usable = 0;
 	bc_param p[] = {BC_TEXT(id)};
-	if ((rc = bc_tx_query(tx, "SELECT tenant_id, secret_hash, revoked_at FROM api_keys "
-	                          "WHERE id = $1",
+	if ((rc = bc_tx_query(tx,
+	                      "SELECT tenant_id, secret_hash, revoked_at FROM api_keys "
+	                      "WHERE id = $1",
 	                      p, 1, &rows)) != 0)
 		return rc;
 	if ((rc = bc_rows_next(rows)) == 1) {
@@ -186,8 +184,7 @@ static int load_key(bc_tx *tx, const char *id, char tenant[ADMIN_ID_MAX], char h
 	return rc < 0 ? rc : 0;
 }
 
-int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[64],
-                          char key_id[64])
+int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[64], char key_id[64])
 {
 	char id[ADMIN_ID_MAX], tenant[ADMIN_ID_MAX] = "", presented[65];
 	/* compared against when the key is unknown, so that both paths do the same work */
@@ -262,7 +259,8 @@ static int check_query(struct admin_call *c, const char *const *allowed)
 		for (size_t j = 0; j < i; j++)
 			ok &= strcmp(req->query_keys[j], key) != 0;
 		if (!ok)
-			return admin_fail(c, BC_ERR_INVALID, "query.%s: unknown or repeated parameter",
+			return admin_fail(c, BC_ERR_INVALID,
+			                  "query.%s: unknown or repeated parameter",
 			                  admin_safe(key));
 	}
 	return 0;
@@ -277,8 +275,8 @@ static int parse_body(struct admin_call *c, int wants)
 		return wants ? admin_fail(c, BC_ERR_INVALID, "body: expected a JSON object") : 0;
 	if (bc_json_parse(c->req->body, c->req->body_len, ADMIN_MAX_BODY, &c->body, err,
 	                  sizeof(err)) != 0)
-		return admin_fail(c, BC_ERR_INVALID, "body: not a valid JSON object of at most 64 KiB (%s)",
-		                  err);
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "body: not a valid JSON object of at most 64 KiB (%s)", err);
 	if (!json_is_object(c->body))
 		return admin_fail(c, BC_ERR_INVALID, "body: expected a JSON object");
 	if (!wants && json_object_size(c->body) != 0)
@@ -294,8 +292,8 @@ static int scope_tenant(bc_tx *tx, struct admin_call *c)
 
 	if (!admin_is_root(c))
 		return strcmp(c->arg[0], c->tenant_id) == 0
-		               ? 0
-		               : admin_fail(c, BC_ERR_NOT_FOUND, "tenant not found");
+		           ? 0
+		           : admin_fail(c, BC_ERR_NOT_FOUND, "tenant not found");
 	bc_param p[] = {BC_TEXT(c->arg[0])};
 	rc = bc_tx_query_int(tx, "SELECT 1 FROM tenants WHERE id = $1", p, 1, &one);
 	return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "tenant not found") : rc;
@@ -355,16 +353,17 @@ struct admin_error {
 };
 
 static const struct admin_error ERRORS[] = {
-	{BC_ERR_INVALID, 400, "INVALID_INPUT", "invalid input"},
-	{BC_ERR_DENIED, 401, "ACCESS_DENIED", ACCESS_DENIED_MSG},
-	{BC_ERR_NOT_FOUND, 404, "NOT_FOUND", "not found"},
-	{BC_ERR_CONFLICT, 409, "CONFLICT", "conflict"},
-	{BC_ERR_BUSY, 503, "UNAVAILABLE", "the database is busy; retry"},
-	{BC_ERR_RETRY, 503, "UNAVAILABLE", "the database is busy; retry"},
-	{BC_ERR_UNAVAILABLE, 503, "UNAVAILABLE", "the database is unavailable"},
+    {BC_ERR_INVALID, 400, "INVALID_INPUT", "invalid input"},
+    {BC_ERR_DENIED, 401, "ACCESS_DENIED", ACCESS_DENIED_MSG},
+    {BC_ERR_NOT_FOUND, 404, "NOT_FOUND", "not found"},
+    {BC_ERR_CONFLICT, 409, "CONFLICT", "conflict"},
+    {BC_ERR_BUSY, 503, "UNAVAILABLE", "the database is busy; retry"},
+    {BC_ERR_RETRY, 503, "UNAVAILABLE", "the database is busy; retry"},
+    {BC_ERR_UNAVAILABLE, 503, "UNAVAILABLE", "the database is unavailable"},
 };
 static const struct admin_error INTERNAL = {BC_ERR_INTERNAL, 500, "INTERNAL", "internal error"};
-static const char INTERNAL_BODY[] = "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"internal error\"}}";
+static const char INTERNAL_BODY[] =
+    "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"internal error\"}}";
 
 static const struct admin_error *error_of(int rc)
 {
@@ -385,13 +384,14 @@ static void answer_error(struct admin_call *c, int rc, struct bc_http_response *
 	if (c->msg[0] && (rc != BC_ERR_DENIED || c->err_status == 403))
 		msg = c->msg;
 	if (e == &INTERNAL || e->status == 503)
-		bc_log(BC_LOG_ERROR, "admin api failed", "method", c->req->method, "path", c->req->path,
-		       "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
+		bc_log(BC_LOG_ERROR, "admin api failed", "method", c->req->method, "path",
+		       c->req->path, "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
 	o = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", msg);
 	s = o ? bc_json_dump(o) : NULL;
 	json_decref(o);
 	if (s == NULL) {
-		bc_http_set_body(resp, 500, "application/json", INTERNAL_BODY, strlen(INTERNAL_BODY));
+		bc_http_set_body(resp, 500, "application/json", INTERNAL_BODY,
+		                 strlen(INTERNAL_BODY));
 		return;
 	}
 	resp->status = c->err_status ? c->err_status : e->status;
@@ -431,8 +431,8 @@ void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_req
 
 int admin_whoami(bc_tx *tx, struct admin_call *c)
 {
-	return admin_answer(c, 200, json_pack("{s:s, s:s}", "tenantId", c->tenant_id, "keyId",
-	                                      c->key_id));
+	return admin_answer(c, 200,
+	                    json_pack("{s:s, s:s}", "tenantId", c->tenant_id, "keyId", c->key_id));
 }
 
 /* The TLS CA (when the bundle has one) then the node CA, as one PEM text. */
@@ -468,10 +468,10 @@ static int daemon_config_object(const bc_pki *pki, const char *public_url, json_
 	    (rc = bc_pubkey_to_pem(pki->join_encryption, &enc)) != 0 ||
 	    (rc = ca_bundle(pki, &bundle)) != 0)
 		goto out;
-	*out = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s}", "server", public_url,
-	                 "joinSigningKeyId", pki->join_signing_kid, "joinSigningKey", sign,
-	                 "joinEncryptionKey", enc, "caBundle", bundle, "trustDomain",
-	                 pki->trust_domain);
+	*out =
+	    json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s}", "server", public_url, "joinSigningKeyId",
+	              pki->join_signing_kid, "joinSigningKey", sign, "joinEncryptionKey", enc,
+	              "caBundle", bundle, "trustDomain", pki->trust_domain);
 	if (*out == NULL)
 		rc = BC_ERR_NOMEM;
 out:

@@ -16,24 +16,24 @@
 
 #include "server/admin.h"
 
-#define ADMIN_ID_MAX 64
-#define ADMIN_MAX_ARGS 3
-#define ADMIN_MAX_BODY (64 * 1024)
+#define ADMIN_ID_MAX      64
+#define ADMIN_MAX_ARGS    3
+#define ADMIN_MAX_BODY    (64 * 1024)
 #define ADMIN_ROOT_TENANT "root"
-#define ADMIN_KEY_ID_LEN 30 /* "key_" + a 26-character ULID */
+#define ADMIN_KEY_ID_LEN  30 /* "key_" + a 26-character ULID */
 
 struct admin_call {
 	const struct bc_admin_config *cfg;
 	const struct bc_http_request *req;
 	char arg[ADMIN_MAX_ARGS][ADMIN_ID_MAX]; /* path captures in order: {t}, then {p}... */
-	json_t *body;                          /* the parsed body; NULL when there is none */
-	char tenant_id[ADMIN_ID_MAX];          /* the caller's key */
+	json_t *body;                           /* the parsed body; NULL when there is none */
+	char tenant_id[ADMIN_ID_MAX];           /* the caller's key */
 	char key_id[ADMIN_ID_MAX];
-	char actor[ADMIN_ID_MAX + 8];          /* "api:<key id>" */
+	char actor[ADMIN_ID_MAX + 8]; /* "api:<key id>" */
 	/* the answer, reset before each run */
 	int status;
 	json_t *answer;
-	int err_status;                        /* 0: derived from the error code */
+	int err_status; /* 0: derived from the error code */
 	char msg[256];
 };
 
@@ -41,7 +41,7 @@ typedef int (*admin_fn)(bc_tx *tx, struct admin_call *c);
 
 /* Records why a call fails and returns rc; message is printf-like. */
 int admin_fail(struct admin_call *c, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Takes ownership of answer (NULL: BC_ERR_NOMEM). */
 int admin_answer(struct admin_call *c, int status, json_t *answer);
 int admin_is_root(const struct admin_call *c);

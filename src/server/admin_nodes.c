@@ -6,19 +6,19 @@
 #include "server/admin_internal.h"
 
 #define EVENTS_LIMIT_DEFAULT 100
-#define EVENTS_LIMIT_MAX 1000
-#define EVENT_TYPE_MAX 64
+#define EVENTS_LIMIT_MAX     1000
+#define EVENT_TYPE_MAX       64
 
 /* The current certificate is the newest unrevoked one; both subqueries pick the same
  * row (created_at then serial break ties). */
-#define CURRENT_CERT(col)                                                                      \
-	"(SELECT c." col " FROM node_certs c WHERE c.node_id = n.id AND c.revoked_at IS NULL "   \
+#define CURRENT_CERT(col)                                                                          \
+	"(SELECT c." col " FROM node_certs c WHERE c.node_id = n.id AND c.revoked_at IS NULL "     \
 	"ORDER BY c.created_at DESC, c.serial DESC LIMIT 1)"
-#define NODE_SELECT                                                                           \
-	"SELECT n.id, n.tenant_id, n.pool_id, n.site_id, n.role, n.state, n.generation, "        \
-	"n.product_uuid, n.serial, n.macs, n.hostname, n.arch, n.agent_version, n.attestor, "  \
-	"n.node_key, n.joined_at, n.updated_at, n.identity_revoked_at, " CURRENT_CERT("serial") \
-	", " CURRENT_CERT("not_after") " FROM nodes n "
+#define NODE_SELECT                                                                                \
+	"SELECT n.id, n.tenant_id, n.pool_id, n.site_id, n.role, n.state, n.generation, "          \
+	"n.product_uuid, n.serial, n.macs, n.hostname, n.arch, n.agent_version, n.attestor, "      \
+	"n.node_key, n.joined_at, n.updated_at, n.identity_revoked_at, " CURRENT_CERT(             \
+	    "serial") ", " CURRENT_CERT("not_after") " FROM nodes n "
 #define NODE_ONE NODE_SELECT "WHERE n.tenant_id = $1 AND n.id = $2"
 
 #define EVENT_SELECT "SELECT id, tenant_id, type, subject, data, created_at FROM events "
@@ -38,11 +38,11 @@ static json_t *node_json(bc_rows *r)
 	                 "id", bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
 	                 admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "role",
 	                 bc_rows_text(r, 4), "state", bc_rows_text(r, 5), "generation",
-	                 (json_int_t)bc_rows_int(r, 6), "productUuid", admin_col_text(r, 7), "serial",
-	                 admin_col_text(r, 8), "macs", admin_col_json(r, 9, "[]"), "hostname",
-	                 admin_col_text(r, 10), "arch", admin_col_text(r, 11), "agentVersion",
-	                 admin_col_text(r, 12), "attestor", bc_rows_text(r, 13), "nodeKey",
-	                 bc_rows_text(r, 14), "joinedAt", admin_time(bc_rows_int(r, 15)),
+	                 (json_int_t)bc_rows_int(r, 6), "productUuid", admin_col_text(r, 7),
+	                 "serial", admin_col_text(r, 8), "macs", admin_col_json(r, 9, "[]"),
+	                 "hostname", admin_col_text(r, 10), "arch", admin_col_text(r, 11),
+	                 "agentVersion", admin_col_text(r, 12), "attestor", bc_rows_text(r, 13),
+	                 "nodeKey", bc_rows_text(r, 14), "joinedAt", admin_time(bc_rows_int(r, 15)),
 	                 "updatedAt", admin_time(bc_rows_int(r, 16)), "identityRevokedAt",
 	                 admin_col_time(r, 17), "certificate", cert_json(r));
 }
@@ -65,7 +65,8 @@ int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 	int rc;
 
 	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx, NODE_SELECT "WHERE n.tenant_id = $1 ORDER BY n.joined_at, n.id",
+	if ((rc = admin_query_list(tx,
+	                           NODE_SELECT "WHERE n.tenant_id = $1 ORDER BY n.joined_at, n.id",
 	                           p, 1, node_json, &arr)) != 0)
 		return rc;
 	return admin_answer(c, 200, json_pack("{s:o}", "nodes", arr));
@@ -86,8 +87,8 @@ static int lock_node(bc_tx *tx, struct admin_call *c, char state[16])
 
 	state[0] = '\0';
 	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	rc = bc_tx_query_text(tx, "SELECT state FROM nodes WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
-	                      p, 2, &s);
+	rc = bc_tx_query_text(
+	    tx, "SELECT state FROM nodes WHERE tenant_id = $1 AND id = $2 FOR UPDATE", p, 2, &s);
 	if (rc == BC_ERR_NOT_FOUND)
 		return admin_fail(c, rc, "node not found");
 	if (rc != 0)
@@ -140,8 +141,8 @@ static int apply_uncordon(bc_tx *tx, struct admin_call *c, const char *state, in
 	return set_state(tx, c->arg[1], "adopted", now);
 }
 
-static int apply_revoke_identity(bc_tx *tx, struct admin_call *c, const char *state,
-                                 int64_t now, int *changed, json_t *data)
+static int apply_revoke_identity(bc_tx *tx, struct admin_call *c, const char *state, int64_t now,
+                                 int *changed, json_t *data)
 {
 	int64_t revoked = 0;
 	int rc;
@@ -149,14 +150,16 @@ static int apply_revoke_identity(bc_tx *tx, struct admin_call *c, const char *st
 	if ((rc = revoke_certs(tx, c->arg[1], now, &revoked)) != 0)
 		return rc;
 	bc_param p[] = {BC_INT(now), BC_TEXT(c->arg[1])};
-	if ((rc = bc_tx_exec(tx,
-	                     "UPDATE nodes SET generation = generation + 1, identity_revoked_at = $1, "
-	                     "updated_at = $1 WHERE id = $2",
-	                     p, 2, NULL)) != 0)
+	if ((rc = bc_tx_exec(
+	         tx,
+	         "UPDATE nodes SET generation = generation + 1, identity_revoked_at = $1, "
+	         "updated_at = $1 WHERE id = $2",
+	         p, 2, NULL)) != 0)
 		return rc;
 	*changed = 1;
-	return json_object_set_new(data, "revokedCertificates", json_integer(revoked)) ? BC_ERR_NOMEM
-	                                                                               : 0;
+	return json_object_set_new(data, "revokedCertificates", json_integer(revoked))
+	           ? BC_ERR_NOMEM
+	           : 0;
 }
 
 static int apply_retire(bc_tx *tx, struct admin_call *c, const char *state, int64_t now,
@@ -172,8 +175,9 @@ static int apply_retire(bc_tx *tx, struct admin_call *c, const char *state, int6
 	if ((rc = set_state(tx, c->arg[1], "retired", now)) != 0)
 		return rc;
 	*changed = 1;
-	return json_object_set_new(data, "revokedCertificates", json_integer(revoked)) ? BC_ERR_NOMEM
-	                                                                               : 0;
+	return json_object_set_new(data, "revokedCertificates", json_integer(revoked))
+	           ? BC_ERR_NOMEM
+	           : 0;
 }
 
 struct node_op {
@@ -184,10 +188,10 @@ struct node_op {
 enum { OP_CORDON, OP_UNCORDON, OP_REVOKE_IDENTITY, OP_RETIRE };
 
 static const struct node_op NODE_OPS[] = {
-	[OP_CORDON] = {"node.cordoned", apply_cordon},
-	[OP_UNCORDON] = {"node.uncordoned", apply_uncordon},
-	[OP_REVOKE_IDENTITY] = {"node.identity-revoked", apply_revoke_identity},
-	[OP_RETIRE] = {"node.retired", apply_retire},
+    [OP_CORDON] = {"node.cordoned", apply_cordon},
+    [OP_UNCORDON] = {"node.uncordoned", apply_uncordon},
+    [OP_REVOKE_IDENTITY] = {"node.identity-revoked", apply_revoke_identity},
+    [OP_RETIRE] = {"node.retired", apply_retire},
 };
 
 static int node_operate(bc_tx *tx, struct admin_call *c, const struct node_op *op)
@@ -233,10 +237,10 @@ int admin_nodes_retire(bc_tx *tx, struct admin_call *c)
 /* ---- deletion ---- */
 
 static const char *const NODE_ROWS_DELETE[] = {
-	"DELETE FROM node_certs WHERE node_id = $1",
-	"DELETE FROM node_bindings WHERE node_id = $1",
-	"DELETE FROM inventory WHERE node_id = $1",
-	"DELETE FROM nodes WHERE id = $1",
+    "DELETE FROM node_certs WHERE node_id = $1",
+    "DELETE FROM node_bindings WHERE node_id = $1",
+    "DELETE FROM inventory WHERE node_id = $1",
+    "DELETE FROM nodes WHERE id = $1",
 };
 
 /* Only a cordoned or retired node. The event and audit row are written first, with
@@ -253,7 +257,8 @@ int admin_nodes_delete(bc_tx *tx, struct admin_call *c)
 		return rc;
 	if (strcmp(state, "cordoned") != 0 && strcmp(state, "retired") != 0)
 		return admin_fail(c, BC_ERR_CONFLICT,
-		                  "node is %s: only a cordoned or retired node can be deleted", state);
+		                  "node is %s: only a cordoned or retired node can be deleted",
+		                  state);
 	if ((rc = revoke_certs(tx, c->arg[1], now, &revoked)) != 0)
 		return rc;
 	data = json_pack("{s:s, s:s, s:I}", "nodeId", c->arg[1], "from", state,
@@ -290,7 +295,8 @@ static int read_limit(struct admin_call *c, int64_t *limit)
 		return 0;
 	for (size_t i = 0; s[i] != '\0'; i++) {
 		if (s[i] < '0' || s[i] > '9' || i >= 4)
-			return admin_fail(c, BC_ERR_INVALID, "limit: expected an integer from 1 to 1000");
+			return admin_fail(c, BC_ERR_INVALID,
+			                  "limit: expected an integer from 1 to 1000");
 		v = v * 10 + (s[i] - '0');
 	}
 	if (v < 1 || v > EVENTS_LIMIT_MAX)
@@ -309,7 +315,8 @@ int admin_events_list(bc_tx *tx, struct admin_call *c)
 	if ((rc = read_limit(c, &limit)) != 0)
 		return rc;
 	if (type != NULL && (type[0] == '\0' || strlen(type) > EVENT_TYPE_MAX))
-		return admin_fail(c, BC_ERR_INVALID, "type: expected an event type of 1 to 64 bytes");
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "type: expected an event type of 1 to 64 bytes");
 	if (type != NULL) {
 		bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(type), BC_INT(limit)};
 		rc = admin_query_list(tx,

@@ -7,12 +7,12 @@
 #include "server/admin_internal.h"
 
 #define JOIN_ATTESTORS_MAX 16
-#define BUILTIN_ATTESTOR "join-token"
+#define BUILTIN_ATTESTOR   "join-token"
 
 static const char *const POOL_FIELDS[] = {"name", "policy", NULL};
 
 #define POOL_SELECT "SELECT id, tenant_id, name, policy, created_at, updated_at FROM pools "
-#define POOL_ONE POOL_SELECT "WHERE tenant_id = $1 AND id = $2"
+#define POOL_ONE    POOL_SELECT "WHERE tenant_id = $1 AND id = $2"
 
 static json_t *pool_json(bc_rows *r)
 {
@@ -41,18 +41,21 @@ static int check_policy(struct admin_call *c, const json_t *policy)
 		return 0;
 	if (!json_is_array(list) || json_array_size(list) < 1 ||
 	    json_array_size(list) > JOIN_ATTESTORS_MAX)
-		return admin_fail(c, BC_ERR_INVALID,
-		                  "pool.policy.joinAttestors: expected an array of 1 to 16 attestor ids");
-	json_array_foreach(list, i, v) {
+		return admin_fail(
+		    c, BC_ERR_INVALID,
+		    "pool.policy.joinAttestors: expected an array of 1 to 16 attestor ids");
+	json_array_foreach(list, i, v)
+	{
 		if (!json_is_string(v))
-			return admin_fail(c, BC_ERR_INVALID,
-			                  "pool.policy.joinAttestors[%zu]: expected an attestor id (a string)",
-			                  i);
+			return admin_fail(
+			    c, BC_ERR_INVALID,
+			    "pool.policy.joinAttestors[%zu]: expected an attestor id (a string)",
+			    i);
 		if (strlen(json_string_value(v)) != json_string_length(v) ||
 		    !attestor_known(c->cfg, json_string_value(v)))
-			return admin_fail(c, BC_ERR_INVALID,
-			                  "pool.policy.joinAttestors[%zu]: not an attestor this server runs",
-			                  i);
+			return admin_fail(
+			    c, BC_ERR_INVALID,
+			    "pool.policy.joinAttestors[%zu]: not an attestor this server runs", i);
 	}
 	return 0;
 }
@@ -90,7 +93,8 @@ static int answer_pool(bc_tx *tx, struct admin_call *c, const char *id, int stat
 static int name_conflict(struct admin_call *c, int rc)
 {
 	if (rc == BC_ERR_CONFLICT)
-		return admin_fail(c, rc, "pool.name: a pool with this name already exists in the tenant");
+		return admin_fail(c, rc,
+		                  "pool.name: a pool with this name already exists in the tenant");
 	return rc;
 }
 
@@ -100,8 +104,8 @@ int admin_pools_list(bc_tx *tx, struct admin_call *c)
 	int rc;
 
 	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx, POOL_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id", p,
-	                           1, pool_json, &arr)) != 0)
+	if ((rc = admin_query_list(tx, POOL_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id",
+	                           p, 1, pool_json, &arr)) != 0)
 		return rc;
 	return admin_answer(c, 200, json_pack("{s:o}", "pools", arr));
 }
@@ -151,8 +155,8 @@ static int update_pool(bc_tx *tx, struct admin_call *c, const char *name, const 
 
 	if (name != NULL) {
 		bc_param p[] = {BC_TEXT(name), BC_INT(now), BC_TEXT(c->arg[1])};
-		rc = bc_tx_exec(tx, "UPDATE pools SET name = $1, updated_at = $2 WHERE id = $3", p, 3,
-		                NULL);
+		rc = bc_tx_exec(tx, "UPDATE pools SET name = $1, updated_at = $2 WHERE id = $3", p,
+		                3, NULL);
 		if ((rc = name_conflict(c, rc)) != 0)
 			return rc;
 		if (json_array_append_new(changed, json_string("name")) != 0)
@@ -160,7 +164,8 @@ static int update_pool(bc_tx *tx, struct admin_call *c, const char *name, const 
 	}
 	if (policy != NULL) {
 		bc_param p[] = {BC_TEXT(policy), BC_INT(now), BC_TEXT(c->arg[1])};
-		if ((rc = bc_tx_exec(tx, "UPDATE pools SET policy = $1, updated_at = $2 WHERE id = $3",
+		if ((rc = bc_tx_exec(tx,
+		                     "UPDATE pools SET policy = $1, updated_at = $2 WHERE id = $3",
 		                     p, 3, NULL)) != 0)
 			return rc;
 		if (json_array_append_new(changed, json_string("policy")) != 0)

@@ -8,7 +8,7 @@
 static const char *const NAME_ONLY[] = {"name", NULL};
 
 #define TENANT_SELECT "SELECT id, name, created_at FROM tenants "
-#define SITE_SELECT "SELECT id, tenant_id, name, created_at FROM sites "
+#define SITE_SELECT   "SELECT id, tenant_id, name, created_at FROM sites "
 
 static json_t *tenant_json(bc_rows *r)
 {
@@ -52,7 +52,8 @@ int admin_tenants_create(bc_tx *tx, struct admin_call *c)
 
 	if (!admin_is_root(c)) {
 		c->err_status = 403;
-		return admin_fail(c, BC_ERR_DENIED, "only a key of the root tenant may create tenants");
+		return admin_fail(c, BC_ERR_DENIED,
+		                  "only a key of the root tenant may create tenants");
 	}
 	if ((rc = admin_check_fields(c, c->body, "tenant", NAME_ONLY)) != 0 ||
 	    (rc = admin_get_name(c, c->body, "name", "tenant.name", 1, &name)) != 0)
@@ -96,8 +97,9 @@ int admin_api_keys_create(bc_tx *tx, struct admin_call *c)
 	data = json_pack("{s:s, s:s}", "keyId", key_id, "name", name);
 	if ((rc = admin_record(tx, c, c->arg[0], "api-key.created", key_id, data, 0)) != 0)
 		goto out;
-	rc = admin_answer(c, 201, json_pack("{s:s, s:s, s:s, s:s}", "id", key_id, "tenantId",
-	                                    c->arg[0], "name", name, "key", key));
+	rc = admin_answer(c, 201,
+	                  json_pack("{s:s, s:s, s:s, s:s}", "id", key_id, "tenantId", c->arg[0],
+	                            "name", name, "key", key));
 out:
 	json_decref(data);
 	bc_freezero(key, strlen(key));
@@ -110,8 +112,8 @@ int admin_sites_list(bc_tx *tx, struct admin_call *c)
 	int rc;
 
 	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx, SITE_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id", p,
-	                           1, site_json, &arr)) != 0)
+	if ((rc = admin_query_list(tx, SITE_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id",
+	                           p, 1, site_json, &arr)) != 0)
 		return rc;
 	return answer_list(c, "sites", arr);
 }
@@ -129,11 +131,12 @@ int admin_sites_create(bc_tx *tx, struct admin_call *c)
 	if ((rc = bc_new_id("site", id, sizeof(id))) != 0)
 		return rc;
 	bc_param p[] = {BC_TEXT(id), BC_TEXT(c->arg[0]), BC_TEXT(name), BC_INT(bc_tx_now_ms(tx))};
-	rc = bc_tx_exec(tx,
-	                "INSERT INTO sites (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)",
-	                p, 4, NULL);
+	rc = bc_tx_exec(
+	    tx, "INSERT INTO sites (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)", p, 4,
+	    NULL);
 	if (rc == BC_ERR_CONFLICT)
-		return admin_fail(c, rc, "site.name: a site with this name already exists in the tenant");
+		return admin_fail(c, rc,
+		                  "site.name: a site with this name already exists in the tenant");
 	if (rc != 0)
 		return rc;
 	data = json_pack("{s:s, s:s}", "siteId", id, "name", name);

@@ -7,24 +7,24 @@
 #include "bc/json.h"
 #include "server/admin_internal.h"
 
-#define TOKEN_PREFIX "bct_"
-#define USES_MAX 10000
-#define TTL_MIN_S 60
-#define TTL_MAX_S 31536000
-#define TTL_DEFAULT_S 3600
+#define TOKEN_PREFIX    "bct_"
+#define USES_MAX        10000
+#define TTL_MIN_S       60
+#define TTL_MAX_S       31536000
+#define TTL_DEFAULT_S   3600
 #define DESCRIPTION_MAX 256
-#define SERIAL_MAX 128
-#define MAC_OCTETS_MIN 6
-#define MAC_OCTETS_MAX 20
+#define SERIAL_MAX      128
+#define MAC_OCTETS_MIN  6
+#define MAC_OCTETS_MAX  20
 
-static const char *const TOKEN_FIELDS[] = {"role",   "poolId",       "siteId",      "uses",
-                                           "ttlSeconds", "expect", "allowReclaim", "description",
-                                           NULL};
+static const char *const TOKEN_FIELDS[] = {"role",         "poolId",      "siteId",
+                                           "uses",         "ttlSeconds",  "expect",
+                                           "allowReclaim", "description", NULL};
 static const char *const EXPECT_FIELDS[] = {"productUuid", "mac", "serial", NULL};
 
-#define TOKEN_SELECT                                                                          \
-	"SELECT id, tenant_id, pool_id, site_id, role, uses_left, uses_total, expires_at, "      \
-	"revoked_at, expect, allow_reclaim, description, created_at, last_used_at "            \
+#define TOKEN_SELECT                                                                               \
+	"SELECT id, tenant_id, pool_id, site_id, role, uses_left, uses_total, expires_at, "        \
+	"revoked_at, expect, allow_reclaim, description, created_at, last_used_at "                \
 	"FROM join_tokens "
 #define TOKEN_ONE TOKEN_SELECT "WHERE tenant_id = $1 AND id = $2"
 
@@ -113,15 +113,18 @@ static int check_expect(struct admin_call *c, const json_t *e)
 		return admin_fail(c, BC_ERR_INVALID, "token.expect: expected an object");
 	if ((rc = admin_check_fields(c, e, "token.expect", EXPECT_FIELDS)) != 0)
 		return rc;
-	if ((rc = admin_get_text(c, e, "productUuid", "token.expect.productUuid", 0, 36, &v)) != 0 ||
+	if ((rc = admin_get_text(c, e, "productUuid", "token.expect.productUuid", 0, 36, &v)) !=
+	        0 ||
 	    (v != NULL && !uuid_ok(v)))
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "token.expect.productUuid: expected a lower-case UUID "
 		                  "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
-	if ((rc = admin_get_text(c, e, "mac", "token.expect.mac", 0, 3 * MAC_OCTETS_MAX, &v)) != 0 ||
+	if ((rc = admin_get_text(c, e, "mac", "token.expect.mac", 0, 3 * MAC_OCTETS_MAX, &v)) !=
+	        0 ||
 	    (v != NULL && !mac_ok(v)))
-		return admin_fail(c, BC_ERR_INVALID,
-		                  "token.expect.mac: expected a lower-case colon-separated MAC address");
+		return admin_fail(
+		    c, BC_ERR_INVALID,
+		    "token.expect.mac: expected a lower-case colon-separated MAC address");
 	return admin_get_text(c, e, "serial", "token.expect.serial", 0, SERIAL_MAX, &v);
 }
 
@@ -167,19 +170,21 @@ static int check_refs(bc_tx *tx, struct admin_call *c, const struct token_input 
 
 	if (in->pool_id != NULL) {
 		bc_param p[] = {BC_TEXT(in->pool_id), BC_TEXT(c->arg[0])};
-		rc = bc_tx_query_int(tx, "SELECT 1 FROM pools WHERE id = $1 AND tenant_id = $2", p, 2,
-		                     &one);
+		rc = bc_tx_query_int(tx, "SELECT 1 FROM pools WHERE id = $1 AND tenant_id = $2", p,
+		                     2, &one);
 		if (rc == BC_ERR_NOT_FOUND)
-			return admin_fail(c, BC_ERR_INVALID, "token.poolId: no such pool in this tenant");
+			return admin_fail(c, BC_ERR_INVALID,
+			                  "token.poolId: no such pool in this tenant");
 		if (rc != 0)
 			return rc;
 	}
 	if (in->site_id != NULL) {
 		bc_param p[] = {BC_TEXT(in->site_id), BC_TEXT(c->arg[0])};
-		rc = bc_tx_query_int(tx, "SELECT 1 FROM sites WHERE id = $1 AND tenant_id = $2", p, 2,
-		                     &one);
+		rc = bc_tx_query_int(tx, "SELECT 1 FROM sites WHERE id = $1 AND tenant_id = $2", p,
+		                     2, &one);
 		if (rc == BC_ERR_NOT_FOUND)
-			return admin_fail(c, BC_ERR_INVALID, "token.siteId: no such site in this tenant");
+			return admin_fail(c, BC_ERR_INVALID,
+			                  "token.siteId: no such site in this tenant");
 		if (rc != 0)
 			return rc;
 	}
@@ -195,15 +200,24 @@ static int insert_token(bc_tx *tx, struct admin_call *c, const struct token_inpu
 
 	if ((expect = in->expect ? bc_json_dump(in->expect) : strdup("{}")) == NULL)
 		return BC_ERR_NOMEM;
-	bc_param p[] = {BC_TEXT(id),          BC_TEXT(c->arg[0]),        BC_TEXT(in->pool_id),
-	                BC_TEXT(in->site_id), BC_TEXT(in->role),         BC_TEXT(hash),
-	                BC_INT(in->uses),     BC_INT(now + in->ttl_s * 1000), BC_TEXT(expect),
-	                BC_INT(in->allow_reclaim), BC_TEXT(in->description), BC_INT(now)};
-	rc = bc_tx_exec(tx,
-	                "INSERT INTO join_tokens (id, tenant_id, pool_id, site_id, role, secret_hash, "
-	                "uses_left, uses_total, expires_at, expect, allow_reclaim, description, "
-	                "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12)",
-	                p, 12, NULL);
+	bc_param p[] = {BC_TEXT(id),
+	                BC_TEXT(c->arg[0]),
+	                BC_TEXT(in->pool_id),
+	                BC_TEXT(in->site_id),
+	                BC_TEXT(in->role),
+	                BC_TEXT(hash),
+	                BC_INT(in->uses),
+	                BC_INT(now + in->ttl_s * 1000),
+	                BC_TEXT(expect),
+	                BC_INT(in->allow_reclaim),
+	                BC_TEXT(in->description),
+	                BC_INT(now)};
+	rc = bc_tx_exec(
+	    tx,
+	    "INSERT INTO join_tokens (id, tenant_id, pool_id, site_id, role, secret_hash, "
+	    "uses_left, uses_total, expires_at, expect, allow_reclaim, description, "
+	    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12)",
+	    p, 12, NULL);
 	free(expect);
 	return rc;
 }
@@ -260,10 +274,11 @@ int admin_tokens_revoke(bc_tx *tx, struct admin_call *c)
 
 	bc_param p[] = {BC_INT(bc_tx_now_ms(tx)), BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
 	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	if ((rc = bc_tx_exec(tx,
-	                     "UPDATE join_tokens SET revoked_at = $1 WHERE tenant_id = $2 AND id = $3 "
-	                     "AND revoked_at IS NULL",
-	                     p, 3, &changes)) != 0)
+	if ((rc = bc_tx_exec(
+	         tx,
+	         "UPDATE join_tokens SET revoked_at = $1 WHERE tenant_id = $2 AND id = $3 "
+	         "AND revoked_at IS NULL",
+	         p, 3, &changes)) != 0)
 		return rc;
 	if ((rc = admin_query_one(tx, TOKEN_ONE, q, 2, token_json, &token)) != 0)
 		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "token not found") : rc;

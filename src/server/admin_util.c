@@ -69,7 +69,8 @@ int admin_check_fields(struct admin_call *c, const json_t *obj, const char *what
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v)
+	{
 		int ok = 0;
 
 		for (size_t i = 0; allowed[i] != NULL; i++)
@@ -100,9 +101,10 @@ int admin_get_text(struct admin_call *c, const json_t *obj, const char *key, con
 	if (v == NULL || (json_is_null(v) && !required))
 		return required ? admin_fail(c, BC_ERR_INVALID, "%s: required", field) : 0;
 	if (!json_is_string(v) || !text_ok(json_string_value(v), json_string_length(v), max))
-		return admin_fail(c, BC_ERR_INVALID,
-		                  "%s: expected a string of 1 to %zu bytes without control characters",
-		                  field, max);
+		return admin_fail(
+		    c, BC_ERR_INVALID,
+		    "%s: expected a string of 1 to %zu bytes without control characters", field,
+		    max);
 	*out = json_string_value(v);
 	return 0;
 }
@@ -123,8 +125,8 @@ int admin_get_int(struct admin_call *c, const json_t *obj, const char *key, cons
 	if (v == NULL)
 		return 0;
 	if (!json_is_integer(v) || (i = json_integer_value(v)) < min || i > max)
-		return admin_fail(c, BC_ERR_INVALID, "%s: expected an integer from %lld to %lld", field,
-		                  (long long)min, (long long)max);
+		return admin_fail(c, BC_ERR_INVALID, "%s: expected an integer from %lld to %lld",
+		                  field, (long long)min, (long long)max);
 	*out = (int64_t)i;
 	return 0;
 }

@@ -17,26 +17,26 @@
 #include "bc/buf.h"
 #include "bc/log.h"
 
-#define HTTP_DEFAULT_THREADS 4
-#define HTTP_DEFAULT_MAX_BODY (64u * 1024)
+#define HTTP_DEFAULT_THREADS      4
+#define HTTP_DEFAULT_MAX_BODY     (64u * 1024)
 #define HTTP_CONNECTION_TIMEOUT_S 30
 /* Headers and MHD's read buffer live in this per-connection pool; the body is
  * copied out of it into our own bounded buffer. */
 #define HTTP_CONNECTION_MEMORY (128u * 1024)
-#define HTTP_CONNECTION_LIMIT 1000
-#define HTTP_MAX_QUERY 32
+#define HTTP_CONNECTION_LIMIT  1000
+#define HTTP_MAX_QUERY         32
 /* A streamed (chunked) body over max_body is read and dropped so that the 413
  * reaches the client; past this many dropped bytes the connection is closed. */
 #define HTTP_MAX_DISCARD (1024u * 1024)
 /* How long bc_http_stop() waits for in-flight requests. */
-#define HTTP_DRAIN_MS 30000
+#define HTTP_DRAIN_MS       30000
 #define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 static const char JSON_TYPE[] = "application/json";
 static const char BODY_TOO_LARGE[] =
-	"{\"code\":\"resource_exhausted\",\"message\":\"request body too large\"}";
+    "{\"code\":\"resource_exhausted\",\"message\":\"request body too large\"}";
 static const char TOO_MANY_ARGS[] =
-	"{\"code\":\"invalid_argument\",\"message\":\"too many query arguments\"}";
+    "{\"code\":\"invalid_argument\",\"message\":\"too many query arguments\"}";
 static const char STOPPING[] = "{\"code\":\"unavailable\",\"message\":\"server is stopping\"}";
 
 struct bc_http {
@@ -60,7 +60,7 @@ struct http_req {
 	bc_buf body;
 	size_t discarded;
 	int too_large;
-	int answered;      /* a response was queued before the body was read */
+	int answered; /* a response was queued before the body was read */
 	size_t n_query;
 	int query_overflow;
 	const char *query_keys[HTTP_MAX_QUERY];
@@ -138,12 +138,9 @@ static int addr_is_loopback(const struct sockaddr_storage *ss)
 	const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)ss;
 
 	switch (ss->ss_family) {
-	case AF_INET:
-		return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-	case AF_INET6:
-		return IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
-	default:
-		return 0;
+	case AF_INET: return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+	case AF_INET6: return IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+	default: return 0;
 	}
 }
 
@@ -277,16 +274,15 @@ static void peer_of(struct MHD_Connection *conn, char *out, size_t outlen)
 		(void)inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
 		                (socklen_t)outlen);
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 
 /* A declared length over the limit is answered before the body is read. */
 static int declared_too_large(struct MHD_Connection *conn, size_t max)
 {
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-	                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *cl =
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	unsigned long long v;
 	char *end;
 
@@ -307,8 +303,7 @@ static void inflight_add(struct bc_http *s, int delta)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static enum MHD_Result begin_request(struct bc_http *s, struct MHD_Connection *conn,
-                                     void **con_cls)
+static enum MHD_Result begin_request(struct bc_http *s, struct MHD_Connection *conn, void **con_cls)
 {
 	struct http_req *r;
 
@@ -380,9 +375,8 @@ static enum MHD_Result finish_request(struct http_req *r, struct MHD_Connection 
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
 	struct bc_http *s = cls;
 	struct http_req *r = *con_cls;
@@ -411,8 +405,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	free(r);
 }
 
-__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt,
-                                                              va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
 	size_t n;
@@ -432,7 +425,8 @@ static int check_config(const struct bc_http_config *cfg, struct bc_http *s, cha
 	const char *listen = cfg->listen ? cfg->listen : "";
 
 	if (parse_listen(listen, &s->addr) != 0) {
-		snprintf(err, errlen, "listen %s: expected host:port or [v6]:port with a numeric address",
+		snprintf(err, errlen,
+		         "listen %s: expected host:port or [v6]:port with a numeric address",
 		         listen);
 		return BC_ERR_CONFIG;
 	}
@@ -442,7 +436,8 @@ static int check_config(const struct bc_http_config *cfg, struct bc_http *s, cha
 	}
 	if (cfg->tls_cert_pem == NULL && !addr_is_loopback(&s->addr)) {
 		snprintf(err, errlen,
-		         "listen %s: plain HTTP is only allowed on a loopback address; set [tls] cert and key",
+		         "listen %s: plain HTTP is only allowed on a loopback address; set [tls] "
+		         "cert and key",
 		         listen);
 		return BC_ERR_CONFIG;
 	}
@@ -455,13 +450,13 @@ static int check_config(const struct bc_http_config *cfg, struct bc_http *s, cha
 
 static struct MHD_Daemon *start_daemon(struct bc_http *s, unsigned threads)
 {
-	unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-	                 MHD_USE_ITC;
+	unsigned flags =
+	    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	struct MHD_OptionItem tls[] = {
-		{MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem},
-		{MHD_OPTION_HTTPS_MEM_KEY, 0, s->key_pem},
-		{MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTP_TLS_PRIORITIES},
-		{MHD_OPTION_END, 0, NULL},
+	    {MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem},
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, s->key_pem},
+	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTP_TLS_PRIORITIES},
+	    {MHD_OPTION_END, 0, NULL},
 	};
 
 	if (s->addr.ss_family == AF_INET6)
@@ -471,14 +466,14 @@ static struct MHD_Daemon *start_daemon(struct bc_http *s, unsigned threads)
 	else
 		flags |= MHD_USE_TLS;
 	/* the logger first, so that MHD reports problems with the other options through it */
-	return MHD_start_daemon(
-		flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONNECTION_TIMEOUT_S,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
-		MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-		MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
+	                        on_mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->addr,
+	                        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+	                        (unsigned)HTTP_CONNECTION_TIMEOUT_S,
+	                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
+	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
+	                        MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_NOTIFY_COMPLETED,
+	                        on_completed, s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 static void http_free(struct bc_http *s)
@@ -518,7 +513,9 @@ int bc_http_start(const struct bc_http_config *cfg, bc_http_handler h, void *ctx
 	}
 	s->d = start_daemon(s, cfg->threads ? cfg->threads : HTTP_DEFAULT_THREADS);
 	if (s->d == NULL) {
-		snprintf(err, errlen, "listen %s: cannot start the HTTP server (address in use, or a bad TLS certificate or key)",
+		snprintf(err, errlen,
+		         "listen %s: cannot start the HTTP server (address in use, or a bad TLS "
+		         "certificate or key)",
 		         cfg->listen);
 		rc = BC_ERR_IO;
 		goto out;

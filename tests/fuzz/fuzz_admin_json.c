@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bc/log.h"
 #include "bc/store.h"
@@ -17,6 +18,20 @@
 static struct bc_admin_config cfg;
 static char auth[192];
 static char pool_path[160];
+static char dir[] = "/tmp/bc-fuzz-admin-XXXXXX";
+
+/* libFuzzer ends with exit(): the database goes with the process */
+static void remove_store(void)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+	char path[96];
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(path, sizeof(path), "%s/bc.db%s", dir, suffixes[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
 
 static int known(void *ctx, const char *id)
 {
@@ -29,8 +44,9 @@ static int seed(bc_tx *tx, void *arg)
 	int rc;
 
 	bc_param p[] = {BC_INT(1)};
-	if ((rc = bc_tx_exec(tx, "INSERT INTO tenants (id, name, created_at) VALUES ('root', 'root', $1)",
-	                     p, 1, NULL)) != 0)
+	if ((rc = bc_tx_exec(
+	         tx, "INSERT INTO tenants (id, name, created_at) VALUES ('root', 'root', $1)", p, 1,
+	         NULL)) != 0)
 		return rc;
 	return bc_admin_create_api_key(tx, "root", "fuzz", key);
 }
@@ -39,13 +55,13 @@ static void handle(const char *method, const char *path, const uint8_t *body, si
                    struct bc_http_response *resp)
 {
 	struct bc_http_request req = {
-		.method = method,
-		.path = path,
-		.content_type = "application/json",
-		.authorization = auth,
-		.body = body,
-		.body_len = len,
-		.peer = "127.0.0.1",
+	    .method = method,
+	    .path = path,
+	    .content_type = "application/json",
+	    .authorization = auth,
+	    .body = body,
+	    .body_len = len,
+	    .peer = "127.0.0.1",
 	};
 
 	memset(resp, 0, sizeof(*resp));
@@ -54,7 +70,7 @@ static void handle(const char *method, const char *path, const uint8_t *body, si
 
 static void init(void)
 {
-	char dir[] = "/tmp/bc-fuzz-admin-XXXXXX", db[64], err[256];
+	char db[96], err[256];
 	struct bc_http_response resp;
 	bc_store *store = NULL;
 	char *key = NULL;
@@ -63,6 +79,7 @@ static void init(void)
 	bc_log_set_level(BC_LOG_ERROR);
 	if (mkdtemp(dir) == NULL)
 		abort();
+	atexit(remove_store);
 	snprintf(db, sizeof(db), "%s/bc.db", dir);
 	if (bc_store_open(db, &store, err, sizeof(err)) != 0 ||
 	    bc_store_run(store, BC_TX_WRITE, seed, &key) != 0)
@@ -73,7 +90,8 @@ static void init(void)
 	cfg.public_url = "https://127.0.0.1:8443";
 	cfg.attestor_known = known;
 	handle("POST", "/v1/tenants/root/pools", (const uint8_t *)"{\"name\":\"fuzz\"}", 15, &resp);
-	if (resp.status != 201 || (j = json_loadb((char *)resp.body, resp.body_len, 0, NULL)) == NULL)
+	if (resp.status != 201 ||
+	    (j = json_loadb((char *)resp.body, resp.body_len, 0, NULL)) == NULL)
 		abort();
 	snprintf(pool_path, sizeof(pool_path), "/v1/tenants/root/pools/%s",
 	         json_string_value(json_object_get(j, "id")));
@@ -94,15 +112,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	switch (data[0] % 3) {
-	case 0:
-		handle("POST", "/v1/tenants/root/tokens", data + 1, size - 1, &resp);
-		break;
-	case 1:
-		handle("PATCH", pool_path, data + 1, size - 1, &resp);
-		break;
-	default:
-		handle("POST", "/v1/tenants/root/pools", data + 1, size - 1, &resp);
-		break;
+	case 0: handle("POST", "/v1/tenants/root/tokens", data + 1, size - 1, &resp); break;
+	case 1: handle("PATCH", pool_path, data + 1, size - 1, &resp); break;
+	default: handle("POST", "/v1/tenants/root/pools", data + 1, size - 1, &resp); break;
 	}
 	if (resp.status != 200 && resp.status != 201 && resp.status != 400 && resp.status != 409)
 		abort();

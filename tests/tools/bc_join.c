@@ -96,6 +96,25 @@ static int uuid_ok(char *s)
 	return 1;
 }
 
+/* getopt_long takes any unambiguous prefix of a long option ("--token" for
+ * "--token-file"); we want the names spelled out, so a mistyped option never reads
+ * as another one. The option word is the one before optind, or the one before that
+ * when its value was a separate word. */
+static const char *option_word(char **argv, const struct option *lo)
+{
+	if (lo->has_arg == required_argument && optarg == argv[optind - 1])
+		return argv[optind - 2];
+	return argv[optind - 1];
+}
+
+static int spelled_out(const char *word, const struct option *lo)
+{
+	size_t n = strlen(lo->name);
+
+	return strncmp(word, "--", 2) == 0 && strncmp(word + 2, lo->name, n) == 0 &&
+	       (word[2 + n] == '\0' || word[2 + n] == '=');
+}
+
 static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 {
 	static const struct option longopts[] = {
@@ -106,14 +125,21 @@ static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 		{ "hostname", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	int c, li = -1;
 
 	memset(o, 0, sizeof(*o));
 	o->role = BC_ROLE_NODE;
 	o->out_dir = ".";
 	opterr = 0;
 	/* the leading ':' makes getopt_long tell a missing value (':') from an unknown option */
-	while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", longopts, &li)) != -1) {
+		/* the word only up to '=': an abbreviated --token=... must not echo a token */
+		if (c != ':' && c != '?' && !spelled_out(option_word(argv, &longopts[li]), &longopts[li])) {
+			say(m, "unknown option %.*s (options are spelled out in full)",
+			    (int)strcspn(option_word(argv, &longopts[li]), "="),
+			    option_word(argv, &longopts[li]));
+			return BC_ERR_INVALID;
+		}
 		switch (c) {
 		case 'p': o->pins = optarg; break;
 		case 't': o->token_file = optarg; break;
@@ -143,7 +169,7 @@ static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 			say(m, "%s needs a value", argv[optind - 1]);
 			return BC_ERR_INVALID;
 		default:
-			say(m, "unknown option %s", argv[optind - 1]);
+			say(m, "unknown option %.*s", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
 			return BC_ERR_INVALID;
 		}
 	}
@@ -210,11 +236,14 @@ out:
 	return rc;
 }
 
-/* bct_ then [A-Za-z0-9_-], one line; a single trailing newline is allowed. */
+/* bct_ then [A-Za-z0-9_-], one line; one trailing newline ("\n" or "\r\n") is allowed. */
 static int check_token(char *t, size_t len, const char *where, struct msg *m)
 {
-	if (len > 0 && t[len - 1] == '\n')
+	if (len > 0 && t[len - 1] == '\n') {
 		t[--len] = '\0';
+		if (len > 0 && t[len - 1] == '\r')
+			t[--len] = '\0';
+	}
 	if (len < 5 || len > 512 || strlen(t) != len || strncmp(t, "bct_", 4) != 0) {
 		say(m, "%s: expected one line bct_...", where);
 		return BC_ERR_INVALID;

@@ -165,16 +165,16 @@ static int call(const char *auth, const char *method, const char *url, const cha
 		vals[n++] = eq ? eq + 1 : "";
 	}
 	struct bc_http_request req = {
-		.method = method,
-		.path = path,
-		.content_type = "application/json",
-		.authorization = auth ? auth : "",
-		.body = (const uint8_t *)body,
-		.body_len = body ? strlen(body) : 0,
-		.peer = "127.0.0.1",
-		.query_keys = keys,
-		.query_vals = vals,
-		.n_query = n,
+	    .method = method,
+	    .path = path,
+	    .content_type = "application/json",
+	    .authorization = auth ? auth : "",
+	    .body = (const uint8_t *)body,
+	    .body_len = body ? strlen(body) : 0,
+	    .peer = "127.0.0.1",
+	    .query_keys = keys,
+	    .query_vals = vals,
+	    .n_query = n,
 	};
 	bc_admin_handle(&F.cfg, &req, &resp);
 	assert_non_null(resp.body);
@@ -203,8 +203,8 @@ static void expect_error(const char *auth, const char *method, const char *url, 
 	const json_t *e = json_object_get(j, "error");
 
 	if (got != status)
-		fail_msg("%s %s %s: status %d, want %d: %s", method, url, body ? body : "", got, status,
-		         json_dumps(j, 0));
+		fail_msg("%s %s %s: status %d, want %d: %s", method, url, body ? body : "", got,
+		         status, json_dumps(j, 0));
 	assert_non_null(e);
 	assert_int_equal(json_object_size(j), 1);
 	assert_int_equal(json_object_size(e), 2);
@@ -215,8 +215,8 @@ static void expect_error(const char *auth, const char *method, const char *url, 
 	json_decref(j);
 }
 
-static void expect_invalid(const char *auth, const char *method, const char *url,
-                           const char *body, const char *field)
+static void expect_invalid(const char *auth, const char *method, const char *url, const char *body,
+                           const char *field)
 {
 	expect_error(auth, method, url, body, 400, "INVALID_INPUT", field);
 }
@@ -229,7 +229,8 @@ static json_t *ok(const char *auth, const char *method, const char *url, const c
 	int got = call(auth, method, url, body, &j);
 
 	if (got != status)
-		fail_msg("%s %s: status %d, want %d: %s", method, url, got, status, json_dumps(j, 0));
+		fail_msg("%s %s: status %d, want %d: %s", method, url, got, status,
+		         json_dumps(j, 0));
 	return j;
 }
 
@@ -296,21 +297,23 @@ static void test_authentication(void **state)
 	snprintf(unknown, sizeof(unknown), "%s", F.root_auth);
 	unknown[15] = unknown[15] == 'z' ? 'y' : 'z';
 
-	const char *bad[] = {NULL,
-	                     "",
-	                     "Bearer",
-	                     "Bearer ",
-	                     "Basic cm9vdDpyb290",
-	                     "Bearer bck_",
-	                     "Bearer bct_key_00000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-	                     "Bearer bck_key_0000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-	                     "Bearer bck_key_00000000000000000000000000_AAAA",
-	                     "Bearer bck_key_00000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA+",
-	                     wrong,
-	                     unknown};
+	const char *bad[] = {
+	    NULL,
+	    "",
+	    "Bearer",
+	    "Bearer ",
+	    "Basic cm9vdDpyb290",
+	    "Bearer bck_",
+	    "Bearer bct_key_00000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	    "Bearer bck_key_0000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	    "Bearer bck_key_00000000000000000000000000_AAAA",
+	    "Bearer bck_key_00000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA+",
+	    wrong,
+	    unknown};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		expect_error(bad[i], "GET", "/v1/whoami", NULL, 401, "ACCESS_DENIED", msg);
-		expect_error(bad[i], "GET", "/v1/tenants/root/pools", NULL, 401, "ACCESS_DENIED", msg);
+		expect_error(bad[i], "GET", "/v1/tenants/root/pools", NULL, 401, "ACCESS_DENIED",
+		             msg);
 		/* nothing about routes or bodies is told before the key is checked */
 		expect_error(bad[i], "GET", "/v1/nope", NULL, 401, "ACCESS_DENIED", msg);
 		expect_error(bad[i], "POST", "/v1/tenants", "not json", 401, "ACCESS_DENIED", msg);
@@ -397,7 +400,8 @@ static void test_tenants(void **state)
 	expect_invalid(F.root_auth, "POST", "/v1/tenants", "", "body");
 	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"name\":", "body");
 	expect_invalid(F.root_auth, "POST", "/v1/tenants", "[\"name\"]", "body");
-	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"name\":\"a\",\"name\":\"b\"}", "body");
+	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"name\":\"a\",\"name\":\"b\"}",
+	               "body");
 	/* invalid UTF-8: the parser's message quotes it, the answer stays JSON */
 	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"o\\\xd8\x9e\x92\xa3:}", "body");
 	expect_invalid(F.root_auth, "POST", "/v1/tenants", "{\"name\":\"\xff\xfe\"}", "body");
@@ -461,7 +465,8 @@ static void test_sites(void **state)
 	assert_int_equal(count_audit("root", "site.created"), 1);
 	expect_error(F.root_auth, "POST", "/v1/tenants/root/sites", "{\"name\":\"fra1\"}", 409,
 	             "CONFLICT", "site.name");
-	expect_invalid(F.root_auth, "POST", "/v1/tenants/root/sites", "{\"name\":null}", "site.name");
+	expect_invalid(F.root_auth, "POST", "/v1/tenants/root/sites", "{\"name\":null}",
+	               "site.name");
 	expect_invalid(F.root_auth, "POST", "/v1/tenants/root/sites", "{\"name\":\"a\",\"x\":1}",
 	               "site.x: unknown field");
 }
@@ -472,14 +477,15 @@ static void test_pools(void **state)
 {
 	char url[160];
 
-	json_t *p = ok(F.root_auth, "POST", "/v1/tenants/root/pools",
-	               "{\"name\":\"gpu\",\"policy\":{\"joinAttestors\":[\"tpm\"],\"note\":\"x\"}}", 201);
+	json_t *p =
+	    ok(F.root_auth, "POST", "/v1/tenants/root/pools",
+	       "{\"name\":\"gpu\",\"policy\":{\"joinAttestors\":[\"tpm\"],\"note\":\"x\"}}", 201);
 	const char *id = str(p, "id");
 	assert_int_equal(strncmp(id, "pool_", 5), 0);
 	assert_string_equal(str(p, "tenantId"), "root");
 	assert_string_equal(str(p, "name"), "gpu");
 	assert_string_equal(json_string_value(json_array_get(
-				    json_object_get(json_object_get(p, "policy"), "joinAttestors"), 0)),
+	                        json_object_get(json_object_get(p, "policy"), "joinAttestors"), 0)),
 	                    "tpm");
 	assert_string_equal(str(json_object_get(p, "policy"), "note"), "x");
 	assert_string_equal(str(p, "createdAt"), str(p, "updatedAt"));
@@ -503,15 +509,13 @@ static void test_pools(void **state)
 	               "{\"policy\":{\"joinAttestors\":[\"join-token\",\"x509pop\"]}}", 200);
 	assert_string_equal(str(u, "name"), "gpu");
 	assert_null(json_object_get(json_object_get(u, "policy"), "note"));
-	assert_int_equal(json_array_size(json_object_get(json_object_get(u, "policy"),
-	                                                 "joinAttestors")),
-	                 2);
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(u, "policy"), "joinAttestors")), 2);
 	json_decref(u);
 	u = ok(F.root_auth, "PATCH", url, "{\"name\":\"gpu2\"}", 200);
 	assert_string_equal(str(u, "name"), "gpu2");
-	assert_int_equal(json_array_size(json_object_get(json_object_get(u, "policy"),
-	                                                 "joinAttestors")),
-	                 2);
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(u, "policy"), "joinAttestors")), 2);
 	json_decref(u);
 	expect_error(F.root_auth, "PATCH", url, "{\"name\":\"cpu\"}", 409, "CONFLICT", "pool.name");
 	expect_error(F.root_auth, "POST", "/v1/tenants/root/pools", "{\"name\":\"cpu\"}", 409,
@@ -531,29 +535,33 @@ static void test_pools(void **state)
 static void test_pool_validation(void **state)
 {
 	static const char *const pools = "/v1/tenants/root/pools";
-	static const char ja[] = "pool.policy.joinAttestors: expected an array of 1 to 16 attestor ids";
+	static const char ja[] =
+	    "pool.policy.joinAttestors: expected an array of 1 to 16 attestor ids";
 	char id[64], url[160], body[1024];
 
 	create_pool(F.root_auth, "root", "base", id);
 	snprintf(url, sizeof(url), "/v1/tenants/root/pools/%s", id);
 
 	const char *bad_policies[][2] = {
-		{"[]", "pool.policy: expected an object"},
-		{"\"tpm\"", "pool.policy: expected an object"},
-		{"null", "pool.policy: expected an object"},
-		{"{\"joinAttestors\":\"tpm\"}", ja},
-		{"{\"joinAttestors\":{}}", ja},
-		{"{\"joinAttestors\":null}", ja},
-		{"{\"joinAttestors\":[]}", ja},
-		{"{\"joinAttestors\":[\"tpm\",\"gcp\"]}",
-		 "pool.policy.joinAttestors[1]: not an attestor this server runs"},
-		{"{\"joinAttestors\":[\"TPM\"]}",
-		 "pool.policy.joinAttestors[0]: not an attestor this server runs"},
-		{"{\"joinAttestors\":[\"tpm\",7]}", "pool.policy.joinAttestors[1]: expected an attestor id"},
-		{"{\"joinAttestors\":[[\"tpm\"]]}", "pool.policy.joinAttestors[0]: expected an attestor id"},
+	    {"[]", "pool.policy: expected an object"},
+	    {"\"tpm\"", "pool.policy: expected an object"},
+	    {"null", "pool.policy: expected an object"},
+	    {"{\"joinAttestors\":\"tpm\"}", ja},
+	    {"{\"joinAttestors\":{}}", ja},
+	    {"{\"joinAttestors\":null}", ja},
+	    {"{\"joinAttestors\":[]}", ja},
+	    {"{\"joinAttestors\":[\"tpm\",\"gcp\"]}",
+	     "pool.policy.joinAttestors[1]: not an attestor this server runs"},
+	    {"{\"joinAttestors\":[\"TPM\"]}",
+	     "pool.policy.joinAttestors[0]: not an attestor this server runs"},
+	    {"{\"joinAttestors\":[\"tpm\",7]}",
+	     "pool.policy.joinAttestors[1]: expected an attestor id"},
+	    {"{\"joinAttestors\":[[\"tpm\"]]}",
+	     "pool.policy.joinAttestors[0]: expected an attestor id"},
 	};
 	for (size_t i = 0; i < sizeof(bad_policies) / sizeof(bad_policies[0]); i++) {
-		snprintf(body, sizeof(body), "{\"name\":\"p%zu\",\"policy\":%s}", i, bad_policies[i][0]);
+		snprintf(body, sizeof(body), "{\"name\":\"p%zu\",\"policy\":%s}", i,
+		         bad_policies[i][0]);
 		expect_invalid(F.root_auth, "POST", pools, body, bad_policies[i][1]);
 		snprintf(body, sizeof(body), "{\"policy\":%s}", bad_policies[i][0]);
 		expect_invalid(F.root_auth, "PATCH", url, body, bad_policies[i][1]);
@@ -691,9 +699,9 @@ static void test_tokens(void **state)
 
 	/* expiry: 600 s after creation, in database time */
 	bc_param pid[] = {BC_TEXT(id)};
-	assert_int_equal(sql_int("SELECT expires_at - created_at FROM join_tokens WHERE id = $1",
-	                         pid, 1),
-	                 600000);
+	assert_int_equal(
+	    sql_int("SELECT expires_at - created_at FROM join_tokens WHERE id = $1", pid, 1),
+	    600000);
 	/* the store keeps sha256 of the secret part only */
 	char *hash = sql_text("SELECT secret_hash FROM join_tokens WHERE id = $1", pid, 1);
 	const char *sec = secret + strlen(prefix);
@@ -723,9 +731,9 @@ static void test_tokens(void **state)
 	assert_true(json_is_null(json_object_get(st, "description")));
 	assert_true(json_is_null(json_object_get(json_object_get(st, "expect"), "mac")));
 	bc_param sid[] = {BC_TEXT(str(st, "id"))};
-	assert_int_equal(sql_int("SELECT expires_at - created_at FROM join_tokens WHERE id = $1",
-	                         sid, 1),
-	                 3600000);
+	assert_int_equal(
+	    sql_int("SELECT expires_at - created_at FROM join_tokens WHERE id = $1", sid, 1),
+	    3600000);
 	json_decref(s);
 	assert_int_equal(count_events("root", "token.created"), 2);
 	assert_int_equal(count_audit("root", "token.created"), 2);
@@ -747,6 +755,17 @@ static void test_tokens(void **state)
 	json_decref(site);
 }
 
+/* tmpl with its one '@' replaced by pool */
+static void fill(char *out, size_t n, const char *tmpl, const char *pool)
+{
+	const char *at = strchr(tmpl, '@');
+
+	if (at == NULL)
+		snprintf(out, n, "%s", tmpl);
+	else
+		snprintf(out, n, "%.*s%s%s", (int)(at - tmpl), tmpl, pool, at + 1);
+}
+
 static void test_token_validation(void **state)
 {
 	static const char *const url = "/v1/tenants/root/tokens";
@@ -754,52 +773,55 @@ static void test_token_validation(void **state)
 
 	create_pool(F.root_auth, "root", "p", pool);
 	const char *cases[][2] = {
-		{"{}", "token.role: required"},
-		{"{\"role\":\"ramdisk\"}", "token.role"},
-		{"{\"role\":\"provisioned\"}", "token.role"},
-		{"{\"role\":1}", "token.role"},
-		{"{\"role\":\"node\"}", "token.poolId: a node token needs a pool"},
-		{"{\"role\":\"site\"}", "token.siteId: a site token needs a site"},
-		{"{\"role\":\"node\",\"poolId\":\"pool_nope\"}", "token.poolId: no such pool"},
-		{"{\"role\":\"site\",\"siteId\":\"site_nope\"}", "token.siteId: no such site"},
-		{"{\"role\":\"node\",\"poolId\":5}", "token.poolId"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"uses\":0}", "token.uses"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"uses\":10001}", "token.uses"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"uses\":\"1\"}", "token.uses"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"uses\":1.5}", "token.uses"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"ttlSeconds\":59}", "token.ttlSeconds"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"ttlSeconds\":31536001}", "token.ttlSeconds"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"allowReclaim\":1}", "token.allowReclaim"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"description\":7}", "token.description"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"secret\":\"x\"}", "token.secret: unknown field"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":[]}", "token.expect: expected an object"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"ip\":\"1.2.3.4\"}}",
-		 "token.expect.ip: unknown field"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"mac\":\"AA:BB:CC:DD:EE:FF\"}}",
-		 "token.expect.mac"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"mac\":\"aa-bb-cc-dd-ee-ff\"}}",
-		 "token.expect.mac"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee\"}}",
-		 "token.expect.mac"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee:fg\"}}",
-		 "token.expect.mac"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee:ff:\"}}",
-		 "token.expect.mac"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"productUuid\":"
-		 "\"0123ABCD-4567-89ab-cdef-0123456789ab\"}}",
-		 "token.expect.productUuid"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"productUuid\":"
-		 "\"0123abcd45678-9ab-cdef-0123456789ab\"}}",
-		 "token.expect.productUuid"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"productUuid\":"
-		 "\"{0123abcd-4567-89ab-cdef-0123456789ab}\"}}",
-		 "token.expect.productUuid"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"serial\":\"\"}}",
-		 "token.expect.serial"},
-		{"{\"role\":\"node\",\"poolId\":\"%s\",\"expect\":{\"serial\":3}}", "token.expect.serial"},
+	    {"{}", "token.role: required"},
+	    {"{\"role\":\"ramdisk\"}", "token.role"},
+	    {"{\"role\":\"provisioned\"}", "token.role"},
+	    {"{\"role\":1}", "token.role"},
+	    {"{\"role\":\"node\"}", "token.poolId: a node token needs a pool"},
+	    {"{\"role\":\"site\"}", "token.siteId: a site token needs a site"},
+	    {"{\"role\":\"node\",\"poolId\":\"pool_nope\"}", "token.poolId: no such pool"},
+	    {"{\"role\":\"site\",\"siteId\":\"site_nope\"}", "token.siteId: no such site"},
+	    {"{\"role\":\"node\",\"poolId\":5}", "token.poolId"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"uses\":0}", "token.uses"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"uses\":10001}", "token.uses"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"uses\":\"1\"}", "token.uses"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"uses\":1.5}", "token.uses"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"ttlSeconds\":59}", "token.ttlSeconds"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"ttlSeconds\":31536001}", "token.ttlSeconds"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"allowReclaim\":1}", "token.allowReclaim"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"description\":7}", "token.description"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"secret\":\"x\"}",
+	     "token.secret: unknown field"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":[]}",
+	     "token.expect: expected an object"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"ip\":\"1.2.3.4\"}}",
+	     "token.expect.ip: unknown field"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"AA:BB:CC:DD:EE:FF\"}}",
+	     "token.expect.mac"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa-bb-cc-dd-ee-ff\"}}",
+	     "token.expect.mac"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee\"}}",
+	     "token.expect.mac"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee:fg\"}}",
+	     "token.expect.mac"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee:ff:\"}}",
+	     "token.expect.mac"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"productUuid\":"
+	     "\"0123ABCD-4567-89ab-cdef-0123456789ab\"}}",
+	     "token.expect.productUuid"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"productUuid\":"
+	     "\"0123abcd45678-9ab-cdef-0123456789ab\"}}",
+	     "token.expect.productUuid"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"productUuid\":"
+	     "\"{0123abcd-4567-89ab-cdef-0123456789ab}\"}}",
+	     "token.expect.productUuid"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"serial\":\"\"}}",
+	     "token.expect.serial"},
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"serial\":3}}",
+	     "token.expect.serial"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		snprintf(body, sizeof(body), cases[i][0], pool);
+		fill(body, sizeof(body), cases[i][0], pool);
 		expect_invalid(F.root_auth, "POST", url, body, cases[i][1]);
 	}
 	/* the bounds themselves pass */
@@ -808,7 +830,8 @@ static void test_token_validation(void **state)
 	         "\"expect\":{\"serial\":\"SN-1\"}}",
 	         pool);
 	json_decref(ok(F.root_auth, "POST", url, body, 201));
-	snprintf(body, sizeof(body), "{\"role\":\"node\",\"poolId\":\"%s\",\"ttlSeconds\":60}", pool);
+	snprintf(body, sizeof(body), "{\"role\":\"node\",\"poolId\":\"%s\",\"ttlSeconds\":60}",
+	         pool);
 	json_decref(ok(F.root_auth, "POST", url, body, 201));
 	bc_param none[] = {BC_TEXT("root")};
 	assert_int_equal(sql_int("SELECT COUNT(*) FROM join_tokens WHERE tenant_id = $1", none, 1),
@@ -901,7 +924,8 @@ static void test_node_operations(void **state)
 	insert_cert("01", NODE_A, 3000, 90000000);
 	insert_cert("02", NODE_A, 4000, 90000000);
 	bc_param pn[] = {BC_TEXT(NODE_A)};
-	sql("INSERT INTO node_bindings (kind, key, node_id, created_at) VALUES ('tpm-ek', 'ek1', $1, 1)",
+	sql("INSERT INTO node_bindings (kind, key, node_id, created_at) VALUES ('tpm-ek', 'ek1', "
+	    "$1, 1)",
 	    pn, 1);
 
 	/* delete needs a cordoned or retired node */
@@ -937,8 +961,8 @@ static void test_node_operations(void **state)
 	assert_string_equal(str(n, "state"), "retired");
 	assert_true(json_is_null(json_object_get(n, "certificate")));
 	json_decref(n);
-	assert_int_equal(sql_int("SELECT COUNT(*) FROM node_certs WHERE revoked_at IS NULL", NULL, 0),
-	                 0);
+	assert_int_equal(
+	    sql_int("SELECT COUNT(*) FROM node_certs WHERE revoked_at IS NULL", NULL, 0), 0);
 	assert_int_equal(count_events("root", "node.retired"), 1);
 	expect_error(F.root_auth, "POST", "/v1/tenants/root/nodes/" NODE_A "/cordon", NULL, 409,
 	             "CONFLICT", "node is retired");
@@ -982,21 +1006,28 @@ static void test_node_operations(void **state)
 
 /* ---- events ---- */
 
+static void insert_event(const char *id, const char *type, int64_t at)
+{
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(type), BC_INT(at)};
+	sql("INSERT INTO events (id, tenant_id, type, subject, data, created_at) "
+	    "VALUES ($1, 'root', $2, 'node_x', '{\"n\":1}', $3)",
+	    p, 3);
+}
+
 static void test_events(void **state)
 {
-	char id[64];
+	char id[64], url[192];
 
-	for (int i = 0; i < 5; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "p%d", i);
-		create_pool(F.root_auth, "root", name, id);
-		usleep(2000); /* distinct milliseconds: the order is by time */
-	}
-	json_decref(ok(F.root_auth, "PATCH", "/v1/tenants/root/pools/" "x", "{}", 404));
+	/* older events, written out of order; the API's own is the newest */
+	insert_event("evt_b", "node.joined", 20000);
+	insert_event("evt_a", "node.joined", 10000);
+	insert_event("evt_c", "node.renewed", 30000);
+	create_pool(F.root_auth, "root", "p4", id);
+	json_decref(ok(F.root_auth, "PATCH", "/v1/tenants/root/pools/x", "{}", 404));
 
 	json_t *l = ok(F.root_auth, "GET", "/v1/tenants/root/events", NULL, 200);
 	json_t *ev = json_object_get(l, "events");
-	assert_int_equal(json_array_size(ev), 5);
+	assert_int_equal(json_array_size(ev), 4);
 	json_t *first = json_array_get(ev, 0);
 	assert_string_equal(str(first, "type"), "pool.created");
 	assert_string_equal(str(first, "tenantId"), "root");
@@ -1004,30 +1035,39 @@ static void test_events(void **state)
 	assert_string_equal(str(json_object_get(first, "data"), "poolId"), id);
 	assert_string_equal(str(json_object_get(first, "data"), "name"), "p4");
 	assert_int_equal(strncmp(str(first, "id"), "evt_", 4), 0);
-	for (size_t i = 1; i < 5; i++)
-		assert_true(strcmp(str(json_array_get(ev, i - 1), "createdAt"),
-		                   str(json_array_get(ev, i), "createdAt")) >= 0);
+	assert_string_equal(str(json_array_get(ev, 1), "id"), "evt_c");
+	assert_string_equal(str(json_array_get(ev, 1), "createdAt"), "1970-01-01T00:00:30.000Z");
+	assert_string_equal(str(json_array_get(ev, 2), "id"), "evt_b");
+	assert_string_equal(str(json_array_get(ev, 3), "id"), "evt_a");
+	assert_int_equal(json_integer_value(
+	                     json_object_get(json_object_get(json_array_get(ev, 3), "data"), "n")),
+	                 1);
 	json_decref(l);
 
 	l = ok(F.root_auth, "GET", "/v1/tenants/root/events?limit=2", NULL, 200);
-	assert_int_equal(json_array_size(json_object_get(l, "events")), 2);
-	assert_string_equal(str(json_object_get(json_array_get(json_object_get(l, "events"), 0),
-	                                        "data"),
-	                        "name"),
-	                    "p4");
+	ev = json_object_get(l, "events");
+	assert_int_equal(json_array_size(ev), 2);
+	assert_string_equal(str(json_array_get(ev, 0), "type"), "pool.created");
+	assert_string_equal(str(json_array_get(ev, 1), "id"), "evt_c");
 	json_decref(l);
-	char url[192];
+	l = ok(F.root_auth, "GET", "/v1/tenants/root/events?type=node.joined&limit=1", NULL, 200);
+	ev = json_object_get(l, "events");
+	assert_int_equal(json_array_size(ev), 1);
+	assert_string_equal(str(json_array_get(ev, 0), "id"), "evt_b");
+	json_decref(l);
 	snprintf(url, sizeof(url), "/v1/tenants/root/pools/%s", id);
 	json_decref(ok(F.root_auth, "PATCH", url, "{\"name\":\"renamed\"}", 200));
 	l = ok(F.root_auth, "GET", "/v1/tenants/root/events?type=pool.updated", NULL, 200);
 	assert_int_equal(json_array_size(json_object_get(l, "events")), 1);
 	json_decref(l);
-	l = ok(F.root_auth, "GET", "/v1/tenants/root/events?type=node.joined&limit=1000", NULL, 200);
+	l = ok(F.root_auth, "GET", "/v1/tenants/root/events?type=node.retired&limit=1000", NULL,
+	       200);
 	assert_int_equal(json_array_size(json_object_get(l, "events")), 0);
 	json_decref(l);
 
-	const char *bad[] = {"limit=0", "limit=1001", "limit=abc", "limit=", "limit=-1",
-	                     "limit=10000000000000000000", "type="};
+	const char *bad[] = {"limit=0", "limit=1001", "limit=abc",
+	                     "limit=",  "limit=-1",   "limit=10000000000000000000",
+	                     "type="};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(url, sizeof(url), "/v1/tenants/root/events?%s", bad[i]);
 		expect_invalid(F.root_auth, "GET", url, NULL, bad[i][0] == 'l' ? "limit" : "type");
@@ -1075,20 +1115,20 @@ static void test_daemon_config(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_authentication, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_routing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tenants, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_api_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sites, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pools, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pool_validation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_scoping, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_token_validation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_nodes_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_events, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_daemon_config, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_authentication, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_routing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tenants, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_api_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sites, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pools, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_validation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_scoping, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_token_validation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nodes_read, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_daemon_config, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

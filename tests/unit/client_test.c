@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,18 +126,19 @@ struct spec {
 	int n_chain;                 /* 0, 1 (leaf) or 2 (leaf, CA) */
 	enum deferral deferral;
 	const char *trust_domain;
+	uint32_t retry_after_seconds;
 };
 
 /* A good join for the test CSR, for a test to change one thing in. */
 static struct spec good_join(void)
 {
-	struct spec s = { T.csr_sha256, 32, NODE_ID, T.leaf, T.leaf_len, 2, JOINED, TD };
+	struct spec s = { T.csr_sha256, 32, NODE_ID, T.leaf, T.leaf_len, 2, JOINED, TD, 0 };
 	return s;
 }
 
 static struct spec good_deferral(enum deferral d)
 {
-	struct spec s = { T.csr_sha256, 32, "", NULL, 0, 0, d, TD };
+	struct spec s = { T.csr_sha256, 32, "", NULL, 0, 0, d, TD, 7 };
 	return s;
 }
 
@@ -162,7 +166,7 @@ static uint8_t *pack_body(const struct spec *s, size_t *len)
 	b.n_trust_bundle = 1;
 	if (s->deferral == PENDING) {
 		pend.request_id = "jr_0123456789abcdefghjkmnpqrs";
-		pend.retry_after_seconds = 7;
+		pend.retry_after_seconds = s->retry_after_seconds;
 		b.deferral_case = BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_PENDING;
 		b.pending = &pend;
 	} else if (s->deferral == CHALLENGE) {
@@ -863,6 +867,9 @@ struct srv {
 	char content_type[128];
 	uint8_t *req;
 	size_t req_len;
+	int pending_rounds;            /* join_handler: answer pending this many times first */
+	int challenge;                 /* join_handler: answer a challenge */
+	uint8_t csr_seen[4][32];       /* sha256 of each request's CSR */
 	char token_seen[128];
 	char role_seen[32], attestor_seen[32], agent_seen[64], host_seen[64], mac_seen[32];
 };
@@ -1014,6 +1021,7 @@ static void join_handler(struct srv *s)
 	size_t tok_len = 0, leaf_len;
 	struct spec sp;
 
+	free(s->resp); /* the previous request's answer */
 	canned(s, 400, "{\"code\":\"invalid_argument\",\"message\":\"bad request\"}");
 	rq = bettercompute__join__v1__join_request__unpack(NULL, s->req_len, s->req);
 	if (rq == NULL || bc_csr_check(rq->csr.data, rq->csr.len, &pub) != 0 ||
@@ -1030,12 +1038,20 @@ static void join_handler(struct srv *s)
 		if (rq->claims->n_macs > 0)
 			snprintf(s->mac_seen, sizeof(s->mac_seen), "%s", rq->claims->macs[0]);
 	}
+	if (s->requests <= 4)
+		memcpy(s->csr_seen[s->requests - 1], h, 32);
 	free(s->resp);
 	leaf = issue(T.pki, NODE_ID, pub, &leaf_len);
 	sp = good_join();
+	if (s->challenge || s->requests <= s->pending_rounds) {
+		sp = good_deferral(s->challenge ? CHALLENGE : PENDING);
+		sp.retry_after_seconds = 1;
+	}
 	sp.csr_sha256 = h;
-	sp.leaf = leaf;
-	sp.leaf_len = leaf_len;
+	if (sp.deferral == JOINED) {
+		sp.leaf = leaf;
+		sp.leaf_len = leaf_len;
+	}
 	s->resp = response(&sp, &s->resp_len);
 	s->status = 200;
 	free(leaf);
@@ -1264,6 +1280,233 @@ static void test_post_limit(void **state)
 	                                sizeof(err)), BC_ERR_INVALID);
 }
 
+/* ---- bc-join, the test client, run as a process ---- */
+
+#ifndef BC_BINARY_DIR
+#define BC_BINARY_DIR "."
+#endif
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 65536);
+	size_t n;
+
+	assert_non_null(buf);
+	if (f == NULL)
+		return buf;
+	n = fread(buf, 1, 65535, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Runs bc-join with args (after the program name) and an empty environment; its
+ * stdout and stderr land in dir/stdout and dir/stderr. Returns its exit status. */
+static int run_tool(const char *dir, const char *const *args)
+{
+	static const char bin[] = BC_BINARY_DIR "/bc-join";
+	char *argv[24], outp[512], errp[512];
+	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	size_t n = 0;
+	int st;
+	pid_t pid;
+
+	if (access(bin, X_OK) != 0)
+		skip(); /* bc-join is built with the tests; a partial build may lack it */
+	argv[n++] = (char *)bin;
+	for (; args[n - 1] != NULL && n < 23; n++)
+		argv[n] = (char *)args[n - 1];
+	argv[n] = NULL;
+	snprintf(outp, sizeof(outp), "%s/stdout", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	assert_true((pid = fork()) >= 0);
+	if (pid == 0) {
+		int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+			_exit(126);
+		execve(bin, argv, envp);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+struct tool_dir {
+	char dir[64], pins[128], token[128], out[128];
+};
+
+static void tool_dir(struct tool_dir *d, const char *url, const char *token_text)
+{
+	json_t *j = pins_obj(url);
+	char *text = json_dumps(j, 0);
+
+	snprintf(d->dir, sizeof(d->dir), "/tmp/bc-client-test.XXXXXX");
+	assert_non_null(mkdtemp(d->dir));
+	snprintf(d->pins, sizeof(d->pins), "%s/pins.json", d->dir);
+	snprintf(d->token, sizeof(d->token), "%s/token", d->dir);
+	snprintf(d->out, sizeof(d->out), "%s/out", d->dir);
+	write_file(d->pins, text);
+	write_file(d->token, token_text);
+	free(text);
+	json_decref(j);
+}
+
+static void tool_dir_rm(struct tool_dir *d)
+{
+	static const char *const names[] = { "pins.json", "token", "stdout", "stderr",
+	                                     "out/node.key", "out/node.crt", "out" };
+	char p[256];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", d->dir, names[i]);
+		if (unlink(p) != 0)
+			rmdir(p);
+	}
+	rmdir(d->dir);
+}
+
+/* The files bc-join wrote: a 0600 PKCS#8 key and the chain, the leaf for that key. */
+static void check_identity(const struct tool_dir *d)
+{
+	char kp[256], cp[256], *key_pem, *crt_pem;
+	EVP_PKEY *key = NULL;
+	struct stat st;
+	X509 *leaf;
+	BIO *b;
+
+	snprintf(kp, sizeof(kp), "%s/node.key", d->out);
+	snprintf(cp, sizeof(cp), "%s/node.crt", d->out);
+	assert_int_equal(stat(kp, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	key_pem = slurp(kp);
+	crt_pem = slurp(cp);
+	assert_non_null(strstr(key_pem, "-----BEGIN PRIVATE KEY-----"));
+	assert_int_equal(bc_key_from_pem(key_pem, strlen(key_pem), &key), 0);
+	assert_non_null(b = BIO_new_mem_buf(crt_pem, -1));
+	assert_non_null(leaf = PEM_read_bio_X509(b, NULL, NULL, NULL));
+	assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(leaf), key), 1);
+	X509_free(leaf);
+	assert_non_null(leaf = PEM_read_bio_X509(b, NULL, NULL, NULL)); /* the CA after it */
+	X509_free(leaf);
+	BIO_free(b);
+	EVP_PKEY_free(key);
+	bc_freezero(key_pem, strlen(key_pem));
+	free(crt_pem);
+}
+
+static void test_tool_join_after_pending(void **state)
+{
+	struct srv s = { .handler = join_handler, .pending_rounds = 2 };
+	struct tool_dir d;
+	char path[256], *out, *err;
+
+	(void)state;
+	srv_start(&s, 3);
+	tool_dir(&d, s.url, TOKEN "\n");
+	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--token-file", d.token,
+	                                                  "--out", d.out, "--hostname", "h1",
+	                                                  "--mac", "52:54:00:AB:CD:EF", NULL }), 0);
+	srv_wait(&s);
+	snprintf(path, sizeof(path), "%s/stdout", d.dir);
+	out = slurp(path);
+	assert_string_equal(out, "joined as " NODE_ID "\n");
+	free(out);
+	/* three rounds, the same CSR each time, the token opened by the server */
+	assert_int_equal(s.requests, 3);
+	assert_memory_equal(s.csr_seen[0], s.csr_seen[1], 32);
+	assert_memory_equal(s.csr_seen[0], s.csr_seen[2], 32);
+	assert_string_equal(s.token_seen, TOKEN);
+	assert_string_equal(s.host_seen, "h1");
+	assert_string_equal(s.mac_seen, "52:54:00:ab:cd:ef");
+	check_identity(&d);
+	snprintf(path, sizeof(path), "%s/stderr", d.dir);
+	err = slurp(path);
+	assert_contains(err, "pending (join request jr_0123456789abcdefghjkmnpqrs)");
+	free(err);
+	srv_free(&s);
+	tool_dir_rm(&d);
+}
+
+static void test_tool_refusals(void **state)
+{
+	static const struct {
+		const char *token;       /* the token file's text */
+		int challenge;           /* the server answers a challenge */
+		int requests;
+		int rc;
+		const char *err;
+	} cases[] = {
+		{ TOKEN "\r\n", 0, 1, 0, "" },
+		{ "bct_a b\n", 0, 0, 1, "bc-join: token file: expected one line bct_...\n" },
+		{ TOKEN "\n\n", 0, 0, 1, "bc-join: token file: expected one line bct_...\n" },
+		{ " " TOKEN, 0, 0, 1, "bc-join: token file: expected one line bct_...\n" },
+		{ "", 0, 0, 1, "bc-join: token file: expected one line bct_...\n" },
+		{ TOKEN, 1, 1, 1,
+		  "bc-join: the server sent a tpm challenge, which bc-join cannot answer\n" },
+	};
+	char path[256], *err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct srv s = { .handler = join_handler, .challenge = cases[i].challenge };
+		struct tool_dir d;
+		srv_start(&s, cases[i].requests);
+		tool_dir(&d, s.url, cases[i].token);
+		assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--token-file",
+		                                                  d.token, "--out", d.out, NULL }),
+		                 cases[i].rc);
+		srv_wait(&s);
+		assert_int_equal(s.requests, cases[i].requests);
+		snprintf(path, sizeof(path), "%s/stderr", d.dir);
+		err = slurp(path);
+		assert_string_equal(err, cases[i].err);
+		free(err);
+		srv_free(&s);
+		tool_dir_rm(&d);
+	}
+}
+
+static void test_tool_usage(void **state)
+{
+	struct tool_dir d;
+	char path[256], *err;
+
+	(void)state;
+	tool_dir(&d, "http://127.0.0.1:1", TOKEN);
+	/* no --pins, an unknown role, and a token on the command line are usage errors */
+	assert_int_equal(run_tool(d.dir, (const char *[]){ "--token-file", d.token, NULL }), 2);
+	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--role", "ramdisk",
+	                                                  NULL }), 2);
+	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--token", TOKEN,
+	                                                  NULL }), 2);
+	/* no token at all (the environment is empty) */
+	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, NULL }), 1);
+	snprintf(path, sizeof(path), "%s/stderr", d.dir);
+	err = slurp(path);
+	assert_string_equal(err, "bc-join: no token: use --token-file FILE or BC_JOIN_TOKEN\n");
+	free(err);
+	/* nothing listens: one line, exit 1 */
+	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--token-file", d.token,
+	                                                  "--out", d.out, NULL }), 1);
+	err = slurp(path);
+	assert_string_equal(err, "bc-join: POST http://127.0.0.1:1/bettercompute.join.v1."
+	                         "JoinService/Join: connection refused\n");
+	free(err);
+	tool_dir_rm(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1291,6 +1534,9 @@ int main(void)
 		cmocka_unit_test(test_join_bad_params),
 		cmocka_unit_test(test_post_connection_refused),
 		cmocka_unit_test(test_post_limit),
+		cmocka_unit_test(test_tool_join_after_pending),
+		cmocka_unit_test(test_tool_refusals),
+		cmocka_unit_test(test_tool_usage),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -104,12 +104,12 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
 
 struct request {
 	const char *url;
-	const char *method;     /* NULL: GET, or POST when body is set */
+	const char *method; /* NULL: GET, or POST when body is set */
 	const char *body;
 	size_t body_len;
-	size_t stream_len;      /* > 0: a chunked body of that many bytes */
+	size_t stream_len; /* > 0: a chunked body of that many bytes */
 	const char *const *headers;
-	const char *cainfo;     /* https: the pinned CA file; NULL: the system's */
+	const char *cainfo; /* https: the pinned CA file; NULL: the system's */
 };
 
 static CURLcode fetch(const struct request *rq, struct fetched *out)
@@ -171,8 +171,7 @@ static struct bc_http *start(const char *listen, size_t max_body, struct seen *s
 	return srv;
 }
 
-static void url_of(struct bc_http *srv, const char *scheme, const char *rest, char *out,
-                   size_t n)
+static void url_of(struct bc_http *srv, const char *scheme, const char *rest, char *out, size_t n)
 {
 	snprintf(out, n, "%s://127.0.0.1:%u%s", scheme, (unsigned)bc_http_port(srv), rest);
 }
@@ -228,7 +227,7 @@ static void test_body_limit(void **state)
 	static const char *const expect100[] = {"Expect: 100-continue", NULL};
 	static const char *const no_expect[] = {"Expect:", NULL};
 	static const char too_large[] =
-		"{\"code\":\"resource_exhausted\",\"message\":\"request body too large\"}";
+	    "{\"code\":\"resource_exhausted\",\"message\":\"request body too large\"}";
 	struct seen s = {0};
 	struct bc_http *srv = start("127.0.0.1:0", 1024, &s);
 	char *big = malloc(4096);
@@ -296,7 +295,7 @@ static void expect_refused(const char *listen, const char *cert, const char *key
 static void test_plain_http_only_on_loopback(void **state)
 {
 	static const char msg[] =
-		"plain HTTP is only allowed on a loopback address; set [tls] cert and key";
+	    "plain HTTP is only allowed on a loopback address; set [tls] cert and key";
 	struct seen s = {0};
 
 	expect_refused("0.0.0.0:0", NULL, NULL, BC_ERR_CONFIG, msg);
@@ -319,6 +318,29 @@ static void test_plain_http_only_on_loopback(void **state)
 	/* loopback forms start */
 	bc_http_stop(start("localhost:0", 0, &s));
 	bc_http_stop(start("127.1.2.3:0", 0, &s));
+}
+
+/* IPv6 loopback, where the machine has it. */
+static void test_ipv6_loopback(void **state)
+{
+	struct bc_http_config cfg = {.listen = "[::1]:0"};
+	struct bc_http *srv = NULL;
+	struct seen s = {0};
+	struct fetched f;
+	char err[256], url[128];
+
+	if (bc_http_start(&cfg, handler, &s, &srv, err, sizeof(err)) != 0) {
+		assert_null(srv);
+		skip();
+	}
+	snprintf(url, sizeof(url), "http://[::1]:%u/six?a=6", (unsigned)bc_http_port(srv));
+	struct request rq = {.url = url};
+	assert_int_equal(fetch(&rq, &f), CURLE_OK);
+	assert_int_equal(f.status, 201);
+	assert_string_equal(s.peer, "::1");
+	assert_string_equal(s.q_a, "6");
+	fetched_free(&f);
+	bc_http_stop(srv);
 }
 
 static void test_listen_is_loopback(void **state)
@@ -382,8 +404,8 @@ static void test_tls_with_pinned_ca(void **state)
 	snprintf(ca_path, sizeof(ca_path), "%s/ca.pem", dir);
 	write_file(ca_path, ca);
 
-	struct bc_http_config cfg = {.listen = "127.0.0.1:0", .tls_cert_pem = cert,
-	                             .tls_key_pem = key};
+	struct bc_http_config cfg = {
+	    .listen = "127.0.0.1:0", .tls_cert_pem = cert, .tls_key_pem = key};
 	assert_int_equal(bc_http_start(&cfg, handler, &s, &srv, err, sizeof(err)), 0);
 	url_of(srv, "https", "/secure?a=tls", url, sizeof(url));
 
@@ -407,7 +429,8 @@ static void test_tls_with_pinned_ca(void **state)
 	bc_http_stop(srv);
 
 	/* with TLS, a non-loopback address is allowed (bound, then stopped at once) */
-	struct bc_http_config any = {.listen = "0.0.0.0:0", .tls_cert_pem = cert, .tls_key_pem = key};
+	struct bc_http_config any = {
+	    .listen = "0.0.0.0:0", .tls_cert_pem = cert, .tls_key_pem = key};
 	assert_int_equal(bc_http_start(&any, handler, &s, &srv, err, sizeof(err)), 0);
 	bc_http_stop(srv);
 
@@ -460,13 +483,14 @@ static void test_stop_lets_inflight_finish(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_body_and_query_reach_handler),
-		cmocka_unit_test(test_body_limit),
-		cmocka_unit_test(test_plain_http_only_on_loopback),
-		cmocka_unit_test(test_listen_is_loopback),
-		cmocka_unit_test(test_helpers),
-		cmocka_unit_test(test_tls_with_pinned_ca),
-		cmocka_unit_test(test_stop_lets_inflight_finish),
+	    cmocka_unit_test(test_body_and_query_reach_handler),
+	    cmocka_unit_test(test_body_limit),
+	    cmocka_unit_test(test_plain_http_only_on_loopback),
+	    cmocka_unit_test(test_ipv6_loopback),
+	    cmocka_unit_test(test_listen_is_loopback),
+	    cmocka_unit_test(test_helpers),
+	    cmocka_unit_test(test_tls_with_pinned_ca),
+	    cmocka_unit_test(test_stop_lets_inflight_finish),
 	};
 	int rc;
 

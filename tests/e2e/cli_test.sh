@@ -1,0 +1,350 @@
+#!/usr/bin/env bash
+# End to end: the better-compute CLI. init and pki init on disk, then `serve` on a
+# loopback port and every admin command against it, as tables and as --json; last,
+# an https server on loopback found through ./var/tls-ca.pem.
+. "$(dirname "$0")/lib.sh"
+CLI="$BIN/better-compute"
+JOIN="$BIN/bc-join"
+W="$T"
+unset BC_SERVER BC_API_KEY BC_API_KEY_FILE
+
+# run STATUS CMD...: runs CMD, keeps its stdout and stderr, checks its exit status
+run() {
+	local want=$1 st=0
+	shift
+	"$@" >"$W/out" 2>"$W/err" || st=$?
+	if [ "$st" -ne "$want" ]; then
+		echo "--- stdout" >&2; cat "$W/out" >&2
+		echo "--- stderr" >&2; cat "$W/err" >&2
+		fail "exit $st, expected $want: $*"
+	fi
+}
+out_has() { grep -q -e "$1" "$W/out" || { cat "$W/out" >&2; fail "stdout lacks: $1"; }; }
+out_lacks() { ! grep -q -e "$1" "$W/out" || { cat "$W/out" >&2; fail "stdout has: $1"; }; }
+err_has() { grep -q -e "$1" "$W/err" || { cat "$W/err" >&2; fail "stderr lacks: $1"; }; }
+# js EXPR: a Python expression over d, the JSON on stdout
+js() {
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+		"$W/out" "$1"
+}
+js_is() {
+	local got
+	got="$(js "$1")"
+	[ "$got" = "$2" ] || { cat "$W/out" >&2; fail "$1 is '$got', expected '$2'"; }
+}
+mode_is() {
+	local m
+	m="$(stat -c %a "$1")"
+	[ "$m" = "$2" ] || fail "$1 has mode $m, expected $2"
+}
+
+cd "$W"
+
+echo "== usage errors (exit 2) and help (exit 0)"
+run 2 "$CLI"
+err_has "usage: better-compute"
+run 0 "$CLI" --help
+out_has "pools create"
+out_has "nodes revoke-identity"
+run 0 "$CLI" help tokens create
+out_has "expect-product-uuid"
+run 0 "$CLI" pools --help
+out_has "pools update"
+for c in init "pki init" "api-keys create" "tenants list" "tenants create" "pools create" \
+	"pools get" "pools list" "pools update" "sites create" "sites list" "tokens create" \
+	"tokens list" "tokens revoke" "nodes list" "nodes get" "nodes cordon" "nodes uncordon" \
+	"nodes delete" "nodes revoke-identity" "nodes retire" "events list" "daemon config"; do
+	# shellcheck disable=SC2086
+	run 0 "$CLI" $c --help
+	out_has "usage: better-compute $c"
+done
+run 0 "$CLI" serve --help
+run 2 "$CLI" frobnicate
+err_has "unknown command"
+run 2 "$CLI" pools
+err_has "create, get, list or update"
+run 2 "$CLI" pools create
+err_has "missing argument"
+run 2 "$CLI" pools create a b
+err_has "unexpected argument"
+run 2 "$CLI" pools list --frob
+err_has "unknown option --frob"
+run 2 "$CLI" pools list --json=yes
+err_has "takes no value"
+run 2 "$CLI" pools get ..
+err_has "is not an id"
+run 2 "$CLI" pools create p --policy '{"joinAttestors":'
+err_has "\-\-policy is not valid JSON"
+run 2 "$CLI" pools create p --policy '[1]'
+err_has "\-\-policy must be a JSON object"
+run 2 "$CLI" tokens create --role admin --pool p
+err_has "\-\-role must be node or site"
+run 2 "$CLI" tokens create --role node
+err_has "\-\-pool ID"
+run 2 "$CLI" tokens create --role node --pool p --uses 0
+err_has "\-\-uses"
+run 2 "$CLI" tokens create --role node --pool p --ttl soon
+err_has "\-\-ttl"
+run 2 "$CLI" events list --limit 5000
+err_has "\-\-limit"
+run 2 "$CLI" tenants list --tenant root
+err_has "\-\-tenant does not apply"
+run 2 "$CLI" nodes delete node_x
+err_has "run again with --yes"
+run 2 "$CLI" pki init
+err_has "\-\-config is missing"
+run 2 "$CLI" --server http://x serve
+err_has "do not apply to serve"
+
+echo "== init"
+PORT="$(free_port)"
+run 0 "$CLI" init --dir var --listen "127.0.0.1:$PORT"
+out_has "shown only this once"
+KEY="$(cat var/admin.key)"
+case "$KEY" in bck_*) ;; *) fail "var/admin.key does not hold an API key" ;; esac
+out_has "$KEY"
+for f in secret pki.bundle admin.key; do mode_is "var/$f" 600; done
+for f in server.toml tls-ca.pem bc.db; do [ -s "var/$f" ] || fail "var/$f missing"; done
+[ ! -e var/tls.crt ] || fail "a loopback init wrote a TLS certificate"
+grep -Eq '^[0-9a-f]{64}$' var/secret || fail "var/secret is not 64 hex characters"
+[ "$(stat -c %s var/secret)" = 65 ] || fail "var/secret is not 64 characters and a newline"
+grep -q "public_url  = \"http://127.0.0.1:$PORT\"" var/server.toml || fail "public_url"
+grep -q 'database    = "bc.db"' var/server.toml || fail "database"
+grep -q "BEGIN CERTIFICATE" var/tls-ca.pem || fail "tls-ca.pem"
+run 1 "$CLI" init --dir var
+err_has "already initialized: var/server.toml exists"
+[ "$(cat var/admin.key)" = "$KEY" ] || fail "a refused init changed admin.key"
+
+run 0 "$CLI" init --dir tls --listen 0.0.0.0:8443 --public-url https://cp.example.test:8443 \
+	--trust-domain example.test --json
+js_is 'd["publicUrl"]' "https://cp.example.test:8443"
+js_is 'd["apiKey"].startswith("bck_")' True
+mode_is tls/tls.key 600
+mode_is tls/tls.crt 600
+grep -q '^\[tls\]' tls/server.toml || fail "no [tls] section"
+if command -v openssl >/dev/null; then
+	openssl verify -CAfile tls/tls-ca.pem tls/tls.crt >/dev/null || fail "tls.crt is not signed by tls-ca.pem"
+	openssl x509 -in tls/tls.crt -noout -text | grep -q "DNS:cp.example.test" || fail "TLS SAN"
+fi
+
+run 2 "$CLI" init --dir bad --trust-domain 'Not A Domain'
+[ ! -e bad ] || fail "a failed init left bad/ behind"
+mkdir keep
+run 2 "$CLI" init --dir keep --trust-domain 'Not_A_Domain'
+[ -z "$(ls -A keep)" ] || fail "a failed init left files in keep/"
+run 0 "$CLI" init --dir keep
+run 2 "$CLI" init --dir x --listen 10.0.0.1:80 --public-url http://10.0.0.1
+err_has "plain HTTP"
+run 2 "$CLI" init --dir x --listen 0.0.0.0:443
+err_has "\-\-public-url"
+
+echo "== pki init"
+mkdir pk
+printf 'listen = "127.0.0.1:1"\npublic_url = "http://127.0.0.1:1"\ndatabase = "bc.db"\nsecret_file = "secret"\npki_bundle = "pki.bundle"\n' >pk/server.toml
+run 0 "$CLI" pki init --config pk/server.toml
+mode_is pk/pki.bundle 600
+mode_is pk/secret 600
+cp pk/pki.bundle pk/bundle.before
+run 1 "$CLI" pki init --config pk/server.toml
+err_has "exists"
+cmp -s pk/pki.bundle pk/bundle.before || fail "pki init overwrote a bundle"
+run 1 "$CLI" pki init --config pk/nonexistent.toml
+
+echo "== serve"
+start_server var
+
+echo "== transport and key errors"
+run 1 "$CLI" --server http://127.0.0.1:1 tenants list
+err_has "cannot reach the control plane at http://127.0.0.1:1"
+err_has "better-compute serve"
+run 1 "$CLI" --server http://192.0.2.1:80 tenants list
+err_has "refusing to send the API key over plain HTTP"
+run 1 "$CLI" --api-key not-a-key tenants list
+err_has "not a better-compute API key"
+run 1 "$CLI" --api-key bck_key_00000000000000000000000000_AAAA tenants list
+err_has "ACCESS_DENIED"
+run 1 env HOME="$W" "$CLI" --server "http://127.0.0.1:$PORT" --api-key-file nonexistent tenants list
+err_has "cannot read the API key file"
+
+echo "== tenants and api-keys"
+run 0 "$CLI" tenants list
+out_has "^ID  *NAME  *CREATED"
+out_has "^root  *root"
+run 0 "$CLI" tenants list --json
+js_is 'd["tenants"][0]["id"]' root
+run 0 "$CLI" tenants create acme --json
+ACME="$(js 'd["id"]')"
+run 0 "$CLI" tenants create other
+out_has "^NAME  *other"
+run 1 "$CLI" tenants create acme
+err_has "^better-compute: CONFLICT: "
+run 0 "$CLI" api-keys create --tenant "$ACME" --name ci
+out_has "shown only this once"
+ACME_KEY="$(grep '^bck_' "$W/out")"
+run 0 "$CLI" --json api-keys create --name root2
+js_is 'd["key"].startswith("bck_")' True
+js_is 'd["tenantId"]' root
+run 2 "$CLI" api-keys create
+err_has "\-\-name is missing"
+echo "$ACME_KEY" >acme.key
+run 0 "$CLI" --api-key-file acme.key tenants list --json
+js_is 'len(d["tenants"])' 1
+js_is 'd["tenants"][0]["id"]' "$ACME"
+run 1 "$CLI" --api-key-file acme.key pools list --tenant root
+err_has "NOT_FOUND"
+run 0 env BC_API_KEY="$ACME_KEY" "$CLI" pools create acme-pool
+out_has "^TENANT  *$ACME"
+
+echo "== pools"
+run 0 "$CLI" pools create p1 --join-attestors join-token
+out_has "^ATTESTORS  *join-token"
+run 0 "$CLI" pools create p2 --policy '{"note":"keep me"}' --json
+P2="$(js 'd["id"]')"
+js_is 'd["policy"]["note"]' "keep me"
+run 1 "$CLI" pools create p3 --join-attestors no-such-attestor
+err_has "^better-compute: INVALID_INPUT: .*joinAttestors"
+run 0 "$CLI" pools update "$P2" --join-attestors join-token --json
+js_is 'd["policy"]["note"]' "keep me"
+js_is 'd["policy"]["joinAttestors"]' "['join-token']"
+run 1 "$CLI" pools update "$P2" --join-attestors ''
+err_has "INVALID_INPUT"
+run 0 "$CLI" pools update "$P2" --name p2b
+out_has "^NAME  *p2b"
+run 2 "$CLI" pools update "$P2"
+err_has "nothing to update"
+run 0 "$CLI" pools get "$P2"
+out_has "^POLICY  *{"
+run 0 "$CLI" pools get "$P2" --json
+js_is 'd["name"]' p2b
+run 1 "$CLI" pools get pool_nosuch
+err_has "NOT_FOUND"
+run 0 "$CLI" pools list
+out_has "^ID  *NAME  *ATTESTORS  *CREATED"
+out_has "  p2b  "
+run 0 "$CLI" pools list --json --tenant root
+js_is 'len(d["pools"])' 2
+P1="$(js '[p["id"] for p in d["pools"] if p["name"] == "p1"][0]')"
+
+echo "== sites"
+run 0 "$CLI" sites create s1 --json
+S1="$(js 'd["id"]')"
+run 0 "$CLI" sites list
+out_has "^$S1  *s1"
+run 0 "$CLI" sites list --json
+js_is 'd["sites"][0]["name"]' s1
+
+echo "== tokens"
+run 0 "$CLI" tokens create --role node --pool "$P1" --uses 3 --ttl 2h \
+	--expect-mac AA:BB:CC:DD:EE:FF --description "rack 7"
+out_has "^bct_"
+out_has "3 uses"
+out_has "shown only this once"
+run 0 "$CLI" tokens create --role site --site "$S1" --json
+js_is 'd["secret"].startswith("bct_")' True
+js_is 'd["token"]["role"]' site
+T2="$(js 'd["token"]["id"]')"
+run 0 "$CLI" tokens create --role node --pool "$P1" --out tok.secret
+out_lacks "bct_"
+out_has "tok.secret"
+mode_is tok.secret 600
+grep -q '^bct_' tok.secret || fail "tok.secret holds no token"
+run 1 "$CLI" tokens create --role node --pool "$P1" --out tok.secret
+err_has "exists"
+run 1 "$CLI" tokens create --role node --site "$S1"
+err_has "INVALID_INPUT"
+run 0 "$CLI" tokens list
+out_has "^ID  *ROLE  *POOL/SITE  *USES  *STATE  *EXPIRES  *DESCRIPTION"
+out_has "3/3  *active .*rack 7"
+out_lacks "bct_"
+run 0 "$CLI" tokens revoke "$T2"
+out_has "^STATE  *revoked"
+run 0 "$CLI" tokens list --json
+js_is "[t['revokedAt'] is not None for t in d['tokens'] if t['id'] == '$T2'][0]" True
+js_is "[t['expect']['mac'] for t in d['tokens'] if t['description'] == 'rack 7'][0]" "aa:bb:cc:dd:ee:ff"
+js_is "'secret' in str(d)" False
+
+echo "== daemon config"
+run 0 "$CLI" daemon config
+js_is 'd["server"]' "http://127.0.0.1:$PORT"
+js_is 'sorted(d)' "['caBundle', 'joinEncryptionKey', 'joinSigningKey', 'joinSigningKeyId', 'server', 'trustDomain']"
+run 0 "$CLI" daemon config --out pins.json
+out_has "pins.json"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' pins.json || fail "pins.json"
+
+echo "== nodes"
+run 0 "$CLI" nodes list
+out_has "^ID  *ROLE  *STATE"
+run 1 "$CLI" nodes get node_nosuch
+err_has "NOT_FOUND"
+if [ -x "$JOIN" ]; then
+	run 0 "$JOIN" --pins pins.json --token-file tok.secret --out n1 --hostname cli-host \
+		--mac aa:bb:cc:00:00:01
+	run 0 "$CLI" nodes list --json
+	N="$(js 'd["nodes"][0]["id"]')"
+	run 0 "$CLI" nodes list
+	out_has "^$N  *node  *adopted .*cli-host"
+	run 0 "$CLI" nodes get "$N"
+	out_has "^MACS  *aa:bb:cc:00:00:01"
+	out_has "^CERT EXPIRES  *20"
+	run 0 "$CLI" nodes get "$N" --json
+	js_is 'd["hostname"]' cli-host
+	run 1 "$CLI" nodes delete "$N" --yes
+	err_has "CONFLICT"
+	run 0 "$CLI" nodes cordon "$N"
+	out_has "cordoned (state cordoned"
+	run 0 "$CLI" nodes uncordon "$N" --json
+	js_is 'd["state"]' adopted
+	run 0 "$CLI" nodes revoke-identity "$N"
+	out_has "identity generation 2"
+	run 0 "$CLI" nodes retire "$N" --json
+	js_is 'd["state"]' retired
+	run 2 "$CLI" nodes delete "$N"
+	err_has "would delete node $N"
+	run 0 "$CLI" nodes delete "$N" --yes --json
+	js_is 'd["deleted"]' "$N"
+	run 0 "$CLI" nodes list --json
+	js_is 'len(d["nodes"])' 0
+	run 1 "$CLI" nodes cordon "$N"
+	err_has "NOT_FOUND"
+else
+	echo "(bc-join not built: node actions on a live node skipped)"
+	run 1 "$CLI" nodes cordon node_nosuch
+	err_has "NOT_FOUND"
+fi
+
+echo "== events"
+run 0 "$CLI" events list
+out_has "^TIME  *TYPE  *SUBJECT  *DATA"
+out_has "pool.created"
+run 0 "$CLI" events list --type pool.created --limit 1 --json
+js_is 'len(d["events"])' 1
+js_is 'd["events"][0]["type"]' pool.created
+
+echo "== SIGTERM"
+stop_server var
+
+echo "== https on loopback: the CA of ./var/tls-ca.pem by default"
+mkdir h
+cd h
+HPORT="$(free_port)"
+run 0 "$CLI" init --listen "127.0.0.1:$HPORT" --public-url "https://127.0.0.1:$HPORT"
+[ -s var/tls.crt ] || fail "an https init wrote no TLS certificate"
+# lib.sh's start_server polls /healthz without the CA: wait here with it
+"$CLI" serve --config var/server.toml >>var/serve.log 2>&1 &
+SERVER_PID=$!
+PIDS="$PIDS $SERVER_PID"
+for _ in $(seq 1 100); do
+	curl -sf --cacert var/tls-ca.pem "https://127.0.0.1:$HPORT/healthz" >/dev/null && break
+	kill -0 "$SERVER_PID" 2>/dev/null || { cat var/serve.log >&2; fail "serve (https) exited"; }
+	sleep 0.1
+done
+run 0 "$CLI" tenants list
+out_has "^root  *root"
+run 1 "$CLI" --ca-file ../var/tls-ca.pem tenants list
+err_has "cannot verify the TLS certificate"
+run 1 "$CLI" --ca-file nonexistent.pem tenants list
+err_has "\-\-ca-file nonexistent.pem: no such file"
+stop_server var
+cd "$W"
+
+echo "PASS cli_test"
