@@ -57,7 +57,7 @@ static const struct cli_cmd commands[] = {
 	{"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL},
 	{"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL},
 	{"tokens", "create",
-	 "--role node|site (--pool ID | --site ID) [--uses N] [--ttl 1h] [--expect-product-uuid U] "
+	 "--role node|site (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] [--expect-product-uuid U] "
 	 "[--expect-mac M] [--expect-serial S] [--allow-reclaim] [--description D] [--out FILE]",
 	 "create a join token (its secret is shown once, or written to --out FILE)",
 	 "role= pool= site= uses= ttl= expect-product-uuid= expect-mac= expect-serial= "

@@ -78,6 +78,8 @@ struct bc_engine {
 };
 
 extern const struct bc_engine bc_engine_sqlite;
+/* Without libpq at build time, its open() refuses with BC_ERR_UNSUPPORTED. */
+extern const struct bc_engine bc_engine_postgres;
 
 /* Keeps a message for this thread's bc_store_errmsg(); never fails (truncates). */
 void bc_store_set_errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -225,6 +225,7 @@ static size_t scan_param(const char *s, size_t i, struct sql_scan *sc)
 static size_t scan_step(const char *s, size_t i, struct sql_scan *sc)
 {
 	int prev_ident = i > 0 && ident_char(s[i - 1]);
+	size_t next;
 
 	switch (s[i]) {
 	case '\'':
@@ -246,7 +247,8 @@ static size_t scan_step(const char *s, size_t i, struct sql_scan *sc)
 			return i + 1;
 		if (isdigit((unsigned char)s[i + 1]))
 			return scan_param(s, i, sc);
-		return skip_dollar_quote(s, i) > i ? skip_dollar_quote(s, i) : i + 1;
+		next = skip_dollar_quote(s, i);
+		return next > i ? next : i + 1;
 	case ';':
 		if (!bc_sql_is_blank(s + i, strlen(s + i)))
 			sc->several = 1;
@@ -539,11 +541,10 @@ static int pipe_run(struct pg_conn *c, struct pg_pipe *p, PGresult **res)
 
 	*res = NULL;
 	if (!pipe_send(c->pg, p) || !pipe_collect(c->pg, p)) {
-		/* libpq cannot be left in the middle of a pipeline: this connection is done */
-		rc = pg_err(c, p->err, "statement");
+		/* a pipeline left half way cannot be resumed: this connection is done */
+		(void)pg_err(c, p->err, "statement");
 		c->broken = 1;
-		if (rc != BC_ERR_UNAVAILABLE)
-			rc = BC_ERR_UNAVAILABLE;
+		rc = BC_ERR_UNAVAILABLE;
 	} else if (p->err != NULL || p->exec == NULL) {
 		rc = p->err != NULL ? pg_err(c, p->err, "statement") : BC_ERR_DB;
 		if (p->err == NULL)

@@ -211,9 +211,10 @@ static int parse_url(const char *url, const struct bc_engine **eng, const char *
 	*eng = NULL;
 	*target = NULL;
 	if (has_prefix(url, "postgres://") || has_prefix(url, "postgresql://")) {
-		/* the PostgreSQL engine (postgres.c) is chosen here */
-		set_err(err, errlen, "this better-compute has no PostgreSQL engine");
-		return BC_ERR_UNSUPPORTED;
+		/* libpq reads the whole URL (postgres.c) */
+		*eng = &bc_engine_postgres;
+		*target = url;
+		return 0;
 	}
 	if (has_prefix(url, "sqlite:")) {
 		url += strlen("sqlite:");
