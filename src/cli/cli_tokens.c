@@ -148,16 +148,17 @@ static int token_body(struct cli *c, json_t **out)
 		return cli_usage(c, "--role must be node or site");
 	if ((pool_arg == NULL) == (site_arg == NULL))
 		return cli_usage(c, "give one of --pool (a node token) or --site (a site token), by id or name");
-	if ((rc = resolve_named(c, "pools", "pool_", pool_arg, &pool)) != 0 ||
-	    (rc = resolve_named(c, "sites", "site_", site_arg, &site)) != 0)
-		goto out;
 	if ((b = json_pack("{s:s}", "role", role)) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	if ((rc = set_str(b, "poolId", pool)) != 0 || (rc = set_str(b, "siteId", site)) != 0 ||
-	    (rc = add_limits(c, b)) != 0 || (rc = add_expect(c, b)) != 0 ||
+	/* every option is checked before a name costs a request */
+	if ((rc = add_limits(c, b)) != 0 || (rc = add_expect(c, b)) != 0 ||
 	    (rc = set_str(b, "description", cli_opt(c, "description"))) != 0)
+		goto out;
+	if ((rc = resolve_named(c, "pools", "pool_", pool_arg, &pool)) != 0 ||
+	    (rc = resolve_named(c, "sites", "site_", site_arg, &site)) != 0 ||
+	    (rc = set_str(b, "poolId", pool)) != 0 || (rc = set_str(b, "siteId", site)) != 0)
 		goto out;
 	if (cli_flag(c, "allow-reclaim") && json_object_set_new(b, "allowReclaim", json_true()) != 0) {
 		rc = BC_ERR_NOMEM;

@@ -80,7 +80,7 @@ err_has "\-\-policy must be a JSON object"
 run 2 "$CLI" tokens create --role admin --pool p
 err_has "\-\-role must be node or site"
 run 2 "$CLI" tokens create --role node
-err_has "\-\-pool ID"
+err_has "give one of \-\-pool"
 run 2 "$CLI" tokens create --role node --pool p --uses 0
 err_has "\-\-uses"
 run 2 "$CLI" tokens create --role node --pool p --ttl soon
