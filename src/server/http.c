@@ -346,6 +346,8 @@ static enum MHD_Result finish_request(struct http_req *r, struct MHD_Connection 
 	struct bc_http_request req = {0};
 	const char *v;
 
+	/* whatever follows, this request is answered once */
+	r->answered = 1;
 	if (r->too_large)
 		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
 	(void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
