@@ -1,5 +1,8 @@
 #include "bc/json.h"
 
+#include <malloc.h>
+#include <openssl/crypto.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -134,6 +137,23 @@ int bc_json_get_bool(const json_t *obj, const char *key, int *out)
 		return BC_ERR_INVALID;
 	*out = json_is_true(v);
 	return 0;
+}
+
+/* jansson frees its parser buffers and string values without wiping them, and those
+ * hold token secrets, API keys and the PKI bundle's private keys. Every block it frees
+ * is wiped first. Allocation stays plain malloc(), so a caller may still free() what
+ * json_dumps() returns. */
+static void wiping_free(void *p)
+{
+	if (p == NULL)
+		return;
+	OPENSSL_cleanse(p, malloc_usable_size(p));
+	free(p);
+}
+
+__attribute__((constructor)) static void bc_json_init(void)
+{
+	json_set_alloc_funcs(malloc, wiping_free);
 }
 
 char *bc_json_dump(const json_t *v)

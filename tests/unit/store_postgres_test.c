@@ -399,7 +399,7 @@ static void *lock_row_thread(void *p)
 	int rc;
 
 	if ((rc = bc_tx_begin(b->s, BC_TX_WRITE, &tx)) == 0) {
-		rc = bc_tx_query_int(tx, "SELECT v FROM counter WHERE id = 1", NULL, 0, &v);
+		rc = bc_tx_query_int(tx, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0, &v);
 		rc = rc == 0 ? bc_tx_commit(tx) : (bc_tx_rollback(tx), rc);
 	}
 	pthread_mutex_lock(&b->mu);
