@@ -134,5 +134,7 @@ int main(void)
 		cmocka_unit_test(test_plugin_replaces_join_token),
 		cmocka_unit_test(test_bad_plugin_is_a_clear_error),
 	};
+	if (bct_engine_skip())
+		return BCT_SKIP;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

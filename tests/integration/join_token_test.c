@@ -418,5 +418,7 @@ int main(void)
 		cmocka_unit_test(test_undecodable_body_is_invalid_argument),
 		cmocka_unit_test(test_32_clients_race_for_one_use),
 	};
+	if (bct_engine_skip())
+		return BCT_SKIP;
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -320,5 +320,7 @@ int main(void)
 		cmocka_unit_test(test_each_refusal),
 		cmocka_unit_test(test_reclaimed_node_old_leaf_refused),
 	};
+	if (bct_engine_skip())
+		return BCT_SKIP;
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,6 +12,7 @@
 #include "bc/log.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bct_pg.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "server/admin.h"
 
@@ -84,13 +85,58 @@ static int write_secret_and_bundle(const char *dir)
 	return rc;
 }
 
-int bct_cp_start(struct bct_cp *cp, const char *extra_toml)
+static int engine_postgres(void)
+{
+	const char *e = getenv("BC_TEST_ENGINE");
+
+	return e != NULL && strcmp(e, "postgres") == 0;
+}
+
+static const char *postgres_url(void)
+{
+	const char *u = getenv("BC_TEST_POSTGRES_URL");
+
+	return u != NULL && u[0] != '\0' ? u : NULL;
+}
+
+int bct_engine_skip(void)
+{
+	if (!engine_postgres() || postgres_url() != NULL)
+		return 0;
+	printf("skipped: BC_TEST_POSTGRES_URL not set\n");
+	return 1;
+}
+
+/* The database URL for server.toml: bc.db, or a fresh PostgreSQL database. */
+static int select_database(struct bct_cp *cp, char *url, size_t urllen)
+{
+	const char *e = getenv("BC_TEST_ENGINE");
+	char err[512];
+
+	if (e == NULL || e[0] == '\0' || strcmp(e, "sqlite") == 0) {
+		snprintf(url, urllen, "bc.db");
+		return 0;
+	}
+	if (!engine_postgres()) {
+		fprintf(stderr, "bct: BC_TEST_ENGINE=%s: expected sqlite or postgres\n", e);
+		return BC_ERR_CONFIG;
+	}
+	if (postgres_url() == NULL)
+		return BCT_SKIP;
+	if (bct_pg_create(postgres_url(), cp->db_name, sizeof(cp->db_name), url, urllen, err,
+	                  sizeof(err)) != 0) {
+		fprintf(stderr, "bct: %s\n", err);
+		cp->db_name[0] = '\0';
+		return BC_ERR_UNAVAILABLE;
+	}
+	return 0;
+}
+
+static int cp_start(struct bct_cp *cp, const char *database, const char *extra_toml)
 {
 	char path[512], err[512] = "", toml[4096], *d, *pins = NULL;
 	int rc;
 
-	memset(cp, 0, sizeof(*cp));
-	pthread_mutex_init(&cp->mu, NULL);
 	if ((d = bct_tmpdir()) == NULL)
 		return BC_ERR_IO;
 	snprintf(cp->dir, sizeof(cp->dir), "%s", d);
@@ -98,9 +144,10 @@ int bct_cp_start(struct bct_cp *cp, const char *extra_toml)
 	if ((rc = write_secret_and_bundle(cp->dir)) != 0)
 		return rc;
 	snprintf(toml, sizeof(toml),
-	         "listen = \"127.0.0.1:0\"\ndatabase = \"bc.db\"\nthreads = 8\n"
+	         "listen = \"127.0.0.1:0\"\ndatabase = \"%s\"\nthreads = 8\n"
 	         "log_level = \"%s\"\n%s\n",
-	         getenv("BCT_LOG") ? getenv("BCT_LOG") : "error", extra_toml ? extra_toml : "");
+	         database, getenv("BCT_LOG") ? getenv("BCT_LOG") : "error",
+	         extra_toml ? extra_toml : "");
 	snprintf(path, sizeof(path), "%s/server.toml", cp->dir);
 	if (bct_write_file(path, toml) != 0)
 		return BC_ERR_IO;
@@ -125,6 +172,25 @@ int bct_cp_start(struct bct_cp *cp, const char *extra_toml)
 	return rc;
 }
 
+int bct_cp_start(struct bct_cp *cp, const char *extra_toml)
+{
+	char database[512];
+	int rc;
+
+	memset(cp, 0, sizeof(*cp));
+	pthread_mutex_init(&cp->mu, NULL);
+	if ((rc = select_database(cp, database, sizeof(database))) != 0)
+		return rc;
+	if ((rc = cp_start(cp, database, extra_toml)) != 0 && cp->db_name[0] != '\0') {
+		/* the control plane is not stopped after a failed start: its database goes now */
+		bc_server_stop(cp->srv);
+		cp->srv = NULL;
+		bct_pg_drop(postgres_url(), cp->db_name);
+		cp->db_name[0] = '\0';
+	}
+	return rc;
+}
+
 void bct_cp_stop(struct bct_cp *cp)
 {
 	bc_server_stop(cp->srv);
@@ -132,6 +198,10 @@ void bct_cp_stop(struct bct_cp *cp)
 	bc_server_config_free(&cp->cfg);
 	bc_client_pins_free(&cp->pins);
 	bct_rmrf(cp->dir);
+	/* after the server, whose store held connections to it */
+	if (cp->db_name[0] != '\0' && postgres_url() != NULL)
+		bct_pg_drop(postgres_url(), cp->db_name);
+	cp->db_name[0] = '\0';
 	pthread_mutex_destroy(&cp->mu);
 }
 

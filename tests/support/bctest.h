@@ -23,6 +23,7 @@ struct bct_refusal {
 
 struct bct_cp {
 	char dir[256];
+	char db_name[64]; /* the PostgreSQL database made for this control plane, or "" */
 	struct bc_server_config cfg;
 	struct bc_server *srv;
 	struct bc_client_pins pins;
@@ -32,7 +33,18 @@ struct bct_cp {
 	size_t n_refusals;
 };
 
-/* extra_toml: appended to server.toml (plugins, [attestors.x]); may be NULL. */
+/* The engine under test: env BC_TEST_ENGINE=postgres puts each control plane on a
+ * fresh database (CREATE DATABASE bct_<random>) of the server in
+ * BC_TEST_POSTGRES_URL, dropped by bct_cp_stop(); unset or "sqlite", on bc.db in
+ * its directory. BCT_SKIP: the engine asked for cannot be had (PostgreSQL without
+ * a URL), and a test program exits with it (CTest's SKIP_RETURN_CODE). */
+#define BCT_SKIP 77
+/* 1, with a "skipped: ..." line, when bct_cp_start() would return BCT_SKIP: a
+ * test program's main() returns BCT_SKIP then. 0 otherwise. */
+int bct_engine_skip(void);
+
+/* extra_toml: appended to server.toml (plugins, [attestors.x]); may be NULL.
+ * 0, BCT_SKIP (see above), or an error. */
 int bct_cp_start(struct bct_cp *cp, const char *extra_toml);
 void bct_cp_stop(struct bct_cp *cp);
 bc_store *bct_store(struct bct_cp *cp);
