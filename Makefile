@@ -27,14 +27,16 @@ run: build
 # target for a few seconds.
 check: test asan fuzz
 
+# One throwaway PostgreSQL cluster per run (scripts/pg.sh run: BC_TEST_POSTGRES_URL
+# for the store and *_pg tests, stopped whatever ctest did); without one, SQLite only.
 test: build-test
-	@cd build-test && ctest --output-on-failure -j$(JOBS)
+	@scripts/pg.sh run sh -c 'cd build-test && ctest --output-on-failure -j$(JOBS)'
 
 asan: deps
 	@cmake -S . -B build-asan -DBC_TESTING=ON -DBC_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j$(JOBS)
-	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
+	@scripts/pg.sh run sh -c 'cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)'
 
 fuzz-build: deps
 	@CC=clang cmake -S . -B build-fuzz -DBC_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null

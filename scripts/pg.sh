@@ -73,7 +73,11 @@ start() {
 	mkdir -p "$dir"
 	[ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
 	dir=$(cd "$dir" && pwd)
-	[ "$(id -u)" = 0 ] && chown postgres "$dir"
+	# first, so that stop cleans up after a start that fails
+	: >"$dir/$MARK"
+	if [ "$(id -u)" = 0 ]; then
+		chown postgres "$dir"
+	fi
 	as_pg "$bin/initdb" -D "$dir/data" -A trust -U bc -E UTF8 --locale=C --no-sync \
 		>"$dir/initdb.log" 2>&1 || die "initdb failed: see $dir/initdb.log"
 	# a port found free may be taken before the server binds it: try a few

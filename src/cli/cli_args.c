@@ -28,7 +28,8 @@ void cli_free(struct cli *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static void vreport(const struct cli *c, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vreport(const struct cli *c, const char *fmt,
+                                                     va_list ap)
 {
 	fputs(CLI_NAME ": ", stderr);
 	if (c->cmd != NULL)

@@ -111,23 +111,43 @@ static int pg_sqlstate(const char *state)
 	return BC_ERR_DB;
 }
 
-/* The one adapter from libpq's errors to ours: res may be NULL (libpq's message is
+/* libpq's own text (a connection's failure spans lines) as one line. */
+static void set_libpq_msg(const char *what, const char *msg)
+{
+	char line[400];
+	size_t n = 0;
+
+	for (; msg != NULL && *msg != '\0' && n + 1 < sizeof(line); msg++) {
+		if (*msg == '\n' || *msg == '\t' || *msg == '\r' || *msg == ' ') {
+			if (n > 0 && line[n - 1] != ' ')
+				line[n++] = ' ';
+		} else {
+			line[n++] = *msg;
+		}
+	}
+	while (n > 0 && line[n - 1] == ' ')
+		n--;
+	line[n] = '\0';
+	bc_store_set_errmsg("postgres: %s: %s", what, n > 0 ? line : "unknown error");
+}
+
+/* The one adapter from libpq's errors to ours: res may be NULL (the message is
  * then the connection's). A lost connection marks c broken. */
 static int pg_err(struct pg_conn *c, const PGresult *res, const char *what)
 {
-	const char *msg = res != NULL ? PQresultErrorMessage(res) : "";
 	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *primary = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	int rc = pg_sqlstate(state);
-	size_t len;
 
-	if ((msg == NULL || *msg == '\0') && c != NULL)
-		msg = PQerrorMessage(c->pg);
-	if (msg == NULL || *msg == '\0')
-		msg = "unknown error";
-	len = strlen(msg);
-	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
-		len--;
-	bc_store_set_errmsg("postgres: %s: %.*s", what, (int)len, msg);
+	/* the server's primary message only: its DETAIL may quote a row's values
+	 * (a unique key), which have no place in a log */
+	if (primary != NULL)
+		bc_store_set_errmsg("postgres: %s: %s (SQLSTATE %s)", what, primary,
+		                    state != NULL ? state : "none");
+	else if (res != NULL && PQresultErrorMessage(res)[0] != '\0')
+		set_libpq_msg(what, PQresultErrorMessage(res));
+	else
+		set_libpq_msg(what, c != NULL ? PQerrorMessage(c->pg) : NULL);
 	if (c != NULL && (PQstatus(c->pg) != CONNECTION_OK || rc == BC_ERR_UNAVAILABLE)) {
 		c->broken = 1;
 		rc = BC_ERR_UNAVAILABLE;
@@ -569,8 +589,10 @@ static int stmt_run(struct pg_conn *c, const char *sql, const struct pg_args *a,
 	int rc;
 
 	*res = NULL;
-	if (c->broken)
-		return pg_err(c, NULL, "statement");
+	if (c->broken) {
+		bc_store_set_errmsg("postgres: the connection was lost earlier in this transaction");
+		return BC_ERR_UNAVAILABLE;
+	}
 	if (PQtransactionStatus(c->pg) == PQTRANS_INERROR) {
 		bc_store_set_errmsg("postgres: the transaction failed earlier: roll it back");
 		return BC_ERR_DB;
@@ -626,6 +648,28 @@ static void pg_close(void *state)
 	free(st);
 }
 
+/* 1 when msg quotes the password of url (postgres://user:password@host/...), as
+ * libpq's message on a bad percent-escape in it does. */
+static int shows_password(const char *msg, const char *url)
+{
+	const char *user = strstr(url, "://"), *colon, *at;
+	char pw[256];
+	size_t len;
+
+	if (user == NULL)
+		return 0;
+	user += 3;
+	len = strcspn(user, "/?#");
+	if ((at = memrchr(user, '@', len)) == NULL ||
+	    (colon = memchr(user, ':', (size_t)(at - user))) == NULL || at - colon - 1 <= 0)
+		return 0;
+	/* a password too long to check is taken as shown */
+	if ((size_t)(at - colon - 1) >= sizeof(pw))
+		return 1;
+	snprintf(pw, sizeof(pw), "%.*s", (int)(at - colon - 1), colon + 1);
+	return strstr(msg, pw) != NULL;
+}
+
 static int pg_open(const char *target, void **state, char *err, size_t errlen)
 {
 	PQconninfoOption *opts;
@@ -641,8 +685,11 @@ static int pg_open(const char *target, void **state, char *err, size_t errlen)
 	if ((opts = PQconninfoParse(target, &perr)) == NULL) {
 		if (perr == NULL)
 			return BC_ERR_NOMEM;
-		bc_store_set_errmsg("postgres: the database URL is not valid: %.*s",
-		                    (int)strcspn(perr, "\n"), perr);
+		if (shows_password(perr, target))
+			bc_store_set_errmsg("postgres: the database URL is not valid (near its password)");
+		else
+			bc_store_set_errmsg("postgres: the database URL is not valid: %.*s",
+			                    (int)strcspn(perr, "\n"), perr);
 		PQfreemem(perr);
 		if (err != NULL && errlen > 0)
 			snprintf(err, errlen, "%s", bc_store_errmsg());
@@ -708,6 +755,7 @@ static int pg_connect(void *state, struct bc_conn **out)
 		return rc;
 	}
 	PQsetNoticeReceiver(c->pg, pg_notice, NULL);
+	PQsetErrorVerbosity(c->pg, PQERRORS_TERSE);
 	*out = &c->base;
 	return 0;
 }
@@ -722,6 +770,7 @@ static int pg_reconnect(struct pg_conn *c)
 	if (PQstatus(c->pg) != CONNECTION_OK)
 		return pg_err(c, NULL, "cannot connect to the database");
 	PQsetNoticeReceiver(c->pg, pg_notice, NULL);
+	PQsetErrorVerbosity(c->pg, PQERRORS_TERSE);
 	c->broken = 0;
 	return 0;
 }
@@ -1024,6 +1073,28 @@ const struct bc_engine bc_engine_postgres = {
 };
 
 #else /* no libpq at build time */
+
+/* 1 when msg quotes the password of url (postgres://user:password@host/...), as
+ * libpq's message on a bad percent-escape in it does. */
+static int shows_password(const char *msg, const char *url)
+{
+	const char *user = strstr(url, "://"), *colon, *at;
+	char pw[256];
+	size_t len;
+
+	if (user == NULL)
+		return 0;
+	user += 3;
+	len = strcspn(user, "/?#");
+	if ((at = memrchr(user, '@', len)) == NULL ||
+	    (colon = memchr(user, ':', (size_t)(at - user))) == NULL || at - colon - 1 <= 0)
+		return 0;
+	/* a password too long to check is taken as shown */
+	if ((size_t)(at - colon - 1) >= sizeof(pw))
+		return 1;
+	snprintf(pw, sizeof(pw), "%.*s", (int)(at - colon - 1), colon + 1);
+	return strstr(msg, pw) != NULL;
+}
 
 static int pg_open(const char *target, void **state, char *err, size_t errlen)
 {

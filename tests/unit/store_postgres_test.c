@@ -221,6 +221,11 @@ static void test_urls(void **state)
 	                 BC_ERR_CONFIG);
 	assert_null(s);
 	assert_non_null(strstr(err, "no_such_option"));
+	/* libpq quotes a bad escape, here in the password: not repeated */
+	assert_int_equal(bc_store_open("postgres://bc:pa%zzss@127.0.0.1/x", &s, err, sizeof(err)),
+	                 BC_ERR_CONFIG);
+	assert_null(strstr(err, "zzss"));
+	assert_non_null(strstr(err, "not valid"));
 
 	/* nothing listening: away, and the message says what failed */
 	snprintf(url, sizeof(url), "postgres://bc@127.0.0.1:%d/postgres", closed_port());
@@ -303,6 +308,10 @@ static void test_failed_statements(void **state)
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &tx), 0);
 	assert_int_equal(bc_tx_exec(tx, ins, (bc_param[]){BC_INT(2), BC_TEXT("a")}, 2, NULL),
 	                 BC_ERR_CONFLICT);
+	/* the constraint and the SQLSTATE, not the DETAIL that quotes the key's value */
+	assert_non_null(strstr(bc_store_errmsg(), "t_u_key"));
+	assert_non_null(strstr(bc_store_errmsg(), "23505"));
+	assert_null(strstr(bc_store_errmsg(), "(a)"));
 	assert_int_equal(bc_tx_exec(tx, ins, (bc_param[]){BC_INT(2), BC_TEXT("b")}, 2, NULL), 0);
 	assert_int_equal(bc_tx_exec(tx, "INSERT INTO nope (x) VALUES ($1)", (bc_param[]){BC_INT(1)},
 	                            1, NULL),
