@@ -20,14 +20,14 @@
 #if __has_include(<libpq-fe.h>)
 #include <libpq-fe.h>
 
-#define STMT_CACHE_SIZE 64
+#define STMT_CACHE_SIZE   64
 #define CONNECT_TIMEOUT_S "5"
 /* As the SQLite engine's busy timeout: a row lock not had in 5 s is BC_ERR_BUSY
  * rather than a wait as long as the holder's. A URL's own options replace it. */
 #define SESSION_OPTIONS "-c lock_timeout=5000"
 /* pg_advisory_xact_lock key for migrations: "bcschema" in ASCII */
 #define SCHEMA_LOCK_KEY INT64_C(0x6263736368656d61)
-#define NOW_SQL "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint"
+#define NOW_SQL         "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint"
 /* Parameters the extended protocol can carry. */
 #define MAX_PARAMS 65535
 
@@ -92,9 +92,14 @@ static const struct {
 	const char *state;
 	int rc;
 } pg_states[] = {
-	{"23505", BC_ERR_CONFLICT},    {"40001", BC_ERR_RETRY},       {"40P01", BC_ERR_RETRY},
-	{"55P03", BC_ERR_BUSY},        {"57014", BC_ERR_BUSY},        {"57P01", BC_ERR_UNAVAILABLE},
-	{"57P02", BC_ERR_UNAVAILABLE}, {"57P03", BC_ERR_UNAVAILABLE},
+	{"23505", BC_ERR_CONFLICT},
+	{"40001", BC_ERR_RETRY},
+	{"40P01", BC_ERR_RETRY},
+	{"55P03", BC_ERR_BUSY},
+	{"57014", BC_ERR_BUSY},
+	{"57P01", BC_ERR_UNAVAILABLE},
+	{"57P02", BC_ERR_UNAVAILABLE},
+	{"57P03", BC_ERR_UNAVAILABLE},
 	/* a write in a READ transaction: a caller's mistake, as on SQLite */
 	{"25006", BC_ERR_INVALID},
 };
@@ -251,17 +256,15 @@ static size_t scan_step(const char *s, size_t i, struct sql_scan *sc)
 	case '\'':
 		return skip_quoted(s, i, '\'',
 		                   i > 0 && (s[i - 1] == 'E' || s[i - 1] == 'e') &&
-		                           !(i > 1 && ident_char(s[i - 2])));
-	case '"':
-		return skip_quoted(s, i, '"', 0);
+		                       !(i > 1 && ident_char(s[i - 2])));
+	case '"': return skip_quoted(s, i, '"', 0);
 	case '-':
 		if (s[i + 1] != '-')
 			return i + 1;
 		while (s[i] != '\0' && s[i] != '\n')
 			i++;
 		return i;
-	case '/':
-		return s[i + 1] == '*' ? skip_block_comment(s, i) : i + 1;
+	case '/': return s[i + 1] == '*' ? skip_block_comment(s, i) : i + 1;
 	case '$':
 		if (prev_ident)
 			return i + 1;
@@ -273,8 +276,7 @@ static size_t scan_step(const char *s, size_t i, struct sql_scan *sc)
 		if (!bc_sql_is_blank(s + i, strlen(s + i)))
 			sc->several = 1;
 		return strlen(s);
-	default:
-		return i + 1;
+	default: return i + 1;
 	}
 }
 
@@ -298,7 +300,8 @@ static int sql_check(const char *sql, size_t n)
 	if (sc.several) {
 		rc = pg_invalid("more than one statement in the SQL");
 	} else if (sc.beyond) {
-		bc_store_set_errmsg("postgres: the SQL must use exactly the parameters $1..$%zu", n);
+		bc_store_set_errmsg("postgres: the SQL must use exactly the parameters $1..$%zu",
+		                    n);
 		rc = BC_ERR_INVALID;
 	}
 	free(sc.seen);
@@ -322,8 +325,7 @@ static void args_free(struct pg_args *a)
 static int arg_one(struct pg_args *a, size_t i, const bc_param *p)
 {
 	switch (p->type) {
-	case BC_P_NULL:
-		return 0;
+	case BC_P_NULL: return 0;
 	case BC_P_INT:
 		snprintf(a->ints[i], sizeof(a->ints[i]), "%" PRId64, p->i);
 		a->types[i] = OID_INT8;
@@ -348,8 +350,7 @@ static int arg_one(struct pg_args *a, size_t i, const bc_param *p)
 		a->lengths[i] = (int)p->len;
 		a->formats[i] = 1;
 		return 0;
-	default:
-		return pg_invalid("unknown parameter type");
+	default: return pg_invalid("unknown parameter type");
 	}
 }
 
@@ -512,7 +513,8 @@ static void pipe_collect_one(PGconn *pg, struct pg_pipe *p, int cmd)
 			p->err = r;
 			r = NULL;
 		} else if (cmd == CMD_EXECUTE && p->exec == NULL &&
-		           (p->status[cmd] == PGRES_TUPLES_OK || p->status[cmd] == PGRES_COMMAND_OK)) {
+		           (p->status[cmd] == PGRES_TUPLES_OK ||
+		            p->status[cmd] == PGRES_COMMAND_OK)) {
 			p->exec = r;
 			r = NULL;
 		}
@@ -565,11 +567,13 @@ static int pipe_run(struct pg_conn *c, struct pg_pipe *p, PGresult **res)
 		(void)pg_err(c, p->err, "statement");
 		c->broken = 1;
 		rc = BC_ERR_UNAVAILABLE;
-	} else if (p->err != NULL || p->exec == NULL) {
-		rc = p->err != NULL ? pg_err(c, p->err, "statement") : BC_ERR_DB;
-		if (p->err == NULL)
-			bc_store_set_errmsg("postgres: statement: no result");
+	} else if (p->err != NULL) {
+		rc = pg_err(c, p->err, "statement");
 		pipe_recover(c);
+	} else if (p->exec == NULL) {
+		/* COPY, or an empty statement: nothing this interface reads */
+		bc_store_set_errmsg("postgres: statement: no result");
+		rc = BC_ERR_DB;
 	} else {
 		*res = p->exec;
 		p->exec = NULL;
@@ -590,7 +594,8 @@ static int stmt_run(struct pg_conn *c, const char *sql, const struct pg_args *a,
 
 	*res = NULL;
 	if (c->broken) {
-		bc_store_set_errmsg("postgres: the connection was lost earlier in this transaction");
+		bc_store_set_errmsg(
+		    "postgres: the connection was lost earlier in this transaction");
 		return BC_ERR_UNAVAILABLE;
 	}
 	if (PQtransactionStatus(c->pg) == PQTRANS_INERROR) {
@@ -686,7 +691,8 @@ static int pg_open(const char *target, void **state, char *err, size_t errlen)
 		if (perr == NULL)
 			return BC_ERR_NOMEM;
 		if (shows_password(perr, target))
-			bc_store_set_errmsg("postgres: the database URL is not valid (near its password)");
+			bc_store_set_errmsg(
+			    "postgres: the database URL is not valid (near its password)");
 		else
 			bc_store_set_errmsg("postgres: the database URL is not valid: %.*s",
 			                    (int)strcspn(perr, "\n"), perr);
@@ -736,8 +742,8 @@ static int pg_connect(void *state, struct bc_conn **out)
 	static const char *const keys[] = {"connect_timeout", "application_name", "client_encoding",
 	                                   "options",         "dbname",           NULL};
 	struct pg_state *st = state;
-	const char *values[] = {CONNECT_TIMEOUT_S, "better-compute", "UTF8", SESSION_OPTIONS,
-	                        st->url, NULL};
+	const char *values[] = {CONNECT_TIMEOUT_S, "better-compute", "UTF8",
+	                        SESSION_OPTIONS,   st->url,          NULL};
 	struct pg_conn *c;
 	int rc = 0;
 
@@ -803,15 +809,12 @@ static int pg_begin(struct bc_conn *bc, enum bc_tx_mode mode)
 	int rc;
 
 	switch (mode) {
-	case BC_TX_READ:
-		sql = "BEGIN READ ONLY";
-		break;
+	case BC_TX_READ: sql = "BEGIN READ ONLY"; break;
 	case BC_TX_WRITE:
 		/* FOR UPDATE row locks and unique constraints make single use */
 		sql = "BEGIN ISOLATION LEVEL READ COMMITTED";
 		break;
-	default:
-		return pg_invalid("unknown transaction mode");
+	default: return pg_invalid("unknown transaction mode");
 	}
 	rc = pg_simple(c, sql, "begin", NULL);
 	/* nothing was done yet: a connection the server closed while it sat in the
@@ -832,14 +835,12 @@ static int pg_rollback(struct bc_conn *bc)
 		return BC_ERR_UNAVAILABLE;
 	}
 	switch (PQtransactionStatus(c->pg)) {
-	case PQTRANS_IDLE:
-		return 0;
+	case PQTRANS_IDLE: return 0;
 	case PQTRANS_INTRANS:
-	case PQTRANS_INERROR:
-		return pg_simple(c, "ROLLBACK", "rollback", NULL);
+	case PQTRANS_INERROR: return pg_simple(c, "ROLLBACK", "rollback", NULL);
 	default:
 		c->broken = 1;
-		bc_store_set_errmsg("postgres: rollback: the connection is in no state to");
+		bc_store_set_errmsg("postgres: rollback: the connection is busy or lost");
 		return BC_ERR_UNAVAILABLE;
 	}
 }
@@ -876,7 +877,8 @@ static int pg_reusable(struct bc_conn *bc)
 	struct pg_conn *c = (struct pg_conn *)bc;
 
 	return !c->broken && PQstatus(c->pg) == CONNECTION_OK &&
-	       PQtransactionStatus(c->pg) == PQTRANS_IDLE && PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF;
+	       PQtransactionStatus(c->pg) == PQTRANS_IDLE &&
+	       PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF;
 }
 
 static int pg_lock_schema(struct bc_conn *bc)
@@ -1073,28 +1075,6 @@ const struct bc_engine bc_engine_postgres = {
 };
 
 #else /* no libpq at build time */
-
-/* 1 when msg quotes the password of url (postgres://user:password@host/...), as
- * libpq's message on a bad percent-escape in it does. */
-static int shows_password(const char *msg, const char *url)
-{
-	const char *user = strstr(url, "://"), *colon, *at;
-	char pw[256];
-	size_t len;
-
-	if (user == NULL)
-		return 0;
-	user += 3;
-	len = strcspn(user, "/?#");
-	if ((at = memrchr(user, '@', len)) == NULL ||
-	    (colon = memchr(user, ':', (size_t)(at - user))) == NULL || at - colon - 1 <= 0)
-		return 0;
-	/* a password too long to check is taken as shown */
-	if ((size_t)(at - colon - 1) >= sizeof(pw))
-		return 1;
-	snprintf(pw, sizeof(pw), "%.*s", (int)(at - colon - 1), colon + 1);
-	return strstr(msg, pw) != NULL;
-}
 
 static int pg_open(const char *target, void **state, char *err, size_t errlen)
 {

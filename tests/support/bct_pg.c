@@ -10,7 +10,7 @@
 /* server_url with its database (the path) replaced by name, query kept. */
 static int url_with_db(const char *server_url, const char *name, char *url, size_t urllen)
 {
-	const char *auth = strstr(server_url, "://"), *end;
+	const char *auth = strstr(server_url, "://"), *end, *query;
 	int n;
 
 	if (auth == NULL)
@@ -18,7 +18,7 @@ static int url_with_db(const char *server_url, const char *name, char *url, size
 	auth += 3;
 	end = auth + strcspn(auth, "/?#");
 	/* the path runs to the query */
-	const char *query = end + strcspn(end, "?#");
+	query = end + strcspn(end, "?#");
 	n = snprintf(url, urllen, "%.*s/%s%s", (int)(end - server_url), server_url, name, query);
 	return n > 0 && (size_t)n < urllen ? 0 : -1;
 }
@@ -61,7 +61,8 @@ int bct_pg_create(const char *server_url, char *name, size_t namelen, char *url,
 	snprintf(name, namelen, "bct_%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
 	         rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	if (url_with_db(server_url, name, url, urllen) != 0) {
-		snprintf(err, errlen, "not a postgres:// URL with room for a database: %s", server_url);
+		snprintf(err, errlen, "not a postgres:// URL with room for a database: %s",
+		         server_url);
 		return -1;
 	}
 	/* template0: nobody is connected to it, which CREATE DATABASE requires */

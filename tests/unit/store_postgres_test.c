@@ -33,10 +33,10 @@
 #include "store/migrations.h"
 
 /* set in main() before anything reads the clock */
-#define TEST_OFFSET_MS 86400000LL
+#define TEST_OFFSET_MS  86400000LL
 #define STORE_BLOB_TYPE "BYTEA"
-#define STORE_TABLE_EXISTS_SQL                                                                   \
-	"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() "  \
+#define STORE_TABLE_EXISTS_SQL                                                                     \
+	"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() "    \
 	"AND table_name = $1"
 
 struct fx {
@@ -100,9 +100,9 @@ static void assert_text(bc_tx *tx, const char *sql, const char *want)
 
 static void make_counter(bc_store *s, int rows)
 {
-	assert_int_equal(exec1(s, "CREATE TABLE counter (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)",
-	                       NULL, 0),
-	                 0);
+	assert_int_equal(
+	    exec1(s, "CREATE TABLE counter (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", NULL, 0),
+	    0);
 	for (int i = 1; i <= rows; i++)
 		assert_int_equal(exec1(s, "INSERT INTO counter (id, v) VALUES ($1, 1)",
 		                       (bc_param[]){BC_INT(i)}, 1),
@@ -166,9 +166,8 @@ static void test_concurrent_open_processes(void **state)
 	char c;
 
 	(void)state;
-	assert_int_equal(bct_pg_create(server_url, name, sizeof(name), url, sizeof(url), err,
-	                               sizeof(err)),
-	                 0);
+	assert_int_equal(
+	    bct_pg_create(server_url, name, sizeof(name), url, sizeof(url), err, sizeof(err)), 0);
 	assert_int_equal(pipe(fds), 0);
 	for (int i = 0; i < 2; i++) {
 		pid[i] = fork();
@@ -216,9 +215,9 @@ static void test_urls(void **state)
 	const char *rest;
 
 	/* not a URL libpq reads: the operator's to fix */
-	assert_int_equal(bc_store_open("postgres://bc@127.0.0.1/x?no_such_option=1", &s, err,
-	                               sizeof(err)),
-	                 BC_ERR_CONFIG);
+	assert_int_equal(
+	    bc_store_open("postgres://bc@127.0.0.1/x?no_such_option=1", &s, err, sizeof(err)),
+	    BC_ERR_CONFIG);
 	assert_null(s);
 	assert_non_null(strstr(err, "no_such_option"));
 	/* libpq quotes a bad escape, here in the password: not repeated */
@@ -235,8 +234,8 @@ static void test_urls(void **state)
 	assert_non_null(strstr(err, "127.0.0.1"));
 
 	/* a database that is not there */
-	snprintf(url, sizeof(url), "%.*s/bct_no_such_database", (int)(strrchr(f->url, '/') - f->url),
-	         f->url);
+	snprintf(url, sizeof(url), "%.*s/bct_no_such_database",
+	         (int)(strrchr(f->url, '/') - f->url), f->url);
 	assert_int_equal(bc_store_open(url, &s, err, sizeof(err)), BC_ERR_UNAVAILABLE);
 	assert_non_null(strstr(err, "bct_no_such_database"));
 
@@ -259,8 +258,9 @@ static void test_blobs_and_types(void **state)
 	size_t len = 0, qlen = 0;
 
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_READ, &tx), 0);
-	assert_int_equal(bc_tx_query(tx, "SELECT '\\x00ff01'::bytea, 'abc'::text, true, false, "
-	                                 "'\\x'::bytea, 12345678901234::numeric",
+	assert_int_equal(bc_tx_query(tx,
+	                             "SELECT '\\x00ff01'::bytea, 'abc'::text, true, false, "
+	                             "'\\x'::bytea, 12345678901234::numeric",
 	                             NULL, 0, &r),
 	                 0);
 	assert_int_equal(bc_rows_next(r), 1);
@@ -281,17 +281,46 @@ static void test_blobs_and_types(void **state)
 	bc_rows_free(r);
 
 	/* the same SQL with a NULL, then a value, for the same parameter */
-	assert_int_equal(bc_tx_query(tx, "SELECT COALESCE($1, 'none')", (bc_param[]){BC_NULL}, 1, &r),
-	                 0);
+	assert_int_equal(
+	    bc_tx_query(tx, "SELECT COALESCE($1, 'none')", (bc_param[]){BC_NULL}, 1, &r), 0);
 	assert_int_equal(bc_rows_next(r), 1);
 	assert_string_equal(bc_rows_text(r, 0), "none");
 	bc_rows_free(r);
-	assert_int_equal(bc_tx_query(tx, "SELECT COALESCE($1, 'none')",
-	                             (bc_param[]){BC_TEXT("some")}, 1, &r),
-	                 0);
+	assert_int_equal(
+	    bc_tx_query(tx, "SELECT COALESCE($1, 'none')", (bc_param[]){BC_TEXT("some")}, 1, &r),
+	    0);
 	assert_int_equal(bc_rows_next(r), 1);
 	assert_string_equal(bc_rows_text(r, 0), "some");
 	bc_rows_free(r);
+	bc_tx_rollback(tx);
+}
+
+/* Prepared once per connection, and no more of them on the server than the cache
+ * holds. */
+static void test_statement_cache_on_server(void **state)
+{
+	const char *count = "SELECT COUNT(*) FROM pg_prepared_statements";
+	struct fx *f = *state;
+	bc_tx *tx = NULL;
+	char sql[64];
+	int64_t v = 0;
+
+	assert_int_equal(bc_tx_begin(f->s, BC_TX_READ, &tx), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(bc_tx_query_int(tx, "SELECT 1 + $1", (bc_param[]){BC_INT(i)}, 1, &v),
+		                 0);
+	assert_int_equal(bc_tx_query_int(tx, "SELECT COUNT(*) FROM pg_prepared_statements WHERE "
+	                                     "statement = 'SELECT 1 + $1'",
+	                                 NULL, 0, &v),
+	                 0);
+	assert_true(v == 1);
+	for (int i = 0; i < 100; i++) {
+		snprintf(sql, sizeof(sql), "SELECT %d", i);
+		assert_int_equal(bc_tx_query_int(tx, sql, NULL, 0, &v), 0);
+		assert_true(v == i);
+	}
+	assert_int_equal(bc_tx_query_int(tx, count, NULL, 0, &v), 0);
+	assert_true(v == 64);
 	bc_tx_rollback(tx);
 }
 
@@ -313,9 +342,9 @@ static void test_failed_statements(void **state)
 	assert_non_null(strstr(bc_store_errmsg(), "23505"));
 	assert_null(strstr(bc_store_errmsg(), "(a)"));
 	assert_int_equal(bc_tx_exec(tx, ins, (bc_param[]){BC_INT(2), BC_TEXT("b")}, 2, NULL), 0);
-	assert_int_equal(bc_tx_exec(tx, "INSERT INTO nope (x) VALUES ($1)", (bc_param[]){BC_INT(1)},
-	                            1, NULL),
-	                 BC_ERR_DB);
+	assert_int_equal(
+	    bc_tx_exec(tx, "INSERT INTO nope (x) VALUES ($1)", (bc_param[]){BC_INT(1)}, 1, NULL),
+	    BC_ERR_DB);
 	assert_non_null(strstr(bc_store_errmsg(), "nope"));
 	assert_int_equal(bc_tx_exec(tx, "SELECT 1 / 0", NULL, 0, NULL), BC_ERR_DB);
 	assert_int_equal(bc_tx_exec(tx, ins, (bc_param[]){BC_INT(3), BC_TEXT("c")}, 2, NULL), 0);
@@ -323,7 +352,8 @@ static void test_failed_statements(void **state)
 	assert_true(count1(f->s, "SELECT COUNT(*) FROM t", NULL, 0) == 3);
 	/* the SQL scanner: literals, comments and dollar quotes hide $N and ';' */
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_READ, &tx), 0);
-	assert_text(tx, "SELECT '$2; x' || $$ $3 ; $$ || E'\\'$4' -- $5;\n /* $6; /* $7 */ */", "$2; x $3 ; '$4");
+	assert_text(tx, "SELECT '$2; x' || $$ $3 ; $$ || E'\\'$4' -- $5;\n /* $6; /* $7 */ */",
+	            "$2; x $3 ; '$4");
 	bc_tx_rollback(tx);
 }
 
@@ -335,10 +365,10 @@ static void test_sqlstates(void **state)
 		const char *state;
 		int rc;
 	} cases[] = {
-		{"23505", BC_ERR_CONFLICT}, {"40001", BC_ERR_RETRY},       {"40P01", BC_ERR_RETRY},
-		{"55P03", BC_ERR_BUSY},     {"57014", BC_ERR_BUSY},        {"23503", BC_ERR_DB},
-		{"22012", BC_ERR_DB},       {"XX000", BC_ERR_DB},          {"08006", BC_ERR_UNAVAILABLE},
-		{"57P01", BC_ERR_UNAVAILABLE},
+	    {"23505", BC_ERR_CONFLICT},    {"40001", BC_ERR_RETRY}, {"40P01", BC_ERR_RETRY},
+	    {"55P03", BC_ERR_BUSY},        {"57014", BC_ERR_BUSY},  {"23503", BC_ERR_DB},
+	    {"22012", BC_ERR_DB},          {"XX000", BC_ERR_DB},    {"08006", BC_ERR_UNAVAILABLE},
+	    {"57P01", BC_ERR_UNAVAILABLE},
 	};
 	struct fx *f = *state;
 	char sql[160];
@@ -374,14 +404,13 @@ static void test_timeouts_are_busy(void **state)
 
 	make_counter(f->s, 1);
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &a), 0);
-	assert_int_equal(bc_tx_query_int(a, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0,
-	                                 &v),
-	                 0);
+	assert_int_equal(
+	    bc_tx_query_int(a, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0, &v), 0);
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &b), 0);
 	assert_int_equal(bc_tx_exec(b, "SET LOCAL lock_timeout = '50ms'", NULL, 0, NULL), 0);
-	assert_int_equal(bc_tx_query_int(b, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0,
-	                                 &v),
-	                 BC_ERR_BUSY);
+	assert_int_equal(
+	    bc_tx_query_int(b, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0, &v),
+	    BC_ERR_BUSY);
 	assert_non_null(strstr(bc_store_errmsg(), "lock timeout"));
 	assert_int_equal(bc_tx_exec(b, "SET LOCAL statement_timeout = '50ms'", NULL, 0, NULL), 0);
 	assert_int_equal(bc_tx_exec(b, "SELECT pg_sleep(10)", NULL, 0, NULL), BC_ERR_BUSY);
@@ -408,7 +437,8 @@ static void *lock_row_thread(void *p)
 	int rc;
 
 	if ((rc = bc_tx_begin(b->s, BC_TX_WRITE, &tx)) == 0) {
-		rc = bc_tx_query_int(tx, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0, &v);
+		rc = bc_tx_query_int(tx, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0,
+		                     &v);
 		rc = rc == 0 ? bc_tx_commit(tx) : (bc_tx_rollback(tx), rc);
 	}
 	pthread_mutex_lock(&b->mu);
@@ -421,8 +451,9 @@ static void *lock_row_thread(void *p)
 
 static int lock_waiters(bc_store *s)
 {
-	return (int)count1(s, "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = "
-	                      "current_database() AND wait_event_type = 'Lock'",
+	return (int)count1(s,
+	                   "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = "
+	                   "current_database() AND wait_event_type = 'Lock'",
 	                   NULL, 0);
 }
 
@@ -438,7 +469,8 @@ static void test_for_update_blocks_second_writer(void **state)
 	make_counter(f->s, 1);
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &tx), 0);
 	/* kept as written: SQLite would refuse the OF clause */
-	assert_int_equal(bc_tx_query_int(tx, "SELECT v FROM counter WHERE id = 1 FOR UPDATE OF counter",
+	assert_int_equal(bc_tx_query_int(tx,
+	                                 "SELECT v FROM counter WHERE id = 1 FOR UPDATE OF counter",
 	                                 NULL, 0, &v),
 	                 0);
 	assert_int_equal(pthread_create(&th, NULL, lock_row_thread, &b), 0);
@@ -523,7 +555,8 @@ static int insert_row(bc_tx *tx, void *p)
 	int *calls = p;
 
 	++*calls;
-	return bc_tx_exec(tx, "INSERT INTO t (id) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM t))",
+	return bc_tx_exec(tx,
+	                  "INSERT INTO t (id) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM t))",
 	                  NULL, 0, NULL);
 }
 
@@ -569,10 +602,11 @@ static void test_idle_connections_dropped(void **state)
 		assert_int_equal(bc_tx_begin(f->s, BC_TX_READ, &tx[i]), 0);
 	for (int i = 0; i < 4; i++)
 		bc_tx_rollback(tx[i]);
-	snprintf(sql, sizeof(sql),
-	         "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = '%s' "
-	         "AND pid <> pg_backend_pid()",
-	         f->name);
+	snprintf(
+	    sql, sizeof(sql),
+	    "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = '%s' "
+	    "AND pid <> pg_backend_pid()",
+	    f->name);
 	admin_exec(server_url, sql);
 	for (int i = 0; i < 6; i++) {
 		calls = 0;
@@ -589,6 +623,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_concurrent_open_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_urls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_blobs_and_types, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_statement_cache_on_server, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_statements, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sqlstates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeouts_are_busy, setup, teardown),
