@@ -33,7 +33,6 @@ static size_t sink_write(char *p, size_t size, size_t n, void *arg)
 {
 	struct sink *s = arg;
 	size_t len = size * n;
-
 	int rc;
 
 	/* A short count makes libcurl abort the transfer with CURLE_WRITE_ERROR. */
@@ -160,6 +159,13 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 	}
 	if ((rc = make_url(pins, path, url)) != 0) {
 		bc_client_errf(err, errlen, "POST: no server URL or a bad path");
+		goto out;
+	}
+	/* Without a pinned CA, libcurl could fall back to the system store. */
+	if (strncmp(url, "https://", 8) == 0 && pins->ca_bundle_pem == NULL) {
+		bc_client_errf(err, errlen, "POST %s: no pinned CA bundle to verify the server with",
+		               url);
+		rc = BC_ERR_CONFIG;
 		goto out;
 	}
 	if (pthread_once(&curl_once, curl_init) != 0 || curl_init_rc != CURLE_OK ||

@@ -49,8 +49,13 @@ int bc_join_attestor_known(const struct bc_join_service *s, const char *id);
 /* Same, with the signature of bc_admin_config.attestor_known. */
 int bc_join_attestor_known_cb(void *svc, const char *id);
 
-/* The built-in attestors (src/attest). */
+/* The built-in attestors (src/attest). join-token always runs; the others run when
+ * server.toml has an [attestors.<id>] table for them (it may be empty). */
 const struct bc_attestor *bc_attestor_join_token(void);
+/* The optional built-in of that id, or NULL. */
+const struct bc_attestor *bc_attestor_builtin(const char *id);
+/* "x509pop, tpm" or "none": for error messages. */
+const char *bc_attestor_builtin_names(void);
 
 /* Handles a serialized JoinRequest. Fills the HTTP status, content type and body:
  * 200 application/proto SignedResponse; or a Connect error (application/json):

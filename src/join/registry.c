@@ -77,11 +77,42 @@ int bc_join_load_plugin(struct bc_join_service *s, const char *path, char *err, 
 	return 0;
 }
 
+/* An [attestors.<id>] table enables the built-in attestor of that id (x509pop, tpm,
+ * ...) unless a plugin already registered one: only join-token runs without one. */
+static int enable_builtins(struct bc_join_service *s, const bc_toml *cfg, char *err,
+                           size_t errlen)
+{
+	const char *const *names;
+	size_t n;
+	int rc;
+
+	if (cfg == NULL || bc_toml_tables(cfg, "attestors", &names, &n) != 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct bc_attestor *a;
+		if (bc_join_attestor_known(s, names[i]))
+			continue;
+		if ((a = bc_attestor_builtin(names[i])) == NULL) {
+			snprintf(err, errlen, "[attestors.%s]: no attestor with that id runs here "
+			         "(built-in: %s; others come from plugins)", names[i],
+			         bc_attestor_builtin_names());
+			return BC_ERR_CONFIG;
+		}
+		if ((rc = bc_join_register(s, a)) != 0) {
+			snprintf(err, errlen, "[attestors.%s]: %s", names[i], bc_err_str(rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 int bc_join_configure(struct bc_join_service *s, const bc_toml *cfg, char *err, size_t errlen)
 {
 	char table[64];
 	int rc;
 
+	if ((rc = enable_builtins(s, cfg, err, errlen)) != 0)
+		return rc;
 	for (size_t i = 0; i < s->n_attestors; i++) {
 		struct bc_attestor *a = &s->attestors[i];
 		if (a->configure == NULL)
@@ -89,18 +120,6 @@ int bc_join_configure(struct bc_join_service *s, const bc_toml *cfg, char *err, 
 		snprintf(table, sizeof(table), "attestors.%s", a->id);
 		if ((rc = a->configure(a, cfg, table, err, errlen)) != 0)
 			return rc;
-	}
-	/* a table for an attestor that does not run here is a typo or a missing plugin */
-	const char *const *names;
-	size_t n;
-	if (cfg && bc_toml_tables(cfg, "attestors", &names, &n) == 0) {
-		for (size_t i = 0; i < n; i++) {
-			if (!bc_join_attestor_known(s, names[i])) {
-				snprintf(err, errlen, "[attestors.%s]: no attestor with that id runs "
-				         "here (built-in: join-token; others come from plugins)", names[i]);
-				return BC_ERR_CONFIG;
-			}
-		}
 	}
 	return 0;
 }

@@ -1406,6 +1406,117 @@ static void check_identity(const struct tool_dir *d)
 	free(crt_pem);
 }
 
+/* TLS against the pinned bundle only: a Python HTTPS server (the test binary does
+ * not link libssl) with a certificate from the pinned TLS CA, then from another. */
+static const char tls_server_py[] =
+	"import http.server, ssl, sys\n"
+	"class H(http.server.BaseHTTPRequestHandler):\n"
+	"    def do_POST(self):\n"
+	"        self.rfile.read(int(self.headers.get('Content-Length', 0)))\n"
+	"        self.send_response(200)\n"
+	"        self.send_header('Content-Length', '2')\n"
+	"        self.end_headers()\n"
+	"        self.wfile.write(b'ok')\n"
+	"    def log_message(self, *a):\n"
+	"        pass\n"
+	"s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+	"ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+	"ctx.load_cert_chain(sys.argv[1], sys.argv[2])\n"
+	"s.socket = ctx.wrap_socket(s.socket, server_side=True)\n"
+	"print(s.server_address[1], flush=True)\n"
+	"s.serve_forever()\n";
+
+static pid_t start_tls_server(const char *dir, int *port)
+{
+	static const char py[] = "/usr/bin/python3";
+	char script[256], cert[256], key[256], line[32] = "";
+	const char *hosts[] = { "127.0.0.1" };
+	char *cert_pem = NULL, *key_pem = NULL;
+	int fds[2];
+	pid_t pid;
+	FILE *f;
+
+	if (access(py, X_OK) != 0)
+		skip();
+	snprintf(script, sizeof(script), "%s/server.py", dir);
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	assert_int_equal(bc_pki_server_tls_cert(T.pki, hosts, 1, &cert_pem, &key_pem), 0);
+	write_file(script, tls_server_py);
+	write_file(cert, cert_pem);
+	write_file(key, key_pem);
+	free(cert_pem);
+	bc_freezero(key_pem, strlen(key_pem));
+	assert_int_equal(pipe(fds), 0);
+	assert_true((pid = fork()) >= 0);
+	if (pid == 0) {
+		char *argv[] = { (char *)py, script, cert, key, NULL };
+		char *envp[] = { NULL };
+		int devnull = open("/dev/null", O_WRONLY);
+		if (dup2(fds[1], 1) < 0 || devnull < 0 || dup2(devnull, 2) < 0)
+			_exit(126);
+		close(fds[0]);
+		execve(py, argv, envp);
+		_exit(127);
+	}
+	close(fds[1]);
+	assert_non_null(f = fdopen(fds[0], "r"));
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	*port = atoi(line);
+	assert_true(*port > 0);
+	return pid;
+}
+
+static void test_post_tls(void **state)
+{
+	struct bc_client_pins pins = T.pins;
+	char dir[64] = "/tmp/bc-client-tls.XXXXXX", url[64], err[512], p[256];
+	char *other = ca_bundle(T.other_pki);
+	static const char *const files[] = { "server.py", "cert.pem", "key.pem" };
+	uint8_t *resp = NULL;
+	size_t resp_len = 0;
+	long status = 0;
+	int port, st;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	pid = start_tls_server(dir, &port);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d", port);
+	pins.server_url = url;
+	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
+	                                sizeof(err)), 0);
+	assert_int_equal(status, 200);
+	assert_int_equal(resp_len, 2);
+	assert_memory_equal(resp, "ok", 2);
+	free(resp);
+	/* a bundle from another control plane: the server is not the pinned one */
+	pins.ca_bundle_pem = other;
+	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
+	                                sizeof(err)), BC_ERR_VERIFY);
+	assert_contains(err, "the server's TLS certificate is not from the pinned CA bundle");
+	assert_null(resp);
+	/* the right CA, but a name the certificate does not carry */
+	pins.ca_bundle_pem = T.pins.ca_bundle_pem;
+	snprintf(url, sizeof(url), "https://localhost:%d", port);
+	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
+	                                sizeof(err)), BC_ERR_VERIFY);
+	/* no bundle at all: refused before connecting, never the system store */
+	pins.ca_bundle_pem = NULL;
+	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
+	                                sizeof(err)), BC_ERR_CONFIG);
+	assert_contains(err, "no pinned CA bundle");
+	kill(pid, SIGTERM);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+	free(other);
+}
+
 static void test_tool_join_after_pending(void **state)
 {
 	struct srv s = { .handler = join_handler, .pending_rounds = 2 };
@@ -1534,6 +1645,7 @@ int main(void)
 		cmocka_unit_test(test_join_bad_params),
 		cmocka_unit_test(test_post_connection_refused),
 		cmocka_unit_test(test_post_limit),
+		cmocka_unit_test(test_post_tls),
 		cmocka_unit_test(test_tool_join_after_pending),
 		cmocka_unit_test(test_tool_refusals),
 		cmocka_unit_test(test_tool_usage),
