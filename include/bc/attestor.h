@@ -55,6 +55,7 @@ struct bc_join_input {
 	const char *token;                   /* the opened sealed token, NULL when none */
 	const char *agent_version;
 	int64_t now_ms;                      /* database time of this transaction */
+	const char *trust_domain;            /* the control plane's SPIFFE trust domain */
 };
 
 struct bc_attest_result {

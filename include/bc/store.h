@@ -99,4 +99,44 @@ BC_WUR int bc_store_run(bc_store *s, enum bc_tx_mode mode, bc_tx_fn fn, void *ar
  * 80 random bits), into out[prefix len + 28]. */
 BC_WUR int bc_new_id(const char *prefix, char *out, size_t outlen);
 
+/* ---- retention (prune.c) ---- */
+
+struct bc_prune_opts {
+	int64_t batch;              /* rows per transaction; 0: 5000 */
+	int64_t event_retention_ms; /* events older than this go; 0: keep every event */
+};
+struct bc_prune_counts {
+	int64_t attestation_uses; /* expires_at set and past */
+	int64_t join_tokens;      /* expired, spent (uses_left = 0) or revoked */
+	int64_t join_requests;    /* denied or used (decided and done), or expired */
+	int64_t events;           /* older than the retention */
+};
+/* Deletes what retention allows, at database time, in transactions of at most
+ * o->batch rows each (replayed on BC_ERR_RETRY/BUSY), until none is left. *out
+ * counts what was removed, including by batches committed before an error: a
+ * failed prune leaves only whole batches removed and can simply run again. */
+BC_WUR int bc_store_prune(bc_store *s, const struct bc_prune_opts *o,
+                          struct bc_prune_counts *out);
+
+/* ---- moving a store (copy.c) ---- */
+
+#define BC_COPY_MAX_TABLES 32
+struct bc_copy_report {
+	size_t n_tables;
+	struct {
+		const char *table; /* static */
+		int64_t rows;
+	} tables[BC_COPY_MAX_TABLES];
+};
+/* Copies every table of from into to, in one write transaction on to (all or
+ * nothing), with multi-row INSERTs of at most batch rows (0: 500). Both stores are
+ * open, hence migrated; their schema versions must be equal (BC_ERR_CONFIG
+ * otherwise). Refused with BC_ERR_CONFLICT, "target is not empty", when any table
+ * of to other than schema_migrations holds a row, and with BC_ERR_CONFIG when from
+ * holds a table this binary does not know how to copy. schema_migrations itself is
+ * not copied: the target's own rows say the same versions. err receives one line
+ * on failure. */
+BC_WUR int bc_store_copy(bc_store *from, bc_store *to, int64_t batch,
+                         struct bc_copy_report *out, char *err, size_t errlen);
+
 #endif

@@ -12,6 +12,7 @@ struct builtin {
 };
 
 static const struct builtin builtins[] = {
+	{"x509pop", bc_attestor_x509pop},
 	{NULL, NULL},
 };
 

@@ -32,6 +32,18 @@
 #define BC_R_BOUND_ELSEWHERE "bound-elsewhere"     /* the binding belongs to another node */
 #define BC_R_NODE_KEY_STATEMENT "node-key-statement" /* a statement renewals could not prove again */
 
+/* x509pop */
+#define BC_R_X509POP_MALFORMED "x509pop-malformed"     /* evidence not the documented JSON, or the leaf not a node certificate of ours for that node id */
+#define BC_R_X509POP_SIGNATURE "x509pop-signature"     /* the proof does not verify under the leaf's key */
+#define BC_R_X509POP_CLIENT_TIME "x509pop-client-time" /* clientTime outside window_ms of database time */
+#define BC_R_X509POP_NOT_CURRENT "x509pop-not-current" /* the leaf is not byte for byte a node_certs row of that node */
+#define BC_R_X509POP_GENERATION "x509pop-generation"   /* the leaf is from an older identity generation (a reclaim, revoke-identity) */
+#define BC_R_X509POP_REVOKED "x509pop-revoked"         /* the leaf was revoked */
+#define BC_R_X509POP_RETIRED "x509pop-retired"         /* the node is retired */
+#define BC_R_X509POP_ROLE "x509pop-role"               /* the certificate's role is not the requested one */
+#define BC_R_X509POP_EXPIRED "x509pop-expired"         /* expired more than grace_ms ago */
+#define BC_R_X509POP_REPLAY "x509pop-replay"           /* the proof was used before */
+
 /* Renew (published as security.renew.refused to the node's owner) */
 #define BC_R_RENEW_MALFORMED "renew-malformed"     /* no chain, or the leaf is not a node certificate of ours */
 #define BC_R_RENEW_NOT_CURRENT "renew-not-current" /* the leaf is not byte for byte a node_certs row of that node */

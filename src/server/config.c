@@ -16,7 +16,7 @@
 
 static const char *const top_keys[] = {
 	"listen",   "public_url", "database", "secret_file", "pki_bundle", "threads",
-	"max_body", "log_level",  "log_format", "on_refusal", "plugins",
+	"max_body", "log_level",  "log_format", "on_refusal", "plugins", "event_retention_days",
 };
 static const char *const top_tables[] = {"tls", "attestors"};
 
@@ -86,7 +86,8 @@ static int check_keys(const struct bc_server_config *c, char *err, size_t errlen
 			if (!in_list(names[i], top_keys, sizeof(top_keys) / sizeof(*top_keys))) {
 				snprintf(err, errlen, "%s: %s: unknown key (known: listen, public_url, "
 				         "database, secret_file, pki_bundle, threads, max_body, log_level, "
-				         "log_format, on_refusal, plugins, [tls], [attestors.<id>])",
+				         "log_format, on_refusal, plugins, event_retention_days, [tls], "
+				         "[attestors.<id>])",
 				         c->path, names[i]);
 				return BC_ERR_CONFIG;
 			}
@@ -129,6 +130,10 @@ static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
 	if ((rc = get_num(c, "max_body", 65536, 1024, 16 << 20, &v, err, errlen)) != 0)
 		return rc;
 	c->max_body = (size_t)v;
+	/* 0 keeps every event; a century is as long as "forever" needs to be */
+	if ((rc = get_num(c, "event_retention_days", 90, 0, 36500, &v, err, errlen)) != 0)
+		return rc;
+	c->event_retention_days = v;
 	if (c->on_refusal && c->on_refusal[0] == 0) {
 		free(c->on_refusal);
 		c->on_refusal = NULL;

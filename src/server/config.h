@@ -11,6 +11,8 @@
  *   log_format  = "logfmt"                # logfmt or json
  *   on_refusal  = ""                      # a command run with the refusal JSON on stdin
  *   plugins     = []                      # attestor plugins: shared objects
+ *   event_retention_days = 90             # `better-compute prune` deletes older events;
+ *                                         # 0 keeps them all
  *   [tls]
  *   cert = "tls.crt"                      # PEM chain; both or neither
  *   key  = "tls.key"
@@ -42,6 +44,7 @@ struct bc_server_config {
 	size_t n_plugins;
 	unsigned threads;
 	size_t max_body;
+	int64_t event_retention_days;
 	int log_level;       /* enum bc_log_level */
 	int log_format;      /* enum bc_log_format */
 	bc_toml *toml;       /* kept for the attestors' own tables */

@@ -115,17 +115,55 @@ static int spelled_out(const char *word, const struct option *lo)
 	       (word[2 + n] == '\0' || word[2 + n] == '=');
 }
 
+static const struct option longopts[] = {
+	{ "pins", required_argument, NULL, 'p' },     { "token-file", required_argument, NULL, 't' },
+	{ "attestor", required_argument, NULL, 'a' }, { "role", required_argument, NULL, 'r' },
+	{ "out", required_argument, NULL, 'o' },      { "product-uuid", required_argument, NULL, 'u' },
+	{ "serial", required_argument, NULL, 's' },   { "mac", required_argument, NULL, 'm' },
+	{ "hostname", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* One option getopt_long returned, its value in optarg. */
+static int take_option(int c, char **argv, struct opts *o, struct msg *m)
+{
+	switch (c) {
+	case 'p': o->pins = optarg; return 0;
+	case 't': o->token_file = optarg; return 0;
+	case 'a': o->attestor = optarg; return 0;
+	case 'r': o->role = optarg; return 0;
+	case 'o': o->out_dir = optarg; return 0;
+	case 's': o->serial = optarg; return 0;
+	case 'H': o->hostname = optarg; return 0;
+	case 'h': o->help = 1; return 0;
+	case 'u':
+		if (!uuid_ok(optarg)) {
+			say(m, "--product-uuid: expected a UUID (8-4-4-4-12 hex digits)");
+			return BC_ERR_INVALID;
+		}
+		o->product_uuid = optarg;
+		return 0;
+	case 'm':
+		if (o->n_macs == MAX_MACS || !mac_ok(optarg)) {
+			say(m, "--mac: expected xx:xx:xx:xx:xx:xx, at most %d times", MAX_MACS);
+			return BC_ERR_INVALID;
+		}
+		o->macs[o->n_macs++] = optarg;
+		return 0;
+	case ':':
+		say(m, "%s needs a value", argv[optind - 1]);
+		return BC_ERR_INVALID;
+	default:
+		/* only up to '=': the value might be a token */
+		say(m, "unknown option %.*s", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+		return BC_ERR_INVALID;
+	}
+}
+
 static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 {
-	static const struct option longopts[] = {
-		{ "pins", required_argument, NULL, 'p' },   { "token-file", required_argument, NULL, 't' },
-		{ "attestor", required_argument, NULL, 'a' }, { "role", required_argument, NULL, 'r' },
-		{ "out", required_argument, NULL, 'o' },    { "product-uuid", required_argument, NULL, 'u' },
-		{ "serial", required_argument, NULL, 's' }, { "mac", required_argument, NULL, 'm' },
-		{ "hostname", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	int c, li = -1;
+	const char *word;
+	int c, li = -1, rc;
 
 	memset(o, 0, sizeof(*o));
 	o->role = BC_ROLE_NODE;
@@ -133,51 +171,21 @@ static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 	opterr = 0;
 	/* the leading ':' makes getopt_long tell a missing value (':') from an unknown option */
 	while ((c = getopt_long(argc, argv, ":", longopts, &li)) != -1) {
-		/* the word only up to '=': an abbreviated --token=... must not echo a token */
-		if (c != ':' && c != '?' && !spelled_out(option_word(argv, &longopts[li]), &longopts[li])) {
+		if (c != ':' && c != '?' && !spelled_out(word = option_word(argv, &longopts[li]),
+		                                         &longopts[li])) {
 			say(m, "unknown option %.*s (options are spelled out in full)",
-			    (int)strcspn(option_word(argv, &longopts[li]), "="),
-			    option_word(argv, &longopts[li]));
+			    (int)strcspn(word, "="), word);
 			return BC_ERR_INVALID;
 		}
-		switch (c) {
-		case 'p': o->pins = optarg; break;
-		case 't': o->token_file = optarg; break;
-		case 'a': o->attestor = optarg; break;
-		case 'r': o->role = optarg; break;
-		case 'o': o->out_dir = optarg; break;
-		case 's': o->serial = optarg; break;
-		case 'H': o->hostname = optarg; break;
-		case 'u':
-			if (!uuid_ok(optarg)) {
-				say(m, "--product-uuid: expected a UUID (8-4-4-4-12 hex digits)");
-				return BC_ERR_INVALID;
-			}
-			o->product_uuid = optarg;
-			break;
-		case 'm':
-			if (o->n_macs == MAX_MACS || !mac_ok(optarg)) {
-				say(m, "--mac: expected xx:xx:xx:xx:xx:xx, at most %d times", MAX_MACS);
-				return BC_ERR_INVALID;
-			}
-			o->macs[o->n_macs++] = optarg;
-			break;
-		case 'h':
-			o->help = 1;
-			return 0;
-		case ':':
-			say(m, "%s needs a value", argv[optind - 1]);
-			return BC_ERR_INVALID;
-		default:
-			say(m, "unknown option %.*s", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
-			return BC_ERR_INVALID;
-		}
+		if ((rc = take_option(c, argv, o, m)) != 0)
+			return rc;
 	}
+	/* not echoed: a token pasted on the command line must not reach a log */
 	if (optind != argc) {
-		say(m, "unexpected argument %s", argv[optind]);
+		say(m, "unexpected argument: the token comes from --token-file or BC_JOIN_TOKEN");
 		return BC_ERR_INVALID;
 	}
-	if (o->pins == NULL) {
+	if (o->pins == NULL && !o->help) {
 		say(m, "--pins FILE is required");
 		return BC_ERR_INVALID;
 	}

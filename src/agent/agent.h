@@ -1,0 +1,160 @@
+/* bcd, the agent: what its files share. One invocation runs one command from the
+ * table in main.c; every command gets the parsed options and the loaded config.
+ *
+ * Trust: the config file, the data directory and every byte from the server are
+ * untrusted input. Files are read with a bound and parsed strictly; every write to the
+ * data directory goes through a temporary file in the same directory (fsync, rename,
+ * fsync the directory), so a crash leaves the old file or the whole new one.
+ *
+ * Messages: a function that fails writes one line into a struct bcd_msg (what is
+ * wrong, naming the file or field, and what to do); main() prints it and exits. */
+#ifndef BCD_AGENT_H
+#define BCD_AGENT_H
+
+#include <openssl/evp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/client.h"
+#include "bc/err.h"
+
+#define BCD_NAME "bcd"
+#define BCD_VERSION "bcd/0.1"
+#define BCD_DEFAULT_CONFIG "/etc/bcd/config.toml"
+#define BCD_EXIT_USAGE 2
+
+/* data directory file names */
+#define BCD_IDENTITY "identity.json"
+#define BCD_NODE_KEY "node.key"
+#define BCD_NODE_KEY_NEXT "node.key.next"
+#define BCD_NODE_CRT "node.crt"
+#define BCD_NODE_CRT_NEXT "node.crt.next"
+#define BCD_CA "ca.pem"
+#define BCD_JOURNAL "journal.db"
+
+struct bcd_msg {
+	char text[1024];
+};
+void bcd_say(struct bcd_msg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- config (config.c) ---- */
+struct bcd_config {
+	char *path;            /* as given */
+	char *dir;             /* its directory: relative paths in it are from here */
+	char *server;
+	char *join_signing_key_id;
+	char *join_signing_key;    /* base64 SPKI DER */
+	char *join_encryption_key; /* base64 SPKI DER */
+	char *trust_domain;
+	char *ca_bundle;       /* resolved path */
+	char *data_dir;
+	char *fakehw_claims;   /* resolved path, or NULL */
+	char *fakehw_tpm;      /* reserved for the tpm issue; NULL or "" when unset */
+	int has_fakehw;
+};
+/* Loads and checks the config: unknown keys or tables and missing or empty fields
+ * are errors naming them. cfg is zeroed first; free with bcd_config_free. */
+BC_WUR int bcd_config_load(const char *path, struct bcd_config *cfg, struct bcd_msg *m);
+void bcd_config_free(struct bcd_config *cfg);
+/* The pins (struct bc_client_pins) from the config: the keys decoded, the key id
+ * checked against the signing key, the CA bundle read from its file. The caller
+ * frees with bc_client_pins_free. */
+BC_WUR int bcd_pins_from_config(const struct bcd_config *cfg, struct bc_client_pins *pins,
+                                struct bcd_msg *m);
+
+/* ---- files (files.c) ---- */
+/* A regular file of at most max bytes, NUL-terminated (malloc'd; secrets: the caller
+ * wipes with bc_freezero(p, len + 1)). BC_ERR_NOT_FOUND when absent. */
+BC_WUR int bcd_read_file(const char *path, size_t max, char **out, size_t *len,
+                         struct bcd_msg *m);
+/* dir/name into out; BC_ERR_LIMIT when it does not fit. */
+BC_WUR int bcd_path(char *out, size_t outlen, const char *dir, const char *name);
+/* Writes data into a new temporary file dir/.name.XXXXXX with mode, fsynced;
+ * tmp[] receives its path (for bcd_commit or unlink). */
+BC_WUR int bcd_write_temp(const char *dir, const char *name, const void *data, size_t len,
+                          unsigned mode, char *tmp, size_t tmplen, struct bcd_msg *m);
+/* rename(tmp, dir/name). The directory is not synced: call bcd_sync_dir after the
+ * last rename of a group. */
+BC_WUR int bcd_commit(const char *tmp, const char *dir, const char *name, struct bcd_msg *m);
+BC_WUR int bcd_sync_dir(const char *dir, struct bcd_msg *m);
+/* bcd_write_temp, bcd_commit and bcd_sync_dir in one. */
+BC_WUR int bcd_write_atomic(const char *dir, const char *name, const void *data, size_t len,
+                            unsigned mode, struct bcd_msg *m);
+/* The data directory exists (made 0700 if not; its parent must exist). */
+BC_WUR int bcd_ensure_dir(const char *dir, struct bcd_msg *m);
+int bcd_exists(const char *dir, const char *name);
+
+/* ---- the identity in the data directory (identity.c) ---- */
+struct bcd_identity {
+	char node_id[64];
+	char role[16];
+	char trust_domain[256];
+	char serial[41];
+	int64_t not_before_ms;   /* from the leaf certificate */
+	int64_t not_after_ms;
+	char joined_at[32];      /* RFC 3339, kept across renewals */
+	EVP_PKEY *key;           /* the node key that matches the leaf */
+	int key_in_tpm;          /* 0: a PKCS#8 file */
+	int key_from_next;       /* node.key.next matched: a renewal was cut short */
+	uint8_t **chain;         /* DER, leaf first */
+	size_t *chain_lens;
+	size_t n_chain;
+};
+/* Loads the identity: identity.json is the commit point, and everything is checked
+ * against it (the leaf names its node id, role and trust domain; the node key is the
+ * leaf's). A node.key.next that matches the leaf while node.key does not (a renewal
+ * cut short between its renames) is used and the swap finished. BC_ERR_NOT_FOUND
+ * when there is no identity.json. Free with bcd_identity_free. */
+BC_WUR int bcd_identity_load(const struct bcd_config *cfg, struct bcd_identity *id,
+                             struct bcd_msg *m);
+void bcd_identity_free(struct bcd_identity *id);
+/* Writes a new identity from a JOINED answer: node.key, node.crt, ca.pem and
+ * identity.json to temporary names first, then renamed, identity.json last.
+ * joined_at NULL: now. */
+BC_WUR int bcd_identity_save(const struct bcd_config *cfg, EVP_PKEY *key,
+                             const struct bc_join_answer *a, const char *joined_at,
+                             struct bcd_msg *m);
+/* identity.json alone, from a loaded identity (after a renewal, or to repair one that
+ * lags its certificate). */
+BC_WUR int bcd_identity_write_json(const struct bcd_config *cfg, const char *node_id,
+                                   const char *role, const char *trust_domain,
+                                   const char *serial, int64_t not_after_ms,
+                                   const char *joined_at, struct bcd_msg *m);
+/* The chain of an answer as PEM (malloc'd, NUL-terminated). */
+BC_WUR int bcd_chain_pem(uint8_t *const *ders, const size_t *lens, size_t n, char **out);
+/* The node key as a PKCS#8 PEM file body; wipe with bc_freezero(p, strlen(p)). */
+BC_WUR int bcd_key_pem(EVP_PKEY *key, char **out);
+
+/* ---- hardware claims (claims.c) ---- */
+/* From [fakehw] claims when set, otherwise from /sys, uname and the host name.
+ * Free with bcd_claims_free. */
+BC_WUR int bcd_claims_read(const struct bcd_config *cfg, struct bc_client_claims *c,
+                           struct bcd_msg *m);
+void bcd_claims_free(struct bc_client_claims *c);
+
+/* ---- the server's /healthz (http.c) ---- */
+/* GET url/healthz with the pinned CA; *status the HTTP status and *date_ms the
+ * server's Date header (0 when it sent none). */
+BC_WUR int bcd_healthz(const struct bc_client_pins *pins, long *status, int64_t *date_ms,
+                       struct bcd_msg *m);
+
+/* ---- the machine ---- */
+/* 1 when this host has a TPM for node keys: /dev/tpmrm0, or [fakehw] tpm set. */
+int bcd_host_has_tpm(const struct bcd_config *cfg);
+
+/* ---- commands ---- */
+struct bcd_cmd;
+struct bcd_opts {
+	const char *config;
+	const char *token_file;
+	const char *attestor;
+	int reset;
+	int yes;
+	int json;
+};
+int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
+int bcd_cmd_node(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
+int bcd_cmd_status(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
+int bcd_cmd_doctor(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
+
+#endif

@@ -1,0 +1,203 @@
+/* Files of the data directory: bounded reads, and writes through a temporary file in
+ * the same directory (fsync, rename, fsync the directory), so that a reader, or a
+ * bcd started after a crash, sees the old file or the whole new one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "bc/buf.h"
+
+int bcd_path(char *out, size_t outlen, const char *dir, const char *name)
+{
+	int n = snprintf(out, outlen, "%s/%s", dir, name);
+
+	return (n < 0 || (size_t)n >= outlen) ? BC_ERR_LIMIT : 0;
+}
+
+int bcd_exists(const char *dir, const char *name)
+{
+	char p[4096];
+	struct stat st;
+
+	return bcd_path(p, sizeof(p), dir, name) == 0 && lstat(p, &st) == 0;
+}
+
+static int read_fd(int fd, const char *path, size_t max, char *p, size_t *len, struct bcd_msg *m)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n <= max && (r = read(fd, p + n, max + 1 - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			bcd_say(m, "%s: %s", path, strerror(errno));
+			return BC_ERR_IO;
+		}
+		n += (size_t)r;
+	}
+	if (n > max) {
+		bcd_say(m, "%s: larger than %zu bytes", path, max);
+		return BC_ERR_LIMIT;
+	}
+	*len = n;
+	return 0;
+}
+
+int bcd_read_file(const char *path, size_t max, char **out, size_t *len, struct bcd_msg *m)
+{
+	struct stat st;
+	char *p = NULL;
+	int fd, rc;
+
+	*out = NULL;
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) < 0) {
+		bcd_say(m, "%s: %s", path, strerror(errno));
+		return errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		bcd_say(m, "%s: not a regular file", path);
+		rc = BC_ERR_IO;
+		goto out;
+	}
+	if ((p = calloc(1, max + 2)) == NULL) {
+		bcd_say(m, "out of memory");
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if ((rc = read_fd(fd, path, max, p, len, m)) != 0)
+		goto out;
+	if (strlen(p) != *len) {
+		bcd_say(m, "%s: holds a NUL byte", path);
+		rc = BC_ERR_INVALID;
+		goto out;
+	}
+	*out = p;
+	p = NULL;
+out:
+	bc_freezero(p, max + 2);
+	close(fd);
+	return rc;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return BC_ERR_IO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int bcd_write_temp(const char *dir, const char *name, const void *data, size_t len,
+                   unsigned mode, char *tmp, size_t tmplen, struct bcd_msg *m)
+{
+	int fd, n;
+
+	n = snprintf(tmp, tmplen, "%s/.%s.XXXXXX", dir, name);
+	if (n < 0 || (size_t)n >= tmplen) {
+		tmp[0] = '\0';
+		bcd_say(m, "%s: path too long", dir);
+		return BC_ERR_LIMIT;
+	}
+	if ((fd = mkstemp(tmp)) < 0) {
+		bcd_say(m, "%s/%s: cannot write: %s", dir, name, strerror(errno));
+		tmp[0] = '\0';
+		return BC_ERR_IO;
+	}
+	if (fchmod(fd, (mode_t)mode) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+		bcd_say(m, "%s/%s: cannot write: %s", dir, name, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		tmp[0] = '\0';
+		return BC_ERR_IO;
+	}
+	if (close(fd) != 0) {
+		bcd_say(m, "%s/%s: cannot write: %s", dir, name, strerror(errno));
+		unlink(tmp);
+		tmp[0] = '\0';
+		return BC_ERR_IO;
+	}
+	return 0;
+}
+
+int bcd_commit(const char *tmp, const char *dir, const char *name, struct bcd_msg *m)
+{
+	char dst[4096];
+
+	if (bcd_path(dst, sizeof(dst), dir, name) != 0) {
+		bcd_say(m, "%s: path too long", dir);
+		return BC_ERR_LIMIT;
+	}
+	if (rename(tmp, dst) != 0) {
+		bcd_say(m, "%s: cannot rename into place: %s", dst, strerror(errno));
+		return BC_ERR_IO;
+	}
+	return 0;
+}
+
+int bcd_sync_dir(const char *dir, struct bcd_msg *m)
+{
+	int fd, rc = 0;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
+		bcd_say(m, "%s: cannot sync the directory: %s", dir, strerror(errno));
+		rc = BC_ERR_IO;
+	}
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int bcd_write_atomic(const char *dir, const char *name, const void *data, size_t len,
+                     unsigned mode, struct bcd_msg *m)
+{
+	char tmp[4096];
+	int rc;
+
+	if ((rc = bcd_write_temp(dir, name, data, len, mode, tmp, sizeof(tmp), m)) != 0)
+		return rc;
+	if ((rc = bcd_commit(tmp, dir, name, m)) != 0) {
+		unlink(tmp);
+		return rc;
+	}
+	return bcd_sync_dir(dir, m);
+}
+
+int bcd_ensure_dir(const char *dir, struct bcd_msg *m)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		bcd_say(m, "%s: cannot make the data directory: %s (data_dir in the config)", dir,
+		        strerror(errno));
+		return BC_ERR_IO;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		bcd_say(m, "%s: not a directory (data_dir in the config)", dir);
+		return BC_ERR_IO;
+	}
+	return 0;
+}
+
+int bcd_host_has_tpm(const struct bcd_config *cfg)
+{
+	struct stat st;
+
+	if (cfg->has_fakehw)
+		return cfg->fakehw_tpm != NULL && cfg->fakehw_tpm[0] != '\0';
+	return stat("/dev/tpmrm0", &st) == 0;
+}

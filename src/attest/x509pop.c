@@ -1,0 +1,327 @@
+/* x509pop: a machine whose certificate expired offline re-joins as itself.
+ *
+ * Evidence (UTF-8 JSON): {"v":1,"nodeId":"node_...","chain":["<b64 DER>",...],
+ * "clientTime":<ms>,"sig":"<b64 P1363>"}. sig is ES256 under purpose x509pop over
+ * sha256(csr) || node id || 0x00 || client time (8 bytes big-endian), by the leaf's key.
+ *
+ * The leaf must be byte for byte a node_certs row of that node, of its current identity
+ * generation, not revoked; the node not retired; the certificate's role the requested
+ * one (node-tenant re-joins as node and keeps its restriction); expired at most grace_ms
+ * ago; the client time within window_ms of database time; the proof never used before
+ * (an in-memory cache, and an attestation_uses row that every replica sees). The result
+ * names the node, so JoinService reclaims it in place. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/x509.h>
+
+#include "bc/buf.h"
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "bc/json.h"
+#include "bc/pki.h"
+#include "join/join.h"
+#include "join/reasons.h"
+
+#define X509POP_MAX_EVIDENCE (32 * 1024)
+#define X509POP_MAX_CHAIN 4
+
+struct x509pop {
+	int64_t grace_ms;
+	int64_t window_ms;
+	size_t cache_size;
+	pthread_mutex_t mu;
+	uint8_t (*cache)[32];   /* a ring of proof subjects seen */
+	size_t cache_next;
+	size_t cache_used;
+};
+
+static struct x509pop state = {
+	.grace_ms = 7LL * 24 * 3600 * 1000,
+	.window_ms = 60000,
+	.cache_size = 10000,
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static const char *const roles[] = {"node", "site"};
+
+struct evidence {
+	json_t *root;
+	const char *node_id;
+	int64_t client_time;
+	uint8_t *leaf;
+	size_t leaf_len;
+	uint8_t *sig;
+	size_t sig_len;
+};
+
+static void evidence_free(struct evidence *e)
+{
+	json_decref(e->root);
+	free(e->leaf);
+	free(e->sig);
+	memset(e, 0, sizeof(*e));
+}
+
+/* Strict shape: exactly the five fields, of their types. */
+static int parse(const struct bc_join_input *in, struct evidence *e)
+{
+	const char *chain0 = NULL, *sig = NULL;
+	json_t *chain;
+	int64_t v;
+
+	memset(e, 0, sizeof(*e));
+	if (in->attestation_len == 0 || in->attestation_len > X509POP_MAX_EVIDENCE ||
+	    bc_json_parse(in->attestation, in->attestation_len, X509POP_MAX_EVIDENCE, &e->root,
+	                  NULL, 0) != 0 ||
+	    !json_is_object(e->root) || json_object_size(e->root) != 5)
+		return BC_ERR_INVALID;
+	chain = json_object_get(e->root, "chain");
+	if (bc_json_get_int(e->root, "v", &v) != 0 || v != 1 ||
+	    bc_json_get_string(e->root, "nodeId", &e->node_id) != 0 ||
+	    bc_json_get_int(e->root, "clientTime", &e->client_time) != 0 ||
+	    bc_json_get_string(e->root, "sig", &sig) != 0 || !json_is_array(chain) ||
+	    json_array_size(chain) < 1 || json_array_size(chain) > X509POP_MAX_CHAIN ||
+	    (chain0 = json_string_value(json_array_get(chain, 0))) == NULL)
+		return BC_ERR_INVALID;
+	for (size_t i = 1; i < json_array_size(chain); i++)
+		if (!json_is_string(json_array_get(chain, i)))
+			return BC_ERR_INVALID;
+	if (bc_b64_decode(chain0, strlen(chain0), &e->leaf, &e->leaf_len) != 0 ||
+	    bc_b64_decode(sig, strlen(sig), &e->sig, &e->sig_len) != 0 || e->sig_len != BC_SIG_LEN)
+		return BC_ERR_INVALID;
+	return 0;
+}
+
+/* The signed payload, and its hash: the proof's single-use subject. */
+static int payload(const struct bc_join_input *in, const struct evidence *e, bc_buf *b)
+{
+	int rc;
+
+	bc_buf_init(b, 512);
+	if ((rc = bc_buf_put(b, in->csr_sha256, 32)) != 0 ||
+	    (rc = bc_buf_put_cstr(b, e->node_id)) != 0 ||
+	    (rc = bc_buf_put_u64(b, (uint64_t)e->client_time)) != 0)
+		bc_buf_free(b);
+	return rc;
+}
+
+/* 1 when subject was seen; otherwise remembers it. */
+static int cache_seen(const uint8_t subject[32])
+{
+	int seen = 0;
+
+	pthread_mutex_lock(&state.mu);
+	if (state.cache == NULL && state.cache_size)
+		state.cache = calloc(state.cache_size, 32);
+	for (size_t i = 0; state.cache && i < state.cache_used && !seen; i++)
+		seen = memcmp(state.cache[i], subject, 32) == 0;
+	if (!seen && state.cache) {
+		memcpy(state.cache[state.cache_next], subject, 32);
+		state.cache_next = (state.cache_next + 1) % state.cache_size;
+		if (state.cache_used < state.cache_size)
+			state.cache_used++;
+	}
+	pthread_mutex_unlock(&state.mu);
+	return seen;
+}
+
+/* Checks that need no database: shape, identity, signature, time window. */
+static const char *offline_checks(const struct bc_join_input *in, struct evidence *e,
+                                  struct bc_node_identity *id, uint8_t subject[32])
+{
+	X509 *leaf = NULL;
+	bc_buf b;
+	const char *why = NULL;
+
+	if (parse(in, e) != 0 ||
+	    bc_pki_node_identity(e->leaf, e->leaf_len, in->trust_domain, id) != 0 ||
+	    strcmp(id->node_id, e->node_id) != 0)
+		return BC_R_X509POP_MALFORMED;
+	/* node-tenant re-joins as node; otherwise the roles must be the same */
+	if (strcmp(id->role, in->role) != 0 &&
+	    !(strcmp(id->role, BC_ROLE_NODE_TENANT) == 0 && strcmp(in->role, BC_ROLE_NODE) == 0))
+		return BC_R_X509POP_ROLE;
+	if (e->client_time < in->now_ms - state.window_ms ||
+	    e->client_time > in->now_ms + state.window_ms)
+		return BC_R_X509POP_CLIENT_TIME;
+	if (bc_x509_from_der(e->leaf, e->leaf_len, &leaf) != 0)
+		return BC_R_X509POP_MALFORMED;
+	if (payload(in, e, &b) != 0) {
+		X509_free(leaf);
+		return BC_R_X509POP_MALFORMED;
+	}
+	if (bc_es256_verify(X509_get0_pubkey(leaf), BC_PURPOSE_X509POP, b.p, b.len, e->sig,
+	                    e->sig_len) != 0)
+		why = BC_R_X509POP_SIGNATURE;
+	else if (bc_sha256(b.p, b.len, subject) != 0)
+		why = BC_R_X509POP_MALFORMED;
+	bc_buf_free(&b);
+	X509_free(leaf);
+	return why;
+}
+
+/* The leaf against its row and the node at database time. 0 with *why set on a
+ * refusal; < 0 on a database error. */
+static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct evidence *e,
+                         const struct bc_node_identity *id, const char **why)
+{
+	char sha[65], *hex = NULL;
+	uint8_t d[32];
+	bc_rows *rows = NULL;
+	int rc;
+
+	*why = NULL;
+	if ((rc = bc_sha256(e->leaf, e->leaf_len, d)) != 0)
+		return rc;
+	bc_hex_encode_to(d, 32, sha);
+	bc_param p[] = {BC_TEXT(sha), BC_TEXT(id->node_id)};
+	if ((rc = bc_tx_query(tx,
+	                      "SELECT c.der_hex, c.generation, c.not_after, c.revoked_at, "
+	                      "n.generation, n.state FROM node_certs c JOIN nodes n ON "
+	                      "n.id = c.node_id WHERE c.der_sha256 = $1 AND c.node_id = $2",
+	                      p, 2, &rows)) != 0)
+		return rc;
+	if ((rc = bc_rows_next(rows)) < 0)
+		goto out;
+	rc = 0;
+	hex = bc_hex_encode(e->leaf, e->leaf_len);
+	if (bc_rows_is_null(rows, 0) || hex == NULL || strcmp(hex, bc_rows_text(rows, 0)) != 0)
+		*why = BC_R_X509POP_NOT_CURRENT;
+	else if (strcmp(bc_rows_text(rows, 5), "retired") == 0)
+		*why = BC_R_X509POP_RETIRED;
+	else if (bc_rows_int(rows, 1) != bc_rows_int(rows, 4))
+		*why = BC_R_X509POP_GENERATION;
+	else if (!bc_rows_is_null(rows, 3))
+		*why = BC_R_X509POP_REVOKED;
+	else if (in->now_ms - bc_rows_int(rows, 2) > state.grace_ms)
+		*why = BC_R_X509POP_EXPIRED;
+out:
+	free(hex);
+	bc_rows_free(rows);
+	return rc;
+}
+
+/* Records the proof until its window closes, so no replica accepts it again. */
+static int record_use(bc_tx *tx, const struct bc_join_input *in, const struct evidence *e,
+                      const uint8_t subject[32], const char **why)
+{
+	char hex[65];
+	int rc;
+
+	*why = NULL;
+	bc_hex_encode_to(subject, 32, hex);
+	bc_param p[] = {BC_TEXT(hex), BC_INT(e->client_time + state.window_ms), BC_INT(in->now_ms)};
+	rc = bc_tx_exec(tx,
+	                "INSERT INTO attestation_uses (attestor, subject, expires_at, created_at) "
+	                "VALUES ('x509pop', $1, $2, $3)",
+	                p, 3, NULL);
+	if (rc == BC_ERR_CONFLICT) {
+		*why = BC_R_X509POP_REPLAY;
+		rc = 0;
+	}
+	return rc;
+}
+
+static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_input *in,
+                  struct bc_attest_outcome *out)
+{
+	struct bc_node_identity id;
+	struct evidence e;
+	uint8_t subject[32];
+	const char *why;
+	int rc = 0;
+
+	(void)self;
+	memset(&id, 0, sizeof(id));
+	why = offline_checks(in, &e, &id, subject);
+	if (id.node_id[0])
+		snprintf(out->node_id, sizeof(out->node_id), "%s", id.node_id);
+	if (why == NULL && (rc = online_checks(tx, in, &e, &id, &why)) != 0)
+		goto out;
+	if (why == NULL && cache_seen(subject))
+		why = BC_R_X509POP_REPLAY;
+	if (why == NULL && (rc = record_use(tx, in, &e, subject, &why)) != 0)
+		goto out;
+	if (why) {
+		bc_refuse(out, why);
+		goto out;
+	}
+	out->kind = BC_OUTCOME_RESULT;
+	snprintf(out->result.node_id, sizeof(out->result.node_id), "%s", id.node_id);
+	snprintf(out->result.role, sizeof(out->result.role), "%s", id.role);
+out:
+	bc_node_identity_clear(&id);
+	evidence_free(&e);
+	return rc;
+}
+
+static int get_ms(const bc_toml *cfg, const char *table, const char *key, int64_t lo, int64_t hi,
+                  int64_t *v, char *err, size_t errlen)
+{
+	char path[96];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s.%s", table, key);
+	rc = bc_toml_get_int(cfg, path, v);
+	if (rc == BC_ERR_NOT_FOUND)
+		return 0;
+	if (rc != 0 || *v < lo || *v > hi) {
+		snprintf(err, errlen, "[%s] %s: expected an integer from %lld to %lld", table, key,
+		         (long long)lo, (long long)hi);
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *table, char *err,
+                     size_t errlen)
+{
+	const char *const *keys;
+	int64_t grace = state.grace_ms, window = state.window_ms, cache = (int64_t)state.cache_size;
+	size_t n;
+	int rc;
+
+	(void)self;
+	if (cfg == NULL || !bc_toml_has_table(cfg, table))
+		return 0;
+	if (bc_toml_keys(cfg, table, &keys, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(keys[i], "grace_ms") && strcmp(keys[i], "window_ms") &&
+			    strcmp(keys[i], "replay_cache_size")) {
+				snprintf(err, errlen, "[%s] %s: unknown key (known: grace_ms, window_ms, "
+				         "replay_cache_size)", table, keys[i]);
+				return BC_ERR_CONFIG;
+			}
+	if ((rc = get_ms(cfg, table, "grace_ms", 0, 90LL * 24 * 3600 * 1000, &grace, err, errlen)) ||
+	    (rc = get_ms(cfg, table, "window_ms", 1000, 600000, &window, err, errlen)) ||
+	    (rc = get_ms(cfg, table, "replay_cache_size", 0, 1000000, &cache, err, errlen)))
+		return rc;
+	pthread_mutex_lock(&state.mu);
+	state.grace_ms = grace;
+	state.window_ms = window;
+	if ((size_t)cache != state.cache_size) {
+		free(state.cache);
+		state.cache = NULL;
+		state.cache_size = (size_t)cache;
+		state.cache_next = state.cache_used = 0;
+	}
+	pthread_mutex_unlock(&state.mu);
+	return 0;
+}
+
+static const struct bc_attestor x509pop = {
+	.abi = BC_ATTESTOR_ABI,
+	.id = "x509pop",
+	.roles = roles,
+	.n_roles = 2,
+	.configure = configure,
+	.verify = verify,
+};
+
+const struct bc_attestor *bc_attestor_x509pop(void)
+{
+	return &x509pop;
+}

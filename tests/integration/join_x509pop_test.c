@@ -1,0 +1,323 @@
+/* The x509pop attestor in-process over loopback HTTP: a node re-joins as itself with
+ * its last chain and key, and each refusal is reached by name. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/buf.h"
+#include "bc/clock.h"
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "bc/pki.h"
+#include "bc/x509pop.h"
+#include "bctest.h"
+#include "join/join.h"
+
+static struct bct_cp cp;
+static char pool_id[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	if (bct_cp_start(&cp, "[attestors.x509pop]\n") != 0)
+		return -1;
+	return bct_pool(&cp, "root", "default", "{}", pool_id);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	bct_cp_stop(&cp);
+	return 0;
+}
+
+struct machine {
+	EVP_PKEY *key;
+	struct bc_join_answer ans;
+};
+
+static void token_join(struct machine *m, const char *role, const char *site)
+{
+	struct bct_token_opts to = {.pool = site ? NULL : pool_id, .site = site, .role = role};
+	char *t = bct_token(&cp, &to, NULL);
+
+	assert_int_equal(bc_key_generate(&m->key), 0);
+	struct bct_join_opts jo = {.token = t, .key = m->key, .role = role};
+	assert_int_equal(bct_join(&cp, &jo, &m->ans), 0);
+	free(t);
+}
+
+static void machine_free(struct machine *m)
+{
+	bc_join_answer_free(&m->ans);
+	EVP_PKEY_free(m->key);
+}
+
+struct pop {
+	uint8_t *csr;
+	size_t csr_len;
+	EVP_PKEY *next;
+	char *evidence;
+};
+
+/* Evidence for a new CSR, by the machine's current key over its current chain. */
+static void make_pop(const struct machine *m, int64_t client_time, const char *node_id,
+                     struct pop *p)
+{
+	uint8_t d[32];
+
+	assert_int_equal(bc_key_generate(&p->next), 0);
+	assert_int_equal(bc_csr_make(p->next, "node", &p->csr, &p->csr_len), 0);
+	assert_int_equal(bc_sha256(p->csr, p->csr_len, d), 0);
+	assert_int_equal(bc_x509pop_evidence(m->ans.chain, m->ans.chain_lens, m->ans.n_chain, m->key,
+	                                     node_id ? node_id : m->ans.node_id, d,
+	                                     client_time ? client_time : bc_now_ms(), &p->evidence),
+	                 0);
+}
+
+static void pop_free(struct pop *p)
+{
+	free(p->csr);
+	free(p->evidence);
+	EVP_PKEY_free(p->next);
+}
+
+static int pop_join(const struct pop *p, const char *role, struct bc_join_answer *ans)
+{
+	struct bct_join_opts jo = {.attestor = "x509pop",
+	                           .role = role,
+	                           .key = p->next,
+	                           .csr = p->csr,
+	                           .csr_len = p->csr_len,
+	                           .attestation = (const uint8_t *)p->evidence,
+	                           .attestation_len = strlen(p->evidence)};
+	return bct_join(&cp, &jo, ans);
+}
+
+static void expect_refused(const struct pop *p, const char *role, const char *reason)
+{
+	struct bc_join_answer ans;
+	size_t n = bct_refusal_count(&cp);
+
+	assert_int_equal(pop_join(p, role, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_refusal_count(&cp), n + 1);
+	assert_string_equal(bct_last_reason(&cp), reason);
+}
+
+static void set_cert(const char *node, const char *col, int64_t v)
+{
+	char sql[160];
+	snprintf(sql, sizeof(sql), "UPDATE node_certs SET %s = $2 WHERE node_id = $1", col);
+	bc_param p[] = {BC_TEXT(node), BC_INT(v)};
+	assert_int_equal(bct_exec(&cp, sql, p, 2), 0);
+}
+
+static void test_rejoins_in_place(void **state)
+{
+	struct machine m;
+	struct pop p;
+	struct bc_join_answer ans;
+	(void)state;
+
+	token_join(&m, "node", NULL);
+	/* offline past its expiry, within the grace period */
+	set_cert(m.ans.node_id, "not_after", bc_now_ms() - 3LL * 24 * 3600 * 1000);
+	make_pop(&m, 0, NULL, &p);
+	assert_int_equal(pop_join(&p, "node", &ans), 0);
+	assert_string_equal(ans.node_id, m.ans.node_id);
+	bc_param q[] = {BC_TEXT(m.ans.node_id)};
+	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", q, 1), 2);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                                "revoked_at IS NULL", q, 1), 1);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
+	                                "AND subject = $1 AND data LIKE '%x509pop%'", q, 1), 1);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM attestation_uses WHERE attestor = "
+	                                "'x509pop'", NULL, 0) >= 1, 1);
+	/* the old chain is now an older generation */
+	struct pop again;
+	make_pop(&m, 0, NULL, &again);
+	expect_refused(&again, "node", "x509pop-generation");
+	pop_free(&again);
+	bc_join_answer_free(&ans);
+	pop_free(&p);
+	machine_free(&m);
+}
+
+static void test_refusals(void **state)
+{
+	struct machine m, other;
+	struct pop p;
+	(void)state;
+
+	token_join(&m, "node", NULL);
+	token_join(&other, "node", NULL);
+
+	/* not a row of that node: another node's chain under this node's id */
+	make_pop(&other, 0, m.ans.node_id, &p);
+	expect_refused(&p, "node", "x509pop-malformed");
+	pop_free(&p);
+	/* a certificate of ours for the node that was never issued */
+	{
+		struct machine forged = {0};
+		const bc_pki *pki = bc_server_pki(cp.srv);
+		uint8_t *der = NULL;
+		size_t len;
+		char serial[33];
+		int64_t na;
+		assert_int_equal(bc_key_generate(&forged.key), 0);
+		struct bc_node_cert_req req = {.node_id = m.ans.node_id, .role = "node",
+		                               .pub = forged.key, .not_before_ms = bc_now_ms()};
+		assert_int_equal(bc_pki_issue_node_cert(pki, &req, &der, &len, serial, &na), 0);
+		forged.ans.chain = &der;
+		forged.ans.chain_lens = &len;
+		forged.ans.n_chain = 1;
+		snprintf(forged.ans.node_id, sizeof(forged.ans.node_id), "%s", m.ans.node_id);
+		make_pop(&forged, 0, NULL, &p);
+		expect_refused(&p, "node", "x509pop-not-current");
+		pop_free(&p);
+		free(der);
+		EVP_PKEY_free(forged.key);
+	}
+	/* role mismatch */
+	make_pop(&m, 0, NULL, &p);
+	expect_refused(&p, "site", "x509pop-role");
+	pop_free(&p);
+	/* client time outside the window */
+	make_pop(&m, bc_now_ms() - 120000, NULL, &p);
+	expect_refused(&p, "node", "x509pop-client-time");
+	pop_free(&p);
+	/* a signature by another key */
+	{
+		struct machine swapped = m;
+		swapped.key = other.key;
+		make_pop(&swapped, 0, NULL, &p);
+		expect_refused(&p, "node", "x509pop-signature");
+		pop_free(&p);
+	}
+	/* expired more than the grace period ago */
+	set_cert(m.ans.node_id, "not_after", bc_now_ms() - 8LL * 24 * 3600 * 1000);
+	make_pop(&m, 0, NULL, &p);
+	expect_refused(&p, "node", "x509pop-expired");
+	pop_free(&p);
+	set_cert(m.ans.node_id, "not_after", bc_now_ms() + 3600000);
+	/* revoked */
+	set_cert(m.ans.node_id, "revoked_at", bc_now_ms());
+	make_pop(&m, 0, NULL, &p);
+	expect_refused(&p, "node", "x509pop-revoked");
+	pop_free(&p);
+	bc_param q[] = {BC_TEXT(m.ans.node_id)};
+	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET revoked_at = NULL WHERE node_id = $1",
+	                          q, 1), 0);
+	/* retired */
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", q, 1), 0);
+	make_pop(&m, 0, NULL, &p);
+	expect_refused(&p, "node", "x509pop-retired");
+	pop_free(&p);
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'adopted' WHERE id = $1", q, 1), 0);
+	/* from before revoke-identity: the generation moved on */
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET generation = generation + 1 WHERE id = $1",
+	                          q, 1), 0);
+	make_pop(&m, 0, NULL, &p);
+	expect_refused(&p, "node", "x509pop-generation");
+	pop_free(&p);
+	/* garbage evidence */
+	{
+		struct pop g = {0};
+		assert_int_equal(bc_key_generate(&g.next), 0);
+		assert_int_equal(bc_csr_make(g.next, "node", &g.csr, &g.csr_len), 0);
+		g.evidence = strdup("{\"v\":1}");
+		expect_refused(&g, "node", "x509pop-malformed");
+		pop_free(&g);
+	}
+	machine_free(&m);
+	machine_free(&other);
+}
+
+/* A proof is accepted once, on any replica: the attestation_uses row (which every
+ * replica sees) and the in-memory cache both refuse it again. */
+static void test_replay(void **state)
+{
+	struct machine m;
+	struct pop p;
+	uint8_t d[32], subject[32];
+	char hex[65];
+	bc_buf b;
+	(void)state;
+
+	/* the row another replica wrote: computed here as the attestor does */
+	token_join(&m, "node", NULL);
+	int64_t t = bc_now_ms();
+	make_pop(&m, t, NULL, &p);
+	assert_int_equal(bc_sha256(p.csr, p.csr_len, d), 0);
+	bc_buf_init(&b, 0);
+	assert_int_equal(bc_buf_put(&b, d, 32), 0);
+	assert_int_equal(bc_buf_put_cstr(&b, m.ans.node_id), 0);
+	assert_int_equal(bc_buf_put_u64(&b, (uint64_t)t), 0);
+	assert_int_equal(bc_sha256(b.p, b.len, subject), 0);
+	bc_buf_free(&b);
+	bc_hex_encode_to(subject, 32, hex);
+	bc_param r[] = {BC_TEXT(hex), BC_INT(t + 60000), BC_INT(t)};
+	assert_int_equal(bct_exec(&cp, "INSERT INTO attestation_uses (attestor, subject, expires_at, "
+	                               "created_at) VALUES ('x509pop', $1, $2, $3)", r, 3), 0);
+	expect_refused(&p, "node", "x509pop-replay");
+	pop_free(&p);
+	machine_free(&m);
+
+	/* the cache: a proof whose join was refused after the attestor (the pool takes only
+	 * tokens) rolled back its row, but is still never accepted twice */
+	char tokens_only[64];
+	assert_int_equal(bct_pool(&cp, "root", "tokens-only", "{\"joinAttestors\":[\"join-token\"]}",
+	                          tokens_only), 0);
+	struct bct_token_opts to = {.pool = tokens_only};
+	char *tok = bct_token(&cp, &to, NULL);
+	assert_int_equal(bc_key_generate(&m.key), 0);
+	struct bct_join_opts jo = {.token = tok, .key = m.key};
+	assert_int_equal(bct_join(&cp, &jo, &m.ans), 0);
+	make_pop(&m, 0, NULL, &p);
+	expect_refused(&p, "node", "join:pool-attestor");
+	expect_refused(&p, "node", "x509pop-replay");
+	pop_free(&p);
+	free(tok);
+	machine_free(&m);
+}
+
+static void test_site_rejoins_as_site(void **state)
+{
+	struct machine m;
+	struct pop p;
+	struct bc_join_answer ans;
+	struct bc_node_identity id;
+	char site[64];
+	(void)state;
+
+	assert_int_equal(bct_site(&cp, "root", "dc-x", site), 0);
+	token_join(&m, "site", site);
+	make_pop(&m, 0, NULL, &p);
+	assert_int_equal(pop_join(&p, "site", &ans), 0);
+	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_string_equal(id.role, "site");
+	assert_string_equal(id.node_id, m.ans.node_id);
+	bc_node_identity_clear(&id);
+	bc_join_answer_free(&ans);
+	pop_free(&p);
+	machine_free(&m);
+}
+
+int main(void)
+{
+	if (bct_engine_skip())
+		return BCT_SKIP;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rejoins_in_place),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_replay),
+		cmocka_unit_test(test_site_rejoins_as_site),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
