@@ -264,15 +264,18 @@ static int get_ms(const bc_toml *cfg, const char *table, const char *key, int64_
 	char path[96];
 	int rc;
 
+	int64_t x;
+
 	snprintf(path, sizeof(path), "%s.%s", table, key);
-	rc = bc_toml_get_int(cfg, path, v);
+	rc = bc_toml_get_int(cfg, path, &x);
 	if (rc == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc != 0 || *v < lo || *v > hi) {
+		return 0; /* keep the default in *v */
+	if (rc != 0 || x < lo || x > hi) {
 		snprintf(err, errlen, "[%s] %s: expected an integer from %lld to %lld", table, key,
 		         (long long)lo, (long long)hi);
 		return BC_ERR_CONFIG;
 	}
+	*v = x;
 	return 0;
 }
 

@@ -1,0 +1,361 @@
+/* The node's identity in the data directory: identity.json (the commit point),
+ * node.key (PKCS#8 PEM, 0600), node.crt (the chain, PEM, leaf first) and ca.pem (the
+ * trust bundle). identity.json is written last, so a directory with a loadable
+ * identity.json holds the key and chain it names; everything read back is checked
+ * against it, and against each other, before bcd uses it. */
+#include <jansson.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "bc/buf.h"
+#include "bc/clock.h"
+#include "bc/crypto.h"
+#include "bc/json.h"
+#include "bc/pki.h"
+
+#define MAX_IDENTITY (16u * 1024)
+#define MAX_CHAIN_PEM (128u * 1024)
+#define MAX_KEY_PEM (16u * 1024)
+#define MAX_CHAIN 8
+#define TPM_KEY_PEM "-----BEGIN BCD TPM NODE KEY-----"
+#define RESET_HINT "join again: bcd join --reset --yes, then bcd join"
+
+void bcd_identity_free(struct bcd_identity *id)
+{
+	if (id == NULL)
+		return;
+	EVP_PKEY_free(id->key);
+	for (size_t i = 0; id->chain != NULL && i < id->n_chain; i++)
+		free(id->chain[i]);
+	free(id->chain);
+	free(id->chain_lens);
+	memset(id, 0, sizeof(*id));
+}
+
+static int same_key(EVP_PKEY *a, EVP_PKEY *b)
+{
+	uint8_t *da = NULL, *db = NULL;
+	size_t la = 0, lb = 0;
+	int same = 0;
+
+	if (a != NULL && b != NULL && bc_key_spki(a, &da, &la) == 0 && bc_key_spki(b, &db, &lb) == 0)
+		same = la == lb && memcmp(da, db, la) == 0;
+	free(da);
+	free(db);
+	return same;
+}
+
+static const char *const identity_keys[] = {"nodeId", "role", "trustDomain", "notAfter",
+                                            "serial", "joinedAt"};
+#define N_IDENTITY_KEYS (sizeof(identity_keys) / sizeof(identity_keys[0]))
+
+static int copy_field(const json_t *j, const char *key, char *dst, size_t dstlen)
+{
+	const char *v;
+
+	if (bc_json_get_string(j, key, &v) != 0 || strlen(v) >= dstlen)
+		return BC_ERR_INVALID;
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+/* identity.json: exactly the six string fields, a valid node id and role, and the
+ * config's trust domain. */
+static int read_identity_json(const struct bcd_config *cfg, const char *path,
+                              struct bcd_identity *id, struct bcd_msg *m)
+{
+	char *text = NULL, jerr[160], na[40], serial[64];
+	size_t len = 0;
+	json_t *j = NULL;
+	int rc;
+
+	if ((rc = bcd_read_file(path, MAX_IDENTITY, &text, &len, m)) != 0)
+		return rc;
+	rc = BC_ERR_INVALID;
+	if (bc_json_parse(text, len, MAX_IDENTITY, &j, jerr, sizeof(jerr)) != 0 || !json_is_object(j)) {
+		bcd_say(m, "%s: not a JSON object (corrupt); %s", path, RESET_HINT);
+		goto out;
+	}
+	if (json_object_size(j) != N_IDENTITY_KEYS) {
+		bcd_say(m, "%s: expected exactly the fields nodeId, role, trustDomain, notAfter, "
+		        "serial, joinedAt (corrupt); %s", path, RESET_HINT);
+		goto out;
+	}
+	for (size_t i = 0; i < N_IDENTITY_KEYS; i++) {
+		const char *v;
+		if (bc_json_get_string(j, identity_keys[i], &v) != 0) {
+			bcd_say(m, "%s: %s is missing or not a string (corrupt); %s", path,
+			        identity_keys[i], RESET_HINT);
+			goto out;
+		}
+	}
+	if (copy_field(j, "nodeId", id->node_id, sizeof(id->node_id)) != 0 ||
+	    !bc_node_id_valid(id->node_id) ||
+	    copy_field(j, "role", id->role, sizeof(id->role)) != 0 || !bc_role_valid(id->role) ||
+	    copy_field(j, "trustDomain", id->trust_domain, sizeof(id->trust_domain)) != 0 ||
+	    copy_field(j, "joinedAt", id->joined_at, sizeof(id->joined_at)) != 0 ||
+	    copy_field(j, "notAfter", na, sizeof(na)) != 0 ||
+	    copy_field(j, "serial", serial, sizeof(serial)) != 0) {
+		bcd_say(m, "%s: a malformed nodeId, role or time (corrupt); %s", path, RESET_HINT);
+		goto out;
+	}
+	if (strcmp(id->trust_domain, cfg->trust_domain) != 0) {
+		bcd_say(m, "%s: trust domain %s, the config says %s; %s", path, id->trust_domain,
+		        cfg->trust_domain, RESET_HINT);
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(j);
+	free(text);
+	return rc;
+}
+
+static int push_der(struct bcd_identity *id, X509 *x)
+{
+	uint8_t *der = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (id->n_chain == MAX_CHAIN)
+		return BC_ERR_LIMIT;
+	if ((rc = bc_x509_to_der(x, &der, &len)) != 0)
+		return rc;
+	id->chain[id->n_chain] = der;
+	id->chain_lens[id->n_chain] = len;
+	id->n_chain++;
+	return 0;
+}
+
+/* node.crt: one to MAX_CHAIN PEM certificates and nothing else. */
+static int read_chain(const char *path, struct bcd_identity *id, struct bcd_msg *m)
+{
+	char *text = NULL;
+	size_t len = 0;
+	BIO *b = NULL;
+	X509 *x;
+	unsigned long e;
+	int rc;
+
+	if ((rc = bcd_read_file(path, MAX_CHAIN_PEM, &text, &len, m)) != 0)
+		return rc;
+	if ((id->chain = calloc(MAX_CHAIN, sizeof(*id->chain))) == NULL ||
+	    (id->chain_lens = calloc(MAX_CHAIN, sizeof(*id->chain_lens))) == NULL ||
+	    (b = BIO_new_mem_buf(text, (int)len)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	ERR_clear_error();
+	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+		rc = push_der(id, x);
+		X509_free(x);
+		if (rc != 0)
+			break;
+	}
+	e = ERR_peek_last_error();
+	ERR_clear_error();
+	if (rc != 0 || id->n_chain == 0 || ERR_GET_LIB(e) != ERR_LIB_PEM ||
+	    ERR_GET_REASON(e) != PEM_R_NO_START_LINE) {
+		bcd_say(m, "%s: not a chain of 1 to %d PEM certificates (corrupt); %s", path,
+		        MAX_CHAIN, RESET_HINT);
+		rc = BC_ERR_INVALID;
+	}
+out:
+	BIO_free(b);
+	free(text);
+	return rc;
+}
+
+/* The leaf names the identity's node and role, in the config's trust domain. */
+static int check_leaf(const struct bcd_config *cfg, const char *path, struct bcd_identity *id,
+                      struct bcd_msg *m)
+{
+	struct bc_node_identity ni;
+	int rc = 0;
+
+	if (bc_pki_node_identity(id->chain[0], id->chain_lens[0], cfg->trust_domain, &ni) != 0) {
+		bcd_say(m, "%s: the leaf is not a node certificate of trust domain %s; %s", path,
+		        cfg->trust_domain, RESET_HINT);
+		return BC_ERR_INVALID;
+	}
+	if (strcmp(ni.node_id, id->node_id) != 0 || strcmp(ni.role, id->role) != 0) {
+		bcd_say(m, "%s: the certificate is for %s %s, identity.json names %s %s; %s", path,
+		        ni.role, ni.node_id, id->role, id->node_id, RESET_HINT);
+		rc = BC_ERR_INVALID;
+	} else {
+		snprintf(id->serial, sizeof(id->serial), "%s", ni.serial_hex);
+		id->not_before_ms = ni.not_before_ms;
+		id->not_after_ms = ni.not_after_ms;
+	}
+	bc_node_identity_clear(&ni);
+	return rc;
+}
+
+/* One key file: a PKCS#8 P-256 key. *found is 0 when the file does not exist. */
+static int read_key(const char *path, EVP_PKEY **key, int *in_tpm, struct bcd_msg *m)
+{
+	char *pem = NULL;
+	size_t len = 0;
+	int rc;
+
+	*key = NULL;
+	*in_tpm = 0;
+	if ((rc = bcd_read_file(path, MAX_KEY_PEM, &pem, &len, m)) != 0)
+		return rc;
+	if (strstr(pem, TPM_KEY_PEM) != NULL) {
+		*in_tpm = 1;
+		bcd_say(m, "%s: a key held in the TPM, which this build of bcd cannot load yet", path);
+		rc = BC_ERR_UNSUPPORTED;
+	} else if (bc_key_from_pem(pem, len, key) != 0) {
+		bcd_say(m, "%s: not a PKCS#8 P-256 private key PEM (corrupt); %s", path, RESET_HINT);
+		rc = BC_ERR_INVALID;
+	}
+	bc_freezero(pem, len + 1);
+	return rc;
+}
+
+/* node.key, or a node.key.next left by a renewal cut short after node.crt moved. */
+static int read_node_key(const struct bcd_config *cfg, struct bcd_identity *id, struct bcd_msg *m)
+{
+	char path[4096], next[4096];
+	X509 *leaf = NULL;
+	EVP_PKEY *k = NULL;
+	struct bcd_msg ignored;
+	int rc;
+
+	if (bcd_path(path, sizeof(path), cfg->data_dir, BCD_NODE_KEY) != 0 ||
+	    bcd_path(next, sizeof(next), cfg->data_dir, BCD_NODE_KEY_NEXT) != 0)
+		return BC_ERR_LIMIT;
+	if ((rc = bc_x509_from_der(id->chain[0], id->chain_lens[0], &leaf)) != 0)
+		return rc;
+	if ((rc = read_key(path, &id->key, &id->key_in_tpm, m)) != 0)
+		goto out;
+	if (same_key(id->key, X509_get0_pubkey(leaf)))
+		goto out;
+	if (read_key(next, &k, &id->key_in_tpm, &ignored) == 0 && same_key(k, X509_get0_pubkey(leaf))) {
+		/* the renewal had committed its certificate: finish its swap */
+		EVP_PKEY_free(id->key);
+		id->key = k;
+		k = NULL;
+		id->key_from_next = 1;
+		if (rename(next, path) == 0 && bcd_sync_dir(cfg->data_dir, &ignored) == 0)
+			id->key_from_next = 0;
+		goto out;
+	}
+	bcd_say(m, "%s: the node key does not match the node certificate (%s/%s); %s", path,
+	        cfg->data_dir, BCD_NODE_CRT, RESET_HINT);
+	rc = BC_ERR_INVALID;
+out:
+	EVP_PKEY_free(k);
+	X509_free(leaf);
+	return rc;
+}
+
+int bcd_identity_load(const struct bcd_config *cfg, struct bcd_identity *id, struct bcd_msg *m)
+{
+	char path[4096];
+	int rc;
+
+	memset(id, 0, sizeof(*id));
+	if ((rc = bcd_path(path, sizeof(path), cfg->data_dir, BCD_IDENTITY)) != 0)
+		goto out;
+	if ((rc = read_identity_json(cfg, path, id, m)) != 0) {
+		if (rc == BC_ERR_NOT_FOUND)
+			bcd_say(m, "%s: no identity: this machine has not joined; run bcd join", path);
+		goto out;
+	}
+	if ((rc = bcd_path(path, sizeof(path), cfg->data_dir, BCD_NODE_CRT)) != 0)
+		goto out;
+	if ((rc = read_chain(path, id, m)) != 0) {
+		if (rc == BC_ERR_NOT_FOUND)
+			bcd_say(m, "%s: missing, identity.json names a node; %s", path, RESET_HINT);
+		rc = rc == BC_ERR_NOT_FOUND ? BC_ERR_INVALID : rc;
+		goto out;
+	}
+	if ((rc = check_leaf(cfg, path, id, m)) != 0)
+		goto out;
+	if ((rc = read_node_key(cfg, id, m)) == BC_ERR_NOT_FOUND) {
+		bcd_say(m, "%s/%s: missing, identity.json names a node; %s", cfg->data_dir, BCD_NODE_KEY,
+		        RESET_HINT);
+		rc = BC_ERR_INVALID;
+	}
+out:
+	if (rc == BC_ERR_NOMEM)
+		bcd_say(m, "out of memory");
+	if (rc != 0)
+		bcd_identity_free(id);
+	return rc;
+}
+
+int bcd_chain_pem(uint8_t *const *ders, const size_t *lens, size_t n, char **out)
+{
+	bc_buf b;
+	X509 *x = NULL;
+	char *pem = NULL;
+	size_t len;
+	int rc = 0;
+
+	*out = NULL;
+	bc_buf_init(&b, 0);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if ((rc = bc_x509_from_der(ders[i], lens[i], &x)) == 0 && (rc = bc_x509_to_pem(x, &pem)) == 0)
+			rc = bc_buf_put(&b, pem, strlen(pem));
+		X509_free(x);
+		x = NULL;
+		free(pem);
+		pem = NULL;
+	}
+	if (rc == 0 && (rc = bc_buf_put_u8(&b, 0)) == 0 && (*out = (char *)bc_buf_steal(&b, &len)) == NULL)
+		rc = BC_ERR_NOMEM;
+	bc_buf_free(&b);
+	return rc;
+}
+
+int bcd_key_pem(EVP_PKEY *key, char **out)
+{
+	return bc_key_to_pem(key, out);
+}
+
+static char *identity_text(const char *node_id, const char *role, const char *trust_domain,
+                           const char *serial, int64_t not_after_ms, const char *joined_at)
+{
+	char na[40], now[40];
+	json_t *j;
+	char *s, *nl = NULL;
+
+	bc_time_format_ms(not_after_ms, na, sizeof(na));
+	bc_time_format_ms(bc_now_ms(), now, sizeof(now));
+	j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "nodeId", node_id, "role", role,
+	              "trustDomain", trust_domain, "notAfter", na, "serial", serial, "joinedAt",
+	              joined_at != NULL ? joined_at : now);
+	if (j == NULL || (s = bc_json_dump(j)) == NULL) {
+		json_decref(j);
+		return NULL;
+	}
+	json_decref(j);
+	if (asprintf(&nl, "%s\n", s) < 0)
+		nl = NULL;
+	free(s);
+	return nl;
+}
+
+int bcd_identity_write_json(const struct bcd_config *cfg, const char *node_id, const char *role,
+                            const char *trust_domain, const char *serial, int64_t not_after_ms,
+                            const char *joined_at, struct bcd_msg *m)
+{
+	char *text = identity_text(node_id, role, trust_domain, serial, not_after_ms, joined_at);
+	int rc;
+
+	if (text == NULL) {
+		bcd_say(m, "out of memory");
+		return BC_ERR_NOMEM;
+	}
+	rc = bcd_write_atomic(cfg->data_dir, BCD_IDENTITY, text, strlen(text), 0644, m);
+	free(text);
+	return rc;
+}
