@@ -1,0 +1,130 @@
+/* Writing a new identity after a join. Every file goes to a temporary name first
+ * (written and fsynced); only when all four are on disk are they renamed into place,
+ * identity.json last, and the directory synced. A crash before the last rename leaves
+ * no identity.json for the new files (bcd join runs again); after it, the whole new
+ * identity. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "bc/buf.h"
+#include "bc/pki.h"
+
+#define MAX_TMP 4096
+
+struct pending_file {
+	const char *name;
+	char *data;
+	unsigned mode;
+	int secret;
+	char tmp[MAX_TMP];
+};
+
+static char *identity_of(const struct bc_join_answer *a, const char *joined_at,
+                         const char *trust_domain, struct bcd_msg *m);
+
+static void drop(struct pending_file *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].tmp[0] != '\0')
+			unlink(f[i].tmp);
+		if (f[i].data != NULL && f[i].secret)
+			bc_freezero(f[i].data, strlen(f[i].data));
+		else
+			free(f[i].data);
+	}
+}
+
+static int write_all(const struct bcd_config *cfg, struct pending_file *f, size_t n,
+                     struct bcd_msg *m)
+{
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].data == NULL)
+			continue;
+		if ((rc = bcd_write_temp(cfg->data_dir, f[i].name, f[i].data, strlen(f[i].data),
+		                         f[i].mode, f[i].tmp, sizeof(f[i].tmp), m)) != 0)
+			return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].data == NULL)
+			continue;
+		if ((rc = bcd_commit(f[i].tmp, cfg->data_dir, f[i].name, m)) != 0)
+			return rc;
+		f[i].tmp[0] = '\0';
+	}
+	return bcd_sync_dir(cfg->data_dir, m);
+}
+
+int bcd_identity_save(const struct bcd_config *cfg, EVP_PKEY *key, const struct bc_join_answer *a,
+                      const char *joined_at, struct bcd_msg *m)
+{
+	/* renamed in this order: identity.json, the commit point, last */
+	struct pending_file f[] = {
+		{BCD_NODE_KEY, NULL, 0600, 1, ""},
+		{BCD_NODE_CRT, NULL, 0644, 0, ""},
+		{BCD_CA, NULL, 0644, 0, ""},
+		{BCD_IDENTITY, NULL, 0644, 0, ""},
+	};
+	size_t n = sizeof(f) / sizeof(f[0]);
+	char stale[MAX_TMP];
+	int rc;
+
+	if ((rc = bcd_ensure_dir(cfg->data_dir, m)) != 0)
+		return rc;
+	if ((rc = bcd_key_pem(key, &f[0].data)) != 0 ||
+	    (rc = bcd_chain_pem(a->chain, a->chain_lens, a->n_chain, &f[1].data)) != 0 ||
+	    (a->n_trust_bundle > 0 &&
+	     (rc = bcd_chain_pem(a->trust_bundle, a->trust_bundle_lens, a->n_trust_bundle,
+	                         &f[2].data)) != 0)) {
+		bcd_say(m, "cannot encode the key or the certificates (%s)", bc_err_str(rc));
+		goto out;
+	}
+	if ((f[3].data = identity_of(a, joined_at, cfg->trust_domain, m)) == NULL) {
+		rc = BC_ERR_INVALID;
+		goto out;
+	}
+	if ((rc = write_all(cfg, f, n, m)) != 0)
+		goto out;
+	/* a key left by an older renewal belongs to no certificate now */
+	if (bcd_path(stale, sizeof(stale), cfg->data_dir, BCD_NODE_KEY_NEXT) == 0)
+		unlink(stale);
+out:
+	drop(f, n);
+	return rc;
+}
+
+/* identity.json's text for a JOINED answer, from its leaf (already checked by the
+ * client: signed, for our CSR, for the answer's node id). */
+static char *identity_of(const struct bc_join_answer *a, const char *joined_at,
+                         const char *trust_domain, struct bcd_msg *m)
+{
+	struct bc_node_identity ni;
+	char *text = NULL, *p;
+	size_t len;
+	struct bcd_config tmp;
+	int rc;
+
+	(void)tmp;
+	if (a->n_chain == 0 ||
+	    bc_pki_node_identity(a->chain[0], a->chain_lens[0], trust_domain, &ni) != 0) {
+		bcd_say(m, "the answer's certificate is not a node certificate of trust domain %s",
+		        trust_domain);
+		return NULL;
+	}
+	/* written through a scratch file name is not needed: the caller writes the text */
+	rc = bcd_identity_text(ni.node_id, ni.role, trust_domain, ni.serial_hex, ni.not_after_ms,
+	                       joined_at, &text);
+	bc_node_identity_clear(&ni);
+	if (rc != 0) {
+		bcd_say(m, "out of memory");
+		return NULL;
+	}
+	len = strlen(text);
+	p = text;
+	(void)len;
+	return p;
+}
