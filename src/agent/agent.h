@@ -120,6 +120,10 @@ BC_WUR int bcd_identity_write_json(const struct bcd_config *cfg, const char *nod
                                    const char *role, const char *trust_domain,
                                    const char *serial, int64_t not_after_ms,
                                    const char *joined_at, struct bcd_msg *m);
+/* identity.json's text (malloc'd); joined_at NULL: now. */
+BC_WUR int bcd_identity_text(const char *node_id, const char *role, const char *trust_domain,
+                             const char *serial, int64_t not_after_ms, const char *joined_at,
+                             char **out);
 /* The chain of an answer as PEM (malloc'd, NUL-terminated). */
 BC_WUR int bcd_chain_pem(uint8_t *const *ders, const size_t *lens, size_t n, char **out);
 /* The node key as a PKCS#8 PEM file body; wipe with bc_freezero(p, strlen(p)). */

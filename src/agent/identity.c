@@ -321,37 +321,37 @@ int bcd_key_pem(EVP_PKEY *key, char **out)
 	return bc_key_to_pem(key, out);
 }
 
-static char *identity_text(const char *node_id, const char *role, const char *trust_domain,
-                           const char *serial, int64_t not_after_ms, const char *joined_at)
+int bcd_identity_text(const char *node_id, const char *role, const char *trust_domain,
+                      const char *serial, int64_t not_after_ms, const char *joined_at, char **out)
 {
-	char na[40], now[40];
+	char na[40], now[40], *s = NULL;
 	json_t *j;
-	char *s, *nl = NULL;
+	int rc = BC_ERR_NOMEM;
 
+	*out = NULL;
 	bc_time_format_ms(not_after_ms, na, sizeof(na));
 	bc_time_format_ms(bc_now_ms(), now, sizeof(now));
 	j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "nodeId", node_id, "role", role,
 	              "trustDomain", trust_domain, "notAfter", na, "serial", serial, "joinedAt",
 	              joined_at != NULL ? joined_at : now);
-	if (j == NULL || (s = bc_json_dump(j)) == NULL) {
-		json_decref(j);
-		return NULL;
-	}
+	if (j != NULL && (s = bc_json_dump(j)) != NULL && asprintf(out, "%s\n", s) >= 0)
+		rc = 0;
+	else
+		*out = NULL;
 	json_decref(j);
-	if (asprintf(&nl, "%s\n", s) < 0)
-		nl = NULL;
 	free(s);
-	return nl;
+	return rc;
 }
 
 int bcd_identity_write_json(const struct bcd_config *cfg, const char *node_id, const char *role,
                             const char *trust_domain, const char *serial, int64_t not_after_ms,
                             const char *joined_at, struct bcd_msg *m)
 {
-	char *text = identity_text(node_id, role, trust_domain, serial, not_after_ms, joined_at);
+	char *text = NULL;
 	int rc;
 
-	if (text == NULL) {
+	if (bcd_identity_text(node_id, role, trust_domain, serial, not_after_ms, joined_at,
+	                      &text) != 0) {
 		bcd_say(m, "out of memory");
 		return BC_ERR_NOMEM;
 	}

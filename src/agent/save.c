@@ -103,28 +103,19 @@ static char *identity_of(const struct bc_join_answer *a, const char *joined_at,
                          const char *trust_domain, struct bcd_msg *m)
 {
 	struct bc_node_identity ni;
-	char *text = NULL, *p;
-	size_t len;
-	struct bcd_config tmp;
+	char *text = NULL;
 	int rc;
 
-	(void)tmp;
 	if (a->n_chain == 0 ||
 	    bc_pki_node_identity(a->chain[0], a->chain_lens[0], trust_domain, &ni) != 0) {
 		bcd_say(m, "the answer's certificate is not a node certificate of trust domain %s",
 		        trust_domain);
 		return NULL;
 	}
-	/* written through a scratch file name is not needed: the caller writes the text */
 	rc = bcd_identity_text(ni.node_id, ni.role, trust_domain, ni.serial_hex, ni.not_after_ms,
 	                       joined_at, &text);
 	bc_node_identity_clear(&ni);
-	if (rc != 0) {
+	if (rc != 0)
 		bcd_say(m, "out of memory");
-		return NULL;
-	}
-	len = strlen(text);
-	p = text;
-	(void)len;
-	return p;
+	return rc == 0 ? text : NULL;
 }

@@ -203,5 +203,7 @@ int cli_cmd_nodes_delete(struct cli *c);
 int cli_cmd_nodes_revoke_identity(struct cli *c);
 int cli_cmd_nodes_retire(struct cli *c);
 int cli_cmd_events_list(struct cli *c);
+int cli_cmd_prune(struct cli *c);
+int cli_cmd_store_copy(struct cli *c);
 
 #endif

@@ -365,7 +365,7 @@ static int init_config(struct cli *c, struct init *in)
 		return rc;
 	if (asprintf(&text,
 		     "# written by `" CLI_NAME " init`; every key is described in "
-		     "src/server/config.h\n"
+		     "docs/server.md\n"
 		     "listen      = \"%s\"\n"
 		     "public_url  = \"%s\"\n"
 		     "database    = \"" F_DB "\"\n"

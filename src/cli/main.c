@@ -27,6 +27,23 @@ static const struct cli_cmd commands[] = {
 	 "  --public-url URL     what agents use (default http://LISTEN on loopback, else https://)\n"
 	 "It refuses a DIR that holds a server.toml. On failure it removes what it wrote.\n"},
 	{"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL},
+	{"prune", NULL, "--config server.toml [--batch 5000] [--events-days N]",
+	 "delete expired and spent rows and old events from the store (no server needed)",
+	 "config= batch= events-days=", 0, 0, 0, cli_cmd_prune,
+	 "  --config FILE        the server.toml whose database to prune\n"
+	 "  --batch N            rows per transaction (default 5000)\n"
+	 "  --events-days N      delete events older than N days (default: event_retention_days\n"
+	 "                       of server.toml, 90; 0 keeps every event)\n"
+	 "Deletes expired attestation uses, expired, spent or revoked tokens, decided or\n"
+	 "expired join requests and old events, at database time, and prints the counts.\n"},
+	{"store", "copy", "--from <sqlite path> --to <postgres url> [--batch 500]",
+	 "copy a whole store into a new, empty database (no server needed)",
+	 "from= to= batch=", 0, 0, 0, cli_cmd_store_copy,
+	 "  --from PATH          the SQLite database (stop its server first)\n"
+	 "  --to URL             the target, e.g. postgres://bc@db.example/bc: migrated, and\n"
+	 "                       refused unless every table is empty\n"
+	 "  --batch N            rows per INSERT (default 500)\n"
+	 "The target is written in one transaction: a copy that fails leaves it empty.\n"},
 	{"pki", "init", "--config server.toml [--trust-domain bc.internal]",
 	 "write the PKI bundle server.toml names, if it does not exist yet",
 	 "config= trust-domain=", 0, 0, 0, cli_cmd_pki_init,

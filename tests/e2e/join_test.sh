@@ -8,6 +8,8 @@ PORT=$(free_port)
 "$BIN/better-compute" init --dir var --listen "127.0.0.1:$PORT" >init.out
 grep -q "bck_" init.out || fail "init printed no admin key"
 [ "$(stat -c %a var/admin.key)" = 600 ] || fail "admin.key is not 0600"
+# every refusal also runs the on_refusal command with its JSON on stdin
+sed -i "1a on_refusal = \"cat >> $T/refusals.jsonl\"" var/server.toml
 start_server var
 
 bc() { "$BIN/better-compute" "$@"; }
@@ -33,6 +35,9 @@ fi
 grep -q "permission_denied" join2.out || fail "refusal not reported as permission_denied"
 bc --json events list --type security.join.refused | grep -q "token-used-up" ||
 	fail "no security.join.refused event with token-used-up"
+for _ in $(seq 1 50); do [ -s refusals.jsonl ] && break; sleep 0.1; done
+grep -q '"reason":"token-used-up"' refusals.jsonl || fail "on_refusal did not get the refusal"
+grep -q '"attestor":"join-token"' refusals.jsonl || fail "on_refusal JSON lacks the attestor"
 
 # expiry at database time: a token of one hour, the server restarted two hours ahead
 bc tokens create --role node --pool "$POOL" --ttl 1h --out var/token2 >/dev/null
