@@ -110,4 +110,19 @@ BC_WUR int bc_client_post(const struct bc_client_pins *pins, const char *path, c
                           size_t len, long *status, uint8_t **resp, size_t *resp_len,
                           char *err, size_t errlen);
 
+/* One Renew round trip (JoinService/Renew). chain is the node's current chain (DER,
+ * leaf first, 1 to 8 certificates), key the current leaf's key (the key must be the
+ * leaf's: BC_ERR_INVALID otherwise) and next_key the key the new certificate is for.
+ * The request carries a CSR for next_key and a proof by key (purpose renew over
+ * sha256(csr) || node id 0x00 || client_time_ms, 8-byte big-endian, bc_now_ms()).
+ * The answer is opened like a join's (bc_client_open_join_response_csr) and must be
+ * JOINED for the node the current leaf names (BC_ERR_VERIFY otherwise). Returns as
+ * bc_client_join: BC_ERR_DENIED when refused (the reason is only in the server's
+ * security.renew.refused event), BC_ERR_UNAVAILABLE when unreachable. out is freed
+ * with bc_join_answer_free; nothing is kept on failure. pins->trust_domain is needed. */
+BC_WUR int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                           const size_t *chain_lens, size_t n_chain, EVP_PKEY *key,
+                           EVP_PKEY *next_key, struct bc_join_answer *out, char *err,
+                           size_t errlen);
+
 #endif

@@ -1,0 +1,179 @@
+/* One Renew round trip: a CSR for the next key, a proof by the current key (purpose
+ * renew over sha256(csr) || node id 0x00 || client time), POST, then the answer opened
+ * like a join's (signature, key id, csr_sha256, the leaf for the CSR's key) and
+ * refused unless it is for the node the current leaf names. */
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/buf.h"
+#include "bc/client.h"
+#include "bc/clock.h"
+#include "bc/crypto.h"
+#include "bc/json.h"
+#include "bc/pki.h"
+#include "bettercompute/join/v1/join.pb-c.h"
+#include "client/internal.h"
+
+#define RENEW_PATH "/bettercompute.join.v1.JoinService/Renew"
+#define CSR_CN "bettercompute node"
+#define MAX_ERROR_JSON (64u * 1024)
+#define MAX_RENEW_CHAIN 8
+
+static int proof(EVP_PKEY *key, const uint8_t csr_sha256[static 32], const char *node_id,
+                 int64_t client_time_ms, uint8_t sig[static BC_SIG_LEN])
+{
+	bc_buf b;
+	int rc;
+
+	bc_buf_init(&b, 512);
+	if ((rc = bc_buf_put(&b, csr_sha256, 32)) == 0 && (rc = bc_buf_put_cstr(&b, node_id)) == 0 &&
+	    (rc = bc_buf_put_u64(&b, (uint64_t)client_time_ms)) == 0)
+		rc = bc_es256_sign(key, BC_PURPOSE_RENEW, b.p, b.len, sig);
+	bc_buf_free(&b);
+	return rc;
+}
+
+static int pack(const uint8_t *const *chain, const size_t *lens, size_t n, const uint8_t *csr,
+                size_t csr_len, int64_t t, const uint8_t sig[static BC_SIG_LEN], uint8_t **out,
+                size_t *outlen)
+{
+	Bettercompute__Join__V1__RenewRequest req = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
+	ProtobufCBinaryData certs[MAX_RENEW_CHAIN];
+	size_t sz;
+
+	*out = NULL;
+	*outlen = 0;
+	for (size_t i = 0; i < n; i++) {
+		certs[i].data = (uint8_t *)chain[i];
+		certs[i].len = lens[i];
+	}
+	req.chain = certs;
+	req.n_chain = n;
+	req.csr.data = (uint8_t *)csr;
+	req.csr.len = csr_len;
+	req.client_time_ms = t;
+	req.proof.data = (uint8_t *)sig;
+	req.proof.len = BC_SIG_LEN;
+	sz = bettercompute__join__v1__renew_request__get_packed_size(&req);
+	if ((*out = malloc(sz > 0 ? sz : 1)) == NULL)
+		return BC_ERR_NOMEM;
+	*outlen = bettercompute__join__v1__renew_request__pack(&req, *out);
+	return *outlen == sz ? 0 : BC_ERR_INTERNAL;
+}
+
+/* A non-200 answer. Every refusal reads the same; the reason is in the server's
+ * security.renew.refused event. */
+static int refused(long status, const uint8_t *resp, size_t len, char *err, size_t errlen)
+{
+	char shown[BC_CLIENT_SHOW_LEN], jerr[160];
+	const char *code = NULL;
+	json_t *j = NULL;
+	int rc;
+
+	if (len > 0 && bc_json_parse(resp, len, MAX_ERROR_JSON, &j, jerr, sizeof(jerr)) == 0 &&
+	    json_is_object(j) && bc_json_get_string(j, "code", &code) != 0)
+		code = NULL;
+	if (code != NULL && strcmp(code, "permission_denied") == 0) {
+		bc_client_errf(err, errlen, "renewal refused by the server (permission_denied): ask "
+		               "the operator to check the security.renew.refused event");
+		rc = BC_ERR_DENIED;
+	} else {
+		bc_client_show(code != NULL ? code : "no Connect error code", shown);
+		bc_client_errf(err, errlen, "renewal failed: the server answered HTTP %ld (%s)",
+		               status, shown);
+		rc = status == 400 ? BC_ERR_INVALID : BC_ERR_UNAVAILABLE;
+	}
+	json_decref(j);
+	return rc;
+}
+
+/* The node the current leaf names, and that the key is the leaf's. */
+static int current_node(const struct bc_client_pins *pins, const uint8_t *leaf, size_t len,
+                        EVP_PKEY *key, char node_id[static 64], char *err, size_t errlen)
+{
+	struct bc_node_identity id;
+	X509 *x = NULL;
+	int rc = 0;
+
+	if (bc_pki_node_identity(leaf, len, pins->trust_domain, &id) != 0) {
+		bc_client_errf(err, errlen, "renew: the current certificate is not a node certificate");
+		return BC_ERR_INVALID;
+	}
+	memcpy(node_id, id.node_id, 64);
+	bc_node_identity_clear(&id);
+	if (bc_x509_from_der(leaf, len, &x) != 0 || !bc_client_same_key(X509_get0_pubkey(x), key)) {
+		bc_client_errf(err, errlen, "renew: the current key is not the certificate's");
+		rc = BC_ERR_INVALID;
+	}
+	X509_free(x);
+	return rc;
+}
+
+static int args_ok(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                   const size_t *lens, size_t n, EVP_PKEY *key, EVP_PKEY *next,
+                   struct bc_join_answer *out, char *err, size_t errlen)
+{
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	bc_client_errf(err, errlen, "%s", "");
+	if (pins == NULL || chain == NULL || lens == NULL || n == 0 || n > MAX_RENEW_CHAIN ||
+	    key == NULL || next == NULL || out == NULL || pins->trust_domain == NULL) {
+		bc_client_errf(err, errlen, "renew: no pins, chain or keys");
+		return BC_ERR_INVALID;
+	}
+	return 0;
+}
+
+int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                    const size_t *chain_lens, size_t n_chain, EVP_PKEY *key, EVP_PKEY *next_key,
+                    struct bc_join_answer *out, char *err, size_t errlen)
+{
+	uint8_t *csr = NULL, *req = NULL, *resp = NULL, h[32], sig[BC_SIG_LEN];
+	size_t csr_len = 0, req_len = 0, resp_len = 0;
+	char node_id[64];
+	int64_t t;
+	long status = 0;
+	int rc;
+
+	if ((rc = args_ok(pins, chain, chain_lens, n_chain, key, next_key, out, err, errlen)) != 0)
+		return rc;
+	if ((rc = current_node(pins, chain[0], chain_lens[0], key, node_id, err, errlen)) != 0)
+		goto out;
+	if ((rc = bc_csr_make(next_key, CSR_CN, &csr, &csr_len)) != 0 ||
+	    (rc = bc_sha256(csr, csr_len, h)) != 0) {
+		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
+		goto out;
+	}
+	t = bc_now_ms();
+	if ((rc = proof(key, h, node_id, t, sig)) != 0 ||
+	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, &req, &req_len)) != 0) {
+		bc_client_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
+		               bc_err_str(rc));
+		goto out;
+	}
+	if ((rc = bc_client_post(pins, RENEW_PATH, req, req_len, &status, &resp, &resp_len, err,
+	                         errlen)) != 0)
+		goto out;
+	if (status != 200) {
+		rc = refused(status, resp, resp_len, err, errlen);
+		goto out;
+	}
+	if ((rc = bc_client_open_join_response_csr(pins, resp, resp_len, csr, csr_len, out, err,
+	                                           errlen)) != 0)
+		goto out;
+	if (out->state != BC_JOIN_JOINED || strcmp(out->node_id, node_id) != 0) {
+		bc_client_errf(err, errlen, "renew answer: %s, not a certificate for %s",
+		               out->state != BC_JOIN_JOINED ? "a deferral" : "for another node",
+		               node_id);
+		bc_join_answer_free(out);
+		rc = BC_ERR_VERIFY;
+	}
+out:
+	OPENSSL_cleanse(sig, sizeof(sig));
+	free(csr);
+	free(req);
+	free(resp);
+	return rc;
+}
