@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bc/buf.h"
 #include "bc/client.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
@@ -251,4 +252,179 @@ static void *worker_main(void *arg)
 	for (long i = w->id; i < o->joins; i += o->clients)
 		join_one(r, i);
 	return NULL;
+}
+
+/* ---- the run ---- */
+
+static int read_pins(const char *path, struct bc_client_pins *pins)
+{
+	char buf[256 * 1024], err[256];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL) {
+		fprintf(stderr, "bc-load: %s: %s\n", path, strerror(errno));
+		return BC_ERR_IO;
+	}
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (n == sizeof(buf)) {
+		fprintf(stderr, "bc-load: %s: larger than %zu bytes\n", path, sizeof(buf));
+		return BC_ERR_LIMIT;
+	}
+	if (bc_client_pins_from_json(buf, n, pins, err, sizeof(err)) != 0) {
+		fprintf(stderr, "bc-load: %s: %s\n", path, err);
+		return BC_ERR_INVALID;
+	}
+	return 0;
+}
+
+static int run_clients(struct run *r, double *seconds)
+{
+	const struct opts *o = r->o;
+	pthread_t th[MAX_CLIENTS];
+	struct worker w[MAX_CLIENTS];
+	long started = 0;
+	int64_t t0;
+	int rc = 0;
+
+	if (pthread_barrier_init(&r->start, NULL, (unsigned)o->clients + 1) != 0)
+		return BC_ERR_INTERNAL;
+	for (long i = 0; i < o->clients; i++) {
+		w[i] = (struct worker){.r = r, .id = i};
+		if (pthread_create(&th[i], NULL, worker_main, &w[i]) != 0) {
+			/* the barrier counts every client: without them all, nobody starts */
+			fprintf(stderr, "bc-load: cannot start client thread %ld\n", i);
+			abort();
+		}
+		started++;
+	}
+	pthread_barrier_wait(&r->start); /* keys and CSRs made */
+	t0 = mono_ms();
+	pthread_barrier_wait(&r->start); /* go */
+	for (long i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	*seconds = (double)(mono_ms() - t0) / 1000.0;
+	if (r->setup_failed) {
+		fprintf(stderr, "bc-load: cannot make the node keys and CSRs\n");
+		rc = BC_ERR_CRYPTO;
+	}
+	pthread_barrier_destroy(&r->start);
+	return rc;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: bc-load --pins FILE --database URL --url URL [--url URL]...\n"
+	           "               [--tokens N] [--uses K] [--joins J] [--clients C]\n"
+	           "               [--retry-unavailable SECONDS]\n");
+}
+
+static int num(const char *name, const char *v, long lo, long hi, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(v, &end, 10);
+	if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 || *out < lo || *out > hi) {
+		fprintf(stderr, "bc-load: --%s: expected a whole number from %ld to %ld\n", name,
+		        lo, hi);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"pins", required_argument, NULL, 'p'},    {"database", required_argument, NULL, 'd'},
+		{"url", required_argument, NULL, 'u'},     {"tokens", required_argument, NULL, 't'},
+		{"uses", required_argument, NULL, 'k'},    {"joins", required_argument, NULL, 'j'},
+		{"clients", required_argument, NULL, 'c'},
+		{"retry-unavailable", required_argument, NULL, 'r'}, {NULL, 0, NULL, 0}};
+	int c, rc = 0;
+
+	*o = (struct opts){.tokens = 1, .uses = 1, .joins = -1, .clients = 8};
+	while (rc == 0 && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p': o->pins_file = optarg; break;
+		case 'd': o->database = optarg; break;
+		case 'u':
+			if (o->n_urls == MAX_URLS) {
+				fprintf(stderr, "bc-load: at most %d --url\n", MAX_URLS);
+				return -1;
+			}
+			o->urls[o->n_urls++] = optarg;
+			break;
+		case 't': rc = num("tokens", optarg, 1, MAX_JOINS, &o->tokens); break;
+		case 'k': rc = num("uses", optarg, 1, 10000, &o->uses); break;
+		case 'j': rc = num("joins", optarg, 1, MAX_JOINS, &o->joins); break;
+		case 'c': rc = num("clients", optarg, 1, MAX_CLIENTS, &o->clients); break;
+		case 'r': rc = num("retry-unavailable", optarg, 0, 3600, &o->retry_s); break;
+		default: return -1;
+		}
+	}
+	if (rc != 0)
+		return rc;
+	if (optind != argc || o->pins_file == NULL || o->database == NULL || o->n_urls == 0) {
+		fprintf(stderr, "bc-load: --pins, --database and --url are required\n");
+		return -1;
+	}
+	if (o->joins < 0)
+		o->joins = o->tokens * o->uses;
+	if (o->joins > MAX_JOINS)
+		o->joins = MAX_JOINS;
+	if (o->clients > o->joins)
+		o->clients = o->joins;
+	return 0;
+}
+
+static void run_free(struct run *r)
+{
+	for (long i = 0; r->tokens != NULL && i < r->o->tokens; i++)
+		if (r->tokens[i] != NULL)
+			bc_freezero(r->tokens[i], strlen(r->tokens[i]));
+	free(r->tokens);
+	for (long i = 0; r->jobs != NULL && i < r->o->joins; i++) {
+		EVP_PKEY_free(r->jobs[i].key);
+		free(r->jobs[i].csr);
+	}
+	free(r->jobs);
+	bc_client_pins_free(&r->pins);
+	pthread_mutex_destroy(&r->mu);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct run r;
+	double secs = 0;
+	int rc;
+
+	if (parse(argc, argv, &o) != 0) {
+		usage(stderr);
+		return 2;
+	}
+	memset(&r, 0, sizeof(r));
+	r.o = &o;
+	pthread_mutex_init(&r.mu, NULL);
+	r.tokens = calloc((size_t)o.tokens, sizeof(char *));
+	r.jobs = calloc((size_t)o.joins, sizeof(struct job));
+	if (r.tokens == NULL || r.jobs == NULL) {
+		fprintf(stderr, "bc-load: out of memory\n");
+		rc = BC_ERR_NOMEM;
+	} else if ((rc = read_pins(o.pins_file, &r.pins)) == 0 &&
+	           (rc = make_tokens(&o, r.tokens)) == 0) {
+		rc = run_clients(&r, &secs);
+	}
+	if (rc == 0) {
+		printf("joins=%ld clients=%ld servers=%zu seconds=%.3f joins_per_s=%.1f admitted=%ld "
+		       "refused=%ld unavailable=%ld errors=%ld\n",
+		       o.joins, o.clients, o.n_urls, secs, secs > 0 ? (double)o.joins / secs : 0.0,
+		       r.admitted, r.refused, r.unavailable, r.errors);
+		if (r.first_error[0] != '\0')
+			fprintf(stderr, "bc-load: first error: %s\n", r.first_error);
+	}
+	run_free(&r);
+	return rc == 0 ? 0 : 1;
 }

@@ -56,6 +56,8 @@ struct bc_join_input {
 	const char *agent_version;
 	int64_t now_ms;                      /* database time of this transaction */
 	const char *trust_domain;            /* the control plane's SPIFFE trust domain */
+	const uint8_t *challenge_key;        /* 32 bytes shared by every replica (the PKI
+	                                        bundle's): seals challenge state */
 };
 
 struct bc_attest_result {

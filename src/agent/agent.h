@@ -142,6 +142,12 @@ void bcd_claims_free(struct bc_client_claims *c);
 BC_WUR int bcd_healthz(const struct bc_client_pins *pins, long *status, int64_t *date_ms,
                        struct bcd_msg *m);
 
+/* ---- bcd join --reset (reset.c) ---- */
+/* Without yes: prints what it would move and sets *exit_status to 2. With yes: moves
+ * identity.json, node.key, node.key.next and journal.db (those that exist) to
+ * <name>.reset-<UTC yyyymmddThhmmssZ>, never over an existing name. */
+BC_WUR int bcd_reset(const struct bcd_config *cfg, int yes, struct bcd_msg *m, int *exit_status);
+
 /* ---- the machine ---- */
 /* 1 when this host has a TPM for node keys: /dev/tpmrm0, or [fakehw] tpm set. */
 int bcd_host_has_tpm(const struct bcd_config *cfg);

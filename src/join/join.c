@@ -434,6 +434,7 @@ void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, 
 	in.csr = rq->csr.data;
 	in.csr_len = rq->csr.len;
 	in.agent_version = rq->agent_version;
+	in.challenge_key = s->cfg.pki->challenge_key;
 	in.trust_domain = s->cfg.pki->trust_domain;
 	st.in = &in;
 	st.svc = s;

@@ -58,4 +58,39 @@
 #define BC_R_TPM_AK_URI "tpm-ak-uri"               /* a malformed urn:bc:tpm-ak: statement */
 #define BC_R_KEY_ATTESTATION_MISSING "key-attestation-missing" /* the leaf names an AK, the request has no key_attestation */
 
+
+/* tpm: round 1 (the TPM's identity) */
+#define BC_R_TPM_EVIDENCE_MALFORMED "tpm-evidence-malformed" /* not a TpmEvidence or TpmAnswer, or over its bounds */
+#define BC_R_EK_MALFORMED "ek-malformed"           /* the EK public area does not parse or is no EK we can challenge */
+#define BC_R_EK_CERTIFICATE_CHAIN "ek-certificate-chain" /* the EK certificate chains to none of ek_roots */
+#define BC_R_EK_CERTIFICATE_KEY "ek-certificate-key" /* the EK certificate is for another key than the EK */
+#define BC_R_EK_UNCERTIFIED "ek-uncertified"       /* no EK certificate, and allow_uncertified_ek is off */
+#define BC_R_AK_MALFORMED "ak-malformed"           /* the AK public area does not parse */
+#define BC_R_AK_ATTRIBUTES "ak-attributes"         /* the AK is not a restricted signing key made in the TPM */
+/* tpm: round 2 (the answer) */
+#define BC_R_CHALLENGE_STATE "challenge-state"     /* the state does not open under challengeKey (forged, altered) */
+#define BC_R_CHALLENGE_OTHER_CSR "challenge-for-another-csr" /* the challenge was made for another CSR */
+#define BC_R_CHALLENGE_EXPIRED "challenge-expired" /* answered after the challenge's not_after (database time) */
+#define BC_R_CHALLENGE_EVIDENCE "challenge-evidence" /* the answer's evidence is not round 1's */
+#define BC_R_CREDENTIAL_SECRET "credential-secret" /* the activated secret is not the one sealed to the EK */
+#define BC_R_QUOTE_MALFORMED "quote-malformed"     /* the quote or its signature does not parse */
+#define BC_R_QUOTE_SIGNATURE "quote-signature"     /* the quote is not signed by the AK */
+#define BC_R_QUOTE_MAGIC "quote-magic"             /* not TPM_GENERATED_VALUE: not made by a TPM */
+#define BC_R_QUOTE_TYPE "quote-type"               /* not a TPM_ST_ATTEST_QUOTE */
+#define BC_R_QUOTE_NONCE "quote-nonce"             /* extraData is not sha256(secret || sha256(csr)) */
+#define BC_R_QUOTE_PCR_SELECTION "quote-pcr-selection" /* another bank, or a PCR of the selection left out */
+#define BC_R_QUOTE_PCR_DIGEST "quote-pcr-digest"   /* the supplied PCR values are not the quoted ones */
+#define BC_R_PCR_POLICY "pcr-policy"               /* pcr_policy or pcr_policy_command refused the PCR values */
+#define BC_R_NODE_KEY_MALFORMED "node-key-malformed"   /* the certification does not parse, or is no certify */
+#define BC_R_NODE_KEY_SIGNATURE "node-key-signature"   /* the certification is not signed by the AK */
+#define BC_R_NODE_KEY_NONCE "node-key-nonce"       /* its extraData is not sha256(csr) */
+#define BC_R_NODE_KEY_NAME "node-key-name"         /* the certified name is not key_public's */
+#define BC_R_NODE_KEY_ATTRIBUTES "node-key-attributes" /* the key can leave the TPM, was imported, or cannot sign */
+#define BC_R_NODE_KEY_NOT_CSR "node-key-not-csr"   /* the certified key is not the CSR's key */
+#define BC_R_NODE_KEY_NOT_CERTIFIED "node-key-not-certified" /* no certification, and node_key = "certified" */
+/* tpm: where it joins */
+#define BC_R_UNKNOWN_EK "unknown-ek"               /* not bound, not in resolve, and no enrollment */
+#define BC_R_ENROLLMENT_DENIED "enrollment-denied" /* an operator denied this EK's join request */
+#define BC_R_ENROLLMENT_CSR "enrollment-csr"       /* the pending request was made for another CSR */
+
 #endif

@@ -181,17 +181,23 @@ int bc_server_config_load(const char *path, struct bc_server_config *out, char *
 	memset(out, 0, sizeof(*out));
 	out->log_level = BC_LOG_INFO;
 	out->log_format = BC_LOG_LOGFMT;
-	if ((out->path = strdup(path)) == NULL || (tmp = strdup(path)) == NULL)
+	if ((tmp = strdup(path)) == NULL)
 		return BC_ERR_NOMEM;
+	out->path = strdup(path);
 	out->dir = strdup(dirname(tmp));
 	free(tmp);
-	if (out->dir == NULL)
+	if (out->path == NULL || out->dir == NULL) {
+		bc_server_config_free(out);
 		return BC_ERR_NOMEM;
+	}
 	if ((rc = bc_toml_load(path, &out->toml, err, errlen)) != 0)
-		return BC_ERR_CONFIG;
-	if ((rc = check_keys(out, err, errlen)) != 0)
-		return rc;
-	return load_fields(out, err, errlen);
+		rc = BC_ERR_CONFIG;
+	else if ((rc = check_keys(out, err, errlen)) == 0)
+		rc = load_fields(out, err, errlen);
+	/* on failure nothing is left for the caller to free */
+	if (rc != 0)
+		bc_server_config_free(out);
+	return rc;
 }
 
 void bc_server_config_free(struct bc_server_config *c)

@@ -50,7 +50,8 @@ struct bc_server_config {
 	bc_toml *toml;       /* kept for the attestors' own tables */
 };
 
-/* err: "server.toml: <key>: <what is wrong>" */
+/* err: "server.toml: <key>: <what is wrong>". On failure *out holds nothing to free
+ * (bc_server_config_free on it is harmless). */
 BC_WUR int bc_server_config_load(const char *path, struct bc_server_config *out, char *err,
                                  size_t errlen);
 void bc_server_config_free(struct bc_server_config *c);

@@ -1,0 +1,280 @@
+/* bcd join: join this machine once. The token comes from --token-file or
+ * BCD_JOIN_TOKEN (never the command line: other users can read a process's
+ * arguments). One node key and one CSR serve every round: a pending answer is waited
+ * out and retried with the same CSR, a challenge answered through the attestor's
+ * producer (at most 3 rounds). Every answer is verified by the client before anything
+ * in it is used, and nothing is written until the join succeeded. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/agent.h"
+#include "agent/producer.h"
+#include "bc/buf.h"
+#include "bc/crypto.h"
+#include "bc/pki.h"
+
+#define MAX_TOKEN_FILE 1024
+#define MAX_CHALLENGE_ROUNDS 3
+#define MAX_PENDING_ROUNDS 120
+#define DEFAULT_RETRY_S 30
+#define MAX_RETRY_S 300
+#define CSR_CN "bettercompute node"
+
+/* bct_ then [A-Za-z0-9_-]: one line, and at most one newline after it. */
+static int check_token(char *t, size_t len, const char *where, struct bcd_msg *m)
+{
+	if (len > 0 && t[len - 1] == '\n') {
+		t[--len] = '\0';
+		if (len > 0 && t[len - 1] == '\r')
+			t[--len] = '\0';
+	}
+	if (len < 5 || len > 512 || strlen(t) != len || strncmp(t, "bct_", 4) != 0)
+		goto bad;
+	for (size_t i = 4; i < len; i++)
+		if (!isalnum((unsigned char)t[i]) && t[i] != '_' && t[i] != '-')
+			goto bad;
+	return 0;
+bad:
+	bcd_say(m, "%s: expected exactly one line bct_... (the token as `better-compute tokens "
+	        "create` printed it); write it again", where);
+	return BC_ERR_INVALID;
+}
+
+/* *tok is malloc'd; the caller wipes it. */
+static int read_token(const struct bcd_opts *o, char **tok, struct bcd_msg *m)
+{
+	const char *env = getenv("BCD_JOIN_TOKEN");
+	size_t len = 0;
+	int rc;
+
+	*tok = NULL;
+	if (o->token_file != NULL) {
+		if ((rc = bcd_read_file(o->token_file, MAX_TOKEN_FILE, tok, &len, m)) != 0)
+			return rc;
+	} else if (env != NULL && env[0] != '\0') {
+		len = strnlen(env, MAX_TOKEN_FILE + 1);
+		if ((*tok = strndup(env, MAX_TOKEN_FILE)) == NULL)
+			return BC_ERR_NOMEM;
+	} else {
+		bcd_say(m, "no join token: give --token-file FILE or set BCD_JOIN_TOKEN");
+		return BC_ERR_NOT_FOUND;
+	}
+	if ((rc = check_token(*tok, len, o->token_file ? o->token_file : "BCD_JOIN_TOKEN", m)) != 0) {
+		bc_freezero(*tok, len + 1);
+		*tok = NULL;
+	}
+	return rc;
+}
+
+static void wait_seconds(uint32_t s)
+{
+	struct timespec ts = { .tv_sec = s, .tv_nsec = 0 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* The attestation of the next round: the producer's answer to a challenge. */
+static int answer_challenge(struct bcd_producer *pr, struct bc_join_answer *a,
+                            const uint8_t h[static 32], int *n, uint8_t **att, size_t *att_len,
+                            struct bcd_msg *m)
+{
+	char err[512] = "";
+	int rc;
+
+	if (pr == NULL || pr->answer == NULL) {
+		bcd_say(m, "the server sent a %s challenge, and this attestor has no producer to "
+		        "answer it; join with the attestor the pool expects", a->challenge_attestor);
+		return BC_ERR_UNSUPPORTED;
+	}
+	if (++*n > MAX_CHALLENGE_ROUNDS) {
+		bcd_say(m, "the server sent more than %d challenges; ask the operator to check the "
+		        "security.join.refused event", MAX_CHALLENGE_ROUNDS);
+		return BC_ERR_LIMIT;
+	}
+	bc_freezero(*att, *att_len);
+	*att = NULL;
+	if ((rc = pr->answer(pr->ctx, a->challenge_attestor, a->challenge, a->challenge_len, h, att,
+	                     att_len, err, sizeof(err))) != 0)
+		bcd_say(m, "cannot answer the %s challenge: %s", a->challenge_attestor, err);
+	return rc;
+}
+
+static int wait_pending(const struct bc_join_answer *a, int *n, struct bcd_msg *m)
+{
+	uint32_t s = a->retry_after_seconds ? a->retry_after_seconds : DEFAULT_RETRY_S;
+
+	if (++*n > MAX_PENDING_ROUNDS) {
+		bcd_say(m, "still pending after %d rounds (join request %s); run bcd join again "
+		        "once an operator approved it", MAX_PENDING_ROUNDS, a->request_id);
+		return BC_ERR_EXPIRED;
+	}
+	s = s > MAX_RETRY_S ? MAX_RETRY_S : s;
+	fprintf(stderr, BCD_NAME ": pending (join request %s), retrying in %u s\n",
+	        a->request_id[0] ? a->request_id : "without an id", s);
+	wait_seconds(s);
+	return 0;
+}
+
+static int evidence(struct bcd_producer *pr, EVP_PKEY *key, const uint8_t h[static 32],
+                    uint8_t **att, size_t *att_len, struct bcd_msg *m)
+{
+	char err[512] = "";
+	int rc;
+
+	bc_freezero(*att, *att_len);
+	*att = NULL;
+	*att_len = 0;
+	if (pr == NULL || pr->evidence == NULL)
+		return 0;
+	if ((rc = pr->evidence(pr->ctx, key, h, att, att_len, err, sizeof(err))) != 0)
+		bcd_say(m, "cannot make the %s evidence: %s", pr->attestor, err);
+	return rc;
+}
+
+static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params *p,
+                       struct bcd_producer *pr, struct bc_join_answer *a, struct bcd_msg *m)
+{
+	uint8_t h[32], *att = NULL;
+	size_t att_len = 0;
+	char err[512];
+	int rc, challenges = 0, pendings = 0;
+
+	if ((rc = bc_sha256(p->csr, p->csr_len, h)) != 0 ||
+	    (rc = evidence(pr, p->key, h, &att, &att_len, m)) != 0)
+		goto out;
+	for (;;) {
+		p->attestation = att;
+		p->attestation_len = att_len;
+		if ((rc = bc_client_join(pins, p, a, err, sizeof(err))) != 0) {
+			bcd_say(m, "%s; nothing was written", err);
+			goto out;
+		}
+		if (a->state == BC_JOIN_JOINED)
+			break;
+		if (a->state == BC_JOIN_CHALLENGE)
+			rc = answer_challenge(pr, a, h, &challenges, &att, &att_len, m);
+		else if (a->state == BC_JOIN_PENDING && (rc = wait_pending(a, &pendings, m)) == 0)
+			rc = evidence(pr, p->key, h, &att, &att_len, m); /* a fresh round 1 */
+		else if (a->state != BC_JOIN_PENDING)
+			rc = BC_ERR_INTERNAL;
+		bc_join_answer_free(a);
+		if (rc != 0)
+			goto out;
+	}
+out:
+	bc_freezero(att, att_len);
+	p->attestation = NULL;
+	p->attestation_len = 0;
+	return rc;
+}
+
+/* Everything the join needs that is not the token, then the rounds, then the files. */
+static int join_now(const struct bcd_config *cfg, const char *attestor, const char *token,
+                    struct bcd_producer *pr, char node_id[static 64], struct bcd_msg *m)
+{
+	struct bc_client_pins pins;
+	struct bc_client_claims claims;
+	struct bc_join_params p;
+	struct bc_join_answer a;
+	EVP_PKEY *key = NULL;
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
+	int rc;
+
+	memset(&claims, 0, sizeof(claims));
+	memset(&p, 0, sizeof(p));
+	memset(&a, 0, sizeof(a));
+	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
+		return rc;
+	if ((rc = bcd_claims_read(cfg, &claims, m)) != 0)
+		goto out;
+	if ((rc = bc_key_generate(&key)) != 0 || (rc = bc_csr_make(key, CSR_CN, &csr, &csr_len)) != 0) {
+		bcd_say(m, "cannot make the node key and CSR (%s)", bc_err_str(rc));
+		goto out;
+	}
+	p.attestor = attestor;
+	p.role = BC_ROLE_NODE;
+	p.token = token;
+	p.claims = &claims;
+	p.key = key;
+	p.csr = csr;
+	p.csr_len = csr_len;
+	p.agent_version = BCD_VERSION;
+	if ((rc = join_rounds(&pins, &p, pr, &a, m)) != 0)
+		goto out;
+	if ((rc = bcd_identity_save(cfg, key, &a, NULL, m)) != 0)
+		goto out;
+	memcpy(node_id, a.node_id, 64);
+out:
+	bc_join_answer_free(&a);
+	bcd_claims_free(&claims);
+	bc_client_pins_free(&pins);
+	EVP_PKEY_free(key);
+	free(csr);
+	return rc;
+}
+
+/* The options that cannot go together, and the token's source for this attestor. */
+static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd_msg *m)
+{
+	if (o->yes && !o->reset) {
+		bcd_say(m, "--yes goes with --reset");
+		return BC_ERR_INVALID;
+	}
+	if (strcmp(attestor, "tpm") == 0) {
+		if (o->token_file != NULL) {
+			bcd_say(m, "--token-file does not go with --attestor tpm: the TPM is the "
+			        "credential");
+			return BC_ERR_INVALID;
+		}
+		unsetenv("BCD_JOIN_TOKEN");
+	}
+	return 0;
+}
+
+int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
+{
+	const char *attestor = o->attestor != NULL ? o->attestor : "join-token";
+	struct bcd_producer *pr = NULL;
+	struct bcd_config cfg;
+	struct bcd_identity id;
+	struct bcd_msg why;
+	char *token = NULL, node_id[64];
+	int rc;
+
+	if ((rc = check_opts(o, attestor, m)) != 0) {
+		*exit_status = BCD_EXIT_USAGE;
+		return rc;
+	}
+	if ((rc = bcd_config_load(o->config, &cfg, m)) != 0)
+		return rc;
+	/* the reset comes before any credential is read */
+	if (o->reset && ((rc = bcd_reset(&cfg, o->yes, m, exit_status)) != 0 || !o->yes))
+		goto out;
+	if ((rc = bcd_identity_load(&cfg, &id, &why)) == 0) {
+		printf("already joined as %s\n", id.node_id);
+		bcd_identity_free(&id);
+		goto out;
+	}
+	if (rc != BC_ERR_NOT_FOUND)
+		fprintf(stderr, BCD_NAME ": the identity does not load (%s); joining again\n",
+		        why.text);
+	if ((rc = bcd_producer_for(attestor, &pr, m->text, sizeof(m->text))) != 0)
+		goto out;
+	if (pr == NULL && (rc = read_token(o, &token, m)) != 0)
+		goto out;
+	if ((rc = join_now(&cfg, attestor, token, pr, node_id, m)) != 0)
+		goto out;
+	printf("joined as %s\n", node_id);
+out:
+	if (token != NULL)
+		bc_freezero(token, strlen(token));
+	bcd_producer_free(pr);
+	bcd_config_free(&cfg);
+	return rc;
+}
