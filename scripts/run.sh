@@ -17,9 +17,10 @@ To join a machine, in a second shell in $top:
 
   build/better-compute pools create web
   build/better-compute tokens create --role node --pool web --out $var/token
-  build/better-compute daemon config --out $var/pins.json
-  build/bc-join --pins $var/pins.json --token-file $var/token --out $var/machine1
+  build/better-compute daemon config --bcd-dir $var/machine1 --data-dir $top/$var/machine1/data
+  build/bcd join --config $var/machine1/config.toml --token-file $var/token
   build/better-compute nodes list
+  build/bcd status --config $var/machine1/config.toml
 
 (the CLI finds the server and the admin key in ./$var by itself)
 

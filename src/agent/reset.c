@@ -2,7 +2,6 @@
  * identity still loads (or whose TPM changed) can join again. Nothing is deleted:
  * each file becomes <name>.reset-<UTC yyyymmddThhmmssZ> in the data directory, and
  * a name that already exists is never overwritten. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

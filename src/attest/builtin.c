@@ -13,6 +13,7 @@ struct builtin {
 
 static const struct builtin builtins[] = {
 	{"x509pop", bc_attestor_x509pop},
+	{"tpm", bc_attestor_tpm},
 	{NULL, NULL},
 };
 

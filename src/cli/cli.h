@@ -186,6 +186,9 @@ int cli_cmd_api_keys_create(struct cli *c);
 int cli_cmd_tenants_list(struct cli *c);
 int cli_cmd_tenants_create(struct cli *c);
 int cli_cmd_daemon_config(struct cli *c);
+/* cli_install.c: daemon config --bcd-dir, and daemon install-script */
+int cli_daemon_config_bcd(struct cli *c, const char *dir);
+int cli_cmd_daemon_install_script(struct cli *c);
 int cli_cmd_pools_create(struct cli *c);
 int cli_cmd_pools_get(struct cli *c);
 int cli_cmd_pools_list(struct cli *c);
@@ -203,6 +206,9 @@ int cli_cmd_nodes_delete(struct cli *c);
 int cli_cmd_nodes_revoke_identity(struct cli *c);
 int cli_cmd_nodes_retire(struct cli *c);
 int cli_cmd_events_list(struct cli *c);
+int cli_cmd_join_requests_list(struct cli *c);
+int cli_cmd_join_requests_approve(struct cli *c);
+int cli_cmd_join_requests_deny(struct cli *c);
 int cli_cmd_prune(struct cli *c);
 int cli_cmd_store_copy(struct cli *c);
 

@@ -99,6 +99,10 @@ int cli_cmd_daemon_config(struct cli *c)
 	char *text = NULL;
 	int rc;
 
+	if (cli_opt(c, "bcd-dir") != NULL)
+		return cli_daemon_config_bcd(c, cli_opt(c, "bcd-dir"));
+	if (cli_opt(c, "data-dir") != NULL)
+		return cli_usage(c, "--data-dir goes with --bcd-dir");
 	if ((rc = cli_api(c, "GET", "/v1/daemon-config", NULL, &r)) != 0)
 		return rc;
 	if (out == NULL) {

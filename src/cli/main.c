@@ -91,6 +91,14 @@ static const struct cli_cmd commands[] = {
 	 "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n"},
 	{"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL},
 	{"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL},
+	{"join-requests", "list", "[--state pending|approved|denied|used]",
+	 "list join requests (machines waiting for an operator, such as tpm enrollment)", "state=",
+	 0, 0, TNT, cli_cmd_join_requests_list,
+	 "  --state S            only requests in this state\n"},
+	{"join-requests", "approve", "ID", "approve a pending join request: the machine joins",
+	 "", 1, 1, TNT, cli_cmd_join_requests_approve, NULL},
+	{"join-requests", "deny", "ID", "deny a pending join request: the machine stops", "", 1,
+	 1, TNT, cli_cmd_join_requests_deny, NULL},
 	{"nodes", "list", "", "list nodes", "", 0, 0, TNT, cli_cmd_nodes_list, NULL},
 	{"nodes", "get", "ID", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL},
 	{"nodes", "cordon", "ID", "cordon a node", "", 1, 1, TNT, cli_cmd_nodes_cordon, NULL},
@@ -108,10 +116,22 @@ static const struct cli_cmd commands[] = {
 	 0, 0, TNT, cli_cmd_events_list,
 	 "  --type T             only events of this type, e.g. security.join.refused\n"
 	 "  --limit N            at most N events (1 to 1000; default 100)\n"},
-	{"daemon", "config", "[--out FILE]",
+	{"daemon", "config", "[--out FILE | --bcd-dir DIR [--data-dir DIR]]",
 	 "print the agent's pins (server, keys, CA bundle) as JSON, or write them to FILE",
-	 "out=", 0, 0, API, cli_cmd_daemon_config,
-	 "  --out FILE           write the JSON to FILE instead of printing it\n"},
+	 "out= bcd-dir= data-dir=", 0, 0, API, cli_cmd_daemon_config,
+	 "  --out FILE           write the JSON to FILE instead of printing it\n"
+	 "  --bcd-dir DIR        write bcd's DIR/config.toml and DIR/ca.pem instead\n"
+	 "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n"},
+	{"daemon", "install-script",
+	 "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm] [--data-dir DIR]",
+	 "print a sh script that installs or upgrades bcd on a machine and joins it",
+	 "bcd-url= bcd-path= attestor= data-dir=", 0, 0, API, cli_cmd_daemon_install_script,
+	 "  --bcd-url URL        where the machine downloads the bcd binary (https://)\n"
+	 "  --bcd-path PATH      or a bcd binary already on the machine\n"
+	 "  --attestor A         join-token (default: the token on stdin or --token-file) or\n"
+	 "                       tpm (no token; the script fails early without /dev/tpmrm0)\n"
+	 "  --data-dir DIR       bcd's data directory (default /var/lib/bcd)\n"
+	 "Run the script as root: sh install-bcd.sh < token. Again to upgrade, without a token.\n"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

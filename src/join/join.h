@@ -53,6 +53,7 @@ int bc_join_attestor_known_cb(void *svc, const char *id);
  * server.toml has an [attestors.<id>] table for them (it may be empty). */
 const struct bc_attestor *bc_attestor_join_token(void);
 const struct bc_attestor *bc_attestor_x509pop(void);
+const struct bc_attestor *bc_attestor_tpm(void);
 /* The optional built-in of that id, or NULL. */
 const struct bc_attestor *bc_attestor_builtin(const char *id);
 /* "x509pop, tpm" or "none": for error messages. */

@@ -41,7 +41,7 @@ static int parse_i64(const char *s, int64_t *out)
 }
 
 static pthread_once_t offset_once = PTHREAD_ONCE_INIT;
-static int64_t offset_ms;
+static _Atomic int64_t offset_ms;
 static atomic_int offset_warn;
 
 /* Runs once. It must not log: bc_log reads the clock, which would wait on this
@@ -52,10 +52,19 @@ static void offset_init(void)
 
 	if (v == NULL || *v == '\0')
 		return;
-	if (parse_i64(v, &offset_ms) != 0) {
-		offset_ms = 0;
+	int64_t off;
+
+	if (parse_i64(v, &off) != 0) {
+		off = 0;
 		atomic_store(&offset_warn, 1);
 	}
+	atomic_store(&offset_ms, off);
+}
+
+void bc_clock_set_offset_ms(int64_t ms)
+{
+	(void)pthread_once(&offset_once, offset_init);
+	atomic_store(&offset_ms, ms);
 }
 
 int64_t bc_clock_offset_ms(void)
@@ -64,7 +73,7 @@ int64_t bc_clock_offset_ms(void)
 	if (atomic_exchange(&offset_warn, 0))
 		bc_log(BC_LOG_WARN, "ignoring BC_TEST_CLOCK_OFFSET_MS: not an integer of milliseconds",
 		       "value", getenv("BC_TEST_CLOCK_OFFSET_MS"), NULL);
-	return offset_ms;
+	return atomic_load(&offset_ms);
 }
 #else
 int64_t bc_clock_offset_ms(void)

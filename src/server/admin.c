@@ -32,6 +32,7 @@ struct admin_route {
 };
 
 static const char *const EVENTS_QUERY[] = {"type", "limit", NULL};
+static const char *const JOIN_REQUESTS_QUERY[] = {"state", NULL};
 
 static const struct admin_route ROUTES[] = {
     {"GET", "/v1/whoami", BC_TX_READ, 0, admin_whoami, NULL},
@@ -61,6 +62,12 @@ static const struct admin_route ROUTES[] = {
      admin_nodes_revoke_identity, NULL},
     {"POST", "/v1/tenants/{t}/nodes/{n}/retire", BC_TX_WRITE, R_TENANT, admin_nodes_retire, NULL},
     {"GET", "/v1/tenants/{t}/events", BC_TX_READ, R_TENANT, admin_events_list, EVENTS_QUERY},
+    {"GET", "/v1/tenants/{t}/join-requests", BC_TX_READ, R_TENANT, admin_join_requests_list,
+     JOIN_REQUESTS_QUERY},
+    {"POST", "/v1/tenants/{t}/join-requests/{id}/approve", BC_TX_WRITE, R_TENANT,
+     admin_join_requests_approve, NULL},
+    {"POST", "/v1/tenants/{t}/join-requests/{id}/deny", BC_TX_WRITE, R_TENANT,
+     admin_join_requests_deny, NULL},
 };
 
 /* ---- routing ---- */

@@ -112,5 +112,9 @@ int admin_nodes_revoke_identity(bc_tx *tx, struct admin_call *c);
 int admin_nodes_retire(bc_tx *tx, struct admin_call *c);
 int admin_nodes_delete(bc_tx *tx, struct admin_call *c);
 int admin_events_list(bc_tx *tx, struct admin_call *c);
+/* admin_join_requests.c */
+int admin_join_requests_list(bc_tx *tx, struct admin_call *c);
+int admin_join_requests_approve(bc_tx *tx, struct admin_call *c);
+int admin_join_requests_deny(bc_tx *tx, struct admin_call *c);
 
 #endif

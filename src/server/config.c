@@ -33,6 +33,14 @@ static char *resolve(const char *dir, const char *p)
 {
 	char *out;
 
+	if (strncmp(p, "sqlite:", 7) == 0 && strncmp(p, "sqlite://", 9) != 0) {
+		/* sqlite:<path>: the path is relative like any other */
+		if (p[7] == '/')
+			return strdup(p);
+		if (asprintf(&out, "sqlite:%s/%s", dir, p + 7) < 0)
+			return NULL;
+		return out;
+	}
 	if (p[0] == '/' || strstr(p, "://") != NULL)
 		return strdup(p);
 	if (asprintf(&out, "%s/%s", dir, p) < 0)

@@ -1,5 +1,6 @@
 /* EK certificates: a chain to one of the manufacturer roots the operator trusts, and
  * the certificate's key the EK's own. */
+#include <openssl/err.h>
 #include <openssl/x509_vfy.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ static int parse_der(const uint8_t *der, size_t len, X509 **out)
 	if (len == 0 || len > CERT_MAX)
 		return BC_ERR_INVALID;
 	if ((*out = d2i_X509(NULL, &p, (long)len)) == NULL) {
-		(void)bc_ossl_err();
+		ERR_clear_error();
 		return BC_ERR_INVALID;
 	}
 	if (p != der + len) {
@@ -50,7 +51,7 @@ static int verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) *untrusted
 	if (X509_verify_cert(ctx) == 1)
 		rc = 0;
 	else
-		(void)bc_ossl_err();
+		ERR_clear_error();
 out:
 	X509_STORE_CTX_free(ctx);
 	return rc;
@@ -90,7 +91,7 @@ int bc_tpm_ek_cert_verify(X509 *const *roots, size_t n_roots, const uint8_t *der
 	if ((rc = verify_chain(store, leaf, untrusted, now_ms)) != 0)
 		goto out;
 	if (EVP_PKEY_eq(X509_get0_pubkey(leaf), ek_key) != 1) {
-		(void)bc_ossl_err();
+		ERR_clear_error();
 		rc = BC_ERR_CONFLICT;
 		goto out;
 	}

@@ -1,4 +1,5 @@
 /* Public areas as OpenSSL keys, and TPMT_SIGNATURE verification over attest bytes. */
+#include <openssl/err.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ecdsa.h>
@@ -81,13 +82,13 @@ static int ecc_key(const TPMT_PUBLIC *pub, EVP_PKEY **out)
 	    EVP_PKEY_fromdata_init(ctx) != 1 ||
 	    EVP_PKEY_fromdata(ctx, out, EVP_PKEY_PUBLIC_KEY, params) != 1) {
 		/* an invalid point is the input's fault */
-		(void)bc_ossl_err();
+		ERR_clear_error();
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
 	if ((chk = EVP_PKEY_CTX_new_from_pkey(NULL, *out, NULL)) == NULL ||
 	    EVP_PKEY_public_check(chk) != 1) {
-		(void)bc_ossl_err();
+		ERR_clear_error();
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
@@ -203,7 +204,7 @@ int bc_tpm_signature_verify(EVP_PKEY *key, const TPMT_SIGNATURE *sig, const uint
 	}
 	rc = EVP_PKEY_verify(ctx, s, slen, digest, dlen) == 1 ? 0 : BC_ERR_VERIFY;
 	if (rc != 0)
-		(void)bc_ossl_err();
+		ERR_clear_error();
 out:
 	EVP_PKEY_CTX_free(ctx);
 	OPENSSL_free(der);

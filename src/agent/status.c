@@ -1,0 +1,196 @@
+/* bcd status (the identity in one line, or JSON) and bcd doctor (checks, each ok, warn
+ * or fail with a hint). Both only read: neither writes to the data directory, except
+ * that loading an identity finishes a renewal whose certificate was already swapped. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/agent.h"
+#include "bc/clock.h"
+#include "bc/json.h"
+
+#define SKEW_WARN_MS 5000
+#define SKEW_FAIL_MS 60000
+
+static const char *key_word(const struct bcd_identity *id)
+{
+	return id->key_in_tpm ? "tpm" : "file";
+}
+
+static void fmt_left(int64_t ms, char *out, size_t len)
+{
+	int64_t s = (ms < 0 ? -ms : ms) / 1000;
+
+	if (ms < 0)
+		snprintf(out, len, "expired %lldh%02lldm ago", (long long)(s / 3600),
+		         (long long)(s % 3600 / 60));
+	else
+		snprintf(out, len, "in %lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+}
+
+int bcd_cmd_status(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
+{
+	struct bcd_config cfg;
+	struct bcd_identity id;
+	char na[40], left[48];
+	int rc;
+
+	(void)exit_status;
+	if ((rc = bcd_config_load(o->config, &cfg, m)) != 0)
+		return rc;
+	if ((rc = bcd_identity_load(&cfg, &id, m)) != 0)
+		goto out;
+	bc_time_format_ms(id.not_after_ms, na, sizeof(na));
+	if (o->json) {
+		rc = 0;
+		json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "nodeId", id.node_id, "role",
+		                      id.role, "notAfter", na, "nodeKey", key_word(&id), "serial",
+		                      id.serial, "trustDomain", id.trust_domain);
+		char *s = j != NULL ? bc_json_dump(j) : NULL;
+		if (s != NULL)
+			printf("%s\n", s);
+		else
+			rc = BC_ERR_NOMEM;
+		free(s);
+		json_decref(j);
+	} else {
+		fmt_left(id.not_after_ms - bc_now_ms(), left, sizeof(left));
+		printf("node %s, role %s, certificate expires %s (%s), node key %s\n", id.node_id,
+		       id.role, na, left, id.key_in_tpm ? "in the TPM" : "a file");
+	}
+	bcd_identity_free(&id);
+out:
+	bcd_config_free(&cfg);
+	return rc;
+}
+
+/* ---- doctor ---- */
+
+enum verdict { OK = 0, WARN = 1, FAIL = 2 };
+
+struct report {
+	int worst;
+};
+
+static void check(struct report *r, enum verdict v, const char *name, const char *what,
+                  const char *hint)
+{
+	static const char *const words[] = {"ok", "warn", "fail"};
+
+	printf("%-4s  %-18s %s\n", words[v], name, what);
+	if (v != OK && hint != NULL)
+		printf("      %-18s hint: %s\n", "", hint);
+	if ((int)v > r->worst)
+		r->worst = v;
+}
+
+static void check_server(struct report *r, const struct bc_client_pins *pins)
+{
+	struct bcd_msg m = { "" };
+	char what[1200];
+	long status = 0;
+	int64_t date = 0, skew;
+
+	if (bcd_healthz(pins, &status, &date, &m) != 0) {
+		check(r, FAIL, "server reachable", m.text,
+		      "check the server URL in the config, the network and the server's TLS");
+		check(r, WARN, "clock skew", "not measured (no answer from the server)", NULL);
+		return;
+	}
+	snprintf(what, sizeof(what), "%s/healthz answered HTTP %ld", pins->server_url, status);
+	check(r, status == 200 ? OK : FAIL, "server reachable", what,
+	      "the server is up but unhealthy: ask the operator (its store may be down)");
+	if (date == 0) {
+		check(r, WARN, "clock skew", "the server sent no Date header", NULL);
+		return;
+	}
+	/* against the system clock: the server's Date is its system clock too */
+	skew = (int64_t)time(NULL) * 1000 - date;
+	snprintf(what, sizeof(what), "%+lld s against the server", (long long)(skew / 1000));
+	check(r, (skew < 0 ? -skew : skew) > SKEW_FAIL_MS ? FAIL
+	         : (skew < 0 ? -skew : skew) > SKEW_WARN_MS ? WARN : OK,
+	      "clock skew", what,
+	      "fix this machine's time (NTP): renewals are refused beyond 60 s of skew");
+}
+
+static void check_window(struct report *r, const struct bcd_identity *id)
+{
+	int64_t now = bc_now_ms(), life = id->not_after_ms - id->not_before_ms;
+	char na[40], what[160], left[48];
+
+	bc_time_format_ms(id->not_after_ms, na, sizeof(na));
+	fmt_left(id->not_after_ms - now, left, sizeof(left));
+	snprintf(what, sizeof(what), "valid until %s (%s)", na, left);
+	if (now < id->not_before_ms)
+		check(r, FAIL, "certificate", "not valid yet", "fix this machine's time (NTP)");
+	else if (now >= id->not_after_ms)
+		check(r, FAIL, "certificate", what,
+		      "expired: renewal cannot help; join again: bcd join --reset --yes, then bcd join");
+	else if (id->not_after_ms - now < life / 3 - life / 12)
+		check(r, WARN, "certificate", what,
+		      "past its renewal time: is bcd node running? see its log (journalctl -u bcd)");
+	else
+		check(r, OK, "certificate", what, NULL);
+}
+
+static void check_node_key(struct report *r, const struct bcd_config *cfg,
+                           const struct bcd_identity *id)
+{
+	if (id->key_in_tpm)
+		check(r, OK, "node key", "in the TPM", NULL);
+	else if (!bcd_host_has_tpm(cfg))
+		check(r, OK, "node key", "a file (this host has no TPM)", NULL);
+	else
+		check(r, WARN, "node key", "a file on a host with a TPM",
+		      "the next renewal moves it into the TPM (through bcd helper when bcd node runs "
+		      "unprivileged)");
+}
+
+static void check_identity(struct report *r, const struct bcd_config *cfg)
+{
+	struct bcd_identity id;
+	struct bcd_msg m = { "" };
+	char what[1200];
+	int rc;
+
+	if ((rc = bcd_identity_load(cfg, &id, &m)) != 0) {
+		check(r, FAIL, "identity", m.text,
+		      rc == BC_ERR_NOT_FOUND ? "join: bcd join --token-file FILE"
+		                             : "join again: bcd join --reset --yes, then bcd join");
+		return;
+	}
+	snprintf(what, sizeof(what), "%s %s in %s", id.role, id.node_id, cfg->data_dir);
+	check(r, OK, "identity", what, NULL);
+	check_window(r, &id);
+	check_node_key(r, cfg, &id);
+	bcd_identity_free(&id);
+}
+
+int bcd_cmd_doctor(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
+{
+	struct report r = { OK };
+	struct bcd_config cfg;
+	struct bc_client_pins pins;
+	struct bcd_msg why = { "" };
+
+	(void)m;
+	memset(&pins, 0, sizeof(pins));
+	if (bcd_config_load(o->config, &cfg, &why) != 0) {
+		check(&r, FAIL, "config", why.text, "write it with better-compute daemon config --bcd-dir");
+		*exit_status = 1;
+		return 0;
+	}
+	if (bcd_pins_from_config(&cfg, &pins, &why) != 0) {
+		check(&r, FAIL, "config", why.text, "write it with better-compute daemon config --bcd-dir");
+	} else {
+		check(&r, OK, "config", cfg.path, NULL);
+		check_server(&r, &pins);
+	}
+	check_identity(&r, &cfg);
+	bc_client_pins_free(&pins);
+	bcd_config_free(&cfg);
+	*exit_status = r.worst == FAIL ? 1 : 0;
+	return 0;
+}

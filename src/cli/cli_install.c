@@ -1,0 +1,342 @@
+/* What the agent, bcd, needs on a machine: `daemon config --bcd-dir DIR` writes its
+ * config.toml and ca.pem; `daemon install-script` prints a POSIX sh script that
+ * installs bcd, that config and its systemd unit, joins the machine and (re)starts the
+ * unit, and that works again as an upgrade. Both start from GET /v1/daemon-config.
+ *
+ * The config is TOML without multi-line strings, so the pinned keys go in as single-
+ * line base64 of their SPKI DER. Everything from the server is checked before it is
+ * written into a file or a script: keys parse, strings hold no quote, backslash or
+ * control character the formats would have to escape. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "cli/cli.h"
+
+#define DEFAULT_DATA_DIR "/var/lib/bcd"
+
+/* A copy of packaging/bcd.service: keep the two in step. */
+static const char unit_text[] =
+	"# bcd, the Better Compute agent (installed by better-compute daemon install-script)\n"
+	"[Unit]\n"
+	"Description=Better Compute agent (bcd node)\n"
+	"Wants=network-online.target\n"
+	"After=network-online.target\n"
+	"\n"
+	"[Service]\n"
+	"Type=simple\n"
+	"ExecStart=/usr/local/bin/bcd node --config /etc/bcd/config.toml\n"
+	"Restart=on-failure\n"
+	"RestartSec=10s\n"
+	"StateDirectory=bcd\n"
+	"StateDirectoryMode=0700\n"
+	"ReadWritePaths=/var/lib/bcd\n"
+	"UMask=0077\n"
+	"NoNewPrivileges=yes\n"
+	"ProtectSystem=strict\n"
+	"ProtectHome=yes\n"
+	"PrivateTmp=yes\n"
+	"PrivateDevices=yes\n"
+	"ProtectKernelTunables=yes\n"
+	"ProtectKernelModules=yes\n"
+	"ProtectKernelLogs=yes\n"
+	"ProtectControlGroups=yes\n"
+	"ProtectClock=yes\n"
+	"ProtectHostname=yes\n"
+	"RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX\n"
+	"RestrictNamespaces=yes\n"
+	"RestrictRealtime=yes\n"
+	"RestrictSUIDSGID=yes\n"
+	"LockPersonality=yes\n"
+	"MemoryDenyWriteExecute=yes\n"
+	"SystemCallArchitectures=native\n"
+	"SystemCallFilter=@system-service\n"
+	"SystemCallFilter=~@privileged @resources\n"
+	"CapabilityBoundingSet=\n"
+	"AmbientCapabilities=\n"
+	"\n"
+	"[Install]\n"
+	"WantedBy=multi-user.target\n";
+
+/* Printable ASCII without ", \ or ' : safe inside a TOML basic string and a sh
+ * single-quoted string alike. */
+static int plain(const char *s)
+{
+	if (s == NULL || s[0] == '\0')
+		return 0;
+	for (const char *p = s; *p != '\0'; p++)
+		if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\' || *p == '\'')
+			return 0;
+	return 1;
+}
+
+/* A PEM public key from the server as one line of base64 SPKI DER. */
+static int key_b64(const char *pem, char **out)
+{
+	EVP_PKEY *k = NULL;
+	uint8_t *der = NULL;
+	size_t len = 0;
+	int rc;
+
+	*out = NULL;
+	if (pem == NULL || (rc = bc_pubkey_from_pem(pem, strlen(pem), &k)) != 0 ||
+	    (rc = bc_key_spki(k, &der, &len)) != 0) {
+		EVP_PKEY_free(k);
+		return BC_ERR_INVALID;
+	}
+	if ((*out = bc_b64_encode(der, len)) == NULL)
+		rc = BC_ERR_NOMEM;
+	EVP_PKEY_free(k);
+	free(der);
+	return rc;
+}
+
+/* config.toml and ca.pem for bcd from the daemon-config answer (both malloc'd). */
+static int bcd_files(struct cli *c, const json_t *j, const char *data_dir, char **toml,
+                     char **ca)
+{
+	const char *server = cli_jstr(j, "server"), *kid = cli_jstr(j, "joinSigningKeyId");
+	const char *td = cli_jstr(j, "trustDomain"), *bundle = cli_jstr(j, "caBundle");
+	char *sign = NULL, *enc = NULL;
+	int rc;
+
+	*toml = *ca = NULL;
+	if (!plain(server) || !plain(kid) || !plain(td) || bundle == NULL ||
+	    key_b64(cli_jstr(j, "joinSigningKey"), &sign) != 0 ||
+	    key_b64(cli_jstr(j, "joinEncryptionKey"), &enc) != 0) {
+		rc = cli_fail(c, BC_ERR_INVALID, "the server's daemon config is not what this CLI "
+		              "expects (server, joinSigningKeyId, keys, caBundle, trustDomain); is "
+		              "--server a `" CLI_NAME " serve` of this version?");
+		goto out;
+	}
+	if (asprintf(toml,
+	             "# bcd's config, from `" CLI_NAME " daemon config --bcd-dir` (docs/agent.md)\n"
+	             "server = \"%s\"\n"
+	             "join_signing_key_id = \"%s\"\n"
+	             "join_signing_key = \"%s\"\n"
+	             "join_encryption_key = \"%s\"\n"
+	             "trust_domain = \"%s\"\n"
+	             "ca_bundle = \"ca.pem\"\n"
+	             "data_dir = \"%s\"\n",
+	             server, kid, sign, enc, td, data_dir) < 0 ||
+	    (*ca = strdup(bundle)) == NULL) {
+		*toml = NULL;
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	rc = 0;
+out:
+	free(sign);
+	free(enc);
+	return rc;
+}
+
+static int data_dir_opt(struct cli *c, const char **out)
+{
+	const char *d = cli_opt(c, "data-dir");
+
+	*out = d != NULL ? d : DEFAULT_DATA_DIR;
+	if (d != NULL && (d[0] != '/' || !plain(d)))
+		return cli_usage(c, "--data-dir: an absolute path without quotes or backslashes");
+	return 0;
+}
+
+/* GET /v1/daemon-config, then the two files. */
+static int fetch_files(struct cli *c, char **toml, char **ca)
+{
+	const char *data_dir;
+	struct cli_resp r;
+	int rc;
+
+	*toml = *ca = NULL;
+	if ((rc = data_dir_opt(c, &data_dir)) != 0)
+		return rc;
+	if ((rc = cli_api(c, "GET", "/v1/daemon-config", NULL, &r)) != 0)
+		return rc;
+	rc = bcd_files(c, r.json, data_dir, toml, ca);
+	cli_resp_free(&r);
+	return rc;
+}
+
+int cli_daemon_config_bcd(struct cli *c, const char *dir)
+{
+	char *toml = NULL, *ca = NULL, *tp = NULL, *cp = NULL;
+	int rc;
+
+	if (cli_opt(c, "out") != NULL)
+		return cli_usage(c, "--out and --bcd-dir do not go together");
+	if ((rc = fetch_files(c, &toml, &ca)) != 0)
+		goto out;
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		rc = cli_fail(c, BC_ERR_IO, "cannot make %s: %s; check --bcd-dir", dir, strerror(errno));
+		goto out;
+	}
+	if ((tp = cli_join_path(dir, "config.toml")) == NULL ||
+	    (cp = cli_join_path(dir, "ca.pem")) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	/* the CA first: a config.toml names it */
+	if ((rc = cli_write_file(cp, ca, strlen(ca), 0644, 0)) != 0 ||
+	    (rc = cli_write_file(tp, toml, strlen(toml), 0644, 0)) != 0) {
+		rc = cli_fail(c, rc, "cannot write into %s: %s; check --bcd-dir", dir, strerror(errno));
+		goto out;
+	}
+	if (c->json)
+		rc = cli_print_json(json_pack("{s:s, s:s}", "config", tp, "caBundle", cp));
+	else
+		printf("Wrote bcd's config to %s and its CA bundle to %s.\n", tp, cp);
+out:
+	free(toml);
+	free(ca);
+	free(tp);
+	free(cp);
+	return rc;
+}
+
+/* ---- install-script ---- */
+
+static const char script_head[] =
+	"#!/bin/sh\n"
+	"# Installs or upgrades bcd, the Better Compute agent, on this machine (as root).\n"
+	"# Written by `" CLI_NAME " daemon install-script`; run it again to upgrade: an\n"
+	"# installed machine that has joined needs no token the second time.\n"
+	"#   join-token: sh install-bcd.sh < token     or  sh install-bcd.sh --token-file FILE\n"
+	"#   tpm:        sh install-bcd.sh             (needs /dev/tpmrm0; reads no token)\n"
+	"# BCD_ROOT prefixes every path it installs to and SYSTEMCTL replaces systemctl\n"
+	"# (tests: BCD_ROOT=/tmp/x SYSTEMCTL=true).\n"
+	"set -eu\n";
+
+static const char script_body[] =
+	"ROOT=${BCD_ROOT:-}\n"
+	"SYSTEMCTL=${SYSTEMCTL:-systemctl}\n"
+	"CONFIG=$ROOT/etc/bcd/config.toml\n"
+	"BCD=$ROOT/usr/local/bin/bcd\n"
+	"TOKEN_FILE=\n"
+	"TOKEN=\n"
+	"die() { echo \"install-bcd: $*\" >&2; exit 1; }\n"
+	"while [ $# -gt 0 ]; do\n"
+	"\tcase $1 in\n"
+	"\t--token-file) [ $# -ge 2 ] || die \"--token-file needs a file\"; TOKEN_FILE=$2; shift 2 ;;\n"
+	"\t--token-file=*) TOKEN_FILE=${1#--token-file=}; shift ;;\n"
+	"\t*) die \"unknown argument $1 (the token goes on standard input or in --token-file)\" ;;\n"
+	"\tesac\n"
+	"done\n"
+	"if [ \"$ATTESTOR\" = tpm ]; then\n"
+	"\t[ -z \"$TOKEN_FILE\" ] || die \"--token-file does not go with the tpm attestor: the TPM is the credential\"\n"
+	"\t[ -e \"$ROOT/dev/tpmrm0\" ] || die \"no TPM at $ROOT/dev/tpmrm0: this script joins with the TPM; use the join-token script instead\"\n"
+	"elif [ -n \"$TOKEN_FILE\" ]; then\n"
+	"\t[ -r \"$TOKEN_FILE\" ] || die \"cannot read the token file $TOKEN_FILE\"\n"
+	"elif [ ! -t 0 ]; then\n"
+	"\tIFS= read -r TOKEN || true\n"
+	"fi\n"
+	"umask 022\n"
+	"mkdir -p \"$ROOT/usr/local/bin\" \"$ROOT/etc/bcd\" \"$ROOT/etc/systemd/system\" || die \"cannot make the directories under ${ROOT:-/}\"\n"
+	"mkdir -p -m 0700 \"$DATA_DIR\" || die \"cannot make $DATA_DIR\"\n"
+	"# every file through a temporary name and a rename: an upgrade never leaves half a file\n"
+	"put() {\n"
+	"\tt=$1.new.$$\n"
+	"\tcat >\"$t\" && chmod \"$2\" \"$t\" && mv -f \"$t\" \"$1\" || { rm -f \"$t\"; die \"cannot write $1\"; }\n"
+	"}\n"
+	"if [ -n \"$BCD_URL\" ]; then\n"
+	"\tcurl -fsSL --proto '=https,http' -o \"$BCD.new.$$\" \"$BCD_URL\" || { rm -f \"$BCD.new.$$\"; die \"cannot download bcd from $BCD_URL\"; }\n"
+	"\tchmod 0755 \"$BCD.new.$$\" && mv -f \"$BCD.new.$$\" \"$BCD\" || die \"cannot install $BCD\"\n"
+	"else\n"
+	"\t[ -r \"$BCD_PATH\" ] || die \"cannot read $BCD_PATH (--bcd-path)\"\n"
+	"\tput \"$BCD\" 0755 <\"$BCD_PATH\"\n"
+	"fi\n";
+
+static const char script_tail[] =
+	"# join before the unit (re)starts; an identity that loads answers \"already joined\"\n"
+	"if [ \"$ATTESTOR\" = tpm ]; then\n"
+	"\t\"$BCD\" join --config \"$CONFIG\" --attestor tpm </dev/null || die \"bcd join failed (above); fix it and run this script again\"\n"
+	"elif [ -n \"$TOKEN_FILE\" ]; then\n"
+	"\t\"$BCD\" join --config \"$CONFIG\" --token-file \"$TOKEN_FILE\" </dev/null || die \"bcd join failed (above); fix it and run this script again\"\n"
+	"elif [ -n \"$TOKEN\" ]; then\n"
+	"\tBCD_JOIN_TOKEN=$TOKEN \"$BCD\" join --config \"$CONFIG\" </dev/null || die \"bcd join failed (above); fix it and run this script again\"\n"
+	"else\n"
+	"\t\"$BCD\" join --config \"$CONFIG\" </dev/null || die \"bcd join failed (above): give the token on standard input or with --token-file\"\n"
+	"fi\n"
+	"TOKEN=\n"
+	"$SYSTEMCTL daemon-reload\n"
+	"$SYSTEMCTL enable bcd.service\n"
+	"$SYSTEMCTL restart bcd.service\n"
+	"echo \"install-bcd: bcd is installed and running; check it with: bcd doctor --config $CONFIG\"\n";
+
+/* One heredoc that writes a file; its text must not hold the end marker's line. */
+static int heredoc(FILE *f, const char *dest, const char *mode, const char *text)
+{
+	if (strstr(text, "\nBCD_EOF\n") != NULL || strncmp(text, "BCD_EOF\n", 8) == 0)
+		return BC_ERR_INVALID;
+	fprintf(f, "put \"%s\" %s <<'BCD_EOF'\n%s%sBCD_EOF\n", dest, mode, text,
+	        text[0] != '\0' && text[strlen(text) - 1] == '\n' ? "" : "\n");
+	return 0;
+}
+
+static int script_opts(struct cli *c, const char **attestor, const char **url, const char **path)
+{
+	*attestor = cli_opt(c, "attestor") != NULL ? cli_opt(c, "attestor") : "join-token";
+	*url = cli_opt(c, "bcd-url");
+	*path = cli_opt(c, "bcd-path");
+	if (strcmp(*attestor, "join-token") != 0 && strcmp(*attestor, "tpm") != 0)
+		return cli_usage(c, "--attestor: join-token or tpm");
+	if ((*url == NULL) == (*path == NULL))
+		return cli_usage(c, "give --bcd-url URL (where the machine downloads bcd) or "
+		                 "--bcd-path PATH (a bcd already on the machine)");
+	if (*url != NULL && (!plain(*url) || (strncmp(*url, "https://", 8) != 0 &&
+	                                      strncmp(*url, "http://127.", 11) != 0 &&
+	                                      strncmp(*url, "http://localhost", 16) != 0)))
+		return cli_usage(c, "--bcd-url: an https:// URL (http:// only on loopback) without "
+		                 "quotes or backslashes");
+	if (*path != NULL && (!plain(*path) || (*path)[0] != '/'))
+		return cli_usage(c, "--bcd-path: an absolute path without quotes or backslashes");
+	return 0;
+}
+
+int cli_cmd_daemon_install_script(struct cli *c)
+{
+	const char *attestor, *url, *path, *data_dir;
+	char *toml = NULL, *ca = NULL, *text = NULL;
+	size_t len = 0;
+	FILE *f = NULL;
+	int rc;
+
+	if ((rc = script_opts(c, &attestor, &url, &path)) != 0 ||
+	    (rc = data_dir_opt(c, &data_dir)) != 0)
+		return rc;
+	if ((rc = fetch_files(c, &toml, &ca)) != 0)
+		goto out;
+	/* built in memory and printed whole, so a failure prints no half script */
+	if ((f = open_memstream(&text, &len)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	fprintf(f, "%sATTESTOR='%s'\nBCD_URL='%s'\nBCD_PATH='%s'\nDATA_DIR='%s'\n%s", script_head,
+	        attestor, url ? url : "", path ? path : "", data_dir, script_body);
+	if ((rc = heredoc(f, "$CONFIG", "0644", toml)) != 0 ||
+	    (rc = heredoc(f, "$ROOT/etc/bcd/ca.pem", "0644", ca)) != 0 ||
+	    (rc = heredoc(f, "$ROOT/etc/systemd/system/bcd.service", "0644", unit_text)) != 0) {
+		rc = cli_fail(c, rc, "the server's daemon config cannot be embedded in a script");
+		goto out;
+	}
+	fputs(script_tail, f);
+	if (fclose(f) != 0) {
+		f = NULL;
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	f = NULL;
+	if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0)
+		rc = cli_fail(c, BC_ERR_IO, "cannot write the script: %s", strerror(errno));
+out:
+	if (f != NULL)
+		fclose(f);
+	free(text);
+	free(toml);
+	free(ca);
+	return rc;
+}

@@ -1,0 +1,97 @@
+/* Join requests: machines an attestor deferred for an operator (tpm enrollment). A
+ * pending request is approved or denied once; the attestor reads the decision at
+ * the machine's next round. An expired request can no longer be decided. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/json.h"
+#include "server/admin_internal.h"
+
+static const char *const STATES[] = {"pending", "approved", "denied", "used", NULL};
+
+#define JR_SELECT                                                                                  \
+	"SELECT id, tenant_id, pool_id, site_id, attestor, request_key, csr_sha256, detail, "      \
+	"state, decided_by, created_at, expires_at, decided_at FROM join_requests "
+#define JR_ONE JR_SELECT "WHERE tenant_id = $1 AND id = $2"
+
+static json_t *jr_json(bc_rows *r)
+{
+	return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id",
+	                 bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
+	                 admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "attestor",
+	                 bc_rows_text(r, 4), "requestKey", bc_rows_text(r, 5), "csrSha256",
+	                 bc_rows_text(r, 6), "detail", admin_col_json(r, 7, "{}"), "state",
+	                 bc_rows_text(r, 8), "decidedBy", admin_col_text(r, 9), "createdAt",
+	                 admin_time(bc_rows_int(r, 10)), "expiresAt", admin_time(bc_rows_int(r, 11)),
+	                 "decidedAt", admin_col_time(r, 12));
+}
+
+int admin_join_requests_list(bc_tx *tx, struct admin_call *c)
+{
+	const char *state = bc_http_query(c->req, "state");
+	json_t *arr = NULL;
+	int rc, known = state == NULL;
+
+	for (size_t i = 0; state && STATES[i]; i++)
+		known |= strcmp(state, STATES[i]) == 0;
+	if (!known)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "state: expected pending, approved, denied or used");
+	if (state != NULL) {
+		bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(state)};
+		rc = admin_query_list(tx, JR_SELECT "WHERE tenant_id = $1 AND state = $2 "
+		                                    "ORDER BY created_at, id",
+		                      p, 2, jr_json, &arr);
+	} else {
+		bc_param p[] = {BC_TEXT(c->arg[0])};
+		rc = admin_query_list(tx, JR_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id", p,
+		                      1, jr_json, &arr);
+	}
+	if (rc != 0)
+		return rc;
+	return admin_answer(c, 200, json_pack("{s:o}", "joinRequests", arr));
+}
+
+/* pending -> approved or denied, once, while it has not expired. */
+static int decide(bc_tx *tx, struct admin_call *c, const char *to, const char *event)
+{
+	int64_t now = bc_tx_now_ms(tx), changes = 0;
+	json_t *jr = NULL, *data = NULL;
+	int rc;
+
+	bc_param p[] = {BC_TEXT(to), BC_TEXT(c->actor), BC_INT(now), BC_TEXT(c->arg[0]),
+	                BC_TEXT(c->arg[1])};
+	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
+	if ((rc = bc_tx_exec(tx,
+	                     "UPDATE join_requests SET state = $1, decided_by = $2, decided_at = $3 "
+	                     "WHERE tenant_id = $4 AND id = $5 AND state = 'pending' AND "
+	                     "expires_at > $3",
+	                     p, 5, &changes)) != 0)
+		return rc;
+	if ((rc = admin_query_one(tx, JR_ONE, q, 2, jr_json, &jr)) != 0)
+		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "join request not found") : rc;
+	if (changes == 0) {
+		json_decref(jr);
+		return admin_fail(c, BC_ERR_CONFLICT, "the join request is not pending (or expired)");
+	}
+	data = json_pack("{s:s, s:O}", "requestId", c->arg[1], "attestor",
+	                 json_object_get(jr, "attestor"));
+	if ((rc = admin_record(tx, c, c->arg[0], event, c->arg[1], data, 1)) != 0)
+		goto out;
+	rc = admin_answer(c, 200, jr);
+	jr = NULL;
+out:
+	json_decref(data);
+	json_decref(jr);
+	return rc;
+}
+
+int admin_join_requests_approve(bc_tx *tx, struct admin_call *c)
+{
+	return decide(tx, c, "approved", "join-request.approved");
+}
+
+int admin_join_requests_deny(bc_tx *tx, struct admin_call *c)
+{
+	return decide(tx, c, "denied", "join-request.denied");
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `better-compute daemon install-script`: the script it prints, run under a prefix
+# (BCD_ROOT) with a fake systemctl, installs bcd, its config, CA and unit, joins with
+# the token from standard input, and (re)starts the unit; run again without a token
+# it upgrades in place ("already joined"). The tpm variant fails early without
+# /dev/tpmrm0, having installed nothing.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/bcd_lib.sh"
+cd "$T"
+bcd_server var
+bc pools create web >/dev/null
+ROOT=$T/root
+mkdir -p "$ROOT"
+bc daemon install-script --bcd-path "$BIN/bcd" --data-dir "$ROOT/var/lib/bcd" >install.sh ||
+	fail "install-script failed"
+head -1 install.sh | grep -qx '#!/bin/sh' || fail "not a sh script"
+sh -n install.sh || fail "the script does not parse"
+if bc daemon install-script --bcd-url http://example.com/bcd >bad.sh 2>bad.out; then
+	fail "an http:// download URL was accepted"
+fi
+[ ! -s bad.sh ] || fail "a refused install-script printed a script"
+
+cat >systemctl <<'SH'
+#!/bin/sh
+echo "$*" >>"$LOG"
+SH
+chmod +x systemctl
+export LOG=$T/systemctl.log
+
+new_token var/t1
+# the join inside the script reads this machine's own claims (/sys, uname)
+BCD_ROOT=$ROOT SYSTEMCTL=$T/systemctl sh install.sh <var/t1 >run1.out 2>&1 || fail "install: $(cat run1.out)"
+[ -x "$ROOT/usr/local/bin/bcd" ] || fail "bcd not installed"
+cmp -s "$ROOT/usr/local/bin/bcd" "$BIN/bcd" || fail "bcd is not the given binary"
+grep -q '^ca_bundle = "ca.pem"' "$ROOT/etc/bcd/config.toml" || fail "no config.toml"
+grep -q "BEGIN CERTIFICATE" "$ROOT/etc/bcd/ca.pem" || fail "no ca.pem"
+grep -q "^ExecStart=/usr/local/bin/bcd node --config /etc/bcd/config.toml" \
+	"$ROOT/etc/systemd/system/bcd.service" || fail "no unit"
+diff <(grep -v '^#' "$ROOT/etc/systemd/system/bcd.service" | grep -v '^Documentation=') \
+	<(grep -v '^#' "$BC_SOURCE_DIR/packaging/bcd.service" | grep -v '^Documentation=') >/dev/null ||
+	fail "the embedded unit differs from packaging/bcd.service"
+grep -q "^joined as node_" run1.out || fail "the script did not join: $(cat run1.out)"
+NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\)$/\1/p' run1.out)
+[ "$(cat "$LOG")" = "daemon-reload
+enable bcd.service
+restart bcd.service" ] || fail "systemctl calls: $(cat "$LOG")"
+[ "$(stat -c %a "$ROOT/var/lib/bcd")" = 700 ] || fail "data dir is not 0700"
+"$ROOT/usr/local/bin/bcd" status --config "$ROOT/etc/bcd/config.toml" | grep -q "$NODE" || fail "status"
+ls -A "$ROOT/etc/bcd" | grep -q '\.new\.' && fail "temporary files left in /etc/bcd"
+
+# again, without a token: an upgrade
+: >"$LOG"
+BCD_ROOT=$ROOT SYSTEMCTL=$T/systemctl sh install.sh </dev/null >run2.out 2>&1 || fail "upgrade: $(cat run2.out)"
+grep -qx "already joined as $NODE" run2.out || fail "upgrade did not keep the identity: $(cat run2.out)"
+grep -q "restart bcd.service" "$LOG" || fail "upgrade did not restart the unit"
+
+# the token from --token-file, on a fresh root
+new_token var/t2
+R2=$T/root2
+mkdir -p "$R2"
+bc daemon install-script --bcd-path "$BIN/bcd" --data-dir "$R2/var/lib/bcd" >install2.sh
+# (the same /sys claims as the first: joined, or refused as a reclaim when this host
+# reports a hardware key; either way the token came from the file)
+BCD_ROOT=$R2 SYSTEMCTL=true sh install2.sh --token-file var/t2 </dev/null >run3.out 2>&1 || true
+grep -q "join refused by the server (permission_denied)\|^joined as" run3.out ||
+	fail "--token-file not used: $(cat run3.out)"
+
+# tpm: no TPM under the root: fails before installing anything
+bc daemon install-script --attestor tpm --bcd-path "$BIN/bcd" --data-dir "$T/root3/var/lib/bcd" >tpm.sh
+R3=$T/root3
+mkdir -p "$R3"
+if BCD_ROOT=$R3 SYSTEMCTL=true sh tpm.sh </dev/null >tpm.out 2>&1; then fail "tpm script ran without a TPM"; fi
+grep -q "no TPM at $R3/dev/tpmrm0" tpm.out || fail "tpm failure: $(cat tpm.out)"
+[ -z "$(ls -A "$R3")" ] || fail "the tpm script installed something: $(ls -R "$R3")"
+echo "ok: installed and joined $NODE, upgraded in place, tpm variant failed early"
