@@ -17,14 +17,14 @@
 #include "bc/buf.h"
 #include "bc/crypto.h"
 
-#define TCTI_MAX 512
+#define TCTI_MAX          512
 #define NV_BUFFER_DEFAULT 512
 
 /* Attributes of the AK (shared/notes/TPM.md): an attestation key, and noDA since its
  * authorization is empty. */
-#define AK_ATTRIBUTES                                                                         \
-	(TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |       \
-	 TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA | TPMA_OBJECT_RESTRICTED |                   \
+#define AK_ATTRIBUTES                                                                              \
+	(TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |        \
+	 TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA | TPMA_OBJECT_RESTRICTED |                    \
 	 TPMA_OBJECT_SIGN_ENCRYPT)
 
 const char *bcd_tpm_error(const struct bcd_tpm *t)
@@ -57,20 +57,16 @@ static int map_rc(TSS2_RC rc)
 	if (layer == TSS2_TPM_RC_LAYER || layer == TSS2_RESMGR_TPM_RC_LAYER)
 		return BC_ERR_IO;
 	switch (base) {
-	case TSS2_BASE_RC_MEMORY:
-		return BC_ERR_NOMEM;
+	case TSS2_BASE_RC_MEMORY: return BC_ERR_NOMEM;
 	case TSS2_BASE_RC_NO_CONNECTION:
 	case TSS2_BASE_RC_IO_ERROR:
 	case TSS2_BASE_RC_TRY_AGAIN:
-	case TSS2_BASE_RC_NO_TPM:
-		return BC_ERR_UNAVAILABLE;
+	case TSS2_BASE_RC_NO_TPM: return BC_ERR_UNAVAILABLE;
 	case TSS2_BASE_RC_MALFORMED_RESPONSE:
 	case TSS2_BASE_RC_INSUFFICIENT_RESPONSE:
 	case TSS2_BASE_RC_BAD_SIZE:
-	case TSS2_BASE_RC_RSP_AUTH_FAILED:
-		return BC_ERR_INVALID;
-	default:
-		return BC_ERR_IO;
+	case TSS2_BASE_RC_RSP_AUTH_FAILED: return BC_ERR_INVALID;
+	default: return BC_ERR_IO;
 	}
 }
 
@@ -110,9 +106,10 @@ static int probe(struct bcd_tpm *t)
 	TPMI_YES_NO more = 0;
 	int rc;
 
-	rc = bcd_tpmi_rc(t, Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-	                                       TPM2_CAP_TPM_PROPERTIES, TPM2_PT_NV_BUFFER_MAX, 1,
-	                                       &more, &cap),
+	rc = bcd_tpmi_rc(t,
+	                 Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+	                                    TPM2_CAP_TPM_PROPERTIES, TPM2_PT_NV_BUFFER_MAX, 1,
+	                                    &more, &cap),
 	                 "GetCapability");
 	if (rc != 0)
 		return rc;
@@ -120,7 +117,8 @@ static int probe(struct bcd_tpm *t)
 	if (cap->capability == TPM2_CAP_TPM_PROPERTIES && cap->data.tpmProperties.count >= 1 &&
 	    cap->data.tpmProperties.tpmProperty[0].property == TPM2_PT_NV_BUFFER_MAX) {
 		uint32_t v = cap->data.tpmProperties.tpmProperty[0].value;
-		/* a TPM's answer, so bounded: at least 64, at most what a TPM2B_MAX_NV_BUFFER holds */
+		/* a TPM's answer, so bounded: at least 64, at most what a TPM2B_MAX_NV_BUFFER holds
+		 */
 		if (v >= 64 && v <= TPM2_MAX_NV_BUFFER_SIZE)
 			t->nv_max = (uint16_t)v;
 	}
@@ -189,8 +187,10 @@ static int public_matches(struct bcd_tpm *t, const TPMT_PUBLIC *tmpl, const TPMT
 		ok = 0;
 	g.unique = tmpl->unique;
 	if (!ok || bcd_tpmi_public_bytes(tmpl, a, &alen, na) != 0 ||
-	    bcd_tpmi_public_bytes(&g, b, &blen, na) != 0 || alen != blen || memcmp(a, b, alen) != 0) {
-		bcd_tpmi_say(t, "%s: the TPM returned a public area other than the template asked for",
+	    bcd_tpmi_public_bytes(&g, b, &blen, na) != 0 || alen != blen ||
+	    memcmp(a, b, alen) != 0) {
+		bcd_tpmi_say(t,
+		             "%s: the TPM returned a public area other than the template asked for",
 		             what);
 		return BC_ERR_INVALID;
 	}
@@ -211,9 +211,10 @@ int bcd_tpmi_primary(struct bcd_tpm *t, ESYS_TR hierarchy, const TPMT_PUBLIC *tm
 	memset(&sens, 0, sizeof(sens));
 	memset(&in, 0, sizeof(in));
 	in.publicArea = *tmpl;
-	rc = bcd_tpmi_rc(t, Esys_CreatePrimary(t->esys, hierarchy, ESYS_TR_PASSWORD, ESYS_TR_NONE,
-	                                       ESYS_TR_NONE, &sens, &in, &outside, &pcrs, h, &out,
-	                                       NULL, NULL, NULL),
+	rc = bcd_tpmi_rc(t,
+	                 Esys_CreatePrimary(t->esys, hierarchy, ESYS_TR_PASSWORD, ESYS_TR_NONE,
+	                                    ESYS_TR_NONE, &sens, &in, &outside, &pcrs, h, &out,
+	                                    NULL, NULL, NULL),
 	                 what);
 	if (rc != 0) {
 		*h = ESYS_TR_NONE;
@@ -249,7 +250,8 @@ int bcd_tpmi_public_bytes(const TPMT_PUBLIC *pub, uint8_t out[static BCD_TPM_PUB
 
 static int rsa_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out)
 {
-	uint32_t e = pub->parameters.rsaDetail.exponent ? pub->parameters.rsaDetail.exponent : 65537;
+	uint32_t e =
+	    pub->parameters.rsaDetail.exponent ? pub->parameters.rsaDetail.exponent : 65537;
 	OSSL_PARAM_BLD *bld = NULL;
 	OSSL_PARAM *params = NULL;
 	EVP_PKEY_CTX *ctx = NULL;
@@ -257,7 +259,8 @@ static int rsa_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out)
 	int rc = BC_ERR_CRYPTO;
 
 	if ((n = BN_bin2bn(pub->unique.rsa.buffer, pub->unique.rsa.size, NULL)) == NULL ||
-	    (be = BN_new()) == NULL || BN_set_word(be, e) != 1 || (bld = OSSL_PARAM_BLD_new()) == NULL ||
+	    (be = BN_new()) == NULL || BN_set_word(be, e) != 1 ||
+	    (bld = OSSL_PARAM_BLD_new()) == NULL ||
 	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) != 1 ||
 	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be) != 1 ||
 	    (params = OSSL_PARAM_BLD_to_param(bld)) == NULL ||
@@ -316,7 +319,8 @@ int bcd_tpmi_ak_load(struct bcd_tpm *t, ESYS_TR *h, struct bcd_tpm_ak *ak, EVP_P
 	*key = NULL;
 	memset(ak, 0, sizeof(*ak));
 	ak_template(&tmpl);
-	if ((rc = bcd_tpmi_primary(t, ESYS_TR_RH_ENDORSEMENT, &tmpl, "CreatePrimary (AK)", h, &pub)) != 0)
+	if ((rc = bcd_tpmi_primary(t, ESYS_TR_RH_ENDORSEMENT, &tmpl, "CreatePrimary (AK)", h,
+	                           &pub)) != 0)
 		return rc;
 	if ((rc = bcd_tpmi_public_bytes(&pub, ak->pub, &ak->pub_len, ak->name)) != 0 ||
 	    (rc = bcd_tpmi_pkey(&pub, key)) != 0) {

@@ -34,16 +34,16 @@
 
 #include "bc/err.h"
 
-#define BCD_TPM_UNIQUE_LEN 32
+#define BCD_TPM_UNIQUE_LEN   32
 #define BCD_TPM_NODE_KEY_PEM "BCD TPM NODE KEY" /* the PEM type of a node.key record */
-#define BCD_TPM_PUBLIC_MAX 640                  /* a marshaled TPMT_PUBLIC */
-#define BCD_TPM_NAME_LEN 34                     /* u16 SHA-256 || SHA-256 digest */
-#define BCD_TPM_EK_CERT_MAX 4096                /* DER, as read from NV */
-#define BCD_TPM_PCR_COUNT 24
+#define BCD_TPM_PUBLIC_MAX   640                /* a marshaled TPMT_PUBLIC */
+#define BCD_TPM_NAME_LEN     34                 /* u16 SHA-256 || SHA-256 digest */
+#define BCD_TPM_EK_CERT_MAX  4096               /* DER, as read from NV */
+#define BCD_TPM_PCR_COUNT    24
 
 /* TCG EK Credential Profile NV indexes of EK certificates. */
-#define BCD_TPM_NV_EK_CERT_RSA2048 0x01C00002u
-#define BCD_TPM_NV_EK_CERT_ECC_P256 0x01C0000Au
+#define BCD_TPM_NV_EK_CERT_RSA2048    0x01C00002u
+#define BCD_TPM_NV_EK_CERT_ECC_P256   0x01C0000Au
 #define BCD_TPM_NV_EK_CERT_ECC_P384_H 0x01C00016u
 
 struct bcd_tpm;
@@ -68,7 +68,7 @@ enum bcd_tpm_ek_type {
 struct bcd_tpm_ek {
 	uint8_t pub[BCD_TPM_PUBLIC_MAX]; /* marshaled TPMT_PUBLIC */
 	size_t pub_len;
-	uint8_t *cert;                   /* DER, malloc'd; NULL when the TPM has none */
+	uint8_t *cert; /* DER, malloc'd; NULL when the TPM has none */
 	size_t cert_len;
 };
 /* The EK of type (Esys_CreatePrimary on the endorsement hierarchy with the default
@@ -83,7 +83,7 @@ void bcd_tpm_ek_free(struct bcd_tpm_ek *ek);
 struct bcd_tpm_ak {
 	uint8_t pub[BCD_TPM_PUBLIC_MAX]; /* marshaled TPMT_PUBLIC */
 	size_t pub_len;
-	uint8_t name[BCD_TPM_NAME_LEN];  /* 0x000B || SHA-256(pub) */
+	uint8_t name[BCD_TPM_NAME_LEN]; /* 0x000B || SHA-256(pub) */
 };
 /* The AK: a restricted P-256 ECDSA-SHA256 signing primary of the endorsement hierarchy
  * (fixedTPM, fixedParent, sensitiveDataOrigin, userWithAuth, noDA, restricted, sign)
@@ -105,18 +105,18 @@ BC_WUR int bcd_tpm_activate(struct bcd_tpm *t, enum bcd_tpm_ek_type ek_type,
 struct bcd_tpm_pcr {
 	uint32_t index;
 	uint8_t digest[64];
-	size_t len;                       /* the bank's digest size */
+	size_t len; /* the bank's digest size */
 };
 /* A TPMS_ATTEST and its TPMT_SIGNATURE by the AK, as the TPM produced them, with the
  * AK that signed (its name, to compare with one a certificate names). For a quote,
  * the PCR values it covers too, ascending by index. */
 struct bcd_tpm_attest {
-	uint8_t *attest;                  /* marshaled TPMS_ATTEST, malloc'd */
+	uint8_t *attest; /* marshaled TPMS_ATTEST, malloc'd */
 	size_t attest_len;
-	uint8_t *sig;                     /* marshaled TPMT_SIGNATURE, malloc'd */
+	uint8_t *sig; /* marshaled TPMT_SIGNATURE, malloc'd */
 	size_t sig_len;
 	uint8_t ak_name[BCD_TPM_NAME_LEN];
-	uint16_t pcr_hash_alg;            /* quotes only */
+	uint16_t pcr_hash_alg; /* quotes only */
 	struct bcd_tpm_pcr pcrs[BCD_TPM_PCR_COUNT];
 	size_t n_pcrs;
 };
@@ -153,8 +153,8 @@ const uint8_t *bcd_tpm_nodekey_name(const struct bcd_tpm_nodekey *k);
 
 /* ECDSA in the TPM over a digest of 32, 48 or 64 bytes (SHA-256, -384, -512), into
  * IEEE P1363 r || s; the signature is verified under the key before it is returned. */
-BC_WUR int bcd_tpm_nodekey_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k,
-                                const uint8_t *digest, size_t len, uint8_t sig[static 64]);
+BC_WUR int bcd_tpm_nodekey_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uint8_t *digest,
+                                size_t len, uint8_t sig[static 64]);
 /* A CSR (subject CN = cn, no extensions, as bc_csr_make) for the key, signed in the TPM
  * with ECDSA-SHA256 and verified; *der malloc'd. */
 BC_WUR int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char *cn,
@@ -163,8 +163,8 @@ BC_WUR int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, con
  * sha256(csr); at most 64 bytes), checked before it is returned: signed by the AK, a
  * CERTIFY with this extraData naming this key. The AK is derived and flushed here.
  * Free with bcd_tpm_attest_free. */
-BC_WUR int bcd_tpm_certify(struct bcd_tpm *t, struct bcd_tpm_nodekey *k,
-                           const uint8_t *qualifying, size_t len, struct bcd_tpm_attest *out);
+BC_WUR int bcd_tpm_certify(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uint8_t *qualifying,
+                           size_t len, struct bcd_tpm_attest *out);
 
 /* The node.key record: one PEM block of type "BCD TPM NODE KEY" whose bytes are the
  * unique. encode: *pem malloc'd, NUL-terminated (wipe with bc_freezero(p, strlen(p))).

@@ -14,8 +14,8 @@
 
 /* PolicySecret(TPM_RH_ENDORSEMENT): the default EK's authPolicy. */
 static const uint8_t ek_policy[32] = {
-	0x83, 0x71, 0x97, 0x67, 0x44, 0x84, 0xB3, 0xF8, 0x1A, 0x90, 0xCC, 0x8D, 0x46, 0xA5, 0xD7, 0x24,
-	0xFD, 0x52, 0xD7, 0x6E, 0x06, 0x52, 0x0B, 0x64, 0xF2, 0xA1, 0xDA, 0x1B, 0x33, 0x14, 0x69, 0xAA};
+    0x83, 0x71, 0x97, 0x67, 0x44, 0x84, 0xB3, 0xF8, 0x1A, 0x90, 0xCC, 0x8D, 0x46, 0xA5, 0xD7, 0x24,
+    0xFD, 0x52, 0xD7, 0x6E, 0x06, 0x52, 0x0B, 0x64, 0xF2, 0xA1, 0xDA, 0x1B, 0x33, 0x14, 0x69, 0xAA};
 
 static void ek_template(enum bcd_tpm_ek_type type, TPMT_PUBLIC *p)
 {
@@ -80,8 +80,9 @@ static int nv_read(struct bcd_tpm *t, ESYS_TR nv, uint8_t **out, size_t *len)
 
 	*out = NULL;
 	*len = 0;
-	if ((rc = bcd_tpmi_rc(t, Esys_NV_ReadPublic(t->esys, nv, ESYS_TR_NONE, ESYS_TR_NONE,
-	                                            ESYS_TR_NONE, &np, NULL),
+	if ((rc = bcd_tpmi_rc(t,
+	                      Esys_NV_ReadPublic(t->esys, nv, ESYS_TR_NONE, ESYS_TR_NONE,
+	                                         ESYS_TR_NONE, &np, NULL),
 	                      "NV_ReadPublic (EK certificate)")) != 0)
 		return rc;
 	size = np->nvPublic.dataSize;
@@ -100,14 +101,17 @@ static int nv_read(struct bcd_tpm *t, ESYS_TR nv, uint8_t **out, size_t *len)
 	if ((buf = malloc(size)) == NULL)
 		return BC_ERR_NOMEM;
 	while (off < size) {
-		uint16_t n = (uint16_t)(size - off) < t->nv_max ? (uint16_t)(size - off) : t->nv_max;
+		uint16_t n =
+		    (uint16_t)(size - off) < t->nv_max ? (uint16_t)(size - off) : t->nv_max;
 
-		if ((rc = bcd_tpmi_rc(t, Esys_NV_Read(t->esys, auth, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE,
-		                                      ESYS_TR_NONE, n, off, &data),
+		if ((rc = bcd_tpmi_rc(t,
+		                      Esys_NV_Read(t->esys, auth, nv, ESYS_TR_PASSWORD,
+		                                   ESYS_TR_NONE, ESYS_TR_NONE, n, off, &data),
 		                      "NV_Read (EK certificate)")) != 0)
 			goto out;
 		if (data->size != n) {
-			bcd_tpmi_say(t, "NV_Read (EK certificate): %u bytes where %u were asked for",
+			bcd_tpmi_say(t,
+			             "NV_Read (EK certificate): %u bytes where %u were asked for",
 			             (unsigned)data->size, (unsigned)n);
 			rc = BC_ERR_INVALID;
 			goto out;
@@ -128,8 +132,8 @@ out:
 
 /* One certificate DER at the start of raw (NV areas may be padded after it) whose key
  * is ek: BC_ERR_NOT_FOUND when the index holds another key's certificate. */
-static int cert_for(struct bcd_tpm *t, uint32_t index, const uint8_t *raw, size_t len,
-                    EVP_PKEY *ek, uint8_t **der, size_t *der_len)
+static int cert_for(struct bcd_tpm *t, uint32_t index, const uint8_t *raw, size_t len, EVP_PKEY *ek,
+                    uint8_t **der, size_t *der_len)
 {
 	const unsigned char *p = raw;
 	X509 *x;
@@ -140,7 +144,8 @@ static int cert_for(struct bcd_tpm *t, uint32_t index, const uint8_t *raw, size_
 		return BC_ERR_INVALID;
 	}
 	if (EVP_PKEY_eq(X509_get0_pubkey(x), ek) != 1) {
-		bcd_tpmi_say(t, "EK certificate at 0x%08X: certifies another key than this EK", index);
+		bcd_tpmi_say(t, "EK certificate at 0x%08X: certifies another key than this EK",
+		             index);
 		rc = BC_ERR_NOT_FOUND;
 	} else if ((*der = malloc((size_t)(p - raw))) == NULL) {
 		rc = BC_ERR_NOMEM;
@@ -153,8 +158,7 @@ static int cert_for(struct bcd_tpm *t, uint32_t index, const uint8_t *raw, size_
 }
 
 /* The EK certificate at index, BC_ERR_NOT_FOUND when there is none for this EK. */
-static int ek_cert_at(struct bcd_tpm *t, uint32_t index, EVP_PKEY *ek, uint8_t **der,
-                      size_t *len)
+static int ek_cert_at(struct bcd_tpm *t, uint32_t index, EVP_PKEY *ek, uint8_t **der, size_t *len)
 {
 	ESYS_TR nv = ESYS_TR_NONE;
 	uint8_t *raw = NULL;
@@ -180,7 +184,8 @@ static int ek_cert_at(struct bcd_tpm *t, uint32_t index, EVP_PKEY *ek, uint8_t *
 int bcd_tpm_ek(struct bcd_tpm *t, enum bcd_tpm_ek_type type, struct bcd_tpm_ek *out)
 {
 	static const uint32_t rsa_idx[] = {BCD_TPM_NV_EK_CERT_RSA2048};
-	static const uint32_t ecc_idx[] = {BCD_TPM_NV_EK_CERT_ECC_P256, BCD_TPM_NV_EK_CERT_ECC_P384_H};
+	static const uint32_t ecc_idx[] = {BCD_TPM_NV_EK_CERT_ECC_P256,
+	                                   BCD_TPM_NV_EK_CERT_ECC_P384_H};
 	const uint32_t *idx = type == BCD_TPM_EK_ECC_P256 ? ecc_idx : rsa_idx;
 	size_t n_idx = type == BCD_TPM_EK_ECC_P256 ? 2 : 1;
 	uint8_t name[BCD_TPM_NAME_LEN];
@@ -226,17 +231,19 @@ static int ek_policy_session(struct bcd_tpm *t, ESYS_TR *s)
 	int rc;
 
 	*s = ESYS_TR_NONE;
-	rc = bcd_tpmi_rc(t, Esys_StartAuthSession(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-	                                          ESYS_TR_NONE, ESYS_TR_NONE, NULL, TPM2_SE_POLICY,
-	                                          &sym, TPM2_ALG_SHA256, s),
+	rc = bcd_tpmi_rc(t,
+	                 Esys_StartAuthSession(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+	                                       ESYS_TR_NONE, ESYS_TR_NONE, NULL, TPM2_SE_POLICY,
+	                                       &sym, TPM2_ALG_SHA256, s),
 	                 "StartAuthSession (policy)");
 	if (rc != 0) {
 		*s = ESYS_TR_NONE;
 		return rc;
 	}
-	rc = bcd_tpmi_rc(t, Esys_PolicySecret(t->esys, ESYS_TR_RH_ENDORSEMENT, *s, ESYS_TR_PASSWORD,
-	                                      ESYS_TR_NONE, ESYS_TR_NONE, NULL, NULL, NULL, 0, NULL,
-	                                      NULL),
+	rc = bcd_tpmi_rc(t,
+	                 Esys_PolicySecret(t->esys, ESYS_TR_RH_ENDORSEMENT, *s, ESYS_TR_PASSWORD,
+	                                   ESYS_TR_NONE, ESYS_TR_NONE, NULL, NULL, NULL, 0, NULL,
+	                                   NULL),
 	                 "PolicySecret (endorsement)");
 	if (rc != 0)
 		bcd_tpmi_flush(t, s);
@@ -297,8 +304,9 @@ int bcd_tpm_activate(struct bcd_tpm *t, enum bcd_tpm_ek_type ek_type, const uint
 	    (rc = bcd_tpmi_ak_load(t, &ak, &akinfo, &akkey)) != 0 ||
 	    (rc = ek_policy_session(t, &s)) != 0)
 		goto out;
-	if ((rc = bcd_tpmi_rc(t, Esys_ActivateCredential(t->esys, ak, ek, ESYS_TR_PASSWORD, s,
-	                                                 ESYS_TR_NONE, &cred, &sec, &cv),
+	if ((rc = bcd_tpmi_rc(t,
+	                      Esys_ActivateCredential(t->esys, ak, ek, ESYS_TR_PASSWORD, s,
+	                                              ESYS_TR_NONE, &cred, &sec, &cv),
 	                      "ActivateCredential")) != 0)
 		goto out;
 	if (cv->size == 0 || cv->size > 64) {

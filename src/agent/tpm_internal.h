@@ -13,7 +13,7 @@ struct bcd_tpm {
 	TSS2_TCTI_CONTEXT *tcti;
 	ESYS_CONTEXT *esys;
 	uint32_t last_rc;
-	uint16_t nv_max;   /* the largest NV_Read the TPM takes */
+	uint16_t nv_max; /* the largest NV_Read the TPM takes */
 	char err[320];
 };
 
@@ -41,7 +41,8 @@ BC_WUR int bcd_tpmi_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out);
 BC_WUR int bcd_tpmi_ak_load(struct bcd_tpm *t, ESYS_TR *h, struct bcd_tpm_ak *ak, EVP_PKEY **key);
 
 /* An ECDSA TPMT_SIGNATURE with hash as r || s (BC_ERR_INVALID for another shape). */
-BC_WUR int bcd_tpmi_ecdsa_p1363(const TPMT_SIGNATURE *sig, TPMI_ALG_HASH hash, uint8_t out[static 64]);
+BC_WUR int bcd_tpmi_ecdsa_p1363(const TPMT_SIGNATURE *sig, TPMI_ALG_HASH hash,
+                                uint8_t out[static 64]);
 /* Checks a TPM2B_ATTEST and its signature from the AK (key) and copies them into out:
  * it unmarshals exactly, has the magic, type and extraData wanted, and the signature
  * (ECDSA-SHA256) verifies. *parsed receives the structure. */

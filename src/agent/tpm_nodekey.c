@@ -10,8 +10,8 @@
 #include "bc/buf.h"
 #include "bc/crypto.h"
 
-#define NODE_KEY_ATTRIBUTES                                                                   \
-	(TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |       \
+#define NODE_KEY_ATTRIBUTES                                                                        \
+	(TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |        \
 	 TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA | TPMA_OBJECT_SIGN_ENCRYPT)
 #define CN_MAX 255
 
@@ -147,13 +147,15 @@ int bcd_tpm_nodekey_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uin
 	}
 	d.size = (UINT16)len;
 	memcpy(d.buffer, digest, len);
-	if ((rc = bcd_tpmi_rc(t, Esys_Sign(t->esys, k->h, ESYS_TR_PASSWORD, ESYS_TR_NONE,
-	                                   ESYS_TR_NONE, &d, &scheme, &none, &s),
+	if ((rc = bcd_tpmi_rc(t,
+	                      Esys_Sign(t->esys, k->h, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+	                                &d, &scheme, &none, &s),
 	                      "Sign (node key)")) != 0)
 		return rc;
 	if ((rc = bcd_tpmi_ecdsa_p1363(s, scheme.details.ecdsa.hashAlg, sig)) != 0 ||
 	    (rc = verify_digest(k->pkey, sig, digest, len)) != 0) {
-		bcd_tpmi_say(t, "Sign (node key): the TPM's signature does not verify under the key");
+		bcd_tpmi_say(t,
+		             "Sign (node key): the TPM's signature does not verify under the key");
 		memset(sig, 0, 64);
 		rc = BC_ERR_VERIFY;
 	}
@@ -211,8 +213,8 @@ out:
 	return rc;
 }
 
-int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char *cn,
-                        uint8_t **der, size_t *len)
+int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char *cn, uint8_t **der,
+                        size_t *len)
 {
 	X509_REQ *req = NULL;
 	unsigned char *p;
@@ -276,8 +278,9 @@ int bcd_tpm_certify(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uint8_t 
 		memcpy(qd.buffer, qualifying, len);
 	if ((rc = bcd_tpmi_ak_load(t, &ak, &akinfo, &akkey)) != 0)
 		goto out;
-	if ((rc = bcd_tpmi_rc(t, Esys_Certify(t->esys, k->h, ak, ESYS_TR_PASSWORD, ESYS_TR_PASSWORD,
-	                                      ESYS_TR_NONE, &qd, &scheme, &info, &sig),
+	if ((rc = bcd_tpmi_rc(t,
+	                      Esys_Certify(t->esys, k->h, ak, ESYS_TR_PASSWORD, ESYS_TR_PASSWORD,
+	                                   ESYS_TR_NONE, &qd, &scheme, &info, &sig),
 	                      "Certify (node key by the AK)")) != 0)
 		goto out;
 	if ((rc = bcd_tpmi_attest_take(t, info, sig, akkey, TPM2_ST_ATTEST_CERTIFY, qd.buffer,
@@ -285,7 +288,8 @@ int bcd_tpm_certify(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uint8_t 
 		goto out;
 	nm = &parsed.attested.certify.name;
 	if (nm->size != BCD_TPM_NAME_LEN || memcmp(nm->name, k->name, BCD_TPM_NAME_LEN) != 0) {
-		bcd_tpmi_say(t, "Certify: the certification names another object than the node key");
+		bcd_tpmi_say(t,
+		             "Certify: the certification names another object than the node key");
 		rc = BC_ERR_INVALID;
 		goto out;
 	}

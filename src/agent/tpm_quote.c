@@ -17,14 +17,10 @@
 static const EVP_MD *bank_md(uint16_t alg)
 {
 	switch (alg) {
-	case TPM2_ALG_SHA256:
-		return EVP_sha256();
-	case TPM2_ALG_SHA384:
-		return EVP_sha384();
-	case TPM2_ALG_SHA512:
-		return EVP_sha512();
-	default:
-		return NULL;
+	case TPM2_ALG_SHA256: return EVP_sha256();
+	case TPM2_ALG_SHA384: return EVP_sha384();
+	case TPM2_ALG_SHA512: return EVP_sha512();
+	default: return NULL;
 	}
 }
 
@@ -75,8 +71,7 @@ static int verify_sha256(EVP_PKEY *key, const uint8_t sig[static 64], const uint
 	return rc;
 }
 
-static int take_bytes(const TPM2B_ATTEST *q, const TPMT_SIGNATURE *sig,
-                      struct bcd_tpm_attest *out)
+static int take_bytes(const TPM2B_ATTEST *q, const TPMT_SIGNATURE *sig, struct bcd_tpm_attest *out)
 {
 	uint8_t buf[sizeof(TPMT_SIGNATURE)];
 	size_t off = 0;
@@ -134,7 +129,8 @@ static int selection(struct bcd_tpm *t, uint16_t alg, const uint32_t *pcrs, size
 {
 	memset(sel, 0, sizeof(*sel));
 	if (bank_md(alg) == NULL) {
-		bcd_tpmi_say(t, "quote: PCR bank 0x%04x is not SHA-256, -384 or -512", (unsigned)alg);
+		bcd_tpmi_say(t, "quote: PCR bank 0x%04x is not SHA-256, -384 or -512",
+		             (unsigned)alg);
 		return BC_ERR_UNSUPPORTED;
 	}
 	if (pcrs == NULL || n == 0 || n > 64) {
@@ -174,7 +170,7 @@ static int take_values(struct bcd_tpm *t, uint16_t alg, size_t dlen, const TPML_
 		memcpy(out->pcrs[out->n_pcrs].digest, vals->digests[v].buffer, dlen);
 		out->pcrs[out->n_pcrs].len = dlen;
 		out->n_pcrs++;
-		want[pcr / 8] &= (uint8_t)~(1u << (pcr % 8));
+		want[pcr / 8] &= (uint8_t) ~(1u << (pcr % 8));
 		v++;
 	}
 	if (v == 0 || v != vals->count || (s->sizeofSelect == 4 && s->pcrSelect[3] != 0))
@@ -198,11 +194,13 @@ static int pcr_read(struct bcd_tpm *t, const TPML_PCR_SELECTION *sel, struct bcd
 
 	out->n_pcrs = 0;
 	while (rc == 0 && (want[0] | want[1] | want[2]) != 0) {
-		rc = bcd_tpmi_rc(t, Esys_PCR_Read(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &ask,
-		                                  &counter, &got, &vals),
+		rc = bcd_tpmi_rc(t,
+		                 Esys_PCR_Read(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+		                               &ask, &counter, &got, &vals),
 		                 "PCR_Read");
 		if (rc == 0 && got->count == 0) {
-			bcd_tpmi_say(t, "PCR_Read: the TPM has no such PCR in bank 0x%04x", (unsigned)alg);
+			bcd_tpmi_say(t, "PCR_Read: the TPM has no such PCR in bank 0x%04x",
+			             (unsigned)alg);
 			rc = BC_ERR_UNSUPPORTED;
 		} else if (rc == 0) {
 			rc = take_values(t, alg, dlen, got, vals, want, out);
@@ -227,9 +225,11 @@ static int covers(const TPMS_ATTEST *a, const TPML_PCR_SELECTION *sel,
 	int ok = 1;
 
 	*same = 0;
-	if (qi->pcrSelect.count != 1 || qi->pcrSelect.pcrSelections[0].hash != sel->pcrSelections[0].hash ||
+	if (qi->pcrSelect.count != 1 ||
+	    qi->pcrSelect.pcrSelections[0].hash != sel->pcrSelections[0].hash ||
 	    qi->pcrSelect.pcrSelections[0].sizeofSelect != 3 ||
-	    memcmp(qi->pcrSelect.pcrSelections[0].pcrSelect, sel->pcrSelections[0].pcrSelect, 3) != 0)
+	    memcmp(qi->pcrSelect.pcrSelections[0].pcrSelect, sel->pcrSelections[0].pcrSelect, 3) !=
+	        0)
 		return BC_ERR_INVALID;
 	if ((ctx = EVP_MD_CTX_new()) == NULL)
 		return BC_ERR_NOMEM;
@@ -245,9 +245,8 @@ static int covers(const TPMS_ATTEST *a, const TPML_PCR_SELECTION *sel,
 }
 
 /* One try: read, quote, check. *same is 0 when a PCR moved in between. */
-static int quote_once(struct bcd_tpm *t, ESYS_TR ak, EVP_PKEY *akkey,
-                      const TPML_PCR_SELECTION *sel, const TPM2B_DATA *extra,
-                      struct bcd_tpm_attest *out, int *same)
+static int quote_once(struct bcd_tpm *t, ESYS_TR ak, EVP_PKEY *akkey, const TPML_PCR_SELECTION *sel,
+                      const TPM2B_DATA *extra, struct bcd_tpm_attest *out, int *same)
 {
 	TPMT_SIG_SCHEME scheme = {.scheme = TPM2_ALG_NULL};
 	TPM2B_ATTEST *q = NULL;
@@ -258,8 +257,9 @@ static int quote_once(struct bcd_tpm *t, ESYS_TR ak, EVP_PKEY *akkey,
 	*same = 0;
 	if ((rc = pcr_read(t, sel, out)) != 0)
 		return rc;
-	if ((rc = bcd_tpmi_rc(t, Esys_Quote(t->esys, ak, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-	                                    extra, &scheme, sel, &q, &sig),
+	if ((rc = bcd_tpmi_rc(t,
+	                      Esys_Quote(t->esys, ak, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+	                                 extra, &scheme, sel, &q, &sig),
 	                      "Quote")) != 0)
 		goto out;
 	if ((rc = bcd_tpmi_attest_take(t, q, sig, akkey, TPM2_ST_ATTEST_QUOTE, extra->buffer,

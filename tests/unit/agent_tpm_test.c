@@ -29,7 +29,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 
-static char dir[256];      /* the swtpm's directory */
+static char dir[256]; /* the swtpm's directory */
 static char tcti[128];
 static char root_pem[512]; /* the manufacturer root */
 static char issuer_pem[512];
@@ -91,10 +91,11 @@ static void assert_tpm_empty(void)
 	uint8_t *p;
 
 	snprintf(out, sizeof(out), "%s/handles.txt", dir);
-	assert_int_equal(sh("tpm2_getcap handles-transient >%s && tpm2_getcap handles-loaded-session "
-	                    ">>%s && tpm2_getcap handles-saved-session >>%s",
-	                    out, out, out),
-	                 0);
+	assert_int_equal(
+	    sh("tpm2_getcap handles-transient >%s && tpm2_getcap handles-loaded-session "
+	       ">>%s && tpm2_getcap handles-saved-session >>%s",
+	       out, out, out),
+	    0);
 	p = slurp(out, &n);
 	assert_int_equal(n, 0);
 	free(p);
@@ -238,7 +239,8 @@ static void test_ek_rsa(void **state)
 		assert_int_equal(X509_STORE_CTX_init(ctx, store, cert, NULL), 1);
 		assert_int_not_equal(X509_verify_cert(ctx), 1);
 		/* its key is the EK's: the same modulus */
-		assert_int_equal(EVP_PKEY_get_bn_param(X509_get0_pubkey(cert), OSSL_PKEY_PARAM_RSA_N, &nbn), 1);
+		assert_int_equal(
+		    EVP_PKEY_get_bn_param(X509_get0_pubkey(cert), OSSL_PKEY_PARAM_RSA_N, &nbn), 1);
 		assert_int_equal(BN_bn2binpad(nbn, mod, sizeof(mod)), 256);
 		assert_int_equal(pub.unique.rsa.size, 256);
 		assert_memory_equal(mod, pub.unique.rsa.buffer, 256);
@@ -287,8 +289,9 @@ static void test_ak(void **state)
 	struct bcd_tpm_ak a, b;
 	uint8_t name[34];
 	TPMT_PUBLIC pub;
-	TPMA_OBJECT want = TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_FIXEDTPM |
-	                   TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN;
+	TPMA_OBJECT want = TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_SIGN_ENCRYPT |
+	                   TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+	                   TPMA_OBJECT_SENSITIVEDATAORIGIN;
 
 	assert_int_equal(bcd_tpm_ak(t, &a), 0);
 	bcd_tpm_close(t);
@@ -315,7 +318,8 @@ static void test_ak(void **state)
 /* tpm2-tools' credential file: u32 magic, u32 version, TPM2B_ID_OBJECT,
  * TPM2B_ENCRYPTED_SECRET. */
 static void make_credential(const char *ekpub, const uint8_t name[static 34], const uint8_t *secret,
-                            size_t len, uint8_t **id, size_t *id_len, uint8_t **enc, size_t *enc_len)
+                            size_t len, uint8_t **id, size_t *id_len, uint8_t **enc,
+                            size_t *enc_len)
 {
 	char hex[69], sec[300], out[300];
 	uint8_t *p;
@@ -364,34 +368,32 @@ static void test_activate(void **state)
 	make_credential(ekpub, ak.name, cv, sizeof(cv), &id, &id_len, &enc, &enc_len);
 
 	t = open_tpm();
-	assert_int_equal(bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len, &got,
-	                                  &got_len),
-	                 0);
+	assert_int_equal(
+	    bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len, &got, &got_len), 0);
 	assert_int_equal(got_len, sizeof(cv));
 	assert_memory_equal(got, cv, sizeof(cv));
 	bc_freezero(got, got_len);
 	/* a trailing byte, a truncated blob */
 	enc[enc_len] = 0;
-	assert_int_equal(bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len + 1, &got,
-	                                  &got_len),
-	                 BC_ERR_TRAILING);
+	assert_int_equal(
+	    bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len + 1, &got, &got_len),
+	    BC_ERR_TRAILING);
 	assert_null(got);
-	assert_int_equal(bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len - 1, enc, enc_len, &got,
-	                                  &got_len),
-	                 BC_ERR_INVALID);
+	assert_int_equal(
+	    bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len - 1, enc, enc_len, &got, &got_len),
+	    BC_ERR_INVALID);
 	/* an altered credential fails the TPM's integrity check, and leaks no slot */
 	id[id_len - 1] ^= 1;
-	assert_int_equal(bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len, &got,
-	                                  &got_len),
-	                 BC_ERR_IO);
+	assert_int_equal(
+	    bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len, &got, &got_len),
+	    BC_ERR_IO);
 	assert_null(got);
 	assert_int_not_equal(bcd_tpm_last_rc(t), 0);
 	assert_non_null(strstr(bcd_tpm_error(t), "ActivateCredential"));
 	/* under the ECC EK, the RSA EK's credential does not activate */
 	id[id_len - 1] ^= 1;
-	assert_int_not_equal(bcd_tpm_activate(t, BCD_TPM_EK_ECC_P256, id, id_len, enc, enc_len, &got,
-	                                      &got_len),
-	                     0);
+	assert_int_not_equal(
+	    bcd_tpm_activate(t, BCD_TPM_EK_ECC_P256, id, id_len, enc, enc_len, &got, &got_len), 0);
 	bcd_tpm_close(t);
 	free(id);
 	free(enc);
@@ -401,16 +403,15 @@ static void test_activate(void **state)
 	other[33] ^= 1;
 	make_credential(ekpub, other, cv, sizeof(cv), &id, &id_len, &enc, &enc_len);
 	t = open_tpm();
-	assert_int_equal(bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len, &got,
-	                                  &got_len),
-	                 BC_ERR_IO);
+	assert_int_equal(
+	    bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len, &got, &got_len),
+	    BC_ERR_IO);
 	/* and after all that, a good one still does: every slot was given back */
 	free(id);
 	free(enc);
 	make_credential(ekpub, ak.name, cv, sizeof(cv), &id, &id_len, &enc, &enc_len);
-	assert_int_equal(bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len, &got,
-	                                  &got_len),
-	                 0);
+	assert_int_equal(
+	    bcd_tpm_activate(t, BCD_TPM_EK_RSA2048, id, id_len, enc, enc_len, &got, &got_len), 0);
 	assert_memory_equal(got, cv, sizeof(cv));
 	bc_freezero(got, got_len);
 	bcd_tpm_close(t);
@@ -472,10 +473,13 @@ static void test_quote(void **state)
 	bcd_tpm_attest_free(&q);
 
 	/* refused before the TPM sees them */
-	assert_int_equal(bcd_tpm_quote(t, TPM2_ALG_SHA1, &zero, 1, extra, 32, &q), BC_ERR_UNSUPPORTED);
+	assert_int_equal(bcd_tpm_quote(t, TPM2_ALG_SHA1, &zero, 1, extra, 32, &q),
+	                 BC_ERR_UNSUPPORTED);
 	assert_int_equal(bcd_tpm_quote(t, TPM2_ALG_SHA256, &big, 1, extra, 32, &q), BC_ERR_INVALID);
-	assert_int_equal(bcd_tpm_quote(t, TPM2_ALG_SHA256, &zero, 0, extra, 32, &q), BC_ERR_INVALID);
-	assert_int_equal(bcd_tpm_quote(t, TPM2_ALG_SHA256, &zero, 1, extra, 65, &q), BC_ERR_INVALID);
+	assert_int_equal(bcd_tpm_quote(t, TPM2_ALG_SHA256, &zero, 0, extra, 32, &q),
+	                 BC_ERR_INVALID);
+	assert_int_equal(bcd_tpm_quote(t, TPM2_ALG_SHA256, &zero, 1, extra, 65, &q),
+	                 BC_ERR_INVALID);
 	assert_null(q.attest);
 	/* the SHA-384 bank is not active on swtpm: a clear error, no slot leaked */
 	assert_int_not_equal(bcd_tpm_quote(t, TPM2_ALG_SHA384, &zero, 1, extra, 32, &q), 0);
@@ -535,8 +539,8 @@ static void test_nodekey(void **state)
 	assert_memory_equal(bcd_tpm_nodekey_name(k), name, 34);
 
 	/* a CSR made in the TPM passes the server's check, for this key */
-	assert_int_equal(bcd_tpm_nodekey_csr(t, k, "node_01hzx3k9q8w7e6r5t4y3u2i1o0", &csr, &csr_len),
-	                 0);
+	assert_int_equal(
+	    bcd_tpm_nodekey_csr(t, k, "node_01hzx3k9q8w7e6r5t4y3u2i1o0", &csr, &csr_len), 0);
 	assert_int_equal(bc_csr_check(csr, csr_len, &pub), 0);
 	assert_int_equal(EVP_PKEY_eq(pub, bcd_tpm_nodekey_pkey(k)), 1);
 	EVP_PKEY_free(pub);
@@ -549,9 +553,8 @@ static void test_nodekey(void **state)
 	assert_int_equal(bc_sha256(msg.p, msg.len, digest), 0);
 	bc_buf_free(&msg);
 	assert_int_equal(bcd_tpm_nodekey_sign(t, k, digest, 32, sig), 0);
-	assert_int_equal(bc_es256_verify(bcd_tpm_nodekey_pkey(k), BC_PURPOSE_RENEW, "payload", 7, sig,
-	                                 64),
-	                 0);
+	assert_int_equal(
+	    bc_es256_verify(bcd_tpm_nodekey_pkey(k), BC_PURPOSE_RENEW, "payload", 7, sig, 64), 0);
 	assert_int_equal(bcd_tpm_nodekey_sign(t, k, digest, 31, sig), BC_ERR_INVALID);
 
 	/* the AK certifies it over sha256(csr) */
@@ -622,7 +625,8 @@ static void test_record(void **state)
 	}
 	/* a header (as an encrypted PEM would have) */
 	assert_non_null(bio = BIO_new(BIO_s_mem()));
-	assert_true(PEM_write_bio(bio, BCD_TPM_NODE_KEY_PEM, "Proc-Type: 4,ENCRYPTED\n", unique, 32) > 0);
+	assert_true(
+	    PEM_write_bio(bio, BCD_TPM_NODE_KEY_PEM, "Proc-Type: 4,ENCRYPTED\n", unique, 32) > 0);
 	n = BIO_get_mem_data(bio, &data);
 	assert_int_equal(bcd_tpm_record_decode(data, (size_t)n, got), BC_ERR_INVALID);
 	BIO_free(bio);
@@ -644,11 +648,13 @@ static int start_swtpm(void)
 	FILE *p;
 	int st;
 
-	if (sh("command -v tpm2_createek >/dev/null && command -v tpm2_makecredential >/dev/null") != 0) {
+	if (sh("command -v tpm2_createek >/dev/null && command -v tpm2_makecredential "
+	       ">/dev/null") != 0) {
 		fprintf(stderr, "agent_tpm_test: tpm2-tools missing: skipped\n");
 		return 77;
 	}
-	snprintf(dir, sizeof(dir), "%s/bc-agtpm.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(dir, sizeof(dir), "%s/bc-agtpm.XXXXXX",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (mkdtemp(dir) == NULL)
 		return 1;
 	snprintf(cmd, sizeof(cmd), "sh %s/scripts/swtpm.sh start %s/tpm", src, dir);
@@ -663,7 +669,8 @@ static int start_swtpm(void)
 		rmdir(dir);
 		return 77;
 	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || sscanf(line, "%u %511s", &port, root_pem) != 2)
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+	    sscanf(line, "%u %511s", &port, root_pem) != 2)
 		return 1;
 	snprintf(tcti, sizeof(tcti), "swtpm:host=127.0.0.1,port=%u", port);
 	snprintf(issuer_pem, sizeof(issuer_pem), "%s/tpm/ca/issuercert.pem", dir);
@@ -714,14 +721,10 @@ static void end_watcher(void)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_record),
-		cmocka_unit_test(test_open_unreachable),
-		cmocka_unit_test(test_ek_rsa),
-		cmocka_unit_test(test_ek_ecc),
-		cmocka_unit_test(test_ak),
-		cmocka_unit_test(test_activate),
-		cmocka_unit_test(test_quote),
-		cmocka_unit_test(test_nodekey),
+	    cmocka_unit_test(test_record), cmocka_unit_test(test_open_unreachable),
+	    cmocka_unit_test(test_ek_rsa), cmocka_unit_test(test_ek_ecc),
+	    cmocka_unit_test(test_ak),     cmocka_unit_test(test_activate),
+	    cmocka_unit_test(test_quote),  cmocka_unit_test(test_nodekey),
 	};
 	int rc = start_swtpm();
 
