@@ -103,10 +103,14 @@ struct bcd_identity {
 /* Loads the identity: identity.json is the commit point, and everything is checked
  * against it (the leaf names its node id, role and trust domain; the node key is the
  * leaf's). A node.key.next that matches the leaf while node.key does not (a renewal
- * cut short between its renames) is used and the swap finished. BC_ERR_NOT_FOUND
- * when there is no identity.json. Free with bcd_identity_free. */
+ * cut short between its renames) is used (key_from_next), and nothing is written.
+ * BC_ERR_NOT_FOUND when there is no identity.json. Free with bcd_identity_free. */
 BC_WUR int bcd_identity_load(const struct bcd_config *cfg, struct bcd_identity *id,
                              struct bcd_msg *m);
+/* For bcd node: a loaded identity whose key came from node.key.next gets it renamed
+ * over node.key (the rest of the cut-short renewal's swap). */
+BC_WUR int bcd_identity_finish_swap(const struct bcd_config *cfg, struct bcd_identity *id,
+                                    struct bcd_msg *m);
 void bcd_identity_free(struct bcd_identity *id);
 /* Writes a new identity from a JOINED answer: node.key, node.crt, ca.pem and
  * identity.json to temporary names first, then renamed, identity.json last.

@@ -238,13 +238,12 @@ static int read_node_key(const struct bcd_config *cfg, struct bcd_identity *id, 
 	if (same_key(id->key, X509_get0_pubkey(leaf)))
 		goto out;
 	if (read_key(next, &k, &id->key_in_tpm, &ignored) == 0 && same_key(k, X509_get0_pubkey(leaf))) {
-		/* the renewal had committed its certificate: finish its swap */
+		/* the renewal had committed its certificate; only bcd node finishes the
+		 * swap (bcd_identity_finish_swap), so a status run beside it never races it */
 		EVP_PKEY_free(id->key);
 		id->key = k;
 		k = NULL;
 		id->key_from_next = 1;
-		if (rename(next, path) == 0 && bcd_sync_dir(cfg->data_dir, &ignored) == 0)
-			id->key_from_next = 0;
 		goto out;
 	}
 	bcd_say(m, "%s: the node key does not match the node certificate (%s/%s); %s", path,
@@ -358,4 +357,22 @@ int bcd_identity_write_json(const struct bcd_config *cfg, const char *node_id, c
 	rc = bcd_write_atomic(cfg->data_dir, BCD_IDENTITY, text, strlen(text), 0644, m);
 	free(text);
 	return rc;
+}
+
+int bcd_identity_finish_swap(const struct bcd_config *cfg, struct bcd_identity *id,
+                             struct bcd_msg *m)
+{
+	char path[4096], next[4096];
+	int rc;
+
+	if (!id->key_from_next)
+		return 0;
+	if (bcd_path(path, sizeof(path), cfg->data_dir, BCD_NODE_KEY) != 0 ||
+	    bcd_path(next, sizeof(next), cfg->data_dir, BCD_NODE_KEY_NEXT) != 0)
+		return BC_ERR_LIMIT;
+	if ((rc = bcd_commit(next, cfg->data_dir, BCD_NODE_KEY, m)) != 0 ||
+	    (rc = bcd_sync_dir(cfg->data_dir, m)) != 0)
+		return rc;
+	id->key_from_next = 0;
+	return 0;
 }

@@ -207,13 +207,14 @@ static int run_loop(struct daemon *d)
 	}
 }
 
-/* identity.json lags its certificate after a crash between the swap and its write. */
+/* A renewal cut short: node.key.next still to rename, or identity.json lagging its
+ * certificate (a crash between the swap and its write). */
 static void repair(struct daemon *d)
 {
 	struct bcd_msg m;
-	char na[40];
 
-	bc_time_format_ms(d->id.not_after_ms, na, sizeof(na));
+	if (bcd_identity_finish_swap(&d->cfg, &d->id, &m) != 0)
+		bc_log(BC_LOG_WARN, "cannot finish an interrupted renewal", "error", m.text, NULL);
 	if (bcd_identity_write_json(&d->cfg, d->id.node_id, d->id.role, d->cfg.trust_domain,
 	                            d->id.serial, d->id.not_after_ms, d->id.joined_at, &m) != 0)
 		bc_log(BC_LOG_WARN, "cannot rewrite identity.json", "error", m.text, NULL);

@@ -254,7 +254,7 @@ static void answer_make(const Bettercompute__Attest__V1__TpmChallenge *ch, const
                         const char *nk, struct answer *a)
 {
 	static const uint8_t magic[8] = {0xba, 0xdc, 0xc0, 0xde, 0, 0, 0, 1};
-	uint8_t cred[4096], d[32], buf[64];
+	uint8_t cred[4096], d[32], buf[64], nonce[32];
 	char list[128] = "sha256:", *hex, nkpub[64];
 	size_t off = 0;
 	struct blob pcrs;
@@ -279,8 +279,8 @@ static void answer_make(const Bettercompute__Attest__V1__TpmChallenge *ch, const
 	assert_int_equal(bc_sha256(csr->p, csr->n, d), 0);
 	memcpy(buf, a->secret.p, 32);
 	memcpy(buf + 32, d, 32);
-	assert_int_equal(bc_sha256(buf, 64, buf), 0);
-	hex = bct_hex(buf, 32);
+	assert_int_equal(bc_sha256(buf, 64, nonce), 0);
+	hex = bct_hex(nonce, 32);
 	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_pcrread %s -o pcrs.bin && tpm2_quote -c " AK_HANDLE
 	                                  " -l %s -q %s -m quote.msg -s quote.sig -g sha256",
 	                            list, list, hex), 0);
@@ -459,12 +459,12 @@ static void test_tpm_join_admitted_and_reclaimed(void **state)
 	bc_node_identity_clear(&id);
 	bc_join_answer_free(&ans);
 	/* bound to sha256(EK), nodeKey tpm in the event, the audit row and the node */
-	bc_param p[] = {BC_TEXT(node_id), BC_TEXT(ek_hex), BC_TEXT(pool)};
+	bc_param p[] = {BC_TEXT(node_id), BC_TEXT(ek_hex)};
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_bindings WHERE node_id = $1 AND "
 	                                "kind = 'tpm-ek' AND key = $2", p, 2), 1);
+	bc_param np[] = {BC_TEXT(node_id), BC_TEXT(pool)};
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND node_key = "
-	                                "'tpm' AND attestor = 'tpm' AND pool_id = $3",
-	                           (bc_param[]){p[0], p[1], p[2]}, 3), 1);
+	                                "'tpm' AND attestor = 'tpm' AND pool_id = $2", np, 2), 1);
 	char *data = bct_text(&cp, "SELECT data FROM events WHERE type = 'node.joined' AND subject = $1",
 	                      p, 1);
 	assert_non_null(data);
@@ -737,4 +737,186 @@ static void test_tpm_bound_elsewhere(void **state)
 	answer_free(&a);
 	blob_free(&csr);
 	bct_cp_stop(&cp);
+}
+
+/* ---- enrollment through the admin API ---- */
+
+struct api_body {
+	char buf[16384];
+	size_t n;
+};
+
+static size_t api_write(char *p, size_t sz, size_t nm, void *ud)
+{
+	struct api_body *b = ud;
+	size_t n = sz * nm, room = sizeof(b->buf) - 1 - b->n;
+	memcpy(b->buf + b->n, p, n < room ? n : room);
+	b->n += n < room ? n : room;
+	b->buf[b->n] = 0;
+	return n;
+}
+
+static long api(struct bct_cp *cp, const char *key, const char *method, const char *path,
+                struct api_body *out)
+{
+	char url[512], authz[256];
+	struct curl_slist *h = NULL;
+	CURL *c = curl_easy_init();
+	long status = 0;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(url, sizeof(url), "%s%s", cp->url, path);
+	snprintf(authz, sizeof(authz), "Authorization: Bearer %s", key);
+	h = curl_slist_append(h, authz);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (strcmp(method, "POST") == 0)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, api_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return status;
+}
+
+static int key_tx(bc_tx *tx, void *arg)
+{
+	return bc_admin_create_api_key(tx, "root", "test", (char **)arg);
+}
+
+/* Round 2 while the request waits: pending, with its id. */
+static void expect_pending(struct bct_cp *cp, const struct blob *csr, char id[64])
+{
+	struct bc_join_answer ans;
+	struct answer a;
+
+	full_answer(cp, csr, NK_HANDLE, &a);
+	assert_int_equal(round2(cp, csr, &a, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_PENDING);
+	assert_int_equal(strncmp(ans.request_id, "jr_", 3), 0);
+	assert_int_equal(ans.retry_after_seconds, 7);
+	snprintf(id, 64, "%s", ans.request_id);
+	bc_join_answer_free(&ans);
+	answer_free(&a);
+}
+
+static void test_tpm_enrollment_approve_and_deny(void **state)
+{
+	static const char *site = "site_0000000000000000000000000s";
+	struct bct_cp cp;
+	struct bc_join_answer ans;
+	struct api_body body;
+	struct answer a;
+	char lines[1024], id[64], path[256], *key = NULL;
+	(void)state;
+
+	snprintf(lines, sizeof(lines), "enrollment_tenant = \"root\"\nenrollment_site = \"%s\"\n"
+	         "retry_after_seconds = 7\n", site);
+	for (int deny = 0; deny < 2; deny++) {
+		cp_start(&cp, lines);
+		bc_param s[] = {BC_TEXT(site), BC_INT(bc_now_ms())};
+		assert_int_equal(bct_exec(&cp, "INSERT INTO sites (id, tenant_id, name, created_at) "
+		                               "VALUES ($1, 'root', 'lab', $2)", s, 2), 0);
+		assert_int_equal(bc_store_run(bct_store(&cp), BC_TX_WRITE, key_tx, &key), 0);
+		struct blob csr = make_csr(NK_HANDLE, "node");
+		expect_pending(&cp, &csr, id);
+		/* it waits: the same again, the same request */
+		char again[64];
+		expect_pending(&cp, &csr, again);
+		assert_string_equal(again, id);
+		/* another CSR while it waits */
+		struct blob other = make_csr(NK_HANDLE, "other");
+		full_answer(&cp, &other, NK_HANDLE, &a);
+		expect_refused(&cp, &other, &a, "enrollment-csr");
+		answer_free(&a);
+		blob_free(&other);
+		/* the operator sees it and decides */
+		assert_int_equal(api(&cp, key, "GET", "/v1/tenants/root/join-requests?state=pending",
+		                     &body), 200);
+		assert_non_null(strstr(body.buf, id));
+		assert_non_null(strstr(body.buf, ek_hex));
+		snprintf(path, sizeof(path), "/v1/tenants/root/join-requests/%s/%s", id,
+		         deny ? "deny" : "approve");
+		assert_int_equal(api(&cp, key, "POST", path, &body), 200);
+		assert_non_null(strstr(body.buf, deny ? "\"denied\"" : "\"approved\""));
+		/* decided once */
+		assert_int_equal(api(&cp, key, "POST", path, &body), 409);
+		bc_param e[] = {BC_TEXT(deny ? "join-request.denied" : "join-request.approved"),
+		                BC_TEXT(id)};
+		assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = $1 AND "
+		                                "subject = $2", e, 2), 1);
+		assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM audit WHERE action = $1 AND "
+		                                "subject = $2", e, 2), 1);
+		full_answer(&cp, &csr, NK_HANDLE, &a);
+		if (deny) {
+			expect_refused(&cp, &csr, &a, "enrollment-denied");
+		} else {
+			assert_int_equal(round2(&cp, &csr, &a, &ans), 0);
+			assert_int_equal(ans.state, BC_JOIN_JOINED);
+			bc_param n[] = {BC_TEXT(ans.node_id), BC_TEXT(site)};
+			assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND "
+			                                "site_id = $2", n, 2), 1);
+			bc_param r[] = {BC_TEXT(id)};
+			char *st = bct_text(&cp, "SELECT state FROM join_requests WHERE id = $1", r, 1);
+			assert_string_equal(st, "used");
+			free(st);
+			bc_join_answer_free(&ans);
+		}
+		answer_free(&a);
+		blob_free(&csr);
+		free(key);
+		key = NULL;
+		bct_cp_stop(&cp);
+	}
+}
+
+static void test_tpm_config_errors(void **state)
+{
+	struct bct_cp cp;
+	(void)state;
+
+	/* unknown keys name themselves; no roots without allow_uncertified_ek */
+	assert_int_not_equal(bct_cp_start(&cp, "[attestors.tpm]\nallow_uncertified_ek = true\n"
+	                                       "ek_root = [\"x\"]\n"), 0);
+	bct_cp_stop(&cp);
+	assert_int_not_equal(bct_cp_start(&cp, "[attestors.tpm]\n"), 0);
+	bct_cp_stop(&cp);
+	assert_int_not_equal(bct_cp_start(&cp, "[attestors.tpm]\nallow_uncertified_ek = true\n"
+	                                       "challenge_ttl_ms = 300001\n"), 0);
+	bct_cp_stop(&cp);
+	assert_int_equal(bct_cp_start(&cp, "[attestors.tpm]\nallow_uncertified_ek = true\n"
+	                                   "pcrs = \"0-7,10\"\nroles = [\"node\", \"site\"]\n"),
+	                 0);
+	bct_cp_stop(&cp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tpm_join_admitted_and_reclaimed),
+		cmocka_unit_test(test_tpm_refusals_by_name),
+		cmocka_unit_test(test_tpm_ek_refusals),
+		cmocka_unit_test(test_tpm_node_key_any),
+		cmocka_unit_test(test_tpm_pcr_policy),
+		cmocka_unit_test(test_tpm_bound_elsewhere),
+		cmocka_unit_test(test_tpm_enrollment_approve_and_deny),
+		cmocka_unit_test(test_tpm_config_errors),
+	};
+	int rc;
+
+	if (bct_engine_skip())
+		return BCT_SKIP;
+	if ((rc = bct_tpm_start(&tpm)) != 0 || (rc = agent_prepare()) != 0) {
+		if (rc != 77)
+			fprintf(stderr, "join_tpm_test: swtpm or the agent's keys did not start (%s)\n",
+			        tpm.dir);
+		bct_tpm_stop(&tpm);
+		return rc == 77 ? 77 : 1;
+	}
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	bct_tpm_stop(&tpm);
+	return rc;
 }

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +289,106 @@ static void test_replay(void **state)
 	machine_free(&m);
 }
 
+/* A Renew proof (the same payload under purpose renew) and a proof made for another
+ * CSR are not x509pop proofs. */
+static void test_proof_bound_to_purpose_and_csr(void **state)
+{
+	struct machine m;
+	struct pop p, other;
+	uint8_t d[32], sig[64];
+	bc_buf b;
+	(void)state;
+
+	token_join(&m, "node", NULL);
+	/* the renew proof: ES256 over the very same bytes, purpose renew */
+	make_pop(&m, 0, NULL, &p);
+	json_t *ev = json_loads(p.evidence, 0, NULL);
+	int64_t t = json_integer_value(json_object_get(ev, "clientTime"));
+	assert_int_equal(bc_sha256(p.csr, p.csr_len, d), 0);
+	bc_buf_init(&b, 0);
+	assert_int_equal(bc_buf_put(&b, d, 32), 0);
+	assert_int_equal(bc_buf_put_cstr(&b, m.ans.node_id), 0);
+	assert_int_equal(bc_buf_put_u64(&b, (uint64_t)t), 0);
+	assert_int_equal(bc_es256_sign(m.key, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
+	bc_buf_free(&b);
+	char *b64 = bc_b64_encode(sig, 64);
+	json_object_set_new(ev, "sig", json_string(b64));
+	free(b64);
+	free(p.evidence);
+	p.evidence = json_dumps(ev, JSON_COMPACT);
+	json_decref(ev);
+	expect_refused(&p, "node", "x509pop-signature");
+	/* a proof made for another CSR, sent with this one */
+	make_pop(&m, 0, NULL, &other);
+	free(p.evidence);
+	p.evidence = strdup(other.evidence);
+	expect_refused(&p, "node", "x509pop-signature");
+	/* the proof with its own CSR still admits: nothing above spent it */
+	struct bc_join_answer ans;
+	assert_int_equal(pop_join(&other, "node", &ans), 0);
+	bc_join_answer_free(&ans);
+	pop_free(&p);
+	pop_free(&other);
+	machine_free(&m);
+}
+
+struct racer {
+	struct bct_cp *cp;
+	const struct pop *p;
+	int rc;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct bc_join_answer ans;
+	struct bct_join_opts jo = {.attestor = "x509pop",
+	                           .key = r->p->next,
+	                           .csr = r->p->csr,
+	                           .csr_len = r->p->csr_len,
+	                           .attestation = (const uint8_t *)r->p->evidence,
+	                           .attestation_len = strlen(r->p->evidence)};
+	r->rc = bct_join(r->cp, &jo, &ans);
+	if (r->rc == 0)
+		bc_join_answer_free(&ans);
+	return NULL;
+}
+
+/* Two replicas on one store: one proof sent to both at once admits exactly once. */
+static void test_two_replicas_accept_a_proof_once(void **state)
+{
+	struct bct_cp replica;
+	struct machine m;
+	struct pop p;
+	struct racer r[16];
+	pthread_t th[16];
+	int admitted = 0, refused = 0;
+	(void)state;
+
+	assert_int_equal(bct_cp_replica(&cp, &replica), 0);
+	token_join(&m, "node", NULL);
+	make_pop(&m, 0, NULL, &p);
+	for (int i = 0; i < 16; i++) {
+		r[i].cp = i % 2 ? &replica : &cp;
+		r[i].p = &p;
+		assert_int_equal(pthread_create(&th[i], NULL, race, &r[i]), 0);
+	}
+	for (int i = 0; i < 16; i++) {
+		pthread_join(th[i], NULL);
+		admitted += r[i].rc == 0;
+		refused += r[i].rc == BC_ERR_DENIED;
+	}
+	assert_int_equal(admitted, 1);
+	assert_int_equal(refused, 15);
+	bc_param q[] = {BC_TEXT(m.ans.node_id)};
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
+	                                "AND subject = $1", q, 1), 1);
+	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", q, 1), 2);
+	bct_cp_stop(&replica);
+	pop_free(&p);
+	machine_free(&m);
+}
+
 static void test_site_rejoins_as_site(void **state)
 {
 	struct machine m;
@@ -317,6 +419,8 @@ int main(void)
 		cmocka_unit_test(test_rejoins_in_place),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_replay),
+		cmocka_unit_test(test_proof_bound_to_purpose_and_csr),
+		cmocka_unit_test(test_two_replicas_accept_a_proof_once),
 		cmocka_unit_test(test_site_rejoins_as_site),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

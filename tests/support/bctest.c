@@ -205,6 +205,38 @@ void bct_cp_stop(struct bct_cp *cp)
 	pthread_mutex_destroy(&cp->mu);
 }
 
+int bct_cp_replica(struct bct_cp *cp, struct bct_cp *r)
+{
+	char path[512], toml[2048], err[512] = "", *d, *pins = NULL;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->mu, NULL);
+	if ((d = bct_tmpdir()) == NULL)
+		return BC_ERR_IO;
+	snprintf(r->dir, sizeof(r->dir), "%s", d);
+	free(d);
+	/* the first control plane's store, secret and bundle: one control plane, two replicas */
+	snprintf(toml, sizeof(toml),
+	         "listen = \"127.0.0.1:0\"\ndatabase = \"%s\"\nsecret_file = \"%s\"\n"
+	         "pki_bundle = \"%s\"\nthreads = 8\nlog_level = \"error\"\n[attestors.x509pop]\n",
+	         cp->cfg.database, cp->cfg.secret_file, cp->cfg.pki_bundle);
+	snprintf(path, sizeof(path), "%s/server.toml", r->dir);
+	if (bct_write_file(path, toml) != 0)
+		return BC_ERR_IO;
+	if ((rc = bc_server_config_load(path, &r->cfg, err, sizeof(err))) != 0 ||
+	    (rc = bc_server_start(&r->cfg, hook, r, &r->srv, err, sizeof(err))) != 0) {
+		fprintf(stderr, "bct: replica: %s\n", err);
+		return rc;
+	}
+	snprintf(r->url, sizeof(r->url), "http://127.0.0.1:%u", bc_server_port(r->srv));
+	if ((pins = bc_admin_daemon_config_json(bc_server_pki(r->srv), r->url)) == NULL)
+		return BC_ERR_NOMEM;
+	rc = bc_client_pins_from_json(pins, strlen(pins), &r->pins, err, sizeof(err));
+	free(pins);
+	return rc;
+}
+
 bc_store *bct_store(struct bct_cp *cp)
 {
 	return bc_server_store(cp->srv);

@@ -47,6 +47,9 @@ int bct_engine_skip(void);
  * 0, BCT_SKIP (see above), or an error. */
 int bct_cp_start(struct bct_cp *cp, const char *extra_toml);
 void bct_cp_stop(struct bct_cp *cp);
+/* A second replica of cp's control plane: its own listener and refusal hook, cp's
+ * store, secret and PKI bundle, with x509pop enabled. Stop it (bct_cp_stop) before cp. */
+int bct_cp_replica(struct bct_cp *cp, struct bct_cp *replica);
 bc_store *bct_store(struct bct_cp *cp);
 
 /* Rows made directly in the store. */
