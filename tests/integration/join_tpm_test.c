@@ -173,6 +173,10 @@ static struct blob make_csr(const char *handle, const char *cn)
 	X509_ALGOR_set0(alg, OBJ_nid2obj(NID_ecdsa_with_SHA256), V_ASN1_UNDEF, NULL);
 	assert_int_equal(X509_REQ_set1_signature_algo(req, alg), 1);
 	assert_int_equal(ASN1_BIT_STRING_set(bits, sig.p, (int)sig.n), 1);
+	/* no unused bits: left to itself, OpenSSL counts a signature's trailing zero bits as
+	 * unused and encodes a BIT STRING that no longer verifies */
+	bits->flags &= ~(ASN1_STRING_FLAG_BITS_LEFT | 0x07);
+	bits->flags |= ASN1_STRING_FLAG_BITS_LEFT;
 	X509_REQ_set0_signature(req, bits);
 	assert_int_equal(X509_REQ_verify(req, key), 1);
 	uint8_t *der = NULL;
