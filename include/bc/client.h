@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bc/crypto.h"
 #include "bc/err.h"
 
 struct bc_client_pins {
@@ -124,5 +125,16 @@ BC_WUR int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *con
                            const size_t *chain_lens, size_t n_chain, EVP_PKEY *key,
                            EVP_PKEY *next_key, struct bc_join_answer *out, char *err,
                            size_t errlen);
+
+/* Added: bc_client_renew for a current key held elsewhere (a TPM) and a next key whose
+ * CSR the caller made (in that TPM). pub is the current key's public half (it must be
+ * the leaf's); sign(sign_ctx, purpose, payload, ...) makes the renew proof, which is
+ * checked under pub before it is sent (bc_es256_sign_with). next_csr (DER) must pass
+ * bc_csr_check. Otherwise as bc_client_renew. */
+BC_WUR int bc_client_renew_with(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                                const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
+                                bc_sign_fn sign, void *sign_ctx, const uint8_t *next_csr,
+                                size_t next_csr_len, struct bc_join_answer *out, char *err,
+                                size_t errlen);
 
 #endif

@@ -124,4 +124,18 @@ BC_WUR int bc_hpke_ctx_open(const struct bc_hpke_ctx *ctx, const void *aad, size
  * where an OpenSSL call has failed; other modules (pki, client) use it too. */
 BC_WUR int bc_ossl_err(void);
 
+/* Added for keys held elsewhere (a TPM): ES256 by a signing callback.
+ * bc_es256_digest is the digest bc_es256_sign signs: SHA-256("bettercompute/v1" 0x00
+ * purpose 0x00 payload). A bc_sign_fn signs that digest for (purpose, payload) with a
+ * P-256 key it holds, into P1363 r || s; 0 or a negative BC_ERR_*.
+ * bc_es256_sign_with calls sign and checks the signature under pub (the key's public
+ * half) before it is returned: BC_ERR_VERIFY when it does not verify; sig is zeroed on
+ * any failure. */
+typedef int (*bc_sign_fn)(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
+                          uint8_t sig[BC_SIG_LEN]);
+BC_WUR int bc_es256_digest(const char *purpose, const void *payload, size_t len,
+                           uint8_t out[static 32]);
+BC_WUR int bc_es256_sign_with(bc_sign_fn sign, void *ctx, EVP_PKEY *pub, const char *purpose,
+                              const void *payload, size_t len, uint8_t sig[static BC_SIG_LEN]);
+
 #endif

@@ -112,12 +112,30 @@ BC_WUR int bcd_identity_load(const struct bcd_config *cfg, struct bcd_identity *
 BC_WUR int bcd_identity_finish_swap(const struct bcd_config *cfg, struct bcd_identity *id,
                                     struct bcd_msg *m);
 void bcd_identity_free(struct bcd_identity *id);
+/* After a replacement, whole or cut short: id freed and loaded again from the files, so
+ * the next attempt starts from what is on disk (node.key.next may be the certificate's
+ * key by then). Returns rc when it is an error (m keeps its message), else the load's;
+ * id->key is NULL when the identity no longer loads. */
+BC_WUR int bcd_identity_reload(const struct bcd_config *cfg, struct bcd_identity *id, int rc,
+                               struct bcd_msg *m);
 /* Writes a new identity from a JOINED answer: node.key, node.crt, ca.pem and
  * identity.json to temporary names first, then renamed, identity.json last.
  * joined_at NULL: now. */
 BC_WUR int bcd_identity_save(const struct bcd_config *cfg, EVP_PKEY *key,
                              const struct bc_join_answer *a, const char *joined_at,
                              struct bcd_msg *m);
+/* Replacing an identity that is there (a renewal, an x509pop re-join), in an order
+ * that leaves a loadable identity after a crash at any point (save.c says which).
+ * bcd_next_key: a new key into node.key.next (0600) before the request that certifies
+ * it (*next: the caller frees); a key still read from node.key.next is moved over
+ * node.key first. bcd_next_key_drop: node.key.next removed when the request failed.
+ * bcd_identity_replace: the JOINED answer for that key into place, identity.json
+ * last, joined_at kept. */
+BC_WUR int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id, EVP_PKEY **next,
+                        struct bcd_msg *m);
+void bcd_next_key_drop(const struct bcd_config *cfg);
+BC_WUR int bcd_identity_replace(const struct bcd_config *cfg, const struct bc_join_answer *a,
+                                const char *joined_at, struct bcd_msg *m);
 /* identity.json alone, from a loaded identity (after a renewal, or to repair one that
  * lags its certificate). */
 BC_WUR int bcd_identity_write_json(const struct bcd_config *cfg, const char *node_id,
@@ -132,6 +150,38 @@ BC_WUR int bcd_identity_text(const char *node_id, const char *role, const char *
 BC_WUR int bcd_chain_pem(uint8_t *const *ders, const size_t *lens, size_t n, char **out);
 /* The node key as a PKCS#8 PEM file body; wipe with bc_freezero(p, strlen(p)). */
 BC_WUR int bcd_key_pem(EVP_PKEY *key, char **out);
+
+/* ---- one join request (join.c) ---- */
+struct bcd_producer;
+struct bcd_join_req {
+	const char *attestor;          /* the JoinRequest.attestor */
+	const char *role;              /* "node" or "site" */
+	const char *token;             /* NULL for an attestor whose evidence is the credential */
+	struct bcd_producer *producer; /* NULL: no evidence (join-token) */
+	EVP_PKEY *key;                 /* the CSR is made from it */
+	int wait_pending;              /* 0: a pending answer is an error (bcd node) */
+};
+/* The claims, a CSR for r->key, and the rounds until a JOINED answer (*a, freed with
+ * bc_join_answer_free). Nothing is written. BC_ERR_DENIED when the server refused,
+ * BC_ERR_UNAVAILABLE when it could not be reached. */
+BC_WUR int bcd_join_request(const struct bcd_config *cfg, const struct bc_client_pins *pins,
+                            const struct bcd_join_req *r, struct bc_join_answer *a,
+                            struct bcd_msg *m);
+
+/* ---- x509pop: re-joining as the same node (x509pop.c) ---- */
+/* Re-joins the node of id (loaded, even with an expired certificate) with x509pop:
+ * the evidence is its chain and a proof by its key, the role its certificate's
+ * (node-tenant asks for node), the new key goes through node.key.next and the answer
+ * replaces the identity in the renewal's order (bcd_identity_replace). On success id
+ * is the new identity, loaded again. BC_ERR_DENIED when the control plane refused
+ * (m says what the operator can do); id is unchanged on any failure before the
+ * answer, and freed (id->key NULL) when the new identity does not load. */
+BC_WUR int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_client_pins *pins,
+                              struct bcd_identity *id, int wait_pending, struct bcd_msg *m);
+#define BCD_X509POP_REFUSED_HINT                                                              \
+	"the control plane refused to re-join this node with its last certificate (expired "   \
+	"more than the grace period ago, revoked, or the node was retired); join again with a " \
+	"new token: bcd join --reset --yes --token-file FILE"
 
 /* ---- hardware claims (claims.c) ---- */
 /* From [fakehw] claims when set, otherwise from /sys, uname and the host name.

@@ -376,3 +376,14 @@ int bcd_identity_finish_swap(const struct bcd_config *cfg, struct bcd_identity *
 	id->key_from_next = 0;
 	return 0;
 }
+
+int bcd_identity_reload(const struct bcd_config *cfg, struct bcd_identity *id, int rc,
+                        struct bcd_msg *m)
+{
+	struct bcd_msg ignored;
+	int lrc;
+
+	bcd_identity_free(id);
+	lrc = bcd_identity_load(cfg, id, rc == 0 ? m : &ignored);
+	return rc != 0 ? rc : lrc;
+}

@@ -14,6 +14,7 @@
 #include "agent/agent.h"
 #include "agent/producer.h"
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
 
@@ -120,6 +121,15 @@ static int wait_pending(const struct bc_join_answer *a, int *n, struct bcd_msg *
 	return 0;
 }
 
+/* bcd node cannot sleep through a pending answer (it would not hear SIGTERM), and an
+ * x509pop re-join is never deferred: said, and retried with the daemon's backoff. */
+static int no_wait(const struct bc_join_answer *a, struct bcd_msg *m)
+{
+	bcd_say(m, "the control plane deferred the join (join request %s); an operator approves "
+	        "it, then it is tried again", a->request_id[0] ? a->request_id : "without an id");
+	return BC_ERR_UNAVAILABLE;
+}
+
 static int evidence(struct bcd_producer *pr, EVP_PKEY *key, const uint8_t h[static 32],
                     uint8_t **att, size_t *att_len, struct bcd_msg *m)
 {
@@ -137,7 +147,8 @@ static int evidence(struct bcd_producer *pr, EVP_PKEY *key, const uint8_t h[stat
 }
 
 static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params *p,
-                       struct bcd_producer *pr, struct bc_join_answer *a, struct bcd_msg *m)
+                       struct bcd_producer *pr, int wait, struct bc_join_answer *a,
+                       struct bcd_msg *m)
 {
 	uint8_t h[32], *att = NULL;
 	size_t att_len = 0;
@@ -158,6 +169,8 @@ static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params 
 			break;
 		if (a->state == BC_JOIN_CHALLENGE)
 			rc = answer_challenge(pr, a, h, &challenges, &att, &att_len, m);
+		else if (a->state == BC_JOIN_PENDING && !wait)
+			rc = no_wait(a, m);
 		else if (a->state == BC_JOIN_PENDING && (rc = wait_pending(a, &pendings, m)) == 0)
 			rc = evidence(pr, p->key, h, &att, &att_len, m); /* a fresh round 1 */
 		else if (a->state != BC_JOIN_PENDING)
@@ -173,49 +186,65 @@ out:
 	return rc;
 }
 
-/* Everything the join needs that is not the token, then the rounds, then the files. */
-static int join_now(const struct bcd_config *cfg, const char *attestor, const char *token,
-                    struct bcd_producer *pr, char node_id[static 64], struct bcd_msg *m)
+int bcd_join_request(const struct bcd_config *cfg, const struct bc_client_pins *pins,
+                     const struct bcd_join_req *r, struct bc_join_answer *a, struct bcd_msg *m)
 {
-	struct bc_client_pins pins;
 	struct bc_client_claims claims;
 	struct bc_join_params p;
-	struct bc_join_answer a;
-	EVP_PKEY *key = NULL;
 	uint8_t *csr = NULL;
 	size_t csr_len = 0;
 	int rc;
 
 	memset(&claims, 0, sizeof(claims));
 	memset(&p, 0, sizeof(p));
-	memset(&a, 0, sizeof(a));
-	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
-		return rc;
+	memset(a, 0, sizeof(*a));
 	if ((rc = bcd_claims_read(cfg, &claims, m)) != 0)
 		goto out;
-	if ((rc = bc_key_generate(&key)) != 0 || (rc = bc_csr_make(key, CSR_CN, &csr, &csr_len)) != 0) {
-		bcd_say(m, "cannot make the node key and CSR (%s)", bc_err_str(rc));
+	if ((rc = bc_csr_make(r->key, CSR_CN, &csr, &csr_len)) != 0) {
+		bcd_say(m, "cannot make the CSR (%s)", bc_err_str(rc));
 		goto out;
 	}
-	p.attestor = attestor;
-	p.role = BC_ROLE_NODE;
-	p.token = token;
+	p.attestor = r->attestor;
+	p.role = r->role;
+	p.token = r->token;
 	p.claims = &claims;
-	p.key = key;
+	p.key = r->key;
 	p.csr = csr;
 	p.csr_len = csr_len;
 	p.agent_version = BCD_VERSION;
-	if ((rc = join_rounds(&pins, &p, pr, &a, m)) != 0)
+	rc = join_rounds(pins, &p, r->producer, r->wait_pending, a, m);
+out:
+	bcd_claims_free(&claims);
+	free(csr);
+	return rc;
+}
+
+/* A first join: a new key, the rounds, then the files. */
+static int join_now(const struct bcd_config *cfg, const char *attestor, const char *token,
+                    struct bcd_producer *pr, char node_id[static 64], struct bcd_msg *m)
+{
+	struct bc_client_pins pins;
+	struct bc_join_answer a;
+	struct bcd_join_req r = {.attestor = attestor, .role = BC_ROLE_NODE, .token = token,
+	                         .producer = pr, .wait_pending = 1};
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
+		return rc;
+	if ((rc = bc_key_generate(&r.key)) != 0) {
+		bcd_say(m, "cannot make the node key (%s)", bc_err_str(rc));
 		goto out;
-	if ((rc = bcd_identity_save(cfg, key, &a, NULL, m)) != 0)
+	}
+	if ((rc = bcd_join_request(cfg, &pins, &r, &a, m)) != 0)
+		goto out;
+	if ((rc = bcd_identity_save(cfg, r.key, &a, NULL, m)) != 0)
 		goto out;
 	memcpy(node_id, a.node_id, 64);
 out:
 	bc_join_answer_free(&a);
-	bcd_claims_free(&claims);
 	bc_client_pins_free(&pins);
-	EVP_PKEY_free(key);
-	free(csr);
+	EVP_PKEY_free(r.key);
 	return rc;
 }
 
@@ -234,7 +263,43 @@ static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd
 		}
 		unsetenv("BCD_JOIN_TOKEN");
 	}
+	if (strcmp(attestor, "x509pop") == 0) {
+		if (o->token_file != NULL || o->reset) {
+			bcd_say(m, "--attestor x509pop re-joins with the identity in the data directory: "
+			        "it takes no --token-file or --reset (to join anew: bcd join --reset "
+			        "--yes --token-file FILE)");
+			return BC_ERR_INVALID;
+		}
+		unsetenv("BCD_JOIN_TOKEN");
+	}
 	return 0;
+}
+
+/* bcd join --attestor x509pop: the identity that is there (its certificate may have
+ * expired) re-joins as the same node. */
+static int rejoin_by_hand(const struct bcd_config *cfg, struct bcd_msg *m)
+{
+	struct bc_client_pins pins;
+	struct bcd_identity id;
+	char na[40];
+	int rc;
+
+	if ((rc = bcd_identity_load(cfg, &id, m)) != 0) {
+		if (rc == BC_ERR_NOT_FOUND)
+			bcd_say(m, "x509pop re-joins a node that joined before: no identity in %s; "
+			        "join with a token", cfg->data_dir);
+		return rc;
+	}
+	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
+		goto out;
+	if ((rc = bcd_x509pop_rejoin(cfg, &pins, &id, 1, m)) == 0) {
+		bc_time_format_ms(id.not_after_ms, na, sizeof(na));
+		printf("rejoined as %s with x509pop; certificate until %s\n", id.node_id, na);
+	}
+	bc_client_pins_free(&pins);
+out:
+	bcd_identity_free(&id);
+	return rc;
 }
 
 int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
@@ -256,6 +321,11 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	/* the reset comes before any credential is read */
 	if (o->reset && ((rc = bcd_reset(&cfg, o->yes, m, exit_status)) != 0 || !o->yes))
 		goto out;
+	/* x509pop is the one join that starts from the identity that is there */
+	if (strcmp(attestor, "x509pop") == 0) {
+		rc = rejoin_by_hand(&cfg, m);
+		goto out;
+	}
 	if ((rc = bcd_identity_load(&cfg, &id, &why)) == 0) {
 		printf("already joined as %s\n", id.node_id);
 		bcd_identity_free(&id);

@@ -26,8 +26,9 @@ struct bcd_cmd {
 };
 
 static const struct bcd_cmd commands[] = {
-	{"join", C_JOIN, "[--token-file FILE] [--attestor join-token|tpm] [--reset [--yes]]",
-	 "join this machine (the token from --token-file or BCD_JOIN_TOKEN)", bcd_cmd_join},
+	{"join", C_JOIN, "[--token-file FILE] [--attestor join-token|tpm|x509pop] [--reset [--yes]]",
+	 "join this machine (the token from --token-file or BCD_JOIN_TOKEN); x509pop: re-join "
+	 "as the same node with the last certificate", bcd_cmd_join},
 	{"node", C_NODE, "", "run the agent: renew the node certificate before it expires",
 	 bcd_cmd_node},
 	{"status", C_STATUS, "[--json]", "show this machine's identity", bcd_cmd_status},

@@ -8,7 +8,12 @@
  * identity behind a crash: node.key.next (0600) first, then node.crt.next, then
  * node.crt.next -> node.crt and node.key.next -> node.key (a crash between these two
  * leaves a certificate whose key is node.key.next, which the loader accepts and
- * finishes), and identity.json last. */
+ * finishes), and identity.json last (bcd_identity_replace, save.c).
+ *
+ * A certificate that has expired (found so at start, or a renewal refused after its
+ * notAfter) cannot be renewed: the node re-joins with x509pop (x509pop.c), the same
+ * node with a new certificate, and goes back to renewing. A refused or failed re-join
+ * is retried with the same backoff as a renewal. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,11 +23,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "bc/buf.h"
 #include "bc/clock.h"
-#include "bc/crypto.h"
 #include "bc/log.h"
-#include "bc/pki.h"
 
 #define DEFAULT_RETRY_BASE_MS 30000
 #define MAX_BACKOFF_MS (10 * 60 * 1000)
@@ -88,72 +90,28 @@ static int wait_until(struct daemon *d, int64_t deadline)
 	}
 }
 
-/* The new certificate and key into place, identity.json last. */
-static int swap_in(struct daemon *d, const struct bc_join_answer *a, struct bcd_msg *m)
-{
-	const char *dir = d->cfg.data_dir;
-	char *chain = NULL, *ca = NULL, crt_next[4096], key_next[4096];
-	struct bc_node_identity ni;
-	int rc;
-
-	if ((rc = bcd_chain_pem(a->chain, a->chain_lens, a->n_chain, &chain)) != 0 ||
-	    (a->n_trust_bundle > 0 &&
-	     (rc = bcd_chain_pem(a->trust_bundle, a->trust_bundle_lens, a->n_trust_bundle, &ca)) != 0)) {
-		bcd_say(m, "cannot encode the new certificates (%s)", bc_err_str(rc));
-		goto out;
-	}
-	if ((rc = bcd_write_atomic(dir, BCD_NODE_CRT_NEXT, chain, strlen(chain), 0644, m)) != 0 ||
-	    (ca != NULL && (rc = bcd_write_atomic(dir, BCD_CA, ca, strlen(ca), 0644, m)) != 0))
-		goto out;
-	if ((rc = bcd_path(crt_next, sizeof(crt_next), dir, BCD_NODE_CRT_NEXT)) != 0 ||
-	    (rc = bcd_path(key_next, sizeof(key_next), dir, BCD_NODE_KEY_NEXT)) != 0)
-		goto out;
-	if ((rc = bcd_commit(crt_next, dir, BCD_NODE_CRT, m)) != 0 ||
-	    (rc = bcd_commit(key_next, dir, BCD_NODE_KEY, m)) != 0 ||
-	    (rc = bcd_sync_dir(dir, m)) != 0)
-		goto out;
-	if ((rc = bc_pki_node_identity(a->chain[0], a->chain_lens[0], d->cfg.trust_domain, &ni)) != 0) {
-		bcd_say(m, "the new certificate is not a node certificate");
-		goto out;
-	}
-	rc = bcd_identity_write_json(&d->cfg, ni.node_id, ni.role, d->cfg.trust_domain,
-	                             ni.serial_hex, ni.not_after_ms, d->id.joined_at, m);
-	bc_node_identity_clear(&ni);
-out:
-	free(chain);
-	free(ca);
-	return rc;
-}
-
 static int renew_once(struct daemon *d, struct bcd_msg *m)
 {
 	struct bc_join_answer a;
 	EVP_PKEY *next = NULL;
-	char *pem = NULL, err[512], path[4096];
+	char err[512];
 	int rc, committed = 0;
 
 	memset(&a, 0, sizeof(a));
-	if ((rc = bc_key_generate(&next)) != 0 || (rc = bcd_key_pem(next, &pem)) != 0) {
-		bcd_say(m, "cannot make the next key (%s)", bc_err_str(rc));
-		goto out;
-	}
-	if ((rc = bcd_write_atomic(d->cfg.data_dir, BCD_NODE_KEY_NEXT, pem, strlen(pem), 0600, m)) != 0)
-		goto out;
+	if ((rc = bcd_next_key(&d->cfg, &d->id, &next, m)) != 0)
+		return rc;
 	if ((rc = bc_client_renew(&d->pins, (const uint8_t *const *)d->id.chain, d->id.chain_lens,
 	                          d->id.n_chain, d->id.key, next, &a, err, sizeof(err))) != 0) {
 		bcd_say(m, "%s", err);
 		goto out;
 	}
 	committed = 1;
-	if ((rc = swap_in(d, &a, m)) != 0)
-		goto out;
-	bcd_identity_free(&d->id);
-	rc = bcd_identity_load(&d->cfg, &d->id, m);
+	rc = bcd_identity_replace(&d->cfg, &a, d->id.joined_at, m);
 out:
-	if (!committed && bcd_path(path, sizeof(path), d->cfg.data_dir, BCD_NODE_KEY_NEXT) == 0)
-		unlink(path);
-	if (pem != NULL)
-		bc_freezero(pem, strlen(pem));
+	if (!committed)
+		bcd_next_key_drop(&d->cfg);
+	else
+		rc = bcd_identity_reload(&d->cfg, &d->id, rc, m);
 	EVP_PKEY_free(next);
 	bc_join_answer_free(&a);
 	return rc;
@@ -168,42 +126,78 @@ static int64_t backoff_ms(const struct daemon *d)
 	return b > MAX_BACKOFF_MS ? MAX_BACKOFF_MS : b;
 }
 
-static void log_failure(struct daemon *d, const struct bcd_msg *m, int64_t retry)
+static void log_failure(struct daemon *d, const char *what, const struct bcd_msg *m,
+                        int64_t retry)
 {
 	char attempt[16], expires[32], retry_in[32];
 
 	snprintf(attempt, sizeof(attempt), "%d", d->attempt);
 	fmt_duration(d->id.not_after_ms - bc_now_ms(), expires, sizeof(expires));
 	fmt_duration(retry, retry_in, sizeof(retry_in));
-	bc_log(BC_LOG_WARN, "renewal failed", "nodeId", d->id.node_id, "attempt", attempt,
-	       "expiresIn", expires, "retryIn", retry_in, "error", m->text, NULL);
+	bc_log(BC_LOG_WARN, what, "nodeId", d->id.node_id, "attempt", attempt, "expiresIn",
+	       expires, "retryIn", retry_in, "error", m->text, NULL);
+}
+
+static int expired(const struct daemon *d)
+{
+	return bc_now_ms() >= d->id.not_after_ms;
+}
+
+/* Renewal refuses an expired certificate, so an expired one re-joins with x509pop.
+ * The server's refusal does not say why (permission_denied whatever the reason): a
+ * renewal refused once the certificate has expired by this clock is taken for that. */
+static int rejoin(struct daemon *d, struct bcd_msg *m)
+{
+	char na[40];
+
+	bc_time_format_ms(d->id.not_after_ms, na, sizeof(na));
+	bc_log(BC_LOG_INFO, "certificate expired: re-joining with x509pop", "nodeId",
+	       d->id.node_id, "notAfter", na, NULL);
+	m->text[0] = '\0';
+	return bcd_x509pop_rejoin(&d->cfg, &d->pins, &d->id, 0, m);
+}
+
+/* One renewal, or one re-join; logs what it did. */
+static int step(struct daemon *d)
+{
+	struct bcd_msg m = { "" };
+	const char *done = "renewed", *failed = "renewal failed";
+	char na[40];
+	int rc = 0;
+
+	if (expired(d) || ((rc = renew_once(d, &m)) == BC_ERR_DENIED && expired(d))) {
+		done = "rejoined with x509pop";
+		rc = rejoin(d, &m);
+		failed = rc == BC_ERR_DENIED ? "x509pop refused" : "x509pop failed";
+	}
+	if (rc != 0) {
+		d->attempt++;
+		log_failure(d, failed, &m, backoff_ms(d));
+		return rc;
+	}
+	d->attempt = 0;
+	d->last_ok_ms = bc_now_ms();
+	bc_time_format_ms(d->id.not_after_ms, na, sizeof(na));
+	bc_log(BC_LOG_INFO, done, "nodeId", d->id.node_id, "notAfter", na, "serial", d->id.serial,
+	       NULL);
+	return 0;
 }
 
 static int run_loop(struct daemon *d)
 {
-	struct bcd_msg m;
-	char na[40];
-	int64_t when = next_renewal(d);
+	/* expired at start: the re-join does not wait for a renewal time */
+	int64_t when = expired(d) ? bc_now_ms() : next_renewal(d);
 
 	for (;;) {
 		if (wait_until(d, when))
 			return 0;
-		m.text[0] = '\0';
-		if (renew_once(d, &m) != 0) {
-			d->attempt++;
-			int64_t b = backoff_ms(d);
-			log_failure(d, &m, b);
-			when = bc_now_ms() + b;
-			if (d->id.key == NULL)
-				return BC_ERR_INVALID; /* the identity no longer loads */
+		if (step(d) == 0) {
+			when = next_renewal(d);
 			continue;
 		}
-		d->attempt = 0;
-		d->last_ok_ms = bc_now_ms();
-		bc_time_format_ms(d->id.not_after_ms, na, sizeof(na));
-		bc_log(BC_LOG_INFO, "renewed", "nodeId", d->id.node_id, "notAfter", na, "serial",
-		       d->id.serial, NULL);
-		when = next_renewal(d);
+		if (d->id.key == NULL)
+			return BC_ERR_INVALID; /* the identity no longer loads */
+		when = bc_now_ms() + backoff_ms(d);
 	}
 }
 
@@ -237,7 +231,7 @@ static int start(struct daemon *d, const struct bcd_opts *o, struct bcd_msg *m)
 	repair(d);
 	d->last_ok_ms = bc_now_ms();
 	bc_time_format_ms(d->id.not_after_ms, na, sizeof(na));
-	bc_time_format_ms(next_renewal(d), at, sizeof(at));
+	bc_time_format_ms(expired(d) ? bc_now_ms() : next_renewal(d), at, sizeof(at));
 	bc_log(BC_LOG_INFO, "started", "nodeId", d->id.node_id, "notAfter", na, "renewAt", at, NULL);
 	return 0;
 }

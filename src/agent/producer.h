@@ -14,6 +14,9 @@
 
 #include "bc/err.h"
 
+struct bcd_config;
+struct bcd_nodekey;
+
 struct bcd_producer {
 	const char *attestor; /* the JoinRequest.attestor it produces for */
 	void *ctx;            /* the producer's own state */
@@ -27,12 +30,24 @@ struct bcd_producer {
 	              size_t errlen);
 	/* Releases ctx (may be NULL). */
 	void (*free)(void *ctx);
+	/* Optional (NULL: not needed): the join's node key, borrowed until free, given
+	 * before round 1. The tpm producer has its AK certify it when it is in the TPM. */
+	void (*hold_node_key)(void *ctx, const struct bcd_nodekey *key);
 };
 
 /* The producer for an attestor id; *out is NULL for an attestor with none
- * (join-token). BC_ERR_UNSUPPORTED for an attestor this build cannot produce for. */
-BC_WUR int bcd_producer_for(const char *attestor, struct bcd_producer **out, char *err,
-                            size_t errlen);
+ * (join-token). BC_ERR_UNSUPPORTED for an attestor this build cannot produce for;
+ * BC_ERR_NOT_FOUND for tpm on a machine without a TPM (cfg names it). */
+BC_WUR int bcd_producer_for(const struct bcd_config *cfg, const char *attestor,
+                            struct bcd_producer **out, char *err, size_t errlen);
+
+/* The tpm attestor's producer (tpm_producer.c) on the TPM of tcti: round 1 the EK
+ * (RSA-2048, its certificate from NV when there is one) and the AK; each challenge
+ * answered with ActivateCredential, a quote over the challenge's PCRs with extraData
+ * sha256(secret || sha256(csr)), the PCR values and, for a node key in this TPM, the
+ * AK's certification of it over sha256(csr). */
+BC_WUR int bcd_tpm_producer_new(const char *tcti, struct bcd_producer **out, char *err,
+                                size_t errlen);
 void bcd_producer_free(struct bcd_producer *p);
 
 #endif

@@ -2,7 +2,13 @@
  * (written and fsynced); only when all four are on disk are they renamed into place,
  * identity.json last, and the directory synced. A crash before the last rename leaves
  * no identity.json for the new files (bcd join runs again); after it, the whole new
- * identity. */
+ * identity.
+ *
+ * Replacing an identity that is there (a renewal, an x509pop re-join) goes another
+ * way, because a crash must leave a loadable identity, old or new: node.key.next
+ * before the request, then node.crt.next, then node.crt.next -> node.crt and
+ * node.key.next -> node.key (between the two, the loader finds the certificate's key
+ * in node.key.next), and identity.json last. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +16,7 @@
 
 #include "agent/agent.h"
 #include "bc/buf.h"
+#include "bc/crypto.h"
 #include "bc/pki.h"
 
 #define MAX_TMP 4096
@@ -118,4 +125,78 @@ static char *identity_of(const struct bc_join_answer *a, const char *joined_at,
 	if (rc != 0)
 		bcd_say(m, "out of memory");
 	return rc == 0 ? text : NULL;
+}
+
+int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id, EVP_PKEY **next,
+                 struct bcd_msg *m)
+{
+	char *pem = NULL;
+	int rc;
+
+	*next = NULL;
+	/* node.key.next is about to be overwritten: it must not be the only copy of the
+	 * current key (a swap cut short) */
+	if ((rc = bcd_identity_finish_swap(cfg, id, m)) != 0)
+		return rc;
+	if ((rc = bc_key_generate(next)) != 0 || (rc = bcd_key_pem(*next, &pem)) != 0) {
+		bcd_say(m, "cannot make the next key (%s)", bc_err_str(rc));
+		goto out;
+	}
+	rc = bcd_write_atomic(cfg->data_dir, BCD_NODE_KEY_NEXT, pem, strlen(pem), 0600, m);
+out:
+	if (pem != NULL)
+		bc_freezero(pem, strlen(pem));
+	if (rc != 0) {
+		EVP_PKEY_free(*next);
+		*next = NULL;
+	}
+	return rc;
+}
+
+void bcd_next_key_drop(const struct bcd_config *cfg)
+{
+	char path[MAX_TMP];
+
+	if (bcd_path(path, sizeof(path), cfg->data_dir, BCD_NODE_KEY_NEXT) == 0)
+		unlink(path);
+}
+
+int bcd_identity_replace(const struct bcd_config *cfg, const struct bc_join_answer *a,
+                         const char *joined_at, struct bcd_msg *m)
+{
+	const char *dir = cfg->data_dir;
+	char *chain = NULL, *ca = NULL, crt_next[MAX_TMP], key_next[MAX_TMP];
+	struct bc_node_identity ni;
+	int rc;
+
+	/* read before anything moves, so identity.json can follow the certificate */
+	if (a->n_chain == 0 ||
+	    bc_pki_node_identity(a->chain[0], a->chain_lens[0], cfg->trust_domain, &ni) != 0) {
+		bcd_say(m, "the new certificate is not a node certificate of trust domain %s; "
+		        "nothing was replaced", cfg->trust_domain);
+		return BC_ERR_INVALID;
+	}
+	if ((rc = bcd_chain_pem(a->chain, a->chain_lens, a->n_chain, &chain)) != 0 ||
+	    (a->n_trust_bundle > 0 &&
+	     (rc = bcd_chain_pem(a->trust_bundle, a->trust_bundle_lens, a->n_trust_bundle, &ca)) != 0)) {
+		bcd_say(m, "cannot encode the new certificates (%s)", bc_err_str(rc));
+		goto out;
+	}
+	if ((rc = bcd_write_atomic(dir, BCD_NODE_CRT_NEXT, chain, strlen(chain), 0644, m)) != 0 ||
+	    (ca != NULL && (rc = bcd_write_atomic(dir, BCD_CA, ca, strlen(ca), 0644, m)) != 0))
+		goto out;
+	if ((rc = bcd_path(crt_next, sizeof(crt_next), dir, BCD_NODE_CRT_NEXT)) != 0 ||
+	    (rc = bcd_path(key_next, sizeof(key_next), dir, BCD_NODE_KEY_NEXT)) != 0)
+		goto out;
+	if ((rc = bcd_commit(crt_next, dir, BCD_NODE_CRT, m)) != 0 ||
+	    (rc = bcd_commit(key_next, dir, BCD_NODE_KEY, m)) != 0 ||
+	    (rc = bcd_sync_dir(dir, m)) != 0)
+		goto out;
+	rc = bcd_identity_write_json(cfg, ni.node_id, ni.role, cfg->trust_domain, ni.serial_hex,
+	                             ni.not_after_ms, joined_at, m);
+out:
+	bc_node_identity_clear(&ni);
+	free(chain);
+	free(ca);
+	return rc;
 }

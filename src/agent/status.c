@@ -127,7 +127,9 @@ static void check_window(struct report *r, const struct bcd_identity *id)
 		check(r, FAIL, "certificate", "not valid yet", "fix this machine's time (NTP)");
 	else if (now >= id->not_after_ms)
 		check(r, FAIL, "certificate", what,
-		      "expired: renewal cannot help; join again: bcd join --reset --yes, then bcd join");
+		      "expired: renewal cannot help; re-join as this node: bcd join --attestor "
+		      "x509pop (bcd node does it by itself); if that is refused: bcd join --reset "
+		      "--yes --token-file FILE");
 	else if (id->not_after_ms - now < life / 3 - life / 12)
 		check(r, WARN, "certificate", what,
 		      "past its renewal time: is bcd node running? see its log (journalctl -u bcd)");

@@ -270,7 +270,8 @@ static const char *check_secret(const Bettercompute__Attest__V1__TpmAnswer *a,
 /* The PCR values supplied are exactly the quote's selection, in order, and hash to
  * its digest; then the policy. */
 static const char *check_pcrs(const struct tpm_cfg *c, const Bettercompute__Attest__V1__TpmAnswer *a,
-                              const TPMS_QUOTE_INFO *qi, const struct tpm_proven *p, int *rc)
+                              const TPMS_QUOTE_INFO *qi, uint16_t hash, const struct tpm_proven *p,
+                              int *rc)
 {
 	const uint8_t *values[TPM_PCR_MAX];
 	uint8_t d[EVP_MAX_MD_SIZE];
@@ -288,7 +289,7 @@ static const char *check_pcrs(const struct tpm_cfg *c, const Bettercompute__Atte
 			return BC_R_QUOTE_PCR_DIGEST;
 		values[i] = a->pcrs[i]->digest.data;
 	}
-	if ((*rc = bc_tpm_pcr_digest(c->pcr_alg, values, n, d, &dl)) != 0)
+	if ((*rc = bc_tpm_pcr_digest(c->pcr_alg, hash, values, n, d, &dl)) != 0)
 		return NULL;
 	if (qi->pcrDigest.size != dl || !bc_ct_equal(qi->pcrDigest.buffer, d, dl))
 		return BC_R_QUOTE_PCR_DIGEST;
@@ -320,7 +321,7 @@ static const char *check_quote(const struct tpm_cfg *c, const struct bc_join_inp
 		return NULL;
 	if (q.extraData.size != 32 || !bc_ct_equal(q.extraData.buffer, nonce, 32))
 		return BC_R_QUOTE_NONCE;
-	return check_pcrs(c, a, &q.attested.quote, p, rc);
+	return check_pcrs(c, a, &q.attested.quote, bc_tpm_signature_hash(&sig), p, rc);
 }
 
 /* The AK's TPM2_Certify of the CSR's key, qualified by sha256(csr). */

@@ -21,7 +21,15 @@
 #define MAX_ERROR_JSON (64u * 1024)
 #define MAX_RENEW_CHAIN 8
 
-static int proof(EVP_PKEY *key, const uint8_t csr_sha256[static 32], const char *node_id,
+/* The current key's proof: by key itself, or through sign when the key is held
+ * elsewhere (key is then its public half, and the signature is checked under it). */
+struct signer {
+	EVP_PKEY *key;
+	bc_sign_fn sign;
+	void *ctx;
+};
+
+static int proof(const struct signer *s, const uint8_t csr_sha256[static 32], const char *node_id,
                  int64_t client_time_ms, uint8_t sig[static BC_SIG_LEN])
 {
 	bc_buf b;
@@ -30,7 +38,9 @@ static int proof(EVP_PKEY *key, const uint8_t csr_sha256[static 32], const char 
 	bc_buf_init(&b, 512);
 	if ((rc = bc_buf_put(&b, csr_sha256, 32)) == 0 && (rc = bc_buf_put_cstr(&b, node_id)) == 0 &&
 	    (rc = bc_buf_put_u64(&b, (uint64_t)client_time_ms)) == 0)
-		rc = bc_es256_sign(key, BC_PURPOSE_RENEW, b.p, b.len, sig);
+		rc = s->sign != NULL ? bc_es256_sign_with(s->sign, s->ctx, s->key, BC_PURPOSE_RENEW, b.p,
+		                                          b.len, sig)
+		                     : bc_es256_sign(s->key, BC_PURPOSE_RENEW, b.p, b.len, sig);
 	bc_buf_free(&b);
 	return rc;
 }
@@ -126,28 +136,25 @@ static int args_ok(const struct bc_client_pins *pins, const uint8_t *const *chai
 	return 0;
 }
 
-int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                    const size_t *chain_lens, size_t n_chain, EVP_PKEY *key, EVP_PKEY *next_key,
-                    struct bc_join_answer *out, char *err, size_t errlen)
+/* The round trip once the CSR is made: the proof, the request, the answer. */
+static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                     const size_t *chain_lens, size_t n_chain, const struct signer *cur,
+                     const uint8_t *csr, size_t csr_len, struct bc_join_answer *out, char *err,
+                     size_t errlen)
 {
-	uint8_t *csr = NULL, *req = NULL, *resp = NULL, h[32], sig[BC_SIG_LEN];
-	size_t csr_len = 0, req_len = 0, resp_len = 0;
+	uint8_t *req = NULL, *resp = NULL, h[32], sig[BC_SIG_LEN];
+	size_t req_len = 0, resp_len = 0;
 	char node_id[64];
 	int64_t t;
 	long status = 0;
 	int rc;
 
-	if ((rc = args_ok(pins, chain, chain_lens, n_chain, key, next_key, out, err, errlen)) != 0)
-		return rc;
-	if ((rc = current_node(pins, chain[0], chain_lens[0], key, node_id, err, errlen)) != 0)
+	if ((rc = current_node(pins, chain[0], chain_lens[0], cur->key, node_id, err, errlen)) != 0)
 		goto out;
-	if ((rc = bc_csr_make(next_key, CSR_CN, &csr, &csr_len)) != 0 ||
-	    (rc = bc_sha256(csr, csr_len, h)) != 0) {
-		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
+	if ((rc = bc_sha256(csr, csr_len, h)) != 0)
 		goto out;
-	}
 	t = bc_now_ms();
-	if ((rc = proof(key, h, node_id, t, sig)) != 0 ||
+	if ((rc = proof(cur, h, node_id, t, sig)) != 0 ||
 	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, &req, &req_len)) != 0) {
 		bc_client_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
 		               bc_err_str(rc));
@@ -172,8 +179,55 @@ int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *cha
 	}
 out:
 	OPENSSL_cleanse(sig, sizeof(sig));
-	free(csr);
 	free(req);
 	free(resp);
+	return rc;
+}
+
+int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                    const size_t *chain_lens, size_t n_chain, EVP_PKEY *key, EVP_PKEY *next_key,
+                    struct bc_join_answer *out, char *err, size_t errlen)
+{
+	struct signer cur = {.key = key, .sign = NULL, .ctx = NULL};
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
+	int rc;
+
+	if ((rc = args_ok(pins, chain, chain_lens, n_chain, key, next_key, out, err, errlen)) != 0)
+		return rc;
+	if ((rc = bc_csr_make(next_key, CSR_CN, &csr, &csr_len)) != 0) {
+		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
+		return rc;
+	}
+	rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, out, err, errlen);
+	free(csr);
+	return rc;
+}
+
+int bc_client_renew_with(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                         const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
+                         bc_sign_fn sign, void *sign_ctx, const uint8_t *next_csr,
+                         size_t next_csr_len, struct bc_join_answer *out, char *err,
+                         size_t errlen)
+{
+	struct signer cur = {.key = pub, .sign = sign, .ctx = sign_ctx};
+	EVP_PKEY *next = NULL;
+	int rc;
+
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (sign == NULL || next_csr == NULL) {
+		bc_client_errf(err, errlen, "renew: no signer or CSR");
+		return BC_ERR_INVALID;
+	}
+	/* the CSR is the caller's: it must check (self-signed) before it is sent */
+	if (bc_csr_check(next_csr, next_csr_len, &next) != 0) {
+		bc_client_errf(err, errlen, "renew: the next key's CSR does not check");
+		return BC_ERR_INVALID;
+	}
+	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, next, out, err, errlen)) == 0)
+		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len, out, err,
+		               errlen);
+	EVP_PKEY_free(next);
 	return rc;
 }

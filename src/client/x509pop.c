@@ -1,5 +1,6 @@
 #include "bc/x509pop.h"
 
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,9 +11,9 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 
-int bc_x509pop_evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
-                        EVP_PKEY *key, const char *node_id, const uint8_t csr_sha256[static 32],
-                        int64_t client_time_ms, char **json)
+static int evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
+                    EVP_PKEY *key, bc_sign_fn sign, void *sign_ctx, const char *node_id,
+                    const uint8_t csr_sha256[static 32], int64_t client_time_ms, char **json)
 {
 	uint8_t sig[BC_SIG_LEN];
 	json_t *root = NULL, *arr = NULL;
@@ -26,7 +27,9 @@ int bc_x509pop_evidence(uint8_t *const *chain, const size_t *chain_lens, size_t 
 	bc_buf_init(&b, 512);
 	if ((rc = bc_buf_put(&b, csr_sha256, 32)) != 0 || (rc = bc_buf_put_cstr(&b, node_id)) != 0 ||
 	    (rc = bc_buf_put_u64(&b, (uint64_t)client_time_ms)) != 0 ||
-	    (rc = bc_es256_sign(key, BC_PURPOSE_X509POP, b.p, b.len, sig)) != 0)
+	    (rc = sign != NULL ? bc_es256_sign_with(sign, sign_ctx, key, BC_PURPOSE_X509POP, b.p,
+	                                            b.len, sig)
+	                       : bc_es256_sign(key, BC_PURPOSE_X509POP, b.p, b.len, sig)) != 0)
 		goto out;
 	if ((arr = json_array()) == NULL) {
 		rc = BC_ERR_NOMEM;
@@ -54,5 +57,26 @@ out:
 	json_decref(root);
 	json_decref(arr);
 	bc_buf_free(&b);
+	OPENSSL_cleanse(sig, sizeof(sig));
 	return rc;
+}
+
+int bc_x509pop_evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
+                        EVP_PKEY *key, const char *node_id, const uint8_t csr_sha256[static 32],
+                        int64_t client_time_ms, char **json)
+{
+	return evidence(chain, chain_lens, n_chain, key, NULL, NULL, node_id, csr_sha256,
+	                client_time_ms, json);
+}
+
+int bc_x509pop_evidence_with(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
+                             EVP_PKEY *pub, bc_sign_fn sign, void *sign_ctx, const char *node_id,
+                             const uint8_t csr_sha256[static 32], int64_t client_time_ms,
+                             char **json)
+{
+	*json = NULL;
+	if (sign == NULL)
+		return BC_ERR_INVALID;
+	return evidence(chain, chain_lens, n_chain, pub, sign, sign_ctx, node_id, csr_sha256,
+	                client_time_ms, json);
 }

@@ -173,3 +173,24 @@ out:
 	ECDSA_SIG_free(s);
 	return rc;
 }
+
+int bc_es256_digest(const char *purpose, const void *payload, size_t len, uint8_t out[static 32])
+{
+	return purpose_digest(purpose, payload, len, out);
+}
+
+int bc_es256_sign_with(bc_sign_fn sign, void *ctx, EVP_PKEY *pub, const char *purpose,
+                       const void *payload, size_t len, uint8_t sig[static BC_SIG_LEN])
+{
+	int rc;
+
+	memset(sig, 0, BC_SIG_LEN);
+	if (sign == NULL || !bc_crypto_is_p256(pub) || purpose == NULL || purpose[0] == '\0' ||
+	    (payload == NULL && len != 0))
+		return BC_ERR_INVALID;
+	if ((rc = sign(ctx, purpose, payload, len, sig)) == 0)
+		rc = bc_es256_verify(pub, purpose, payload, len, sig, BC_SIG_LEN);
+	if (rc != 0)
+		memset(sig, 0, BC_SIG_LEN);
+	return rc;
+}

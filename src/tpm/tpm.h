@@ -80,9 +80,13 @@ BC_WUR int bc_tpm_signature_verify(EVP_PKEY *key, const TPMT_SIGNATURE *sig, con
  * (indexes < 24); its selected PCRs, ascending, into sel[24] and *n. */
 BC_WUR int bc_tpm_selection(const TPML_PCR_SELECTION *s, uint16_t alg, const uint32_t *want,
                             size_t n_want, uint32_t sel[static 24], size_t *n);
-/* H_alg(values[0] || values[1] || ...), each of the bank's digest size. */
-BC_WUR int bc_tpm_pcr_digest(uint16_t alg, const uint8_t *const *values, size_t n,
+/* A quote's pcrDigest: H_hash(values[0] || values[1] || ...), each value of the
+ * bank's digest size, hash the signing scheme's (the TPM digests the selection with
+ * the quote's signing hash, not the bank's). */
+BC_WUR int bc_tpm_pcr_digest(uint16_t bank, uint16_t hash, const uint8_t *const *values, size_t n,
                              uint8_t *out, size_t *out_len);
+/* The hash a parsed TPMT_SIGNATURE names. */
+uint16_t bc_tpm_signature_hash(const TPMT_SIGNATURE *sig);
 
 /* MakeCredential in software: the credential for name (the AK's) and secret under
  * the EK (checked by bc_tpm_check_ek). id_object receives a TPM2B_ID_OBJECT and

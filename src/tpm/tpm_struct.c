@@ -194,19 +194,9 @@ int bc_tpm_signature_parse(const uint8_t *p, size_t len, TPMT_SIGNATURE *out)
 	if ((rc = bc_tpm_err(Tss2_MU_TPMT_SIGNATURE_Unmarshal(p, len, &off, out))) == 0 &&
 	    off != len)
 		rc = BC_ERR_TRAILING;
-	if (rc == 0) {
-		switch (out->sigAlg) {
-		case TPM2_ALG_RSASSA:
-		case TPM2_ALG_RSAPSS:
-			hash = out->signature.rsassa.hash;
-			break;
-		case TPM2_ALG_ECDSA:
-			hash = out->signature.ecdsa.hash;
-			break;
-		default:
-			rc = BC_ERR_INVALID;
-		}
-	}
+	/* RSASSA, RSAPSS and ECDSA only, with a hash we know */
+	if (rc == 0)
+		hash = bc_tpm_signature_hash(out);
 	if (rc == 0 && bc_tpm_md(hash) == NULL)
 		rc = BC_ERR_INVALID;
 	if (rc != 0)
@@ -241,17 +231,30 @@ int bc_tpm_selection(const TPML_PCR_SELECTION *s, uint16_t alg, const uint32_t *
 	return 0;
 }
 
-int bc_tpm_pcr_digest(uint16_t alg, const uint8_t *const *values, size_t n, uint8_t *out,
-                      size_t *out_len)
+uint16_t bc_tpm_signature_hash(const TPMT_SIGNATURE *sig)
 {
-	const EVP_MD *md = bc_tpm_md(alg);
-	size_t hs = bc_tpm_hash_size(alg);
+	switch (sig->sigAlg) {
+	case TPM2_ALG_RSASSA:
+	case TPM2_ALG_RSAPSS:
+		return sig->signature.rsassa.hash;
+	case TPM2_ALG_ECDSA:
+		return sig->signature.ecdsa.hash;
+	default:
+		return 0;
+	}
+}
+
+int bc_tpm_pcr_digest(uint16_t bank, uint16_t hash, const uint8_t *const *values, size_t n,
+                      uint8_t *out, size_t *out_len)
+{
+	const EVP_MD *md = bc_tpm_md(hash);
+	size_t hs = bc_tpm_hash_size(bank);
 	EVP_MD_CTX *ctx = NULL;
 	unsigned int dl = 0;
 	int rc = BC_ERR_CRYPTO;
 
 	*out_len = 0;
-	if (md == NULL)
+	if (md == NULL || hs == 0)
 		return BC_ERR_INVALID;
 	if ((ctx = EVP_MD_CTX_new()) == NULL)
 		return BC_ERR_NOMEM;

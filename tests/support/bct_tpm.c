@@ -137,8 +137,10 @@ void bct_tpm_stop(struct bct_tpm *t)
 	snprintf(path, sizeof(path), "swtpm.pid");
 	if ((pid = bct_tpm_read(t, path, &n)) != NULL) {
 		pid_t p = (pid_t)atoi((char *)pid);
-		if (p > 1)
-			kill(p, SIGTERM);
+		/* swtpm writes its state as it stops: wait for it, or the directory stays */
+		if (p > 1 && kill(p, SIGTERM) == 0)
+			for (int i = 0; i < 200 && kill(p, 0) == 0; i++)
+				usleep(10000);
 		free(pid);
 	}
 	bct_rmrf(t->dir);

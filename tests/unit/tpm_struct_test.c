@@ -262,7 +262,7 @@ static void test_pcr_digest(void **state)
 	for (int i = 0; i < 8; i++)
 		vals[i] = v + 32 * i;
 	assert_int_equal(bc_tpm_attest_parse(q, qn, &att), 0);
-	assert_int_equal(bc_tpm_pcr_digest(TPM2_ALG_SHA256, vals, 8, d, &dl), 0);
+	assert_int_equal(bc_tpm_pcr_digest(TPM2_ALG_SHA256, TPM2_ALG_SHA256, vals, 8, d, &dl), 0);
 	assert_int_equal(dl, att.attested.quote.pcrDigest.size);
 	assert_memory_equal(d, att.attested.quote.pcrDigest.buffer, dl);
 	free(v);
