@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/nodekey.h"
 #include "bc/client.h"
 #include "bc/err.h"
 
@@ -93,8 +94,9 @@ struct bcd_identity {
 	int64_t not_before_ms;   /* from the leaf certificate */
 	int64_t not_after_ms;
 	char joined_at[32];      /* RFC 3339, kept across renewals */
-	EVP_PKEY *key;           /* the node key that matches the leaf */
-	int key_in_tpm;          /* 0: a PKCS#8 file */
+	struct bcd_nodekey nk;   /* the node key that matches the leaf (nodekey.h) */
+	EVP_PKEY *key;           /* nk.key, borrowed: a file key, or a TPM key's public half */
+	int key_in_tpm;          /* nk.in_tpm; 0: a PKCS#8 file */
 	int key_from_next;       /* node.key.next matched: a renewal was cut short */
 	uint8_t **chain;         /* DER, leaf first */
 	size_t *chain_lens;
@@ -121,18 +123,19 @@ BC_WUR int bcd_identity_reload(const struct bcd_config *cfg, struct bcd_identity
 /* Writes a new identity from a JOINED answer: node.key, node.crt, ca.pem and
  * identity.json to temporary names first, then renamed, identity.json last.
  * joined_at NULL: now. */
-BC_WUR int bcd_identity_save(const struct bcd_config *cfg, EVP_PKEY *key,
+BC_WUR int bcd_identity_save(const struct bcd_config *cfg, const struct bcd_nodekey *key,
                              const struct bc_join_answer *a, const char *joined_at,
                              struct bcd_msg *m);
 /* Replacing an identity that is there (a renewal, an x509pop re-join), in an order
  * that leaves a loadable identity after a crash at any point (save.c says which).
- * bcd_next_key: a new key into node.key.next (0600) before the request that certifies
- * it (*next: the caller frees); a key still read from node.key.next is moved over
+ * bcd_next_key: a new key (in the TPM when node keys may use it, bcd_nodekey_new) into
+ * node.key.next (0600) before the request that certifies it (next: the caller frees
+ * with bcd_nodekey_free); a key still read from node.key.next is moved over
  * node.key first. bcd_next_key_drop: node.key.next removed when the request failed.
  * bcd_identity_replace: the JOINED answer for that key into place, identity.json
  * last, joined_at kept. */
-BC_WUR int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id, EVP_PKEY **next,
-                        struct bcd_msg *m);
+BC_WUR int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id,
+                        struct bcd_nodekey *next, struct bcd_msg *m);
 void bcd_next_key_drop(const struct bcd_config *cfg);
 BC_WUR int bcd_identity_replace(const struct bcd_config *cfg, const struct bc_join_answer *a,
                                 const char *joined_at, struct bcd_msg *m);
@@ -158,7 +161,9 @@ struct bcd_join_req {
 	const char *role;              /* "node" or "site" */
 	const char *token;             /* NULL for an attestor whose evidence is the credential */
 	struct bcd_producer *producer; /* NULL: no evidence (join-token) */
-	EVP_PKEY *key;                 /* the CSR is made from it */
+	EVP_PKEY *key;                 /* the CSR is made from it, unless csr is given */
+	const uint8_t *csr;            /* NULL, or the CSR of key made already (a TPM key) */
+	size_t csr_len;
 	int wait_pending;              /* 0: a pending answer is an error (bcd node) */
 };
 /* The claims, a CSR for r->key, and the rounds until a JOINED answer (*a, freed with

@@ -1,8 +1,8 @@
 /* The node's identity in the data directory: identity.json (the commit point),
- * node.key (PKCS#8 PEM, 0600), node.crt (the chain, PEM, leaf first) and ca.pem (the
- * trust bundle). identity.json is written last, so a directory with a loadable
- * identity.json holds the key and chain it names; everything read back is checked
- * against it, and against each other, before bcd uses it. */
+ * node.key (PKCS#8 PEM or a BCD TPM NODE KEY record, 0600), node.crt (the chain, PEM,
+ * leaf first) and ca.pem (the trust bundle). identity.json is written last, so a
+ * directory with a loadable identity.json holds the key and chain it names; everything
+ * read back is checked against it, and against each other, before bcd uses it. */
 #include <jansson.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -20,16 +20,14 @@
 
 #define MAX_IDENTITY (16u * 1024)
 #define MAX_CHAIN_PEM (128u * 1024)
-#define MAX_KEY_PEM (16u * 1024)
 #define MAX_CHAIN 8
-#define TPM_KEY_PEM "-----BEGIN BCD TPM NODE KEY-----"
 #define RESET_HINT "join again: bcd join --reset --yes, then bcd join"
 
 void bcd_identity_free(struct bcd_identity *id)
 {
 	if (id == NULL)
 		return;
-	EVP_PKEY_free(id->key);
+	bcd_nodekey_free(&id->nk); /* id->key is its view */
 	for (size_t i = 0; id->chain != NULL && i < id->n_chain; i++)
 		free(id->chain[i]);
 	free(id->chain);
@@ -196,61 +194,54 @@ static int check_leaf(const struct bcd_config *cfg, const char *path, struct bcd
 	return rc;
 }
 
-/* One key file: a PKCS#8 P-256 key. *found is 0 when the file does not exist. */
-static int read_key(const char *path, EVP_PKEY **key, int *in_tpm, struct bcd_msg *m)
+/* The identity takes k: id->key and id->key_in_tpm are views of id->nk. */
+static void take_key(struct bcd_identity *id, struct bcd_nodekey *k)
 {
-	char *pem = NULL;
-	size_t len = 0;
-	int rc;
-
-	*key = NULL;
-	*in_tpm = 0;
-	if ((rc = bcd_read_file(path, MAX_KEY_PEM, &pem, &len, m)) != 0)
-		return rc;
-	if (strstr(pem, TPM_KEY_PEM) != NULL) {
-		*in_tpm = 1;
-		bcd_say(m, "%s: a key held in the TPM, which this build of bcd cannot load yet", path);
-		rc = BC_ERR_UNSUPPORTED;
-	} else if (bc_key_from_pem(pem, len, key) != 0) {
-		bcd_say(m, "%s: not a PKCS#8 P-256 private key PEM (corrupt); %s", path, RESET_HINT);
-		rc = BC_ERR_INVALID;
-	}
-	bc_freezero(pem, len + 1);
-	return rc;
+	bcd_nodekey_free(&id->nk);
+	id->nk = *k;
+	memset(k, 0, sizeof(*k));
+	id->key = id->nk.key;
+	id->key_in_tpm = id->nk.in_tpm;
 }
 
-/* node.key, or a node.key.next left by a renewal cut short after node.crt moved. */
+/* node.key, or a node.key.next left by a renewal cut short after node.crt moved.
+ * Either is a PKCS#8 file or a record whose key the TPM derives (nodekey.c). */
 static int read_node_key(const struct bcd_config *cfg, struct bcd_identity *id, struct bcd_msg *m)
 {
 	char path[4096], next[4096];
 	X509 *leaf = NULL;
-	EVP_PKEY *k = NULL;
+	struct bcd_nodekey k, kn;
 	struct bcd_msg ignored;
 	int rc;
 
+	memset(&k, 0, sizeof(k));
+	memset(&kn, 0, sizeof(kn));
 	if (bcd_path(path, sizeof(path), cfg->data_dir, BCD_NODE_KEY) != 0 ||
 	    bcd_path(next, sizeof(next), cfg->data_dir, BCD_NODE_KEY_NEXT) != 0)
 		return BC_ERR_LIMIT;
 	if ((rc = bc_x509_from_der(id->chain[0], id->chain_lens[0], &leaf)) != 0)
 		return rc;
-	if ((rc = read_key(path, &id->key, &id->key_in_tpm, m)) != 0)
+	if ((rc = bcd_nodekey_read(cfg, path, &k, m)) != 0)
 		goto out;
-	if (same_key(id->key, X509_get0_pubkey(leaf)))
+	if (same_key(k.key, X509_get0_pubkey(leaf))) {
+		take_key(id, &k);
 		goto out;
-	if (read_key(next, &k, &id->key_in_tpm, &ignored) == 0 && same_key(k, X509_get0_pubkey(leaf))) {
+	}
+	if (bcd_nodekey_read(cfg, next, &kn, &ignored) == 0 && same_key(kn.key, X509_get0_pubkey(leaf))) {
 		/* the renewal had committed its certificate; only bcd node finishes the
 		 * swap (bcd_identity_finish_swap), so a status run beside it never races it */
-		EVP_PKEY_free(id->key);
-		id->key = k;
-		k = NULL;
+		take_key(id, &kn);
 		id->key_from_next = 1;
 		goto out;
 	}
-	bcd_say(m, "%s: the node key does not match the node certificate (%s/%s); %s", path,
-	        cfg->data_dir, BCD_NODE_CRT, RESET_HINT);
+	bcd_say(m, "%s: the node key does not match the node certificate (%s/%s)%s; %s", path,
+	        cfg->data_dir, BCD_NODE_CRT,
+	        k.in_tpm ? ": the TPM derives another key from node.key (was the TPM cleared?)" : "",
+	        RESET_HINT);
 	rc = BC_ERR_INVALID;
 out:
-	EVP_PKEY_free(k);
+	bcd_nodekey_free(&k);
+	bcd_nodekey_free(&kn);
 	X509_free(leaf);
 	return rc;
 }

@@ -171,8 +171,10 @@ static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params 
 			rc = answer_challenge(pr, a, h, &challenges, &att, &att_len, m);
 		else if (a->state == BC_JOIN_PENDING && !wait)
 			rc = no_wait(a, m);
-		else if (a->state == BC_JOIN_PENDING && (rc = wait_pending(a, &pendings, m)) == 0)
-			rc = evidence(pr, p->key, h, &att, &att_len, m); /* a fresh round 1 */
+		else if (a->state == BC_JOIN_PENDING && (rc = wait_pending(a, &pendings, m)) == 0) {
+			challenges = 0; /* a fresh round 1, whose challenges count anew */
+			rc = evidence(pr, p->key, h, &att, &att_len, m);
+		}
 		else if (a->state != BC_JOIN_PENDING)
 			rc = BC_ERR_INTERNAL;
 		bc_join_answer_free(a);
@@ -200,7 +202,7 @@ int bcd_join_request(const struct bcd_config *cfg, const struct bc_client_pins *
 	memset(a, 0, sizeof(*a));
 	if ((rc = bcd_claims_read(cfg, &claims, m)) != 0)
 		goto out;
-	if ((rc = bc_csr_make(r->key, CSR_CN, &csr, &csr_len)) != 0) {
+	if (r->csr == NULL && (rc = bc_csr_make(r->key, CSR_CN, &csr, &csr_len)) != 0) {
 		bcd_say(m, "cannot make the CSR (%s)", bc_err_str(rc));
 		goto out;
 	}
@@ -209,8 +211,8 @@ int bcd_join_request(const struct bcd_config *cfg, const struct bc_client_pins *
 	p.token = r->token;
 	p.claims = &claims;
 	p.key = r->key;
-	p.csr = csr;
-	p.csr_len = csr_len;
+	p.csr = r->csr != NULL ? r->csr : csr;
+	p.csr_len = r->csr != NULL ? r->csr_len : csr_len;
 	p.agent_version = BCD_VERSION;
 	rc = join_rounds(pins, &p, r->producer, r->wait_pending, a, m);
 out:
@@ -227,24 +229,34 @@ static int join_now(const struct bcd_config *cfg, const char *attestor, const ch
 	struct bc_join_answer a;
 	struct bcd_join_req r = {.attestor = attestor, .role = BC_ROLE_NODE, .token = token,
 	                         .producer = pr, .wait_pending = 1};
+	struct bcd_nodekey key;
+	uint8_t *csr = NULL;
 	int rc;
 
 	memset(&a, 0, sizeof(a));
+	memset(&key, 0, sizeof(key));
 	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
 		return rc;
-	if ((rc = bc_key_generate(&r.key)) != 0) {
-		bcd_say(m, "cannot make the node key (%s)", bc_err_str(rc));
+	/* in the TPM when there is one for node keys; a tpm join never falls back */
+	if ((rc = bcd_nodekey_new(cfg, strcmp(attestor, "tpm") == 0, &key, m)) != 0 ||
+	    (rc = bcd_nodekey_csr(&key, CSR_CN, &csr, &r.csr_len, m)) != 0)
 		goto out;
-	}
+	r.key = key.key;
+	r.csr = csr;
+	if (pr != NULL && pr->hold_node_key != NULL)
+		pr->hold_node_key(pr->ctx, &key);
 	if ((rc = bcd_join_request(cfg, &pins, &r, &a, m)) != 0)
 		goto out;
-	if ((rc = bcd_identity_save(cfg, r.key, &a, NULL, m)) != 0)
+	if ((rc = bcd_identity_save(cfg, &key, &a, NULL, m)) != 0)
 		goto out;
 	memcpy(node_id, a.node_id, 64);
 out:
+	if (pr != NULL && pr->hold_node_key != NULL)
+		pr->hold_node_key(pr->ctx, NULL);
 	bc_join_answer_free(&a);
 	bc_client_pins_free(&pins);
-	EVP_PKEY_free(r.key);
+	free(csr);
+	bcd_nodekey_free(&key);
 	return rc;
 }
 
@@ -334,7 +346,7 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	if (rc != BC_ERR_NOT_FOUND)
 		fprintf(stderr, BCD_NAME ": the identity does not load (%s); joining again\n",
 		        why.text);
-	if ((rc = bcd_producer_for(attestor, &pr, m->text, sizeof(m->text))) != 0)
+	if ((rc = bcd_producer_for(&cfg, attestor, &pr, m->text, sizeof(m->text))) != 0)
 		goto out;
 	if (pr == NULL && (rc = read_token(o, &token, m)) != 0)
 		goto out;

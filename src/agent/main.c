@@ -185,6 +185,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	bc_log_set_level(BC_LOG_WARN);
+	/* tpm2-tss logs ERROR lines for normal paths (an EK certificate index that is not
+	 * there); bcd says what failed itself. TSS2_LOG set by the caller still wins. */
+	setenv("TSS2_LOG", "all+none", 0);
 	rc = cmd->fn(&o, &m, &status);
 	curl_global_cleanup();
 	if (rc != 0) {

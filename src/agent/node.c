@@ -90,18 +90,35 @@ static int wait_until(struct daemon *d, int64_t deadline)
 	}
 }
 
+/* A certificate that names an AK renews only with the AK certifying the next key
+ * (issue 7); a bare renewal would only be refused (key-attestation-missing). */
+#define AK_RENEWAL_UNSUPPORTED                                                                \
+	"renewal: the certificate's node key is in the TPM and names an AK; this bcd cannot "  \
+	"renew it yet"
+
 static int renew_once(struct daemon *d, struct bcd_msg *m)
 {
 	struct bc_join_answer a;
-	EVP_PKEY *next = NULL;
+	struct bcd_nodekey next;
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
 	char err[512];
 	int rc, committed = 0;
 
 	memset(&a, 0, sizeof(a));
+	memset(&next, 0, sizeof(next));
+	if (bcd_leaf_names_ak(d->id.chain[0], d->id.chain_lens[0])) {
+		bcd_say(m, AK_RENEWAL_UNSUPPORTED);
+		return BC_ERR_UNSUPPORTED;
+	}
 	if ((rc = bcd_next_key(&d->cfg, &d->id, &next, m)) != 0)
 		return rc;
-	if ((rc = bc_client_renew(&d->pins, (const uint8_t *const *)d->id.chain, d->id.chain_lens,
-	                          d->id.n_chain, d->id.key, next, &a, err, sizeof(err))) != 0) {
+	if ((rc = bcd_nodekey_csr(&next, BCD_CSR_CN, &csr, &csr_len, m)) != 0)
+		goto out;
+	/* the proof by the current key, wherever it is; checked under its public half */
+	if ((rc = bc_client_renew_with(&d->pins, (const uint8_t *const *)d->id.chain,
+	                               d->id.chain_lens, d->id.n_chain, d->id.key, bcd_nodekey_sign,
+	                               &d->id.nk, csr, csr_len, &a, err, sizeof(err))) != 0) {
 		bcd_say(m, "%s", err);
 		goto out;
 	}
@@ -112,7 +129,8 @@ out:
 		bcd_next_key_drop(&d->cfg);
 	else
 		rc = bcd_identity_reload(&d->cfg, &d->id, rc, m);
-	EVP_PKEY_free(next);
+	free(csr);
+	bcd_nodekey_free(&next);
 	bc_join_answer_free(&a);
 	return rc;
 }

@@ -66,7 +66,8 @@ static int write_all(const struct bcd_config *cfg, struct pending_file *f, size_
 	return bcd_sync_dir(cfg->data_dir, m);
 }
 
-int bcd_identity_save(const struct bcd_config *cfg, EVP_PKEY *key, const struct bc_join_answer *a,
+int bcd_identity_save(const struct bcd_config *cfg, const struct bcd_nodekey *key,
+                      const struct bc_join_answer *a,
                       const char *joined_at, struct bcd_msg *m)
 {
 	/* renamed in this order: identity.json, the commit point, last */
@@ -82,7 +83,7 @@ int bcd_identity_save(const struct bcd_config *cfg, EVP_PKEY *key, const struct 
 
 	if ((rc = bcd_ensure_dir(cfg->data_dir, m)) != 0)
 		return rc;
-	if ((rc = bcd_key_pem(key, &f[0].data)) != 0 ||
+	if ((rc = bcd_nodekey_pem(key, &f[0].data)) != 0 ||
 	    (rc = bcd_chain_pem(a->chain, a->chain_lens, a->n_chain, &f[1].data)) != 0 ||
 	    (a->n_trust_bundle > 0 &&
 	     (rc = bcd_chain_pem(a->trust_bundle, a->trust_bundle_lens, a->n_trust_bundle,
@@ -127,29 +128,30 @@ static char *identity_of(const struct bc_join_answer *a, const char *joined_at,
 	return rc == 0 ? text : NULL;
 }
 
-int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id, EVP_PKEY **next,
+int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id, struct bcd_nodekey *next,
                  struct bcd_msg *m)
 {
 	char *pem = NULL;
 	int rc;
 
-	*next = NULL;
+	memset(next, 0, sizeof(*next));
 	/* node.key.next is about to be overwritten: it must not be the only copy of the
 	 * current key (a swap cut short) */
 	if ((rc = bcd_identity_finish_swap(cfg, id, m)) != 0)
 		return rc;
-	if ((rc = bc_key_generate(next)) != 0 || (rc = bcd_key_pem(*next, &pem)) != 0) {
-		bcd_say(m, "cannot make the next key (%s)", bc_err_str(rc));
+	/* in the TPM when node keys may use one, else (with a warning) a file */
+	if ((rc = bcd_nodekey_new(cfg, 0, next, m)) != 0)
+		return rc;
+	if ((rc = bcd_nodekey_pem(next, &pem)) != 0) {
+		bcd_say(m, "cannot encode the next key (%s)", bc_err_str(rc));
 		goto out;
 	}
 	rc = bcd_write_atomic(cfg->data_dir, BCD_NODE_KEY_NEXT, pem, strlen(pem), 0600, m);
 out:
 	if (pem != NULL)
 		bc_freezero(pem, strlen(pem));
-	if (rc != 0) {
-		EVP_PKEY_free(*next);
-		*next = NULL;
-	}
+	if (rc != 0)
+		bcd_nodekey_free(next);
 	return rc;
 }
 

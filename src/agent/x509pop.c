@@ -30,8 +30,10 @@ static int pop_evidence(void *ctx, EVP_PKEY *node_key, const uint8_t csr_sha256[
 	(void)node_key; /* the proof is by the old key; the CSR (of node_key) is bound by hash */
 	*out = NULL;
 	*outlen = 0;
-	if ((rc = bc_x509pop_evidence(id->chain, id->chain_lens, id->n_chain, id->key, id->node_id,
-	                              csr_sha256, bc_now_ms(), &json)) != 0) {
+	/* signed wherever the key is (a file or the TPM), checked under its public half */
+	if ((rc = bc_x509pop_evidence_with(id->chain, id->chain_lens, id->n_chain, id->key,
+	                                   bcd_nodekey_sign, (void *)&id->nk, id->node_id,
+	                                   csr_sha256, bc_now_ms(), &json)) != 0) {
 		snprintf(err, errlen, "cannot sign with the node key (%s)", bc_err_str(rc));
 		return rc;
 	}
@@ -66,11 +68,17 @@ int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_client_pins
 	struct bcd_join_req r = {.attestor = X509POP, .role = rejoin_role(id), .token = NULL,
 	                         .producer = &pr, .wait_pending = wait_pending};
 	struct bc_join_answer a;
+	struct bcd_nodekey next;
+	uint8_t *csr = NULL;
 	int rc, committed = 0;
 
 	memset(&a, 0, sizeof(a));
-	if ((rc = bcd_next_key(cfg, id, &r.key, m)) != 0)
+	if ((rc = bcd_next_key(cfg, id, &next, m)) != 0)
 		return rc;
+	r.key = next.key;
+	if ((rc = bcd_nodekey_csr(&next, BCD_CSR_CN, &csr, &r.csr_len, m)) != 0)
+		goto out;
+	r.csr = csr;
 	if ((rc = bcd_join_request(cfg, pins, &r, &a, m)) != 0) {
 		if (rc == BC_ERR_DENIED)
 			bcd_say(m, "%s", BCD_X509POP_REFUSED_HINT);
@@ -87,7 +95,8 @@ out:
 		bcd_next_key_drop(cfg);
 	else
 		rc = bcd_identity_reload(cfg, id, rc, m);
-	EVP_PKEY_free(r.key);
+	free(csr);
+	bcd_nodekey_free(&next);
 	bc_join_answer_free(&a);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "attest/tpm_internal.h"
+#include "attest/tpm_keys.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bettercompute/attest/v1/tpm.pb-c.h"
@@ -324,44 +325,33 @@ static const char *check_quote(const struct tpm_cfg *c, const struct bc_join_inp
 	return check_pcrs(c, a, &q.attested.quote, bc_tpm_signature_hash(&sig), p, rc);
 }
 
+const char *bc_tpm_certify_reason(enum bc_tpm_certify_result r)
+{
+	switch (r) {
+	case BC_TPM_CERTIFY_OK: return NULL;
+	case BC_TPM_CERTIFY_SIGNATURE: return BC_R_NODE_KEY_SIGNATURE;
+	case BC_TPM_CERTIFY_NONCE: return BC_R_NODE_KEY_NONCE;
+	case BC_TPM_CERTIFY_NAME: return BC_R_NODE_KEY_NAME;
+	case BC_TPM_CERTIFY_ATTRIBUTES: return BC_R_NODE_KEY_ATTRIBUTES;
+	case BC_TPM_CERTIFY_NOT_CSR: return BC_R_NODE_KEY_NOT_CSR;
+	case BC_TPM_CERTIFY_MALFORMED:
+	default: return BC_R_NODE_KEY_MALFORMED;
+	}
+}
+
 /* The AK's TPM2_Certify of the CSR's key, qualified by sha256(csr). */
 static const char *check_node_key(const struct bc_join_input *in,
                                   const Bettercompute__Attest__V1__KeyCertification *k,
                                   const struct tpm_proven *p, int *rc)
 {
-	uint8_t name[BC_TPM_NAME_MAX], spki_sha[32], *spki = NULL;
-	size_t name_len = 0, spki_len = 0;
-	EVP_PKEY *key = NULL;
-	TPMT_PUBLIC pub;
-	TPMS_ATTEST att;
-	TPMT_SIGNATURE sig;
-	const char *why = NULL;
+	enum bc_tpm_certify_result r;
 
-	if (bc_tpm_public_parse(k->key_public.data, k->key_public.len, &pub) != 0 ||
-	    bc_tpm_attest_parse(k->certify_info.data, k->certify_info.len, &att) != 0 ||
-	    bc_tpm_signature_parse(k->signature.data, k->signature.len, &sig) != 0)
-		return BC_R_NODE_KEY_MALFORMED;
-	if (bc_tpm_signature_verify(p->ak_key, &sig, k->certify_info.data, k->certify_info.len) != 0)
-		return BC_R_NODE_KEY_SIGNATURE;
-	if (att.magic != TPM2_GENERATED_VALUE || att.type != TPM2_ST_ATTEST_CERTIFY)
-		return BC_R_NODE_KEY_MALFORMED;
-	if (att.extraData.size != 32 || !bc_ct_equal(att.extraData.buffer, in->csr_sha256, 32))
-		return BC_R_NODE_KEY_NONCE;
-	if ((*rc = bc_tpm_name(&pub, k->key_public.data, k->key_public.len, name, &name_len)) != 0)
+	if ((*rc = bc_tpm_check_certify(p->ak_key, k->key_public.data, k->key_public.len,
+	                                k->certify_info.data, k->certify_info.len,
+	                                k->signature.data, k->signature.len, in->csr_sha256,
+	                                in->csr_spki_sha256, &r)) != 0)
 		return NULL;
-	if (att.attested.certify.name.size != name_len ||
-	    memcmp(att.attested.certify.name.name, name, name_len) != 0)
-		return BC_R_NODE_KEY_NAME;
-	if (bc_tpm_check_node_key(&pub) != 0)
-		return BC_R_NODE_KEY_ATTRIBUTES;
-	/* the CSR is P-256: another key type or curve is another key */
-	if (bc_tpm_public_key(&pub, &key) != 0 || !EVP_PKEY_is_a(key, "EC") ||
-	    bc_key_spki(key, &spki, &spki_len) != 0 || bc_sha256(spki, spki_len, spki_sha) != 0 ||
-	    !bc_ct_equal(spki_sha, in->csr_spki_sha256, 32))
-		why = BC_R_NODE_KEY_NOT_CSR;
-	free(spki);
-	EVP_PKEY_free(key);
-	return why;
+	return bc_tpm_certify_reason(r);
 }
 
 static int round2(const struct tpm_cfg *c, bc_tx *tx, const struct bc_join_input *in,

@@ -28,6 +28,10 @@ struct bc_join_config {
 	const bc_pki *pki;
 	bc_refusal_fn on_refusal; /* may be NULL; called after the refusal event commits */
 	void *on_refusal_ctx;
+	/* 1: this JoinService cannot prove key statements (urn:bc:tpm-ak:) again, so a
+	 * join is never issued one (node-key-statement) and a leaf naming one does not
+	 * renew (key-statement-unsupported). For embedders without the tpm module. */
+	int no_key_statements;
 };
 
 struct bc_join_service;

@@ -57,6 +57,7 @@
 #define BC_R_KEY_STATEMENT_UNSUPPORTED "key-statement-unsupported" /* a statement this build cannot prove again */
 #define BC_R_TPM_AK_URI "tpm-ak-uri"               /* a malformed urn:bc:tpm-ak: statement */
 #define BC_R_KEY_ATTESTATION_MISSING "key-attestation-missing" /* the leaf names an AK, the request has no key_attestation */
+#define BC_R_KEY_ATTESTATION_AK "key-attestation-ak" /* ak_public is not the named AK (another TPM's), or not an attestation key */
 
 
 /* tpm: round 1 (the TPM's identity) */

@@ -18,6 +18,7 @@
 #include "bc/json.h"
 #include "bc/log.h"
 #include "bettercompute/join/v1/join.pb-c.h"
+#include "attest/tpm_keys.h"
 #include "join/events.h"
 #include "join/internal.h"
 #include "join/reasons.h"
@@ -38,6 +39,7 @@ struct renew_state {
 	struct bc_node_identity id;
 	EVP_PKEY *csr_key;
 	uint8_t csr_sha256[32];
+	uint8_t csr_spki_sha256[32];
 	uint8_t leaf_sha256[32];
 	const char *reason;
 	char tenant_id[BC_ID_MAX];
@@ -46,26 +48,48 @@ struct renew_state {
 	int64_t now_ms;
 };
 
-/* urn:bc:tpm-ak:sha256:<hex of the AK's TPM name: 000b || 32-byte digest> */
-static const char *check_statements(const struct renew_state *st)
+/* urn:bc:tpm-ak:sha256:<hex of the AK's TPM name: 000b || 32-byte digest>. A leaf that
+ * names an AK renews only with that AK's certification of the next key; the statement
+ * is read from the leaf, never from the CSR. */
+static const char *check_statements(const struct renew_state *st, int *rc)
 {
+	const Bettercompute__Join__V1__TpmKeyAttestation *ka = st->rq->key_attestation;
+	uint8_t name[34];
+
+	*rc = 0;
 	for (size_t i = 0; i < st->id.n_statements; i++) {
 		const char *s = st->id.statements[i];
 		if (strncmp(s, TPM_AK_PREFIX, strlen(TPM_AK_PREFIX)) != 0)
 			return BC_R_KEY_STATEMENT_UNKNOWN;
 		const char *hex = s + strlen(TPM_AK_PREFIX);
-		uint8_t name[34];
 		if (strncmp(hex, "sha256:", 7) != 0 || strlen(hex + 7) != 68 ||
 		    bc_hex_decode_to(hex + 7, name, sizeof(name)) != 0 || name[0] != 0x00 ||
 		    name[1] != 0x0b)
 			return BC_R_TPM_AK_URI;
-		if (st->rq->key_attestation == NULL)
+		if (st->svc->cfg.no_key_statements)
+			return BC_R_KEY_STATEMENT_UNSUPPORTED;
+		if (ka == NULL)
 			return BC_R_KEY_ATTESTATION_MISSING;
-		/* the AK's certification of the next key is checked by the tpm module, which
-		 * this build does not have yet: never renew such a leaf without that proof */
-		return BC_R_KEY_STATEMENT_UNSUPPORTED;
+		const char *why = bc_tpm_verify_key_attestation(
+			name, sizeof(name), ka->ak_public.data, ka->ak_public.len, ka->key_public.data,
+			ka->key_public.len, ka->certify_info.data, ka->certify_info.len,
+			ka->signature.data, ka->signature.len, st->csr_sha256, st->csr_spki_sha256, rc);
+		if (why != NULL || *rc != 0)
+			return why;
 	}
 	return NULL;
+}
+
+static int csr_spki_sha256(struct renew_state *st)
+{
+	uint8_t *spki = NULL;
+	size_t len = 0;
+	int rc;
+
+	if ((rc = bc_key_spki(st->csr_key, &spki, &len)) == 0)
+		rc = bc_sha256(spki, len, st->csr_spki_sha256);
+	free(spki);
+	return rc;
 }
 
 static int verify_proof(struct renew_state *st, X509 *leaf)
@@ -102,11 +126,17 @@ static const char *precheck(struct renew_state *st)
 	    bc_pki_verify_node_cert(pki, rq->chain[0].data, rq->chain[0].len) != 0 ||
 	    bc_x509_from_der(rq->chain[0].data, rq->chain[0].len, &leaf) != 0)
 		return BC_R_RENEW_MALFORMED;
-	if ((why = check_statements(st)) != NULL)
-		goto out;
 	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0 ||
-	    bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256) != 0) {
+	    bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256) != 0 ||
+	    csr_spki_sha256(st) != 0) {
 		why = BC_R_CSR_INVALID;
+		goto out;
+	}
+	int rc = 0;
+	if ((why = check_statements(st, &rc)) != NULL || rc != 0) {
+		/* a check that could not run is not a proof */
+		if (why == NULL)
+			why = BC_R_NODE_KEY_MALFORMED;
 		goto out;
 	}
 	if (bc_sha256(rq->chain[0].data, rq->chain[0].len, st->leaf_sha256) != 0 ||

@@ -110,4 +110,26 @@ BC_WUR int bc_tpm_ek_cert_verify(X509 *const *roots, size_t n_roots, const uint8
                                  size_t len, const uint8_t *const *inter, const size_t *inter_lens,
                                  size_t n_inter, EVP_PKEY *ek_key, int64_t now_ms, X509 **cert);
 
+/* An AK's TPM2_Certify of a key, qualified by sha256(csr), checked as a certified node
+ * key (the join's node-key proof and every AK-certified renewal): the signature by ak,
+ * a TPM_ST_ATTEST_CERTIFY whose extraData is csr_sha256, the certified name the TPM
+ * name of key_public, the key's attributes (bc_tpm_check_node_key), and its
+ * SubjectPublicKeyInfo the CSR's (spki_sha256). Returns 0 with *result set, or a
+ * negative BC_ERR_* when the check itself could not run. */
+enum bc_tpm_certify_result {
+	BC_TPM_CERTIFY_OK = 0,
+	BC_TPM_CERTIFY_MALFORMED,
+	BC_TPM_CERTIFY_SIGNATURE,
+	BC_TPM_CERTIFY_NONCE,
+	BC_TPM_CERTIFY_NAME,
+	BC_TPM_CERTIFY_ATTRIBUTES,
+	BC_TPM_CERTIFY_NOT_CSR,
+};
+BC_WUR int bc_tpm_check_certify(EVP_PKEY *ak, const uint8_t *key_public, size_t key_public_len,
+                                const uint8_t *certify_info, size_t certify_info_len,
+                                const uint8_t *signature, size_t signature_len,
+                                const uint8_t csr_sha256[static 32],
+                                const uint8_t spki_sha256[static 32],
+                                enum bc_tpm_certify_result *result);
+
 #endif
