@@ -45,6 +45,9 @@ BC_WUR int bc_join_register(struct bc_join_service *s, const struct bc_attestor 
 /* dlopen()s a shared object exporting bc_attestor_plugin() and registers it. */
 BC_WUR int bc_join_load_plugin(struct bc_join_service *s, const char *path, char *err,
                                size_t errlen);
+/* Whether this JoinService proves key statements again (see bc_join_config's
+ * no_key_statements); 1 by default. Before serving, or in tests. */
+void bc_join_set_key_statements(struct bc_join_service *s, int enabled);
 /* Calls each attestor's configure() with its [attestors.<id>] table. */
 BC_WUR int bc_join_configure(struct bc_join_service *s, const bc_toml *cfg, char *err,
                              size_t errlen);

@@ -132,6 +132,11 @@ const struct bc_attestor *bc_join_find(const struct bc_join_service *s, const ch
 	return NULL;
 }
 
+void bc_join_set_key_statements(struct bc_join_service *s, int enabled)
+{
+	s->cfg.no_key_statements = !enabled;
+}
+
 int bc_join_attestor_known(const struct bc_join_service *s, const char *id)
 {
 	return id != NULL && bc_join_find(s, id) != NULL;

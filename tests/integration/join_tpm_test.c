@@ -25,6 +25,8 @@
 #include "bct_tpm.h"
 #include "bctest.h"
 #include "bettercompute/attest/v1/tpm.pb-c.h"
+#include "bettercompute/join/v1/join.pb-c.h"
+#include "join/join.h"
 #include "server/admin.h"
 
 #define AK_HANDLE "0x81000011"
@@ -897,6 +899,189 @@ static void test_tpm_config_errors(void **state)
 	bct_cp_stop(&cp);
 }
 
+/* ---- renewals of a TPM-held key (the AK certifies the next key) ---- */
+
+/* ES256 under a purpose, by the TPM key at handle: P1363 r||s. */
+static void tpm_sign(const char *handle, const char *purpose, const uint8_t *payload, size_t n,
+                     uint8_t sig[64])
+{
+	uint8_t d[32];
+	struct blob der;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	unsigned int dl = 32;
+
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	EVP_DigestUpdate(md, "bettercompute/v1", 17);
+	EVP_DigestUpdate(md, purpose, strlen(purpose) + 1);
+	EVP_DigestUpdate(md, payload, n);
+	EVP_DigestFinal_ex(md, d, &dl);
+	EVP_MD_CTX_free(md);
+	assert_int_equal(bct_tpm_write(&tpm, "proof.dig", d, 32), 0);
+	assert_int_equal(bct_tpm_sh(&tpm, "rm -f proof.sig && tpm2_sign -c %s -g sha256 -s ecdsa -d "
+	                                  "-f plain -o proof.sig proof.dig", handle), 0);
+	der = file_blob("proof.sig");
+	assert_int_equal(bc_ecdsa_der_to_p1363(der.p, der.n, sig), 0);
+	blob_free(&der);
+}
+
+struct renew_case {
+	const char *signer;       /* the leaf's key */
+	const char *next;         /* the next key: its CSR */
+	const char *certified;    /* the key the AK certifies (NULL: no key_attestation) */
+	const char *key_public;   /* the public area sent as key_public (NULL: certified's) */
+	const struct blob *ak_pub;/* NULL: the AK's */
+	int other_csr_nonce;      /* qualify the certification with another CSR's hash */
+	int flip_signature;
+};
+
+/* A RenewRequest for leaf; the HTTP status and, on 200, the verified answer. */
+static long renew_tpm(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len, const char *node_id,
+                      const struct renew_case *c, struct bc_join_answer *ans)
+{
+	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
+	Bettercompute__Join__V1__TpmKeyAttestation ka =
+		BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
+	struct blob csr = make_csr(c->next, "node"), kp = {0};
+	struct answer a = {0};
+	uint8_t d[32], q[32], sig[64], payload[256], *wire, *body = NULL;
+	ProtobufCBinaryData chain[1] = {{leaf_len, (uint8_t *)leaf}};
+	size_t n = 0, wire_len, len = 0;
+	long status = 0;
+	char err[256], name[64];
+	int64_t t = bc_now_ms();
+
+	assert_int_equal(bc_sha256(csr.p, csr.n, d), 0);
+	memcpy(payload, d, 32);
+	n = 32 + (size_t)snprintf((char *)payload + 32, 64, "%s", node_id) + 1;
+	for (int i = 0; i < 8; i++)
+		payload[n++] = (uint8_t)((uint64_t)t >> (56 - 8 * i));
+	tpm_sign(c->signer, "renew", payload, n, sig);
+	rq.chain = chain;
+	rq.n_chain = 1;
+	rq.csr = (ProtobufCBinaryData){csr.n, csr.p};
+	rq.client_time_ms = t;
+	rq.proof = (ProtobufCBinaryData){64, sig};
+	if (c->certified) {
+		memcpy(q, d, 32);
+		if (c->other_csr_nonce)
+			q[0] ^= 0xff;
+		certify(c->certified, q, &a);
+		if (c->flip_signature)
+			a.csig.p[a.csig.n - 1] ^= 1;
+		snprintf(name, sizeof(name), "%s.pub", c->key_public ? c->key_public : c->certified);
+		kp = tpmt_file(name);
+		ka.ak_public = c->ak_pub ? (ProtobufCBinaryData){c->ak_pub->n, c->ak_pub->p}
+		                         : (ProtobufCBinaryData){ak.n, ak.p};
+		ka.key_public = (ProtobufCBinaryData){kp.n, kp.p};
+		ka.certify_info = (ProtobufCBinaryData){a.cinfo.n, a.cinfo.p};
+		ka.signature = (ProtobufCBinaryData){a.csig.n, a.csig.p};
+		rq.key_attestation = &ka;
+	}
+	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
+	wire = malloc(wire_len);
+	bettercompute__join__v1__renew_request__pack(&rq, wire);
+	assert_int_equal(bc_client_post(&cp->pins, "/bettercompute.join.v1.JoinService/Renew", wire,
+	                                wire_len, &status, &body, &len, err, sizeof(err)), 0);
+	if (status == 200)
+		assert_int_equal(bc_client_open_join_response_csr(&cp->pins, body, len, csr.p, csr.n,
+		                                                  ans, err, sizeof(err)), 0);
+	free(wire);
+	free(body);
+	blob_free(&csr);
+	blob_free(&kp);
+	answer_free(&a);
+	return status;
+}
+
+static void expect_renew_refused(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len,
+                                 const char *node_id, const struct renew_case *c,
+                                 const char *reason)
+{
+	struct bc_join_answer ans;
+	bc_param p[] = {BC_TEXT(reason), BC_TEXT(node_id)};
+	const char *sql = "SELECT COUNT(*) FROM events WHERE type = 'security.renew.refused' AND "
+	                  "subject = $2 AND data LIKE '%\"' || $1 || '\"%'";
+	int64_t before = bct_count(cp, sql, p, 2);
+
+	assert_int_equal(renew_tpm(cp, leaf, leaf_len, node_id, c, &ans), 403);
+	assert_int_equal(bct_count(cp, sql, p, 2), before + 1);
+}
+
+static void test_tpm_renewal_certified_by_the_ak(void **state)
+{
+	struct bct_cp cp;
+	struct bc_join_answer ans, r1, r2;
+	struct bc_node_identity id;
+	struct answer a;
+	char pool[64], lines[1024], urn[256], *h;
+	(void)state;
+
+	assert_int_equal(bc_new_id("pool", pool, sizeof(pool)), 0);
+	snprintf(lines, sizeof(lines), "resolve = \"%s\"\n", write_resolve(pool, NULL));
+	cp_start(&cp, lines);
+	bc_param pp[] = {BC_TEXT(pool), BC_INT(bc_now_ms())};
+	assert_int_equal(bct_exec(&cp, "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
+	                               "updated_at) VALUES ($1, 'root', 'tpm', '{}', $2, $2)", pp, 2), 0);
+	struct blob csr = make_csr(NK_HANDLE, "node");
+	full_answer(&cp, &csr, NK_HANDLE, &a);
+	assert_int_equal(round2(&cp, &csr, &a, &ans), 0);
+	answer_free(&a);
+	blob_free(&csr);
+	h = bct_hex(ak_name, ak_name_len);
+	snprintf(urn, sizeof(urn), "urn:bc:tpm-ak:sha256:%s", h);
+	free(h);
+	const uint8_t *leaf = ans.chain[0];
+	size_t leaf_len = ans.chain_lens[0];
+	const char *node = ans.node_id;
+
+	/* every reason of the table, each from a good renewal with one thing wrong */
+	struct renew_case none = {NK_HANDLE, NK_OTHER, NULL, NULL, NULL, 0, 0};
+	expect_renew_refused(&cp, leaf, leaf_len, node, &none, "key-attestation-missing");
+	struct blob not_ak = tpmt_file(NK_OTHER ".pub");
+	struct renew_case other_ak = {NK_HANDLE, NK_OTHER, NK_OTHER, NULL, &not_ak, 0, 0};
+	expect_renew_refused(&cp, leaf, leaf_len, node, &other_ak, "key-attestation-ak");
+	blob_free(&not_ak);
+	struct renew_case nonce = {NK_HANDLE, NK_OTHER, NK_OTHER, NULL, NULL, 1, 0};
+	expect_renew_refused(&cp, leaf, leaf_len, node, &nonce, "node-key-nonce");
+	struct renew_case badsig = {NK_HANDLE, NK_OTHER, NK_OTHER, NULL, NULL, 0, 1};
+	expect_renew_refused(&cp, leaf, leaf_len, node, &badsig, "node-key-signature");
+	struct renew_case badname = {NK_HANDLE, NK_OTHER, NK_OTHER, NK_HANDLE, NULL, 0, 0};
+	expect_renew_refused(&cp, leaf, leaf_len, node, &badname, "node-key-name");
+	struct renew_case attrs = {NK_HANDLE, NK_DECRYPT, NK_DECRYPT, NULL, NULL, 0, 0};
+	expect_renew_refused(&cp, leaf, leaf_len, node, &attrs, "node-key-attributes");
+	struct renew_case notcsr = {NK_HANDLE, NK_OTHER, NK_HANDLE, NULL, NULL, 0, 0};
+	expect_renew_refused(&cp, leaf, leaf_len, node, &notcsr, "node-key-not-csr");
+
+	/* a good renewal keeps the statement although its CSR asks for none */
+	struct renew_case good = {NK_HANDLE, NK_OTHER, NK_OTHER, NULL, NULL, 0, 0};
+	assert_int_equal(renew_tpm(&cp, leaf, leaf_len, node, &good, &r1), 200);
+	assert_int_equal(bc_pki_node_identity(r1.chain[0], r1.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(id.n_statements, 1);
+	assert_string_equal(id.statements[0], urn);
+	bc_node_identity_clear(&id);
+	bc_param np[] = {BC_TEXT(node)};
+	char *stmts = bct_text(&cp, "SELECT statements FROM node_certs WHERE node_id = $1 ORDER BY "
+	                            "created_at DESC, serial LIMIT 1", np, 1);
+	assert_non_null(stmts);
+	assert_non_null(strstr(stmts, urn));
+	free(stmts);
+	/* and the next renewal needs the AK again */
+	struct renew_case again_none = {NK_OTHER, NK_HANDLE, NULL, NULL, NULL, 0, 0};
+	expect_renew_refused(&cp, r1.chain[0], r1.chain_lens[0], node, &again_none,
+	                     "key-attestation-missing");
+	struct renew_case again = {NK_OTHER, NK_HANDLE, NK_HANDLE, NULL, NULL, 0, 0};
+	assert_int_equal(renew_tpm(&cp, r1.chain[0], r1.chain_lens[0], node, &again, &r2), 200);
+	bc_join_answer_free(&r2);
+	bc_join_answer_free(&r1);
+
+	/* a JoinService that cannot prove statements again renews none */
+	bc_join_set_key_statements(bc_server_join(cp.srv), 0);
+	expect_renew_refused(&cp, leaf, leaf_len, node, &good, "key-statement-unsupported");
+	bc_join_set_key_statements(bc_server_join(cp.srv), 1);
+	bc_join_answer_free(&ans);
+	bct_cp_stop(&cp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -908,6 +1093,7 @@ int main(void)
 		cmocka_unit_test(test_tpm_bound_elsewhere),
 		cmocka_unit_test(test_tpm_enrollment_approve_and_deny),
 		cmocka_unit_test(test_tpm_config_errors),
+		cmocka_unit_test(test_tpm_renewal_certified_by_the_ak),
 	};
 	int rc;
 
