@@ -146,13 +146,21 @@ static int evidence(struct bcd_producer *pr, EVP_PKEY *key, const uint8_t h[stat
 	return rc;
 }
 
+/* A refusal after a wait: most likely the operator's decision on the join request. */
+static void refused_after_wait(const char *request, struct bcd_msg *m)
+{
+	bcd_say(m, "the control plane refused the join after join request %s waited: an operator "
+	        "denied it, or it expired; ask the operator (better-compute join-requests list); "
+	        "nothing was written", request);
+}
+
 static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params *p,
                        struct bcd_producer *pr, int wait, struct bc_join_answer *a,
                        struct bcd_msg *m)
 {
 	uint8_t h[32], *att = NULL;
 	size_t att_len = 0;
-	char err[512];
+	char err[512], request[64] = "";
 	int rc, challenges = 0, pendings = 0;
 
 	if ((rc = bc_sha256(p->csr, p->csr_len, h)) != 0 ||
@@ -162,7 +170,10 @@ static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params 
 		p->attestation = att;
 		p->attestation_len = att_len;
 		if ((rc = bc_client_join(pins, p, a, err, sizeof(err))) != 0) {
-			bcd_say(m, "%s; nothing was written", err);
+			if (rc == BC_ERR_DENIED && request[0] != '\0')
+				refused_after_wait(request, m);
+			else
+				bcd_say(m, "%s; nothing was written", err);
 			goto out;
 		}
 		if (a->state == BC_JOIN_JOINED)
@@ -172,10 +183,11 @@ static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params 
 		else if (a->state == BC_JOIN_PENDING && !wait)
 			rc = no_wait(a, m);
 		else if (a->state == BC_JOIN_PENDING && (rc = wait_pending(a, &pendings, m)) == 0) {
+			snprintf(request, sizeof(request), "%s",
+			         a->request_id[0] ? a->request_id : "without an id");
 			challenges = 0; /* a fresh round 1, whose challenges count anew */
 			rc = evidence(pr, p->key, h, &att, &att_len, m);
-		}
-		else if (a->state != BC_JOIN_PENDING)
+		} else if (a->state != BC_JOIN_PENDING)
 			rc = BC_ERR_INTERNAL;
 		bc_join_answer_free(a);
 		if (rc != 0)

@@ -777,6 +777,70 @@ static void test_der_p1363(void **state)
 	EVP_PKEY_free(k);
 }
 
+/* bc_es256_sign_with: a signer over bc_es256_digest is bc_es256_sign's equal, and a
+ * signature the key's public half refuses is never returned. */
+struct signer_ctx {
+	EVP_PKEY *key;
+	int fail;
+};
+
+static int digest_signer(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
+                         uint8_t sig[BC_SIG_LEN])
+{
+	struct signer_ctx *s = ctx;
+	EVP_PKEY_CTX *c;
+	uint8_t d[32], der[80];
+	size_t dl = sizeof(der);
+	int rc;
+
+	if (s->fail)
+		return BC_ERR_UNAVAILABLE;
+	if ((rc = bc_es256_digest(purpose, payload, len, d)) != 0)
+		return rc;
+	c = EVP_PKEY_CTX_new_from_pkey(NULL, s->key, NULL);
+	assert_non_null(c);
+	assert_int_equal(EVP_PKEY_sign_init(c), 1);
+	assert_int_equal(EVP_PKEY_sign(c, der, &dl, d, sizeof(d)), 1);
+	EVP_PKEY_CTX_free(c);
+	return bc_ecdsa_der_to_p1363(der, dl, sig);
+}
+
+static void test_sign_with(void **state)
+{
+	EVP_PKEY *k = NULL, *other = NULL;
+	struct signer_ctx s = {NULL, 0};
+	uint8_t sig[BC_SIG_LEN], zero[BC_SIG_LEN] = {0}, d1[32], d2[32];
+	(void)state;
+
+	assert_int_equal(bc_key_generate(&k), 0);
+	assert_int_equal(bc_key_generate(&other), 0);
+	s.key = k;
+	assert_int_equal(bc_es256_sign_with(digest_signer, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig), 0);
+	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_RENEW, "abc", 3, sig, 64), 0);
+	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "abc", 3, sig, 64), BC_ERR_VERIFY);
+	/* the digest separates purpose and payload like the signature does */
+	assert_int_equal(bc_es256_digest("ab", "c", 1, d1), 0);
+	assert_int_equal(bc_es256_digest("a", "bc", 2, d2), 0);
+	assert_memory_not_equal(d1, d2, 32);
+	assert_int_equal(bc_es256_digest("", "x", 1, d1), BC_ERR_INVALID);
+	/* a signer holding another key than pub says: refused, nothing returned */
+	s.key = other;
+	assert_int_equal(bc_es256_sign_with(digest_signer, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
+	                 BC_ERR_VERIFY);
+	assert_memory_equal(sig, zero, sizeof(sig));
+	/* a failing signer's error passes through */
+	s.fail = 1;
+	assert_int_equal(bc_es256_sign_with(digest_signer, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
+	                 BC_ERR_UNAVAILABLE);
+	assert_memory_equal(sig, zero, sizeof(sig));
+	assert_int_equal(bc_es256_sign_with(NULL, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
+	                 BC_ERR_INVALID);
+	assert_int_equal(bc_es256_sign_with(digest_signer, &s, NULL, BC_PURPOSE_RENEW, "abc", 3, sig),
+	                 BC_ERR_INVALID);
+	EVP_PKEY_free(k);
+	EVP_PKEY_free(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -795,6 +859,7 @@ int main(void)
 	    cmocka_unit_test(test_point),
 	    cmocka_unit_test(test_foreign_keys_refused),
 	    cmocka_unit_test(test_der_p1363),
+	    cmocka_unit_test(test_sign_with),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
