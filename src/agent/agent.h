@@ -52,7 +52,13 @@ struct bcd_config {
 	char *fakehw_claims;   /* resolved path, or NULL */
 	char *fakehw_tpm;      /* reserved for the tpm issue; NULL or "" when unset */
 	int has_fakehw;
+	char *helper_socket;   /* [helper] socket; set (default below) when has_helper */
+	char *helper_user;     /* [helper] user, the only peer bcd helper serves */
+	int has_helper;
 };
+#define BCD_HELPER_SOCKET "/run/bcd/helper.sock"
+#define BCD_HELPER_USER "bcd"
+#define BCD_HELPER_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
 /* Loads and checks the config: unknown keys or tables and missing or empty fields
  * are errors naming them. cfg is zeroed first; free with bcd_config_free. */
 BC_WUR int bcd_config_load(const char *path, struct bcd_config *cfg, struct bcd_msg *m);
@@ -136,6 +142,13 @@ BC_WUR int bcd_identity_save(const struct bcd_config *cfg, const struct bcd_node
  * last, joined_at kept. */
 BC_WUR int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id,
                         struct bcd_nodekey *next, struct bcd_msg *m);
+/* bcd_next_key for a certificate that names an AK: the key made in the TPM and certified
+ * by that AK (bcd_nodekey_new_certified: *csr and kc are the caller's to free), never a
+ * file key; m has the spec's renewal message on failure. */
+BC_WUR int bcd_next_key_certified(const struct bcd_config *cfg, struct bcd_identity *id,
+                                  const uint8_t ak_name[static BCD_TPM_NAME_LEN],
+                                  struct bcd_nodekey *next, uint8_t **csr, size_t *csr_len,
+                                  struct bcd_key_cert *kc, struct bcd_msg *m);
 void bcd_next_key_drop(const struct bcd_config *cfg);
 BC_WUR int bcd_identity_replace(const struct bcd_config *cfg, const struct bc_join_answer *a,
                                 const char *joined_at, struct bcd_msg *m);
@@ -225,5 +238,6 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
 int bcd_cmd_node(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
 int bcd_cmd_status(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
 int bcd_cmd_doctor(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
+int bcd_cmd_helper(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
 
 #endif

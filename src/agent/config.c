@@ -50,6 +50,10 @@ static const struct field fakehw_fields[] = {
 	F("claims", fakehw_claims, 0, 1),
 	F("tpm", fakehw_tpm, 0, 0),
 };
+static const struct field helper_fields[] = {
+	F("socket", helper_socket, 0, 0),
+	F("user", helper_user, 0, 0),
+};
 #undef F
 
 void bcd_config_free(struct bcd_config *cfg)
@@ -62,6 +66,8 @@ void bcd_config_free(struct bcd_config *cfg)
 		free(*(char **)((char *)cfg + top_fields[i].off));
 	for (size_t i = 0; i < sizeof(fakehw_fields) / sizeof(fakehw_fields[0]); i++)
 		free(*(char **)((char *)cfg + fakehw_fields[i].off));
+	for (size_t i = 0; i < sizeof(helper_fields) / sizeof(helper_fields[0]); i++)
+		free(*(char **)((char *)cfg + helper_fields[i].off));
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -135,15 +141,45 @@ static int check_tables(const bc_toml *t, struct bcd_config *cfg, struct bcd_msg
 	if (bc_toml_tables(t, "", &names, &n) != 0)
 		n = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(names[i], "fakehw") != 0) {
+		if (strcmp(names[i], "fakehw") == 0) {
+			cfg->has_fakehw = 1;
+		} else if (strcmp(names[i], "helper") == 0) {
+			cfg->has_helper = 1;
+		} else {
 			bcd_say(m, "%s: unknown table [%s]; remove it (see docs/agent.md)", cfg->path,
 			        names[i]);
 			return BC_ERR_CONFIG;
 		}
-		cfg->has_fakehw = 1;
 	}
 	if (cfg->has_fakehw && bc_toml_tables(t, "fakehw", &names, &n) == 0 && n > 0) {
 		bcd_say(m, "%s: unknown table [fakehw.%s]", cfg->path, names[0]);
+		return BC_ERR_CONFIG;
+	}
+	if (cfg->has_helper && bc_toml_tables(t, "helper", &names, &n) == 0 && n > 0) {
+		bcd_say(m, "%s: unknown table [helper.%s]", cfg->path, names[0]);
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+/* [helper]: socket an absolute path that fits a sockaddr_un, user a plain user name. */
+static int helper_defaults(struct bcd_config *cfg, struct bcd_msg *m)
+{
+	const char *u;
+
+	if (cfg->helper_socket == NULL && (cfg->helper_socket = strdup(BCD_HELPER_SOCKET)) == NULL)
+		return BC_ERR_NOMEM;
+	if (cfg->helper_user == NULL && (cfg->helper_user = strdup(BCD_HELPER_USER)) == NULL)
+		return BC_ERR_NOMEM;
+	if (cfg->helper_socket[0] != '/' || strlen(cfg->helper_socket) >= BCD_HELPER_SOCKET_MAX) {
+		bcd_say(m, "%s: helper.socket must be an absolute path of at most %d bytes", cfg->path,
+		        BCD_HELPER_SOCKET_MAX - 1);
+		return BC_ERR_CONFIG;
+	}
+	u = cfg->helper_user;
+	if (u[0] == '\0' || u[0] == '-' || strlen(u) > 32 ||
+	    strspn(u, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(u)) {
+		bcd_say(m, "%s: helper.user must be a user name ([a-z0-9_-], at most 32)", cfg->path);
 		return BC_ERR_CONFIG;
 	}
 	return 0;
@@ -175,6 +211,11 @@ int bcd_config_load(const char *path, struct bcd_config *cfg, struct bcd_msg *m)
 	if (cfg->has_fakehw &&
 	    (rc = read_table(t, "fakehw", fakehw_fields,
 	                     sizeof(fakehw_fields) / sizeof(fakehw_fields[0]), cfg, m)) != 0)
+		goto out;
+	if (cfg->has_helper &&
+	    ((rc = read_table(t, "helper", helper_fields,
+	                      sizeof(helper_fields) / sizeof(helper_fields[0]), cfg, m)) != 0 ||
+	     (rc = helper_defaults(cfg, m)) != 0))
 		goto out;
 	if (cfg->fakehw_claims != NULL && cfg->fakehw_claims[0] == '\0') {
 		free(cfg->fakehw_claims);

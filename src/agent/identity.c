@@ -234,10 +234,13 @@ static int read_node_key(const struct bcd_config *cfg, struct bcd_identity *id, 
 		id->key_from_next = 1;
 		goto out;
 	}
-	bcd_say(m, "%s: the node key does not match the node certificate (%s/%s)%s; %s", path,
-	        cfg->data_dir, BCD_NODE_CRT,
-	        k.in_tpm ? ": the TPM derives another key from node.key (was the TPM cleared?)" : "",
-	        RESET_HINT);
+	/* a key in the TPM that no longer matches: the spec's hint, word for word */
+	if (k.in_tpm)
+		bcd_say(m, "%s: the node key does not match the node certificate: the TPM derives "
+		        "another key from node.key (was the TPM cleared?); %s", path, RESET_HINT);
+	else
+		bcd_say(m, "%s: the node key does not match the node certificate (%s/%s); %s", path,
+		        cfg->data_dir, BCD_NODE_CRT, RESET_HINT);
 	rc = BC_ERR_INVALID;
 out:
 	bcd_nodekey_free(&k);

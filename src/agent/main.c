@@ -15,7 +15,8 @@
 #define C_NODE 0x2
 #define C_STATUS 0x4
 #define C_DOCTOR 0x8
-#define C_ALL 0xf
+#define C_HELPER 0x10
+#define C_ALL 0x1f
 
 struct bcd_cmd {
 	const char *name;
@@ -34,6 +35,9 @@ static const struct bcd_cmd commands[] = {
 	{"status", C_STATUS, "[--json]", "show this machine's identity", bcd_cmd_status},
 	{"doctor", C_DOCTOR, "", "check the config, the server, the identity and the clock",
 	 bcd_cmd_doctor},
+	{"helper", C_HELPER, "",
+	 "as root, serve the node keys in the TPM to an unprivileged bcd node ([helper])",
+	 bcd_cmd_helper},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -146,7 +150,7 @@ static int parse_args(int argc, char **argv, const struct bcd_cmd **cmd, struct 
 		}
 	}
 	if (*cmd == NULL && !*help) {
-		bcd_say(m, "which command? join, node, status or doctor");
+		bcd_say(m, "which command? join, node, status, doctor or helper");
 		return BC_ERR_INVALID;
 	}
 	/* options given before the command: check them against it now */

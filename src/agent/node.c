@@ -90,35 +90,62 @@ static int wait_until(struct daemon *d, int64_t deadline)
 	}
 }
 
-/* A certificate that names an AK renews only with the AK certifying the next key
- * (issue 7); a bare renewal would only be refused (key-attestation-missing). */
-#define AK_RENEWAL_UNSUPPORTED                                                                \
-	"renewal: the certificate's node key is in the TPM and names an AK; this bcd cannot "  \
-	"renew it yet"
+/* The next key and its CSR: for a certificate that names an AK, made in the TPM and
+ * certified by that AK into ka (issue 7; no fallback to a file key), else as any key. */
+static int next_for(struct daemon *d, struct bcd_nodekey *next, uint8_t **csr, size_t *csr_len,
+                    struct bcd_key_cert *kc, struct bc_key_attestation *ka, int *attested,
+                    struct bcd_msg *m)
+{
+	uint8_t ak[BCD_TPM_NAME_LEN];
+	int rc, names = bcd_leaf_ak_name(d->id.chain[0], d->id.chain_lens[0], ak);
+
+	*attested = 0;
+	if (names < 0) {
+		bcd_say(m, "renewal: the certificate's urn:bc:tpm-ak: statement is malformed; join "
+		        "again: bcd join --reset --yes, then bcd join");
+		return BC_ERR_INVALID;
+	}
+	if (names == 0) {
+		if ((rc = bcd_next_key(&d->cfg, &d->id, next, m)) != 0)
+			return rc;
+		return bcd_nodekey_csr(next, BCD_CSR_CN, csr, csr_len, m);
+	}
+	if ((rc = bcd_next_key_certified(&d->cfg, &d->id, ak, next, csr, csr_len, kc, m)) != 0)
+		return rc;
+	ka->ak_public = kc->ak.pub;
+	ka->ak_public_len = kc->ak.pub_len;
+	ka->key_public = kc->key_pub;
+	ka->key_public_len = kc->key_pub_len;
+	ka->certify_info = kc->cert.attest;
+	ka->certify_info_len = kc->cert.attest_len;
+	ka->signature = kc->cert.sig;
+	ka->signature_len = kc->cert.sig_len;
+	*attested = 1;
+	return 0;
+}
 
 static int renew_once(struct daemon *d, struct bcd_msg *m)
 {
 	struct bc_join_answer a;
 	struct bcd_nodekey next;
+	struct bcd_key_cert kc;
+	struct bc_key_attestation ka;
 	uint8_t *csr = NULL;
 	size_t csr_len = 0;
 	char err[512];
-	int rc, committed = 0;
+	int rc, committed = 0, attested = 0;
 
 	memset(&a, 0, sizeof(a));
 	memset(&next, 0, sizeof(next));
-	if (bcd_leaf_names_ak(d->id.chain[0], d->id.chain_lens[0])) {
-		bcd_say(m, AK_RENEWAL_UNSUPPORTED);
-		return BC_ERR_UNSUPPORTED;
-	}
-	if ((rc = bcd_next_key(&d->cfg, &d->id, &next, m)) != 0)
-		return rc;
-	if ((rc = bcd_nodekey_csr(&next, BCD_CSR_CN, &csr, &csr_len, m)) != 0)
+	memset(&kc, 0, sizeof(kc));
+	memset(&ka, 0, sizeof(ka));
+	if ((rc = next_for(d, &next, &csr, &csr_len, &kc, &ka, &attested, m)) != 0)
 		goto out;
 	/* the proof by the current key, wherever it is; checked under its public half */
-	if ((rc = bc_client_renew_with(&d->pins, (const uint8_t *const *)d->id.chain,
-	                               d->id.chain_lens, d->id.n_chain, d->id.key, bcd_nodekey_sign,
-	                               &d->id.nk, csr, csr_len, &a, err, sizeof(err))) != 0) {
+	if ((rc = bc_client_renew_attested(&d->pins, (const uint8_t *const *)d->id.chain,
+	                                   d->id.chain_lens, d->id.n_chain, d->id.key,
+	                                   bcd_nodekey_sign, &d->id.nk, csr, csr_len,
+	                                   attested ? &ka : NULL, &a, err, sizeof(err))) != 0) {
 		bcd_say(m, "%s", err);
 		goto out;
 	}
@@ -130,6 +157,7 @@ out:
 	else
 		rc = bcd_identity_reload(&d->cfg, &d->id, rc, m);
 	free(csr);
+	bcd_key_cert_free(&kc);
 	bcd_nodekey_free(&next);
 	bc_join_answer_free(&a);
 	return rc;

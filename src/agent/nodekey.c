@@ -3,22 +3,31 @@
  * and closes the connection. Every key the TPM derives is compared with the public
  * half the caller holds, so a TPM that derives another key (after TPM2_Clear) fails
  * instead of signing with a stranger. */
+#include <openssl/crypto.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/keyops.h"
 #include "agent/nodekey.h"
 #include "bc/buf.h"
 #include "bc/crypto.h"
 #include "bc/log.h"
 #include "bc/pki.h"
+#include "tpm/tpm.h"
 
 #define MAX_KEY_PEM (16u * 1024)
 #define TPM_KEY_PEM "-----BEGIN " BCD_TPM_NODE_KEY_PEM "-----"
 #define TPM_AK_URN "urn:bc:tpm-ak:"
+#define TPM_AK_SHA256_URN "urn:bc:tpm-ak:sha256:"
+/* the spec's renewal messages, word for word ("Renewing a TPM-held key") */
+#define RENEW_UNAVAILABLE "renewal: the certificate's node key is in the TPM, which is unavailable: "
+#define RENEW_NEXT_KEY "renewal: the next node key in the TPM: "
+#define RENEW_CERTIFY "renewal: the TPM's attestation key certifying the next key: "
 #define FAKEHW_KEYS_ENV "BCD_FAKEHW_TPM_KEYS"
 
 static int fakehw_keys_allowed(void)
@@ -70,76 +79,59 @@ void bcd_nodekey_free(struct bcd_nodekey *k)
 	OPENSSL_cleanse(k, sizeof(*k));
 }
 
-/* Opens k's TPM and derives k's key there, checked against k->key when it is set. */
-static int load_in_tpm(const struct bcd_nodekey *k, struct bcd_tpm **t,
-                       struct bcd_tpm_nodekey **nk, struct bcd_msg *m)
+/* Where k's key is reached: bcd helper for an unprivileged process under [helper]
+ * (it never opens the TPM), else the TPM itself. */
+static void set_backend(const struct bcd_config *cfg, struct bcd_nodekey *k)
 {
-	uint8_t *a = NULL, *b = NULL;
-	size_t la = 0, lb = 0;
-	char err[512] = "";
-	int rc, same;
+	k->helper[0] = '\0';
+	if (cfg->has_helper && cfg->helper_socket != NULL && geteuid() != 0)
+		snprintf(k->helper, sizeof(k->helper), "%s", cfg->helper_socket);
+}
 
-	*t = NULL;
-	*nk = NULL;
-	if ((rc = bcd_tpm_open(k->tcti, t, err, sizeof(err))) != 0) {
-		bcd_say(m, "the TPM (%s) is unavailable: %s", k->tcti, err);
+static int open_ops(const struct bcd_nodekey *k, struct bcd_keyops **s, struct bcd_msg *m)
+{
+	char err[512] = "";
+	int rc;
+
+	if ((rc = bcd_keyops_open(k->tcti, k->helper, s, err, sizeof(err))) != 0)
+		bcd_say(m, "the TPM (%s) is unavailable: %s", k->helper[0] ? "through bcd helper" : k->tcti,
+		        err);
+	return rc;
+}
+
+/* k->unique set: derives the key and keeps its public half, or checks it against
+ * k->key when that is set already. */
+static int derive_public(struct bcd_nodekey *k, struct bcd_msg *m)
+{
+	struct bcd_keyops *s = NULL;
+	struct bcd_keyops_key got;
+	char err[512] = "";
+	int rc;
+
+	memset(&got, 0, sizeof(got));
+	if ((rc = open_ops(k, &s, m)) != 0)
 		return rc;
-	}
-	if ((rc = bcd_tpm_nodekey_load(*t, k->unique, nk)) != 0) {
-		bcd_say(m, "the TPM cannot derive the node key: %s", bcd_tpm_error(*t));
-		goto out;
-	}
-	if (k->key == NULL)
-		goto out;
-	if ((rc = bc_key_spki(k->key, &a, &la)) != 0 ||
-	    (rc = bc_key_spki(bcd_tpm_nodekey_pkey(*nk), &b, &lb)) != 0)
-		goto out;
-	same = la == lb && memcmp(a, b, la) == 0;
-	if (!same) {
+	if ((rc = bcd_keyops_key(s, k->unique, &got, err, sizeof(err))) != 0) {
+		bcd_say(m, "the TPM cannot derive the node key: %s", err);
+	} else if (k->key == NULL) {
+		k->key = got.pkey;
+		got.pkey = NULL;
+	} else if (EVP_PKEY_eq(k->key, got.pkey) != 1) {
 		bcd_say(m, "the TPM derives another key from node.key (was the TPM cleared?)");
 		rc = BC_ERR_VERIFY;
 	}
-out:
-	free(a);
-	free(b);
-	if (rc != 0) {
-		bcd_tpm_nodekey_free(*nk);
-		bcd_tpm_close(*t);
-		*nk = NULL;
-		*t = NULL;
-	}
+	bcd_keyops_key_free(&got);
+	bcd_keyops_close(s);
 	return rc;
 }
 
-static void unload(struct bcd_tpm *t, struct bcd_tpm_nodekey *nk)
-{
-	bcd_tpm_nodekey_free(nk);
-	bcd_tpm_close(t);
-}
-
-/* k->unique and k->tcti set: derives the key and keeps its public half. */
-static int derive_public(struct bcd_nodekey *k, struct bcd_msg *m)
-{
-	struct bcd_tpm *t;
-	struct bcd_tpm_nodekey *nk;
-	int rc;
-
-	if ((rc = load_in_tpm(k, &t, &nk, m)) != 0)
-		return rc;
-	k->key = bcd_tpm_nodekey_pkey(nk);
-	if (k->key == NULL || EVP_PKEY_up_ref(k->key) != 1) {
-		k->key = NULL;
-		rc = BC_ERR_INTERNAL;
-	}
-	unload(t, nk);
-	return rc;
-}
-
-static int new_in_tpm(const char *tcti, struct bcd_nodekey *k, struct bcd_msg *m)
+static int new_in_tpm(const struct bcd_config *cfg, const char *tcti, struct bcd_nodekey *k,
+                     struct bcd_msg *m)
 {
 	int rc;
 
 	k->in_tpm = 1;
+	set_backend(cfg, k);
 	snprintf(k->tcti, sizeof(k->tcti), "%s", tcti);
 	if ((rc = bcd_tpm_unique_new(k->unique)) != 0) {
 		bcd_say(m, "no random bytes for the node key (%s)", bc_err_str(rc));
@@ -161,7 +153,7 @@ int bcd_nodekey_new(const struct bcd_config *cfg, int tpm_required, struct bcd_n
 		return rc;
 	}
 	if (rc == 0) {
-		if ((rc = new_in_tpm(tcti, k, &why)) == 0)
+		if ((rc = new_in_tpm(cfg, tcti, k, &why)) == 0)
 			return 0;
 		bcd_nodekey_free(k);
 		if (tpm_required) {
@@ -192,6 +184,7 @@ static int read_record(const struct bcd_config *cfg, const char *path, const cha
 		bcd_say(m, "%s: the node key is in a TPM, and %s", path, why.text);
 		return rc == BC_ERR_NOT_FOUND ? BC_ERR_UNAVAILABLE : rc;
 	}
+	set_backend(cfg, k);
 	if ((rc = derive_public(k, &why)) != 0)
 		bcd_say(m, "%s: the node key is in the TPM: %s", path, why.text);
 	return rc;
@@ -228,11 +221,23 @@ int bcd_nodekey_pem(const struct bcd_nodekey *k, char **out)
 	return bc_key_to_pem(k->key, out);
 }
 
+struct ops_signer {
+	struct bcd_keyops *s;
+	const struct bcd_nodekey *k;
+	char err[512];
+};
+
+static int ops_sign_digest(void *ctx, const uint8_t digest[32], uint8_t sig[64])
+{
+	struct ops_signer *o = ctx;
+
+	return bcd_keyops_sign(o->s, o->k->unique, o->k->key, digest, sig, o->err, sizeof(o->err));
+}
+
 int bcd_nodekey_csr(const struct bcd_nodekey *k, const char *cn, uint8_t **der, size_t *len,
                     struct bcd_msg *m)
 {
-	struct bcd_tpm *t;
-	struct bcd_tpm_nodekey *nk;
+	struct ops_signer o = {.s = NULL, .k = k, .err = ""};
 	int rc;
 
 	*der = NULL;
@@ -242,11 +247,11 @@ int bcd_nodekey_csr(const struct bcd_nodekey *k, const char *cn, uint8_t **der, 
 			bcd_say(m, "cannot make the CSR (%s)", bc_err_str(rc));
 		return rc;
 	}
-	if ((rc = load_in_tpm(k, &t, &nk, m)) != 0)
+	if ((rc = open_ops(k, &o.s, m)) != 0)
 		return rc;
-	if ((rc = bcd_tpm_nodekey_csr(t, nk, cn, der, len)) != 0)
-		bcd_say(m, "the TPM cannot sign the CSR: %s", bcd_tpm_error(t));
-	unload(t, nk);
+	if ((rc = bcd_csr_signed(k->key, cn, ops_sign_digest, &o, der, len)) != 0)
+		bcd_say(m, "the TPM cannot sign the CSR: %s", o.err[0] ? o.err : bc_err_str(rc));
+	bcd_keyops_close(o.s);
 	return rc;
 }
 
@@ -254,10 +259,10 @@ int bcd_nodekey_sign(void *ctx, const char *purpose, const uint8_t *payload, siz
                      uint8_t sig[64])
 {
 	const struct bcd_nodekey *k = ctx;
-	struct bcd_tpm *t;
-	struct bcd_tpm_nodekey *nk;
+	struct bcd_keyops *s = NULL;
 	struct bcd_msg m = {""};
 	uint8_t digest[32];
+	char err[512] = "";
 	int rc;
 
 	memset(sig, 0, 64);
@@ -267,14 +272,13 @@ int bcd_nodekey_sign(void *ctx, const char *purpose, const uint8_t *payload, siz
 		return bc_es256_sign(k->key, purpose, payload, len, sig);
 	if ((rc = bc_es256_digest(purpose, payload, len, digest)) != 0)
 		return rc;
-	if ((rc = load_in_tpm(k, &t, &nk, &m)) != 0) {
+	if ((rc = open_ops(k, &s, &m)) != 0) {
 		bc_log(BC_LOG_WARN, "cannot sign with the node key", "error", m.text, NULL);
 		return rc;
 	}
-	if ((rc = bcd_tpm_nodekey_sign(t, nk, digest, sizeof(digest), sig)) != 0)
-		bc_log(BC_LOG_WARN, "the TPM cannot sign with the node key", "error", bcd_tpm_error(t),
-		       NULL);
-	unload(t, nk);
+	if ((rc = bcd_keyops_sign(s, k->unique, k->key, digest, sig, err, sizeof(err))) != 0)
+		bc_log(BC_LOG_WARN, "the TPM cannot sign with the node key", "error", err, NULL);
+	bcd_keyops_close(s);
 	return rc;
 }
 
@@ -298,4 +302,176 @@ int bcd_leaf_names_ak(const uint8_t *der, size_t len)
 	GENERAL_NAMES_free(sans);
 	X509_free(x);
 	return found;
+}
+
+/* urn:bc:tpm-ak:sha256:<68 lowercase hex>: the AK's name, 0x000B || SHA-256. */
+static int ak_urn_name(const ASN1_IA5STRING *u, uint8_t name[static BCD_TPM_NAME_LEN])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t pre = strlen(TPM_AK_SHA256_URN);
+
+	if ((size_t)u->length != pre + 2 * BCD_TPM_NAME_LEN ||
+	    memcmp(u->data, TPM_AK_SHA256_URN, pre) != 0)
+		return BC_ERR_INVALID;
+	for (size_t i = 0; i < BCD_TPM_NAME_LEN; i++) {
+		const char *hi = memchr(hex, u->data[pre + 2 * i], 16);
+		const char *lo = memchr(hex, u->data[pre + 2 * i + 1], 16);
+		if (hi == NULL || lo == NULL || u->data[pre + 2 * i] == 0 || u->data[pre + 2 * i + 1] == 0)
+			return BC_ERR_INVALID;
+		name[i] = (uint8_t)((hi - hex) << 4 | (lo - hex));
+	}
+	return name[0] == 0x00 && name[1] == 0x0b ? 0 : BC_ERR_INVALID;
+}
+
+int bcd_leaf_ak_name(const uint8_t *der, size_t len, uint8_t name[static BCD_TPM_NAME_LEN])
+{
+	const unsigned char *p = der;
+	GENERAL_NAMES *sans = NULL;
+	X509 *x;
+	int found = 0;
+
+	memset(name, 0, BCD_TPM_NAME_LEN);
+	if (der == NULL || len == 0 || (x = d2i_X509(NULL, &p, (long)len)) == NULL)
+		return BC_ERR_INVALID;
+	sans = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+	for (int i = 0; sans != NULL && i < sk_GENERAL_NAME_num(sans) && found >= 0; i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+		const ASN1_IA5STRING *u = g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
+		if (u == NULL || (size_t)u->length < strlen(TPM_AK_URN) ||
+		    memcmp(u->data, TPM_AK_URN, strlen(TPM_AK_URN)) != 0)
+			continue;
+		/* one statement, well formed: the server refuses anything else anyway */
+		found = found == 0 && ak_urn_name(u, name) == 0 ? 1 : BC_ERR_INVALID;
+	}
+	GENERAL_NAMES_free(sans);
+	X509_free(x);
+	if (found < 0)
+		memset(name, 0, BCD_TPM_NAME_LEN);
+	return found;
+}
+
+void bcd_key_cert_free(struct bcd_key_cert *c)
+{
+	if (c == NULL)
+		return;
+	bcd_tpm_attest_free(&c->cert);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The AK of this TPM, checked to be the one the certificate names. */
+static int certifier(struct bcd_keyops *s, const uint8_t ak_name[static BCD_TPM_NAME_LEN],
+                     struct bcd_key_cert *kc, EVP_PKEY **ak, struct bcd_msg *m)
+{
+	char err[512] = "";
+	int rc;
+
+	if ((rc = bcd_keyops_ak(s, &kc->ak, ak, err, sizeof(err))) != 0) {
+		bcd_say(m, RENEW_UNAVAILABLE "%s", err);
+		return rc;
+	}
+	if (CRYPTO_memcmp(kc->ak.name, ak_name, BCD_TPM_NAME_LEN) != 0) {
+		bcd_say(m, "%s", BCD_RENEW_ANOTHER_TPM);
+		return BC_ERR_VERIFY;
+	}
+	return 0;
+}
+
+/* The next key made in the TPM (k->unique set) and its CSR, signed there. */
+static int next_key(struct bcd_keyops *s, struct bcd_nodekey *k, struct bcd_key_cert *kc,
+                    uint8_t **csr, size_t *csr_len, struct bcd_msg *m)
+{
+	struct ops_signer o = {.s = s, .k = k, .err = ""};
+	struct bcd_keyops_key got;
+	int rc;
+
+	memset(&got, 0, sizeof(got));
+	if ((rc = bcd_tpm_unique_new(k->unique)) != 0 ||
+	    (rc = bcd_keyops_key(s, k->unique, &got, o.err, sizeof(o.err))) != 0) {
+		bcd_say(m, RENEW_NEXT_KEY "%s", o.err[0] ? o.err : "no random bytes");
+		return rc;
+	}
+	memcpy(kc->key_pub, got.pub, got.pub_len);
+	kc->key_pub_len = got.pub_len;
+	k->key = got.pkey;
+	got.pkey = NULL;
+	if ((rc = bcd_csr_signed(k->key, BCD_CSR_CN, ops_sign_digest, &o, csr, csr_len)) != 0)
+		bcd_say(m, RENEW_NEXT_KEY "the CSR: %s", o.err[0] ? o.err : bc_err_str(rc));
+	return rc;
+}
+
+/* The AK's certification of the next key over sha256(csr), checked as the server
+ * will check it, under the AK this TPM (or the helper) announced. */
+static int certify_next(struct bcd_keyops *s, const struct bcd_nodekey *k, EVP_PKEY *ak,
+                        const uint8_t *csr, size_t csr_len, struct bcd_key_cert *kc,
+                        struct bcd_msg *m)
+{
+	enum bc_tpm_certify_result r = BC_TPM_CERTIFY_MALFORMED;
+	uint8_t h[32], spki_h[32], *spki = NULL;
+	size_t spki_len = 0;
+	char err[512] = "";
+	int rc;
+
+	if ((rc = bc_sha256(csr, csr_len, h)) != 0 || (rc = bc_key_spki(k->key, &spki, &spki_len)) != 0 ||
+	    (rc = bc_sha256(spki, spki_len, spki_h)) != 0) {
+		bcd_say(m, RENEW_CERTIFY "%s", bc_err_str(rc));
+		goto out;
+	}
+	if ((rc = bcd_keyops_certify(s, k->unique, h, sizeof(h), &kc->cert, err, sizeof(err))) != 0) {
+		bcd_say(m, RENEW_CERTIFY "%s", err);
+		goto out;
+	}
+	rc = bc_tpm_check_certify(ak, kc->key_pub, kc->key_pub_len, kc->cert.attest,
+	                          kc->cert.attest_len, kc->cert.sig, kc->cert.sig_len, h, spki_h, &r);
+	if (rc == 0 && r != BC_TPM_CERTIFY_OK)
+		rc = BC_ERR_VERIFY;
+	if (rc != 0)
+		bcd_say(m, RENEW_CERTIFY "the certification does not check (result %d)", (int)r);
+out:
+	free(spki);
+	return rc;
+}
+
+int bcd_nodekey_new_certified(const struct bcd_config *cfg,
+                              const uint8_t ak_name[static BCD_TPM_NAME_LEN], struct bcd_nodekey *k,
+                              uint8_t **csr, size_t *csr_len, struct bcd_key_cert *kc,
+                              struct bcd_msg *m)
+{
+	struct bcd_msg why = {""};
+	struct bcd_keyops *s = NULL;
+	EVP_PKEY *ak = NULL;
+	char err[512] = "";
+	int rc;
+
+	memset(k, 0, sizeof(*k));
+	memset(kc, 0, sizeof(*kc));
+	*csr = NULL;
+	*csr_len = 0;
+	k->in_tpm = 1;
+	set_backend(cfg, k);
+	/* no fallback to a file key: this certificate's keys never leave the TPM */
+	if ((rc = bcd_tpm_tcti(cfg, BCD_TPM_ANY, k->tcti, sizeof(k->tcti), &why)) != 0) {
+		bcd_say(m, RENEW_UNAVAILABLE "%s", why.text);
+		rc = rc == BC_ERR_NOT_FOUND ? BC_ERR_UNAVAILABLE : rc;
+		goto out;
+	}
+	if ((rc = bcd_keyops_open(k->tcti, k->helper, &s, err, sizeof(err))) != 0) {
+		bcd_say(m, RENEW_UNAVAILABLE "%s", err);
+		goto out;
+	}
+	/* one session: the AK checked, the next key made, signed and certified */
+	if ((rc = certifier(s, ak_name, kc, &ak, m)) != 0 ||
+	    (rc = next_key(s, k, kc, csr, csr_len, m)) != 0 ||
+	    (rc = certify_next(s, k, ak, *csr, *csr_len, kc, m)) != 0)
+		goto out;
+out:
+	bcd_keyops_close(s);
+	EVP_PKEY_free(ak);
+	if (rc != 0) {
+		free(*csr);
+		*csr = NULL;
+		*csr_len = 0;
+		bcd_key_cert_free(kc);
+		bcd_nodekey_free(k);
+	}
+	return rc;
 }

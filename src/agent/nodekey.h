@@ -35,6 +35,8 @@ struct bcd_nodekey {
 	int in_tpm;
 	uint8_t unique[BCD_TPM_UNIQUE_LEN]; /* in the TPM: node.key's record */
 	char tcti[BCD_TCTI_MAX];            /* in the TPM: the TPM that derives it */
+	char helper[108];                   /* or bcd helper's socket: an unprivileged
+	                                     * process under [helper] never opens the TPM */
 };
 
 enum bcd_tpm_use {
@@ -74,5 +76,38 @@ void bcd_nodekey_free(struct bcd_nodekey *k);
 /* 1 when the leaf certificate (DER) carries a urn:bc:tpm-ak: statement (its node key
  * is certified by that AK, and renewals must prove the next key the same way). */
 int bcd_leaf_names_ak(const uint8_t *der, size_t len);
+
+/* The AK a leaf certificate (DER) names, urn:bc:tpm-ak:sha256:<hex of the AK's TPM
+ * name>: 1 with its name, 0 when the leaf names none, BC_ERR_INVALID when a statement
+ * is malformed or there is more than one (name zeroed). */
+BC_WUR int bcd_leaf_ak_name(const uint8_t *der, size_t len,
+                            uint8_t name[static BCD_TPM_NAME_LEN]);
+
+#define BCD_RENEW_ANOTHER_TPM                                                                 \
+	"renewal: this TPM's attestation key is not the one the certificate names (another "    \
+	"TPM, or its endorsement seed changed): the certificate cannot be renewed here; join "   \
+	"again: bcd join --reset --yes, then bcd join"
+
+/* What a renewal of a certificate that names an AK sends as its key attestation: the
+ * AK's public area and name, the next key's public area, and the AK's certification
+ * of it (RenewRequest.key_attestation). Free with bcd_key_cert_free. */
+struct bcd_key_cert {
+	struct bcd_tpm_ak ak;
+	uint8_t key_pub[BCD_TPM_PUBLIC_MAX];
+	size_t key_pub_len;
+	struct bcd_tpm_attest cert;
+};
+void bcd_key_cert_free(struct bcd_key_cert *c);
+/* The next node key of a certificate that names the AK ak_name, in one session with
+ * the config's TPM (or bcd helper): the AK derived and its name compared with ak_name,
+ * the next key made in the TPM (k, never a file), its CSR signed there (*csr malloc'd)
+ * and the AK's certification of it over sha256(csr), checked before it is returned.
+ * A failure says which step in m with the spec's renewal messages: the TPM
+ * unavailable (BC_ERR_UNAVAILABLE), another AK (BC_ERR_VERIFY, BCD_RENEW_ANOTHER_TPM),
+ * the next key, or the certification. Nothing is kept on failure. */
+BC_WUR int bcd_nodekey_new_certified(const struct bcd_config *cfg,
+                                     const uint8_t ak_name[static BCD_TPM_NAME_LEN],
+                                     struct bcd_nodekey *k, uint8_t **csr, size_t *csr_len,
+                                     struct bcd_key_cert *kc, struct bcd_msg *m);
 
 #endif

@@ -128,10 +128,25 @@ static char *identity_of(const struct bc_join_answer *a, const char *joined_at,
 	return rc == 0 ? text : NULL;
 }
 
+/* next's record or PKCS#8 into node.key.next (0600). */
+static int write_next(const struct bcd_config *cfg, const struct bcd_nodekey *next,
+                      struct bcd_msg *m)
+{
+	char *pem = NULL;
+	int rc;
+
+	if ((rc = bcd_nodekey_pem(next, &pem)) != 0) {
+		bcd_say(m, "cannot encode the next key (%s)", bc_err_str(rc));
+		return rc;
+	}
+	rc = bcd_write_atomic(cfg->data_dir, BCD_NODE_KEY_NEXT, pem, strlen(pem), 0600, m);
+	bc_freezero(pem, strlen(pem));
+	return rc;
+}
+
 int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id, struct bcd_nodekey *next,
                  struct bcd_msg *m)
 {
-	char *pem = NULL;
 	int rc;
 
 	memset(next, 0, sizeof(*next));
@@ -142,16 +157,32 @@ int bcd_next_key(const struct bcd_config *cfg, struct bcd_identity *id, struct b
 	/* in the TPM when node keys may use one, else (with a warning) a file */
 	if ((rc = bcd_nodekey_new(cfg, 0, next, m)) != 0)
 		return rc;
-	if ((rc = bcd_nodekey_pem(next, &pem)) != 0) {
-		bcd_say(m, "cannot encode the next key (%s)", bc_err_str(rc));
-		goto out;
-	}
-	rc = bcd_write_atomic(cfg->data_dir, BCD_NODE_KEY_NEXT, pem, strlen(pem), 0600, m);
-out:
-	if (pem != NULL)
-		bc_freezero(pem, strlen(pem));
-	if (rc != 0)
+	if ((rc = write_next(cfg, next, m)) != 0)
 		bcd_nodekey_free(next);
+	return rc;
+}
+
+int bcd_next_key_certified(const struct bcd_config *cfg, struct bcd_identity *id,
+                           const uint8_t ak_name[static BCD_TPM_NAME_LEN], struct bcd_nodekey *next,
+                           uint8_t **csr, size_t *csr_len, struct bcd_key_cert *kc,
+                           struct bcd_msg *m)
+{
+	int rc;
+
+	memset(next, 0, sizeof(*next));
+	*csr = NULL;
+	*csr_len = 0;
+	if ((rc = bcd_identity_finish_swap(cfg, id, m)) != 0)
+		return rc;
+	if ((rc = bcd_nodekey_new_certified(cfg, ak_name, next, csr, csr_len, kc, m)) != 0)
+		return rc;
+	if ((rc = write_next(cfg, next, m)) != 0) {
+		bcd_nodekey_free(next);
+		bcd_key_cert_free(kc);
+		free(*csr);
+		*csr = NULL;
+		*csr_len = 0;
+	}
 	return rc;
 }
 

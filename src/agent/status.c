@@ -1,13 +1,17 @@
 /* bcd status (the identity in one line, or JSON) and bcd doctor (checks, each ok, warn
  * or fail with a hint). Both only read: neither writes to the data directory, except
  * that loading an identity finishes a renewal whose certificate was already swapped. */
+#include <grp.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/keyops.h"
 #include "bc/clock.h"
 #include "bc/json.h"
 
@@ -150,6 +154,58 @@ static void check_node_key(struct report *r, const struct bcd_config *cfg,
 		      "unprivileged)");
 }
 
+/* 1 when user is in group (as its primary group or a member). */
+static int user_in_group(const char *user, const char *group)
+{
+	struct passwd *pw = getpwnam(user);
+	struct group *gr = getgrnam(group);
+
+	if (pw == NULL || gr == NULL)
+		return 0;
+	if (pw->pw_gid == gr->gr_gid)
+		return 1;
+	for (char **mem = gr->gr_mem; mem != NULL && *mem != NULL; mem++)
+		if (strcmp(*mem, user) == 0)
+			return 1;
+	return 0;
+}
+
+/* Under [helper]: the node's user must not be able to open the TPM (the tss group
+ * owns /dev/tpmrm0), and the helper answers it. */
+static void check_tpm(struct report *r, const struct bcd_config *cfg)
+{
+	struct bcd_keyops *s = NULL;
+	struct bcd_tpm_ak ak;
+	EVP_PKEY *key = NULL;
+	char what[700], err[512] = "";
+
+	if (!cfg->has_helper)
+		return;
+	if (user_in_group(cfg->helper_user, "tss")) {
+		snprintf(what, sizeof(what), "the node's user %s is in the tss group, so it can open "
+		         "the TPM itself", cfg->helper_user);
+		check(r, FAIL, "tpm", what, "take it out: gpasswd -d bcd tss (the install script "
+		      "does it on an upgrade); bcd node reaches the TPM through bcd helper");
+		return;
+	}
+	if (geteuid() == 0) {
+		snprintf(what, sizeof(what), "%s is not in the tss group; bcd node uses bcd helper (%s)",
+		         cfg->helper_user, cfg->helper_socket);
+		check(r, OK, "tpm", what, NULL);
+		return;
+	}
+	if (bcd_keyops_open(NULL, cfg->helper_socket, &s, err, sizeof(err)) == 0 &&
+	    bcd_keyops_ak(s, &ak, &key, err, sizeof(err)) == 0) {
+		snprintf(what, sizeof(what), "through bcd helper (%s); %s is not in the tss group",
+		         cfg->helper_socket, cfg->helper_user);
+		check(r, OK, "tpm", what, NULL);
+	} else {
+		check(r, FAIL, "tpm", err, "start bcd helper as root: systemctl start bcd-helper");
+	}
+	EVP_PKEY_free(key);
+	bcd_keyops_close(s);
+}
+
 static void check_identity(struct report *r, const struct bcd_config *cfg)
 {
 	struct bcd_identity id;
@@ -190,6 +246,7 @@ int bcd_cmd_doctor(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status
 		check(&r, OK, "config", cfg.path, NULL);
 		check_server(&r, &pins);
 	}
+	check_tpm(&r, &cfg);
 	check_identity(&r, &cfg);
 	bc_client_pins_free(&pins);
 	bcd_config_free(&cfg);

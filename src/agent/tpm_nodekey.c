@@ -103,8 +103,7 @@ static int same_tpm(struct bcd_tpm *t, const struct bcd_tpm_nodekey *k)
 	return t != NULL && k != NULL && k->t == t && k->h != ESYS_TR_NONE;
 }
 
-/* ECDSA over the digest as it is (the hash is already applied), under key. */
-static int verify_digest(EVP_PKEY *key, const uint8_t sig[static 64], const uint8_t *digest,
+int bcd_tpm_verify_digest(EVP_PKEY *key, const uint8_t sig[static 64], const uint8_t *digest,
                          size_t len)
 {
 	EVP_PKEY_CTX *ctx = NULL;
@@ -153,7 +152,7 @@ int bcd_tpm_nodekey_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uin
 	                      "Sign (node key)")) != 0)
 		return rc;
 	if ((rc = bcd_tpmi_ecdsa_p1363(s, scheme.details.ecdsa.hashAlg, sig)) != 0 ||
-	    (rc = verify_digest(k->pkey, sig, digest, len)) != 0) {
+	    (rc = bcd_tpm_verify_digest(k->pkey, sig, digest, len)) != 0) {
 		bcd_tpmi_say(t,
 		             "Sign (node key): the TPM's signature does not verify under the key");
 		memset(sig, 0, 64);
@@ -177,8 +176,8 @@ static int csr_body(X509_REQ *req, EVP_PKEY *key, const char *cn)
 	return 0;
 }
 
-/* Signs the to-be-signed part in the TPM and sets the signature and its algorithm. */
-static int csr_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, X509_REQ *req)
+/* Signs the to-be-signed part through sign and sets the signature and its algorithm. */
+static int csr_sign(bcd_digest_sign_fn sign, void *ctx, X509_REQ *req)
 {
 	unsigned char *tbs = NULL;
 	uint8_t digest[32], rs[64], *der = NULL;
@@ -191,7 +190,7 @@ static int csr_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, X509_REQ *req)
 		return bc_ossl_err();
 	rc = bc_sha256(tbs, (size_t)n, digest);
 	OPENSSL_free(tbs);
-	if (rc != 0 || (rc = bcd_tpm_nodekey_sign(t, k, digest, sizeof(digest), rs)) != 0 ||
+	if (rc != 0 || (rc = sign(ctx, digest, rs)) != 0 ||
 	    (rc = bc_ecdsa_p1363_to_der(rs, &der, &derlen)) != 0)
 		goto out;
 	if ((alg = X509_ALGOR_new()) == NULL ||
@@ -213,8 +212,8 @@ out:
 	return rc;
 }
 
-int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char *cn, uint8_t **der,
-                        size_t *len)
+int bcd_csr_signed(EVP_PKEY *pub, const char *cn, bcd_digest_sign_fn sign, void *ctx,
+                   uint8_t **der, size_t *len)
 {
 	X509_REQ *req = NULL;
 	unsigned char *p;
@@ -223,14 +222,14 @@ int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char
 
 	*der = NULL;
 	*len = 0;
-	if (!same_tpm(t, k) || cn == NULL || (cnlen = strlen(cn)) == 0 || cnlen > CN_MAX)
+	if (pub == NULL || sign == NULL || cn == NULL || (cnlen = strlen(cn)) == 0 ||
+	    cnlen > CN_MAX)
 		return BC_ERR_INVALID;
 	if ((req = X509_REQ_new()) == NULL)
 		return BC_ERR_NOMEM;
-	if ((rc = csr_body(req, k->pkey, cn)) != 0 || (rc = csr_sign(t, k, req)) != 0)
+	if ((rc = csr_body(req, pub, cn)) != 0 || (rc = csr_sign(sign, ctx, req)) != 0)
 		goto out;
-	if (X509_REQ_verify(req, k->pkey) != 1) {
-		bcd_tpmi_say(t, "CSR: the TPM-signed request does not verify");
+	if (X509_REQ_verify(req, pub) != 1) {
 		rc = BC_ERR_VERIFY;
 		goto out;
 	}
@@ -253,6 +252,33 @@ int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char
 out:
 	X509_REQ_free(req);
 	ERR_clear_error();
+	return rc;
+}
+
+struct tpm_signer {
+	struct bcd_tpm *t;
+	struct bcd_tpm_nodekey *k;
+};
+
+static int tpm_sign_digest(void *ctx, const uint8_t digest[32], uint8_t sig[64])
+{
+	struct tpm_signer *s = ctx;
+
+	return bcd_tpm_nodekey_sign(s->t, s->k, digest, 32, sig);
+}
+
+int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char *cn, uint8_t **der,
+                        size_t *len)
+{
+	struct tpm_signer s = {.t = t, .k = k};
+	int rc;
+
+	*der = NULL;
+	*len = 0;
+	if (!same_tpm(t, k))
+		return BC_ERR_INVALID;
+	if ((rc = bcd_csr_signed(k->pkey, cn, tpm_sign_digest, &s, der, len)) == BC_ERR_VERIFY)
+		bcd_tpmi_say(t, "CSR: the TPM-signed request does not verify");
 	return rc;
 }
 

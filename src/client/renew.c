@@ -46,10 +46,12 @@ static int proof(const struct signer *s, const uint8_t csr_sha256[static 32], co
 }
 
 static int pack(const uint8_t *const *chain, const size_t *lens, size_t n, const uint8_t *csr,
-                size_t csr_len, int64_t t, const uint8_t sig[static BC_SIG_LEN], uint8_t **out,
-                size_t *outlen)
+                size_t csr_len, int64_t t, const uint8_t sig[static BC_SIG_LEN],
+                const struct bc_key_attestation *ka, uint8_t **out, size_t *outlen)
 {
 	Bettercompute__Join__V1__RenewRequest req = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
+	Bettercompute__Join__V1__TpmKeyAttestation att =
+	    BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
 	ProtobufCBinaryData certs[MAX_RENEW_CHAIN];
 	size_t sz;
 
@@ -66,6 +68,17 @@ static int pack(const uint8_t *const *chain, const size_t *lens, size_t n, const
 	req.client_time_ms = t;
 	req.proof.data = (uint8_t *)sig;
 	req.proof.len = BC_SIG_LEN;
+	if (ka != NULL) {
+		att.ak_public.data = (uint8_t *)ka->ak_public;
+		att.ak_public.len = ka->ak_public_len;
+		att.key_public.data = (uint8_t *)ka->key_public;
+		att.key_public.len = ka->key_public_len;
+		att.certify_info.data = (uint8_t *)ka->certify_info;
+		att.certify_info.len = ka->certify_info_len;
+		att.signature.data = (uint8_t *)ka->signature;
+		att.signature.len = ka->signature_len;
+		req.key_attestation = &att;
+	}
 	sz = bettercompute__join__v1__renew_request__get_packed_size(&req);
 	if ((*out = malloc(sz > 0 ? sz : 1)) == NULL)
 		return BC_ERR_NOMEM;
@@ -139,8 +152,8 @@ static int args_ok(const struct bc_client_pins *pins, const uint8_t *const *chai
 /* The round trip once the CSR is made: the proof, the request, the answer. */
 static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *chain,
                      const size_t *chain_lens, size_t n_chain, const struct signer *cur,
-                     const uint8_t *csr, size_t csr_len, struct bc_join_answer *out, char *err,
-                     size_t errlen)
+                     const uint8_t *csr, size_t csr_len, const struct bc_key_attestation *ka,
+                     struct bc_join_answer *out, char *err, size_t errlen)
 {
 	uint8_t *req = NULL, *resp = NULL, h[32], sig[BC_SIG_LEN];
 	size_t req_len = 0, resp_len = 0;
@@ -155,7 +168,7 @@ static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *ch
 		goto out;
 	t = bc_now_ms();
 	if ((rc = proof(cur, h, node_id, t, sig)) != 0 ||
-	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, &req, &req_len)) != 0) {
+	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, ka, &req, &req_len)) != 0) {
 		bc_client_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
 		               bc_err_str(rc));
 		goto out;
@@ -199,7 +212,7 @@ int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *cha
 		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
 		return rc;
 	}
-	rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, out, err, errlen);
+	rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, NULL, out, err, errlen);
 	free(csr);
 	return rc;
 }
@@ -210,14 +223,36 @@ int bc_client_renew_with(const struct bc_client_pins *pins, const uint8_t *const
                          size_t next_csr_len, struct bc_join_answer *out, char *err,
                          size_t errlen)
 {
+	return bc_client_renew_attested(pins, chain, chain_lens, n_chain, pub, sign, sign_ctx,
+	                                next_csr, next_csr_len, NULL, out, err, errlen);
+}
+
+/* A key attestation's four fields: each present and of a TPM structure's size. */
+static int attestation_ok(const struct bc_key_attestation *ka)
+{
+	if (ka == NULL)
+		return 1;
+	return ka->ak_public != NULL && ka->ak_public_len > 0 && ka->ak_public_len <= BC_KA_FIELD_MAX &&
+	       ka->key_public != NULL && ka->key_public_len > 0 &&
+	       ka->key_public_len <= BC_KA_FIELD_MAX && ka->certify_info != NULL &&
+	       ka->certify_info_len > 0 && ka->certify_info_len <= BC_KA_FIELD_MAX &&
+	       ka->signature != NULL && ka->signature_len > 0 && ka->signature_len <= BC_KA_FIELD_MAX;
+}
+
+int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                             const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
+                             bc_sign_fn sign, void *sign_ctx, const uint8_t *next_csr,
+                             size_t next_csr_len, const struct bc_key_attestation *ka,
+                             struct bc_join_answer *out, char *err, size_t errlen)
+{
 	struct signer cur = {.key = pub, .sign = sign, .ctx = sign_ctx};
 	EVP_PKEY *next = NULL;
 	int rc;
 
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	if (sign == NULL || next_csr == NULL) {
-		bc_client_errf(err, errlen, "renew: no signer or CSR");
+	if (sign == NULL || next_csr == NULL || !attestation_ok(ka)) {
+		bc_client_errf(err, errlen, "renew: no signer or CSR, or a key attestation out of shape");
 		return BC_ERR_INVALID;
 	}
 	/* the CSR is the caller's: it must check (self-signed) before it is sent */
@@ -226,8 +261,8 @@ int bc_client_renew_with(const struct bc_client_pins *pins, const uint8_t *const
 		return BC_ERR_INVALID;
 	}
 	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, next, out, err, errlen)) == 0)
-		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len, out, err,
-		               errlen);
+		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len, ka, out,
+		               err, errlen);
 	EVP_PKEY_free(next);
 	return rc;
 }
