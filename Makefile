@@ -14,11 +14,11 @@ deps:
 
 build: deps
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build build -j$(JOBS)
+	@cmake --build build -j$(JOBS) -- --no-print-directory
 
 build-test: deps
 	@cmake -S . -B build-test -DBC_TESTING=ON >/dev/null
-	@cmake --build build-test -j$(JOBS)
+	@cmake --build build-test -j$(JOBS) -- --no-print-directory
 
 run: build
 	@scripts/run.sh build/better-compute $(VAR)
@@ -34,13 +34,13 @@ test: build-test
 
 asan: deps
 	@cmake -S . -B build-asan -DBC_TESTING=ON -DBC_SANITIZE=ON >/dev/null
-	@cmake --build build-asan -j$(JOBS)
+	@cmake --build build-asan -j$(JOBS) -- --no-print-directory
 	@scripts/pg.sh run sh -c 'cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)'
 
 fuzz-build: deps
 	@CC=clang cmake -S . -B build-fuzz -DBC_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	@cmake --build build-fuzz -j$(JOBS)
+	@cmake --build build-fuzz -j$(JOBS) -- --no-print-directory
 
 # make fuzz FUZZ_SECONDS=600 for a longer run
 fuzz: fuzz-build
