@@ -24,14 +24,16 @@ static const char unit_text[] =
 	"# bcd, the Better Compute agent (installed by better-compute daemon install-script)\n"
 	"[Unit]\n"
 	"Description=Better Compute agent (bcd node)\n"
-	"Wants=network-online.target\n"
-	"After=network-online.target\n"
+	"Wants=network-online.target bcd-helper.service\n"
+	"After=network-online.target bcd-helper.service\n"
 	"\n"
 	"[Service]\n"
 	"Type=simple\n"
 	"ExecStart=/usr/local/bin/bcd node --config /etc/bcd/config.toml\n"
 	"Restart=on-failure\n"
 	"RestartSec=10s\n"
+	"User=bcd\n"
+	"Group=bcd\n"
 	"StateDirectory=bcd\n"
 	"StateDirectoryMode=0700\n"
 	"ReadWritePaths=/var/lib/bcd\n"
@@ -40,8 +42,7 @@ static const char unit_text[] =
 	"ProtectSystem=strict\n"
 	"ProtectHome=yes\n"
 	"PrivateTmp=yes\n"
-	"DevicePolicy=closed\n"
-	"DeviceAllow=/dev/tpmrm0 rw\n"
+	"PrivateDevices=yes\n"
 	"ProtectKernelTunables=yes\n"
 	"ProtectKernelModules=yes\n"
 	"ProtectKernelLogs=yes\n"
@@ -58,6 +59,49 @@ static const char unit_text[] =
 	"SystemCallFilter=@system-service\n"
 	"SystemCallFilter=~@privileged @resources\n"
 	"CapabilityBoundingSet=\n"
+	"AmbientCapabilities=\n"
+	"\n"
+	"[Install]\n"
+	"WantedBy=multi-user.target\n";
+
+/* A copy of packaging/bcd-helper.service: keep the two in step. */
+static const char helper_unit_text[] =
+	"# bcd helper, the TPM for bcd node (installed by better-compute daemon install-script)\n"
+	"[Unit]\n"
+	"Description=Better Compute agent's TPM helper (bcd helper)\n"
+	"Before=bcd.service\n"
+	"\n"
+	"[Service]\n"
+	"Type=simple\n"
+	"ExecStart=/usr/local/bin/bcd helper --config /etc/bcd/config.toml\n"
+	"Restart=on-failure\n"
+	"RestartSec=5s\n"
+	"RuntimeDirectory=bcd\n"
+	"RuntimeDirectoryMode=0755\n"
+	"UMask=0077\n"
+	"NoNewPrivileges=yes\n"
+	"ProtectSystem=strict\n"
+	"ProtectHome=yes\n"
+	"PrivateTmp=yes\n"
+	"PrivateNetwork=yes\n"
+	"DevicePolicy=closed\n"
+	"DeviceAllow=/dev/tpmrm0 rw\n"
+	"ProtectKernelTunables=yes\n"
+	"ProtectKernelModules=yes\n"
+	"ProtectKernelLogs=yes\n"
+	"ProtectControlGroups=yes\n"
+	"ProtectClock=yes\n"
+	"ProtectHostname=yes\n"
+	"RestrictAddressFamilies=AF_UNIX\n"
+	"RestrictNamespaces=yes\n"
+	"RestrictRealtime=yes\n"
+	"RestrictSUIDSGID=yes\n"
+	"LockPersonality=yes\n"
+	"MemoryDenyWriteExecute=yes\n"
+	"SystemCallArchitectures=native\n"
+	"SystemCallFilter=@system-service\n"
+	"SystemCallFilter=~@privileged @resources\n"
+	"CapabilityBoundingSet=CAP_CHOWN\n"
 	"AmbientCapabilities=\n"
 	"\n"
 	"[Install]\n"
@@ -235,6 +279,19 @@ static const char script_body[] =
 	"elif [ ! -t 0 ]; then\n"
 	"\tIFS= read -r TOKEN || true\n"
 	"fi\n"
+	"# bcd node runs as the unprivileged user bcd and reaches the TPM only through bcd helper\n"
+	"# (root); USERADD, GPASSWD, GETENT and CHOWN replace the tools (tests)\n"
+	"USERADD=${USERADD:-useradd}\n"
+	"GPASSWD=${GPASSWD:-gpasswd}\n"
+	"GETENT=${GETENT:-getent}\n"
+	"CHOWN=${CHOWN:-chown}\n"
+	"if ! $GETENT passwd bcd >/dev/null; then\n"
+	"\t$USERADD --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin bcd || die \"cannot make the user bcd\"\n"
+	"fi\n"
+	"# scripts before the helper put bcd in the tss group (it could open /dev/tpmrm0): no more\n"
+	"if $GETENT group tss | cut -d: -f4 | tr ',' '\\n' | grep -qx bcd; then\n"
+	"\t$GPASSWD -d bcd tss >/dev/null || die \"cannot take the user bcd out of the tss group\"\n"
+	"fi\n"
 	"umask 022\n"
 	"mkdir -p \"$ROOT/usr/local/bin\" \"$ROOT/etc/bcd\" \"$ROOT/etc/systemd/system\" || die \"cannot make the directories under ${ROOT:-/}\"\n"
 	"mkdir -p -m 0700 \"$DATA_DIR\" || die \"cannot make $DATA_DIR\"\n"
@@ -263,8 +320,11 @@ static const char script_tail[] =
 	"\t\"$BCD\" join --config \"$CONFIG\" </dev/null || die \"bcd join failed (above): give the token on standard input or with --token-file\"\n"
 	"fi\n"
 	"TOKEN=\n"
+	"# bcd join ran as root: the identity is bcd node's\n"
+	"$CHOWN -R bcd:bcd \"$DATA_DIR\" || die \"cannot give $DATA_DIR to the user bcd\"\n"
 	"$SYSTEMCTL daemon-reload\n"
-	"$SYSTEMCTL enable bcd.service\n"
+	"$SYSTEMCTL enable bcd-helper.service bcd.service\n"
+	"$SYSTEMCTL restart bcd-helper.service\n"
 	"$SYSTEMCTL restart bcd.service\n"
 	"echo \"install-bcd: bcd is installed and running; check it with: bcd doctor --config $CONFIG\"\n";
 
@@ -298,6 +358,19 @@ static int script_opts(struct cli *c, const char **attestor, const char **url, c
 	return 0;
 }
 
+/* The installed bcd node runs unprivileged: its config names bcd helper. */
+static int add_helper(char **toml)
+{
+	char *t = NULL;
+
+	if (asprintf(&t, "%s\n[helper]\nsocket = \"/run/bcd/helper.sock\"\nuser = \"bcd\"\n",
+	             *toml) < 0)
+		return BC_ERR_NOMEM;
+	free(*toml);
+	*toml = t;
+	return 0;
+}
+
 int cli_cmd_daemon_install_script(struct cli *c)
 {
 	const char *attestor, *url, *path, *data_dir;
@@ -309,7 +382,7 @@ int cli_cmd_daemon_install_script(struct cli *c)
 	if ((rc = script_opts(c, &attestor, &url, &path)) != 0 ||
 	    (rc = data_dir_opt(c, &data_dir)) != 0)
 		return rc;
-	if ((rc = fetch_files(c, &toml, &ca)) != 0)
+	if ((rc = fetch_files(c, &toml, &ca)) != 0 || (rc = add_helper(&toml)) != 0)
 		goto out;
 	/* built in memory and printed whole, so a failure prints no half script */
 	if ((f = open_memstream(&text, &len)) == NULL) {
@@ -320,6 +393,8 @@ int cli_cmd_daemon_install_script(struct cli *c)
 	        attestor, url ? url : "", path ? path : "", data_dir, script_body);
 	if ((rc = heredoc(f, "$CONFIG", "0644", toml)) != 0 ||
 	    (rc = heredoc(f, "$ROOT/etc/bcd/ca.pem", "0644", ca)) != 0 ||
+	    (rc = heredoc(f, "$ROOT/etc/systemd/system/bcd-helper.service", "0644",
+	                  helper_unit_text)) != 0 ||
 	    (rc = heredoc(f, "$ROOT/etc/systemd/system/bcd.service", "0644", unit_text)) != 0) {
 		rc = cli_fail(c, rc, "the server's daemon config cannot be embedded in a script");
 		goto out;
