@@ -26,6 +26,19 @@ echo "$*" >>"$LOG"
 SH
 chmod +x systemctl
 export LOG=$T/systemctl.log
+# the user tools, faked: no user bcd yet, and an older script put it in the tss group
+cat >usertool <<'SH'
+#!/bin/sh
+echo "$(basename "$0") $*" >>"$USERLOG"
+case "$(basename "$0") $*" in
+"getent passwd bcd") exit 2 ;;
+"getent group tss") echo "tss:x:117:bcd,other" ;;
+esac
+exit 0
+SH
+chmod +x usertool
+for t in useradd gpasswd getent chown; do ln -s usertool "$t"; done
+export USERLOG=$T/user.log USERADD=$T/useradd GPASSWD=$T/gpasswd GETENT=$T/getent CHOWN=$T/chown
 
 new_token var/t1
 # the join inside the script reads this machine's own claims (/sys, uname)
@@ -42,8 +55,24 @@ diff <(grep -v '^#' "$ROOT/etc/systemd/system/bcd.service" | grep -v '^Documenta
 grep -q "^joined as node_" run1.out || fail "the script did not join: $(cat run1.out)"
 NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\)$/\1/p' run1.out)
 [ "$(cat "$LOG")" = "daemon-reload
-enable bcd.service
+enable bcd-helper.service bcd.service
+restart bcd-helper.service
 restart bcd.service" ] || fail "systemctl calls: $(cat "$LOG")"
+# bcd node runs as the user bcd, out of the tss group, through bcd helper
+grep -qx "useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin bcd" user.log ||
+	fail "no useradd: $(cat user.log)"
+grep -qx "gpasswd -d bcd tss" user.log || fail "bcd not taken out of tss: $(cat user.log)"
+grep -qx "chown -R bcd:bcd $ROOT/var/lib/bcd" user.log || fail "the data dir not given to bcd: $(cat user.log)"
+grep -q "^User=bcd$" "$ROOT/etc/systemd/system/bcd.service" || fail "bcd.service does not run as bcd"
+grep -q "^DeviceAllow" "$ROOT/etc/systemd/system/bcd.service" && fail "bcd.service may open a device"
+grep -q "^ExecStart=/usr/local/bin/bcd helper --config /etc/bcd/config.toml" \
+	"$ROOT/etc/systemd/system/bcd-helper.service" || fail "no helper unit"
+diff <(grep -v '^#' "$ROOT/etc/systemd/system/bcd-helper.service" | grep -v '^Documentation=') \
+	<(grep -v '^#' "$BC_SOURCE_DIR/packaging/bcd-helper.service" | grep -v '^Documentation=') >/dev/null ||
+	fail "the embedded helper unit differs from packaging/bcd-helper.service"
+printf '[helper]\nsocket = "/run/bcd/helper.sock"\nuser = "bcd"\n' >helper.want
+grep -A2 '^\[helper\]' "$ROOT/etc/bcd/config.toml" | diff - helper.want >/dev/null ||
+	fail "no [helper] in the config: $(cat "$ROOT/etc/bcd/config.toml")"
 [ "$(stat -c %a "$ROOT/var/lib/bcd")" = 700 ] || fail "data dir is not 0700"
 "$ROOT/usr/local/bin/bcd" status --config "$ROOT/etc/bcd/config.toml" | grep -q "$NODE" || fail "status"
 ls -A "$ROOT/etc/bcd" | grep -q '\.new\.' && fail "temporary files left in /etc/bcd"
