@@ -1082,6 +1082,33 @@ static void test_tpm_renewal_certified_by_the_ak(void **state)
 	bct_cp_stop(&cp);
 }
 
+/* A JoinService that could not prove the AK statement again at renewal issues none:
+ * the certified join is refused rather than given a certificate that cannot renew. */
+static void test_tpm_statement_renewals_cannot_prove(void **state)
+{
+	struct bct_cp cp;
+	struct bc_join_answer ans;
+	struct answer a;
+	char pool[64], lines[1024];
+	(void)state;
+
+	assert_int_equal(bc_new_id("pool", pool, sizeof(pool)), 0);
+	snprintf(lines, sizeof(lines), "resolve = \"%s\"\n", write_resolve(pool, NULL));
+	cp_start(&cp, lines);
+	bc_param pp[] = {BC_TEXT(pool), BC_INT(bc_now_ms())};
+	assert_int_equal(bct_exec(&cp, "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
+	                               "updated_at) VALUES ($1, 'root', 'tpm', '{}', $2, $2)", pp, 2), 0);
+	bc_join_set_key_statements(bc_server_join(cp.srv), 0);
+	struct blob csr = make_csr(NK_HANDLE, "node");
+	full_answer(&cp, &csr, NK_HANDLE, &a);
+	assert_int_equal(round2(&cp, &csr, &a, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "join:node-key-statement");
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes", NULL, 0), 0);
+	answer_free(&a);
+	blob_free(&csr);
+	bct_cp_stop(&cp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1094,6 +1121,7 @@ int main(void)
 		cmocka_unit_test(test_tpm_enrollment_approve_and_deny),
 		cmocka_unit_test(test_tpm_config_errors),
 		cmocka_unit_test(test_tpm_renewal_certified_by_the_ak),
+		cmocka_unit_test(test_tpm_statement_renewals_cannot_prove),
 	};
 	int rc;
 

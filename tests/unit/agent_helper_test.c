@@ -124,7 +124,7 @@ static size_t req(uint8_t *out, const char *verb, const uint8_t *body, size_t le
 static void test_unknown_verbs(void **state)
 {
 	struct bcd_helper *h = helper(tcti);
-	uint8_t r[128], body[64] = {0};
+	uint8_t r[128];
 	size_t n;
 
 	(void)state;
