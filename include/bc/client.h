@@ -162,4 +162,11 @@ BC_WUR int bc_client_renew_attested(const struct bc_client_pins *pins,
                                     const struct bc_key_attestation *ka,
                                     struct bc_join_answer *out, char *err, size_t errlen);
 
+/* Sets on a libcurl easy handle (CURL *) what every call to the control plane shares:
+ * the URL, http/https only, no redirects, the pinned CA bundle alone, peer and host
+ * verified, TLS 1.2 at least, no proxy for loopback http; cerr (CURL_ERROR_SIZE
+ * bytes) receives curl's message. BC_ERR_INTERNAL when an option does not take. */
+BC_WUR int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, const char *url,
+                              char *cerr);
+
 #endif

@@ -42,32 +42,15 @@ static size_t header_cb(char *p, size_t size, size_t n, void *arg)
 static int set_opts(CURL *c, const struct bc_client_pins *pins, const char *url, struct sink *s,
                     char *cerr)
 {
-	struct curl_blob ca;
-	int ok = 1;
+	/* the same trust as every JoinService call: the pinned CA, no redirects */
+	int ok = bc_client_curl_pin(c, pins, url, cerr) == 0;
 
-	ok &= curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_WRITEDATA, s) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_HEADERDATA, s) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_CAINFO, NULL) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_CAPATH, NULL) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK;
-	if (pins->ca_bundle_pem != NULL) {
-		ca.data = pins->ca_bundle_pem;
-		ca.len = strlen(pins->ca_bundle_pem);
-		ca.flags = CURL_BLOB_COPY;
-		ok &= curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca) == CURLE_OK;
-	}
-	if (strncmp(url, "http://", 7) == 0)
-		ok &= curl_easy_setopt(c, CURLOPT_PROXY, "") == CURLE_OK;
 	return ok ? 0 : BC_ERR_INTERNAL;
 }
 

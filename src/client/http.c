@@ -44,10 +44,10 @@ static size_t sink_write(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static int set_opts(CURL *c, const struct bc_client_pins *pins, const char *url,
-                    struct curl_slist *hdrs, const void *body, size_t len, struct sink *s,
-                    char *cerr)
+int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, const char *url,
+                       char *cerr)
 {
+	CURL *c = curl;
 	struct curl_blob ca;
 	int ok = 1;
 
@@ -55,16 +55,6 @@ static int set_opts(CURL *c, const struct bc_client_pins *pins, const char *url,
 	ok &= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_TIMEOUT, TOTAL_TIMEOUT_S) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
-	                       (curl_off_t)BC_CLIENT_MAX_RESPONSE) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_POST, 1L) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_POSTFIELDS, body) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_WRITEDATA, s) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr) == CURLE_OK;
 	/* Only the pinned CA: no compiled-in CA file or directory next to the blob. */
 	ok &= curl_easy_setopt(c, CURLOPT_CAINFO, NULL) == CURLE_OK;
@@ -82,6 +72,25 @@ static int set_opts(CURL *c, const struct bc_client_pins *pins, const char *url,
 	 * through a proxy from the environment. */
 	if (strncmp(url, "http://", 7) == 0)
 		ok &= curl_easy_setopt(c, CURLOPT_PROXY, "") == CURLE_OK;
+	return ok ? 0 : BC_ERR_INTERNAL;
+}
+
+static int set_opts(CURL *c, const struct bc_client_pins *pins, const char *url,
+                    struct curl_slist *hdrs, const void *body, size_t len, struct sink *s,
+                    char *cerr)
+{
+	int ok = bc_client_curl_pin(c, pins, url, cerr) == 0;
+
+	ok &= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_TIMEOUT, TOTAL_TIMEOUT_S) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
+	                       (curl_off_t)BC_CLIENT_MAX_RESPONSE) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_POST, 1L) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_POSTFIELDS, body) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_WRITEDATA, s) == CURLE_OK;
 	return ok ? 0 : BC_ERR_INTERNAL;
 }
 
