@@ -135,7 +135,8 @@ size_t bcd_helper_loaded(const struct bcd_helper *h)
 static struct key_entry *find_key(struct bcd_helper *h, const uint8_t *unique)
 {
 	for (size_t i = 0; i < BCD_HELPER_MAX_KEYS; i++)
-		if (h->keys[i].used && CRYPTO_memcmp(h->keys[i].unique, unique, BCD_TPM_UNIQUE_LEN) == 0)
+		if (h->keys[i].used &&
+		    CRYPTO_memcmp(h->keys[i].unique, unique, BCD_TPM_UNIQUE_LEN) == 0)
 			return &h->keys[i];
 	return NULL;
 }
@@ -231,7 +232,8 @@ static int v_ak(struct bcd_helper *h, bc_reader *r, struct reply *out)
 	if (bc_reader_done(r) != 0)
 		return BC_ERR_INVALID;
 	if ((rc = bcd_tpm_ak(h->t, &ak)) != 0) {
-		snprintf(out->why, sizeof(out->why), "the TPM's attestation key: %s", bcd_tpm_error(h->t));
+		snprintf(out->why, sizeof(out->why), "the TPM's attestation key: %s",
+		         bcd_tpm_error(h->t));
 		return rc;
 	}
 	return put_b16(&out->b, ak.pub, ak.pub_len);
@@ -311,10 +313,10 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
-	{"tpm.ak", V_TPM, v_ak},
-	{"tpm.nodekey", V_TPM, v_nodekey},
-	{"tpm.certify", V_TPM, v_certify},
-	{"tpm.sign", V_TPM, v_sign},
+    {"tpm.ak", V_TPM, v_ak},
+    {"tpm.nodekey", V_TPM, v_nodekey},
+    {"tpm.certify", V_TPM, v_certify},
+    {"tpm.sign", V_TPM, v_sign},
 };
 #define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 

@@ -49,8 +49,10 @@ static int listen_on(const struct bcd_config *cfg, gid_t gid, int *fd, struct bc
 	}
 	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chown(sa.sun_path, 0, gid) != 0 ||
 	    chmod(sa.sun_path, 0660) != 0 || listen(s, 8) != 0) {
-		bcd_say(m, "helper: cannot listen on %s: %s (is its directory there? systemd's "
-		        "RuntimeDirectory=bcd makes /run/bcd)", sa.sun_path, strerror(errno));
+		bcd_say(m,
+		        "helper: cannot listen on %s: %s (is its directory there? systemd's "
+		        "RuntimeDirectory=bcd makes /run/bcd)",
+		        sa.sun_path, strerror(errno));
 		close(s);
 		return BC_ERR_IO;
 	}
@@ -120,8 +122,10 @@ static int helper_user(const struct bcd_config *cfg, uid_t *uid, gid_t *gid, str
 		return BC_ERR_CONFIG;
 	}
 	if (pw->pw_uid == 0) {
-		bcd_say(m, "helper: [helper] user %s is root; name the unprivileged user bcd node "
-		        "runs as", cfg->helper_user);
+		bcd_say(m,
+		        "helper: [helper] user %s is root; name the unprivileged user bcd node "
+		        "runs as",
+		        cfg->helper_user);
 		return BC_ERR_CONFIG;
 	}
 	*uid = pw->pw_uid;
@@ -144,7 +148,8 @@ int bcd_cmd_helper(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status
 	if ((rc = bcd_config_load(o->config, &cfg, m)) != 0)
 		return rc;
 	if (!cfg.has_helper) {
-		bcd_say(m, "%s has no [helper] table: bcd helper serves the bcd node of such a config",
+		bcd_say(m,
+		        "%s has no [helper] table: bcd helper serves the bcd node of such a config",
 		        cfg.path);
 		rc = BC_ERR_CONFIG;
 		goto out;

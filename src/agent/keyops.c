@@ -183,8 +183,8 @@ static int take_public(const uint8_t *p, size_t len, int ak, uint8_t *pub, size_
 
 	*key = NULL;
 	if (len == 0 || len > BCD_TPM_PUBLIC_MAX || bc_tpm_public_parse(p, len, &t) != 0 ||
-	    (ak ? bc_tpm_check_ak(&t) : bc_tpm_check_node_key(&t)) != 0 ||
-	    t.type != TPM2_ALG_ECC || t.parameters.eccDetail.curveID != TPM2_ECC_NIST_P256 ||
+	    (ak ? bc_tpm_check_ak(&t) : bc_tpm_check_node_key(&t)) != 0 || t.type != TPM2_ALG_ECC ||
+	    t.parameters.eccDetail.curveID != TPM2_ECC_NIST_P256 ||
 	    bc_tpm_name(&t, p, len, nm, &nlen) != 0 || nlen != BCD_TPM_NAME_LEN ||
 	    bc_tpm_public_key(&t, key) != 0)
 		return BC_ERR_INVALID;
@@ -296,8 +296,8 @@ static int copy_out(const uint8_t *p, size_t n, uint8_t **out, size_t *len)
 }
 
 int bcd_keyops_certify(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM_UNIQUE_LEN],
-                       const uint8_t *qualifying, size_t len, struct bcd_tpm_attest *out,
-                       char *err, size_t errlen)
+                       const uint8_t *qualifying, size_t len, struct bcd_tpm_attest *out, char *err,
+                       size_t errlen)
 {
 	struct bcd_tpm_nodekey *k = NULL;
 	const uint8_t *a = NULL, *g = NULL;

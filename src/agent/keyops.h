@@ -32,8 +32,8 @@ void bcd_keyops_key_free(struct bcd_keyops_key *k);
 
 /* helper non-NULL and non-empty: a session with bcd helper at that socket; otherwise
  * the TPM at tcti. Free with bcd_keyops_close. */
-BC_WUR int bcd_keyops_open(const char *tcti, const char *helper, struct bcd_keyops **out,
-                           char *err, size_t errlen);
+BC_WUR int bcd_keyops_open(const char *tcti, const char *helper, struct bcd_keyops **out, char *err,
+                           size_t errlen);
 void bcd_keyops_close(struct bcd_keyops *s);
 /* The AK (an attestation key by its attributes), its name and its public key. */
 BC_WUR int bcd_keyops_ak(struct bcd_keyops *s, struct bcd_tpm_ak *ak, EVP_PKEY **key, char *err,

@@ -282,8 +282,8 @@ static void test_keys(void **state)
 	assert_int_equal(bc_reader_done(&r), 0);
 	assert_int_equal(bc_key_spki(key, &spki, &spki_len), 0);
 	assert_int_equal(bc_sha256(spki, spki_len, spki_h), 0);
-	assert_int_equal(bc_tpm_check_certify(ak, key_pub, key_len, att, att_len, sig, sig_len, digest,
-	                                      spki_h, &res),
+	assert_int_equal(bc_tpm_check_certify(ak, key_pub, key_len, att, att_len, sig, sig_len,
+	                                      digest, spki_h, &res),
 	                 0);
 	assert_int_equal(res, BC_TPM_CERTIFY_OK);
 	assert_int_equal(end(&s, c), 0);
@@ -370,7 +370,8 @@ static int start_swtpm(void)
 	FILE *p;
 	int st;
 
-	snprintf(dir, sizeof(dir), "%s/bc-aghl.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(dir, sizeof(dir), "%s/bc-aghl.XXXXXX",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (mkdtemp(dir) == NULL)
 		return 1;
 	snprintf(cmd, sizeof(cmd), "sh %s/scripts/swtpm.sh start %s/tpm", src, dir);
