@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/nodekey.h"
 #include "bc/clock.h"
 #include "bc/log.h"
 
@@ -197,9 +198,16 @@ static int rejoin(struct daemon *d, struct bcd_msg *m)
 	char na[40];
 
 	bc_time_format_ms(d->id.not_after_ms, na, sizeof(na));
+	m->text[0] = '\0';
+	/* a certificate that names the TPM's AK re-joins only with that TPM: the control
+	 * plane refuses x509pop for it (never a certificate without the statement) */
+	if (d->id.n_chain > 0 && bcd_leaf_names_ak(d->id.chain[0], d->id.chain_lens[0]) == 1) {
+		bcd_say(m, "the certificate names the TPM's attestation key and expired at %s: "
+		        "re-join with the TPM: bcd join --reset --yes --attestor tpm", na);
+		return BC_ERR_DENIED;
+	}
 	bc_log(BC_LOG_INFO, "certificate expired: re-joining with x509pop", "nodeId",
 	       d->id.node_id, "notAfter", na, NULL);
-	m->text[0] = '\0';
 	return bcd_x509pop_rejoin(&d->cfg, &d->pins, &d->id, 0, m);
 }
 

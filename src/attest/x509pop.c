@@ -140,6 +140,10 @@ static const char *offline_checks(const struct bc_join_input *in, struct evidenc
 	    bc_pki_node_identity(e->leaf, e->leaf_len, in->trust_domain, id) != 0 ||
 	    strcmp(id->node_id, e->node_id) != 0)
 		return BC_R_X509POP_MALFORMED;
+	/* a key the TPM certified re-joins only through the tpm attestor: an x509pop
+	 * re-join would issue a certificate without the AK statement, a downgrade */
+	if (id->n_statements > 0)
+		return BC_R_X509POP_KEY_STATEMENT;
 	/* node-tenant re-joins as node; otherwise the roles must be the same */
 	if (strcmp(id->role, in->role) != 0 &&
 	    !(strcmp(id->role, BC_ROLE_NODE_TENANT) == 0 && strcmp(in->role, BC_ROLE_NODE) == 0))

@@ -43,6 +43,7 @@
 #define BC_R_X509POP_ROLE "x509pop-role"               /* the certificate's role is not the requested one */
 #define BC_R_X509POP_EXPIRED "x509pop-expired"         /* expired more than grace_ms ago */
 #define BC_R_X509POP_REPLAY "x509pop-replay"           /* the proof was used before */
+#define BC_R_X509POP_KEY_STATEMENT "x509pop-key-statement" /* the leaf names a TPM AK: only the tpm attestor re-joins it, so the statement is never dropped */
 
 /* Renew (published as security.renew.refused to the node's owner) */
 #define BC_R_RENEW_MALFORMED "renew-malformed"     /* no chain, or the leaf is not a node certificate of ours */
