@@ -90,6 +90,12 @@ BC_WUR int bcd_write_atomic(const char *dir, const char *name, const void *data,
 /* The data directory exists (made 0700 if not; its parent must exist). */
 BC_WUR int bcd_ensure_dir(const char *dir, struct bcd_msg *m);
 int bcd_exists(const char *dir, const char *name);
+/* One bcd at a time changes the data directory (bcd node's renewals and re-joins, bcd
+ * join): an exclusive flock on the directory itself, held until bcd_unlock_dir. With
+ * wait, blocks until the other bcd is done (saying so on stderr); without, answers
+ * BC_ERR_BUSY at once. *fd is -1 on failure. */
+BC_WUR int bcd_lock_dir(const char *dir, int wait, int *fd, struct bcd_msg *m);
+void bcd_unlock_dir(int fd);
 
 /* ---- the identity in the data directory (identity.c) ---- */
 struct bcd_identity {

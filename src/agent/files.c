@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -191,6 +192,37 @@ int bcd_ensure_dir(const char *dir, struct bcd_msg *m)
 		return BC_ERR_IO;
 	}
 	return 0;
+}
+
+int bcd_lock_dir(const char *dir, int wait, int *fd, struct bcd_msg *m)
+{
+	int d, rc, e;
+
+	*fd = -1;
+	if ((d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		bcd_say(m, "%s: cannot open the data directory: %s", dir, strerror(errno));
+		return errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO;
+	}
+	if ((rc = flock(d, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK && wait) {
+		fprintf(stderr, BCD_NAME ": waiting for another bcd changing %s\n", dir);
+		while ((rc = flock(d, LOCK_EX)) != 0 && errno == EINTR)
+			;
+	}
+	if (rc != 0) {
+		e = errno;
+		bcd_say(m, "%s: another bcd is changing the data directory (%s); try again", dir,
+		        strerror(e));
+		close(d);
+		return e == EWOULDBLOCK ? BC_ERR_BUSY : BC_ERR_IO;
+	}
+	*fd = d;
+	return 0;
+}
+
+void bcd_unlock_dir(int fd)
+{
+	if (fd >= 0)
+		close(fd);
 }
 
 int bcd_host_has_tpm(const struct bcd_config *cfg)

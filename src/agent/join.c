@@ -334,7 +334,7 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	struct bcd_identity id;
 	struct bcd_msg why;
 	char *token = NULL, node_id[64];
-	int rc;
+	int rc, lock = -1;
 
 	if ((rc = check_opts(o, attestor, m)) != 0) {
 		*exit_status = BCD_EXIT_USAGE;
@@ -342,6 +342,11 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	}
 	if ((rc = bcd_config_load(o->config, &cfg, m)) != 0)
 		return rc;
+	/* a bcd node renewing (or another bcd join) moves the same files: node.key.next
+	 * of one would become node.key of the other's certificate */
+	if ((rc = bcd_ensure_dir(cfg.data_dir, m)) != 0 ||
+	    (rc = bcd_lock_dir(cfg.data_dir, 1, &lock, m)) != 0)
+		goto out;
 	/* the reset comes before any credential is read */
 	if (o->reset && ((rc = bcd_reset(&cfg, o->yes, m, exit_status)) != 0 || !o->yes))
 		goto out;
@@ -353,6 +358,15 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	if ((rc = bcd_identity_load(&cfg, &id, &why)) == 0) {
 		printf("already joined as %s\n", id.node_id);
 		bcd_identity_free(&id);
+		goto out;
+	}
+	/* a TPM (or file) that cannot be reached says nothing about the identity: joining
+	 * over it would replace node.key, for a key in the TPM the only way back to it */
+	if (rc == BC_ERR_UNAVAILABLE || rc == BC_ERR_IO || rc == BC_ERR_NOMEM ||
+	    rc == BC_ERR_CONFIG) {
+		bcd_say(m, "%s; the identity in %s is kept: fix that and run bcd join again, or "
+		        "move it aside first: bcd join --reset --yes, then bcd join", why.text,
+		        cfg.data_dir);
 		goto out;
 	}
 	if (rc != BC_ERR_NOT_FOUND)
@@ -369,6 +383,7 @@ out:
 	if (token != NULL)
 		bc_freezero(token, strlen(token));
 	bcd_producer_free(pr);
+	bcd_unlock_dir(lock);
 	bcd_config_free(&cfg);
 	return rc;
 }

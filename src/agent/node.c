@@ -217,13 +217,16 @@ static int step(struct daemon *d)
 	struct bcd_msg m = { "" };
 	const char *done = "renewed", *failed = "renewal failed";
 	char na[40];
-	int rc = 0;
+	int rc = 0, lock = -1;
 
-	if (expired(d) || ((rc = renew_once(d, &m)) == BC_ERR_DENIED && expired(d))) {
+	/* a bcd join by hand (x509pop, --reset) moves the same files: its turn first */
+	if ((rc = bcd_lock_dir(d->cfg.data_dir, 0, &lock, &m)) == 0 &&
+	    (expired(d) || ((rc = renew_once(d, &m)) == BC_ERR_DENIED && expired(d)))) {
 		done = "rejoined with x509pop";
 		rc = rejoin(d, &m);
 		failed = rc == BC_ERR_DENIED ? "x509pop refused" : "x509pop failed";
 	}
+	bcd_unlock_dir(lock);
 	if (rc != 0) {
 		d->attempt++;
 		log_failure(d, failed, &m, backoff_ms(d));
@@ -260,12 +263,18 @@ static int run_loop(struct daemon *d)
 static void repair(struct daemon *d)
 {
 	struct bcd_msg m;
+	int lock = -1;
 
+	if (bcd_lock_dir(d->cfg.data_dir, 0, &lock, &m) != 0) {
+		bc_log(BC_LOG_WARN, "cannot finish an interrupted renewal", "error", m.text, NULL);
+		return;
+	}
 	if (bcd_identity_finish_swap(&d->cfg, &d->id, &m) != 0)
 		bc_log(BC_LOG_WARN, "cannot finish an interrupted renewal", "error", m.text, NULL);
 	if (bcd_identity_write_json(&d->cfg, d->id.node_id, d->id.role, d->cfg.trust_domain,
 	                            d->id.serial, d->id.not_after_ms, d->id.joined_at, &m) != 0)
 		bc_log(BC_LOG_WARN, "cannot rewrite identity.json", "error", m.text, NULL);
+	bcd_unlock_dir(lock);
 }
 
 static int start(struct daemon *d, const struct bcd_opts *o, struct bcd_msg *m)

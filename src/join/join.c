@@ -21,6 +21,7 @@
 #include "join/events.h"
 #include "join/internal.h"
 #include "join/reasons.h"
+#include "lib/utf8.h"
 
 const char bc_connect_permission_denied[] =
 	"{\"code\":\"permission_denied\",\"message\":\"access denied\"}";
@@ -34,6 +35,7 @@ static const char connect_internal[] =
 #define TOKEN_INFO "bettercompute join token v1"
 #define MAX_MACS 64
 #define MAX_CLAIM_LEN 256
+#define MAX_ATTESTOR_ID 32
 
 static void answer_text(int status, const char *text, int *st, const char **ct, uint8_t **resp,
                         size_t *len)
@@ -48,15 +50,33 @@ static void answer_text(int status, const char *text, int *st, const char **ct, 
 		*len = 0;
 }
 
+/* Bounded, printable, well-formed UTF-8: PostgreSQL refuses to store anything else,
+ * which would turn a malformed claim into a failed transaction instead of a refusal. */
 static int claim_ok(const char *s)
 {
 	if (s == NULL)
 		return 1;
-	size_t n = strnlen(s, MAX_CLAIM_LEN + 1);
+	size_t n = strnlen(s, MAX_CLAIM_LEN + 1), k;
 	if (n > MAX_CLAIM_LEN)
 		return 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i += k) {
 		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+		if ((k = bc_utf8_seq_len((const uint8_t *)s + i, n - i)) == 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* The shape every attestor id has (registry.c): anything else names none. */
+static int attestor_id_ok(const char *s)
+{
+	size_t n = strnlen(s, MAX_ATTESTOR_ID + 1);
+
+	if (n == 0 || n > MAX_ATTESTOR_ID)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
 			return 0;
 	return 1;
 }
@@ -70,6 +90,9 @@ static int claims_from_request(const Bettercompute__Join__V1__JoinRequest *rq, s
 	memset(c, 0, sizeof(*c));
 	c->macs = none;
 	c->product_uuid = c->serial = c->hostname = c->arch = "";
+	/* the agent's version is not a claim of the hardware, but lands in the node row */
+	if (!claim_ok(rq->agent_version))
+		return 0;
 	if (h == NULL)
 		return 1;
 	if (h->n_macs > MAX_MACS)
@@ -229,11 +252,23 @@ static int write_binding(bc_tx *tx, struct bc_join_state *st)
 	                "INSERT INTO node_bindings (kind, key, node_id, created_at) VALUES "
 	                "($1, $2, $3, $4)",
 	                p, 4, NULL);
-	if (rc == BC_ERR_CONFLICT) {
-		/* already bound: fine when it is this node (policy checked the other case) */
-		rc = 0;
+	if (rc != BC_ERR_CONFLICT)
+		return rc;
+	/* Already bound: fine when it is this node. Policy saw no binding to another
+	 * node, but on PostgreSQL (READ COMMITTED) a concurrent join of the same key may
+	 * have committed one since: read it again, so that one key never admits two. */
+	char *holder = NULL;
+	bc_param q[] = {BC_TEXT(r->binding_kind), BC_TEXT(r->binding_key)};
+	if ((rc = bc_tx_query_text(tx,
+	                           "SELECT node_id FROM node_bindings WHERE kind = $1 AND key = $2",
+	                           q, 2, &holder)) != 0)
+		return rc;
+	if (strcmp(holder, st->node_id) != 0) {
+		refuse(st, BC_R_BOUND_ELSEWHERE, 1);
+		snprintf(st->refusal_tenant, sizeof(st->refusal_tenant), "%s", r->tenant_id);
 	}
-	return rc;
+	free(holder);
+	return 0;
 }
 
 static int issue(bc_tx *tx, struct bc_join_state *st, const char *hwkey)
@@ -246,7 +281,7 @@ static int issue(bc_tx *tx, struct bc_join_state *st, const char *hwkey)
 
 	if ((rc = write_node(tx, st, hwkey, &generation)) != 0 || st->reason)
 		return rc;
-	if ((rc = write_binding(tx, st)) != 0)
+	if ((rc = write_binding(tx, st)) != 0 || st->reason)
 		return rc;
 	struct bc_node_cert_req req = {
 		.node_id = st->node_id,
@@ -428,6 +463,10 @@ void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, 
 		return;
 	}
 	in.attestor = rq->attestor[0] ? rq->attestor : "join-token";
+	/* the requester's bytes, of any length or encoding, go no further than a refusal
+	 * (attestor-unknown): not into the event, the log line or on_refusal's JSON */
+	if (!attestor_id_ok(in.attestor))
+		in.attestor = "(invalid)";
 	in.role = rq->role[0] ? rq->role : BC_ROLE_NODE;
 	in.attestation = rq->attestation.data;
 	in.attestation_len = rq->attestation.len;

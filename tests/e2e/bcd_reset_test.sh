@@ -26,6 +26,22 @@ done
 [ "$(listing m1/data)" = "$BEFORE" ] || fail "--reset without --yes moved something"
 bcd status --config m1/config.toml >/dev/null || fail "the identity no longer loads"
 
+# another bcd changing the data directory (its flock, as bcd node holds it while it
+# renews): bcd join waits for it and moves nothing meanwhile
+new_token var/tlock
+flock m1/data sleep 60 &
+HOLDER=$!
+PIDS="$PIDS $HOLDER"
+for _ in $(seq 1 50); do flock -n m1/data true || break; sleep 0.1; done
+rc=0
+timeout 3 "$BIN/bcd" join --config m1/config.toml --reset --yes --token-file var/tlock \
+	>lock.out 2>&1 || rc=$?
+kill "$HOLDER" 2>/dev/null || true
+wait "$HOLDER" 2>/dev/null || true
+[ "$rc" = 124 ] || fail "bcd join did not wait for the data directory's lock (exit $rc): $(cat lock.out)"
+grep -q "waiting for another bcd changing" lock.out || fail "no word of the wait: $(cat lock.out)"
+[ "$(listing m1/data)" = "$BEFORE" ] || fail "bcd join moved files under another bcd's lock"
+
 # --yes with a token that cannot join (same hardware, no reclaim): the files are moved
 # first, the join is refused, and a later bcd join joins
 new_token var/t2

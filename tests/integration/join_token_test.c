@@ -263,6 +263,48 @@ static void test_every_refusal_by_name_same_bytes(void **state)
 	}
 }
 
+/* The request's attestor name and claims are the requester's bytes: an attestor name
+ * no attestor can have is refused without being echoed into the event (where 60 KB
+ * or invalid UTF-8 would bloat the events table or make the event unwritable), and a
+ * claim that is not UTF-8 is a refusal on both engines, not a failed insert. */
+static void test_requester_bytes_stay_bounded(void **state)
+{
+	char tok_id[64], *longname, *data;
+	(void)state;
+
+	longname = malloc(60001);
+	memset(longname, 'x', 60000);
+	longname[60000] = 0;
+	const char *names[] = {longname, "join-token\xff", "JOIN-TOKEN"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int64_t before = bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = "
+		                                "'security.join.refused'", NULL, 0);
+		struct bct_join_opts jo = {.attestor = names[i]};
+		expect_refusal(&jo, "attestor-unknown", NULL);
+		assert_string_equal(bct_last_refusal(&cp).attestor, "(invalid)");
+		assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = "
+		                                "'security.join.refused'", NULL, 0),
+		                 before + 1);
+		data = bct_text(&cp, "SELECT data FROM events WHERE type = 'security.join.refused' "
+		                     "ORDER BY created_at DESC, id DESC LIMIT 1", NULL, 0);
+		assert_non_null(data);
+		assert_non_null(strstr(data, "(invalid)"));
+		assert_true(strlen(data) < 256);
+		free(data);
+	}
+	free(longname);
+
+	struct bct_token_opts to = {.pool = pool_id};
+	char *t = bct_token(&cp, &to, tok_id);
+	struct bct_join_opts bad = {.token = t, .serial = "SN\xc3\x28"};
+	expect_refusal(&bad, "claims-invalid", tok_id);
+	struct bct_join_opts good = {.token = t, .serial = "SN-\xc3\xa9"};
+	struct bc_join_answer ans;
+	assert_int_equal(bct_join(&cp, &good, &ans), 0);
+	bc_join_answer_free(&ans);
+	free(t);
+}
+
 static void test_reclaim_with_allow_reclaim(void **state)
 {
 	const char *uuid = "6b1d0c3e-2222-4000-8000-000000000002";
@@ -417,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_pool_listing_join_token_admits),
 		cmocka_unit_test(test_undecodable_body_is_invalid_argument),
 		cmocka_unit_test(test_32_clients_race_for_one_use),
+		cmocka_unit_test(test_requester_bytes_stay_bounded),
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;
