@@ -58,6 +58,10 @@ struct bc_join_input {
 	const char *trust_domain;            /* the control plane's SPIFFE trust domain */
 	const uint8_t *challenge_key;        /* 32 bytes shared by every replica (the PKI
 	                                        bundle's): seals challenge state */
+	uint64_t request_nonce;              /* random, one per request: the same when the
+	                                        transaction is replayed (BUSY/RETRY), so an
+	                                        attestor's memory can tell a replay of its own
+	                                        transaction from another request */
 };
 
 struct bc_attest_result {

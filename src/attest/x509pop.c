@@ -28,12 +28,17 @@
 #define X509POP_MAX_EVIDENCE (32 * 1024)
 #define X509POP_MAX_CHAIN 4
 
+struct seen {
+	uint8_t subject[32];
+	uint64_t request;       /* the request that presented it (bc_join_input.request_nonce) */
+};
+
 struct x509pop {
 	int64_t grace_ms;
 	int64_t window_ms;
 	size_t cache_size;
 	pthread_mutex_t mu;
-	uint8_t (*cache)[32];   /* a ring of proof subjects seen */
+	struct seen *cache;     /* a ring of proof subjects seen */
 	size_t cache_next;
 	size_t cache_used;
 };
@@ -108,18 +113,22 @@ static int payload(const struct bc_join_input *in, const struct evidence *e, bc_
 	return rc;
 }
 
-/* 1 when subject was seen; otherwise remembers it. */
-static int cache_seen(const uint8_t subject[32])
+/* 1 when another request presented subject; otherwise remembers it. The same request
+ * comes back when its transaction is replayed (BUSY, RETRY): that is not a replay. */
+static int cache_seen(const uint8_t subject[32], uint64_t request)
 {
-	int seen = 0;
+	int seen = 0, found = 0;
 
 	pthread_mutex_lock(&state.mu);
 	if (state.cache == NULL && state.cache_size)
-		state.cache = calloc(state.cache_size, 32);
-	for (size_t i = 0; state.cache && i < state.cache_used && !seen; i++)
-		seen = memcmp(state.cache[i], subject, 32) == 0;
-	if (!seen && state.cache) {
-		memcpy(state.cache[state.cache_next], subject, 32);
+		state.cache = calloc(state.cache_size, sizeof(*state.cache));
+	for (size_t i = 0; state.cache && i < state.cache_used && !found; i++) {
+		found = memcmp(state.cache[i].subject, subject, 32) == 0;
+		seen = found && state.cache[i].request != request;
+	}
+	if (!found && state.cache) {
+		memcpy(state.cache[state.cache_next].subject, subject, 32);
+		state.cache[state.cache_next].request = request;
 		state.cache_next = (state.cache_next + 1) % state.cache_size;
 		if (state.cache_used < state.cache_size)
 			state.cache_used++;
@@ -245,7 +254,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 		snprintf(out->node_id, sizeof(out->node_id), "%s", id.node_id);
 	if (why == NULL && (rc = online_checks(tx, in, &e, &id, &why)) != 0)
 		goto out;
-	if (why == NULL && cache_seen(subject))
+	if (why == NULL && cache_seen(subject, in->request_nonce))
 		why = BC_R_X509POP_REPLAY;
 	if (why == NULL && (rc = record_use(tx, in, &e, subject, &why)) != 0)
 		goto out;

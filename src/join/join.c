@@ -475,6 +475,11 @@ void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, 
 	in.agent_version = rq->agent_version;
 	in.challenge_key = s->cfg.pki->challenge_key;
 	in.trust_domain = s->cfg.pki->trust_domain;
+	if (bc_random(&in.request_nonce, sizeof(in.request_nonce)) != 0) {
+		answer_text(500, connect_internal, status, ct, resp, resp_len);
+		bettercompute__join__v1__join_request__free_unpacked(rq, NULL);
+		return;
+	}
 	st.in = &in;
 	st.svc = s;
 

@@ -147,6 +147,7 @@ struct node_row {
 	char pool_id[BC_ID_MAX];
 	char site_id[BC_ID_MAX];
 	char state[16];
+	char role[16];
 };
 
 /* 1 with the row, 0 when none, < 0 on error. */
@@ -157,7 +158,8 @@ static int load_node(bc_tx *tx, const char *where, const char *key, struct node_
 	int rc;
 
 	snprintf(sql, sizeof(sql),
-	         "SELECT id, tenant_id, pool_id, site_id, state FROM nodes WHERE %s = $1", where);
+	         "SELECT id, tenant_id, pool_id, site_id, state, role FROM nodes WHERE %s = $1",
+	         where);
 	bc_param p[] = {BC_TEXT(key)};
 	if ((rc = bc_tx_query(tx, sql, p, 1, &rows)) != 0)
 		return rc;
@@ -167,6 +169,7 @@ static int load_node(bc_tx *tx, const char *where, const char *key, struct node_
 		snprintf(n->pool_id, sizeof(n->pool_id), "%s", bc_rows_text(rows, 2));
 		snprintf(n->site_id, sizeof(n->site_id), "%s", bc_rows_text(rows, 3));
 		snprintf(n->state, sizeof(n->state), "%s", bc_rows_text(rows, 4));
+		snprintf(n->role, sizeof(n->role), "%s", bc_rows_text(rows, 5));
 	}
 	bc_rows_free(rows);
 	return rc;
@@ -257,8 +260,10 @@ int bc_join_policy(bc_tx *tx, struct bc_join_state *st, char node_id[BC_ID_MAX],
 		if ((rc = load_node(tx, "hardware_key", hwkey, &holder)) < 0)
 			return rc;
 		if (rc == 1 && strcmp(holder.id, node_id) != 0) {
+			/* a reclaim takes back the same machine in the same role: a token of
+			 * another role would leave the certificate and the node row disagreeing */
 			if (node_id[0] || !allow_reclaim || strcmp(holder.tenant_id, r->tenant_id) != 0 ||
-			    strcmp(holder.state, "retired") == 0) {
+			    strcmp(holder.state, "retired") == 0 || strcmp(holder.role, r->role) != 0) {
 				refuse_policy(st, BC_R_RECLAIM, r->tenant_id);
 				return 0;
 			}

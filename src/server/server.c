@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,12 +116,23 @@ static void run_hook_command(const char *cmd, const char *json)
 	int fds[2];
 	pid_t pid;
 
-	if (pipe2(fds, O_CLOEXEC) != 0)
+	/* a socket rather than a pipe: send() with MSG_NOSIGNAL, so a hook that exits
+	 * without reading its stdin cannot kill an embedder that keeps SIGPIPE */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
 		return;
 	pid = fork();
 	if (pid == 0) {
 		if (fork() == 0) {
 			char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+			struct sigaction dfl;
+			sigset_t none;
+			/* the command starts as any program would: serve blocks SIGTERM and
+			 * SIGINT for sigwait() and ignores SIGPIPE, and both survive exec */
+			memset(&dfl, 0, sizeof(dfl));
+			dfl.sa_handler = SIG_DFL;
+			sigaction(SIGPIPE, &dfl, NULL);
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
 			dup2(fds[0], 0);
 			execve("/bin/sh", argv, environ);
 			_exit(127);
@@ -131,7 +143,7 @@ static void run_hook_command(const char *cmd, const char *json)
 	if (pid > 0) {
 		size_t n = strlen(json), off = 0;
 		while (off < n) {
-			ssize_t w = write(fds[1], json + off, n - off);
+			ssize_t w = send(fds[1], json + off, n - off, MSG_NOSIGNAL);
 			if (w <= 0)
 				break;
 			off += (size_t)w;

@@ -336,6 +336,28 @@ static void test_reclaim_with_allow_reclaim(void **state)
 	free(t2);
 }
 
+/* allowReclaim takes back the same machine in the same role only */
+static void test_reclaim_keeps_the_role(void **state)
+{
+	const char *uuid = "6b1d0c3e-4444-4000-8000-000000000004";
+	struct bct_token_opts to = {.pool = pool_id};
+	struct bc_join_answer a1;
+	char site_id[64], tok_id[64];
+	(void)state;
+
+	char *t1 = bct_token(&cp, &to, NULL);
+	struct bct_join_opts j1 = {.token = t1, .product_uuid = uuid};
+	assert_int_equal(bct_join(&cp, &j1, &a1), 0);
+	assert_int_equal(bct_site(&cp, "root", "dc-reclaim", site_id), 0);
+	struct bct_token_opts ts = {.site = site_id, .role = "site", .allow_reclaim = 1};
+	char *t2 = bct_token(&cp, &ts, tok_id);
+	struct bct_join_opts j2 = {.token = t2, .role = "site", .product_uuid = uuid};
+	expect_refusal(&j2, "join:reclaim", tok_id);
+	bc_join_answer_free(&a1);
+	free(t1);
+	free(t2);
+}
+
 static void test_placeholder_uuid_is_no_hardware_key(void **state)
 {
 	struct bct_token_opts to = {.pool = pool_id};
@@ -454,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_token_join_admits),
 		cmocka_unit_test(test_every_refusal_by_name_same_bytes),
 		cmocka_unit_test(test_reclaim_with_allow_reclaim),
+		cmocka_unit_test(test_reclaim_keeps_the_role),
 		cmocka_unit_test(test_placeholder_uuid_is_no_hardware_key),
 		cmocka_unit_test(test_site_token_admits_site),
 		cmocka_unit_test(test_pool_listing_join_token_admits),
