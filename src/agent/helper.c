@@ -243,17 +243,13 @@ static int v_nodekey(struct bcd_helper *h, bc_reader *r, struct reply *out)
 {
 	struct bcd_tpm_nodekey *k = NULL;
 	const uint8_t *unique, *pub;
-	struct key_entry *e;
 	size_t len;
 	int rc;
 
 	if (bc_reader_bytes(r, BCD_TPM_UNIQUE_LEN, &unique) != 0 || bc_reader_done(r) != 0)
 		return BC_ERR_INVALID;
-	/* in the table: its public half, without a TPM command */
-	if ((e = find_key(h, unique)) != NULL) {
-		e->stamp = ++h->clock;
-		return put_b16(&out->b, e->pub, e->pub_len);
-	}
+	/* derived every time, never answered from the table: the TPM may have changed
+	 * since (a TPM2_Clear between two sessions), and bcd node checks its key with this */
 	if ((rc = key_load(h, unique, &k)) != 0) {
 		snprintf(out->why, sizeof(out->why), "the node key: %s", bcd_tpm_error(h->t));
 		return rc;

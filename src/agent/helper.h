@@ -28,8 +28,9 @@
  * half, a certification under the AK the helper announced.
  *
  * Keys: the helper keeps a table of at most BCD_HELPER_MAX_KEYS node keys (unique,
- * public area, name); the least recently used is dropped (wiped) for a new one, and a
- * key not in the table is derived again on use. The TPM objects themselves are derived
+ * public area, name); the least recently used is dropped (wiped) for a new one. No
+ * answer comes from the table: every request derives its key again (the TPM may have
+ * been cleared since). The TPM objects themselves are derived
  * for each request and flushed after it (swtpm and TPMs without a resource manager have
  * three object slots), and the TPM connection lives as long as one session, so bcd join
  * (root) can open the TPM between two sessions.

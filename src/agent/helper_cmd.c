@@ -2,6 +2,7 @@
  * time (helper.h), each from the [helper] user alone. SIGTERM or SIGINT end it with
  * status 0 and remove the socket. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -27,17 +28,42 @@ static void on_stop(int sig)
 	stopping = 1;
 }
 
-/* The socket: a stale one replaced, owned by root and the user's group, 0660, so
- * only root and that group can even connect; the peer check below is what decides. */
+/* The socket's directory is root's and no one else's to write: whoever can write it
+ * could swap the socket for one of their own (and hand bcd node a key of theirs for a
+ * TPM one), or a symbolic link, between our bind and chown. */
+static int socket_dir_safe(const char *path, struct bcd_msg *m)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0'; /* an absolute path (config.c) */
+	if (lstat(dir[0] != '\0' ? dir : "/", &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+		bcd_say(m,
+		        "helper: the socket's directory %s must be a directory of root's that no "
+		        "one else can write (systemd's RuntimeDirectory=bcd makes /run/bcd so)",
+		        dir[0] != '\0' ? dir : "/");
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+/* The socket: a stale one replaced, owned by root and the user's group, 0660 from its
+ * bind on (the umask), so only root and that group can even connect; the peer check
+ * below is what decides. */
 static int listen_on(const struct bcd_config *cfg, gid_t gid, int *fd, struct bcd_msg *m)
 {
 	struct sockaddr_un sa;
-	int s;
+	mode_t old;
+	int s, rc;
 
 	*fd = -1;
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", cfg->helper_socket);
+	if ((rc = socket_dir_safe(sa.sun_path, m)) != 0)
+		return rc;
 	if ((s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
 		bcd_say(m, "helper: socket: %s", strerror(errno));
 		return BC_ERR_IO;
@@ -47,8 +73,12 @@ static int listen_on(const struct bcd_config *cfg, gid_t gid, int *fd, struct bc
 		close(s);
 		return BC_ERR_IO;
 	}
-	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chown(sa.sun_path, 0, gid) != 0 ||
-	    chmod(sa.sun_path, 0660) != 0 || listen(s, 8) != 0) {
+	old = umask(0117);
+	rc = bind(s, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	/* never through a symbolic link, whatever is at the path by now */
+	if (rc != 0 || fchownat(AT_FDCWD, sa.sun_path, 0, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    listen(s, 8) != 0) {
 		bcd_say(m,
 		        "helper: cannot listen on %s: %s (is its directory there? systemd's "
 		        "RuntimeDirectory=bcd makes /run/bcd)",

@@ -7,6 +7,7 @@
  * line base64 of their SPKI DER. Everything from the server is checked before it is
  * written into a file or a script: keys parse, strings hold no quote, backslash or
  * control character the formats would have to escape. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,7 +302,7 @@ static const char script_body[] =
 	"\tcat >\"$t\" && chmod \"$2\" \"$t\" && mv -f \"$t\" \"$1\" || { rm -f \"$t\"; die \"cannot write $1\"; }\n"
 	"}\n"
 	"if [ -n \"$BCD_URL\" ]; then\n"
-	"\tcurl -fsSL --proto '=https,http' -o \"$BCD.new.$$\" \"$BCD_URL\" || { rm -f \"$BCD.new.$$\"; die \"cannot download bcd from $BCD_URL\"; }\n"
+	"\tcurl -fsSL --proto '=https,http' --proto-redir '=https' -o \"$BCD.new.$$\" \"$BCD_URL\" || { rm -f \"$BCD.new.$$\"; die \"cannot download bcd from $BCD_URL\"; }\n"
 	"\tchmod 0755 \"$BCD.new.$$\" && mv -f \"$BCD.new.$$\" \"$BCD\" || die \"cannot install $BCD\"\n"
 	"else\n"
 	"\t[ -r \"$BCD_PATH\" ] || die \"cannot read $BCD_PATH (--bcd-path)\"\n"
@@ -338,6 +339,45 @@ static int heredoc(FILE *f, const char *dest, const char *mode, const char *text
 	return 0;
 }
 
+/* http://HOST[:PORT][/PATH] whose HOST is a loopback address or localhost: the whole
+ * host, not a prefix of it (http://localhost.example.com is another machine). */
+static int loopback_http(const char *url)
+{
+	const char *a = url + 7, *p;
+	char host[64];
+	size_t n, h;
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (strncmp(url, "http://", 7) != 0)
+		return 0;
+	n = strcspn(a, "/?#");
+	if (n == 0 || n >= sizeof(host) || memchr(a, '@', n) != NULL)
+		return 0;
+	memcpy(host, a, n);
+	host[n] = '\0';
+	/* the port, when there is one: digits after the host's first ':' (or its ']') */
+	p = host[0] == '[' ? strchr(host, ']') : strchr(host, ':');
+	if (p == NULL && host[0] == '[')
+		return 0;
+	h = p == NULL ? n : (size_t)(p - host) + (host[0] == '[');
+	if (h < n) {
+		if (host[h] != ':' || host[h + 1] == '\0' ||
+		    strspn(host + h + 1, "0123456789") != n - h - 1)
+			return 0;
+		host[h] = '\0';
+	}
+	if (strcmp(host, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (host[0] == '[' && (h = strlen(host)) > 2 && host[h - 1] == ']') {
+		host[h - 1] = '\0';
+		return inet_pton(AF_INET6, host + 1, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+	}
+	return 0;
+}
+
 static int script_opts(struct cli *c, const char **attestor, const char **url, const char **path)
 {
 	*attestor = cli_opt(c, "attestor") != NULL ? cli_opt(c, "attestor") : "join-token";
@@ -348,9 +388,8 @@ static int script_opts(struct cli *c, const char **attestor, const char **url, c
 	if ((*url == NULL) == (*path == NULL))
 		return cli_usage(c, "give --bcd-url URL (where the machine downloads bcd) or "
 		                 "--bcd-path PATH (a bcd already on the machine)");
-	if (*url != NULL && (!plain(*url) || (strncmp(*url, "https://", 8) != 0 &&
-	                                      strncmp(*url, "http://127.", 11) != 0 &&
-	                                      strncmp(*url, "http://localhost", 16) != 0)))
+	if (*url != NULL &&
+	    (!plain(*url) || (strncmp(*url, "https://", 8) != 0 && !loopback_http(*url))))
 		return cli_usage(c, "--bcd-url: an https:// URL (http:// only on loopback) without "
 		                 "quotes or backslashes");
 	if (*path != NULL && (!plain(*path) || (*path)[0] != '/'))

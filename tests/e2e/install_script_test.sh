@@ -19,6 +19,20 @@ if bc daemon install-script --bcd-url http://example.com/bcd >bad.sh 2>bad.out; 
 	fail "an http:// download URL was accepted"
 fi
 [ ! -s bad.sh ] || fail "a refused install-script printed a script"
+# http:// only when the whole host is loopback, not a name that starts like one
+for u in http://localhost.example.com/bcd http://127.0.0.1.example.com/bcd \
+	http://localhost@example.com/bcd http://localhost:80@example.com/bcd http://127.0.0.1:x/bcd \
+	http://[::1].example.com/bcd http: x; do
+	if bc daemon install-script --bcd-url "$u" >bad.sh 2>bad.out; then
+		fail "the http:// download URL $u was accepted"
+	fi
+done
+for u in http://localhost/bcd http://localhost:8080/bcd http://127.0.0.1:9/x/bcd http://[::1]:9/bcd \
+	https://example.com/bcd; do
+	bc daemon install-script --bcd-url "$u" >good.sh 2>good.out || fail "$u refused: $(cat good.out)"
+done
+grep -q "curl -fsSL --proto '=https,http' --proto-redir '=https' " good.sh ||
+	fail "the download may follow a redirect to plain http"
 
 cat >systemctl <<'SH'
 #!/bin/sh

@@ -346,6 +346,40 @@ static void test_lru(void **state)
 	bcd_helper_free(h);
 }
 
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The table never answers for the TPM: after a TPM2_Clear (a new owner seed, between
+ * two sessions) tpm.nodekey gives the key the TPM derives now, so bcd node sees the
+ * mismatch (and the spec's "was the TPM cleared?") at its load, not at a signature. */
+static void test_nodekey_after_clear(void **state)
+{
+	struct bcd_helper *h = helper(tcti);
+	uint8_t buf[BCD_HELPER_FRAME_MAX], u[32], before[BCD_TPM_PUBLIC_MAX];
+	const uint8_t *ans;
+	size_t alen, before_len;
+	struct server s;
+	int c;
+
+	(void)state;
+	unique_of(u, 0x77);
+	begin(&s, h, &c);
+	call(c, "tpm.nodekey", u, 32, buf, &ans, &alen);
+	memcpy(before, ans, alen);
+	before_len = alen;
+	assert_int_equal(end(&s, c), 0);
+	assert_true(bcd_helper_has(h, u));
+	/* the session closed the TPM: tpm2-tools may have it */
+	if (sh("TSS2_LOG=all+none TPM2TOOLS_TCTI='%s' tpm2_clear >/dev/null 2>&1", tcti) != 0) {
+		bcd_helper_free(h);
+		skip();
+	}
+	begin(&s, h, &c);
+	call(c, "tpm.nodekey", u, 32, buf, &ans, &alen);
+	assert_false(alen == before_len && memcmp(ans, before, alen) == 0);
+	assert_int_equal(end(&s, c), 0);
+	bcd_helper_free(h);
+}
+
 /* ---- swtpm ---- */
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -431,6 +465,8 @@ int main(void)
 	    cmocka_unit_test(test_unknown_verbs), cmocka_unit_test(test_bad_shapes),
 	    cmocka_unit_test(test_bad_frames),    cmocka_unit_test(test_no_tpm),
 	    cmocka_unit_test(test_keys),          cmocka_unit_test(test_lru),
+	    /* last: it clears the TPM */
+	    cmocka_unit_test(test_nodekey_after_clear),
 	};
 	int rc = start_swtpm();
 
