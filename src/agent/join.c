@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #include "agent/agent.h"
 #include "agent/producer.h"
 #include "bc/buf.h"
@@ -60,6 +62,10 @@ static int read_token(const struct bcd_opts *o, char **tok, struct bcd_msg *m)
 		len = strnlen(env, MAX_TOKEN_FILE + 1);
 		if ((*tok = strndup(env, MAX_TOKEN_FILE)) == NULL)
 			return BC_ERR_NOMEM;
+		/* the copy is ours: nothing else in this process needs the secret in its
+		 * environment (a child we start, /proc/self/environ) */
+		OPENSSL_cleanse((char *)env, strlen(env));
+		unsetenv("BCD_JOIN_TOKEN");
 	} else {
 		bcd_say(m, "no join token: give --token-file FILE or set BCD_JOIN_TOKEN");
 		return BC_ERR_NOT_FOUND;

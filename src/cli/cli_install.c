@@ -332,8 +332,16 @@ static const char script_tail[] =
 /* One heredoc that writes a file; its text must not hold the end marker's line. */
 static int heredoc(FILE *f, const char *dest, const char *mode, const char *text)
 {
-	if (strstr(text, "\nBCD_EOF\n") != NULL || strncmp(text, "BCD_EOF\n", 8) == 0)
-		return BC_ERR_INVALID;
+	/* no line of the text may be the marker, last line included */
+	for (const char *l = text; *l != '\0';) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		if (n == 7 && strncmp(l, "BCD_EOF", 7) == 0)
+			return BC_ERR_INVALID;
+		if (nl == NULL)
+			break;
+		l = nl + 1;
+	}
 	fprintf(f, "put \"%s\" %s <<'BCD_EOF'\n%s%sBCD_EOF\n", dest, mode, text,
 	        text[0] != '\0' && text[strlen(text) - 1] == '\n' ? "" : "\n");
 	return 0;
