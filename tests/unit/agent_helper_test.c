@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "agent_swtpm.h"
+
 #include <openssl/evp.h>
 
 #include "agent/helper.h"
@@ -28,8 +30,6 @@
 #include "bc/crypto.h"
 #include "tpm/tpm.h"
 
-static char dir[256];
-static char tcti[128];
 
 struct server {
 	struct bcd_helper *h;
@@ -346,7 +346,6 @@ static void test_lru(void **state)
 	bcd_helper_free(h);
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The table never answers for the TPM: after a TPM2_Clear (a new owner seed, between
  * two sessions) tpm.nodekey gives the key the TPM derives now, so bcd node sees the
@@ -382,83 +381,6 @@ static void test_nodekey_after_clear(void **state)
 
 /* ---- swtpm ---- */
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int start_swtpm(void)
-{
-	const char *src = getenv("BC_SOURCE_DIR") ? getenv("BC_SOURCE_DIR") : BC_SOURCE_DIR;
-	char cmd[1024], line[1024], root[512];
-	unsigned port = 0;
-	FILE *p;
-	int st;
-
-	snprintf(dir, sizeof(dir), "%s/bc-aghl.XXXXXX",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(dir) == NULL)
-		return 1;
-	snprintf(cmd, sizeof(cmd), "sh %s/scripts/swtpm.sh start %s/tpm", src, dir);
-	if ((p = popen(cmd, "r")) == NULL)
-		return 1;
-	line[0] = '\0';
-	if (fgets(line, sizeof(line), p) == NULL)
-		line[0] = '\0';
-	st = pclose(p);
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
-		fprintf(stderr, "agent_helper_test: swtpm missing: skipped\n");
-		sh("rm -rf %s", dir);
-		return 77;
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || sscanf(line, "%u %511s", &port, root) != 2)
-		return 1;
-	snprintf(tcti, sizeof(tcti), "swtpm:host=127.0.0.1,port=%u", port);
-	setenv("TSS2_LOG", "all+none", 1);
-	return 0;
-}
-
-static void stop_swtpm(void)
-{
-	const char *src = getenv("BC_SOURCE_DIR") ? getenv("BC_SOURCE_DIR") : BC_SOURCE_DIR;
-
-	sh("sh %s/scripts/swtpm.sh stop %s/tpm >/dev/null 2>&1; rm -rf %s", src, dir, dir);
-}
-
-/* A child that stops the swtpm when this process ends, however it ends. */
-static int watch_fd = -1;
-static pid_t watcher;
-
-static int start_watcher(void)
-{
-	int fds[2];
-	char ch;
-
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return -1;
-	if ((watcher = fork()) < 0)
-		return -1;
-	if (watcher == 0) {
-		close(fds[1]);
-		while (read(fds[0], &ch, 1) > 0)
-			;
-		stop_swtpm();
-		_exit(0);
-	}
-	close(fds[0]);
-	watch_fd = fds[1];
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,16 +390,6 @@ int main(void)
 	    /* last: it clears the TPM */
 	    cmocka_unit_test(test_nodekey_after_clear),
 	};
-	int rc = start_swtpm();
 
-	if (rc != 0)
-		return rc;
-	if (start_watcher() != 0) {
-		stop_swtpm();
-		return 1;
-	}
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	close(watch_fd);
-	waitpid(watcher, NULL, 0);
-	return rc;
+	return agent_swtpm_run("agent_helper_test", tests, sizeof(tests) / sizeof(tests[0]));
 }

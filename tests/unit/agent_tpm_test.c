@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "agent_swtpm.h"
+
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -29,25 +31,15 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 
-static char dir[256]; /* the swtpm's directory */
-static char tcti[128];
-static char root_pem[512]; /* the manufacturer root */
-static char issuer_pem[512];
 
 /* ---- helpers ---- */
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
+/* The intermediate CA swtpm_localca issued the EK certificate under. */
+static const char *issuer_pem(void)
 {
-	char cmd[2048];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	static char p[512];
+	snprintf(p, sizeof(p), "%s/tpm/ca/issuercert.pem", dir);
+	return p;
 }
 
 static uint8_t *slurp(const char *path, size_t *len)
@@ -227,7 +219,7 @@ static void test_ek_rsa(void **state)
 		assert_non_null(f = fopen(root_pem, "r"));
 		assert_non_null(root = PEM_read_X509(f, NULL, NULL, NULL));
 		fclose(f);
-		assert_non_null(f = fopen(issuer_pem, "r"));
+		assert_non_null(f = fopen(issuer_pem(), "r"));
 		assert_non_null(issuer = PEM_read_X509(f, NULL, NULL, NULL));
 		fclose(f);
 		assert_int_equal(X509_STORE_add_cert(store, root), 1);
@@ -638,86 +630,6 @@ static void test_record(void **state)
 	assert_int_equal(bcd_tpm_record_decode("-----BEGIN \0", 12, got), BC_ERR_INVALID);
 }
 
-/* ---- the swtpm ---- */
-
-static int start_swtpm(void)
-{
-	const char *src = getenv("BC_SOURCE_DIR") ? getenv("BC_SOURCE_DIR") : BC_SOURCE_DIR;
-	char cmd[1024], line[1024];
-	unsigned port = 0;
-	FILE *p;
-	int st;
-
-	if (sh("command -v tpm2_createek >/dev/null && command -v tpm2_makecredential "
-	       ">/dev/null") != 0) {
-		fprintf(stderr, "agent_tpm_test: tpm2-tools missing: skipped\n");
-		return 77;
-	}
-	snprintf(dir, sizeof(dir), "%s/bc-agtpm.XXXXXX",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(dir) == NULL)
-		return 1;
-	snprintf(cmd, sizeof(cmd), "sh %s/scripts/swtpm.sh start %s/tpm", src, dir);
-	if ((p = popen(cmd, "r")) == NULL)
-		return 1;
-	line[0] = '\0';
-	if (fgets(line, sizeof(line), p) == NULL)
-		line[0] = '\0';
-	st = pclose(p);
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
-		fprintf(stderr, "agent_tpm_test: swtpm missing: skipped\n");
-		rmdir(dir);
-		return 77;
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
-	    sscanf(line, "%u %511s", &port, root_pem) != 2)
-		return 1;
-	snprintf(tcti, sizeof(tcti), "swtpm:host=127.0.0.1,port=%u", port);
-	snprintf(issuer_pem, sizeof(issuer_pem), "%s/tpm/ca/issuercert.pem", dir);
-	setenv("TPM2TOOLS_TCTI", tcti, 1);
-	return 0;
-}
-
-static void stop_swtpm(void)
-{
-	const char *src = getenv("BC_SOURCE_DIR") ? getenv("BC_SOURCE_DIR") : BC_SOURCE_DIR;
-
-	(void)sh("sh %s/scripts/swtpm.sh stop %s/tpm", src, dir);
-	(void)sh("rm -rf %s", dir);
-}
-
-/* A child that stops the swtpm when this process ends, however it ends (an abort
- * under a sanitizer included): it waits for the pipe's write end to close. */
-static int watch_fd = -1;
-static pid_t watcher;
-
-static int start_watcher(void)
-{
-	int fds[2];
-	char c;
-
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return -1;
-	if ((watcher = fork()) < 0)
-		return -1;
-	if (watcher == 0) {
-		close(fds[1]);
-		while (read(fds[0], &c, 1) > 0)
-			;
-		stop_swtpm();
-		_exit(0);
-	}
-	close(fds[0]);
-	watch_fd = fds[1];
-	return 0;
-}
-
-static void end_watcher(void)
-{
-	close(watch_fd);
-	waitpid(watcher, NULL, 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -726,15 +638,6 @@ int main(void)
 	    cmocka_unit_test(test_ak),     cmocka_unit_test(test_activate),
 	    cmocka_unit_test(test_quote),  cmocka_unit_test(test_nodekey),
 	};
-	int rc = start_swtpm();
 
-	if (rc != 0)
-		return rc;
-	if (start_watcher() != 0) {
-		stop_swtpm();
-		return 1;
-	}
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	end_watcher();
-	return rc;
+	return agent_swtpm_run("agent_tpm_test", tests, sizeof(tests) / sizeof(tests[0]));
 }
