@@ -13,53 +13,8 @@
 # Skipped (77) without swtpm or tpm2-tools.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
-SWTPM="$HERE/../../scripts/swtpm.sh"
-for b in swtpm swtpm_setup swtpm_localca tpm2_createek tpm2_flushcontext; do
-	command -v "$b" >/dev/null 2>&1 || { echo "SKIP: $b is missing"; exit 77; }
-done
+. "$(dirname "$0")/bcd_tpm_lib.sh"
 cd "$T"
-
-TPMS=""
-stop_tpms() {
-	for d in $TPMS; do "$SWTPM" stop "$d" >/dev/null 2>&1 || true; done
-	cleanup
-}
-trap stop_tpms EXIT
-
-# tpm_start NAME: a swtpm in $T/NAME; sets TPM_PORT and TPM_ROOT
-tpm_start() {
-	local out rc=0
-	out=$("$SWTPM" start "$T/$1") || rc=$?
-	[ "$rc" != 3 ] || { echo "SKIP: swtpm cannot start"; exit 77; }
-	[ "$rc" = 0 ] || fail "swtpm.sh start $1 exited $rc"
-	TPMS="$TPMS $T/$1"
-	TPM_PORT=${out%% *}
-	TPM_ROOT=${out#* }
-}
-
-# ek_hash PORT: hex sha256 of the RSA EK's TPMT_PUBLIC, by tpm2-tools (not by bcd)
-ek_hash() {
-	local tcti="swtpm:host=127.0.0.1,port=$1"
-	TSS2_LOG=all+none TPM2TOOLS_TCTI=$tcti tpm2_createek -c "$T/ek.ctx" -G rsa -u "$T/ek.pub" >/dev/null
-	TSS2_LOG=all+none TPM2TOOLS_TCTI=$tcti tpm2_flushcontext -t >/dev/null
-	python3 -c 'import hashlib,sys; d=open(sys.argv[1],"rb").read(); print(hashlib.sha256(d[2:]).hexdigest())' "$T/ek.pub"
-}
-
-# tpm_machine NAME PORT: a bcd machine whose [fakehw] TPM is the swtpm at PORT
-tpm_machine() {
-	bcd_machine "$1"
-	printf 'tpm = "swtpm:host=127.0.0.1,port=%s"\n' "$2" >>"$T/$1/config.toml"
-}
-
-# sql QUERY ARG...: one value from the store
-sql() {
-	python3 - "$T/var/bc.db" "$@" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
-row = db.execute(sys.argv[2], tuple(sys.argv[3:])).fetchone()
-print(row[0] if row else "")
-PY
-}
 
 tpm_start tpmA
 PORT_A=$TPM_PORT
