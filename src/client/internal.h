@@ -21,4 +21,12 @@ void bc_client_show(const char *s, char out[static BC_CLIENT_SHOW_LEN]);
  * either cannot be encoded (so a failure never reads as a match). */
 int bc_client_same_key(EVP_PKEY *a, EVP_PKEY *b);
 
+/* A non-200 answer from JoinService, in one line: what ("join", "renewal") was refused
+ * or failed. The Connect message is not shown: every refusal reads the same on purpose,
+ * and the reason is in the server's event (named by event). BC_ERR_DENIED for
+ * permission_denied, BC_ERR_INVALID for invalid_argument (or 400), BC_ERR_UNAVAILABLE
+ * for anything else. */
+int bc_client_refused(const char *what, const char *event, long status, const uint8_t *resp,
+                      size_t len, char *err, size_t errlen);
+
 #endif

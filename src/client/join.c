@@ -14,7 +14,6 @@
 #define JOIN_PATH "/bettercompute.join.v1.JoinService/Join"
 #define TOKEN_INFO "bettercompute join token v1"
 #define MAX_TOKEN 1024
-#define MAX_ERROR_JSON (64u * 1024)
 /* The CSR's subject is not read by the server (bc_csr_check reads only the key). */
 #define CSR_CN "bettercompute node"
 
@@ -116,38 +115,6 @@ static int pack_request(const struct bc_join_params *p, const uint8_t *csr, size
 	return *outlen == n ? 0 : BC_ERR_INTERNAL;
 }
 
-/* A non-200 answer: the Connect error JSON says why. Its message is not shown: every
- * refusal reads the same on purpose, and the reason is in the server's event. */
-static int refused(long status, const uint8_t *resp, size_t len, char *err, size_t errlen)
-{
-	char shown[BC_CLIENT_SHOW_LEN], jerr[160];
-	const char *code = NULL;
-	json_t *j = NULL;
-	int rc;
-
-	if (len > 0 && bc_json_parse(resp, len, MAX_ERROR_JSON, &j, jerr, sizeof(jerr)) == 0 &&
-	    json_is_object(j)) {
-		if (bc_json_get_string(j, "code", &code) != 0)
-			code = NULL;
-	}
-	if (code != NULL && strcmp(code, "permission_denied") == 0) {
-		bc_client_errf(err, errlen, "join refused by the server (permission_denied): ask the "
-		               "operator to check the security.join.refused event");
-		rc = BC_ERR_DENIED;
-	} else if (code != NULL && strcmp(code, "invalid_argument") == 0) {
-		bc_client_errf(err, errlen, "join refused by the server as malformed "
-		               "(invalid_argument, HTTP %ld)", status);
-		rc = BC_ERR_INVALID;
-	} else {
-		bc_client_show(code != NULL ? code : "no Connect error code", shown);
-		bc_client_errf(err, errlen, "join failed: the server answered HTTP %ld (%s)", status,
-		               shown);
-		rc = BC_ERR_UNAVAILABLE;
-	}
-	json_decref(j);
-	return rc;
-}
-
 int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_params *p,
                    struct bc_join_answer *out, char *err, size_t errlen)
 {
@@ -183,7 +150,7 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 	                         errlen)) != 0)
 		goto out;
 	if (status != 200) {
-		rc = refused(status, resp, resp_len, err, errlen);
+		rc = bc_client_refused("join", "security.join.refused", status, resp, resp_len, err, errlen);
 		goto out;
 	}
 	rc = bc_client_open_join_response_csr(pins, resp, resp_len, csr, csr_len, out, err, errlen);

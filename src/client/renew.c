@@ -18,7 +18,6 @@
 
 #define RENEW_PATH "/bettercompute.join.v1.JoinService/Renew"
 #define CSR_CN "bettercompute node"
-#define MAX_ERROR_JSON (64u * 1024)
 #define MAX_RENEW_CHAIN 8
 
 /* The current key's proof: by key itself, or through sign when the key is held
@@ -86,32 +85,6 @@ static int pack(const uint8_t *const *chain, const size_t *lens, size_t n, const
 	return *outlen == sz ? 0 : BC_ERR_INTERNAL;
 }
 
-/* A non-200 answer. Every refusal reads the same; the reason is in the server's
- * security.renew.refused event. */
-static int refused(long status, const uint8_t *resp, size_t len, char *err, size_t errlen)
-{
-	char shown[BC_CLIENT_SHOW_LEN], jerr[160];
-	const char *code = NULL;
-	json_t *j = NULL;
-	int rc;
-
-	if (len > 0 && bc_json_parse(resp, len, MAX_ERROR_JSON, &j, jerr, sizeof(jerr)) == 0 &&
-	    json_is_object(j) && bc_json_get_string(j, "code", &code) != 0)
-		code = NULL;
-	if (code != NULL && strcmp(code, "permission_denied") == 0) {
-		bc_client_errf(err, errlen, "renewal refused by the server (permission_denied): ask "
-		               "the operator to check the security.renew.refused event");
-		rc = BC_ERR_DENIED;
-	} else {
-		bc_client_show(code != NULL ? code : "no Connect error code", shown);
-		bc_client_errf(err, errlen, "renewal failed: the server answered HTTP %ld (%s)",
-		               status, shown);
-		rc = status == 400 ? BC_ERR_INVALID : BC_ERR_UNAVAILABLE;
-	}
-	json_decref(j);
-	return rc;
-}
-
 /* The node the current leaf names, and that the key is the leaf's. */
 static int current_node(const struct bc_client_pins *pins, const uint8_t *leaf, size_t len,
                         EVP_PKEY *key, char node_id[static 64], char *err, size_t errlen)
@@ -177,7 +150,7 @@ static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *ch
 	                         errlen)) != 0)
 		goto out;
 	if (status != 200) {
-		rc = refused(status, resp, resp_len, err, errlen);
+		rc = bc_client_refused("renewal", "security.renew.refused", status, resp, resp_len, err, errlen);
 		goto out;
 	}
 	if ((rc = bc_client_open_join_response_csr(pins, resp, resp_len, csr, csr_len, out, err,
