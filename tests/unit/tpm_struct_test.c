@@ -1,8 +1,8 @@
 /* src/tpm against an independent implementation: swtpm and tpm2-tools. Names as
  * tpm2_createak prints them, credentials our MakeCredential makes activated by
- * tpm2_activatecredential (RSA-2048 and ECC EKs), quote signatures of ECDSA, RSASSA
- * and RSAPSS AKs verified; and the negatives of every parser: truncated input,
- * trailing bytes, wrong types, non-canonical encodings. */
+ * tpm2_activatecredential (RSA-2048, ECC P-256 and P-384 EKs), quote signatures of
+ * ECDSA, RSASSA and RSAPSS AKs verified; and the negatives of every parser: truncated
+ * input, trailing bytes, wrong types, non-canonical encodings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +26,9 @@ static struct bct_tpm tpm;
 	"rm -f cred.out && tpm2_startauthsession --policy-session -S s.ctx && "                    \
 	"tpm2_policysecret -S s.ctx -c e && tpm2_activatecredential -c akx.ctx -C %s "             \
 	"-i cred.in -o cred.out -P session:s.ctx"
+/* An EK with userWithAuth and no policy: password sessions for both keys. */
+#define ACTIVATE_PW                                                                                \
+	"rm -f cred.out && tpm2_activatecredential -c akx.ctx -C %s -i cred.in -o cred.out"
 
 /* A TPM2B_PUBLIC file as tpm2-tools writes it (-f tss): the TPMT_PUBLIC after the
  * 2-byte size. */
@@ -101,8 +104,16 @@ static void test_name_is_tpm2_tools(void **state)
 	free(ak);
 }
 
-/* Our credential for the AK under ek, activated by tpm2_activatecredential. */
-static void activate(const char *ek_handle, const char *ek_pub)
+static int activate_cmd(const char *ek_handle, int policy)
+{
+	return policy ? bct_tpm_sh(&tpm, ACTIVATE, ek_handle)
+	              : bct_tpm_sh(&tpm, ACTIVATE_PW, ek_handle);
+}
+
+/* Our credential for the AK akx (akx.pub, akx.ctx) under ek, activated by
+ * tpm2_activatecredential: the EK authorized by its PolicySecret (policy) or by a
+ * password. */
+static void activate_ak(const char *ek_handle, const char *ek_pub, int policy)
 {
 	uint8_t secret[32], name[BC_TPM_NAME_MAX], *ek, *ak, *id = NULL, *enc = NULL, *got;
 	size_t ekn, akn, nl, idl, encl, gl;
@@ -111,8 +122,6 @@ static void activate(const char *ek_handle, const char *ek_pub)
 	FILE *f;
 	char path[600];
 
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createak -C %s -c akx.ctx -G ecc -g sha256 -s ecdsa "
-	                                  "-u akx.pub -n akx.name -f tss", ek_handle), 0);
 	ek = tpmt_of(ek_pub, &ekn);
 	ak = tpmt_of("akx.pub", &akn);
 	assert_int_equal(bc_tpm_public_parse(ek, ekn, &ekp), 0);
@@ -127,7 +136,7 @@ static void activate(const char *ek_handle, const char *ek_pub)
 	fwrite(id, 1, idl, f);
 	fwrite(enc, 1, encl, f);
 	fclose(f);
-	assert_int_equal(bct_tpm_sh(&tpm, ACTIVATE, ek_handle), 0);
+	assert_int_equal(activate_cmd(ek_handle, policy), 0);
 	got = bct_tpm_read(&tpm, "cred.out", &gl);
 	assert_non_null(got);
 	assert_int_equal(gl, 32);
@@ -142,12 +151,20 @@ static void activate(const char *ek_handle, const char *ek_pub)
 	fwrite(id, 1, idl, f);
 	fwrite(enc, 1, encl, f);
 	fclose(f);
-	assert_int_not_equal(bct_tpm_sh(&tpm, ACTIVATE, ek_handle), 0);
+	assert_int_not_equal(activate_cmd(ek_handle, policy), 0);
 	free(got);
 	free(id);
 	free(enc);
 	free(ek);
 	free(ak);
+}
+
+/* An AK as tpm2_createak makes it, under an EK with the standard policy. */
+static void activate(const char *ek_handle, const char *ek_pub)
+{
+	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createak -C %s -c akx.ctx -G ecc -g sha256 -s ecdsa "
+	                                  "-u akx.pub -n akx.name -f tss", ek_handle), 0);
+	activate_ak(ek_handle, ek_pub, 1);
 }
 
 static void test_make_credential_rsa_ek(void **state)
@@ -162,6 +179,75 @@ static void test_make_credential_ecc_ek(void **state)
 	(void)state;
 	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createek -c ekecc.ctx -G ecc -u ekecc.pub -f tss"), 0);
 	activate("ekecc.ctx", "ekecc.pub");
+}
+
+/* An EK on P-384: a restricted decryption primary in the endorsement hierarchy,
+ * nameAlg halg, symmetric aes (e.g. "aes256cfb"). swtpm's own P-384 EK (the
+ * high-range template) wants a PolicyOR session tpm2_activatecredential does not
+ * set up, so this one has userWithAuth and no policy: password sessions authorize
+ * it. tpm2_createak authorizes its parent with PolicySecret, which an EK without a
+ * policy refuses (0x99D), so the AK (a restricted ECDSA key, nameAlg ak_halg, curve
+ * ak_curve) is made with tpm2_create and tpm2_load under the EK. */
+static void activate_p384(const char *halg, const char *aes, uint16_t name_alg, uint16_t bits,
+                          const char *ak_halg, const char *ak_curve)
+{
+	uint8_t secret[32], name[BC_TPM_NAME_MAX], *ek, *ak, *id = NULL, *enc = NULL;
+	size_t ekn, akn, nl, idl, encl, hs = bc_tpm_hash_size(name_alg);
+	TPMT_PUBLIC ekp, akp;
+
+	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createprimary -C e -g %s -G ecc384:%s -a "
+	                                  "'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|"
+	                                  "restricted|decrypt' -c ekp.ctx >/dev/null && "
+	                                  "tpm2_readpublic -c ekp.ctx -o ekp.pub -f tss >/dev/null",
+	                            halg, aes), 0);
+	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_create -C ekp.ctx -g %s -G %s:ecdsa-%s:null -a "
+	                                  "'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|"
+	                                  "restricted|sign' -u akx.pub -r akx.priv >/dev/null && "
+	                                  "tpm2_load -C ekp.ctx -u akx.pub -r akx.priv -c akx.ctx "
+	                                  ">/dev/null",
+	                            ak_halg, ak_curve, ak_halg), 0);
+	/* the path under test: a P-384 EK of this nameAlg and AES key size */
+	ek = tpmt_of("ekp.pub", &ekn);
+	assert_int_equal(bc_tpm_public_parse(ek, ekn, &ekp), 0);
+	assert_int_equal(ekp.type, TPM2_ALG_ECC);
+	assert_int_equal(ekp.parameters.eccDetail.curveID, TPM2_ECC_NIST_P384);
+	assert_int_equal(ekp.nameAlg, name_alg);
+	assert_int_equal(ekp.parameters.eccDetail.symmetric.keyBits.aes, bits);
+	assert_int_equal(ekp.unique.ecc.x.size, 48);
+	ak = tpmt_of("akx.pub", &akn);
+	assert_int_equal(bc_tpm_public_parse(ak, akn, &akp), 0);
+	assert_int_equal(bc_tpm_check_ak(&akp), 0);
+	assert_int_equal(bc_tpm_name(&akp, ak, akn, name, &nl), 0);
+	/* the shapes: u16 || integrity (|H|) || encId (u16 || 32); the point Q at 48 bytes */
+	assert_int_equal(bc_random(secret, 32), 0);
+	assert_int_equal(bc_tpm_make_credential(&ekp, name, nl, secret, 32, &id, &idl, &enc, &encl),
+	                 0);
+	assert_int_equal(idl, 2 + 2 + hs + 2 + 32);
+	assert_int_equal(encl, 2 + 2 + 48 + 2 + 48);
+	free(id);
+	free(enc);
+	free(ek);
+	free(ak);
+	activate_ak("ekp.ctx", "ekp.pub", 0);
+}
+
+static void test_make_credential_p384_sha384_ek(void **state)
+{
+	(void)state;
+	activate_p384("sha384", "aes256cfb", TPM2_ALG_SHA384, 256, "sha384", "ecc384");
+}
+
+static void test_make_credential_p384_sha256_ek(void **state)
+{
+	(void)state;
+	activate_p384("sha256", "aes256cfb", TPM2_ALG_SHA256, 256, "sha256", "ecc256");
+}
+
+/* SHA-384 EK, AES-128, a SHA-256 AK name */
+static void test_make_credential_p384_sha384_aes128_ek(void **state)
+{
+	(void)state;
+	activate_p384("sha384", "aes128cfb", TPM2_ALG_SHA384, 128, "sha256", "ecc256");
 }
 
 static void quote_with(const char *alg, const char *scheme)
@@ -293,6 +379,9 @@ int main(void)
 		cmocka_unit_test(test_name_is_tpm2_tools),
 		cmocka_unit_test(test_make_credential_rsa_ek),
 		cmocka_unit_test(test_make_credential_ecc_ek),
+		cmocka_unit_test(test_make_credential_p384_sha384_ek),
+		cmocka_unit_test(test_make_credential_p384_sha256_ek),
+		cmocka_unit_test(test_make_credential_p384_sha384_aes128_ek),
 		cmocka_unit_test(test_quote_ecdsa),
 		cmocka_unit_test(test_quote_rsassa),
 		cmocka_unit_test(test_quote_rsapss),
