@@ -429,6 +429,21 @@ static const char *write_resolve(const char *pool, const char *node)
 	return resolve_path;
 }
 
+/* A control plane whose resolve file sends the test's EK into a pool of root with
+ * this policy; the pool's id into pool[64]. The pool's id is made first: the resolve
+ * file names it before the store exists. */
+static void cp_start_resolved(struct bct_cp *cp, const char *policy, char pool[64])
+{
+	char lines[1024];
+
+	assert_int_equal(bc_new_id("pool", pool, 64), 0);
+	snprintf(lines, sizeof(lines), "resolve = \"%s\"\n", write_resolve(pool, NULL));
+	cp_start(cp, lines);
+	bc_param pp[] = {BC_TEXT(pool), BC_TEXT(policy), BC_INT(bc_now_ms())};
+	assert_int_equal(bct_exec(cp, "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
+	                              "updated_at) VALUES ($1, 'root', 'tpm', $2, $3, $3)", pp, 3), 0);
+}
+
 /* ---- the tests ---- */
 
 static void test_tpm_join_admitted_and_reclaimed(void **state)
@@ -437,17 +452,10 @@ static void test_tpm_join_admitted_and_reclaimed(void **state)
 	struct bc_join_answer ans;
 	struct bc_node_identity id;
 	struct answer a;
-	char pool[64], lines[1024], urn[256], *h, node_id[64];
+	char pool[64], urn[256], *h, node_id[64];
 	(void)state;
 
-	/* the pool must exist before the resolve file names it: make its id first */
-	assert_int_equal(bc_new_id("pool", pool, sizeof(pool)), 0);
-	snprintf(lines, sizeof(lines), "resolve = \"%s\"\n", write_resolve(pool, NULL));
-	cp_start(&cp, lines);
-	bc_param pp[] = {BC_TEXT(pool), BC_INT(bc_now_ms())};
-	assert_int_equal(bct_exec(&cp, "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
-	                               "updated_at) VALUES ($1, 'root', 'tpm', "
-	                               "'{\"joinAttestors\":[\"tpm\"]}', $2, $2)", pp, 2), 0);
+	cp_start_resolved(&cp, "{\"joinAttestors\":[\"tpm\"]}", pool);
 	struct blob csr = make_csr(NK_HANDLE, "node");
 	full_answer(&cp, &csr, NK_HANDLE, &a);
 	/* round 1 wrote nothing */
@@ -1013,15 +1021,10 @@ static void test_tpm_renewal_certified_by_the_ak(void **state)
 	struct bc_join_answer ans, r1, r2;
 	struct bc_node_identity id;
 	struct answer a;
-	char pool[64], lines[1024], urn[256], *h;
+	char pool[64], urn[256], *h;
 	(void)state;
 
-	assert_int_equal(bc_new_id("pool", pool, sizeof(pool)), 0);
-	snprintf(lines, sizeof(lines), "resolve = \"%s\"\n", write_resolve(pool, NULL));
-	cp_start(&cp, lines);
-	bc_param pp[] = {BC_TEXT(pool), BC_INT(bc_now_ms())};
-	assert_int_equal(bct_exec(&cp, "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
-	                               "updated_at) VALUES ($1, 'root', 'tpm', '{}', $2, $2)", pp, 2), 0);
+	cp_start_resolved(&cp, "{}", pool);
 	struct blob csr = make_csr(NK_HANDLE, "node");
 	full_answer(&cp, &csr, NK_HANDLE, &a);
 	assert_int_equal(round2(&cp, &csr, &a, &ans), 0);
@@ -1089,15 +1092,10 @@ static void test_tpm_statement_renewals_cannot_prove(void **state)
 	struct bct_cp cp;
 	struct bc_join_answer ans;
 	struct answer a;
-	char pool[64], lines[1024];
+	char pool[64];
 	(void)state;
 
-	assert_int_equal(bc_new_id("pool", pool, sizeof(pool)), 0);
-	snprintf(lines, sizeof(lines), "resolve = \"%s\"\n", write_resolve(pool, NULL));
-	cp_start(&cp, lines);
-	bc_param pp[] = {BC_TEXT(pool), BC_INT(bc_now_ms())};
-	assert_int_equal(bct_exec(&cp, "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
-	                               "updated_at) VALUES ($1, 'root', 'tpm', '{}', $2, $2)", pp, 2), 0);
+	cp_start_resolved(&cp, "{}", pool);
 	bc_join_set_key_statements(bc_server_join(cp.srv), 0);
 	struct blob csr = make_csr(NK_HANDLE, "node");
 	full_answer(&cp, &csr, NK_HANDLE, &a);
