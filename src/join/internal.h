@@ -12,6 +12,8 @@ struct bc_join_service {
 	size_t n_attestors;
 	void *plugins[BC_MAX_ATTESTORS];
 	size_t n_plugins;
+	uint8_t *node_ca_der;        /* the node CA, encoded once: every answer carries it */
+	size_t node_ca_der_len;
 };
 
 const struct bc_attestor *bc_join_find(const struct bc_join_service *s, const char *id);

@@ -61,21 +61,24 @@ static void refuse_policy(struct bc_join_state *st, const char *reason, const ch
 static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim)
 {
 	const struct bc_claims *c = &st->in->claims;
-	char *expect = NULL;
+	bc_rows *rows = NULL;
 	json_t *e = NULL;
-	const char *v;
+	const char *v, *expect;
 	int rc, ok = 1;
 
 	*allow_reclaim = 0;
 	bc_param p[] = {BC_TEXT(st->out.result.token_id)};
-	if ((rc = bc_tx_query_text(tx, "SELECT expect FROM join_tokens WHERE id = $1", p, 1,
-	                           &expect)) != 0)
+	if ((rc = bc_tx_query(tx, "SELECT expect, allow_reclaim FROM join_tokens WHERE id = $1", p,
+	                      1, &rows)) != 0)
 		return rc;
-	int64_t ar = 0;
-	if ((rc = bc_tx_query_int(tx, "SELECT allow_reclaim FROM join_tokens WHERE id = $1", p, 1,
-	                          &ar)) != 0)
+	if ((rc = bc_rows_next(rows)) != 1) {
+		/* the attestor just locked this row: it is there */
+		rc = rc < 0 ? rc : BC_ERR_INTERNAL;
 		goto out;
-	*allow_reclaim = ar != 0;
+	}
+	rc = 0;
+	*allow_reclaim = bc_rows_int(rows, 1) != 0;
+	expect = bc_rows_text(rows, 0);
 	if (bc_json_parse(expect, strlen(expect), 0, &e, NULL, 0) != 0 || !json_is_object(e)) {
 		ok = 0;
 		goto done;
@@ -93,10 +96,9 @@ static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim)
 done:
 	if (!ok)
 		refuse_policy(st, BC_R_EXPECT_MISMATCH, st->out.result.tenant_id);
-	rc = 0;
 out:
 	json_decref(e);
-	free(expect);
+	bc_rows_free(rows);
 	return rc;
 }
 

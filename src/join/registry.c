@@ -158,7 +158,9 @@ int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return BC_ERR_NOMEM;
 	s->cfg = *cfg;
-	if ((rc = bc_join_register(s, bc_attestor_join_token())) != 0) {
+	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0 ||
+	    (rc = bc_join_register(s, bc_attestor_join_token())) != 0) {
+		free(s->node_ca_der);
 		free(s);
 		return rc;
 	}
@@ -174,5 +176,6 @@ void bc_join_service_free(struct bc_join_service *s)
 		if (s->attestors[i].destroy)
 			s->attestors[i].destroy(&s->attestors[i]);
 	/* plugin handles are not closed: a plugin's threads or atexit hooks may outlive us */
+	free(s->node_ca_der);
 	free(s);
 }

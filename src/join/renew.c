@@ -147,84 +147,49 @@ out:
 	return why;
 }
 
-struct cert_row {
-	char node_id[BC_ID_MAX];
-	char der_hex[8192];
-	int64_t generation, not_after;
-	int revoked;
-	int found;
-};
-
-static int load_row(bc_tx *tx, const uint8_t sha[32], struct cert_row *r)
-{
-	char hex[65];
-	bc_rows *rows = NULL;
-	int rc;
-
-	memset(r, 0, sizeof(*r));
-	bc_hex_encode_to(sha, 32, hex);
-	bc_param p[] = {BC_TEXT(hex)};
-	if ((rc = bc_tx_query(tx,
-	                      "SELECT node_id, der_hex, generation, not_after, revoked_at FROM "
-	                      "node_certs WHERE der_sha256 = $1",
-	                      p, 1, &rows)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(rows)) == 1) {
-		r->found = 1;
-		snprintf(r->node_id, sizeof(r->node_id), "%s", bc_rows_text(rows, 0));
-		snprintf(r->der_hex, sizeof(r->der_hex), "%s", bc_rows_text(rows, 1));
-		r->generation = bc_rows_int(rows, 2);
-		r->not_after = bc_rows_int(rows, 3);
-		r->revoked = !bc_rows_is_null(rows, 4);
-		rc = 0;
-	}
-	bc_rows_free(rows);
-	return rc;
-}
-
-/* The leaf against its row and the node, at database time. */
+/* The leaf against its row and its node, at database time, in one query: the row is
+ * found by the leaf's hash and must hold the same bytes. */
 static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation)
 {
 	const ProtobufCBinaryData *leaf = &st->rq->chain[0];
-	struct cert_row r;
-	char *hex = NULL, *state = NULL;
-	int64_t gen = 0;
+	char sha[65], *hex = NULL;
+	bc_rows *rows = NULL;
 	int rc;
 
-	if ((rc = load_row(tx, st->leaf_sha256, &r)) != 0)
+	*generation = 0;
+	bc_hex_encode_to(st->leaf_sha256, 32, sha);
+	bc_param p[] = {BC_TEXT(sha), BC_TEXT(st->id.node_id)};
+	if ((rc = bc_tx_query(tx,
+	                      "SELECT c.der_hex, c.generation, c.not_after, c.revoked_at, "
+	                      "n.tenant_id, n.state, n.generation FROM node_certs c JOIN nodes n "
+	                      "ON n.id = c.node_id WHERE c.der_sha256 = $1 AND c.node_id = $2",
+	                      p, 2, &rows)) != 0)
 		return rc;
-	hex = bc_hex_encode(leaf->data, leaf->len);
-	if (!r.found || strcmp(r.node_id, st->id.node_id) != 0 || hex == NULL ||
-	    strcmp(hex, r.der_hex) != 0) {
-		free(hex);
+	if ((rc = bc_rows_next(rows)) < 0)
+		goto out;
+	hex = rc == 1 ? bc_hex_encode(leaf->data, leaf->len) : NULL;
+	rc = 0;
+	if (hex == NULL || strcmp(hex, bc_rows_text(rows, 0)) != 0) {
 		st->reason = BC_R_RENEW_NOT_CURRENT;
-		return 0;
+		goto out;
 	}
-	free(hex);
-	bc_param p[] = {BC_TEXT(st->id.node_id)};
-	if ((rc = bc_tx_query_text(tx, "SELECT tenant_id FROM nodes WHERE id = $1", p, 1, &hex)) != 0)
-		return rc == BC_ERR_NOT_FOUND ? (st->reason = BC_R_RENEW_NOT_CURRENT, 0) : rc;
-	snprintf(st->tenant_id, sizeof(st->tenant_id), "%s", hex);
-	free(hex);
-	if ((rc = bc_tx_query_text(tx, "SELECT state FROM nodes WHERE id = $1", p, 1, &state)) != 0 ||
-	    (rc = bc_tx_query_int(tx, "SELECT generation FROM nodes WHERE id = $1", p, 1, &gen)) != 0) {
-		free(state);
-		return rc;
-	}
-	if (strcmp(state, "retired") == 0)
+	snprintf(st->tenant_id, sizeof(st->tenant_id), "%s", bc_rows_text(rows, 4));
+	*generation = bc_rows_int(rows, 6);
+	if (strcmp(bc_rows_text(rows, 5), "retired") == 0)
 		st->reason = BC_R_RENEW_RETIRED;
-	else if (r.generation != gen)
+	else if (bc_rows_int(rows, 1) != *generation)
 		st->reason = BC_R_RENEW_GENERATION;
-	else if (r.revoked)
+	else if (!bc_rows_is_null(rows, 3))
 		st->reason = BC_R_RENEW_REVOKED;
-	else if (r.not_after <= st->now_ms)
+	else if (bc_rows_int(rows, 2) <= st->now_ms)
 		st->reason = BC_R_RENEW_EXPIRED;
 	else if (st->rq->client_time_ms < st->now_ms - RENEW_WINDOW_MS ||
 	         st->rq->client_time_ms > st->now_ms + RENEW_WINDOW_MS)
 		st->reason = BC_R_RENEW_CLIENT_TIME;
-	free(state);
-	*generation = gen;
-	return 0;
+out:
+	free(hex);
+	bc_rows_free(rows);
+	return rc;
 }
 
 static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t not_after,

@@ -14,13 +14,10 @@ static int pack_body(const struct bc_join_service *s, const struct bc_join_state
 	Bettercompute__Join__V1__JoinPending pend = BETTERCOMPUTE__JOIN__V1__JOIN_PENDING__INIT;
 	Bettercompute__Join__V1__JoinChallenge chal = BETTERCOMPUTE__JOIN__V1__JOIN_CHALLENGE__INIT;
 	ProtobufCBinaryData chain[2], bundle[1];
-	uint8_t *ca = NULL;
-	size_t ca_len = 0;
-	int rc;
+	uint8_t *ca = s->node_ca_der;
+	size_t ca_len = s->node_ca_der_len;
 
 	*out = NULL;
-	if ((rc = bc_x509_to_der(s->cfg.pki->node_ca, &ca, &ca_len)) != 0)
-		return rc;
 	b.csr_sha256.data = (uint8_t *)st->in->csr_sha256;
 	b.csr_sha256.len = 32;
 	b.issued_at_ms = st->now_ms;
@@ -54,12 +51,9 @@ static int pack_body(const struct bc_join_service *s, const struct bc_join_state
 		b.n_chain = 2;
 	}
 	*len = bettercompute__join__v1__join_response_body__get_packed_size(&b);
-	if ((*out = malloc(*len ? *len : 1)) == NULL) {
-		free(ca);
+	if ((*out = malloc(*len ? *len : 1)) == NULL)
 		return BC_ERR_NOMEM;
-	}
 	bettercompute__join__v1__join_response_body__pack(&b, *out);
-	free(ca);
 	return 0;
 }
 
