@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bc/buf.h"
 #include "bc/err.h"
 
 #define BC_PURPOSE_JOIN_RESPONSE "join-response"
@@ -64,6 +65,12 @@ BC_WUR int bc_es256_sign(EVP_PKEY *key, const char *purpose, const void *payload
                          uint8_t sig[static BC_SIG_LEN]);
 BC_WUR int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *payload, size_t len,
                            const uint8_t *sig, size_t siglen);
+/* The payload of the x509pop and renew proofs: sha256(csr) || node id || 0x00 ||
+ * client time (8 bytes big-endian). b is initialized here; the caller frees it
+ * (bc_buf_free) whatever the result. */
+BC_WUR int bc_proof_payload(bc_buf *b, const uint8_t csr_sha256[static 32], const char *node_id,
+                            int64_t client_time_ms);
+
 /* P1363 <-> DER ECDSA-Sig-Value for P-256. */
 BC_WUR int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *len);
 BC_WUR int bc_ecdsa_der_to_p1363(const uint8_t *der, size_t len, uint8_t sig[static 64]);

@@ -103,12 +103,9 @@ static int parse(const struct bc_join_input *in, struct evidence *e)
 /* The signed payload, and its hash: the proof's single-use subject. */
 static int payload(const struct bc_join_input *in, const struct evidence *e, bc_buf *b)
 {
-	int rc;
+	int rc = bc_proof_payload(b, in->csr_sha256, e->node_id, e->client_time);
 
-	bc_buf_init(b, 512);
-	if ((rc = bc_buf_put(b, in->csr_sha256, 32)) != 0 ||
-	    (rc = bc_buf_put_cstr(b, e->node_id)) != 0 ||
-	    (rc = bc_buf_put_u64(b, (uint64_t)e->client_time)) != 0)
+	if (rc != 0)
 		bc_buf_free(b);
 	return rc;
 }

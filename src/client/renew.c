@@ -34,9 +34,7 @@ static int proof(const struct signer *s, const uint8_t csr_sha256[static 32], co
 	bc_buf b;
 	int rc;
 
-	bc_buf_init(&b, 512);
-	if ((rc = bc_buf_put(&b, csr_sha256, 32)) == 0 && (rc = bc_buf_put_cstr(&b, node_id)) == 0 &&
-	    (rc = bc_buf_put_u64(&b, (uint64_t)client_time_ms)) == 0)
+	if ((rc = bc_proof_payload(&b, csr_sha256, node_id, client_time_ms)) == 0)
 		rc = s->sign != NULL ? bc_es256_sign_with(s->sign, s->ctx, s->key, BC_PURPOSE_RENEW, b.p,
 		                                          b.len, sig)
 		                     : bc_es256_sign(s->key, BC_PURPOSE_RENEW, b.p, b.len, sig);

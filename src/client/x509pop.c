@@ -24,9 +24,7 @@ static int evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_ch
 	*json = NULL;
 	if (n_chain == 0 || key == NULL || node_id == NULL)
 		return BC_ERR_INVALID;
-	bc_buf_init(&b, 512);
-	if ((rc = bc_buf_put(&b, csr_sha256, 32)) != 0 || (rc = bc_buf_put_cstr(&b, node_id)) != 0 ||
-	    (rc = bc_buf_put_u64(&b, (uint64_t)client_time_ms)) != 0 ||
+	if ((rc = bc_proof_payload(&b, csr_sha256, node_id, client_time_ms)) != 0 ||
 	    (rc = sign != NULL ? bc_es256_sign_with(sign, sign_ctx, key, BC_PURPOSE_X509POP, b.p,
 	                                            b.len, sig)
 	                       : bc_es256_sign(key, BC_PURPOSE_X509POP, b.p, b.len, sig)) != 0)

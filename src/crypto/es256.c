@@ -194,3 +194,14 @@ int bc_es256_sign_with(bc_sign_fn sign, void *ctx, EVP_PKEY *pub, const char *pu
 		memset(sig, 0, BC_SIG_LEN);
 	return rc;
 }
+
+int bc_proof_payload(bc_buf *b, const uint8_t csr_sha256[static 32], const char *node_id,
+                     int64_t client_time_ms)
+{
+	int rc;
+
+	bc_buf_init(b, 512);
+	if ((rc = bc_buf_put(b, csr_sha256, 32)) == 0 && (rc = bc_buf_put_cstr(b, node_id)) == 0)
+		rc = bc_buf_put_u64(b, (uint64_t)client_time_ms);
+	return rc;
+}

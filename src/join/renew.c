@@ -100,10 +100,7 @@ static int verify_proof(struct renew_state *st, X509 *leaf)
 
 	if (pub == NULL)
 		return BC_ERR_VERIFY;
-	bc_buf_init(&b, 512);
-	if ((rc = bc_buf_put(&b, st->csr_sha256, 32)) != 0 ||
-	    (rc = bc_buf_put_cstr(&b, st->id.node_id)) != 0 ||
-	    (rc = bc_buf_put_u64(&b, (uint64_t)st->rq->client_time_ms)) != 0) {
+	if ((rc = bc_proof_payload(&b, st->csr_sha256, st->id.node_id, st->rq->client_time_ms)) != 0) {
 		bc_buf_free(&b);
 		return rc;
 	}
