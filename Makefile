@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 VAR ?= var
 FUZZ_SECONDS ?= 10
 
-.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench format clean
+.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench format format-check clean
 
 all: build
 
@@ -51,6 +51,10 @@ bench: build
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+# What .ci/run enforces: every C file as the repository's .clang-format writes it.
+format-check: deps
+	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
 clean:
 	rm -rf build build-test build-asan build-fuzz

@@ -33,10 +33,10 @@
 #include "bc/pki.h"
 #include "bc/store.h"
 
-#define MAX_URLS 16
-#define MAX_CLIENTS 1024
-#define MAX_JOINS 1000000
-#define TOKEN_TTL_MS (3600LL * 1000)
+#define MAX_URLS       16
+#define MAX_CLIENTS    1024
+#define MAX_JOINS      1000000
+#define TOKEN_TTL_MS   (3600LL * 1000)
 #define RETRY_PAUSE_MS 100
 
 struct opts {
@@ -113,8 +113,8 @@ static int make_token(bc_tx *tx, struct make_ctx *m, long i, int64_t now)
 	free(secret);
 	if (rc != 0)
 		return rc;
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(m->pool), BC_TEXT(hash), BC_INT(m->o->uses),
-	                BC_INT(now + TOKEN_TTL_MS), BC_INT(now)};
+	bc_param p[] = {BC_TEXT(id),        BC_TEXT(m->pool),           BC_TEXT(hash),
+	                BC_INT(m->o->uses), BC_INT(now + TOKEN_TTL_MS), BC_INT(now)};
 	return bc_tx_exec(tx,
 	                  "INSERT INTO join_tokens (id, tenant_id, pool_id, role, secret_hash, "
 	                  "uses_left, uses_total, expires_at, description, created_at) VALUES "
@@ -336,12 +336,15 @@ static int num(const char *name, const char *v, long lo, long hi, long *out)
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {
-		{"pins", required_argument, NULL, 'p'},    {"database", required_argument, NULL, 'd'},
-		{"url", required_argument, NULL, 'u'},     {"tokens", required_argument, NULL, 't'},
-		{"uses", required_argument, NULL, 'k'},    {"joins", required_argument, NULL, 'j'},
-		{"clients", required_argument, NULL, 'c'},
-		{"retry-unavailable", required_argument, NULL, 'r'}, {NULL, 0, NULL, 0}};
+	static const struct option lo[] = {{"pins", required_argument, NULL, 'p'},
+	                                   {"database", required_argument, NULL, 'd'},
+	                                   {"url", required_argument, NULL, 'u'},
+	                                   {"tokens", required_argument, NULL, 't'},
+	                                   {"uses", required_argument, NULL, 'k'},
+	                                   {"joins", required_argument, NULL, 'j'},
+	                                   {"clients", required_argument, NULL, 'c'},
+	                                   {"retry-unavailable", required_argument, NULL, 'r'},
+	                                   {NULL, 0, NULL, 0}};
 	int c, rc = 0;
 
 	*o = (struct opts){.tokens = 1, .uses = 1, .joins = -1, .clients = 8};
@@ -418,10 +421,11 @@ int main(int argc, char **argv)
 		rc = run_clients(&r, &secs);
 	}
 	if (rc == 0) {
-		printf("joins=%ld clients=%ld servers=%zu seconds=%.3f joins_per_s=%.1f admitted=%ld "
-		       "refused=%ld unavailable=%ld errors=%ld\n",
-		       o.joins, o.clients, o.n_urls, secs, secs > 0 ? (double)o.joins / secs : 0.0,
-		       r.admitted, r.refused, r.unavailable, r.errors);
+		printf(
+		    "joins=%ld clients=%ld servers=%zu seconds=%.3f joins_per_s=%.1f admitted=%ld "
+		    "refused=%ld unavailable=%ld errors=%ld\n",
+		    o.joins, o.clients, o.n_urls, secs, secs > 0 ? (double)o.joins / secs : 0.0,
+		    r.admitted, r.refused, r.unavailable, r.errors);
 		if (r.first_error[0] != '\0')
 			fprintf(stderr, "bc-load: first error: %s\n", r.first_error);
 	}

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages that building, running and testing need, when
 # missing. Run as root (make does it for you); does nothing when all are present.
 set -eu
-PKGS="build-essential cmake pkg-config clang libclang-rt-14-dev git curl ca-certificates openssl python3 procps
+PKGS="build-essential cmake pkg-config clang clang-format libclang-rt-14-dev git curl ca-certificates openssl python3 procps
 libssl-dev libsqlite3-dev libpq-dev libprotobuf-c-dev protobuf-c-compiler
 libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libtss2-dev libcmocka-dev
 postgresql swtpm swtpm-tools tpm2-tools"

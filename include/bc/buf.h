@@ -41,7 +41,7 @@ typedef struct {
 } bc_buf;
 
 void bc_buf_init(bc_buf *b, size_t max);
-BC_WUR int bc_buf_put(bc_buf *b, const void *p, size_t n);   /* BC_ERR_LIMIT past max */
+BC_WUR int bc_buf_put(bc_buf *b, const void *p, size_t n); /* BC_ERR_LIMIT past max */
 BC_WUR int bc_buf_put_u8(bc_buf *b, uint8_t v);
 BC_WUR int bc_buf_put_u16(bc_buf *b, uint16_t v);
 BC_WUR int bc_buf_put_u32(bc_buf *b, uint32_t v);

@@ -34,8 +34,7 @@ void bc_client_pins_free(struct bc_client_pins *p);
 
 /* "bettercompute join token v1"; aad = sha256(csr); out = enc || ct (malloc'd). */
 BC_WUR int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
-                                const uint8_t csr_sha256[static 32], uint8_t **out,
-                                size_t *outlen);
+                                const uint8_t csr_sha256[static 32], uint8_t **out, size_t *outlen);
 
 struct bc_client_claims {
 	char **macs;
@@ -47,14 +46,14 @@ struct bc_client_claims {
 };
 
 struct bc_join_params {
-	const char *attestor;          /* NULL or "" = join-token */
-	const char *role;              /* "node" (default) or "site" / "ramdisk" */
-	const char *token;             /* sealed to the pins' encryption key; NULL for none */
-	const uint8_t *attestation;    /* attestor evidence, may be NULL */
+	const char *attestor;       /* NULL or "" = join-token */
+	const char *role;           /* "node" (default) or "site" / "ramdisk" */
+	const char *token;          /* sealed to the pins' encryption key; NULL for none */
+	const uint8_t *attestation; /* attestor evidence, may be NULL */
 	size_t attestation_len;
 	const struct bc_client_claims *claims;
-	EVP_PKEY *key;                 /* the node key: the CSR is made from it */
-	const uint8_t *csr;            /* or a CSR already made (same CSR on every round) */
+	EVP_PKEY *key;      /* the node key: the CSR is made from it */
+	const uint8_t *csr; /* or a CSR already made (same CSR on every round) */
 	size_t csr_len;
 	const char *agent_version;
 };
@@ -64,7 +63,7 @@ enum bc_join_state { BC_JOIN_JOINED = 1, BC_JOIN_PENDING = 2, BC_JOIN_CHALLENGE 
 struct bc_join_answer {
 	enum bc_join_state state;
 	char node_id[64];
-	uint8_t **chain;               /* DER, leaf first */
+	uint8_t **chain; /* DER, leaf first */
 	size_t *chain_lens;
 	size_t n_chain;
 	uint8_t **trust_bundle;
@@ -72,9 +71,9 @@ struct bc_join_answer {
 	size_t n_trust_bundle;
 	char trust_domain[256];
 	int64_t issued_at_ms;
-	char request_id[64];           /* pending */
+	char request_id[64]; /* pending */
 	uint32_t retry_after_seconds;
-	char challenge_attestor[64];   /* challenge */
+	char challenge_attestor[64]; /* challenge */
 	uint8_t *challenge;
 	size_t challenge_len;
 	int64_t challenge_not_after_ms;
@@ -100,16 +99,15 @@ BC_WUR int bc_client_open_join_response(const struct bc_client_pins *pins, const
  * itself (DER, checked with bc_csr_check; its SHA-256 is the binding) and also
  * refuses (BC_ERR_VERIFY) a leaf whose SubjectPublicKeyInfo is not the CSR's.
  * bc_client_join uses it; anything that keeps a JOINED answer must use it too. */
-BC_WUR int bc_client_open_join_response_csr(const struct bc_client_pins *pins,
-                                            const uint8_t *resp, size_t len, const uint8_t *csr,
-                                            size_t csr_len, struct bc_join_answer *out, char *err,
-                                            size_t errlen);
+BC_WUR int bc_client_open_join_response_csr(const struct bc_client_pins *pins, const uint8_t *resp,
+                                            size_t len, const uint8_t *csr, size_t csr_len,
+                                            struct bc_join_answer *out, char *err, size_t errlen);
 
 /* POST body to url + path with Content-Type: application/proto; *status receives the
  * HTTP status; *resp the body (at most 1 MiB). TLS verified against pins->ca_bundle_pem. */
 BC_WUR int bc_client_post(const struct bc_client_pins *pins, const char *path, const void *body,
-                          size_t len, long *status, uint8_t **resp, size_t *resp_len,
-                          char *err, size_t errlen);
+                          size_t len, long *status, uint8_t **resp, size_t *resp_len, char *err,
+                          size_t errlen);
 
 /* One Renew round trip (JoinService/Renew). chain is the node's current chain (DER,
  * leaf first, 1 to 8 certificates), key the current leaf's key (the key must be the
@@ -155,11 +153,10 @@ struct bc_key_attestation {
 /* bc_client_renew_with with the key attestation (NULL: none, as bc_client_renew_with).
  * A field missing, empty or over BC_KA_FIELD_MAX is BC_ERR_INVALID before anything is
  * sent. Otherwise as bc_client_renew_with. */
-BC_WUR int bc_client_renew_attested(const struct bc_client_pins *pins,
-                                    const uint8_t *const *chain, const size_t *chain_lens,
-                                    size_t n_chain, EVP_PKEY *pub, bc_sign_fn sign,
-                                    void *sign_ctx, const uint8_t *next_csr, size_t next_csr_len,
-                                    const struct bc_key_attestation *ka,
+BC_WUR int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                                    const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
+                                    bc_sign_fn sign, void *sign_ctx, const uint8_t *next_csr,
+                                    size_t next_csr_len, const struct bc_key_attestation *ka,
                                     struct bc_join_answer *out, char *err, size_t errlen);
 
 /* Sets on a libcurl easy handle (CURL *) what every call to the control plane shares:

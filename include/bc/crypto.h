@@ -16,14 +16,14 @@
 #include "bc/buf.h"
 #include "bc/err.h"
 
-#define BC_PURPOSE_JOIN_RESPONSE "join-response"
-#define BC_PURPOSE_SECRET_RESPONSE "secret-response"
-#define BC_PURPOSE_X509POP "x509pop"
-#define BC_PURPOSE_RENEW "renew"
-#define BC_PURPOSE_SECRET_REQUEST "secret-request"
+#define BC_PURPOSE_JOIN_RESPONSE       "join-response"
+#define BC_PURPOSE_SECRET_RESPONSE     "secret-response"
+#define BC_PURPOSE_X509POP             "x509pop"
+#define BC_PURPOSE_RENEW               "renew"
+#define BC_PURPOSE_SECRET_REQUEST      "secret-request"
 #define BC_PURPOSE_DISCOVERY_ASSERTION "discovery-assertion"
 
-#define BC_SIG_LEN 64
+#define BC_SIG_LEN    64
 #define BC_KEY_ID_LEN 64 /* hex characters, without the NUL */
 
 BC_WUR int bc_random(void *p, size_t len);
@@ -97,7 +97,8 @@ BC_WUR int bc_hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, siz
 BC_WUR int bc_hpke_seal(EVP_PKEY *pkR, const void *info, size_t infolen, const void *aad,
                         size_t aadlen, const void *pt, size_t ptlen, uint8_t **out, size_t *outlen);
 BC_WUR int bc_hpke_open(EVP_PKEY *skR, const void *info, size_t infolen, const void *aad,
-                        size_t aadlen, const uint8_t *in, size_t inlen, uint8_t **pt, size_t *ptlen);
+                        size_t aadlen, const uint8_t *in, size_t inlen, uint8_t **pt,
+                        size_t *ptlen);
 
 /* For the RFC 9180 test vector: the KEM and key schedule with a given ephemeral key.
  * aead_key_len is 16 (the RFC's AES-128-GCM vector) or 32 (ours). */

@@ -13,7 +13,8 @@
 
 #include "bc/err.h"
 
-BC_WUR int bc_json_parse(const void *p, size_t len, size_t max, json_t **out, char *err, size_t errlen);
+BC_WUR int bc_json_parse(const void *p, size_t len, size_t max, json_t **out, char *err,
+                         size_t errlen);
 int bc_json_get_string(const json_t *obj, const char *key, const char **out);
 int bc_json_get_int(const json_t *obj, const char *key, int64_t *out);
 int bc_json_get_bool(const json_t *obj, const char *key, int *out);

@@ -16,9 +16,9 @@
 
 #include "bc/err.h"
 
-#define BC_NODE_CERT_TTL_MS (24LL * 3600 * 1000)
+#define BC_NODE_CERT_TTL_MS    (24LL * 3600 * 1000)
 #define BC_RAMDISK_CERT_TTL_MS (2LL * 3600 * 1000)
-#define BC_MAX_URIS 4
+#define BC_MAX_URIS            4
 
 typedef struct bc_pki {
 	char *trust_domain;
@@ -58,9 +58,9 @@ BC_WUR int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub);
 BC_WUR int bc_csr_make(EVP_PKEY *key, const char *cn, uint8_t **der, size_t *len);
 
 /* Roles in a SPIFFE ID. */
-#define BC_ROLE_NODE "node"
-#define BC_ROLE_SITE "site"
-#define BC_ROLE_RAMDISK "ramdisk"
+#define BC_ROLE_NODE        "node"
+#define BC_ROLE_SITE        "site"
+#define BC_ROLE_RAMDISK     "ramdisk"
 #define BC_ROLE_NODE_TENANT "node-tenant"
 int bc_role_valid(const char *role); /* 1 for one of the four roles, else 0 */
 /* 1 when node_id is "node_" followed by 26 of [0-9a-z], else 0. */
@@ -72,12 +72,12 @@ char *bc_spiffe_id(const char *trust_domain, const char *role, const char *node_
 
 struct bc_node_cert_req {
 	const char *node_id;
-	const char *role;             /* node, site, ramdisk, node-tenant */
-	EVP_PKEY *pub;                /* the CSR's key */
-	const char *const *statements;/* urn:bc: URIs, at most BC_MAX_URIS - 1 */
+	const char *role;              /* node, site, ramdisk, node-tenant */
+	EVP_PKEY *pub;                 /* the CSR's key */
+	const char *const *statements; /* urn:bc: URIs, at most BC_MAX_URIS - 1 */
 	size_t n_statements;
-	int64_t not_before_ms;        /* database time */
-	int64_t ttl_ms;               /* 0: 24 hours (2 hours for ramdisk); capped likewise */
+	int64_t not_before_ms; /* database time */
+	int64_t ttl_ms;        /* 0: 24 hours (2 hours for ramdisk); capped likewise */
 };
 
 /* Issues a node certificate under the node CA: subject CN the node id, EKU

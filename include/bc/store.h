@@ -62,18 +62,17 @@ static inline bc_param bc_param_text(const char *s)
 {
 	return (bc_param){.type = s ? BC_P_TEXT : BC_P_NULL, .p = s};
 }
-#define BC_TEXT(s) bc_param_text(s)
-#define BC_INT(v) ((bc_param){.type = BC_P_INT, .i = (v)})
+#define BC_TEXT(s)    bc_param_text(s)
+#define BC_INT(v)     ((bc_param){.type = BC_P_INT, .i = (v)})
 #define BC_BLOB(b, n) ((bc_param){.type = BC_P_BLOB, .p = (b), .len = (n)})
-#define BC_NULL ((bc_param){.type = BC_P_NULL})
+#define BC_NULL       ((bc_param){.type = BC_P_NULL})
 
 /* A statement without rows; *changes (may be NULL) receives the rows affected. */
 BC_WUR int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
                       int64_t *changes);
 /* A query; step through the rows with bc_rows_next(). Free the result before the
  * transaction ends. */
-BC_WUR int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
-                       bc_rows **out);
+BC_WUR int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc_rows **out);
 /* 1: a row is ready; 0: no more rows; < 0: an error. */
 int bc_rows_next(bc_rows *r);
 int bc_rows_is_null(bc_rows *r, int col);
@@ -115,8 +114,7 @@ struct bc_prune_counts {
  * o->batch rows each (replayed on BC_ERR_RETRY/BUSY), until none is left. *out
  * counts what was removed, including by batches committed before an error: a
  * failed prune leaves only whole batches removed and can simply run again. */
-BC_WUR int bc_store_prune(bc_store *s, const struct bc_prune_opts *o,
-                          struct bc_prune_counts *out);
+BC_WUR int bc_store_prune(bc_store *s, const struct bc_prune_opts *o, struct bc_prune_counts *out);
 
 /* ---- moving a store (copy.c) ---- */
 
@@ -136,7 +134,7 @@ struct bc_copy_report {
  * holds a table this binary does not know how to copy. schema_migrations itself is
  * not copied: the target's own rows say the same versions. err receives one line
  * on failure. */
-BC_WUR int bc_store_copy(bc_store *from, bc_store *to, int64_t batch,
-                         struct bc_copy_report *out, char *err, size_t errlen);
+BC_WUR int bc_store_copy(bc_store *from, bc_store *to, int64_t batch, struct bc_copy_report *out,
+                         char *err, size_t errlen);
 
 #endif

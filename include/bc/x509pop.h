@@ -23,10 +23,9 @@ BC_WUR int bc_x509pop_evidence(uint8_t *const *chain, const size_t *chain_lens, 
 /* Added: the same evidence by a key held elsewhere (a TPM): pub is its public half,
  * sign(sign_ctx, "x509pop", payload, ...) makes the signature, checked under pub
  * before it is used (bc_es256_sign_with). */
-BC_WUR int bc_x509pop_evidence_with(uint8_t *const *chain, const size_t *chain_lens,
-                                    size_t n_chain, EVP_PKEY *pub, bc_sign_fn sign,
-                                    void *sign_ctx, const char *node_id,
-                                    const uint8_t csr_sha256[static 32], int64_t client_time_ms,
-                                    char **json);
+BC_WUR int bc_x509pop_evidence_with(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
+                                    EVP_PKEY *pub, bc_sign_fn sign, void *sign_ctx,
+                                    const char *node_id, const uint8_t csr_sha256[static 32],
+                                    int64_t client_time_ms, char **json);
 
 #endif

@@ -19,19 +19,19 @@
 #include "bc/client.h"
 #include "bc/err.h"
 
-#define BCD_NAME "bcd"
-#define BCD_VERSION "bcd/0.1"
+#define BCD_NAME           "bcd"
+#define BCD_VERSION        "bcd/0.1"
 #define BCD_DEFAULT_CONFIG "/etc/bcd/config.toml"
-#define BCD_EXIT_USAGE 2
+#define BCD_EXIT_USAGE     2
 
 /* data directory file names */
-#define BCD_IDENTITY "identity.json"
-#define BCD_NODE_KEY "node.key"
+#define BCD_IDENTITY      "identity.json"
+#define BCD_NODE_KEY      "node.key"
 #define BCD_NODE_KEY_NEXT "node.key.next"
-#define BCD_NODE_CRT "node.crt"
+#define BCD_NODE_CRT      "node.crt"
 #define BCD_NODE_CRT_NEXT "node.crt.next"
-#define BCD_CA "ca.pem"
-#define BCD_JOURNAL "journal.db"
+#define BCD_CA            "ca.pem"
+#define BCD_JOURNAL       "journal.db"
 
 struct bcd_msg {
 	char text[1024];
@@ -40,24 +40,24 @@ void bcd_say(struct bcd_msg *m, const char *fmt, ...) __attribute__((format(prin
 
 /* ---- config (config.c) ---- */
 struct bcd_config {
-	char *path;            /* as given */
-	char *dir;             /* its directory: relative paths in it are from here */
+	char *path; /* as given */
+	char *dir;  /* its directory: relative paths in it are from here */
 	char *server;
 	char *join_signing_key_id;
 	char *join_signing_key;    /* base64 SPKI DER */
 	char *join_encryption_key; /* base64 SPKI DER */
 	char *trust_domain;
-	char *ca_bundle;       /* resolved path */
+	char *ca_bundle; /* resolved path */
 	char *data_dir;
-	char *fakehw_claims;   /* resolved path, or NULL */
-	char *fakehw_tpm;      /* reserved for the tpm issue; NULL or "" when unset */
+	char *fakehw_claims; /* resolved path, or NULL */
+	char *fakehw_tpm;    /* reserved for the tpm issue; NULL or "" when unset */
 	int has_fakehw;
-	char *helper_socket;   /* [helper] socket; set (default below) when has_helper */
-	char *helper_user;     /* [helper] user, the only peer bcd helper serves */
+	char *helper_socket; /* [helper] socket; set (default below) when has_helper */
+	char *helper_user;   /* [helper] user, the only peer bcd helper serves */
 	int has_helper;
 };
-#define BCD_HELPER_SOCKET "/run/bcd/helper.sock"
-#define BCD_HELPER_USER "bcd"
+#define BCD_HELPER_SOCKET     "/run/bcd/helper.sock"
+#define BCD_HELPER_USER       "bcd"
 #define BCD_HELPER_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
 /* Loads and checks the config: unknown keys or tables and missing or empty fields
  * are errors naming them. cfg is zeroed first; free with bcd_config_free. */
@@ -72,8 +72,7 @@ BC_WUR int bcd_pins_from_config(const struct bcd_config *cfg, struct bc_client_p
 /* ---- files (files.c) ---- */
 /* A regular file of at most max bytes, NUL-terminated (malloc'd; secrets: the caller
  * wipes with bc_freezero(p, len + 1)). BC_ERR_NOT_FOUND when absent. */
-BC_WUR int bcd_read_file(const char *path, size_t max, char **out, size_t *len,
-                         struct bcd_msg *m);
+BC_WUR int bcd_read_file(const char *path, size_t max, char **out, size_t *len, struct bcd_msg *m);
 /* dir/name into out; BC_ERR_LIMIT when it does not fit. */
 BC_WUR int bcd_path(char *out, size_t outlen, const char *dir, const char *name);
 /* Writes data into a new temporary file dir/.name.XXXXXX with mode, fsynced;
@@ -103,14 +102,14 @@ struct bcd_identity {
 	char role[16];
 	char trust_domain[256];
 	char serial[41];
-	int64_t not_before_ms;   /* from the leaf certificate */
+	int64_t not_before_ms; /* from the leaf certificate */
 	int64_t not_after_ms;
-	char joined_at[32];      /* RFC 3339, kept across renewals */
-	struct bcd_nodekey nk;   /* the node key that matches the leaf (nodekey.h) */
-	EVP_PKEY *key;           /* nk.key, borrowed: a file key, or a TPM key's public half */
-	int key_in_tpm;          /* nk.in_tpm; 0: a PKCS#8 file */
-	int key_from_next;       /* node.key.next matched: a renewal was cut short */
-	uint8_t **chain;         /* DER, leaf first */
+	char joined_at[32];    /* RFC 3339, kept across renewals */
+	struct bcd_nodekey nk; /* the node key that matches the leaf (nodekey.h) */
+	EVP_PKEY *key;         /* nk.key, borrowed: a file key, or a TPM key's public half */
+	int key_in_tpm;        /* nk.in_tpm; 0: a PKCS#8 file */
+	int key_from_next;     /* node.key.next matched: a renewal was cut short */
+	uint8_t **chain;       /* DER, leaf first */
 	size_t *chain_lens;
 	size_t n_chain;
 };
@@ -161,9 +160,8 @@ BC_WUR int bcd_identity_replace(const struct bcd_config *cfg, const struct bc_jo
 /* identity.json alone, from a loaded identity (after a renewal, or to repair one that
  * lags its certificate). */
 BC_WUR int bcd_identity_write_json(const struct bcd_config *cfg, const char *node_id,
-                                   const char *role, const char *trust_domain,
-                                   const char *serial, int64_t not_after_ms,
-                                   const char *joined_at, struct bcd_msg *m);
+                                   const char *role, const char *trust_domain, const char *serial,
+                                   int64_t not_after_ms, const char *joined_at, struct bcd_msg *m);
 /* identity.json's text (malloc'd); joined_at NULL: now. */
 BC_WUR int bcd_identity_text(const char *node_id, const char *role, const char *trust_domain,
                              const char *serial, int64_t not_after_ms, const char *joined_at,
@@ -183,7 +181,7 @@ struct bcd_join_req {
 	EVP_PKEY *key;                 /* the CSR is made from it, unless csr is given */
 	const uint8_t *csr;            /* NULL, or the CSR of key made already (a TPM key) */
 	size_t csr_len;
-	int wait_pending;              /* 0: a pending answer is an error (bcd node) */
+	int wait_pending; /* 0: a pending answer is an error (bcd node) */
 };
 /* The claims, a CSR for r->key, and the rounds until a JOINED answer (*a, freed with
  * bc_join_answer_free). Nothing is written. BC_ERR_DENIED when the server refused,
@@ -202,9 +200,9 @@ BC_WUR int bcd_join_request(const struct bcd_config *cfg, const struct bc_client
  * answer, and freed (id->key NULL) when the new identity does not load. */
 BC_WUR int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_client_pins *pins,
                               struct bcd_identity *id, int wait_pending, struct bcd_msg *m);
-#define BCD_X509POP_REFUSED_HINT                                                              \
-	"the control plane refused to re-join this node with its last certificate (expired "   \
-	"more than the grace period ago, revoked, or the node was retired); join again with a " \
+#define BCD_X509POP_REFUSED_HINT                                                                   \
+	"the control plane refused to re-join this node with its last certificate (expired "       \
+	"more than the grace period ago, revoked, or the node was retired); join again with a "    \
 	"new token: bcd join --reset --yes --token-file FILE"
 
 /* ---- hardware claims (claims.c) ---- */

@@ -15,9 +15,9 @@
 #include "agent/agent.h"
 #include "bc/json.h"
 
-#define MAX_MACS 32
+#define MAX_MACS        32
 #define MAX_CLAIMS_FILE (16u * 1024)
-#define MAX_SYS_VALUE 256
+#define MAX_SYS_VALUE   256
 
 void bcd_claims_free(struct bc_client_claims *c)
 {
@@ -52,7 +52,8 @@ static int uuid_ok(char *s)
 	if (strlen(s) != 36)
 		return 0;
 	for (size_t i = 0; i < 36; i++) {
-		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-'
+		                                            : !isxdigit((unsigned char)s[i]))
 			return 0;
 		s[i] = (char)tolower((unsigned char)s[i]);
 	}
@@ -186,7 +187,8 @@ static int fake_macs(const json_t *j, struct bc_client_claims *c, const char *pa
 		bcd_say(m, "%s: macs must be an array of at most %d MAC addresses", path, MAX_MACS);
 		return BC_ERR_CONFIG;
 	}
-	json_array_foreach(a, i, v) {
+	json_array_foreach(a, i, v)
+	{
 		if (!json_is_string(v) || json_string_length(v) >= sizeof(mac)) {
 			bcd_say(m, "%s: macs[%zu] must be xx:xx:xx:xx:xx:xx", path, i);
 			return BC_ERR_CONFIG;
@@ -218,7 +220,8 @@ static int read_fake(const char *path, struct bc_client_claims *c, struct bcd_ms
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
-	json_object_foreach(j, key, v) {
+	json_object_foreach(j, key, v)
+	{
 		size_t k;
 		for (k = 0; k < sizeof(fake_keys) / sizeof(fake_keys[0]); k++)
 			if (strcmp(key, fake_keys[k]) == 0)

@@ -16,7 +16,7 @@
 #include "bc/toml.h"
 
 #define MAX_CA_BUNDLE (256u * 1024)
-#define MAX_KEY_B64 1024
+#define MAX_KEY_B64   1024
 
 void bcd_say(struct bcd_msg *m, const char *fmt, ...)
 {
@@ -36,23 +36,26 @@ struct field {
 	int is_path; /* resolved against the config's directory */
 };
 
-#define F(k, member, req, path) { k, offsetof(struct bcd_config, member), req, path }
+#define F(k, member, req, path)                                                                    \
+	{                                                                                          \
+		k, offsetof(struct bcd_config, member), req, path                                  \
+	}
 static const struct field top_fields[] = {
-	F("server", server, 1, 0),
-	F("join_signing_key_id", join_signing_key_id, 1, 0),
-	F("join_signing_key", join_signing_key, 1, 0),
-	F("join_encryption_key", join_encryption_key, 1, 0),
-	F("trust_domain", trust_domain, 1, 0),
-	F("ca_bundle", ca_bundle, 1, 1),
-	F("data_dir", data_dir, 1, 0),
+    F("server", server, 1, 0),
+    F("join_signing_key_id", join_signing_key_id, 1, 0),
+    F("join_signing_key", join_signing_key, 1, 0),
+    F("join_encryption_key", join_encryption_key, 1, 0),
+    F("trust_domain", trust_domain, 1, 0),
+    F("ca_bundle", ca_bundle, 1, 1),
+    F("data_dir", data_dir, 1, 0),
 };
 static const struct field fakehw_fields[] = {
-	F("claims", fakehw_claims, 0, 1),
-	F("tpm", fakehw_tpm, 0, 0),
+    F("claims", fakehw_claims, 0, 1),
+    F("tpm", fakehw_tpm, 0, 0),
 };
 static const struct field helper_fields[] = {
-	F("socket", helper_socket, 0, 0),
-	F("user", helper_user, 0, 0),
+    F("socket", helper_socket, 0, 0),
+    F("user", helper_user, 0, 0),
 };
 #undef F
 
@@ -104,8 +107,8 @@ static int read_table(const bc_toml *t, const char *table, const struct field *f
 	for (size_t i = 0; i < nk; i++) {
 		const struct field *f = find_field(fs, n, keys[i]);
 		if (f == NULL) {
-			bcd_say(m, "%s: unknown key %s%s%s; remove it (see docs/agent.md)", cfg->path,
-			        table, table[0] ? "." : "", keys[i]);
+			bcd_say(m, "%s: unknown key %s%s%s; remove it (see docs/agent.md)",
+			        cfg->path, table, table[0] ? "." : "", keys[i]);
 			return BC_ERR_CONFIG;
 		}
 		snprintf(path, sizeof(path), "%s%s%s", table, table[0] ? "." : "", keys[i]);
@@ -114,8 +117,10 @@ static int read_table(const bc_toml *t, const char *table, const struct field *f
 			return BC_ERR_CONFIG;
 		}
 		if (v[0] == '\0' && f->required) {
-			bcd_say(m, "%s: %s is empty; set it (better-compute daemon config --bcd-dir "
-			        "writes it)", cfg->path, path);
+			bcd_say(m,
+			        "%s: %s is empty; set it (better-compute daemon config --bcd-dir "
+			        "writes it)",
+			        cfg->path, path);
 			return BC_ERR_CONFIG;
 		}
 		char **dst = (char **)((char *)cfg + f->off);
@@ -125,8 +130,10 @@ static int read_table(const bc_toml *t, const char *table, const struct field *f
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (fs[i].required && *(char **)((char *)cfg + fs[i].off) == NULL) {
-			bcd_say(m, "%s: %s%s%s is missing; add it (better-compute daemon config "
-			        "--bcd-dir writes it)", cfg->path, table, table[0] ? "." : "", fs[i].key);
+			bcd_say(m,
+			        "%s: %s%s%s is missing; add it (better-compute daemon config "
+			        "--bcd-dir writes it)",
+			        cfg->path, table, table[0] ? "." : "", fs[i].key);
 			return BC_ERR_CONFIG;
 		}
 	}
@@ -146,8 +153,8 @@ static int check_tables(const bc_toml *t, struct bcd_config *cfg, struct bcd_msg
 		} else if (strcmp(names[i], "helper") == 0) {
 			cfg->has_helper = 1;
 		} else {
-			bcd_say(m, "%s: unknown table [%s]; remove it (see docs/agent.md)", cfg->path,
-			        names[i]);
+			bcd_say(m, "%s: unknown table [%s]; remove it (see docs/agent.md)",
+			        cfg->path, names[i]);
 			return BC_ERR_CONFIG;
 		}
 	}
@@ -172,14 +179,15 @@ static int helper_defaults(struct bcd_config *cfg, struct bcd_msg *m)
 	if (cfg->helper_user == NULL && (cfg->helper_user = strdup(BCD_HELPER_USER)) == NULL)
 		return BC_ERR_NOMEM;
 	if (cfg->helper_socket[0] != '/' || strlen(cfg->helper_socket) >= BCD_HELPER_SOCKET_MAX) {
-		bcd_say(m, "%s: helper.socket must be an absolute path of at most %d bytes", cfg->path,
-		        BCD_HELPER_SOCKET_MAX - 1);
+		bcd_say(m, "%s: helper.socket must be an absolute path of at most %d bytes",
+		        cfg->path, BCD_HELPER_SOCKET_MAX - 1);
 		return BC_ERR_CONFIG;
 	}
 	u = cfg->helper_user;
 	if (u[0] == '\0' || u[0] == '-' || strlen(u) > 32 ||
 	    strspn(u, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(u)) {
-		bcd_say(m, "%s: helper.user must be a user name ([a-z0-9_-], at most 32)", cfg->path);
+		bcd_say(m, "%s: helper.user must be a user name ([a-z0-9_-], at most 32)",
+		        cfg->path);
 		return BC_ERR_CONFIG;
 	}
 	return 0;
@@ -198,8 +206,10 @@ int bcd_config_load(const char *path, struct bcd_config *cfg, struct bcd_msg *m)
 		goto out;
 	}
 	if ((rc = bc_toml_load(path, &t, err, sizeof(err))) != 0) {
-		bcd_say(m, "%s%s", err, rc == BC_ERR_NOT_FOUND ? " (write it with better-compute "
-		        "daemon config --bcd-dir, or pass --config)" : "");
+		bcd_say(m, "%s%s", err,
+		        rc == BC_ERR_NOT_FOUND ? " (write it with better-compute "
+		                                 "daemon config --bcd-dir, or pass --config)"
+		                               : "");
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
@@ -252,8 +262,10 @@ static int read_key(const struct bcd_config *cfg, const char *field, const char 
 	*out = NULL;
 	if (strlen(b64) > MAX_KEY_B64 || bc_b64_decode(b64, strlen(b64), &der, &len) != 0 ||
 	    bc_key_from_spki(der, len, out) != 0) {
-		bcd_say(m, "%s: %s is not base64 of a P-256 public key (SPKI DER); write it again "
-		        "with better-compute daemon config --bcd-dir", cfg->path, field);
+		bcd_say(m,
+		        "%s: %s is not base64 of a P-256 public key (SPKI DER); write it again "
+		        "with better-compute daemon config --bcd-dir",
+		        cfg->path, field);
 		rc = BC_ERR_CONFIG;
 	} else {
 		rc = 0;
@@ -283,7 +295,8 @@ static int pins_via_json(const struct bcd_config *cfg, EVP_PKEY *sign, EVP_PKEY 
 	}
 	if ((rc = bc_client_pins_from_json(text, strlen(text), pins, err, sizeof(err))) != 0) {
 		if (strncmp(err, "pins: caBundle:", 15) == 0)
-			bcd_say(m, "%s:%s; write it again with better-compute daemon config --bcd-dir",
+			bcd_say(m,
+			        "%s:%s; write it again with better-compute daemon config --bcd-dir",
 			        cfg->ca_bundle, err + 15);
 		else if (strncmp(err, "pins: server:", 13) == 0)
 			bcd_say(m, "%s: server:%s", cfg->path, err + 13);
@@ -314,16 +327,20 @@ int bcd_pins_from_config(const struct bcd_config *cfg, struct bc_client_pins *pi
 	if ((rc = bc_key_id(sign, kid)) != 0)
 		goto out;
 	if (strcmp(kid, cfg->join_signing_key_id) != 0) {
-		bcd_say(m, "%s: join_signing_key_id is not the key id of join_signing_key; write the "
-		        "config again with better-compute daemon config --bcd-dir", cfg->path);
+		bcd_say(m,
+		        "%s: join_signing_key_id is not the key id of join_signing_key; write the "
+		        "config again with better-compute daemon config --bcd-dir",
+		        cfg->path);
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
 	if ((rc = bcd_read_file(cfg->ca_bundle, MAX_CA_BUNDLE, &ca, &ca_len, m)) != 0) {
 		char why[sizeof(m->text)];
 		memcpy(why, m->text, sizeof(why));
-		bcd_say(m, "%s (ca_bundle in %s); write it with better-compute daemon config "
-		        "--bcd-dir", why, cfg->path);
+		bcd_say(m,
+		        "%s (ca_bundle in %s); write it with better-compute daemon config "
+		        "--bcd-dir",
+		        why, cfg->path);
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}

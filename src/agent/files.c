@@ -103,8 +103,8 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int bcd_write_temp(const char *dir, const char *name, const void *data, size_t len,
-                   unsigned mode, char *tmp, size_t tmplen, struct bcd_msg *m)
+int bcd_write_temp(const char *dir, const char *name, const void *data, size_t len, unsigned mode,
+                   char *tmp, size_t tmplen, struct bcd_msg *m)
 {
 	int fd, n;
 
@@ -163,8 +163,8 @@ int bcd_sync_dir(const char *dir, struct bcd_msg *m)
 	return rc;
 }
 
-int bcd_write_atomic(const char *dir, const char *name, const void *data, size_t len,
-                     unsigned mode, struct bcd_msg *m)
+int bcd_write_atomic(const char *dir, const char *name, const void *data, size_t len, unsigned mode,
+                     struct bcd_msg *m)
 {
 	char tmp[4096];
 	int rc;

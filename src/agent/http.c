@@ -8,7 +8,7 @@
 #include "agent/agent.h"
 
 #define MAX_BODY 4096
-#define MAX_URL 2048
+#define MAX_URL  2048
 
 struct sink {
 	size_t n;
@@ -57,7 +57,7 @@ static int set_opts(CURL *c, const struct bc_client_pins *pins, const char *url,
 int bcd_healthz(const struct bc_client_pins *pins, long *status, int64_t *date_ms,
                 struct bcd_msg *m)
 {
-	struct sink s = { 0, -1 };
+	struct sink s = {0, -1};
 	char url[MAX_URL], cerr[CURL_ERROR_SIZE] = "";
 	CURL *c = NULL;
 	CURLcode cc;
@@ -73,7 +73,8 @@ int bcd_healthz(const struct bc_client_pins *pins, long *status, int64_t *date_m
 		rc = BC_ERR_INTERNAL;
 		goto out;
 	}
-	if ((cc = curl_easy_perform(c)) != CURLE_OK && !(cc == CURLE_WRITE_ERROR && s.n > MAX_BODY)) {
+	if ((cc = curl_easy_perform(c)) != CURLE_OK &&
+	    !(cc == CURLE_WRITE_ERROR && s.n > MAX_BODY)) {
 		bcd_say(m, "GET %s: %s", url, cerr[0] ? cerr : curl_easy_strerror(cc));
 		rc = BC_ERR_UNAVAILABLE;
 		goto out;

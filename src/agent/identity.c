@@ -18,10 +18,10 @@
 #include "bc/json.h"
 #include "bc/pki.h"
 
-#define MAX_IDENTITY (16u * 1024)
+#define MAX_IDENTITY  (16u * 1024)
 #define MAX_CHAIN_PEM (128u * 1024)
-#define MAX_CHAIN 8
-#define RESET_HINT "join again: bcd join --reset --yes, then bcd join"
+#define MAX_CHAIN     8
+#define RESET_HINT    "join again: bcd join --reset --yes, then bcd join"
 
 void bcd_identity_free(struct bcd_identity *id)
 {
@@ -41,15 +41,16 @@ static int same_key(EVP_PKEY *a, EVP_PKEY *b)
 	size_t la = 0, lb = 0;
 	int same = 0;
 
-	if (a != NULL && b != NULL && bc_key_spki(a, &da, &la) == 0 && bc_key_spki(b, &db, &lb) == 0)
+	if (a != NULL && b != NULL && bc_key_spki(a, &da, &la) == 0 &&
+	    bc_key_spki(b, &db, &lb) == 0)
 		same = la == lb && memcmp(da, db, la) == 0;
 	free(da);
 	free(db);
 	return same;
 }
 
-static const char *const identity_keys[] = {"nodeId", "role", "trustDomain", "notAfter",
-                                            "serial", "joinedAt"};
+static const char *const identity_keys[] = {"nodeId",   "role",   "trustDomain",
+                                            "notAfter", "serial", "joinedAt"};
 #define N_IDENTITY_KEYS (sizeof(identity_keys) / sizeof(identity_keys[0]))
 
 static int copy_field(const json_t *j, const char *key, char *dst, size_t dstlen)
@@ -75,13 +76,16 @@ static int read_identity_json(const struct bcd_config *cfg, const char *path,
 	if ((rc = bcd_read_file(path, MAX_IDENTITY, &text, &len, m)) != 0)
 		return rc;
 	rc = BC_ERR_INVALID;
-	if (bc_json_parse(text, len, MAX_IDENTITY, &j, jerr, sizeof(jerr)) != 0 || !json_is_object(j)) {
+	if (bc_json_parse(text, len, MAX_IDENTITY, &j, jerr, sizeof(jerr)) != 0 ||
+	    !json_is_object(j)) {
 		bcd_say(m, "%s: not a JSON object (corrupt); %s", path, RESET_HINT);
 		goto out;
 	}
 	if (json_object_size(j) != N_IDENTITY_KEYS) {
-		bcd_say(m, "%s: expected exactly the fields nodeId, role, trustDomain, notAfter, "
-		        "serial, joinedAt (corrupt); %s", path, RESET_HINT);
+		bcd_say(m,
+		        "%s: expected exactly the fields nodeId, role, trustDomain, notAfter, "
+		        "serial, joinedAt (corrupt); %s",
+		        path, RESET_HINT);
 		goto out;
 	}
 	for (size_t i = 0; i < N_IDENTITY_KEYS; i++) {
@@ -227,7 +231,8 @@ static int read_node_key(const struct bcd_config *cfg, struct bcd_identity *id, 
 		take_key(id, &k);
 		goto out;
 	}
-	if (bcd_nodekey_read(cfg, next, &kn, &ignored) == 0 && same_key(kn.key, X509_get0_pubkey(leaf))) {
+	if (bcd_nodekey_read(cfg, next, &kn, &ignored) == 0 &&
+	    same_key(kn.key, X509_get0_pubkey(leaf))) {
 		/* the renewal had committed its certificate; only bcd node finishes the
 		 * swap (bcd_identity_finish_swap), so a status run beside it never races it */
 		take_key(id, &kn);
@@ -236,8 +241,10 @@ static int read_node_key(const struct bcd_config *cfg, struct bcd_identity *id, 
 	}
 	/* a key in the TPM that no longer matches: the spec's hint, word for word */
 	if (k.in_tpm)
-		bcd_say(m, "%s: the node key does not match the node certificate: the TPM derives "
-		        "another key from node.key (was the TPM cleared?); %s", path, RESET_HINT);
+		bcd_say(m,
+		        "%s: the node key does not match the node certificate: the TPM derives "
+		        "another key from node.key (was the TPM cleared?); %s",
+		        path, RESET_HINT);
 	else
 		bcd_say(m, "%s: the node key does not match the node certificate (%s/%s); %s", path,
 		        cfg->data_dir, BCD_NODE_CRT, RESET_HINT);
@@ -259,7 +266,8 @@ int bcd_identity_load(const struct bcd_config *cfg, struct bcd_identity *id, str
 		goto out;
 	if ((rc = read_identity_json(cfg, path, id, m)) != 0) {
 		if (rc == BC_ERR_NOT_FOUND)
-			bcd_say(m, "%s: no identity: this machine has not joined; run bcd join", path);
+			bcd_say(m, "%s: no identity: this machine has not joined; run bcd join",
+			        path);
 		goto out;
 	}
 	if ((rc = bcd_path(path, sizeof(path), cfg->data_dir, BCD_NODE_CRT)) != 0)
@@ -273,8 +281,8 @@ int bcd_identity_load(const struct bcd_config *cfg, struct bcd_identity *id, str
 	if ((rc = check_leaf(cfg, path, id, m)) != 0)
 		goto out;
 	if ((rc = read_node_key(cfg, id, m)) == BC_ERR_NOT_FOUND) {
-		bcd_say(m, "%s/%s: missing, identity.json names a node; %s", cfg->data_dir, BCD_NODE_KEY,
-		        RESET_HINT);
+		bcd_say(m, "%s/%s: missing, identity.json names a node; %s", cfg->data_dir,
+		        BCD_NODE_KEY, RESET_HINT);
 		rc = BC_ERR_INVALID;
 	}
 out:
@@ -296,14 +304,16 @@ int bcd_chain_pem(uint8_t *const *ders, const size_t *lens, size_t n, char **out
 	*out = NULL;
 	bc_buf_init(&b, 0);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		if ((rc = bc_x509_from_der(ders[i], lens[i], &x)) == 0 && (rc = bc_x509_to_pem(x, &pem)) == 0)
+		if ((rc = bc_x509_from_der(ders[i], lens[i], &x)) == 0 &&
+		    (rc = bc_x509_to_pem(x, &pem)) == 0)
 			rc = bc_buf_put(&b, pem, strlen(pem));
 		X509_free(x);
 		x = NULL;
 		free(pem);
 		pem = NULL;
 	}
-	if (rc == 0 && (rc = bc_buf_put_u8(&b, 0)) == 0 && (*out = (char *)bc_buf_steal(&b, &len)) == NULL)
+	if (rc == 0 && (rc = bc_buf_put_u8(&b, 0)) == 0 &&
+	    (*out = (char *)bc_buf_steal(&b, &len)) == NULL)
 		rc = BC_ERR_NOMEM;
 	bc_buf_free(&b);
 	return rc;

@@ -20,12 +20,12 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 
-#define MAX_TOKEN_FILE 1024
+#define MAX_TOKEN_FILE       1024
 #define MAX_CHALLENGE_ROUNDS 3
-#define MAX_PENDING_ROUNDS 120
-#define DEFAULT_RETRY_S 30
-#define MAX_RETRY_S 300
-#define CSR_CN "bettercompute node"
+#define MAX_PENDING_ROUNDS   120
+#define DEFAULT_RETRY_S      30
+#define MAX_RETRY_S          300
+#define CSR_CN               "bettercompute node"
 
 /* bct_ then [A-Za-z0-9_-]: one line, and at most one newline after it. */
 static int check_token(char *t, size_t len, const char *where, struct bcd_msg *m)
@@ -42,8 +42,10 @@ static int check_token(char *t, size_t len, const char *where, struct bcd_msg *m
 			goto bad;
 	return 0;
 bad:
-	bcd_say(m, "%s: expected exactly one line bct_... (the token as `better-compute tokens "
-	        "create` printed it); write it again", where);
+	bcd_say(m,
+	        "%s: expected exactly one line bct_... (the token as `better-compute tokens "
+	        "create` printed it); write it again",
+	        where);
 	return BC_ERR_INVALID;
 }
 
@@ -70,7 +72,8 @@ static int read_token(const struct bcd_opts *o, char **tok, struct bcd_msg *m)
 		bcd_say(m, "no join token: give --token-file FILE or set BCD_JOIN_TOKEN");
 		return BC_ERR_NOT_FOUND;
 	}
-	if ((rc = check_token(*tok, len, o->token_file ? o->token_file : "BCD_JOIN_TOKEN", m)) != 0) {
+	if ((rc = check_token(*tok, len, o->token_file ? o->token_file : "BCD_JOIN_TOKEN", m)) !=
+	    0) {
 		bc_freezero(*tok, len + 1);
 		*tok = NULL;
 	}
@@ -79,7 +82,7 @@ static int read_token(const struct bcd_opts *o, char **tok, struct bcd_msg *m)
 
 static void wait_seconds(uint32_t s)
 {
-	struct timespec ts = { .tv_sec = s, .tv_nsec = 0 };
+	struct timespec ts = {.tv_sec = s, .tv_nsec = 0};
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -94,13 +97,17 @@ static int answer_challenge(struct bcd_producer *pr, struct bc_join_answer *a,
 	int rc;
 
 	if (pr == NULL || pr->answer == NULL) {
-		bcd_say(m, "the server sent a %s challenge, and this attestor has no producer to "
-		        "answer it; join with the attestor the pool expects", a->challenge_attestor);
+		bcd_say(m,
+		        "the server sent a %s challenge, and this attestor has no producer to "
+		        "answer it; join with the attestor the pool expects",
+		        a->challenge_attestor);
 		return BC_ERR_UNSUPPORTED;
 	}
 	if (++*n > MAX_CHALLENGE_ROUNDS) {
-		bcd_say(m, "the server sent more than %d challenges; ask the operator to check the "
-		        "security.join.refused event", MAX_CHALLENGE_ROUNDS);
+		bcd_say(m,
+		        "the server sent more than %d challenges; ask the operator to check the "
+		        "security.join.refused event",
+		        MAX_CHALLENGE_ROUNDS);
 		return BC_ERR_LIMIT;
 	}
 	bc_freezero(*att, *att_len);
@@ -116,8 +123,10 @@ static int wait_pending(const struct bc_join_answer *a, int *n, struct bcd_msg *
 	uint32_t s = a->retry_after_seconds ? a->retry_after_seconds : DEFAULT_RETRY_S;
 
 	if (++*n > MAX_PENDING_ROUNDS) {
-		bcd_say(m, "still pending after %d rounds (join request %s); run bcd join again "
-		        "once an operator approved it", MAX_PENDING_ROUNDS, a->request_id);
+		bcd_say(m,
+		        "still pending after %d rounds (join request %s); run bcd join again "
+		        "once an operator approved it",
+		        MAX_PENDING_ROUNDS, a->request_id);
 		return BC_ERR_EXPIRED;
 	}
 	s = s > MAX_RETRY_S ? MAX_RETRY_S : s;
@@ -131,8 +140,10 @@ static int wait_pending(const struct bc_join_answer *a, int *n, struct bcd_msg *
  * x509pop re-join is never deferred: said, and retried with the daemon's backoff. */
 static int no_wait(const struct bc_join_answer *a, struct bcd_msg *m)
 {
-	bcd_say(m, "the control plane deferred the join (join request %s); an operator approves "
-	        "it, then it is tried again", a->request_id[0] ? a->request_id : "without an id");
+	bcd_say(m,
+	        "the control plane deferred the join (join request %s); an operator approves "
+	        "it, then it is tried again",
+	        a->request_id[0] ? a->request_id : "without an id");
 	return BC_ERR_UNAVAILABLE;
 }
 
@@ -155,9 +166,11 @@ static int evidence(struct bcd_producer *pr, EVP_PKEY *key, const uint8_t h[stat
 /* A refusal after a wait: most likely the operator's decision on the join request. */
 static void refused_after_wait(const char *request, struct bcd_msg *m)
 {
-	bcd_say(m, "the control plane refused the join after join request %s waited: an operator "
+	bcd_say(m,
+	        "the control plane refused the join after join request %s waited: an operator "
 	        "denied it, or it expired; ask the operator (better-compute join-requests list); "
-	        "nothing was written", request);
+	        "nothing was written",
+	        request);
 }
 
 static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params *p,
@@ -245,8 +258,11 @@ static int join_now(const struct bcd_config *cfg, const char *attestor, const ch
 {
 	struct bc_client_pins pins;
 	struct bc_join_answer a;
-	struct bcd_join_req r = {.attestor = attestor, .role = BC_ROLE_NODE, .token = token,
-	                         .producer = pr, .wait_pending = 1};
+	struct bcd_join_req r = {.attestor = attestor,
+	                         .role = BC_ROLE_NODE,
+	                         .token = token,
+	                         .producer = pr,
+	                         .wait_pending = 1};
 	struct bcd_nodekey key;
 	uint8_t *csr = NULL;
 	int rc;
@@ -288,16 +304,18 @@ static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd
 	if (strcmp(attestor, "tpm") == 0) {
 		if (o->token_file != NULL) {
 			bcd_say(m, "--token-file does not go with --attestor tpm: the TPM is the "
-			        "credential");
+			           "credential");
 			return BC_ERR_INVALID;
 		}
 		unsetenv("BCD_JOIN_TOKEN");
 	}
 	if (strcmp(attestor, "x509pop") == 0) {
 		if (o->token_file != NULL || o->reset) {
-			bcd_say(m, "--attestor x509pop re-joins with the identity in the data directory: "
-			        "it takes no --token-file or --reset (to join anew: bcd join --reset "
-			        "--yes --token-file FILE)");
+			bcd_say(
+			    m,
+			    "--attestor x509pop re-joins with the identity in the data directory: "
+			    "it takes no --token-file or --reset (to join anew: bcd join --reset "
+			    "--yes --token-file FILE)");
 			return BC_ERR_INVALID;
 		}
 		unsetenv("BCD_JOIN_TOKEN");
@@ -316,8 +334,10 @@ static int rejoin_by_hand(const struct bcd_config *cfg, struct bcd_msg *m)
 
 	if ((rc = bcd_identity_load(cfg, &id, m)) != 0) {
 		if (rc == BC_ERR_NOT_FOUND)
-			bcd_say(m, "x509pop re-joins a node that joined before: no identity in %s; "
-			        "join with a token", cfg->data_dir);
+			bcd_say(m,
+			        "x509pop re-joins a node that joined before: no identity in %s; "
+			        "join with a token",
+			        cfg->data_dir);
 		return rc;
 	}
 	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
@@ -370,9 +390,10 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	 * over it would replace node.key, for a key in the TPM the only way back to it */
 	if (rc == BC_ERR_UNAVAILABLE || rc == BC_ERR_IO || rc == BC_ERR_NOMEM ||
 	    rc == BC_ERR_CONFIG) {
-		bcd_say(m, "%s; the identity in %s is kept: fix that and run bcd join again, or "
-		        "move it aside first: bcd join --reset --yes, then bcd join", why.text,
-		        cfg.data_dir);
+		bcd_say(m,
+		        "%s; the identity in %s is kept: fix that and run bcd join again, or "
+		        "move it aside first: bcd join --reset --yes, then bcd join",
+		        why.text, cfg.data_dir);
 		goto out;
 	}
 	if (rc != BC_ERR_NOT_FOUND)

@@ -11,12 +11,12 @@
 #include "agent/agent.h"
 #include "bc/log.h"
 
-#define C_JOIN 0x1
-#define C_NODE 0x2
+#define C_JOIN   0x1
+#define C_NODE   0x2
 #define C_STATUS 0x4
 #define C_DOCTOR 0x8
 #define C_HELPER 0x10
-#define C_ALL 0x1f
+#define C_ALL    0x1f
 
 struct bcd_cmd {
 	const char *name;
@@ -27,17 +27,18 @@ struct bcd_cmd {
 };
 
 static const struct bcd_cmd commands[] = {
-	{"join", C_JOIN, "[--token-file FILE] [--attestor join-token|tpm|x509pop] [--reset [--yes]]",
-	 "join this machine (the token from --token-file or BCD_JOIN_TOKEN); x509pop: re-join "
-	 "as the same node with the last certificate", bcd_cmd_join},
-	{"node", C_NODE, "", "run the agent: renew the node certificate before it expires",
-	 bcd_cmd_node},
-	{"status", C_STATUS, "[--json]", "show this machine's identity", bcd_cmd_status},
-	{"doctor", C_DOCTOR, "", "check the config, the server, the identity and the clock",
-	 bcd_cmd_doctor},
-	{"helper", C_HELPER, "",
-	 "as root, serve the node keys in the TPM to an unprivileged bcd node ([helper])",
-	 bcd_cmd_helper},
+    {"join", C_JOIN, "[--token-file FILE] [--attestor join-token|tpm|x509pop] [--reset [--yes]]",
+     "join this machine (the token from --token-file or BCD_JOIN_TOKEN); x509pop: re-join "
+     "as the same node with the last certificate",
+     bcd_cmd_join},
+    {"node", C_NODE, "", "run the agent: renew the node certificate before it expires",
+     bcd_cmd_node},
+    {"status", C_STATUS, "[--json]", "show this machine's identity", bcd_cmd_status},
+    {"doctor", C_DOCTOR, "", "check the config, the server, the identity and the clock",
+     bcd_cmd_doctor},
+    {"helper", C_HELPER, "",
+     "as root, serve the node keys in the TPM to an unprivileged bcd node ([helper])",
+     bcd_cmd_helper},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -48,8 +49,8 @@ struct opt {
 };
 
 static const struct opt options[] = {
-	{"config", 1, C_ALL},     {"token-file", 1, C_JOIN}, {"attestor", 1, C_JOIN},
-	{"reset", 0, C_JOIN},     {"yes", 0, C_JOIN},        {"json", 0, C_STATUS},
+    {"config", 1, C_ALL}, {"token-file", 1, C_JOIN}, {"attestor", 1, C_JOIN},
+    {"reset", 0, C_JOIN}, {"yes", 0, C_JOIN},        {"json", 0, C_STATUS},
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -144,8 +145,10 @@ static int parse_args(int argc, char **argv, const struct bcd_cmd **cmd, struct 
 			}
 		} else {
 			/* not echoed: it may be a token pasted where it does not belong */
-			bcd_say(m, "unexpected argument %d after the command (bcd takes no "
-			        "arguments; the token goes in --token-file or BCD_JOIN_TOKEN)", i);
+			bcd_say(m,
+			        "unexpected argument %d after the command (bcd takes no "
+			        "arguments; the token goes in --token-file or BCD_JOIN_TOKEN)",
+			        i);
 			return BC_ERR_INVALID;
 		}
 	}
@@ -154,8 +157,8 @@ static int parse_args(int argc, char **argv, const struct bcd_cmd **cmd, struct 
 		return BC_ERR_INVALID;
 	}
 	/* options given before the command: check them against it now */
-	if (*cmd != NULL && ((o->token_file || o->attestor || o->reset || o->yes) &&
-	                     (*cmd)->bit != C_JOIN)) {
+	if (*cmd != NULL &&
+	    ((o->token_file || o->attestor || o->reset || o->yes) && (*cmd)->bit != C_JOIN)) {
 		bcd_say(m, "--token-file, --attestor, --reset and --yes go with bcd join only");
 		return BC_ERR_INVALID;
 	}
@@ -172,7 +175,7 @@ int main(int argc, char **argv)
 {
 	const struct bcd_cmd *cmd = NULL;
 	struct bcd_opts o;
-	struct bcd_msg m = { "" };
+	struct bcd_msg m = {""};
 	int help = 0, status = 0, rc;
 
 	if (parse_args(argc, argv, &cmd, &o, &help, &m) != 0) {

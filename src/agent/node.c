@@ -28,7 +28,7 @@
 #include "bc/log.h"
 
 #define DEFAULT_RETRY_BASE_MS 30000
-#define MAX_BACKOFF_MS (10 * 60 * 1000)
+#define MAX_BACKOFF_MS        (10 * 60 * 1000)
 
 struct daemon {
 	struct bcd_config cfg;
@@ -37,8 +37,8 @@ struct daemon {
 	sigset_t sigs;
 	int64_t renew_after_ms; /* 0: two thirds of the certificate's life */
 	int64_t retry_base_ms;
-	int64_t last_ok_ms;     /* start, or the last renewal */
-	int attempt;            /* failed renewals since the last success */
+	int64_t last_ok_ms; /* start, or the last renewal */
+	int attempt;        /* failed renewals since the last success */
 };
 
 static void fmt_duration(int64_t ms, char *out, size_t len)
@@ -103,7 +103,7 @@ static int next_for(struct daemon *d, struct bcd_nodekey *next, uint8_t **csr, s
 	*attested = 0;
 	if (names < 0) {
 		bcd_say(m, "renewal: the certificate's urn:bc:tpm-ak: statement is malformed; join "
-		        "again: bcd join --reset --yes, then bcd join");
+		           "again: bcd join --reset --yes, then bcd join");
 		return BC_ERR_INVALID;
 	}
 	if (names == 0) {
@@ -173,16 +173,15 @@ static int64_t backoff_ms(const struct daemon *d)
 	return b > MAX_BACKOFF_MS ? MAX_BACKOFF_MS : b;
 }
 
-static void log_failure(struct daemon *d, const char *what, const struct bcd_msg *m,
-                        int64_t retry)
+static void log_failure(struct daemon *d, const char *what, const struct bcd_msg *m, int64_t retry)
 {
 	char attempt[16], expires[32], retry_in[32];
 
 	snprintf(attempt, sizeof(attempt), "%d", d->attempt);
 	fmt_duration(d->id.not_after_ms - bc_now_ms(), expires, sizeof(expires));
 	fmt_duration(retry, retry_in, sizeof(retry_in));
-	bc_log(BC_LOG_WARN, what, "nodeId", d->id.node_id, "attempt", attempt, "expiresIn",
-	       expires, "retryIn", retry_in, "error", m->text, NULL);
+	bc_log(BC_LOG_WARN, what, "nodeId", d->id.node_id, "attempt", attempt, "expiresIn", expires,
+	       "retryIn", retry_in, "error", m->text, NULL);
 }
 
 static int expired(const struct daemon *d)
@@ -202,19 +201,21 @@ static int rejoin(struct daemon *d, struct bcd_msg *m)
 	/* a certificate that names the TPM's AK re-joins only with that TPM: the control
 	 * plane refuses x509pop for it (never a certificate without the statement) */
 	if (d->id.n_chain > 0 && bcd_leaf_names_ak(d->id.chain[0], d->id.chain_lens[0]) == 1) {
-		bcd_say(m, "the certificate names the TPM's attestation key and expired at %s: "
-		        "re-join with the TPM: bcd join --reset --yes --attestor tpm", na);
+		bcd_say(m,
+		        "the certificate names the TPM's attestation key and expired at %s: "
+		        "re-join with the TPM: bcd join --reset --yes --attestor tpm",
+		        na);
 		return BC_ERR_DENIED;
 	}
-	bc_log(BC_LOG_INFO, "certificate expired: re-joining with x509pop", "nodeId",
-	       d->id.node_id, "notAfter", na, NULL);
+	bc_log(BC_LOG_INFO, "certificate expired: re-joining with x509pop", "nodeId", d->id.node_id,
+	       "notAfter", na, NULL);
 	return bcd_x509pop_rejoin(&d->cfg, &d->pins, &d->id, 0, m);
 }
 
 /* One renewal, or one re-join; logs what it did. */
 static int step(struct daemon *d)
 {
-	struct bcd_msg m = { "" };
+	struct bcd_msg m = {""};
 	const char *done = "renewed", *failed = "renewal failed";
 	char na[40];
 	int rc = 0, lock = -1;
@@ -295,7 +296,8 @@ static int start(struct daemon *d, const struct bcd_opts *o, struct bcd_msg *m)
 	d->last_ok_ms = bc_now_ms();
 	bc_time_format_ms(d->id.not_after_ms, na, sizeof(na));
 	bc_time_format_ms(expired(d) ? bc_now_ms() : next_renewal(d), at, sizeof(at));
-	bc_log(BC_LOG_INFO, "started", "nodeId", d->id.node_id, "notAfter", na, "renewAt", at, NULL);
+	bc_log(BC_LOG_INFO, "started", "nodeId", d->id.node_id, "notAfter", na, "renewAt", at,
+	       NULL);
 	return 0;
 }
 

@@ -20,14 +20,15 @@
 #include "bc/pki.h"
 #include "tpm/tpm.h"
 
-#define MAX_KEY_PEM (16u * 1024)
-#define TPM_KEY_PEM "-----BEGIN " BCD_TPM_NODE_KEY_PEM "-----"
-#define TPM_AK_URN "urn:bc:tpm-ak:"
+#define MAX_KEY_PEM       (16u * 1024)
+#define TPM_KEY_PEM       "-----BEGIN " BCD_TPM_NODE_KEY_PEM "-----"
+#define TPM_AK_URN        "urn:bc:tpm-ak:"
 #define TPM_AK_SHA256_URN "urn:bc:tpm-ak:sha256:"
 /* the spec's renewal messages, word for word ("Renewing a TPM-held key") */
-#define RENEW_UNAVAILABLE "renewal: the certificate's node key is in the TPM, which is unavailable: "
-#define RENEW_NEXT_KEY "renewal: the next node key in the TPM: "
-#define RENEW_CERTIFY "renewal: the TPM's attestation key certifying the next key: "
+#define RENEW_UNAVAILABLE                                                                          \
+	"renewal: the certificate's node key is in the TPM, which is unavailable: "
+#define RENEW_NEXT_KEY  "renewal: the next node key in the TPM: "
+#define RENEW_CERTIFY   "renewal: the TPM's attestation key certifying the next key: "
 #define FAKEHW_KEYS_ENV "BCD_FAKEHW_TPM_KEYS"
 
 static int fakehw_keys_allowed(void)
@@ -47,12 +48,15 @@ int bcd_tpm_tcti(const struct bcd_config *cfg, enum bcd_tpm_use use, char *out, 
 	if (cfg->has_fakehw) {
 		t = cfg->fakehw_tpm;
 		if (t == NULL || t[0] == '\0') {
-			bcd_say(m, "%s: [fakehw] names no TPM (tpm = \"swtpm:host=H,port=N\")", cfg->path);
+			bcd_say(m, "%s: [fakehw] names no TPM (tpm = \"swtpm:host=H,port=N\")",
+			        cfg->path);
 			return BC_ERR_NOT_FOUND;
 		}
 		/* only swtpm: the TCTI loader would load any libtss2-tcti-<name> */
-		if (strncmp(t, "swtpm:", 6) != 0 || strlen(t) >= len || strpbrk(t, "\n\r") != NULL) {
-			bcd_say(m, "%s: [fakehw] tpm: expected \"swtpm:host=127.0.0.1,port=N\"", cfg->path);
+		if (strncmp(t, "swtpm:", 6) != 0 || strlen(t) >= len ||
+		    strpbrk(t, "\n\r") != NULL) {
+			bcd_say(m, "%s: [fakehw] tpm: expected \"swtpm:host=127.0.0.1,port=N\"",
+			        cfg->path);
 			return BC_ERR_CONFIG;
 		}
 		if (use == BCD_TPM_NEW_KEYS && !fakehw_keys_allowed()) {
@@ -64,7 +68,7 @@ int bcd_tpm_tcti(const struct bcd_config *cfg, enum bcd_tpm_use use, char *out, 
 	}
 	if (stat("/dev/tpmrm0", &st) != 0) {
 		bcd_say(m, "this host has no TPM (/dev/tpmrm0 is missing; load the kernel's TPM "
-		        "driver, or enable the TPM in the firmware)");
+		           "driver, or enable the TPM in the firmware)");
 		return BC_ERR_NOT_FOUND;
 	}
 	snprintf(out, len, "%s", BCD_TCTI_HOST);
@@ -94,8 +98,8 @@ static int open_ops(const struct bcd_nodekey *k, struct bcd_keyops **s, struct b
 	int rc;
 
 	if ((rc = bcd_keyops_open(k->tcti, k->helper, s, err, sizeof(err))) != 0)
-		bcd_say(m, "the TPM (%s) is unavailable: %s", k->helper[0] ? "through bcd helper" : k->tcti,
-		        err);
+		bcd_say(m, "the TPM (%s) is unavailable: %s",
+		        k->helper[0] ? "through bcd helper" : k->tcti, err);
 	return rc;
 }
 
@@ -126,7 +130,7 @@ static int derive_public(struct bcd_nodekey *k, struct bcd_msg *m)
 }
 
 static int new_in_tpm(const struct bcd_config *cfg, const char *tcti, struct bcd_nodekey *k,
-                     struct bcd_msg *m)
+                      struct bcd_msg *m)
 {
 	int rc;
 
@@ -176,8 +180,10 @@ static int read_record(const struct bcd_config *cfg, const char *path, const cha
 
 	k->in_tpm = 1;
 	if (bcd_tpm_record_decode(pem, len, k->unique) != 0) {
-		bcd_say(m, "%s: not a " BCD_TPM_NODE_KEY_PEM " record of %d bytes (corrupt); join "
-		        "again: bcd join --reset --yes, then bcd join", path, BCD_TPM_UNIQUE_LEN);
+		bcd_say(m,
+		        "%s: not a " BCD_TPM_NODE_KEY_PEM " record of %d bytes (corrupt); join "
+		        "again: bcd join --reset --yes, then bcd join",
+		        path, BCD_TPM_UNIQUE_LEN);
 		return BC_ERR_INVALID;
 	}
 	if ((rc = bcd_tpm_tcti(cfg, BCD_TPM_ANY, k->tcti, sizeof(k->tcti), &why)) != 0) {
@@ -203,8 +209,10 @@ int bcd_nodekey_read(const struct bcd_config *cfg, const char *path, struct bcd_
 	if (strstr(pem, TPM_KEY_PEM) != NULL) {
 		rc = read_record(cfg, path, pem, len, k, m);
 	} else if (bc_key_from_pem(pem, len, &k->key) != 0) {
-		bcd_say(m, "%s: not a PKCS#8 P-256 private key PEM (corrupt); join again: bcd join "
-		        "--reset --yes, then bcd join", path);
+		bcd_say(m,
+		        "%s: not a PKCS#8 P-256 private key PEM (corrupt); join again: bcd join "
+		        "--reset --yes, then bcd join",
+		        path);
 		rc = BC_ERR_INVALID;
 	}
 	bc_freezero(pem, len + 1);
@@ -294,7 +302,8 @@ int bcd_leaf_names_ak(const uint8_t *der, size_t len)
 	sans = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
 	for (int i = 0; sans != NULL && i < sk_GENERAL_NAME_num(sans); i++) {
 		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
-		const ASN1_IA5STRING *u = g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
+		const ASN1_IA5STRING *u =
+		    g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
 		if (u != NULL && (size_t)u->length >= strlen(TPM_AK_URN) &&
 		    memcmp(u->data, TPM_AK_URN, strlen(TPM_AK_URN)) == 0)
 			found = 1;
@@ -316,7 +325,8 @@ static int ak_urn_name(const ASN1_IA5STRING *u, uint8_t name[static BCD_TPM_NAME
 	for (size_t i = 0; i < BCD_TPM_NAME_LEN; i++) {
 		const char *hi = memchr(hex, u->data[pre + 2 * i], 16);
 		const char *lo = memchr(hex, u->data[pre + 2 * i + 1], 16);
-		if (hi == NULL || lo == NULL || u->data[pre + 2 * i] == 0 || u->data[pre + 2 * i + 1] == 0)
+		if (hi == NULL || lo == NULL || u->data[pre + 2 * i] == 0 ||
+		    u->data[pre + 2 * i + 1] == 0)
 			return BC_ERR_INVALID;
 		name[i] = (uint8_t)((hi - hex) << 4 | (lo - hex));
 	}
@@ -336,7 +346,8 @@ int bcd_leaf_ak_name(const uint8_t *der, size_t len, uint8_t name[static BCD_TPM
 	sans = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
 	for (int i = 0; sans != NULL && i < sk_GENERAL_NAME_num(sans) && found >= 0; i++) {
 		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
-		const ASN1_IA5STRING *u = g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
+		const ASN1_IA5STRING *u =
+		    g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
 		if (u == NULL || (size_t)u->length < strlen(TPM_AK_URN) ||
 		    memcmp(u->data, TPM_AK_URN, strlen(TPM_AK_URN)) != 0)
 			continue;
@@ -411,17 +422,20 @@ static int certify_next(struct bcd_keyops *s, const struct bcd_nodekey *k, EVP_P
 	char err[512] = "";
 	int rc;
 
-	if ((rc = bc_sha256(csr, csr_len, h)) != 0 || (rc = bc_key_spki(k->key, &spki, &spki_len)) != 0 ||
+	if ((rc = bc_sha256(csr, csr_len, h)) != 0 ||
+	    (rc = bc_key_spki(k->key, &spki, &spki_len)) != 0 ||
 	    (rc = bc_sha256(spki, spki_len, spki_h)) != 0) {
 		bcd_say(m, RENEW_CERTIFY "%s", bc_err_str(rc));
 		goto out;
 	}
-	if ((rc = bcd_keyops_certify(s, k->unique, h, sizeof(h), &kc->cert, err, sizeof(err))) != 0) {
+	if ((rc = bcd_keyops_certify(s, k->unique, h, sizeof(h), &kc->cert, err, sizeof(err))) !=
+	    0) {
 		bcd_say(m, RENEW_CERTIFY "%s", err);
 		goto out;
 	}
 	rc = bc_tpm_check_certify(ak, kc->key_pub, kc->key_pub_len, kc->cert.attest,
-	                          kc->cert.attest_len, kc->cert.sig, kc->cert.sig_len, h, spki_h, &r);
+	                          kc->cert.attest_len, kc->cert.sig, kc->cert.sig_len, h, spki_h,
+	                          &r);
 	if (rc == 0 && r != BC_TPM_CERTIFY_OK)
 		rc = BC_ERR_VERIFY;
 	if (rc != 0)

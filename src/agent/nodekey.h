@@ -23,9 +23,9 @@
 #include "agent/tpm.h"
 #include "bc/err.h"
 
-#define BCD_TCTI_MAX 256
+#define BCD_TCTI_MAX  256
 #define BCD_TCTI_HOST "device:/dev/tpmrm0"
-#define BCD_CSR_CN "bettercompute node" /* the subject of every node CSR */
+#define BCD_CSR_CN    "bettercompute node" /* the subject of every node CSR */
 
 struct bcd_config;
 struct bcd_msg;
@@ -45,8 +45,8 @@ enum bcd_tpm_use {
 };
 /* The TCTI of the config's TPM for use into out: 0, or BC_ERR_NOT_FOUND when there is
  * none (m says why), BC_ERR_CONFIG for a [fakehw] tpm that is not a swtpm TCTI. */
-BC_WUR int bcd_tpm_tcti(const struct bcd_config *cfg, enum bcd_tpm_use use, char *out,
-                        size_t len, struct bcd_msg *m);
+BC_WUR int bcd_tpm_tcti(const struct bcd_config *cfg, enum bcd_tpm_use use, char *out, size_t len,
+                        struct bcd_msg *m);
 
 /* A new node key into k (zeroed first): in the TPM when node keys may use it, else a
  * file key. When the TPM cannot make it: with tpm_required, the error; otherwise a
@@ -63,8 +63,8 @@ BC_WUR int bcd_nodekey_read(const struct bcd_config *cfg, const char *path, stru
 BC_WUR int bcd_nodekey_pem(const struct bcd_nodekey *k, char **out);
 /* A CSR for the key (subject CN = cn, as bc_csr_make), made in the TPM for a TPM key;
  * *der malloc'd. */
-BC_WUR int bcd_nodekey_csr(const struct bcd_nodekey *k, const char *cn, uint8_t **der,
-                           size_t *len, struct bcd_msg *m);
+BC_WUR int bcd_nodekey_csr(const struct bcd_nodekey *k, const char *cn, uint8_t **der, size_t *len,
+                           struct bcd_msg *m);
 /* A bc_sign_fn: ctx is a const struct bcd_nodekey *. ES256 over the purpose digest
  * (bc_es256_digest), in the TPM for a TPM key. Callers use bc_es256_sign_with (or the
  * client's *_with functions), which check the signature under k->key. */
@@ -80,12 +80,11 @@ int bcd_leaf_names_ak(const uint8_t *der, size_t len);
 /* The AK a leaf certificate (DER) names, urn:bc:tpm-ak:sha256:<hex of the AK's TPM
  * name>: 1 with its name, 0 when the leaf names none, BC_ERR_INVALID when a statement
  * is malformed or there is more than one (name zeroed). */
-BC_WUR int bcd_leaf_ak_name(const uint8_t *der, size_t len,
-                            uint8_t name[static BCD_TPM_NAME_LEN]);
+BC_WUR int bcd_leaf_ak_name(const uint8_t *der, size_t len, uint8_t name[static BCD_TPM_NAME_LEN]);
 
-#define BCD_RENEW_ANOTHER_TPM                                                                 \
-	"renewal: this TPM's attestation key is not the one the certificate names (another "    \
-	"TPM, or its endorsement seed changed): the certificate cannot be renewed here; join "   \
+#define BCD_RENEW_ANOTHER_TPM                                                                      \
+	"renewal: this TPM's attestation key is not the one the certificate names (another "       \
+	"TPM, or its endorsement seed changed): the certificate cannot be renewed here; join "     \
 	"again: bcd join --reset --yes, then bcd join"
 
 /* What a renewal of a certificate that names an AK sends as its key attestation: the

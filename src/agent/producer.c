@@ -8,8 +8,8 @@
 #include "agent/nodekey.h"
 #include "agent/producer.h"
 
-int bcd_producer_for(const struct bcd_config *cfg, const char *attestor,
-                     struct bcd_producer **out, char *err, size_t errlen)
+int bcd_producer_for(const struct bcd_config *cfg, const char *attestor, struct bcd_producer **out,
+                     char *err, size_t errlen)
 {
 	struct bcd_msg m = {""};
 	char tcti[BCD_TCTI_MAX];
@@ -26,8 +26,10 @@ int bcd_producer_for(const struct bcd_config *cfg, const char *attestor,
 		}
 		return bcd_tpm_producer_new(tcti, out, err, errlen);
 	}
-	snprintf(err, errlen, "--attestor %.64s: bcd cannot produce evidence for it; choose "
-	         "join-token, provisioned or tpm", attestor);
+	snprintf(err, errlen,
+	         "--attestor %.64s: bcd cannot produce evidence for it; choose "
+	         "join-token, provisioned or tpm",
+	         attestor);
 	return BC_ERR_UNSUPPORTED;
 }
 

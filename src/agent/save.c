@@ -67,15 +67,14 @@ static int write_all(const struct bcd_config *cfg, struct pending_file *f, size_
 }
 
 int bcd_identity_save(const struct bcd_config *cfg, const struct bcd_nodekey *key,
-                      const struct bc_join_answer *a,
-                      const char *joined_at, struct bcd_msg *m)
+                      const struct bc_join_answer *a, const char *joined_at, struct bcd_msg *m)
 {
 	/* renamed in this order: identity.json, the commit point, last */
 	struct pending_file f[] = {
-		{BCD_NODE_KEY, NULL, 0600, 1, ""},
-		{BCD_NODE_CRT, NULL, 0644, 0, ""},
-		{BCD_CA, NULL, 0644, 0, ""},
-		{BCD_IDENTITY, NULL, 0644, 0, ""},
+	    {BCD_NODE_KEY, NULL, 0600, 1, ""},
+	    {BCD_NODE_CRT, NULL, 0644, 0, ""},
+	    {BCD_CA, NULL, 0644, 0, ""},
+	    {BCD_IDENTITY, NULL, 0644, 0, ""},
 	};
 	size_t n = sizeof(f) / sizeof(f[0]);
 	char stale[MAX_TMP];
@@ -85,9 +84,8 @@ int bcd_identity_save(const struct bcd_config *cfg, const struct bcd_nodekey *ke
 		return rc;
 	if ((rc = bcd_nodekey_pem(key, &f[0].data)) != 0 ||
 	    (rc = bcd_chain_pem(a->chain, a->chain_lens, a->n_chain, &f[1].data)) != 0 ||
-	    (a->n_trust_bundle > 0 &&
-	     (rc = bcd_chain_pem(a->trust_bundle, a->trust_bundle_lens, a->n_trust_bundle,
-	                         &f[2].data)) != 0)) {
+	    (a->n_trust_bundle > 0 && (rc = bcd_chain_pem(a->trust_bundle, a->trust_bundle_lens,
+	                                                  a->n_trust_bundle, &f[2].data)) != 0)) {
 		bcd_say(m, "cannot encode the key or the certificates (%s)", bc_err_str(rc));
 		goto out;
 	}
@@ -205,13 +203,15 @@ int bcd_identity_replace(const struct bcd_config *cfg, const struct bc_join_answ
 	/* read before anything moves, so identity.json can follow the certificate */
 	if (a->n_chain == 0 ||
 	    bc_pki_node_identity(a->chain[0], a->chain_lens[0], cfg->trust_domain, &ni) != 0) {
-		bcd_say(m, "the new certificate is not a node certificate of trust domain %s; "
-		        "nothing was replaced", cfg->trust_domain);
+		bcd_say(m,
+		        "the new certificate is not a node certificate of trust domain %s; "
+		        "nothing was replaced",
+		        cfg->trust_domain);
 		return BC_ERR_INVALID;
 	}
 	if ((rc = bcd_chain_pem(a->chain, a->chain_lens, a->n_chain, &chain)) != 0 ||
-	    (a->n_trust_bundle > 0 &&
-	     (rc = bcd_chain_pem(a->trust_bundle, a->trust_bundle_lens, a->n_trust_bundle, &ca)) != 0)) {
+	    (a->n_trust_bundle > 0 && (rc = bcd_chain_pem(a->trust_bundle, a->trust_bundle_lens,
+	                                                  a->n_trust_bundle, &ca)) != 0)) {
 		bcd_say(m, "cannot encode the new certificates (%s)", bc_err_str(rc));
 		goto out;
 	}

@@ -31,7 +31,8 @@ static void fmt_left(int64_t ms, char *out, size_t len)
 		snprintf(out, len, "expired %lldh%02lldm ago", (long long)(s / 3600),
 		         (long long)(s % 3600 / 60));
 	else
-		snprintf(out, len, "in %lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+		snprintf(out, len, "in %lldh%02lldm", (long long)(s / 3600),
+		         (long long)(s % 3600 / 60));
 }
 
 int bcd_cmd_status(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
@@ -49,9 +50,9 @@ int bcd_cmd_status(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status
 	bc_time_format_ms(id.not_after_ms, na, sizeof(na));
 	if (o->json) {
 		rc = 0;
-		json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "nodeId", id.node_id, "role",
-		                      id.role, "notAfter", na, "nodeKey", key_word(&id), "serial",
-		                      id.serial, "trustDomain", id.trust_domain);
+		json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "nodeId", id.node_id,
+		                      "role", id.role, "notAfter", na, "nodeKey", key_word(&id),
+		                      "serial", id.serial, "trustDomain", id.trust_domain);
 		char *s = j != NULL ? bc_json_dump(j) : NULL;
 		if (s != NULL)
 			printf("%s\n", s);
@@ -92,7 +93,7 @@ static void check(struct report *r, enum verdict v, const char *name, const char
 
 static void check_server(struct report *r, const struct bc_client_pins *pins)
 {
-	struct bcd_msg m = { "" };
+	struct bcd_msg m = {""};
 	char what[1200];
 	long status = 0;
 	int64_t date = 0, skew;
@@ -113,8 +114,10 @@ static void check_server(struct report *r, const struct bc_client_pins *pins)
 	/* against the system clock: the server's Date is its system clock too */
 	skew = (int64_t)time(NULL) * 1000 - date;
 	snprintf(what, sizeof(what), "%+lld s against the server", (long long)(skew / 1000));
-	check(r, (skew < 0 ? -skew : skew) > SKEW_FAIL_MS ? FAIL
-	         : (skew < 0 ? -skew : skew) > SKEW_WARN_MS ? WARN : OK,
+	check(r,
+	      (skew < 0 ? -skew : skew) > SKEW_FAIL_MS   ? FAIL
+	      : (skew < 0 ? -skew : skew) > SKEW_WARN_MS ? WARN
+	                                                 : OK,
 	      "clock skew", what,
 	      "fix this machine's time (NTP): renewals are refused beyond 60 s of skew");
 }
@@ -135,8 +138,9 @@ static void check_window(struct report *r, const struct bcd_identity *id)
 		      "x509pop (bcd node does it by itself); if that is refused: bcd join --reset "
 		      "--yes --token-file FILE");
 	else if (id->not_after_ms - now < life / 3 - life / 12)
-		check(r, WARN, "certificate", what,
-		      "past its renewal time: is bcd node running? see its log (journalctl -u bcd)");
+		check(
+		    r, WARN, "certificate", what,
+		    "past its renewal time: is bcd node running? see its log (journalctl -u bcd)");
 	else
 		check(r, OK, "certificate", what, NULL);
 }
@@ -149,9 +153,10 @@ static void check_node_key(struct report *r, const struct bcd_config *cfg,
 	else if (!bcd_host_has_tpm(cfg))
 		check(r, OK, "node key", "a file (this host has no TPM)", NULL);
 	else
-		check(r, WARN, "node key", "a file on a host with a TPM",
-		      "the next renewal moves it into the TPM (through bcd helper when bcd node runs "
-		      "unprivileged)");
+		check(
+		    r, WARN, "node key", "a file on a host with a TPM",
+		    "the next renewal moves it into the TPM (through bcd helper when bcd node runs "
+		    "unprivileged)");
 }
 
 /* 1 when user is in group (as its primary group or a member). */
@@ -182,14 +187,18 @@ static void check_tpm(struct report *r, const struct bcd_config *cfg)
 	if (!cfg->has_helper)
 		return;
 	if (user_in_group(cfg->helper_user, "tss")) {
-		snprintf(what, sizeof(what), "the node's user %s is in the tss group, so it can open "
-		         "the TPM itself", cfg->helper_user);
-		check(r, FAIL, "tpm", what, "take it out: gpasswd -d bcd tss (the install script "
+		snprintf(what, sizeof(what),
+		         "the node's user %s is in the tss group, so it can open "
+		         "the TPM itself",
+		         cfg->helper_user);
+		check(r, FAIL, "tpm", what,
+		      "take it out: gpasswd -d bcd tss (the install script "
 		      "does it on an upgrade); bcd node reaches the TPM through bcd helper");
 		return;
 	}
 	if (geteuid() == 0) {
-		snprintf(what, sizeof(what), "%s is not in the tss group; bcd node uses bcd helper (%s)",
+		snprintf(what, sizeof(what),
+		         "%s is not in the tss group; bcd node uses bcd helper (%s)",
 		         cfg->helper_user, cfg->helper_socket);
 		check(r, OK, "tpm", what, NULL);
 		return;
@@ -209,7 +218,7 @@ static void check_tpm(struct report *r, const struct bcd_config *cfg)
 static void check_identity(struct report *r, const struct bcd_config *cfg)
 {
 	struct bcd_identity id;
-	struct bcd_msg m = { "" };
+	struct bcd_msg m = {""};
 	char what[1200];
 	int rc;
 
@@ -228,20 +237,22 @@ static void check_identity(struct report *r, const struct bcd_config *cfg)
 
 int bcd_cmd_doctor(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 {
-	struct report r = { OK };
+	struct report r = {OK};
 	struct bcd_config cfg;
 	struct bc_client_pins pins;
-	struct bcd_msg why = { "" };
+	struct bcd_msg why = {""};
 
 	(void)m;
 	memset(&pins, 0, sizeof(pins));
 	if (bcd_config_load(o->config, &cfg, &why) != 0) {
-		check(&r, FAIL, "config", why.text, "write it with better-compute daemon config --bcd-dir");
+		check(&r, FAIL, "config", why.text,
+		      "write it with better-compute daemon config --bcd-dir");
 		*exit_status = 1;
 		return 0;
 	}
 	if (bcd_pins_from_config(&cfg, &pins, &why) != 0) {
-		check(&r, FAIL, "config", why.text, "write it with better-compute daemon config --bcd-dir");
+		check(&r, FAIL, "config", why.text,
+		      "write it with better-compute daemon config --bcd-dir");
 	} else {
 		check(&r, OK, "config", cfg.path, NULL);
 		check_server(&r, &pins);

@@ -104,7 +104,7 @@ static int same_tpm(struct bcd_tpm *t, const struct bcd_tpm_nodekey *k)
 }
 
 int bcd_tpm_verify_digest(EVP_PKEY *key, const uint8_t sig[static 64], const uint8_t *digest,
-                         size_t len)
+                          size_t len)
 {
 	EVP_PKEY_CTX *ctx = NULL;
 	uint8_t *der = NULL;
@@ -212,8 +212,8 @@ out:
 	return rc;
 }
 
-int bcd_csr_signed(EVP_PKEY *pub, const char *cn, bcd_digest_sign_fn sign, void *ctx,
-                   uint8_t **der, size_t *len)
+int bcd_csr_signed(EVP_PKEY *pub, const char *cn, bcd_digest_sign_fn sign, void *ctx, uint8_t **der,
+                   size_t *len)
 {
 	X509_REQ *req = NULL;
 	unsigned char *p;

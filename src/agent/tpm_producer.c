@@ -17,7 +17,7 @@
 #include "bettercompute/attest/v1/tpm.pb-c.h"
 
 #define MAX_CHALLENGE (64u * 1024)
-#define EXTRA_LEN 32
+#define EXTRA_LEN     32
 
 struct tpm_producer {
 	char tcti[BCD_TCTI_MAX];
@@ -83,8 +83,8 @@ static void evidence_of(struct tpm_producer *p, Bettercompute__Attest__V1__TpmEv
 	ev->ak_public.len = p->ak.pub_len;
 }
 
-static int round1(void *ctx, EVP_PKEY *node_key, const uint8_t csr_sha256[static 32],
-                  uint8_t **out, size_t *outlen, char *err, size_t errlen)
+static int round1(void *ctx, EVP_PKEY *node_key, const uint8_t csr_sha256[static 32], uint8_t **out,
+                  size_t *outlen, char *err, size_t errlen)
 {
 	struct tpm_producer *p = ctx;
 	Bettercompute__Attest__V1__TpmEvidence ev;
@@ -127,13 +127,15 @@ static int challenge_ok(const Bettercompute__Attest__V1__TpmChallenge *c, char *
 {
 	if (c->credential_blob.len == 0 || c->encrypted_secret.len == 0 || c->state.len == 0 ||
 	    c->pcr_hash_alg > 0xffff || c->n_pcrs == 0 || c->n_pcrs > BCD_TPM_PCR_COUNT) {
-		snprintf(err, errlen, "the server's TPM challenge is malformed (no credential, state or "
+		snprintf(err, errlen,
+		         "the server's TPM challenge is malformed (no credential, state or "
 		         "PCR selection); report this to the operator");
 		return BC_ERR_INVALID;
 	}
 	for (size_t i = 0; i < c->n_pcrs; i++) {
 		if (c->pcrs[i] >= BCD_TPM_PCR_COUNT) {
-			snprintf(err, errlen, "the server's TPM challenge asks for PCR %u (0 to 23)",
+			snprintf(err, errlen,
+			         "the server's TPM challenge asks for PCR %u (0 to 23)",
 			         c->pcrs[i]);
 			return BC_ERR_INVALID;
 		}
@@ -142,8 +144,9 @@ static int challenge_ok(const Bettercompute__Attest__V1__TpmChallenge *c, char *
 }
 
 /* The AK's certification of the join's node key, over sha256(csr), in t. */
-static int certify_key(struct tpm_producer *p, struct bcd_tpm *t, const uint8_t csr_sha256[static 32],
-                       struct answer_parts *a, char *err, size_t errlen)
+static int certify_key(struct tpm_producer *p, struct bcd_tpm *t,
+                       const uint8_t csr_sha256[static 32], struct answer_parts *a, char *err,
+                       size_t errlen)
 {
 	struct bcd_tpm_nodekey *nk = NULL;
 	int rc;
@@ -151,7 +154,8 @@ static int certify_key(struct tpm_producer *p, struct bcd_tpm *t, const uint8_t 
 	if (p->key == NULL || !p->key->in_tpm)
 		return 0;
 	if (strcmp(p->key->tcti, p->tcti) != 0) {
-		snprintf(err, errlen, "the node key is in another TPM (%s) than the attestor's (%s)",
+		snprintf(err, errlen,
+		         "the node key is in another TPM (%s) than the attestor's (%s)",
 		         p->key->tcti, p->tcti);
 		return BC_ERR_CONFLICT;
 	}
@@ -282,7 +286,8 @@ static int round2(void *ctx, const char *attestor, const uint8_t *challenge, siz
 	}
 	if (len > MAX_CHALLENGE ||
 	    (c = bettercompute__attest__v1__tpm_challenge__unpack(NULL, len, challenge)) == NULL) {
-		snprintf(err, errlen, "the server's TPM challenge does not decode; report this to "
+		snprintf(err, errlen,
+		         "the server's TPM challenge does not decode; report this to "
 		         "the operator");
 		return BC_ERR_INVALID;
 	}

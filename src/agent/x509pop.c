@@ -54,8 +54,10 @@ static int check_answer(const struct bcd_identity *id, const struct bc_join_answ
                         struct bcd_msg *m)
 {
 	if (a->state != BC_JOIN_JOINED || a->n_chain == 0 || strcmp(a->node_id, id->node_id) != 0) {
-		bcd_say(m, "the control plane answered the x509pop re-join of %s for node %.64s; "
-		        "nothing was replaced: report this to the operator", id->node_id, a->node_id);
+		bcd_say(m,
+		        "the control plane answered the x509pop re-join of %s for node %.64s; "
+		        "nothing was replaced: report this to the operator",
+		        id->node_id, a->node_id);
 		return BC_ERR_VERIFY;
 	}
 	return 0;
@@ -65,8 +67,11 @@ int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_client_pins
                        struct bcd_identity *id, int wait_pending, struct bcd_msg *m)
 {
 	struct bcd_producer pr = {.attestor = X509POP, .ctx = id, .evidence = pop_evidence};
-	struct bcd_join_req r = {.attestor = X509POP, .role = rejoin_role(id), .token = NULL,
-	                         .producer = &pr, .wait_pending = wait_pending};
+	struct bcd_join_req r = {.attestor = X509POP,
+	                         .role = rejoin_role(id),
+	                         .token = NULL,
+	                         .producer = &pr,
+	                         .wait_pending = wait_pending};
 	struct bc_join_answer a;
 	struct bcd_nodekey next;
 	uint8_t *csr = NULL;

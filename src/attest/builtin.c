@@ -12,9 +12,9 @@ struct builtin {
 };
 
 static const struct builtin builtins[] = {
-	{"x509pop", bc_attestor_x509pop},
-	{"tpm", bc_attestor_tpm},
-	{NULL, NULL},
+    {"x509pop", bc_attestor_x509pop},
+    {"tpm", bc_attestor_tpm},
+    {NULL, NULL},
 };
 
 const struct bc_attestor *bc_attestor_builtin(const char *id)

@@ -37,11 +37,11 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 }
 
 static const struct bc_attestor join_token = {
-	.abi = BC_ATTESTOR_ABI,
-	.id = "join-token",
-	.roles = roles,
-	.n_roles = 2,
-	.verify = verify,
+    .abi = BC_ATTESTOR_ABI,
+    .id = "join-token",
+    .roles = roles,
+    .n_roles = 2,
+    .verify = verify,
 };
 
 const struct bc_attestor *bc_attestor_join_token(void)

@@ -41,19 +41,20 @@ static void copy(char *dst, size_t n, const char *src)
 	snprintf(dst, n, "%s", src ? src : "");
 }
 
-static int load(bc_tx *tx, const char *id, struct bc_token_row *row, char hash[65],
-                int *revoked, int *found)
+static int load(bc_tx *tx, const char *id, struct bc_token_row *row, char hash[65], int *revoked,
+                int *found)
 {
 	bc_rows *rows = NULL;
 	int rc;
 
 	*found = 0;
 	bc_param p[] = {BC_TEXT(id)};
-	if ((rc = bc_tx_query(tx,
-	                      "SELECT id, tenant_id, pool_id, site_id, role, secret_hash, uses_left, "
-	                      "expires_at, revoked_at, workflow_id, node_id FROM join_tokens "
-	                      "WHERE id = $1 FOR UPDATE",
-	                      p, 1, &rows)) != 0)
+	if ((rc = bc_tx_query(
+	         tx,
+	         "SELECT id, tenant_id, pool_id, site_id, role, secret_hash, uses_left, "
+	         "expires_at, revoked_at, workflow_id, node_id FROM join_tokens "
+	         "WHERE id = $1 FOR UPDATE",
+	         p, 1, &rows)) != 0)
 		return rc;
 	if ((rc = bc_rows_next(rows)) == 1) {
 		*found = 1;

@@ -24,13 +24,13 @@
 #include "join/join.h"
 #include "join/reasons.h"
 
-#define EVIDENCE_MAX (64 * 1024)
+#define EVIDENCE_MAX  (64 * 1024)
 #define STATE_VERSION 1
-#define STATE_AAD "bettercompute tpm challenge v1"
+#define STATE_AAD     "bettercompute tpm challenge v1"
 /* version | csr | ek | evidence | secret hash | not_after | name len | name */
 #define STATE_PT_LEN (1 + 32 + 32 + 32 + 32 + 8 + 1 + BC_TPM_NAME_MAX)
-#define STATE_LEN (12 + STATE_PT_LEN + 16)
-#define SECRET_LEN 32
+#define STATE_LEN    (12 + STATE_PT_LEN + 16)
+#define SECRET_LEN   32
 
 static const char *const default_roles[] = {"node"};
 
@@ -212,7 +212,8 @@ static int challenge(const struct tpm_cfg *c, const struct bc_join_input *in,
 	ch.pcr_hash_alg = c->pcr_alg;
 	ch.pcrs = pcrs;
 	ch.n_pcrs = c->n_pcrs;
-	out->deferral.challenge_len = bettercompute__attest__v1__tpm_challenge__get_packed_size(&ch);
+	out->deferral.challenge_len =
+	    bettercompute__attest__v1__tpm_challenge__get_packed_size(&ch);
 	if ((out->deferral.challenge = malloc(out->deferral.challenge_len)) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
@@ -238,8 +239,8 @@ static const char *open_state(const struct bc_join_input *in, const ProtobufCBin
 	int64_t not_after = 0;
 
 	if (st->len != STATE_LEN ||
-	    bc_aes256gcm_open(in->challenge_key, st->data, STATE_AAD, strlen(STATE_AAD), st->data + 12,
-	                      STATE_LEN - 12, pt) != 0 ||
+	    bc_aes256gcm_open(in->challenge_key, st->data, STATE_AAD, strlen(STATE_AAD),
+	                      st->data + 12, STATE_LEN - 12, pt) != 0 ||
 	    pt[0] != STATE_VERSION)
 		return BC_R_CHALLENGE_STATE;
 	for (int k = 0; k < 8; k++)
@@ -248,8 +249,9 @@ static const char *open_state(const struct bc_join_input *in, const ProtobufCBin
 		why = BC_R_CHALLENGE_OTHER_CSR;
 	else if (in->now_ms > not_after)
 		why = BC_R_CHALLENGE_EXPIRED;
-	else if (!bc_ct_equal(q + 32, p->ek_sha256, 32) || !bc_ct_equal(q + 64, p->evidence_sha256, 32) ||
-	         q[136] != p->ak_name_len || !bc_ct_equal(q + 137, p->ak_name, p->ak_name_len))
+	else if (!bc_ct_equal(q + 32, p->ek_sha256, 32) ||
+	         !bc_ct_equal(q + 64, p->evidence_sha256, 32) || q[136] != p->ak_name_len ||
+	         !bc_ct_equal(q + 137, p->ak_name, p->ak_name_len))
 		why = BC_R_CHALLENGE_EVIDENCE;
 	memcpy(secret_sha256, q + 96, 32);
 	OPENSSL_cleanse(pt, sizeof(pt));
@@ -270,7 +272,8 @@ static const char *check_secret(const Bettercompute__Attest__V1__TpmAnswer *a,
 
 /* The PCR values supplied are exactly the quote's selection, in order, and hash to
  * its digest; then the policy. */
-static const char *check_pcrs(const struct tpm_cfg *c, const Bettercompute__Attest__V1__TpmAnswer *a,
+static const char *check_pcrs(const struct tpm_cfg *c,
+                              const Bettercompute__Attest__V1__TpmAnswer *a,
                               const TPMS_QUOTE_INFO *qi, uint16_t hash, const struct tpm_proven *p,
                               int *rc)
 {
@@ -414,15 +417,17 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 
 	if (c == NULL)
 		return BC_ERR_CONFIG;
-	if (in->attestation_len == 0 || in->attestation_len > EVIDENCE_MAX || in->challenge_key == NULL) {
+	if (in->attestation_len == 0 || in->attestation_len > EVIDENCE_MAX ||
+	    in->challenge_key == NULL) {
 		bc_refuse(out, BC_R_TPM_EVIDENCE_MALFORMED);
 		return 0;
 	}
-	a = bettercompute__attest__v1__tpm_answer__unpack(NULL, in->attestation_len, in->attestation);
+	a = bettercompute__attest__v1__tpm_answer__unpack(NULL, in->attestation_len,
+	                                                  in->attestation);
 	if (a != NULL && a->evidence != NULL) {
 		rc = round2(c, tx, in, a, out);
-	} else if ((ev = bettercompute__attest__v1__tpm_evidence__unpack(NULL, in->attestation_len,
-	                                                                 in->attestation)) != NULL) {
+	} else if ((ev = bettercompute__attest__v1__tpm_evidence__unpack(
+	                NULL, in->attestation_len, in->attestation)) != NULL) {
 		rc = round1(c, in, ev, out);
 	} else {
 		bc_refuse(out, BC_R_TPM_EVIDENCE_MALFORMED);
@@ -456,13 +461,13 @@ static void destroy(struct bc_attestor *self)
 }
 
 static const struct bc_attestor tpm = {
-	.abi = BC_ATTESTOR_ABI,
-	.id = "tpm",
-	.roles = default_roles,
-	.n_roles = 1,
-	.configure = configure,
-	.verify = verify,
-	.destroy = destroy,
+    .abi = BC_ATTESTOR_ABI,
+    .id = "tpm",
+    .roles = default_roles,
+    .n_roles = 1,
+    .configure = configure,
+    .verify = verify,
+    .destroy = destroy,
 };
 
 const struct bc_attestor *bc_attestor_tpm(void)

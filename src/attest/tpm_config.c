@@ -13,13 +13,25 @@
 #include "bc/json.h"
 #include "bc/toml.h"
 
-#define FILE_MAX (1024 * 1024)
+#define FILE_MAX  (1024 * 1024)
 #define ROOTS_MAX 64
 
-static const char *const KEYS[] = {
-	"ek_roots", "allow_uncertified_ek", "pcr_bank", "pcrs", "pcr_policy", "pcr_policy_command",
-	"resolve", "enrollment_tenant", "enrollment_site", "enrollment_pool", "pending_ttl_seconds",
-	"retry_after_seconds", "challenge_ttl_ms", "node_key", "roles", NULL};
+static const char *const KEYS[] = {"ek_roots",
+                                   "allow_uncertified_ek",
+                                   "pcr_bank",
+                                   "pcrs",
+                                   "pcr_policy",
+                                   "pcr_policy_command",
+                                   "resolve",
+                                   "enrollment_tenant",
+                                   "enrollment_site",
+                                   "enrollment_pool",
+                                   "pending_ttl_seconds",
+                                   "retry_after_seconds",
+                                   "challenge_ttl_ms",
+                                   "node_key",
+                                   "roles",
+                                   NULL};
 
 static int fail(char *err, size_t errlen, const char *table, const char *key, const char *what)
 {
@@ -152,7 +164,8 @@ static json_t *toml_to_json(const bc_toml *t, const char *table)
 	}
 	if (bc_toml_tables(t, table, &names, &n) == 0) {
 		for (size_t i = 0; i < n; i++) {
-			snprintf(path, sizeof(path), "%s%s%s", table, table[0] ? "." : "", names[i]);
+			snprintf(path, sizeof(path), "%s%s%s", table, table[0] ? "." : "",
+			         names[i]);
 			json_object_set_new(o, names[i], toml_to_json(t, path));
 		}
 	}
@@ -225,15 +238,18 @@ static int resolve_entry(struct tpm_place_entry *e, const char *name, const json
 		snprintf(why, whylen, "%s: not a table", name);
 		return BC_ERR_CONFIG;
 	}
-	json_object_foreach((json_t *)v, k, x) {
-		if (strcmp(k, "tenant") && strcmp(k, "pool") && strcmp(k, "site") && strcmp(k, "node") &&
-		    (by_ek || (strcmp(k, "issuer") && strcmp(k, "serial")))) {
+	json_object_foreach((json_t *)v, k, x)
+	{
+		if (strcmp(k, "tenant") && strcmp(k, "pool") && strcmp(k, "site") &&
+		    strcmp(k, "node") && (by_ek || (strcmp(k, "issuer") && strcmp(k, "serial")))) {
 			snprintf(why, whylen, "%s: unknown key %s", name, k);
 			return BC_ERR_CONFIG;
 		}
 	}
-	if (copy_id(e->tenant, json_object_get(v, "tenant")) || copy_id(e->pool, json_object_get(v, "pool")) ||
-	    copy_id(e->site, json_object_get(v, "site")) || copy_id(e->node, json_object_get(v, "node")) ||
+	if (copy_id(e->tenant, json_object_get(v, "tenant")) ||
+	    copy_id(e->pool, json_object_get(v, "pool")) ||
+	    copy_id(e->site, json_object_get(v, "site")) ||
+	    copy_id(e->node, json_object_get(v, "node")) ||
 	    (e->tenant[0] == 0 && e->node[0] == 0)) {
 		snprintf(why, whylen, "%s: tenant (or node) required, ids of 1 to 63 bytes", name);
 		return BC_ERR_CONFIG;
@@ -271,9 +287,10 @@ static int load_resolve(struct tpm_cfg *c, const char *path, char *why, size_t w
 	ek = json_object_get(doc, "ek");
 	certs = json_object_get(doc, "certificate");
 	n = json_object_size(ek) + json_object_size(certs);
-	if (!json_is_object(doc) || json_object_size(doc) != (size_t)(ek != NULL) + (size_t)(certs != NULL)) {
-		snprintf(why, whylen, "%s: expected only [ek.<sha256>] and [certificate.<name>] tables",
-		         path);
+	if (!json_is_object(doc) ||
+	    json_object_size(doc) != (size_t)(ek != NULL) + (size_t)(certs != NULL)) {
+		snprintf(why, whylen,
+		         "%s: expected only [ek.<sha256>] and [certificate.<name>] tables", path);
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
@@ -281,11 +298,13 @@ static int load_resolve(struct tpm_cfg *c, const char *path, char *why, size_t w
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	json_object_foreach(ek, k, v) {
+	json_object_foreach(ek, k, v)
+	{
 		if ((rc = resolve_entry(&c->resolve[c->n_resolve++], k, v, 1, why, whylen)) != 0)
 			goto out;
 	}
-	json_object_foreach(certs, k, v) {
+	json_object_foreach(certs, k, v)
+	{
 		if ((rc = resolve_entry(&c->resolve[c->n_resolve++], k, v, 0, why, whylen)) != 0)
 			goto out;
 	}
@@ -311,11 +330,14 @@ static int load_pcr_policy(struct tpm_cfg *c, const char *path, char *why, size_
 		snprintf(why, whylen, "%s: expected PCR index = [digests]", path);
 		goto out;
 	}
-	json_object_foreach(doc, k, v) {
+	json_object_foreach(doc, k, v)
+	{
 		unsigned long i = strtoul(k, &end, 10);
 		struct tpm_pcr_allowed *a;
-		if (end == k || *end || i >= TPM_PCR_MAX || !json_is_array(v) || json_array_size(v) == 0) {
-			snprintf(why, whylen, "%s: %s: expected a PCR index 0-23 = [hex digests]", path, k);
+		if (end == k || *end || i >= TPM_PCR_MAX || !json_is_array(v) ||
+		    json_array_size(v) == 0) {
+			snprintf(why, whylen, "%s: %s: expected a PCR index 0-23 = [hex digests]",
+			         path, k);
 			goto out;
 		}
 		a = &c->policy[i];
@@ -325,8 +347,10 @@ static int load_pcr_policy(struct tpm_cfg *c, const char *path, char *why, size_
 		}
 		for (size_t j = 0; j < json_array_size(v); j++) {
 			const char *h = json_string_value(json_array_get(v, j));
-			if (h == NULL || strlen(h) != 2 * hs || bc_hex_decode_to(h, a->digests[j], hs) != 0) {
-				snprintf(why, whylen, "%s: %s: a digest is not %zu bytes of hex", path, k, hs);
+			if (h == NULL || strlen(h) != 2 * hs ||
+			    bc_hex_decode_to(h, a->digests[j], hs) != 0) {
+				snprintf(why, whylen, "%s: %s: a digest is not %zu bytes of hex",
+				         path, k, hs);
 				goto out;
 			}
 			a->n++;
@@ -356,7 +380,8 @@ static int load_strings(struct tpm_cfg *c, const bc_toml *t, const char *table, 
 			if (load_roots(c, arr[i]) != 0)
 				return fail(err, errlen, table, "ek_roots", arr[i]);
 	} else if (bc_toml_get_string(t, path, &s) != BC_ERR_NOT_FOUND) {
-		return fail(err, errlen, table, "ek_roots", "expected an array of certificate files");
+		return fail(err, errlen, table, "ek_roots",
+		            "expected an array of certificate files");
 	}
 	snprintf(path, sizeof(path), "%s.pcrs", table);
 	if (bc_toml_get_strings(t, path, &arr, &n) == 0)
@@ -366,13 +391,15 @@ static int load_strings(struct tpm_cfg *c, const bc_toml *t, const char *table, 
 	else
 		rc = bc_toml_get_string(t, path, &s) == BC_ERR_NOT_FOUND ? 0 : BC_ERR_INVALID;
 	if (rc != 0)
-		return fail(err, errlen, table, "pcrs", "expected \"0-7\" or [\"0\", \"1\", ...] of 0-23");
+		return fail(err, errlen, table, "pcrs",
+		            "expected \"0-7\" or [\"0\", \"1\", ...] of 0-23");
 	snprintf(path, sizeof(path), "%s.roles", table);
 	if (bc_toml_get_strings(t, path, &arr, &n) == 0) {
 		c->n_roles = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (c->n_roles == 2 || (strcmp(arr[i], "node") && strcmp(arr[i], "site")))
-				return fail(err, errlen, table, "roles", "expected node and/or site");
+				return fail(err, errlen, table, "roles",
+				            "expected node and/or site");
 			c->roles[c->n_roles++] = strcmp(arr[i], "node") ? "site" : "node";
 		}
 		if (c->n_roles == 0)
@@ -437,7 +464,8 @@ static int load_scalars(struct tpm_cfg *c, const bc_toml *t, const char *table, 
 	if ((rc = bc_toml_get_bool(t, path, &c->allow_uncertified)) != 0 && rc != BC_ERR_NOT_FOUND)
 		return fail(err, errlen, table, "allow_uncertified_ek", "expected true or false");
 	if (opt_string(t, table, "pcr_bank", &s) != 0)
-		return fail(err, errlen, table, "pcr_bank", "expected \"sha256\", \"sha384\" or \"sha512\"");
+		return fail(err, errlen, table, "pcr_bank",
+		            "expected \"sha256\", \"sha384\" or \"sha512\"");
 	if (s) {
 		c->pcr_alg = !strcmp(s, "sha256")   ? TPM2_ALG_SHA256
 		             : !strcmp(s, "sha384") ? TPM2_ALG_SHA384
@@ -470,9 +498,11 @@ static int load_scalars(struct tpm_cfg *c, const bc_toml *t, const char *table, 
 	if (opt_id(t, table, "enrollment_pool", c->enroll_pool) != 0)
 		return fail(err, errlen, table, "enrollment_pool", "expected a pool id");
 	if ((c->enroll_site[0] || c->enroll_pool[0]) && c->enroll_tenant[0] == 0)
-		return fail(err, errlen, table, "enrollment_tenant", "required with enrollment_site/pool");
+		return fail(err, errlen, table, "enrollment_tenant",
+		            "required with enrollment_site/pool");
 	if (c->enroll_tenant[0] && c->enroll_site[0] == 0)
-		return fail(err, errlen, table, "enrollment_site", "required with enrollment_tenant");
+		return fail(err, errlen, table, "enrollment_site",
+		            "required with enrollment_tenant");
 	return 0;
 }
 

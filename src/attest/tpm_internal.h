@@ -11,16 +11,16 @@
 #include "bc/attestor.h"
 #include "tpm/tpm.h"
 
-#define TPM_BINDING_KIND "tpm-ek"
-#define TPM_AK_URN "urn:bc:tpm-ak:sha256:"
+#define TPM_BINDING_KIND         "tpm-ek"
+#define TPM_AK_URN               "urn:bc:tpm-ak:sha256:"
 #define TPM_CHALLENGE_TTL_MAX_MS (5 * 60 * 1000)
-#define TPM_PCR_MAX 24
+#define TPM_PCR_MAX              24
 
 /* One resolve entry: an EK (hex sha256 of its public area) or an EK certificate
  * (issuer as RFC 2253 text, serial as lower-case hex without leading zeros). */
 struct tpm_place_entry {
-	char ek_sha256[65];  /* "" for a certificate entry */
-	char *issuer;        /* NULL for an EK entry */
+	char ek_sha256[65]; /* "" for a certificate entry */
+	char *issuer;       /* NULL for an EK entry */
 	char serial[80];
 	char tenant[BC_ID_MAX];
 	char pool[BC_ID_MAX];
@@ -29,7 +29,7 @@ struct tpm_place_entry {
 };
 
 struct tpm_pcr_allowed {
-	size_t n;            /* 0: this PCR is not constrained */
+	size_t n; /* 0: this PCR is not constrained */
 	uint8_t (*digests)[64];
 };
 
@@ -65,9 +65,9 @@ struct tpm_proven {
 	uint8_t ak_name[BC_TPM_NAME_MAX];
 	size_t ak_name_len;
 	uint8_t evidence_sha256[32];
-	char *issuer;        /* the EK certificate's, or NULL */
+	char *issuer; /* the EK certificate's, or NULL */
 	char serial[80];
-	int certified;       /* the node key was certified by the AK */
+	int certified; /* the node key was certified by the AK */
 };
 
 /* tpm_config.c */

@@ -22,7 +22,8 @@ static const struct tpm_place_entry *find_entry(const struct tpm_cfg *c, const s
 		return NULL;
 	for (size_t i = 0; i < c->n_resolve; i++) {
 		const struct tpm_place_entry *e = &c->resolve[i];
-		if (e->issuer && strcmp(e->issuer, p->issuer) == 0 && strcmp(e->serial, p->serial) == 0)
+		if (e->issuer && strcmp(e->issuer, p->issuer) == 0 &&
+		    strcmp(e->serial, p->serial) == 0)
 			return e;
 	}
 	return NULL;
@@ -73,7 +74,8 @@ static int new_request(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_
 	bc_hex_encode_to(in->csr_sha256, 32, csr_hex);
 	bc_hex_encode_to(p->ak_name, p->ak_name_len, ak_hex);
 	bc_param del[] = {BC_TEXT("tpm"), BC_TEXT(p->ek_hex)};
-	if ((rc = bc_tx_exec(tx, "DELETE FROM join_requests WHERE attestor = $1 AND request_key = $2",
+	if ((rc = bc_tx_exec(tx,
+	                     "DELETE FROM join_requests WHERE attestor = $1 AND request_key = $2",
 	                     del, 2, NULL)) != 0)
 		return rc;
 	if ((rc = bc_new_id("jr", id, sizeof(id))) != 0)
@@ -118,10 +120,11 @@ static int enrollment(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_i
 	int rc;
 
 	bc_param q[] = {BC_TEXT("tpm"), BC_TEXT(p->ek_hex)};
-	if ((rc = bc_tx_query(tx,
-	                      "SELECT id, state, csr_sha256, expires_at, tenant_id, pool_id, site_id "
-	                      "FROM join_requests WHERE attestor = $1 AND request_key = $2 FOR UPDATE",
-	                      q, 2, &rows)) != 0)
+	if ((rc = bc_tx_query(
+	         tx,
+	         "SELECT id, state, csr_sha256, expires_at, tenant_id, pool_id, site_id "
+	         "FROM join_requests WHERE attestor = $1 AND request_key = $2 FOR UPDATE",
+	         q, 2, &rows)) != 0)
 		return rc;
 	if ((rc = bc_rows_next(rows)) <= 0) {
 		bc_rows_free(rows);
@@ -186,7 +189,8 @@ int tpm_place(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_input *in
 		return 0;
 	}
 	snprintf(out->node_id, BC_ID_MAX, "%s", out->result.node_id);
-	snprintf(out->result.binding_kind, sizeof(out->result.binding_kind), "%s", TPM_BINDING_KIND);
+	snprintf(out->result.binding_kind, sizeof(out->result.binding_kind), "%s",
+	         TPM_BINDING_KIND);
 	snprintf(out->result.binding_key, sizeof(out->result.binding_key), "%s", p->ek_hex);
 	snprintf(out->result.role, sizeof(out->result.role), "%s", in->role);
 	if (p->certified) {

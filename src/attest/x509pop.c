@@ -26,11 +26,11 @@
 #include "join/reasons.h"
 
 #define X509POP_MAX_EVIDENCE (32 * 1024)
-#define X509POP_MAX_CHAIN 4
+#define X509POP_MAX_CHAIN    4
 
 struct seen {
 	uint8_t subject[32];
-	uint64_t request;       /* the request that presented it (bc_join_input.request_nonce) */
+	uint64_t request; /* the request that presented it (bc_join_input.request_nonce) */
 };
 
 struct x509pop {
@@ -38,16 +38,16 @@ struct x509pop {
 	int64_t window_ms;
 	size_t cache_size;
 	pthread_mutex_t mu;
-	struct seen *cache;     /* a ring of proof subjects seen */
+	struct seen *cache; /* a ring of proof subjects seen */
 	size_t cache_next;
 	size_t cache_used;
 };
 
 static struct x509pop state = {
-	.grace_ms = 7LL * 24 * 3600 * 1000,
-	.window_ms = 60000,
-	.cache_size = 10000,
-	.mu = PTHREAD_MUTEX_INITIALIZER,
+    .grace_ms = 7LL * 24 * 3600 * 1000,
+    .window_ms = 60000,
+    .cache_size = 10000,
+    .mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static const char *const roles[] = {"node", "site"};
@@ -304,11 +304,14 @@ static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *t
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(keys[i], "grace_ms") && strcmp(keys[i], "window_ms") &&
 			    strcmp(keys[i], "replay_cache_size")) {
-				snprintf(err, errlen, "[%s] %s: unknown key (known: grace_ms, window_ms, "
-				         "replay_cache_size)", table, keys[i]);
+				snprintf(err, errlen,
+				         "[%s] %s: unknown key (known: grace_ms, window_ms, "
+				         "replay_cache_size)",
+				         table, keys[i]);
 				return BC_ERR_CONFIG;
 			}
-	if ((rc = get_ms(cfg, table, "grace_ms", 0, 90LL * 24 * 3600 * 1000, &grace, err, errlen)) ||
+	if ((rc =
+	         get_ms(cfg, table, "grace_ms", 0, 90LL * 24 * 3600 * 1000, &grace, err, errlen)) ||
 	    (rc = get_ms(cfg, table, "window_ms", 1000, 600000, &window, err, errlen)) ||
 	    (rc = get_ms(cfg, table, "replay_cache_size", 0, 1000000, &cache, err, errlen)))
 		return rc;
@@ -326,12 +329,12 @@ static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *t
 }
 
 static const struct bc_attestor x509pop = {
-	.abi = BC_ATTESTOR_ABI,
-	.id = "x509pop",
-	.roles = roles,
-	.n_roles = 2,
-	.configure = configure,
-	.verify = verify,
+    .abi = BC_ATTESTOR_ABI,
+    .id = "x509pop",
+    .roles = roles,
+    .n_roles = 2,
+    .configure = configure,
+    .verify = verify,
 };
 
 const struct bc_attestor *bc_attestor_x509pop(void)

@@ -14,14 +14,14 @@
 
 #include "bc/err.h"
 
-#define CLI_NAME "better-compute"
+#define CLI_NAME     "better-compute"
 #define CLI_MAX_OPTS 24
 #define CLI_MAX_ARGS 8
 
 struct cli;
 
 /* flags of a command */
-#define CLI_F_API 0x1    /* speaks the admin API */
+#define CLI_F_API    0x1 /* speaks the admin API */
 #define CLI_F_TENANT 0x2 /* tenant-scoped: --tenant applies */
 
 struct cli_cmd {
@@ -34,7 +34,7 @@ struct cli_cmd {
 	int max_args;
 	unsigned flags;
 	int (*fn)(struct cli *c);
-	const char *help;    /* the options explained, or NULL */
+	const char *help; /* the options explained, or NULL */
 };
 
 struct cli_kv {
@@ -69,7 +69,7 @@ struct cli {
 	int reported;    /* a message was printed */
 	int exit_direct; /* serve: exit with exit_status */
 	int exit_status;
-	void *curl;      /* CURL *, reused across calls */
+	void *curl; /* CURL *, reused across calls */
 };
 
 void cli_free(struct cli *c);
@@ -120,20 +120,20 @@ void cli_print_raw(const struct cli_resp *r);
 
 /* output for people (cli_print.c) */
 enum cli_fmt {
-	CLI_STR = 0, /* string, number or boolean; "-" when null */
-	CLI_TIME,    /* RFC 3339 shortened to "2026-11-29 10:00:00Z" */
-	CLI_LIST,    /* array of strings joined by "," */
-	CLI_JSON,    /* compact JSON */
-	CLI_USES,    /* usesLeft/usesTotal */
-	CLI_TARGET,  /* poolId or siteId */
+	CLI_STR = 0,    /* string, number or boolean; "-" when null */
+	CLI_TIME,       /* RFC 3339 shortened to "2026-11-29 10:00:00Z" */
+	CLI_LIST,       /* array of strings joined by "," */
+	CLI_JSON,       /* compact JSON */
+	CLI_USES,       /* usesLeft/usesTotal */
+	CLI_TARGET,     /* poolId or siteId */
 	CLI_TOKEN_STATE /* active, used, expired or revoked */
 };
 struct cli_col {
 	const char *header;
 	const char *key; /* dotted path into the object: "certificate.notAfter" */
 	enum cli_fmt fmt;
-	int in_list;     /* shown in tables, not only in the detail view */
-	size_t max;      /* cut longer cells in tables (0: no limit) */
+	int in_list; /* shown in tables, not only in the detail view */
+	size_t max;  /* cut longer cells in tables (0: no limit) */
 };
 /* A table of the objects in array (header row, aligned columns). */
 BC_WUR int cli_print_table(const json_t *array, const struct cli_col *cols, size_t n);
@@ -162,8 +162,7 @@ const char *cli_jstr(const json_t *obj, const char *key);
 #define CLI_WRITE_NOCLOBBER 0x1 /* fail with BC_ERR_CONFLICT if path exists */
 /* Writes through a temporary file in the same directory: write, fsync, rename (or
  * link for NOCLOBBER), fsync the directory. The file has exactly mode. */
-BC_WUR int cli_write_file(const char *path, const void *data, size_t len, unsigned mode,
-                          int flags);
+BC_WUR int cli_write_file(const char *path, const void *data, size_t len, unsigned mode, int flags);
 /* Reads a small file (at most max bytes) into a NUL-terminated malloc'd buffer; the
  * caller frees it (bc_freezero for secrets). BC_ERR_NOT_FOUND when absent. */
 BC_WUR int cli_read_file(const char *path, size_t max, char **out, size_t *len);

@@ -13,9 +13,9 @@
 #include "bc/json.h"
 #include "cli/cli.h"
 
-#define MAX_ANSWER (16u * 1024 * 1024)
+#define MAX_ANSWER        (16u * 1024 * 1024)
 #define CONNECT_TIMEOUT_S 10L
-#define TIMEOUT_S 120L
+#define TIMEOUT_S         120L
 
 void cli_resp_free(struct cli_resp *r)
 {
@@ -108,21 +108,21 @@ static int report_transport(struct cli *c, CURLcode cc, const char *errbuf)
 	switch (cc) {
 	case CURLE_WRITE_ERROR:
 		return cli_fail(c, BC_ERR_LIMIT,
-				"the answer of the control plane at %s was larger than %u bytes; "
-				"check --server",
-				c->server, MAX_ANSWER);
+		                "the answer of the control plane at %s was larger than %u bytes; "
+		                "check --server",
+		                c->server, MAX_ANSWER);
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 		return cli_fail(c, BC_ERR_UNAVAILABLE,
-				"cannot verify the TLS certificate of the control plane at %s: %s; "
-				"pass its CA with --ca-file (the tls-ca.pem `" CLI_NAME
-				" init` wrote)",
-				c->server, why);
+		                "cannot verify the TLS certificate of the control plane at %s: %s; "
+		                "pass its CA with --ca-file (the tls-ca.pem `" CLI_NAME
+		                " init` wrote)",
+		                c->server, why);
 	default:
 		return cli_fail(c, BC_ERR_UNAVAILABLE,
-				"cannot reach the control plane at %s: %s; is `" CLI_NAME
-				" serve` running? (--server, BC_SERVER)",
-				c->server, why);
+		                "cannot reach the control plane at %s: %s; is `" CLI_NAME
+		                " serve` running? (--server, BC_SERVER)",
+		                c->server, why);
 	}
 }
 
@@ -149,10 +149,11 @@ static int report_api_error(struct cli *c, const struct cli_resp *r)
 	int rc;
 
 	if (code == NULL || msg == NULL)
-		return cli_fail(c, BC_ERR_IO,
-				"the control plane at %s answered HTTP %ld without an error object; "
-				"check that --server names a `" CLI_NAME " serve`",
-				c->server, r->status);
+		return cli_fail(
+		    c, BC_ERR_IO,
+		    "the control plane at %s answered HTTP %ld without an error object; "
+		    "check that --server names a `" CLI_NAME " serve`",
+		    c->server, r->status);
 	scode = strndup(code, 64);
 	smsg = strndup(msg, 1024);
 	if (scode == NULL || smsg == NULL) {
@@ -163,9 +164,9 @@ static int report_api_error(struct cli *c, const struct cli_resp *r)
 	cli_sanitize(scode);
 	cli_sanitize(smsg);
 	rc = cli_fail(c, code_to_err(code), "%s: %s%s", scode, smsg,
-		      r->status == 401 ? " (check the API key: --api-key-file, BC_API_KEY_FILE, "
-					 "BC_API_KEY)"
-				       : "");
+	              r->status == 401 ? " (check the API key: --api-key-file, BC_API_KEY_FILE, "
+	                                 "BC_API_KEY)"
+	                               : "");
 	free(scode);
 	free(smsg);
 	return rc;
@@ -206,22 +207,23 @@ static int parse_answer(struct cli *c, struct cli_resp *r)
 {
 	char err[200];
 
-	if (r->len > 0 && bc_json_parse(r->body, r->len, MAX_ANSWER, &r->json, err, sizeof(err)) != 0)
+	if (r->len > 0 &&
+	    bc_json_parse(r->body, r->len, MAX_ANSWER, &r->json, err, sizeof(err)) != 0)
 		r->json = NULL;
 	if (r->status >= 200 && r->status < 300) {
 		if (r->json == NULL || !json_is_object(r->json))
-			return cli_fail(c, BC_ERR_IO,
-					"the control plane at %s answered HTTP %ld with something "
-					"other than a JSON object; check that --server names a `" CLI_NAME
-					" serve`",
-					c->server, r->status);
+			return cli_fail(
+			    c, BC_ERR_IO,
+			    "the control plane at %s answered HTTP %ld with something "
+			    "other than a JSON object; check that --server names a `" CLI_NAME
+			    " serve`",
+			    c->server, r->status);
 		return 0;
 	}
 	return report_api_error(c, r);
 }
 
-int cli_api(struct cli *c, const char *method, const char *path, json_t *body,
-            struct cli_resp *out)
+int cli_api(struct cli *c, const char *method, const char *path, json_t *body, struct cli_resp *out)
 {
 	char *url = NULL, *text = NULL;
 	int rc;
@@ -263,8 +265,9 @@ int cli_tenant(struct cli *c, const char **out)
 	if ((rc = cli_api(c, "GET", "/v1/whoami", NULL, &r)) != 0)
 		return rc;
 	if ((t = cli_jstr(r.json, "tenantId")) == NULL || t[0] == '\0')
-		rc = cli_fail(c, BC_ERR_IO, "GET /v1/whoami answered without a tenantId; "
-					   "pass --tenant T");
+		rc = cli_fail(c, BC_ERR_IO,
+		              "GET /v1/whoami answered without a tenantId; "
+		              "pass --tenant T");
 	else if ((c->tenant = strdup(t)) == NULL)
 		rc = BC_ERR_NOMEM;
 	cli_resp_free(&r);
@@ -278,7 +281,7 @@ int cli_tenant(struct cli *c, const char **out)
 static int check_segment(struct cli *c, const char *seg)
 {
 	static const char id_chars[] = "abcdefghijklmnopqrstuvwxyz"
-				       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+	                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
 
 	if (seg[0] == '\0' || strcmp(seg, ".") == 0 || strcmp(seg, "..") == 0 ||
 	    strspn(seg, id_chars) != strlen(seg))

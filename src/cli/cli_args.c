@@ -29,12 +29,12 @@ void cli_free(struct cli *c)
 }
 
 __attribute__((format(printf, 2, 0))) static void vreport(const struct cli *c, const char *fmt,
-                                                     va_list ap)
+                                                          va_list ap)
 {
 	fputs(CLI_NAME ": ", stderr);
 	if (c->cmd != NULL)
 		fprintf(stderr, "%s%s%s: ", c->cmd->group, c->cmd->name ? " " : "",
-			c->cmd->name ? c->cmd->name : "");
+		        c->cmd->name ? c->cmd->name : "");
 	vfprintf(stderr, fmt, ap);
 }
 
@@ -61,7 +61,7 @@ int cli_usage(struct cli *c, const char *fmt, ...)
 	va_end(ap);
 	if (c->cmd != NULL)
 		fprintf(stderr, "; see `" CLI_NAME " %s%s%s --help`\n", c->cmd->group,
-			c->cmd->name ? " " : "", c->cmd->name ? c->cmd->name : "");
+		        c->cmd->name ? " " : "", c->cmd->name ? c->cmd->name : "");
 	else
 		fprintf(stderr, "; see `" CLI_NAME " --help`\n");
 	c->usage_error = 1;
@@ -70,8 +70,8 @@ int cli_usage(struct cli *c, const char *fmt, ...)
 }
 
 /* "--name=value" or "--name value": the value and how many argv slots were used. */
-static int take_value(struct cli *c, int argc, char **argv, int i, const char *name,
-                      size_t namelen, char **val, int *consumed)
+static int take_value(struct cli *c, int argc, char **argv, int i, const char *name, size_t namelen,
+                      char **val, int *consumed)
 {
 	const char *eq = argv[i] + 2 + namelen;
 
@@ -112,10 +112,10 @@ static int take_api_key(struct cli *c, char *val)
 int cli_parse_global(struct cli *c, int argc, char **argv, int i, int *consumed)
 {
 	static const char *const valued[] = {"server", "api-key", "api-key-file", "ca-file",
-					     "tenant"};
+	                                     "tenant"};
 	const char *a = argv[i];
 	const char **slots[] = {&c->opt_server, NULL, &c->opt_api_key_file, &c->opt_ca_file,
-				&c->opt_tenant};
+	                        &c->opt_tenant};
 	size_t len;
 	char *val;
 
@@ -272,7 +272,7 @@ int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max, int64
 	/* digits only: strtoll alone would take " 12", "+12" and "12abc" up to the junk */
 	if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 || n < min || n > max)
 		return cli_usage(c, "--%s: expected a whole number from %lld to %lld, got \"%s\"",
-				 name, (long long)min, (long long)max, v);
+		                 name, (long long)min, (long long)max, v);
 	*out = n;
 	*present = 1;
 	return 0;

@@ -15,10 +15,10 @@
 #include "server/http.h"
 
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
-#define VAR_CONFIG "var/server.toml"
-#define VAR_KEY "var/admin.key"
-#define VAR_CA "var/tls-ca.pem"
-#define MAX_KEY_FILE 4096
+#define VAR_CONFIG     "var/server.toml"
+#define VAR_KEY        "var/admin.key"
+#define VAR_CA         "var/tls-ca.pem"
+#define MAX_KEY_FILE   4096
 
 static const char *env(const char *name)
 {
@@ -37,11 +37,11 @@ static int server_from_config(struct cli *c, char **out)
 
 	*out = NULL;
 	if ((rc = bc_toml_load(VAR_CONFIG, &t, err, sizeof(err))) != 0)
-		return cli_fail(c, rc, "cannot read %s: %s; fix it or pass --server URL", VAR_CONFIG,
-				err);
+		return cli_fail(c, rc, "cannot read %s: %s; fix it or pass --server URL",
+		                VAR_CONFIG, err);
 	if (bc_toml_get_string(t, "public_url", &url) != 0 || url[0] == '\0') {
 		rc = cli_fail(c, BC_ERR_CONFIG, "%s has no public_url; pass --server URL",
-			      VAR_CONFIG);
+		              VAR_CONFIG);
 		goto out;
 	}
 	if ((*out = strdup(url)) == NULL)
@@ -65,9 +65,9 @@ static int check_server_url(struct cli *c, const char *from)
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
 		rc = cli_fail(c, BC_ERR_CONFIG,
-			      "the server URL \"%s\" (%s) is not an http:// or https:// URL; "
-			      "fix %s",
-			      c->server, from, from);
+		              "the server URL \"%s\" (%s) is not an http:// or https:// URL; "
+		              "fix %s",
+		              c->server, from, from);
 		goto out;
 	}
 	if (strcmp(scheme, "http") == 0) {
@@ -77,9 +77,9 @@ static int check_server_url(struct cli *c, const char *from)
 		}
 		if (!bc_listen_is_loopback(hostport))
 			rc = cli_fail(c, BC_ERR_CONFIG,
-				      "refusing to send the API key over plain HTTP to %s (%s); "
-				      "use an https:// URL",
-				      host, from);
+			              "refusing to send the API key over plain HTTP to %s (%s); "
+			              "use an https:// URL",
+			              host, from);
 	}
 out:
 	free(hostport);
@@ -133,8 +133,8 @@ static int check_key(struct cli *c, const char *from)
 	return 0;
 bad:
 	return cli_fail(c, BC_ERR_CONFIG,
-			"the API key from %s is not a better-compute API key (bck_...); check %s",
-			from, from);
+	                "the API key from %s is not a better-compute API key (bck_...); check %s",
+	                from, from);
 }
 
 static int key_from_file(struct cli *c, const char *path, const char *from)
@@ -144,11 +144,11 @@ static int key_from_file(struct cli *c, const char *path, const char *from)
 
 	if ((rc = cli_read_file(path, MAX_KEY_FILE, &c->api_key, &len)) != 0)
 		return cli_fail(c, rc, "cannot read the API key file %s (%s): %s; check %s", path,
-				from, rc == BC_ERR_NOT_FOUND ? "no such file" : strerror(errno),
-				from);
+		                from, rc == BC_ERR_NOT_FOUND ? "no such file" : strerror(errno),
+		                from);
 	if (memchr(c->api_key, '\0', len) != NULL)
 		return cli_fail(c, BC_ERR_CONFIG, "the API key file %s (%s) holds a NUL byte", path,
-				from);
+		                from);
 	return check_key(c, from);
 }
 
@@ -173,16 +173,17 @@ static int resolve_key(struct cli *c)
 	if (cli_exists(VAR_KEY))
 		return key_from_file(c, VAR_KEY, VAR_KEY);
 	return cli_fail(c, BC_ERR_CONFIG,
-			"no API key: pass --api-key-file FILE or set BC_API_KEY_FILE (or "
-			"BC_API_KEY), or run where ./" VAR_KEY " (from `" CLI_NAME " init`) is");
+	                "no API key: pass --api-key-file FILE or set BC_API_KEY_FILE (or "
+	                "BC_API_KEY), or run where ./" VAR_KEY " (from `" CLI_NAME " init`) is");
 }
 
 static int resolve_ca(struct cli *c)
 {
 	if (c->opt_ca_file != NULL) {
 		if (!cli_exists(c->opt_ca_file))
-			return cli_fail(c, BC_ERR_CONFIG, "--ca-file %s: no such file; check the path",
-					c->opt_ca_file);
+			return cli_fail(c, BC_ERR_CONFIG,
+			                "--ca-file %s: no such file; check the path",
+			                c->opt_ca_file);
 		return (c->ca_file = strdup(c->opt_ca_file)) != NULL ? 0 : BC_ERR_NOMEM;
 	}
 	/* the TLS CA of a server made by init here; otherwise the system's CAs */

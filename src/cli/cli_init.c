@@ -18,14 +18,14 @@
 #include "server/admin.h"
 #include "server/http.h"
 
-#define F_CONFIG "server.toml"
-#define F_SECRET "secret"
-#define F_BUNDLE "pki.bundle"
-#define F_DB "bc.db"
-#define F_KEY "admin.key"
-#define F_CA "tls-ca.pem"
-#define F_CERT "tls.crt"
-#define F_TLSKEY "tls.key"
+#define F_CONFIG  "server.toml"
+#define F_SECRET  "secret"
+#define F_BUNDLE  "pki.bundle"
+#define F_DB      "bc.db"
+#define F_KEY     "admin.key"
+#define F_CA      "tls-ca.pem"
+#define F_CERT    "tls.crt"
+#define F_TLSKEY  "tls.key"
 #define MAX_FILES 16
 
 struct init {
@@ -99,7 +99,8 @@ static int parse_listen(struct cli *c, struct init *in)
 	he = colon;
 	if (l[0] == '[') {
 		if (colon[-1] != ']')
-			return cli_usage(c, "--listen \"%s\": write an IPv6 address as [ADDR]:PORT", l);
+			return cli_usage(c, "--listen \"%s\": write an IPv6 address as [ADDR]:PORT",
+			                 l);
 		h++;
 		he--;
 	}
@@ -119,25 +120,28 @@ static int choose_url(struct cli *c, struct init *in)
 	int loopback = bc_listen_is_loopback(in->listen);
 
 	if (u == NULL && in->host[0] == '\0')
-		return cli_usage(c, "--listen %s takes every address: give --public-url "
-				    "https://NAME:PORT, the address agents use",
-				 in->listen);
-	if (u == NULL && asprintf(&in->public_url, "%s://%s", loopback ? "http" : "https",
-				  in->listen) < 0)
+		return cli_usage(c,
+		                 "--listen %s takes every address: give --public-url "
+		                 "https://NAME:PORT, the address agents use",
+		                 in->listen);
+	if (u == NULL &&
+	    asprintf(&in->public_url, "%s://%s", loopback ? "http" : "https", in->listen) < 0)
 		return BC_ERR_NOMEM;
 	if (u != NULL && (in->public_url = strdup(u)) == NULL)
 		return BC_ERR_NOMEM;
 	u = in->public_url;
 	if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
-		return cli_usage(c, "--public-url \"%s\" must start with https:// (or http:// on "
-				    "loopback)",
-				 u);
+		return cli_usage(c,
+		                 "--public-url \"%s\" must start with https:// (or http:// on "
+		                 "loopback)",
+		                 u);
 	if (!toml_safe(u, strlen(u)) || strchr(u, ' ') != NULL)
 		return cli_usage(c, "--public-url \"%s\" is not a URL", u);
 	if (!loopback && strncmp(u, "http://", 7) == 0)
-		return cli_usage(c, "--public-url %s: plain HTTP is only allowed on a loopback "
-				    "--listen; use https://",
-				 u);
+		return cli_usage(c,
+		                 "--public-url %s: plain HTTP is only allowed on a loopback "
+		                 "--listen; use https://",
+		                 u);
 	in->tls = !loopback || strncmp(u, "https://", 8) == 0;
 	return 0;
 }
@@ -159,7 +163,8 @@ static int init_options(struct cli *c, struct init *in)
 /* Refuses a finished init, and files a failed or foreign one left behind. */
 static int init_dir(struct cli *c, struct init *in)
 {
-	static const char *const names[] = {F_SECRET, F_BUNDLE, F_DB, F_KEY, F_CA, F_CERT, F_TLSKEY};
+	static const char *const names[] = {F_SECRET, F_BUNDLE, F_DB,    F_KEY,
+	                                    F_CA,     F_CERT,   F_TLSKEY};
 	char *p = NULL;
 	int rc = 0;
 
@@ -172,10 +177,11 @@ static int init_dir(struct cli *c, struct init *in)
 		if ((p = cli_join_path(in->dir, names[i])) == NULL)
 			return BC_ERR_NOMEM;
 		if (cli_exists(p))
-			rc = cli_fail(c, BC_ERR_CONFLICT,
-				      "%s exists but %s/" F_CONFIG " does not: remove what is in %s "
-				      "or choose another --dir",
-				      p, in->dir, in->dir);
+			rc =
+			    cli_fail(c, BC_ERR_CONFLICT,
+			             "%s exists but %s/" F_CONFIG " does not: remove what is in %s "
+			             "or choose another --dir",
+			             p, in->dir, in->dir);
 	}
 	free(p);
 	if (rc != 0)
@@ -184,7 +190,7 @@ static int init_dir(struct cli *c, struct init *in)
 		in->made_dir = 1;
 	else if (errno != EEXIST)
 		return cli_fail(c, BC_ERR_IO, "cannot create the directory %s: %s; check --dir",
-				in->dir, strerror(errno));
+		                in->dir, strerror(errno));
 	return 0;
 }
 
@@ -200,7 +206,7 @@ static int write_made(struct cli *c, struct init *in, const char *name, const ch
 		int saved = errno;
 
 		rc = cli_fail(c, rc, "cannot write %s: %s", path,
-			      rc == BC_ERR_CONFLICT ? "it exists" : strerror(saved));
+		              rc == BC_ERR_CONFLICT ? "it exists" : strerror(saved));
 		/* not ours to remove: it appeared while we ran */
 		unmade(in);
 	}
@@ -244,9 +250,10 @@ static int init_tls(struct cli *c, struct init *in)
 	if ((rc = tls_hosts(in, &url_host, hosts, &n)) != 0)
 		return rc;
 	if ((rc = bc_pki_server_tls_cert(in->pki, hosts, n, &cert, &key)) != 0) {
-		rc = cli_fail(c, rc, "cannot make the server's TLS certificate for %s: %s; check "
-				     "--listen and --public-url",
-			      in->listen, bc_err_str(rc));
+		rc = cli_fail(c, rc,
+		              "cannot make the server's TLS certificate for %s: %s; check "
+		              "--listen and --public-url",
+		              in->listen, bc_err_str(rc));
 		goto out;
 	}
 	if ((rc = write_made(c, in, F_CERT, cert, 0600)) != 0)
@@ -309,9 +316,10 @@ static int init_tx_fn(bc_tx *tx, void *arg)
 		bc_freezero(a->key, strlen(a->key));
 		a->key = NULL;
 	}
-	if ((rc = bc_tx_exec(tx, "INSERT INTO tenants (id, name, created_at) "
-				 "VALUES ('root', 'root', $1)",
-			     p, 1, NULL)) != 0)
+	if ((rc = bc_tx_exec(tx,
+	                     "INSERT INTO tenants (id, name, created_at) "
+	                     "VALUES ('root', 'root', $1)",
+	                     p, 1, NULL)) != 0)
 		return rc;
 	return bc_admin_create_api_key(tx, "root", "admin", &a->key);
 }
@@ -338,7 +346,7 @@ static int init_store(struct cli *c, struct init *in)
 	}
 	if ((rc = bc_store_run(st, BC_TX_WRITE, init_tx_fn, &a)) != 0) {
 		rc = cli_fail(c, rc, "cannot create the root tenant and its API key in %s: %s (%s)",
-			      path, bc_err_str(rc), bc_store_errmsg());
+		              path, bc_err_str(rc), bc_store_errmsg());
 		goto out;
 	}
 	in->api_key = a.key;
@@ -364,16 +372,17 @@ static int init_config(struct cli *c, struct init *in)
 	if (rc != 0)
 		return rc;
 	if (asprintf(&text,
-		     "# written by `" CLI_NAME " init`; every key is described in "
-		     "docs/server.md\n"
-		     "listen      = \"%s\"\n"
-		     "public_url  = \"%s\"\n"
-		     "database    = \"" F_DB "\"\n"
-		     "secret_file = \"" F_SECRET "\"\n"
-		     "pki_bundle  = \"" F_BUNDLE "\"\n"
-		     "%s",
-		     in->listen, in->public_url,
-		     in->tls ? "\n[tls]\ncert = \"" F_CERT "\"\nkey  = \"" F_TLSKEY "\"\n" : "") < 0)
+	             "# written by `" CLI_NAME " init`; every key is described in "
+	             "docs/server.md\n"
+	             "listen      = \"%s\"\n"
+	             "public_url  = \"%s\"\n"
+	             "database    = \"" F_DB "\"\n"
+	             "secret_file = \"" F_SECRET "\"\n"
+	             "pki_bundle  = \"" F_BUNDLE "\"\n"
+	             "%s",
+	             in->listen, in->public_url,
+	             in->tls ? "\n[tls]\ncert = \"" F_CERT "\"\nkey  = \"" F_TLSKEY "\"\n" : "") <
+	    0)
 		return BC_ERR_NOMEM;
 	rc = write_made(c, in, F_CONFIG, text, 0644);
 	free(text);
@@ -389,9 +398,9 @@ static int init_report(struct cli *c, struct init *in)
 		rc = BC_ERR_NOMEM;
 	} else if (c->json) {
 		rc = cli_print_json(json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "dir", in->dir, "config",
-					      cfg, "publicUrl", in->public_url, "trustDomain",
-					      in->trust_domain, "apiKey", in->api_key, "apiKeyFile",
-					      key));
+		                              cfg, "publicUrl", in->public_url, "trustDomain",
+		                              in->trust_domain, "apiKey", in->api_key, "apiKeyFile",
+		                              key));
 	} else {
 		printf("Initialized a control plane in %s (trust domain %s, agents use %s).\n"
 		       "The admin API key of tenant root, shown only this once (it is also in %s, "

@@ -7,17 +7,17 @@
 #include "cli/cli.h"
 
 static const struct cli_col jr_cols[] = {
-	{"ID", "id", CLI_STR, 1, 0},
-	{"ATTESTOR", "attestor", CLI_STR, 1, 0},
-	{"STATE", "state", CLI_STR, 1, 0},
-	{"POOL/SITE", NULL, CLI_TARGET, 1, 0},
-	{"KEY", "requestKey", CLI_STR, 1, 16},
-	{"CREATED", "createdAt", CLI_TIME, 1, 0},
-	{"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
-	{"DECIDED BY", "decidedBy", CLI_STR, 0, 0},
-	{"DECIDED", "decidedAt", CLI_TIME, 0, 0},
-	{"CSR SHA-256", "csrSha256", CLI_STR, 0, 0},
-	{"DETAIL", "detail", CLI_JSON, 0, 0},
+    {"ID", "id", CLI_STR, 1, 0},
+    {"ATTESTOR", "attestor", CLI_STR, 1, 0},
+    {"STATE", "state", CLI_STR, 1, 0},
+    {"POOL/SITE", NULL, CLI_TARGET, 1, 0},
+    {"KEY", "requestKey", CLI_STR, 1, 16},
+    {"CREATED", "createdAt", CLI_TIME, 1, 0},
+    {"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
+    {"DECIDED BY", "decidedBy", CLI_STR, 0, 0},
+    {"DECIDED", "decidedAt", CLI_TIME, 0, 0},
+    {"CSR SHA-256", "csrSha256", CLI_STR, 0, 0},
+    {"DETAIL", "detail", CLI_JSON, 0, 0},
 };
 #define N_JR_COLS (sizeof(jr_cols) / sizeof(jr_cols[0]))
 

@@ -6,34 +6,34 @@
 #include "cli/cli.h"
 
 static const struct cli_col node_cols[] = {
-	{"ID", "id", CLI_STR, 1, 0},
-	{"TENANT", "tenantId", CLI_STR, 0, 0},
-	{"ROLE", "role", CLI_STR, 1, 0},
-	{"STATE", "state", CLI_STR, 1, 0},
-	{"POOL", "poolId", CLI_STR, 1, 0},
-	{"SITE", "siteId", CLI_STR, 0, 0},
-	{"HOSTNAME", "hostname", CLI_STR, 1, 32},
-	{"ATTESTOR", "attestor", CLI_STR, 1, 0},
-	{"GEN", "generation", CLI_STR, 1, 0},
-	{"PRODUCT UUID", "productUuid", CLI_STR, 0, 0},
-	{"SERIAL", "serial", CLI_STR, 0, 0},
-	{"MACS", "macs", CLI_LIST, 0, 0},
-	{"ARCH", "arch", CLI_STR, 0, 0},
-	{"AGENT", "agentVersion", CLI_STR, 0, 0},
-	{"NODE KEY", "nodeKey", CLI_STR, 0, 0},
-	{"JOINED", "joinedAt", CLI_TIME, 1, 0},
-	{"UPDATED", "updatedAt", CLI_TIME, 0, 0},
-	{"IDENTITY REVOKED", "identityRevokedAt", CLI_TIME, 0, 0},
-	{"CERT SERIAL", "certificate.serial", CLI_STR, 0, 0},
-	{"CERT EXPIRES", "certificate.notAfter", CLI_TIME, 0, 0},
+    {"ID", "id", CLI_STR, 1, 0},
+    {"TENANT", "tenantId", CLI_STR, 0, 0},
+    {"ROLE", "role", CLI_STR, 1, 0},
+    {"STATE", "state", CLI_STR, 1, 0},
+    {"POOL", "poolId", CLI_STR, 1, 0},
+    {"SITE", "siteId", CLI_STR, 0, 0},
+    {"HOSTNAME", "hostname", CLI_STR, 1, 32},
+    {"ATTESTOR", "attestor", CLI_STR, 1, 0},
+    {"GEN", "generation", CLI_STR, 1, 0},
+    {"PRODUCT UUID", "productUuid", CLI_STR, 0, 0},
+    {"SERIAL", "serial", CLI_STR, 0, 0},
+    {"MACS", "macs", CLI_LIST, 0, 0},
+    {"ARCH", "arch", CLI_STR, 0, 0},
+    {"AGENT", "agentVersion", CLI_STR, 0, 0},
+    {"NODE KEY", "nodeKey", CLI_STR, 0, 0},
+    {"JOINED", "joinedAt", CLI_TIME, 1, 0},
+    {"UPDATED", "updatedAt", CLI_TIME, 0, 0},
+    {"IDENTITY REVOKED", "identityRevokedAt", CLI_TIME, 0, 0},
+    {"CERT SERIAL", "certificate.serial", CLI_STR, 0, 0},
+    {"CERT EXPIRES", "certificate.notAfter", CLI_TIME, 0, 0},
 };
 #define N_NODE_COLS (sizeof(node_cols) / sizeof(node_cols[0]))
 
 static const struct cli_col event_cols[] = {
-	{"TIME", "createdAt", CLI_TIME, 1, 0},
-	{"TYPE", "type", CLI_STR, 1, 0},
-	{"SUBJECT", "subject", CLI_STR, 1, 0},
-	{"DATA", "data", CLI_JSON, 1, 80},
+    {"TIME", "createdAt", CLI_TIME, 1, 0},
+    {"TYPE", "type", CLI_STR, 1, 0},
+    {"SUBJECT", "subject", CLI_STR, 1, 0},
+    {"DATA", "data", CLI_JSON, 1, 80},
 };
 #define N_EVENT_COLS (sizeof(event_cols) / sizeof(event_cols[0]))
 
@@ -85,12 +85,13 @@ static int node_action(struct cli *c, const char *action, const char *done)
 		cli_print_raw(&r);
 	} else {
 		gen = json_object_get(r.json, "generation");
-		if ((state = strdup(cli_jstr(r.json, "state") ? cli_jstr(r.json, "state") : "?")) == NULL)
+		if ((state = strdup(cli_jstr(r.json, "state") ? cli_jstr(r.json, "state") : "?")) ==
+		    NULL)
 			rc = BC_ERR_NOMEM;
 		else {
 			cli_sanitize(state);
-			printf("node %s %s (state %s, identity generation %lld)\n", c->args[0], done,
-			       state, (long long)json_integer_value(gen));
+			printf("node %s %s (state %s, identity generation %lld)\n", c->args[0],
+			       done, state, (long long)json_integer_value(gen));
 		}
 	}
 	free(state);
@@ -129,11 +130,12 @@ int cli_cmd_nodes_delete(struct cli *c)
 	/* deleting frees the node's hardware key for another node: ask for intent */
 	if (!cli_flag(c, "yes")) {
 		c->usage_error = 1;
-		return cli_fail(c, BC_ERR_INVALID,
-				"nodes delete: would delete node %s (it must be cordoned or retired): "
-				"revoke its certificates and free its bindings and hardware key; run "
-				"again with --yes to do it",
-				c->args[0]);
+		return cli_fail(
+		    c, BC_ERR_INVALID,
+		    "nodes delete: would delete node %s (it must be cordoned or retired): "
+		    "revoke its certificates and free its bindings and hardware key; run "
+		    "again with --yes to do it",
+		    c->args[0]);
 	}
 	if ((rc = cli_tenant_path(c, &path, "nodes", c->args[0], NULL)) != 0)
 		return rc;

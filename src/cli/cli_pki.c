@@ -20,11 +20,12 @@
 static int write_failed(struct cli *c, int rc, const char *path)
 {
 	if (rc == BC_ERR_CONFLICT)
-		return cli_fail(c, rc, "%s exists: keys are never overwritten; remove it yourself "
-				       "only if you mean to start over",
-				path);
+		return cli_fail(c, rc,
+		                "%s exists: keys are never overwritten; remove it yourself "
+		                "only if you mean to start over",
+		                path);
 	return cli_fail(c, rc, "cannot write %s: %s; check the directory and its permissions", path,
-			strerror(errno));
+	                strerror(errno));
 }
 
 int cli_new_secret(struct cli *c, const char *path, uint8_t secret[static 32])
@@ -34,7 +35,7 @@ int cli_new_secret(struct cli *c, const char *path, uint8_t secret[static 32])
 
 	if ((rc = bc_random(secret, 32)) != 0)
 		return cli_fail(c, rc, "cannot get random bytes for the server secret: %s",
-				bc_err_str(rc));
+		                bc_err_str(rc));
 	bc_hex_encode_to(secret, 32, line);
 	line[64] = '\n';
 	line[65] = '\0';
@@ -54,9 +55,10 @@ int cli_new_bundle(struct cli *c, const char *path, const char *trust_domain,
 	*out = NULL;
 	if ((rc = bc_pki_generate(trust_domain, &pki)) != 0) {
 		if (rc == BC_ERR_INVALID)
-			return cli_usage(c, "--trust-domain \"%s\" is not a DNS-like name "
-					    "([a-z0-9.-], 1 to 255 characters)",
-					 trust_domain);
+			return cli_usage(c,
+			                 "--trust-domain \"%s\" is not a DNS-like name "
+			                 "([a-z0-9.-], 1 to 255 characters)",
+			                 trust_domain);
 		return cli_fail(c, rc, "cannot generate the PKI keys: %s", bc_err_str(rc));
 	}
 	if ((rc = bc_pki_seal(pki, secret, &text)) != 0) {
@@ -109,7 +111,7 @@ int cli_cmd_pki_init(struct cli *c)
 	memset(&cfg, 0, sizeof(cfg));
 	if (config == NULL)
 		return cli_usage(c, "--config is missing: name the server.toml whose pki_bundle "
-				    "to write");
+		                    "to write");
 	if ((rc = bc_server_config_load(config, &cfg, err, sizeof(err))) != 0)
 		return cli_fail(c, rc, "%s; check --config", err);
 	if (cli_exists(cfg.pki_bundle)) {
@@ -123,7 +125,7 @@ int cli_cmd_pki_init(struct cli *c)
 		goto out;
 	if (c->json)
 		rc = cli_print_json(json_pack("{s:s,s:s,s:s}", "pkiBundle", cfg.pki_bundle,
-					      "trustDomain", td, "secretFile", cfg.secret_file));
+		                              "trustDomain", td, "secretFile", cfg.secret_file));
 	else
 		printf("Wrote the PKI bundle %s (trust domain %s), sealed under %s.\n",
 		       cfg.pki_bundle, td, cfg.secret_file);

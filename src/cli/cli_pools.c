@@ -10,21 +10,21 @@
 #define MAX_POLICY (64u * 1024)
 
 static const struct cli_col pool_cols[] = {
-	{"ID", "id", CLI_STR, 1, 0},
-	{"TENANT", "tenantId", CLI_STR, 0, 0},
-	{"NAME", "name", CLI_STR, 1, 0},
-	{"ATTESTORS", "policy.joinAttestors", CLI_LIST, 1, 40},
-	{"POLICY", "policy", CLI_JSON, 0, 0},
-	{"CREATED", "createdAt", CLI_TIME, 1, 0},
-	{"UPDATED", "updatedAt", CLI_TIME, 0, 0},
+    {"ID", "id", CLI_STR, 1, 0},
+    {"TENANT", "tenantId", CLI_STR, 0, 0},
+    {"NAME", "name", CLI_STR, 1, 0},
+    {"ATTESTORS", "policy.joinAttestors", CLI_LIST, 1, 40},
+    {"POLICY", "policy", CLI_JSON, 0, 0},
+    {"CREATED", "createdAt", CLI_TIME, 1, 0},
+    {"UPDATED", "updatedAt", CLI_TIME, 0, 0},
 };
 #define N_POOL_COLS (sizeof(pool_cols) / sizeof(pool_cols[0]))
 
 static const struct cli_col site_cols[] = {
-	{"ID", "id", CLI_STR, 1, 0},
-	{"TENANT", "tenantId", CLI_STR, 0, 0},
-	{"NAME", "name", CLI_STR, 1, 0},
-	{"CREATED", "createdAt", CLI_TIME, 1, 0},
+    {"ID", "id", CLI_STR, 1, 0},
+    {"TENANT", "tenantId", CLI_STR, 0, 0},
+    {"NAME", "name", CLI_STR, 1, 0},
+    {"CREATED", "createdAt", CLI_TIME, 1, 0},
 };
 #define N_SITE_COLS (sizeof(site_cols) / sizeof(site_cols[0]))
 
@@ -43,7 +43,7 @@ static int parse_policy(struct cli *c, json_t **out)
 		json_decref(*out);
 		*out = NULL;
 		return cli_usage(c, "--policy must be a JSON object, like "
-				    "'{\"joinAttestors\":[\"tpm\"]}'");
+		                    "'{\"joinAttestors\":[\"tpm\"]}'");
 	}
 	return 0;
 }

@@ -85,11 +85,12 @@ static char *join_list(const json_t *arr)
 	const json_t *v;
 	char *s;
 
-	json_array_foreach(arr, i, v)
-		total += (json_is_string(v) ? strlen(json_string_value(v)) : 1) + 1;
+	json_array_foreach(arr, i, v) total +=
+	    (json_is_string(v) ? strlen(json_string_value(v)) : 1) + 1;
 	if ((s = calloc(1, total)) == NULL)
 		return NULL;
-	json_array_foreach(arr, i, v) {
+	json_array_foreach(arr, i, v)
+	{
 		if (i > 0)
 			strcat(s, ",");
 		strcat(s, json_is_string(v) ? json_string_value(v) : "?");
@@ -147,19 +148,17 @@ static char *cell_text(const json_t *obj, const struct cli_col *col)
 		a = json_object_get(obj, "usesLeft");
 		b = json_object_get(obj, "usesTotal");
 		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
-			 json_integer_value(a), json_integer_value(b));
+		         json_integer_value(a), json_integer_value(b));
 		return strdup(buf);
 	case CLI_TARGET:
 		a = json_object_get(obj, "poolId");
 		return scalar_text(json_is_string(a) ? a : json_object_get(obj, "siteId"), CLI_STR);
-	case CLI_TOKEN_STATE:
-		return token_state(obj);
+	case CLI_TOKEN_STATE: return token_state(obj);
 	case CLI_STR:
 	case CLI_TIME:
 	case CLI_LIST:
 	case CLI_JSON:
-	default:
-		return scalar_text(lookup(obj, col->key), col->fmt);
+	default: return scalar_text(lookup(obj, col->key), col->fmt);
 	}
 }
 
@@ -229,7 +228,7 @@ int cli_print_table(const json_t *array, const struct cli_col *cols, size_t n)
 		for (size_t j = 0; j < n && rc == 0; j++)
 			if (cols[j].in_list)
 				rc = make_cell(json_array_get(array, i), &cols[j], cols[j].max,
-					       &cells[k++]);
+				               &cells[k++]);
 	for (size_t i = 0; rc == 0 && i < rows * m + m; i++) {
 		const char *s = i < m ? head[i] : cells[i - m];
 		size_t tw = text_width(s);
@@ -275,9 +274,9 @@ int cli_show_list(struct cli *c, const struct cli_resp *r, const char *key,
 	}
 	if (!json_is_array(arr))
 		return cli_fail(c, BC_ERR_IO,
-				"the control plane's answer has no \"%s\" list; is --server a "
-				"`" CLI_NAME " serve` of this version?",
-				key);
+		                "the control plane's answer has no \"%s\" list; is --server a "
+		                "`" CLI_NAME " serve` of this version?",
+		                key);
 	return cli_print_table(arr, cols, n);
 }
 

@@ -26,11 +26,10 @@ static int open_store(struct cli *c, const char *url, const char *what, bc_store
 static int print_prune(struct cli *c, const struct bc_prune_counts *n)
 {
 	if (c->json)
-		return cli_print_json(json_pack("{s:I,s:I,s:I,s:I}", "attestationUses",
-		                                (json_int_t)n->attestation_uses, "joinTokens",
-		                                (json_int_t)n->join_tokens, "joinRequests",
-		                                (json_int_t)n->join_requests, "events",
-		                                (json_int_t)n->events));
+		return cli_print_json(json_pack(
+		    "{s:I,s:I,s:I,s:I}", "attestationUses", (json_int_t)n->attestation_uses,
+		    "joinTokens", (json_int_t)n->join_tokens, "joinRequests",
+		    (json_int_t)n->join_requests, "events", (json_int_t)n->events));
 	printf("removed %" PRId64 " attestation_uses, %" PRId64 " join_tokens, %" PRId64
 	       " join_requests, %" PRId64 " events\n",
 	       n->attestation_uses, n->join_tokens, n->join_requests, n->events);
@@ -66,7 +65,8 @@ int cli_cmd_prune(struct cli *c)
 	rc = bc_store_prune(st, &o, &n);
 	if (rc != 0) {
 		/* whole batches before the error stay removed: say how many */
-		cli_fail(c, rc, "prune stopped: %s (%s); what was removed so far stays removed, run "
+		cli_fail(c, rc,
+		         "prune stopped: %s (%s); what was removed so far stays removed, run "
 		         "it again",
 		         bc_err_str(rc), bc_store_errmsg());
 		(void)print_prune(c, &n);
@@ -93,7 +93,8 @@ static int print_copy(struct cli *c, const struct bc_copy_report *r)
 			printf("%-18s %" PRId64 "\n", r->tables[i].table, r->tables[i].rows);
 	}
 	if (c->json)
-		return cli_print_json(json_pack("{s:o,s:I}", "tables", j, "rows", (json_int_t)total));
+		return cli_print_json(
+		    json_pack("{s:o,s:I}", "tables", j, "rows", (json_int_t)total));
 	json_decref(j);
 	printf("copied %" PRId64 " rows; point database in server.toml at the target, then "
 	       "start the server\n",
@@ -116,8 +117,10 @@ int cli_cmd_store_copy(struct cli *c)
 		return rc;
 	/* opening a missing SQLite path would create an empty store and copy nothing */
 	if (strstr(from, "://") == NULL && !cli_exists(from))
-		return cli_fail(c, BC_ERR_NOT_FOUND, "--from %s: no such file; give the SQLite "
-		                "database of the server (database in its server.toml)", from);
+		return cli_fail(c, BC_ERR_NOT_FOUND,
+		                "--from %s: no such file; give the SQLite "
+		                "database of the server (database in its server.toml)",
+		                from);
 	if (strcmp(from, to) == 0)
 		return cli_usage(c, "--from and --to are the same database");
 	if ((rc = open_store(c, from, "the source (--from)", &src)) != 0 ||

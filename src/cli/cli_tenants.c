@@ -9,9 +9,9 @@
 #include "cli/cli.h"
 
 static const struct cli_col tenant_cols[] = {
-	{"ID", "id", CLI_STR, 1, 0},
-	{"NAME", "name", CLI_STR, 1, 0},
-	{"CREATED", "createdAt", CLI_TIME, 1, 0},
+    {"ID", "id", CLI_STR, 1, 0},
+    {"NAME", "name", CLI_STR, 1, 0},
+    {"CREATED", "createdAt", CLI_TIME, 1, 0},
 };
 #define N_TENANT_COLS (sizeof(tenant_cols) / sizeof(tenant_cols[0]))
 
@@ -49,7 +49,7 @@ static int print_api_key(const json_t *ans)
 	char *text = NULL;
 
 	if (asprintf(&text, "API key %s for tenant %s:\n%s\n", id ? id : "?", t ? t : "?",
-		     cli_jstr(ans, "key")) < 0)
+	             cli_jstr(ans, "key")) < 0)
 		return BC_ERR_NOMEM;
 	cli_sanitize_lines(text);
 	fputs(text, stdout);
@@ -80,8 +80,9 @@ int cli_cmd_api_keys_create(struct cli *c)
 	if (c->json)
 		cli_print_raw(&r);
 	else if (cli_jstr(r.json, "key") == NULL)
-		rc = cli_fail(c, BC_ERR_IO, "the control plane's answer holds no key; "
-					   "is --server a `" CLI_NAME " serve` of this version?");
+		rc = cli_fail(c, BC_ERR_IO,
+		              "the control plane's answer holds no key; "
+		              "is --server a `" CLI_NAME " serve` of this version?");
 	else
 		rc = print_api_key(r.json);
 	cli_wipe_member(r.json, "key");

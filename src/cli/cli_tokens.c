@@ -11,19 +11,19 @@
 #include "cli/cli.h"
 
 static const struct cli_col token_cols[] = {
-	{"ID", "id", CLI_STR, 1, 0},
-	{"TENANT", "tenantId", CLI_STR, 0, 0},
-	{"ROLE", "role", CLI_STR, 1, 0},
-	{"POOL/SITE", NULL, CLI_TARGET, 1, 0},
-	{"USES", NULL, CLI_USES, 1, 0},
-	{"STATE", NULL, CLI_TOKEN_STATE, 1, 0},
-	{"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
-	{"REVOKED", "revokedAt", CLI_TIME, 0, 0},
-	{"EXPECT", "expect", CLI_JSON, 0, 0},
-	{"RECLAIM", "allowReclaim", CLI_STR, 0, 0},
-	{"DESCRIPTION", "description", CLI_STR, 1, 40},
-	{"CREATED", "createdAt", CLI_TIME, 0, 0},
-	{"LAST USED", "lastUsedAt", CLI_TIME, 0, 0},
+    {"ID", "id", CLI_STR, 1, 0},
+    {"TENANT", "tenantId", CLI_STR, 0, 0},
+    {"ROLE", "role", CLI_STR, 1, 0},
+    {"POOL/SITE", NULL, CLI_TARGET, 1, 0},
+    {"USES", NULL, CLI_USES, 1, 0},
+    {"STATE", NULL, CLI_TOKEN_STATE, 1, 0},
+    {"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
+    {"REVOKED", "revokedAt", CLI_TIME, 0, 0},
+    {"EXPECT", "expect", CLI_JSON, 0, 0},
+    {"RECLAIM", "allowReclaim", CLI_STR, 0, 0},
+    {"DESCRIPTION", "description", CLI_STR, 1, 40},
+    {"CREATED", "createdAt", CLI_TIME, 0, 0},
+    {"LAST USED", "lastUsedAt", CLI_TIME, 0, 0},
 };
 #define N_TOKEN_COLS (sizeof(token_cols) / sizeof(token_cols[0]))
 
@@ -86,7 +86,8 @@ static int add_limits(struct cli *c, json_t *body)
 	if (ttl == NULL)
 		return 0;
 	if (bc_duration_parse_ms(ttl, &ms) != 0 || ms < 1000)
-		return cli_usage(c, "--ttl: expected a duration like 30m, 1h or 7d, got \"%s\"", ttl);
+		return cli_usage(c, "--ttl: expected a duration like 30m, 1h or 7d, got \"%s\"",
+		                 ttl);
 	return json_object_set_new(body, "ttlSeconds", json_integer(ms / 1000)) ? BC_ERR_NOMEM : 0;
 }
 
@@ -125,9 +126,10 @@ static int resolve_named(struct cli *c, const char *kind, const char *prefix, co
 	if (hits != 1) {
 		free(*id);
 		*id = NULL;
-		rc = cli_usage(c, "--%.*s %s: no %.*s of that name or id in this tenant (see "
-		               "`better-compute %s list`)", (int)strlen(kind) - 1, kind, v,
-		               (int)strlen(kind) - 1, kind, kind);
+		rc = cli_usage(c,
+		               "--%.*s %s: no %.*s of that name or id in this tenant (see "
+		               "`better-compute %s list`)",
+		               (int)strlen(kind) - 1, kind, v, (int)strlen(kind) - 1, kind, kind);
 	}
 out:
 	free(path);
@@ -138,7 +140,7 @@ out:
 static int token_body(struct cli *c, json_t **out)
 {
 	const char *role = cli_opt(c, "role"), *pool_arg = cli_opt(c, "pool"),
-		   *site_arg = cli_opt(c, "site");
+	           *site_arg = cli_opt(c, "site");
 	char *pool = NULL, *site = NULL;
 	json_t *b = NULL;
 	int rc;
@@ -147,7 +149,8 @@ static int token_body(struct cli *c, json_t **out)
 	if (role == NULL || (strcmp(role, "node") != 0 && strcmp(role, "site") != 0))
 		return cli_usage(c, "--role must be node or site");
 	if ((pool_arg == NULL) == (site_arg == NULL))
-		return cli_usage(c, "give one of --pool (a node token) or --site (a site token), by id or name");
+		return cli_usage(
+		    c, "give one of --pool (a node token) or --site (a site token), by id or name");
 	if ((b = json_pack("{s:s}", "role", role)) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
@@ -160,7 +163,8 @@ static int token_body(struct cli *c, json_t **out)
 	    (rc = resolve_named(c, "sites", "site_", site_arg, &site)) != 0 ||
 	    (rc = set_str(b, "poolId", pool)) != 0 || (rc = set_str(b, "siteId", site)) != 0)
 		goto out;
-	if (cli_flag(c, "allow-reclaim") && json_object_set_new(b, "allowReclaim", json_true()) != 0) {
+	if (cli_flag(c, "allow-reclaim") &&
+	    json_object_set_new(b, "allowReclaim", json_true()) != 0) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
@@ -183,10 +187,10 @@ static void describe(const json_t *tok, const char *tail)
 
 	cli_time_short(exp ? exp : "?", when);
 	if (asprintf(&line, "Token %s (role %s, %s %s, %lld use%s, expires %s)", id ? id : "?",
-		     role ? role : "?", pool ? "pool" : "site",
-		     pool ? pool : (cli_jstr(tok, "siteId") ? cli_jstr(tok, "siteId") : "?"),
-		     (long long)json_integer_value(left), json_integer_value(left) == 1 ? "" : "s",
-		     when) < 0)
+	             role ? role : "?", pool ? "pool" : "site",
+	             pool ? pool : (cli_jstr(tok, "siteId") ? cli_jstr(tok, "siteId") : "?"),
+	             (long long)json_integer_value(left), json_integer_value(left) == 1 ? "" : "s",
+	             when) < 0)
 		return;
 	cli_sanitize(line);
 	printf("%s%s\n", line, tail);
@@ -225,8 +229,9 @@ static int save_secret(struct cli *c, const json_t *ans, const char *file)
 		int rrc = id ? revoke_unseen(c, id) : BC_ERR_INVALID;
 
 		return cli_fail(c, rc, "cannot write the token's secret to %s: %s; token %s was %s",
-				file, rc == BC_ERR_CONFLICT ? "the file exists" : strerror(saved),
-				id ? id : "?", rrc == 0 ? "revoked, create another" : "NOT revoked: revoke it");
+		                file, rc == BC_ERR_CONFLICT ? "the file exists" : strerror(saved),
+		                id ? id : "?",
+		                rrc == 0 ? "revoked, create another" : "NOT revoked: revoke it");
 	}
 	if (c->json)
 		return cli_print_json(json_pack("{s:O,s:s}", "token", tok, "secretFile", file));
@@ -267,8 +272,9 @@ int cli_cmd_tokens_create(struct cli *c)
 	    (rc = cli_api(c, "POST", path, body, &r)) != 0)
 		goto out;
 	if (cli_jstr(r.json, "secret") == NULL || !json_is_object(json_object_get(r.json, "token")))
-		rc = cli_fail(c, BC_ERR_IO, "the control plane's answer holds no token and secret; "
-					   "is --server a `" CLI_NAME " serve` of this version?");
+		rc = cli_fail(c, BC_ERR_IO,
+		              "the control plane's answer holds no token and secret; "
+		              "is --server a `" CLI_NAME " serve` of this version?");
 	else if (file != NULL)
 		rc = save_secret(c, r.json, file);
 	else if (c->json)

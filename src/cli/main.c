@@ -16,136 +16,136 @@
 #define TNT (CLI_F_API | CLI_F_TENANT)
 
 static const struct cli_cmd commands[] = {
-	{"init", NULL,
-	 "[--dir var] [--trust-domain bc.internal] [--listen 127.0.0.1:8080] [--public-url URL]",
-	 "bootstrap a control plane in a directory (no server needed)",
-	 "dir= trust-domain= listen= public-url=", 0, 0, 0, cli_cmd_init,
-	 "  --dir DIR            where to write (default var): server.toml, secret, pki.bundle,\n"
-	 "                       bc.db, admin.key, tls-ca.pem, and tls.crt/tls.key for TLS\n"
-	 "  --trust-domain NAME  the SPIFFE trust domain of node certificates (default bc.internal)\n"
-	 "  --listen HOST:PORT   the server's address (default 127.0.0.1:8080); TLS unless loopback\n"
-	 "  --public-url URL     what agents use (default http://LISTEN on loopback, else https://)\n"
-	 "It refuses a DIR that holds a server.toml. On failure it removes what it wrote.\n"},
-	{"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL},
-	{"prune", NULL, "--config server.toml [--batch 5000] [--events-days N]",
-	 "delete expired and spent rows and old events from the store (no server needed)",
-	 "config= batch= events-days=", 0, 0, 0, cli_cmd_prune,
-	 "  --config FILE        the server.toml whose database to prune\n"
-	 "  --batch N            rows per transaction (default 5000)\n"
-	 "  --events-days N      delete events older than N days (default: event_retention_days\n"
-	 "                       of server.toml, 90; 0 keeps every event)\n"
-	 "Deletes expired attestation uses, expired, spent or revoked tokens, decided or\n"
-	 "expired join requests and old events, at database time, and prints the counts.\n"},
-	{"store", "copy", "--from <sqlite path> --to <postgres url> [--batch 500]",
-	 "copy a whole store into a new, empty database (no server needed)",
-	 "from= to= batch=", 0, 0, 0, cli_cmd_store_copy,
-	 "  --from PATH          the SQLite database (stop its server first)\n"
-	 "  --to URL             the target, e.g. postgres://bc@db.example/bc: migrated, and\n"
-	 "                       refused unless every table is empty\n"
-	 "  --batch N            rows per INSERT (default 500)\n"
-	 "The target is written in one transaction: a copy that fails leaves it empty.\n"},
-	{"pki", "init", "--config server.toml [--trust-domain bc.internal]",
-	 "write the PKI bundle server.toml names, if it does not exist yet",
-	 "config= trust-domain=", 0, 0, 0, cli_cmd_pki_init,
-	 "  --config FILE        the server.toml whose pki_bundle (and secret_file) to write\n"
-	 "  --trust-domain NAME  the SPIFFE trust domain (default bc.internal)\n"
-	 "The secret is made when secret_file does not exist. Existing keys are never\n"
-	 "overwritten.\n"},
-	{"api-keys", "create", "--name N [--tenant T]", "create an API key (shown once)",
-	 "name=", 0, 0, TNT, cli_cmd_api_keys_create,
-	 "  --name N             what the key is for (a person, a pipeline)\n"
-	 "The key is printed once; the server keeps only its hash.\n"},
-	{"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list, NULL},
-	{"tenants", "create", "NAME", "create a tenant (root key only)", "", 1, 1, API,
-	 cli_cmd_tenants_create, NULL},
-	{"pools", "create", "NAME [--join-attestors a,b] [--policy JSON]", "create a pool",
-	 "join-attestors= policy=", 1, 1, TNT, cli_cmd_pools_create,
-	 "  --join-attestors a,b the attestors that may admit machines into the pool\n"
-	 "                       (policy.joinAttestors), e.g. tpm,x509pop\n"
-	 "  --policy JSON        the whole policy object, e.g. '{\"joinAttestors\":[\"tpm\"]}'\n"},
-	{"pools", "get", "ID", "show a pool", "", 1, 1, TNT, cli_cmd_pools_get, NULL},
-	{"pools", "list", "", "list pools", "", 0, 0, TNT, cli_cmd_pools_list, NULL},
-	{"pools", "update", "ID [--name N] [--policy JSON] [--join-attestors a,b]",
-	 "rename a pool or change its policy (--join-attestors keeps the rest of the policy)",
-	 "name= policy= join-attestors=", 1, 1, TNT, cli_cmd_pools_update,
-	 "  --name N             a new name\n"
-	 "  --policy JSON        a new policy object: it replaces the old one whole\n"
-	 "  --join-attestors a,b set only policy.joinAttestors and keep the rest of the policy\n"},
-	{"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL},
-	{"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL},
-	{"tokens", "create",
-	 "--role node|site (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] [--expect-product-uuid U] "
-	 "[--expect-mac M] [--expect-serial S] [--allow-reclaim] [--description D] [--out FILE]",
-	 "create a join token (its secret is shown once, or written to --out FILE)",
-	 "role= pool= site= uses= ttl= expect-product-uuid= expect-mac= expect-serial= "
-	 "allow-reclaim description= out=",
-	 0, 0, TNT, cli_cmd_tokens_create,
-	 "  --role node|site     what the machine joins as\n"
-	 "  --pool ID            the pool of a node token      --site ID  the site of a site token\n"
-	 "  --uses N             how many joins it admits (1 to 10000; default 1)\n"
-	 "  --ttl DURATION       how long it is valid: 30m, 1h, 7d (default 1h)\n"
-	 "  --expect-product-uuid U, --expect-mac M, --expect-serial S\n"
-	 "                       admit only a machine that reports these\n"
-	 "  --allow-reclaim      let the token re-join a machine another node holds\n"
-	 "  --description D      a note shown in `tokens list`\n"
-	 "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n"},
-	{"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL},
-	{"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL},
-	{"join-requests", "list", "[--state pending|approved|denied|used]",
-	 "list join requests (machines waiting for an operator, such as tpm enrollment)", "state=",
-	 0, 0, TNT, cli_cmd_join_requests_list,
-	 "  --state S            only requests in this state\n"},
-	{"join-requests", "approve", "ID", "approve a pending join request: the machine joins",
-	 "", 1, 1, TNT, cli_cmd_join_requests_approve, NULL},
-	{"join-requests", "deny", "ID", "deny a pending join request: the machine stops", "", 1,
-	 1, TNT, cli_cmd_join_requests_deny, NULL},
-	{"nodes", "list", "", "list nodes", "", 0, 0, TNT, cli_cmd_nodes_list, NULL},
-	{"nodes", "get", "ID", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL},
-	{"nodes", "cordon", "ID", "cordon a node", "", 1, 1, TNT, cli_cmd_nodes_cordon, NULL},
-	{"nodes", "uncordon", "ID", "uncordon a node", "", 1, 1, TNT, cli_cmd_nodes_uncordon, NULL},
-	{"nodes", "delete", "ID --yes",
-	 "delete a cordoned or retired node: revoke its certificates, free its bindings", "yes",
-	 1, 1, TNT, cli_cmd_nodes_delete,
-	 "  --yes                do it; without it, say what it would do and exit 2\n"},
-	{"nodes", "revoke-identity", "ID",
-	 "revoke every certificate of a node and raise its identity generation", "", 1, 1, TNT,
-	 cli_cmd_nodes_revoke_identity, NULL},
-	{"nodes", "retire", "ID", "retire a node and revoke its certificates", "", 1, 1, TNT,
-	 cli_cmd_nodes_retire, NULL},
-	{"events", "list", "[--type T] [--limit N]", "list events, newest first", "type= limit=",
-	 0, 0, TNT, cli_cmd_events_list,
-	 "  --type T             only events of this type, e.g. security.join.refused\n"
-	 "  --limit N            at most N events (1 to 1000; default 100)\n"},
-	{"daemon", "config", "[--out FILE | --bcd-dir DIR [--data-dir DIR]]",
-	 "print the agent's pins (server, keys, CA bundle) as JSON, or write them to FILE",
-	 "out= bcd-dir= data-dir=", 0, 0, API, cli_cmd_daemon_config,
-	 "  --out FILE           write the JSON to FILE instead of printing it\n"
-	 "  --bcd-dir DIR        write bcd's DIR/config.toml and DIR/ca.pem instead\n"
-	 "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n"},
-	{"daemon", "install-script",
-	 "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm] [--data-dir DIR]",
-	 "print a sh script that installs or upgrades bcd on a machine and joins it",
-	 "bcd-url= bcd-path= attestor= data-dir=", 0, 0, API, cli_cmd_daemon_install_script,
-	 "  --bcd-url URL        where the machine downloads the bcd binary (https://)\n"
-	 "  --bcd-path PATH      or a bcd binary already on the machine\n"
-	 "  --attestor A         join-token (default: the token on stdin or --token-file) or\n"
-	 "                       tpm (no token; the script fails early without /dev/tpmrm0)\n"
-	 "  --data-dir DIR       bcd's data directory (default /var/lib/bcd)\n"
-	 "Run the script as root: sh install-bcd.sh < token. Again to upgrade, without a token.\n"},
+    {"init", NULL,
+     "[--dir var] [--trust-domain bc.internal] [--listen 127.0.0.1:8080] [--public-url URL]",
+     "bootstrap a control plane in a directory (no server needed)",
+     "dir= trust-domain= listen= public-url=", 0, 0, 0, cli_cmd_init,
+     "  --dir DIR            where to write (default var): server.toml, secret, pki.bundle,\n"
+     "                       bc.db, admin.key, tls-ca.pem, and tls.crt/tls.key for TLS\n"
+     "  --trust-domain NAME  the SPIFFE trust domain of node certificates (default bc.internal)\n"
+     "  --listen HOST:PORT   the server's address (default 127.0.0.1:8080); TLS unless loopback\n"
+     "  --public-url URL     what agents use (default http://LISTEN on loopback, else https://)\n"
+     "It refuses a DIR that holds a server.toml. On failure it removes what it wrote.\n"},
+    {"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL},
+    {"prune", NULL, "--config server.toml [--batch 5000] [--events-days N]",
+     "delete expired and spent rows and old events from the store (no server needed)",
+     "config= batch= events-days=", 0, 0, 0, cli_cmd_prune,
+     "  --config FILE        the server.toml whose database to prune\n"
+     "  --batch N            rows per transaction (default 5000)\n"
+     "  --events-days N      delete events older than N days (default: event_retention_days\n"
+     "                       of server.toml, 90; 0 keeps every event)\n"
+     "Deletes expired attestation uses, expired, spent or revoked tokens, decided or\n"
+     "expired join requests and old events, at database time, and prints the counts.\n"},
+    {"store", "copy", "--from <sqlite path> --to <postgres url> [--batch 500]",
+     "copy a whole store into a new, empty database (no server needed)", "from= to= batch=", 0, 0,
+     0, cli_cmd_store_copy,
+     "  --from PATH          the SQLite database (stop its server first)\n"
+     "  --to URL             the target, e.g. postgres://bc@db.example/bc: migrated, and\n"
+     "                       refused unless every table is empty\n"
+     "  --batch N            rows per INSERT (default 500)\n"
+     "The target is written in one transaction: a copy that fails leaves it empty.\n"},
+    {"pki", "init", "--config server.toml [--trust-domain bc.internal]",
+     "write the PKI bundle server.toml names, if it does not exist yet", "config= trust-domain=", 0,
+     0, 0, cli_cmd_pki_init,
+     "  --config FILE        the server.toml whose pki_bundle (and secret_file) to write\n"
+     "  --trust-domain NAME  the SPIFFE trust domain (default bc.internal)\n"
+     "The secret is made when secret_file does not exist. Existing keys are never\n"
+     "overwritten.\n"},
+    {"api-keys", "create", "--name N [--tenant T]", "create an API key (shown once)", "name=", 0, 0,
+     TNT, cli_cmd_api_keys_create,
+     "  --name N             what the key is for (a person, a pipeline)\n"
+     "The key is printed once; the server keeps only its hash.\n"},
+    {"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list, NULL},
+    {"tenants", "create", "NAME", "create a tenant (root key only)", "", 1, 1, API,
+     cli_cmd_tenants_create, NULL},
+    {"pools", "create", "NAME [--join-attestors a,b] [--policy JSON]", "create a pool",
+     "join-attestors= policy=", 1, 1, TNT, cli_cmd_pools_create,
+     "  --join-attestors a,b the attestors that may admit machines into the pool\n"
+     "                       (policy.joinAttestors), e.g. tpm,x509pop\n"
+     "  --policy JSON        the whole policy object, e.g. '{\"joinAttestors\":[\"tpm\"]}'\n"},
+    {"pools", "get", "ID", "show a pool", "", 1, 1, TNT, cli_cmd_pools_get, NULL},
+    {"pools", "list", "", "list pools", "", 0, 0, TNT, cli_cmd_pools_list, NULL},
+    {"pools", "update", "ID [--name N] [--policy JSON] [--join-attestors a,b]",
+     "rename a pool or change its policy (--join-attestors keeps the rest of the policy)",
+     "name= policy= join-attestors=", 1, 1, TNT, cli_cmd_pools_update,
+     "  --name N             a new name\n"
+     "  --policy JSON        a new policy object: it replaces the old one whole\n"
+     "  --join-attestors a,b set only policy.joinAttestors and keep the rest of the policy\n"},
+    {"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL},
+    {"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL},
+    {"tokens", "create",
+     "--role node|site (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] "
+     "[--expect-product-uuid U] "
+     "[--expect-mac M] [--expect-serial S] [--allow-reclaim] [--description D] [--out FILE]",
+     "create a join token (its secret is shown once, or written to --out FILE)",
+     "role= pool= site= uses= ttl= expect-product-uuid= expect-mac= expect-serial= "
+     "allow-reclaim description= out=",
+     0, 0, TNT, cli_cmd_tokens_create,
+     "  --role node|site     what the machine joins as\n"
+     "  --pool ID            the pool of a node token      --site ID  the site of a site token\n"
+     "  --uses N             how many joins it admits (1 to 10000; default 1)\n"
+     "  --ttl DURATION       how long it is valid: 30m, 1h, 7d (default 1h)\n"
+     "  --expect-product-uuid U, --expect-mac M, --expect-serial S\n"
+     "                       admit only a machine that reports these\n"
+     "  --allow-reclaim      let the token re-join a machine another node holds\n"
+     "  --description D      a note shown in `tokens list`\n"
+     "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n"},
+    {"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL},
+    {"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL},
+    {"join-requests", "list", "[--state pending|approved|denied|used]",
+     "list join requests (machines waiting for an operator, such as tpm enrollment)", "state=", 0,
+     0, TNT, cli_cmd_join_requests_list, "  --state S            only requests in this state\n"},
+    {"join-requests", "approve", "ID", "approve a pending join request: the machine joins", "", 1,
+     1, TNT, cli_cmd_join_requests_approve, NULL},
+    {"join-requests", "deny", "ID", "deny a pending join request: the machine stops", "", 1, 1, TNT,
+     cli_cmd_join_requests_deny, NULL},
+    {"nodes", "list", "", "list nodes", "", 0, 0, TNT, cli_cmd_nodes_list, NULL},
+    {"nodes", "get", "ID", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL},
+    {"nodes", "cordon", "ID", "cordon a node", "", 1, 1, TNT, cli_cmd_nodes_cordon, NULL},
+    {"nodes", "uncordon", "ID", "uncordon a node", "", 1, 1, TNT, cli_cmd_nodes_uncordon, NULL},
+    {"nodes", "delete", "ID --yes",
+     "delete a cordoned or retired node: revoke its certificates, free its bindings", "yes", 1, 1,
+     TNT, cli_cmd_nodes_delete,
+     "  --yes                do it; without it, say what it would do and exit 2\n"},
+    {"nodes", "revoke-identity", "ID",
+     "revoke every certificate of a node and raise its identity generation", "", 1, 1, TNT,
+     cli_cmd_nodes_revoke_identity, NULL},
+    {"nodes", "retire", "ID", "retire a node and revoke its certificates", "", 1, 1, TNT,
+     cli_cmd_nodes_retire, NULL},
+    {"events", "list", "[--type T] [--limit N]", "list events, newest first", "type= limit=", 0, 0,
+     TNT, cli_cmd_events_list,
+     "  --type T             only events of this type, e.g. security.join.refused\n"
+     "  --limit N            at most N events (1 to 1000; default 100)\n"},
+    {"daemon", "config", "[--out FILE | --bcd-dir DIR [--data-dir DIR]]",
+     "print the agent's pins (server, keys, CA bundle) as JSON, or write them to FILE",
+     "out= bcd-dir= data-dir=", 0, 0, API, cli_cmd_daemon_config,
+     "  --out FILE           write the JSON to FILE instead of printing it\n"
+     "  --bcd-dir DIR        write bcd's DIR/config.toml and DIR/ca.pem instead\n"
+     "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n"},
+    {"daemon", "install-script",
+     "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm] [--data-dir DIR]",
+     "print a sh script that installs or upgrades bcd on a machine and joins it",
+     "bcd-url= bcd-path= attestor= data-dir=", 0, 0, API, cli_cmd_daemon_install_script,
+     "  --bcd-url URL        where the machine downloads the bcd binary (https://)\n"
+     "  --bcd-path PATH      or a bcd binary already on the machine\n"
+     "  --attestor A         join-token (default: the token on stdin or --token-file) or\n"
+     "                       tpm (no token; the script fails early without /dev/tpmrm0)\n"
+     "  --data-dir DIR       bcd's data directory (default /var/lib/bcd)\n"
+     "Run the script as root: sh install-bcd.sh < token. Again to upgrade, without a token.\n"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static const char global_help[] =
-	"Global options (before or after the command):\n"
-	"  --server URL         the control plane (env BC_SERVER; default: public_url of\n"
-	"                       ./var/server.toml when it exists, else http://127.0.0.1:8080)\n"
-	"  --api-key KEY        the API key (env BC_API_KEY)\n"
-	"  --api-key-file FILE  a file holding the API key (env BC_API_KEY_FILE;\n"
-	"                       default: ./var/admin.key when it exists)\n"
-	"  --ca-file PEM        CA certificates for an https server (default: ./var/tls-ca.pem)\n"
-	"  --tenant T           the tenant of a tenant-scoped command (default: the key's own)\n"
-	"  --json               print the API's JSON as is, for scripts\n"
-	"  --help               help for any command\n";
+    "Global options (before or after the command):\n"
+    "  --server URL         the control plane (env BC_SERVER; default: public_url of\n"
+    "                       ./var/server.toml when it exists, else http://127.0.0.1:8080)\n"
+    "  --api-key KEY        the API key (env BC_API_KEY)\n"
+    "  --api-key-file FILE  a file holding the API key (env BC_API_KEY_FILE;\n"
+    "                       default: ./var/admin.key when it exists)\n"
+    "  --ca-file PEM        CA certificates for an https server (default: ./var/tls-ca.pem)\n"
+    "  --tenant T           the tenant of a tenant-scoped command (default: the key's own)\n"
+    "  --json               print the API's JSON as is, for scripts\n"
+    "  --help               help for any command\n";
 
 static int group_exists(const char *group)
 {
@@ -176,7 +176,7 @@ static void print_commands(FILE *f, const char *group)
 		if (group != NULL && strcmp(c->group, group) != 0)
 			continue;
 		snprintf(words, sizeof(words), "%s%s%s", c->group, c->name ? " " : "",
-			 c->name ? c->name : "");
+		         c->name ? c->name : "");
 		fprintf(f, "  %-24s %s\n", words, c->summary);
 	}
 }
@@ -187,13 +187,13 @@ static void print_help(FILE *f, const char *group)
 		fprintf(f, "usage: " CLI_NAME " %s COMMAND [options]\n\nCommands:\n", group);
 		print_commands(f, group);
 		fprintf(f, "\nRun `" CLI_NAME " %s COMMAND --help` for a command's options.\n",
-			group);
+		        group);
 		return;
 	}
 	fprintf(f, "usage: " CLI_NAME " [global options] COMMAND [options]\n\nCommands:\n");
 	print_commands(f, NULL);
 	fprintf(f, "\n%s\nRun `" CLI_NAME " COMMAND --help` for a command's options.\n",
-		global_help);
+	        global_help);
 }
 
 static void print_usage(const struct cli_cmd *cmd)
@@ -201,8 +201,8 @@ static void print_usage(const struct cli_cmd *cmd)
 	FILE *f = stdout;
 
 	fprintf(f, "usage: " CLI_NAME " %s%s%s %s\n\n%c%s.\n", cmd->group, cmd->name ? " " : "",
-		cmd->name ? cmd->name : "", cmd->usage, toupper((unsigned char)cmd->summary[0]),
-		cmd->summary + 1);
+	        cmd->name ? cmd->name : "", cmd->usage, toupper((unsigned char)cmd->summary[0]),
+	        cmd->summary + 1);
 	if (cmd->help != NULL)
 		fprintf(f, "\nOptions:\n%s", cmd->help);
 	if (cmd->flags & CLI_F_API)
@@ -218,9 +218,10 @@ static int run_serve(struct cli *c, int argc, char **argv, int i)
 	if (c->opt_server || c->opt_api_key || c->opt_api_key_file || c->opt_ca_file ||
 	    c->opt_tenant || c->json) {
 		c->usage_error = 1;
-		return cli_fail(c, BC_ERR_INVALID,
-				"serve: the client options (--server, --api-key, --json, ...) do not "
-				"apply to serve; see `" CLI_NAME " serve --help`");
+		return cli_fail(
+		    c, BC_ERR_INVALID,
+		    "serve: the client options (--server, --api-key, --json, ...) do not "
+		    "apply to serve; see `" CLI_NAME " serve --help`");
 	}
 	c->exit_direct = 1;
 	if (c->help)
@@ -274,7 +275,7 @@ static void group_verbs(const char *group, char *out, size_t len)
 			continue;
 		k++;
 		snprintf(out + strlen(out), len - strlen(out), "%s%s",
-			 k == 1 ? "" : (k == n ? " or " : ", "), commands[i].name);
+		         k == 1 ? "" : (k == n ? " or " : ", "), commands[i].name);
 	}
 }
 
@@ -298,11 +299,12 @@ static int find_verb(struct cli *c, int argc, char **argv, const char *group, in
 	group_verbs(group, verbs, sizeof(verbs));
 	c->usage_error = 1;
 	if (name == NULL)
-		return cli_fail(c, BC_ERR_INVALID, "%s: which command? %s; see `" CLI_NAME " %s --help`",
-				group, verbs, group);
+		return cli_fail(c, BC_ERR_INVALID,
+		                "%s: which command? %s; see `" CLI_NAME " %s --help`", group, verbs,
+		                group);
 	return cli_fail(c, BC_ERR_INVALID,
-			"%s: unknown command `%s`; choose %s; see `" CLI_NAME " %s --help`", group, name,
-			verbs, group);
+	                "%s: unknown command `%s`; choose %s; see `" CLI_NAME " %s --help`", group,
+	                name, verbs, group);
 }
 
 static int dispatch(struct cli *c, int argc, char **argv)
@@ -359,8 +361,8 @@ int main(int argc, char **argv)
 	rc = dispatch(&c, argc, argv);
 	if (rc != 0 && !c.reported)
 		fprintf(stderr, CLI_NAME ": %s%s%s: %s\n", c.cmd ? c.cmd->group : "",
-			c.cmd && c.cmd->name ? " " : "", c.cmd && c.cmd->name ? c.cmd->name : "",
-			bc_err_str(rc));
+		        c.cmd && c.cmd->name ? " " : "", c.cmd && c.cmd->name ? c.cmd->name : "",
+		        bc_err_str(rc));
 	if (rc != 0)
 		status = c.usage_error ? 2 : 1;
 	else

@@ -10,10 +10,10 @@
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "client/internal.h"
 
-#define MAX_CHAIN 8
+#define MAX_CHAIN        8
 #define MAX_TRUST_BUNDLE 16
-#define MAX_CERT (64u * 1024)
-#define MAX_CHALLENGE (64u * 1024)
+#define MAX_CERT         (64u * 1024)
+#define MAX_CHALLENGE    (64u * 1024)
 
 typedef Bettercompute__Join__V1__SignedResponse signed_response;
 typedef Bettercompute__Join__V1__JoinResponseBody response_body;
@@ -46,7 +46,8 @@ static int copy_list(const ProtobufCBinaryData *src, size_t n, uint8_t ***items,
 	*n_out = 0;
 	if (n == 0)
 		return 0;
-	if ((*items = calloc(n, sizeof(**items))) == NULL || (*lens = calloc(n, sizeof(**lens))) == NULL)
+	if ((*items = calloc(n, sizeof(**items))) == NULL ||
+	    (*lens = calloc(n, sizeof(**lens))) == NULL)
 		return BC_ERR_NOMEM;
 	for (size_t i = 0; i < n; i++) {
 		if (src[i].len == 0 || src[i].len > MAX_CERT)
@@ -83,10 +84,12 @@ static int open_envelope(const struct bc_client_pins *pins, const uint8_t *resp,
 
 	*out = NULL;
 	if (len > BC_CLIENT_MAX_RESPONSE) {
-		bc_client_errf(err, errlen, "join answer: larger than %u bytes", BC_CLIENT_MAX_RESPONSE);
+		bc_client_errf(err, errlen, "join answer: larger than %u bytes",
+		               BC_CLIENT_MAX_RESPONSE);
 		return BC_ERR_LIMIT;
 	}
-	if (len == 0 || (sr = bettercompute__join__v1__signed_response__unpack(NULL, len, resp)) == NULL) {
+	if (len == 0 ||
+	    (sr = bettercompute__join__v1__signed_response__unpack(NULL, len, resp)) == NULL) {
 		bc_client_errf(err, errlen, "join answer: not a SignedResponse");
 		return BC_ERR_INVALID;
 	}
@@ -98,9 +101,10 @@ static int open_envelope(const struct bc_client_pins *pins, const uint8_t *resp,
 		               got[0] != '\0' ? got : "(none)", want);
 		return BC_ERR_VERIFY;
 	}
-	if (bc_es256_verify(pins->join_signing, BC_PURPOSE_JOIN_RESPONSE, sr->body.data, sr->body.len,
-	                    sr->signature.data, sr->signature.len) != 0) {
-		bc_client_errf(err, errlen, "join answer: the signature does not verify under the "
+	if (bc_es256_verify(pins->join_signing, BC_PURPOSE_JOIN_RESPONSE, sr->body.data,
+	                    sr->body.len, sr->signature.data, sr->signature.len) != 0) {
+		bc_client_errf(err, errlen,
+		               "join answer: the signature does not verify under the "
 		               "pinned join signing key");
 		return BC_ERR_VERIFY;
 	}
@@ -116,7 +120,8 @@ static int read_binding(const struct bc_client_pins *pins, const response_body *
 	char got[BC_CLIENT_SHOW_LEN];
 
 	if (b->csr_sha256.len != 32 || memcmp(b->csr_sha256.data, csr_sha256, 32) != 0) {
-		bc_client_errf(err, errlen, "join answer: for another CSR (csr_sha256 is not the "
+		bc_client_errf(err, errlen,
+		               "join answer: for another CSR (csr_sha256 is not the "
 		               "request's)");
 		return BC_ERR_VERIFY;
 	}
@@ -124,13 +129,14 @@ static int read_binding(const struct bc_client_pins *pins, const response_body *
 		return 0;
 	if (!bc_trust_domain_valid(b->trust_domain)) {
 		bc_client_show(b->trust_domain, got);
-		bc_client_errf(err, errlen, "join answer: trust domain %s is not a trust domain name", got);
+		bc_client_errf(err, errlen,
+		               "join answer: trust domain %s is not a trust domain name", got);
 		return BC_ERR_INVALID;
 	}
 	if (pins->trust_domain != NULL && strcmp(b->trust_domain, pins->trust_domain) != 0) {
 		bc_client_show(b->trust_domain, got);
-		bc_client_errf(err, errlen, "join answer: trust domain %s, expected the pinned %s", got,
-		               pins->trust_domain);
+		bc_client_errf(err, errlen, "join answer: trust domain %s, expected the pinned %s",
+		               got, pins->trust_domain);
 		return BC_ERR_VERIFY;
 	}
 	memcpy(a->trust_domain, b->trust_domain, strlen(b->trust_domain) + 1);
@@ -140,7 +146,8 @@ static int read_binding(const struct bc_client_pins *pins, const response_body *
 static int deferral_is_empty(const response_body *b, char *err, size_t errlen)
 {
 	if (b->node_id[0] != '\0' || b->n_chain != 0) {
-		bc_client_errf(err, errlen, "join answer: a deferral that carries a node id or a "
+		bc_client_errf(err, errlen,
+		               "join answer: a deferral that carries a node id or a "
 		               "certificate chain");
 		return BC_ERR_INVALID;
 	}
@@ -153,8 +160,8 @@ static int read_pending(const response_body *b, struct bc_join_answer *a, char *
 
 	if ((rc = deferral_is_empty(b, err, errlen)) != 0)
 		return rc;
-	if (b->pending == NULL || copy_str(a->request_id, sizeof(a->request_id),
-	                                   b->pending->request_id) != 0) {
+	if (b->pending == NULL ||
+	    copy_str(a->request_id, sizeof(a->request_id), b->pending->request_id) != 0) {
 		bc_client_errf(err, errlen, "join answer: pending, with a malformed request id");
 		return BC_ERR_INVALID;
 	}
@@ -200,22 +207,27 @@ static int check_leaf(const response_body *b, const char *trust_domain, EVP_PKEY
 
 	memset(&id, 0, sizeof(id));
 	if (bc_pki_node_identity(b->chain[0].data, b->chain[0].len, trust_domain, &id) != 0) {
-		bc_client_errf(err, errlen, "join answer: the leaf is not a node certificate of trust "
-		               "domain %s", trust_domain);
+		bc_client_errf(err, errlen,
+		               "join answer: the leaf is not a node certificate of trust "
+		               "domain %s",
+		               trust_domain);
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
 	if (strcmp(id.node_id, b->node_id) != 0) {
 		bc_client_show(id.node_id, got);
-		bc_client_errf(err, errlen, "join answer: the leaf certificate is for node %s, the "
-		               "answer names %s", got, b->node_id);
+		bc_client_errf(err, errlen,
+		               "join answer: the leaf certificate is for node %s, the "
+		               "answer names %s",
+		               got, b->node_id);
 		rc = BC_ERR_VERIFY;
 		goto out;
 	}
 	if (csr_key != NULL) {
 		if (bc_x509_from_der(b->chain[0].data, b->chain[0].len, &x) != 0 ||
 		    !bc_client_same_key(X509_get0_pubkey(x), csr_key)) {
-			bc_client_errf(err, errlen, "join answer: the leaf certificate is for another "
+			bc_client_errf(err, errlen,
+			               "join answer: the leaf certificate is for another "
 			               "key than the CSR's");
 			rc = BC_ERR_VERIFY;
 			goto out;
@@ -235,8 +247,10 @@ static int read_joined(const response_body *b, EVP_PKEY *csr_key, struct bc_join
 	int rc;
 
 	if (b->n_chain == 0 || b->n_chain > MAX_CHAIN) {
-		bc_client_errf(err, errlen, "join answer: joined, with %zu certificates in the chain "
-		               "(1 to %d)", b->n_chain, MAX_CHAIN);
+		bc_client_errf(err, errlen,
+		               "join answer: joined, with %zu certificates in the chain "
+		               "(1 to %d)",
+		               b->n_chain, MAX_CHAIN);
 		return BC_ERR_INVALID;
 	}
 	if (!bc_node_id_valid(b->node_id)) {
@@ -308,7 +322,8 @@ static int open_response(const struct bc_client_pins *pins, const uint8_t *resp,
 		goto out;
 	b = bettercompute__join__v1__join_response_body__unpack(NULL, sr->body.len, sr->body.data);
 	if (b == NULL) {
-		bc_client_errf(err, errlen, "join answer: the signed body is not a JoinResponseBody");
+		bc_client_errf(err, errlen,
+		               "join answer: the signed body is not a JoinResponseBody");
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
@@ -341,9 +356,9 @@ static int args_ok(const struct bc_client_pins *pins, const uint8_t *resp, size_
 	return 0;
 }
 
-int bc_client_open_join_response(const struct bc_client_pins *pins, const uint8_t *resp,
-                                 size_t len, const uint8_t csr_sha256[static 32],
-                                 struct bc_join_answer *out, char *err, size_t errlen)
+int bc_client_open_join_response(const struct bc_client_pins *pins, const uint8_t *resp, size_t len,
+                                 const uint8_t csr_sha256[static 32], struct bc_join_answer *out,
+                                 char *err, size_t errlen)
 {
 	int rc;
 

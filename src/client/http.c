@@ -12,12 +12,12 @@
 #include "client/internal.h"
 
 #define CONNECT_TIMEOUT_S 10L
-#define TOTAL_TIMEOUT_S 60L
-#define MAX_URL 2048
+#define TOTAL_TIMEOUT_S   60L
+#define MAX_URL           2048
 
 struct sink {
 	bc_buf buf;
-	int over;  /* the answer passed BC_CLIENT_MAX_RESPONSE */
+	int over; /* the answer passed BC_CLIENT_MAX_RESPONSE */
 	int nomem;
 };
 
@@ -44,8 +44,7 @@ static size_t sink_write(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, const char *url,
-                       char *cerr)
+int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, const char *url, char *cerr)
 {
 	CURL *c = curl;
 	struct curl_blob ca;
@@ -83,8 +82,8 @@ static int set_opts(CURL *c, const struct bc_client_pins *pins, const char *url,
 
 	ok &= curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_TIMEOUT, TOTAL_TIMEOUT_S) == CURLE_OK;
-	ok &= curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE,
-	                       (curl_off_t)BC_CLIENT_MAX_RESPONSE) == CURLE_OK;
+	ok &= curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)BC_CLIENT_MAX_RESPONSE) ==
+	      CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_POST, 1L) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_POSTFIELDS, body) == CURLE_OK;
 	ok &= curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len) == CURLE_OK;
@@ -111,7 +110,8 @@ static int transfer_error(CURL *c, CURLcode cc, const struct sink *s, const char
 	}
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
-		if (curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr) == CURLE_OK && oserr == ECONNREFUSED)
+		if (curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr) == CURLE_OK &&
+		    oserr == ECONNREFUSED)
 			bc_client_errf(err, errlen, "POST %s: connection refused", url);
 		else
 			bc_client_errf(err, errlen, "POST %s: cannot connect: %s", url, cerr);
@@ -123,8 +123,10 @@ static int transfer_error(CURL *c, CURLcode cc, const struct sink *s, const char
 		bc_client_errf(err, errlen, "POST %s: timed out (%s)", url, cerr);
 		return BC_ERR_UNAVAILABLE;
 	case CURLE_PEER_FAILED_VERIFICATION:
-		bc_client_errf(err, errlen, "POST %s: the server's TLS certificate is not from the "
-		               "pinned CA bundle: %s", url, cerr);
+		bc_client_errf(err, errlen,
+		               "POST %s: the server's TLS certificate is not from the "
+		               "pinned CA bundle: %s",
+		               url, cerr);
 		return BC_ERR_VERIFY;
 	case CURLE_SSL_CONNECT_ERROR:
 		bc_client_errf(err, errlen, "POST %s: TLS handshake failed: %s", url, cerr);
@@ -150,7 +152,7 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
                    size_t len, long *status, uint8_t **resp, size_t *resp_len, char *err,
                    size_t errlen)
 {
-	struct sink s = { .over = 0, .nomem = 0 };
+	struct sink s = {.over = 0, .nomem = 0};
 	struct curl_slist *hdrs = NULL, *h;
 	char url[MAX_URL], cerr[CURL_ERROR_SIZE] = "";
 	CURL *c = NULL;
@@ -172,8 +174,8 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 	}
 	/* Without a pinned CA, libcurl could fall back to the system store. */
 	if (strncmp(url, "https://", 8) == 0 && pins->ca_bundle_pem == NULL) {
-		bc_client_errf(err, errlen, "POST %s: no pinned CA bundle to verify the server with",
-		               url);
+		bc_client_errf(err, errlen,
+		               "POST %s: no pinned CA bundle to verify the server with", url);
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}

@@ -10,7 +10,7 @@
 
 /* snprintf into err when err is not NULL; err is always NUL-terminated. */
 void bc_client_errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* A bounded, printable copy of an untrusted string for an error message: at most
  * 64 characters, anything outside printable ASCII shown as '?', "..." when cut. */

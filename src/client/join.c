@@ -11,9 +11,9 @@
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "client/internal.h"
 
-#define JOIN_PATH "/bettercompute.join.v1.JoinService/Join"
+#define JOIN_PATH  "/bettercompute.join.v1.JoinService/Join"
 #define TOKEN_INFO "bettercompute join token v1"
-#define MAX_TOKEN 1024
+#define MAX_TOKEN  1024
 /* The CSR's subject is not read by the server (bc_csr_check reads only the key). */
 #define CSR_CN "bettercompute node"
 
@@ -29,8 +29,8 @@ int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
 	n = strnlen(token, MAX_TOKEN + 1);
 	if (n == 0 || n > MAX_TOKEN)
 		return BC_ERR_INVALID;
-	return bc_hpke_seal(join_encryption, TOKEN_INFO, strlen(TOKEN_INFO), csr_sha256, 32, token, n,
-	                    out, outlen);
+	return bc_hpke_seal(join_encryption, TOKEN_INFO, strlen(TOKEN_INFO), csr_sha256, 32, token,
+	                    n, out, outlen);
 }
 
 /* The CSR this round sends: the caller's (checked, and for the caller's key when it
@@ -137,8 +137,8 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 		goto out;
 	if ((rc = bc_sha256(csr, csr_len, h)) != 0)
 		goto out;
-	if (p->token != NULL &&
-	    (rc = bc_client_seal_token(pins->join_encryption, p->token, h, &sealed, &sealed_len)) != 0) {
+	if (p->token != NULL && (rc = bc_client_seal_token(pins->join_encryption, p->token, h,
+	                                                   &sealed, &sealed_len)) != 0) {
 		bc_client_errf(err, errlen, "join: cannot seal the token (%s)", bc_err_str(rc));
 		goto out;
 	}
@@ -150,7 +150,8 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 	                         errlen)) != 0)
 		goto out;
 	if (status != 200) {
-		rc = bc_client_refused("join", "security.join.refused", status, resp, resp_len, err, errlen);
+		rc = bc_client_refused("join", "security.join.refused", status, resp, resp_len, err,
+		                       errlen);
 		goto out;
 	}
 	rc = bc_client_open_join_response_csr(pins, resp, resp_len, csr, csr_len, out, err, errlen);

@@ -97,8 +97,9 @@ static int check_url(const char *url, char **out, int *https, char *err, size_t 
 	if (url_has(u, CURLUPART_USER) || url_has(u, CURLUPART_PASSWORD) ||
 	    url_has(u, CURLUPART_OPTIONS) || url_has(u, CURLUPART_QUERY) ||
 	    url_has(u, CURLUPART_FRAGMENT) || url_has(u, CURLUPART_ZONEID) || !path_ok(path)) {
-		bc_client_errf(err, errlen,
-		               "pins: server: only scheme, host, port and a plain path are allowed");
+		bc_client_errf(
+		    err, errlen,
+		    "pins: server: only scheme, host, port and a plain path are allowed");
 		goto out;
 	}
 	if (strcmp(scheme, "https") == 0) {
@@ -189,7 +190,8 @@ static int read_kid(const json_t *j, struct bc_client_pins *p, char *err, size_t
 		return rc;
 	}
 	if (strcmp(v, kid) != 0) {
-		bc_client_errf(err, errlen, "pins: joinSigningKeyId: does not match joinSigningKey");
+		bc_client_errf(err, errlen,
+		               "pins: joinSigningKeyId: does not match joinSigningKey");
 		return BC_ERR_CONFIG;
 	}
 	if ((p->join_signing_kid = strdup(kid)) == NULL)
@@ -216,8 +218,8 @@ static int check_ca_bundle(const char *pem, char *err, size_t errlen)
 	ERR_clear_error();
 	BIO_free(b);
 	if (n == 0 || ERR_GET_LIB(e) != ERR_LIB_PEM || ERR_GET_REASON(e) != PEM_R_NO_START_LINE) {
-		bc_client_errf(err, errlen, "pins: caBundle: certificate %d is not a PEM certificate",
-		               n + 1);
+		bc_client_errf(err, errlen,
+		               "pins: caBundle: certificate %d is not a PEM certificate", n + 1);
 		return BC_ERR_CONFIG;
 	}
 	return 0;
@@ -250,7 +252,8 @@ static int read_trust_domain(const json_t *j, struct bc_client_pins *p, char *er
 	if ((rc = get_field(j, "trustDomain", 0, &v, err, errlen)) != 0 || v == NULL)
 		return rc;
 	if (!bc_trust_domain_valid(v)) {
-		bc_client_errf(err, errlen, "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)");
+		bc_client_errf(err, errlen,
+		               "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)");
 		return BC_ERR_CONFIG;
 	}
 	if ((p->trust_domain = strdup(v)) == NULL)

@@ -16,8 +16,8 @@
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "client/internal.h"
 
-#define RENEW_PATH "/bettercompute.join.v1.JoinService/Renew"
-#define CSR_CN "bettercompute node"
+#define RENEW_PATH      "/bettercompute.join.v1.JoinService/Renew"
+#define CSR_CN          "bettercompute node"
 #define MAX_RENEW_CHAIN 8
 
 /* The current key's proof: by key itself, or through sign when the key is held
@@ -35,8 +35,8 @@ static int proof(const struct signer *s, const uint8_t csr_sha256[static 32], co
 	int rc;
 
 	if ((rc = bc_proof_payload(&b, csr_sha256, node_id, client_time_ms)) == 0)
-		rc = s->sign != NULL ? bc_es256_sign_with(s->sign, s->ctx, s->key, BC_PURPOSE_RENEW, b.p,
-		                                          b.len, sig)
+		rc = s->sign != NULL ? bc_es256_sign_with(s->sign, s->ctx, s->key, BC_PURPOSE_RENEW,
+		                                          b.p, b.len, sig)
 		                     : bc_es256_sign(s->key, BC_PURPOSE_RENEW, b.p, b.len, sig);
 	bc_buf_free(&b);
 	return rc;
@@ -92,7 +92,8 @@ static int current_node(const struct bc_client_pins *pins, const uint8_t *leaf, 
 	int rc = 0;
 
 	if (bc_pki_node_identity(leaf, len, pins->trust_domain, &id) != 0) {
-		bc_client_errf(err, errlen, "renew: the current certificate is not a node certificate");
+		bc_client_errf(err, errlen,
+		               "renew: the current certificate is not a node certificate");
 		return BC_ERR_INVALID;
 	}
 	memcpy(node_id, id.node_id, 64);
@@ -139,7 +140,8 @@ static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *ch
 		goto out;
 	t = bc_now_ms();
 	if ((rc = proof(cur, h, node_id, t, sig)) != 0 ||
-	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, ka, &req, &req_len)) != 0) {
+	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, ka, &req, &req_len)) !=
+	        0) {
 		bc_client_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
 		               bc_err_str(rc));
 		goto out;
@@ -148,7 +150,8 @@ static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *ch
 	                         errlen)) != 0)
 		goto out;
 	if (status != 200) {
-		rc = bc_client_refused("renewal", "security.renew.refused", status, resp, resp_len, err, errlen);
+		rc = bc_client_refused("renewal", "security.renew.refused", status, resp, resp_len,
+		                       err, errlen);
 		goto out;
 	}
 	if ((rc = bc_client_open_join_response_csr(pins, resp, resp_len, csr, csr_len, out, err,
@@ -183,16 +186,16 @@ int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *cha
 		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
 		return rc;
 	}
-	rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, NULL, out, err, errlen);
+	rc =
+	    renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, NULL, out, err, errlen);
 	free(csr);
 	return rc;
 }
 
 int bc_client_renew_with(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                         const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
-                         bc_sign_fn sign, void *sign_ctx, const uint8_t *next_csr,
-                         size_t next_csr_len, struct bc_join_answer *out, char *err,
-                         size_t errlen)
+                         const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub, bc_sign_fn sign,
+                         void *sign_ctx, const uint8_t *next_csr, size_t next_csr_len,
+                         struct bc_join_answer *out, char *err, size_t errlen)
 {
 	return bc_client_renew_attested(pins, chain, chain_lens, n_chain, pub, sign, sign_ctx,
 	                                next_csr, next_csr_len, NULL, out, err, errlen);
@@ -203,11 +206,12 @@ static int attestation_ok(const struct bc_key_attestation *ka)
 {
 	if (ka == NULL)
 		return 1;
-	return ka->ak_public != NULL && ka->ak_public_len > 0 && ka->ak_public_len <= BC_KA_FIELD_MAX &&
-	       ka->key_public != NULL && ka->key_public_len > 0 &&
-	       ka->key_public_len <= BC_KA_FIELD_MAX && ka->certify_info != NULL &&
-	       ka->certify_info_len > 0 && ka->certify_info_len <= BC_KA_FIELD_MAX &&
-	       ka->signature != NULL && ka->signature_len > 0 && ka->signature_len <= BC_KA_FIELD_MAX;
+	return ka->ak_public != NULL && ka->ak_public_len > 0 &&
+	       ka->ak_public_len <= BC_KA_FIELD_MAX && ka->key_public != NULL &&
+	       ka->key_public_len > 0 && ka->key_public_len <= BC_KA_FIELD_MAX &&
+	       ka->certify_info != NULL && ka->certify_info_len > 0 &&
+	       ka->certify_info_len <= BC_KA_FIELD_MAX && ka->signature != NULL &&
+	       ka->signature_len > 0 && ka->signature_len <= BC_KA_FIELD_MAX;
 }
 
 int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *const *chain,
@@ -223,7 +227,8 @@ int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *c
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
 	if (sign == NULL || next_csr == NULL || !attestation_ok(ka)) {
-		bc_client_errf(err, errlen, "renew: no signer or CSR, or a key attestation out of shape");
+		bc_client_errf(err, errlen,
+		               "renew: no signer or CSR, or a key attestation out of shape");
 		return BC_ERR_INVALID;
 	}
 	/* the CSR is the caller's: it must check (self-signed) before it is sent */
@@ -232,8 +237,8 @@ int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *c
 		return BC_ERR_INVALID;
 	}
 	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, next, out, err, errlen)) == 0)
-		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len, ka, out,
-		               err, errlen);
+		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len, ka,
+		               out, err, errlen);
 	EVP_PKEY_free(next);
 	return rc;
 }

@@ -63,12 +63,16 @@ int bc_client_refused(const char *what, const char *event, long status, const ui
 	    json_is_object(j) && bc_json_get_string(j, "code", &code) != 0)
 		code = NULL;
 	if (code != NULL && strcmp(code, "permission_denied") == 0) {
-		bc_client_errf(err, errlen, "%s refused by the server (permission_denied): ask the "
-		               "operator to check the %s event", what, event);
+		bc_client_errf(err, errlen,
+		               "%s refused by the server (permission_denied): ask the "
+		               "operator to check the %s event",
+		               what, event);
 		rc = BC_ERR_DENIED;
 	} else if (code != NULL && strcmp(code, "invalid_argument") == 0) {
-		bc_client_errf(err, errlen, "%s refused by the server as malformed "
-		               "(invalid_argument, HTTP %ld)", what, status);
+		bc_client_errf(err, errlen,
+		               "%s refused by the server as malformed "
+		               "(invalid_argument, HTTP %ld)",
+		               what, status);
 		rc = BC_ERR_INVALID;
 	} else {
 		bc_client_show(code != NULL ? code : "no Connect error code", shown);

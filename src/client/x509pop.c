@@ -11,8 +11,8 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 
-static int evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
-                    EVP_PKEY *key, bc_sign_fn sign, void *sign_ctx, const char *node_id,
+static int evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain, EVP_PKEY *key,
+                    bc_sign_fn sign, void *sign_ctx, const char *node_id,
                     const uint8_t csr_sha256[static 32], int64_t client_time_ms, char **json)
 {
 	uint8_t sig[BC_SIG_LEN];
@@ -25,9 +25,9 @@ static int evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_ch
 	if (n_chain == 0 || key == NULL || node_id == NULL)
 		return BC_ERR_INVALID;
 	if ((rc = bc_proof_payload(&b, csr_sha256, node_id, client_time_ms)) != 0 ||
-	    (rc = sign != NULL ? bc_es256_sign_with(sign, sign_ctx, key, BC_PURPOSE_X509POP, b.p,
-	                                            b.len, sig)
-	                       : bc_es256_sign(key, BC_PURPOSE_X509POP, b.p, b.len, sig)) != 0)
+	    (rc = sign != NULL
+	              ? bc_es256_sign_with(sign, sign_ctx, key, BC_PURPOSE_X509POP, b.p, b.len, sig)
+	              : bc_es256_sign(key, BC_PURPOSE_X509POP, b.p, b.len, sig)) != 0)
 		goto out;
 	if ((arr = json_array()) == NULL) {
 		rc = BC_ERR_NOMEM;

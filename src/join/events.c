@@ -21,8 +21,8 @@ int bc_event_publish(bc_tx *tx, const char *tenant_id, const char *type, const c
 		return rc;
 	if ((js = dump(data)) == NULL)
 		return BC_ERR_NOMEM;
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant_id), BC_TEXT(type), BC_TEXT(subject),
-	                BC_TEXT(js), BC_INT(bc_tx_now_ms(tx))};
+	bc_param p[] = {BC_TEXT(id),      BC_TEXT(tenant_id), BC_TEXT(type),
+	                BC_TEXT(subject), BC_TEXT(js),        BC_INT(bc_tx_now_ms(tx))};
 	rc = bc_tx_exec(tx,
 	                "INSERT INTO events (id, tenant_id, type, subject, data, created_at) "
 	                "VALUES ($1, $2, $3, $4, $5, $6)",
@@ -42,13 +42,14 @@ int bc_audit(bc_tx *tx, const char *tenant_id, const char *actor, const char *ac
 		return rc;
 	if ((js = dump(data)) == NULL)
 		return BC_ERR_NOMEM;
-	bc_param p[] = {BC_TEXT(id),      BC_TEXT(tenant_id), BC_TEXT(actor),
-	                BC_TEXT(action),  BC_TEXT(subject),   BC_TEXT(js),
-	                BC_INT(bc_tx_now_ms(tx))};
-	rc = bc_tx_exec(tx,
-	                "INSERT INTO audit (id, tenant_id, actor, action, subject, data, created_at) "
-	                "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-	                p, 7, NULL);
+	bc_param p[] = {
+	    BC_TEXT(id),      BC_TEXT(tenant_id), BC_TEXT(actor),          BC_TEXT(action),
+	    BC_TEXT(subject), BC_TEXT(js),        BC_INT(bc_tx_now_ms(tx))};
+	rc = bc_tx_exec(
+	    tx,
+	    "INSERT INTO audit (id, tenant_id, actor, action, subject, data, created_at) "
+	    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+	    p, 7, NULL);
 	free(js);
 	return rc;
 }

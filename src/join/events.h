@@ -12,8 +12,8 @@
 
 #include "bc/store.h"
 
-BC_WUR int bc_event_publish(bc_tx *tx, const char *tenant_id, const char *type,
-                            const char *subject, json_t *data);
+BC_WUR int bc_event_publish(bc_tx *tx, const char *tenant_id, const char *type, const char *subject,
+                            json_t *data);
 /* actor: "api:<key id>", "join:<attestor>", "system" */
 BC_WUR int bc_audit(bc_tx *tx, const char *tenant_id, const char *actor, const char *action,
                     const char *subject, json_t *data);

@@ -12,7 +12,7 @@ struct bc_join_service {
 	size_t n_attestors;
 	void *plugins[BC_MAX_ATTESTORS];
 	size_t n_plugins;
-	uint8_t *node_ca_der;        /* the node CA, encoded once: every answer carries it */
+	uint8_t *node_ca_der; /* the node CA, encoded once: every answer carries it */
 	size_t node_ca_der_len;
 };
 
@@ -27,7 +27,7 @@ struct bc_join_state {
 	struct bc_attest_outcome out;
 	/* a refusal: the reason as published and whom it is reported to */
 	const char *reason;
-	int policy_reason;           /* 1: published as join:<reason> */
+	int policy_reason; /* 1: published as join:<reason> */
 	char refusal_tenant[BC_ID_MAX];
 	/* the issued identity */
 	char node_id[BC_ID_MAX];

@@ -24,17 +24,16 @@
 #include "lib/utf8.h"
 
 const char bc_connect_permission_denied[] =
-	"{\"code\":\"permission_denied\",\"message\":\"access denied\"}";
+    "{\"code\":\"permission_denied\",\"message\":\"access denied\"}";
 static const char connect_invalid[] =
-	"{\"code\":\"invalid_argument\",\"message\":\"the request is not a JoinRequest\"}";
+    "{\"code\":\"invalid_argument\",\"message\":\"the request is not a JoinRequest\"}";
 static const char connect_unavailable[] =
-	"{\"code\":\"unavailable\",\"message\":\"the control plane cannot reach its store; retry\"}";
-static const char connect_internal[] =
-	"{\"code\":\"internal\",\"message\":\"internal error\"}";
+    "{\"code\":\"unavailable\",\"message\":\"the control plane cannot reach its store; retry\"}";
+static const char connect_internal[] = "{\"code\":\"internal\",\"message\":\"internal error\"}";
 
-#define TOKEN_INFO "bettercompute join token v1"
-#define MAX_MACS 64
-#define MAX_CLAIM_LEN 256
+#define TOKEN_INFO      "bettercompute join token v1"
+#define MAX_MACS        64
+#define MAX_CLAIM_LEN   256
 #define MAX_ATTESTOR_ID 32
 
 static void answer_text(int status, const char *text, int *st, const char **ct, uint8_t **resp,
@@ -119,8 +118,8 @@ static void refuse(struct bc_join_state *st, const char *reason, int policy)
 }
 
 /* Writes the node's certificate row and the join's event and audit row. */
-static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial,
-                       int64_t not_after, int64_t generation)
+static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, int64_t not_after,
+                       int64_t generation)
 {
 	const struct bc_attest_result *r = &st->out.result;
 	char sha[65], *hex = NULL, *statements = NULL;
@@ -138,9 +137,9 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial,
 		json_array_append_new(arr, json_string(r->node_key_uri));
 	statements = bc_json_dump(arr);
 	{
-		bc_param p[] = {BC_TEXT(serial), BC_TEXT(st->node_id), BC_INT(generation),
-		                BC_TEXT(hex), BC_TEXT(sha), BC_INT(st->now_ms), BC_INT(not_after),
-		                BC_TEXT(statements)};
+		bc_param p[] = {BC_TEXT(serial),   BC_TEXT(st->node_id), BC_INT(generation),
+		                BC_TEXT(hex),      BC_TEXT(sha),         BC_INT(st->now_ms),
+		                BC_INT(not_after), BC_TEXT(statements)};
 		rc = bc_tx_exec(tx,
 		                "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
 		                "der_sha256, not_before, not_after, statements, created_at) "
@@ -149,12 +148,12 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial,
 	}
 	if (rc != 0)
 		goto out;
-	data = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?}", "nodeId", st->node_id,
-	                 "attestor", st->attestor->id, "role", r->role, "nodeKey",
-	                 r->node_key_tpm ? "tpm" : "unattested", "generation", (json_int_t)generation,
-	                 "serial", serial, "poolId", r->pool_id[0] ? r->pool_id : NULL, "siteId",
-	                 r->site_id[0] ? r->site_id : NULL, "tokenId",
-	                 r->token_id[0] ? r->token_id : NULL);
+	data = json_pack(
+	    "{s:s, s:s, s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?}", "nodeId", st->node_id, "attestor",
+	    st->attestor->id, "role", r->role, "nodeKey", r->node_key_tpm ? "tpm" : "unattested",
+	    "generation", (json_int_t)generation, "serial", serial, "poolId",
+	    r->pool_id[0] ? r->pool_id : NULL, "siteId", r->site_id[0] ? r->site_id : NULL,
+	    "tokenId", r->token_id[0] ? r->token_id : NULL);
 	if (data == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
@@ -192,20 +191,29 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 	const char *nk = r->node_key_tpm ? "tpm" : "unattested";
 	if (!st->reclaimed) {
 		*generation = 1;
-		bc_param p[] = {BC_TEXT(st->node_id), BC_TEXT(r->tenant_id),
+		bc_param p[] = {BC_TEXT(st->node_id),
+		                BC_TEXT(r->tenant_id),
 		                BC_TEXT(r->pool_id[0] ? r->pool_id : NULL),
-		                BC_TEXT(r->site_id[0] ? r->site_id : NULL), BC_TEXT(r->role),
-		                BC_TEXT(hwkey[0] ? hwkey : NULL), BC_TEXT(c->product_uuid),
-		                BC_TEXT(c->serial), BC_TEXT(macs_js), BC_TEXT(c->hostname),
-		                BC_TEXT(c->arch), BC_TEXT(st->in->agent_version),
-		                BC_TEXT(st->attestor->id), BC_TEXT(nk), BC_INT(st->now_ms)};
-		rc = bc_tx_exec(tx,
-		                "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
-		                "generation, hardware_key, product_uuid, serial, macs, hostname, arch, "
-		                "agent_version, attestor, node_key, joined_at, updated_at) VALUES "
-		                "($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, $12, "
-		                "$13, $14, $15, $15)",
-		                p, 15, NULL);
+		                BC_TEXT(r->site_id[0] ? r->site_id : NULL),
+		                BC_TEXT(r->role),
+		                BC_TEXT(hwkey[0] ? hwkey : NULL),
+		                BC_TEXT(c->product_uuid),
+		                BC_TEXT(c->serial),
+		                BC_TEXT(macs_js),
+		                BC_TEXT(c->hostname),
+		                BC_TEXT(c->arch),
+		                BC_TEXT(st->in->agent_version),
+		                BC_TEXT(st->attestor->id),
+		                BC_TEXT(nk),
+		                BC_INT(st->now_ms)};
+		rc = bc_tx_exec(
+		    tx,
+		    "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
+		    "generation, hardware_key, product_uuid, serial, macs, hostname, arch, "
+		    "agent_version, attestor, node_key, joined_at, updated_at) VALUES "
+		    "($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, $12, "
+		    "$13, $14, $15, $15)",
+		    p, 15, NULL);
 		/* another join took this hardware key first */
 		if (rc == BC_ERR_CONFLICT) {
 			refuse(st, BC_R_RECLAIM, 1);
@@ -216,16 +224,24 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 	}
 	/* a reclaim keeps the node's state, pool and site; the identity moves on */
 	{
-		bc_param p[] = {BC_TEXT(st->node_id), BC_TEXT(c->product_uuid), BC_TEXT(c->serial),
-		                BC_TEXT(macs_js), BC_TEXT(c->hostname), BC_TEXT(c->arch),
-		                BC_TEXT(st->in->agent_version), BC_TEXT(st->attestor->id),
-		                BC_TEXT(nk), BC_INT(st->now_ms), BC_TEXT(hwkey[0] ? hwkey : NULL)};
-		rc = bc_tx_exec(tx,
-		                "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
-		                "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
-		                "attestor = $8, node_key = $9, updated_at = $10, "
-		                "hardware_key = COALESCE($11, hardware_key) WHERE id = $1",
-		                p, 11, NULL);
+		bc_param p[] = {BC_TEXT(st->node_id),
+		                BC_TEXT(c->product_uuid),
+		                BC_TEXT(c->serial),
+		                BC_TEXT(macs_js),
+		                BC_TEXT(c->hostname),
+		                BC_TEXT(c->arch),
+		                BC_TEXT(st->in->agent_version),
+		                BC_TEXT(st->attestor->id),
+		                BC_TEXT(nk),
+		                BC_INT(st->now_ms),
+		                BC_TEXT(hwkey[0] ? hwkey : NULL)};
+		rc = bc_tx_exec(
+		    tx,
+		    "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
+		    "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
+		    "attestor = $8, node_key = $9, updated_at = $10, "
+		    "hardware_key = COALESCE($11, hardware_key) WHERE id = $1",
+		    p, 11, NULL);
 	}
 	free(macs_js);
 	if (rc != 0)
@@ -284,13 +300,13 @@ static int issue(bc_tx *tx, struct bc_join_state *st, const char *hwkey)
 	if ((rc = write_binding(tx, st)) != 0 || st->reason)
 		return rc;
 	struct bc_node_cert_req req = {
-		.node_id = st->node_id,
-		.role = r->role,
-		.pub = st->csr_key,
-		.statements = stmts,
-		.n_statements = r->node_key_uri[0] ? 1 : 0,
-		.not_before_ms = st->now_ms,
-		.ttl_ms = r->cert_ttl_ms,
+	    .node_id = st->node_id,
+	    .role = r->role,
+	    .pub = st->csr_key,
+	    .statements = stmts,
+	    .n_statements = r->node_key_uri[0] ? 1 : 0,
+	    .not_before_ms = st->now_ms,
+	    .ttl_ms = r->cert_ttl_ms,
 	};
 	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &st->cert_der, &st->cert_len,
 	                                 serial, &not_after)) != 0)
@@ -327,11 +343,8 @@ static int join_tx(bc_tx *tx, void *arg)
 	case BC_OUTCOME_DEFER:
 		/* commit the attestor's rows (a pending request), issue and spend nothing */
 		return 0;
-	case BC_OUTCOME_RESULT:
-		break;
-	default:
-		refuse(st, "attestor-no-outcome", 0);
-		return BC_ERR_DENIED;
+	case BC_OUTCOME_RESULT: break;
+	default: refuse(st, "attestor-no-outcome", 0); return BC_ERR_DENIED;
 	}
 	if (st->out.result.role[0] == 0)
 		snprintf(st->out.result.role, sizeof(st->out.result.role), "%s", in->role);
@@ -354,15 +367,16 @@ static int refusal_tx(bc_tx *tx, void *arg)
 	struct refusal_ev *ev = arg;
 	struct bc_join_state *st = ev->st;
 	const char *tenant = st->refusal_tenant[0] ? st->refusal_tenant : "root";
-	json_t *data = json_pack("{s:s, s:s, s:s?, s:s?}", "attestor", st->in->attestor, "reason",
-	                         ev->published, "tokenId",
-	                         st->out.token_id[0] ? st->out.token_id : NULL, "nodeId",
-	                         st->out.node_id[0] ? st->out.node_id : NULL);
+	json_t *data =
+	    json_pack("{s:s, s:s, s:s?, s:s?}", "attestor", st->in->attestor, "reason",
+	              ev->published, "tokenId", st->out.token_id[0] ? st->out.token_id : NULL,
+	              "nodeId", st->out.node_id[0] ? st->out.node_id : NULL);
 	int rc;
 
 	if (data == NULL)
 		return BC_ERR_NOMEM;
-	rc = bc_event_publish(tx, tenant, "security.join.refused", st->out.node_id[0] ? st->out.node_id : NULL, data);
+	rc = bc_event_publish(tx, tenant, "security.join.refused",
+	                      st->out.node_id[0] ? st->out.node_id : NULL, data);
 	json_decref(data);
 	return rc;
 }
@@ -376,7 +390,8 @@ static void report_refusal(struct bc_join_service *s, struct bc_join_state *st)
 
 	if (st->refusal_tenant[0] == 0 && st->out.tenant_id[0])
 		snprintf(st->refusal_tenant, sizeof(st->refusal_tenant), "%s", st->out.tenant_id);
-	snprintf(published, sizeof(published), "%s%s", st->policy_reason ? "join:" : "", st->reason);
+	snprintf(published, sizeof(published), "%s%s", st->policy_reason ? "join:" : "",
+	         st->reason);
 	if (bc_store_run(s->cfg.store, BC_TX_WRITE, refusal_tx, &ev) != 0)
 		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", published, "error",
 		       bc_store_errmsg(), NULL);
@@ -385,18 +400,19 @@ static void report_refusal(struct bc_join_service *s, struct bc_join_state *st)
 	       st->refusal_tenant[0] ? st->refusal_tenant : "root", NULL);
 	if (s->cfg.on_refusal) {
 		struct bc_refusal r = {
-			.attestor = st->in->attestor,
-			.reason = published,
-			.token_id = st->out.token_id[0] ? st->out.token_id : NULL,
-			.node_id = st->out.node_id[0] ? st->out.node_id : NULL,
-			.tenant_id = st->refusal_tenant[0] ? st->refusal_tenant : "root",
+		    .attestor = st->in->attestor,
+		    .reason = published,
+		    .token_id = st->out.token_id[0] ? st->out.token_id : NULL,
+		    .node_id = st->out.node_id[0] ? st->out.node_id : NULL,
+		    .tenant_id = st->refusal_tenant[0] ? st->refusal_tenant : "root",
 		};
 		s->cfg.on_refusal(s->cfg.on_refusal_ctx, &r);
 	}
 }
 
 /* Checks that need no database: the attestor, the role, the CSR, the claims, the token. */
-static const char *precheck(struct bc_join_service *s, const Bettercompute__Join__V1__JoinRequest *rq,
+static const char *precheck(struct bc_join_service *s,
+                            const Bettercompute__Join__V1__JoinRequest *rq,
                             struct bc_join_state *st, struct bc_join_input *in, uint8_t **token,
                             size_t *token_len)
 {
@@ -425,8 +441,8 @@ static const char *precheck(struct bc_join_service *s, const Bettercompute__Join
 		uint8_t *pt = NULL;
 		size_t pt_len = 0;
 		if (bc_hpke_open(s->cfg.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
-		                 in->csr_sha256, 32, rq->sealed_token.data, rq->sealed_token.len, &pt,
-		                 &pt_len) != 0)
+		                 in->csr_sha256, 32, rq->sealed_token.data, rq->sealed_token.len,
+		                 &pt, &pt_len) != 0)
 			return BC_R_TOKEN_UNREADABLE;
 		/* a token is text: an embedded NUL would make two tokens look alike */
 		if (memchr(pt, 0, pt_len) != NULL || pt_len > 512 ||
@@ -493,8 +509,8 @@ void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, 
 		report_refusal(s, &st);
 		answer_text(403, bc_connect_permission_denied, status, ct, resp, resp_len);
 	} else if (rc != 0) {
-		bc_log(BC_LOG_ERROR, "join failed", "attestor", in.attestor, "error", bc_err_str(rc),
-		       "detail", bc_store_errmsg(), NULL);
+		bc_log(BC_LOG_ERROR, "join failed", "attestor", in.attestor, "error",
+		       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
 		answer_text(rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? 500 : 503,
 		            rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? connect_internal
 		                                                         : connect_unavailable,
@@ -509,9 +525,9 @@ void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, 
 			       st.out.deferral.kind == BC_DEFER_APPROVAL ? "approval" : "challenge",
 			       "requestId", st.out.deferral.request_id, NULL);
 		else
-			bc_log(BC_LOG_INFO, st.reclaimed ? "node reclaimed" : "node joined", "nodeId",
-			       st.node_id, "attestor", in.attestor, "tenantId", st.out.result.tenant_id,
-			       NULL);
+			bc_log(BC_LOG_INFO, st.reclaimed ? "node reclaimed" : "node joined",
+			       "nodeId", st.node_id, "attestor", in.attestor, "tenantId",
+			       st.out.result.tenant_id, NULL);
 	}
 	bc_freezero(token, token_len + 1);
 	free(st.out.deferral.challenge);

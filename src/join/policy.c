@@ -13,9 +13,9 @@
 
 /* Firmware placeholders: identical on every board of a model, so never a hardware key. */
 static const char *const placeholder_uuids[] = {
-	"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
-	"03000200-0400-0500-0006-000700080009", "12345678-1234-5678-90ab-cddeefaabbcc",
-	"4c4c4544-0000-0000-0000-000000000000",
+    "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    "03000200-0400-0500-0006-000700080009", "12345678-1234-5678-90ab-cddeefaabbcc",
+    "4c4c4544-0000-0000-0000-000000000000",
 };
 
 static int uuid_shape(const char *u)
@@ -264,8 +264,10 @@ int bc_join_policy(bc_tx *tx, struct bc_join_state *st, char node_id[BC_ID_MAX],
 		if (rc == 1 && strcmp(holder.id, node_id) != 0) {
 			/* a reclaim takes back the same machine in the same role: a token of
 			 * another role would leave the certificate and the node row disagreeing */
-			if (node_id[0] || !allow_reclaim || strcmp(holder.tenant_id, r->tenant_id) != 0 ||
-			    strcmp(holder.state, "retired") == 0 || strcmp(holder.role, r->role) != 0) {
+			if (node_id[0] || !allow_reclaim ||
+			    strcmp(holder.tenant_id, r->tenant_id) != 0 ||
+			    strcmp(holder.state, "retired") == 0 ||
+			    strcmp(holder.role, r->role) != 0) {
 				refuse_policy(st, BC_R_RECLAIM, r->tenant_id);
 				return 0;
 			}

@@ -6,93 +6,159 @@
 #define BC_JOIN_REASONS_H
 
 /* the request itself */
-#define BC_R_ATTESTOR_UNKNOWN "attestor-unknown"   /* no attestor with that id runs here */
-#define BC_R_ROLE_NOT_ADMITTED "role-not-admitted" /* the attestor does not admit that role */
-#define BC_R_CSR_INVALID "csr-invalid"             /* not a P-256 CSR whose self-signature verifies */
-#define BC_R_CLAIMS_INVALID "claims-invalid"       /* hardware claims out of shape */
-#define BC_R_TOKEN_UNREADABLE "token-unreadable"   /* the sealed token does not open (another key, another CSR) */
+/* no attestor with that id runs here */
+#define BC_R_ATTESTOR_UNKNOWN "attestor-unknown"
+/* the attestor does not admit that role */
+#define BC_R_ROLE_NOT_ADMITTED "role-not-admitted"
+/* not a P-256 CSR whose self-signature verifies */
+#define BC_R_CSR_INVALID "csr-invalid"
+/* hardware claims out of shape */
+#define BC_R_CLAIMS_INVALID "claims-invalid"
+/* the sealed token does not open (another key, another CSR) */
+#define BC_R_TOKEN_UNREADABLE "token-unreadable"
 
 /* join-token (and every token-based attestor) */
-#define BC_R_TOKEN_MISSING "token-missing"
+#define BC_R_TOKEN_MISSING   "token-missing"
 #define BC_R_TOKEN_MALFORMED "token-malformed"
-#define BC_R_TOKEN_UNKNOWN "token-unknown"
-#define BC_R_TOKEN_SECRET "token-secret"
-#define BC_R_TOKEN_REVOKED "token-revoked"
-#define BC_R_TOKEN_EXPIRED "token-expired"
-#define BC_R_TOKEN_USED_UP "token-used-up"
-#define BC_R_TOKEN_ROLE "token-role"
+#define BC_R_TOKEN_UNKNOWN   "token-unknown"
+#define BC_R_TOKEN_SECRET    "token-secret"
+#define BC_R_TOKEN_REVOKED   "token-revoked"
+#define BC_R_TOKEN_EXPIRED   "token-expired"
+#define BC_R_TOKEN_USED_UP   "token-used-up"
+#define BC_R_TOKEN_ROLE      "token-role"
 
 /* JoinService policy (published as join:<reason>) */
-#define BC_R_POOL_ATTESTOR "pool-attestor"         /* the pool's joinAttestors does not list the attestor */
-#define BC_R_POOL_UNKNOWN "pool-unknown"           /* the result names a pool that is not the tenant's */
-#define BC_R_EXPECT_MISMATCH "expect-mismatch"     /* the token's expect binding does not match the claims */
-#define BC_R_RECLAIM "reclaim"                     /* another node holds the trusted hardware key */
-#define BC_R_NODE_RETIRED "node-retired"           /* the node to reclaim is retired */
-#define BC_R_NODE_UNKNOWN "node-unknown"           /* the result names a node that does not exist here */
-#define BC_R_BOUND_ELSEWHERE "bound-elsewhere"     /* the binding belongs to another node */
-#define BC_R_NODE_KEY_STATEMENT "node-key-statement" /* a statement renewals could not prove again */
+/* the pool's joinAttestors does not list the attestor */
+#define BC_R_POOL_ATTESTOR "pool-attestor"
+/* the result names a pool that is not the tenant's */
+#define BC_R_POOL_UNKNOWN "pool-unknown"
+/* the token's expect binding does not match the claims */
+#define BC_R_EXPECT_MISMATCH "expect-mismatch"
+/* another node holds the trusted hardware key */
+#define BC_R_RECLAIM "reclaim"
+/* the node to reclaim is retired */
+#define BC_R_NODE_RETIRED "node-retired"
+/* the result names a node that does not exist here */
+#define BC_R_NODE_UNKNOWN "node-unknown"
+/* the binding belongs to another node */
+#define BC_R_BOUND_ELSEWHERE "bound-elsewhere"
+/* a statement renewals could not prove again */
+#define BC_R_NODE_KEY_STATEMENT "node-key-statement"
 
 /* x509pop */
-#define BC_R_X509POP_MALFORMED "x509pop-malformed"     /* evidence not the documented JSON, or the leaf not a node certificate of ours for that node id */
-#define BC_R_X509POP_SIGNATURE "x509pop-signature"     /* the proof does not verify under the leaf's key */
-#define BC_R_X509POP_CLIENT_TIME "x509pop-client-time" /* clientTime outside window_ms of database time */
-#define BC_R_X509POP_NOT_CURRENT "x509pop-not-current" /* the leaf is not byte for byte a node_certs row of that node */
-#define BC_R_X509POP_GENERATION "x509pop-generation"   /* the leaf is from an older identity generation (a reclaim, revoke-identity) */
-#define BC_R_X509POP_REVOKED "x509pop-revoked"         /* the leaf was revoked */
-#define BC_R_X509POP_RETIRED "x509pop-retired"         /* the node is retired */
-#define BC_R_X509POP_ROLE "x509pop-role"               /* the certificate's role is not the requested one */
-#define BC_R_X509POP_EXPIRED "x509pop-expired"         /* expired more than grace_ms ago */
-#define BC_R_X509POP_REPLAY "x509pop-replay"           /* the proof was used before */
-#define BC_R_X509POP_KEY_STATEMENT "x509pop-key-statement" /* the leaf names a TPM AK: only the tpm attestor re-joins it, so the statement is never dropped */
+/* evidence not the documented JSON, or the leaf not a node certificate of ours for that node id */
+#define BC_R_X509POP_MALFORMED "x509pop-malformed"
+/* the proof does not verify under the leaf's key */
+#define BC_R_X509POP_SIGNATURE "x509pop-signature"
+/* clientTime outside window_ms of database time */
+#define BC_R_X509POP_CLIENT_TIME "x509pop-client-time"
+/* the leaf is not byte for byte a node_certs row of that node */
+#define BC_R_X509POP_NOT_CURRENT "x509pop-not-current"
+/* the leaf is from an older identity generation (a reclaim, revoke-identity) */
+#define BC_R_X509POP_GENERATION "x509pop-generation"
+/* the leaf was revoked */
+#define BC_R_X509POP_REVOKED "x509pop-revoked"
+/* the node is retired */
+#define BC_R_X509POP_RETIRED "x509pop-retired"
+/* the certificate's role is not the requested one */
+#define BC_R_X509POP_ROLE "x509pop-role"
+/* expired more than grace_ms ago */
+#define BC_R_X509POP_EXPIRED "x509pop-expired"
+/* the proof was used before */
+#define BC_R_X509POP_REPLAY "x509pop-replay"
+/* the leaf names a TPM AK: only the tpm attestor re-joins it, so the statement is never dropped */
+#define BC_R_X509POP_KEY_STATEMENT "x509pop-key-statement"
 
 /* Renew (published as security.renew.refused to the node's owner) */
-#define BC_R_RENEW_MALFORMED "renew-malformed"     /* no chain, or the leaf is not a node certificate of ours */
-#define BC_R_RENEW_NOT_CURRENT "renew-not-current" /* the leaf is not byte for byte a node_certs row of that node */
-#define BC_R_RENEW_GENERATION "renew-generation"   /* the leaf is of an older identity generation */
-#define BC_R_RENEW_EXPIRED "renew-expired"         /* the leaf expired (database time): re-join with x509pop */
-#define BC_R_RENEW_REVOKED "renew-revoked"         /* the leaf was revoked */
-#define BC_R_RENEW_RETIRED "renew-retired"         /* the node is retired */
-#define BC_R_RENEW_PROOF "renew-proof"             /* the proof does not verify under the leaf's key */
-#define BC_R_RENEW_CLIENT_TIME "renew-client-time" /* client time more than 60 s from database time */
-#define BC_R_KEY_STATEMENT_UNKNOWN "key-statement-unknown"         /* a urn:bc: statement we do not know */
-#define BC_R_KEY_STATEMENT_UNSUPPORTED "key-statement-unsupported" /* a statement this build cannot prove again */
-#define BC_R_TPM_AK_URI "tpm-ak-uri"               /* a malformed urn:bc:tpm-ak: statement */
-#define BC_R_KEY_ATTESTATION_MISSING "key-attestation-missing" /* the leaf names an AK, the request has no key_attestation */
-#define BC_R_KEY_ATTESTATION_AK "key-attestation-ak" /* ak_public is not the named AK (another TPM's), or not an attestation key */
-
+/* no chain, or the leaf is not a node certificate of ours */
+#define BC_R_RENEW_MALFORMED "renew-malformed"
+/* the leaf is not byte for byte a node_certs row of that node */
+#define BC_R_RENEW_NOT_CURRENT "renew-not-current"
+/* the leaf is of an older identity generation */
+#define BC_R_RENEW_GENERATION "renew-generation"
+/* the leaf expired (database time): re-join with x509pop */
+#define BC_R_RENEW_EXPIRED "renew-expired"
+/* the leaf was revoked */
+#define BC_R_RENEW_REVOKED "renew-revoked"
+/* the node is retired */
+#define BC_R_RENEW_RETIRED "renew-retired"
+/* the proof does not verify under the leaf's key */
+#define BC_R_RENEW_PROOF "renew-proof"
+/* client time more than 60 s from database time */
+#define BC_R_RENEW_CLIENT_TIME "renew-client-time"
+/* a urn:bc: statement we do not know */
+#define BC_R_KEY_STATEMENT_UNKNOWN "key-statement-unknown"
+/* a statement this build cannot prove again */
+#define BC_R_KEY_STATEMENT_UNSUPPORTED "key-statement-unsupported"
+/* a malformed urn:bc:tpm-ak: statement */
+#define BC_R_TPM_AK_URI "tpm-ak-uri"
+/* the leaf names an AK, the request has no key_attestation */
+#define BC_R_KEY_ATTESTATION_MISSING "key-attestation-missing"
+/* ak_public is not the named AK (another TPM's), or not an attestation key */
+#define BC_R_KEY_ATTESTATION_AK "key-attestation-ak"
 
 /* tpm: round 1 (the TPM's identity) */
-#define BC_R_TPM_EVIDENCE_MALFORMED "tpm-evidence-malformed" /* not a TpmEvidence or TpmAnswer, or over its bounds */
-#define BC_R_EK_MALFORMED "ek-malformed"           /* the EK public area does not parse or is no EK we can challenge */
-#define BC_R_EK_CERTIFICATE_CHAIN "ek-certificate-chain" /* the EK certificate chains to none of ek_roots */
-#define BC_R_EK_CERTIFICATE_KEY "ek-certificate-key" /* the EK certificate is for another key than the EK */
-#define BC_R_EK_UNCERTIFIED "ek-uncertified"       /* no EK certificate, and allow_uncertified_ek is off */
-#define BC_R_AK_MALFORMED "ak-malformed"           /* the AK public area does not parse */
-#define BC_R_AK_ATTRIBUTES "ak-attributes"         /* the AK is not a restricted signing key made in the TPM */
+/* not a TpmEvidence or TpmAnswer, or over its bounds */
+#define BC_R_TPM_EVIDENCE_MALFORMED "tpm-evidence-malformed"
+/* the EK public area does not parse or is no EK we can challenge */
+#define BC_R_EK_MALFORMED "ek-malformed"
+/* the EK certificate chains to none of ek_roots */
+#define BC_R_EK_CERTIFICATE_CHAIN "ek-certificate-chain"
+/* the EK certificate is for another key than the EK */
+#define BC_R_EK_CERTIFICATE_KEY "ek-certificate-key"
+/* no EK certificate, and allow_uncertified_ek is off */
+#define BC_R_EK_UNCERTIFIED "ek-uncertified"
+/* the AK public area does not parse */
+#define BC_R_AK_MALFORMED "ak-malformed"
+/* the AK is not a restricted signing key made in the TPM */
+#define BC_R_AK_ATTRIBUTES "ak-attributes"
 /* tpm: round 2 (the answer) */
-#define BC_R_CHALLENGE_STATE "challenge-state"     /* the state does not open under challengeKey (forged, altered) */
-#define BC_R_CHALLENGE_OTHER_CSR "challenge-for-another-csr" /* the challenge was made for another CSR */
-#define BC_R_CHALLENGE_EXPIRED "challenge-expired" /* answered after the challenge's not_after (database time) */
-#define BC_R_CHALLENGE_EVIDENCE "challenge-evidence" /* the answer's evidence is not round 1's */
-#define BC_R_CREDENTIAL_SECRET "credential-secret" /* the activated secret is not the one sealed to the EK */
-#define BC_R_QUOTE_MALFORMED "quote-malformed"     /* the quote or its signature does not parse */
-#define BC_R_QUOTE_SIGNATURE "quote-signature"     /* the quote is not signed by the AK */
-#define BC_R_QUOTE_MAGIC "quote-magic"             /* not TPM_GENERATED_VALUE: not made by a TPM */
-#define BC_R_QUOTE_TYPE "quote-type"               /* not a TPM_ST_ATTEST_QUOTE */
-#define BC_R_QUOTE_NONCE "quote-nonce"             /* extraData is not sha256(secret || sha256(csr)) */
-#define BC_R_QUOTE_PCR_SELECTION "quote-pcr-selection" /* another bank, or a PCR of the selection left out */
-#define BC_R_QUOTE_PCR_DIGEST "quote-pcr-digest"   /* the supplied PCR values are not the quoted ones */
-#define BC_R_PCR_POLICY "pcr-policy"               /* pcr_policy or pcr_policy_command refused the PCR values */
-#define BC_R_NODE_KEY_MALFORMED "node-key-malformed"   /* the certification does not parse, or is no certify */
-#define BC_R_NODE_KEY_SIGNATURE "node-key-signature"   /* the certification is not signed by the AK */
-#define BC_R_NODE_KEY_NONCE "node-key-nonce"       /* its extraData is not sha256(csr) */
-#define BC_R_NODE_KEY_NAME "node-key-name"         /* the certified name is not key_public's */
-#define BC_R_NODE_KEY_ATTRIBUTES "node-key-attributes" /* the key can leave the TPM, was imported, or cannot sign */
-#define BC_R_NODE_KEY_NOT_CSR "node-key-not-csr"   /* the certified key is not the CSR's key */
-#define BC_R_NODE_KEY_NOT_CERTIFIED "node-key-not-certified" /* no certification, and node_key = "certified" */
+/* the state does not open under challengeKey (forged, altered) */
+#define BC_R_CHALLENGE_STATE "challenge-state"
+/* the challenge was made for another CSR */
+#define BC_R_CHALLENGE_OTHER_CSR "challenge-for-another-csr"
+/* answered after the challenge's not_after (database time) */
+#define BC_R_CHALLENGE_EXPIRED "challenge-expired"
+/* the answer's evidence is not round 1's */
+#define BC_R_CHALLENGE_EVIDENCE "challenge-evidence"
+/* the activated secret is not the one sealed to the EK */
+#define BC_R_CREDENTIAL_SECRET "credential-secret"
+/* the quote or its signature does not parse */
+#define BC_R_QUOTE_MALFORMED "quote-malformed"
+/* the quote is not signed by the AK */
+#define BC_R_QUOTE_SIGNATURE "quote-signature"
+/* not TPM_GENERATED_VALUE: not made by a TPM */
+#define BC_R_QUOTE_MAGIC "quote-magic"
+/* not a TPM_ST_ATTEST_QUOTE */
+#define BC_R_QUOTE_TYPE "quote-type"
+/* extraData is not sha256(secret || sha256(csr)) */
+#define BC_R_QUOTE_NONCE "quote-nonce"
+/* another bank, or a PCR of the selection left out */
+#define BC_R_QUOTE_PCR_SELECTION "quote-pcr-selection"
+/* the supplied PCR values are not the quoted ones */
+#define BC_R_QUOTE_PCR_DIGEST "quote-pcr-digest"
+/* pcr_policy or pcr_policy_command refused the PCR values */
+#define BC_R_PCR_POLICY "pcr-policy"
+/* the certification does not parse, or is no certify */
+#define BC_R_NODE_KEY_MALFORMED "node-key-malformed"
+/* the certification is not signed by the AK */
+#define BC_R_NODE_KEY_SIGNATURE "node-key-signature"
+/* its extraData is not sha256(csr) */
+#define BC_R_NODE_KEY_NONCE "node-key-nonce"
+/* the certified name is not key_public's */
+#define BC_R_NODE_KEY_NAME "node-key-name"
+/* the key can leave the TPM, was imported, or cannot sign */
+#define BC_R_NODE_KEY_ATTRIBUTES "node-key-attributes"
+/* the certified key is not the CSR's key */
+#define BC_R_NODE_KEY_NOT_CSR "node-key-not-csr"
+/* no certification, and node_key = "certified" */
+#define BC_R_NODE_KEY_NOT_CERTIFIED "node-key-not-certified"
 /* tpm: where it joins */
-#define BC_R_UNKNOWN_EK "unknown-ek"               /* not bound, not in resolve, and no enrollment */
-#define BC_R_ENROLLMENT_DENIED "enrollment-denied" /* an operator denied this EK's join request */
-#define BC_R_ENROLLMENT_CSR "enrollment-csr"       /* the pending request was made for another CSR */
+/* not bound, not in resolve, and no enrollment */
+#define BC_R_UNKNOWN_EK "unknown-ek"
+/* an operator denied this EK's join request */
+#define BC_R_ENROLLMENT_DENIED "enrollment-denied"
+/* the pending request was made for another CSR */
+#define BC_R_ENROLLMENT_CSR "enrollment-csr"
 
 #endif

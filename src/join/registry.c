@@ -65,8 +65,10 @@ int bc_join_load_plugin(struct bc_join_service *s, const char *path, char *err, 
 		return BC_ERR_CONFIG;
 	}
 	if ((rc = bc_join_register(s, a)) != 0) {
-		snprintf(err, errlen, "plugin %s: attestor refused (%s): it needs an id of [a-z0-9-], "
-		         "a verify function and at least one role", path, bc_err_str(rc));
+		snprintf(err, errlen,
+		         "plugin %s: attestor refused (%s): it needs an id of [a-z0-9-], "
+		         "a verify function and at least one role",
+		         path, bc_err_str(rc));
 		dlclose(h);
 		return BC_ERR_CONFIG;
 	}
@@ -79,8 +81,7 @@ int bc_join_load_plugin(struct bc_join_service *s, const char *path, char *err, 
 
 /* An [attestors.<id>] table enables the built-in attestor of that id (x509pop, tpm,
  * ...) unless a plugin already registered one: only join-token runs without one. */
-static int enable_builtins(struct bc_join_service *s, const bc_toml *cfg, char *err,
-                           size_t errlen)
+static int enable_builtins(struct bc_join_service *s, const bc_toml *cfg, char *err, size_t errlen)
 {
 	const char *const *names;
 	size_t n;
@@ -93,9 +94,10 @@ static int enable_builtins(struct bc_join_service *s, const bc_toml *cfg, char *
 		if (bc_join_attestor_known(s, names[i]))
 			continue;
 		if ((a = bc_attestor_builtin(names[i])) == NULL) {
-			snprintf(err, errlen, "[attestors.%s]: no attestor with that id runs here "
-			         "(built-in: %s; others come from plugins)", names[i],
-			         bc_attestor_builtin_names());
+			snprintf(err, errlen,
+			         "[attestors.%s]: no attestor with that id runs here "
+			         "(built-in: %s; others come from plugins)",
+			         names[i], bc_attestor_builtin_names());
 			return BC_ERR_CONFIG;
 		}
 		if ((rc = bc_join_register(s, a)) != 0) {

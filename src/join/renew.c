@@ -24,14 +24,14 @@
 #include "join/reasons.h"
 
 #define RENEW_WINDOW_MS 60000
-#define TPM_AK_PREFIX "urn:bc:tpm-ak:"
+#define TPM_AK_PREFIX   "urn:bc:tpm-ak:"
 
 const char bc_connect_renew_refused[] =
-	"{\"code\":\"permission_denied\",\"message\":\"Renew refused\"}";
+    "{\"code\":\"permission_denied\",\"message\":\"Renew refused\"}";
 static const char renew_invalid[] =
-	"{\"code\":\"invalid_argument\",\"message\":\"the request is not a RenewRequest\"}";
+    "{\"code\":\"invalid_argument\",\"message\":\"the request is not a RenewRequest\"}";
 static const char renew_unavailable[] =
-	"{\"code\":\"unavailable\",\"message\":\"the control plane cannot reach its store; retry\"}";
+    "{\"code\":\"unavailable\",\"message\":\"the control plane cannot reach its store; retry\"}";
 
 struct renew_state {
 	struct bc_join_service *svc;
@@ -71,9 +71,9 @@ static const char *check_statements(const struct renew_state *st, int *rc)
 		if (ka == NULL)
 			return BC_R_KEY_ATTESTATION_MISSING;
 		const char *why = bc_tpm_verify_key_attestation(
-			name, sizeof(name), ka->ak_public.data, ka->ak_public.len, ka->key_public.data,
-			ka->key_public.len, ka->certify_info.data, ka->certify_info.len,
-			ka->signature.data, ka->signature.len, st->csr_sha256, st->csr_spki_sha256, rc);
+		    name, sizeof(name), ka->ak_public.data, ka->ak_public.len, ka->key_public.data,
+		    ka->key_public.len, ka->certify_info.data, ka->certify_info.len,
+		    ka->signature.data, ka->signature.len, st->csr_sha256, st->csr_spki_sha256, rc);
 		if (why != NULL || *rc != 0)
 			return why;
 	}
@@ -100,7 +100,8 @@ static int verify_proof(struct renew_state *st, X509 *leaf)
 
 	if (pub == NULL)
 		return BC_ERR_VERIFY;
-	if ((rc = bc_proof_payload(&b, st->csr_sha256, st->id.node_id, st->rq->client_time_ms)) != 0) {
+	if ((rc = bc_proof_payload(&b, st->csr_sha256, st->id.node_id, st->rq->client_time_ms)) !=
+	    0) {
 		bc_buf_free(&b);
 		return rc;
 	}
@@ -119,13 +120,13 @@ static const char *precheck(struct renew_state *st)
 	X509 *leaf = NULL;
 
 	if (rq->n_chain == 0 ||
-	    bc_pki_node_identity(rq->chain[0].data, rq->chain[0].len, pki->trust_domain, &st->id) != 0 ||
+	    bc_pki_node_identity(rq->chain[0].data, rq->chain[0].len, pki->trust_domain, &st->id) !=
+	        0 ||
 	    bc_pki_verify_node_cert(pki, rq->chain[0].data, rq->chain[0].len) != 0 ||
 	    bc_x509_from_der(rq->chain[0].data, rq->chain[0].len, &leaf) != 0)
 		return BC_R_RENEW_MALFORMED;
 	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0 ||
-	    bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256) != 0 ||
-	    csr_spki_sha256(st) != 0) {
+	    bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256) != 0 || csr_spki_sha256(st) != 0) {
 		why = BC_R_CSR_INVALID;
 		goto out;
 	}
@@ -208,8 +209,9 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	bc_param p[] = {BC_TEXT(serial), BC_TEXT(st->id.node_id), BC_INT(generation), BC_TEXT(hex),
-	                BC_TEXT(sha), BC_INT(st->now_ms), BC_INT(not_after), BC_TEXT(stmts)};
+	bc_param p[] = {
+	    BC_TEXT(serial), BC_TEXT(st->id.node_id), BC_INT(generation), BC_TEXT(hex),
+	    BC_TEXT(sha),    BC_INT(st->now_ms),      BC_INT(not_after),  BC_TEXT(stmts)};
 	if ((rc = bc_tx_exec(tx,
 	                     "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
 	                     "der_sha256, not_before, not_after, statements, created_at) "
@@ -219,7 +221,8 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 	data = json_pack("{s:s, s:s, s:I}", "nodeId", st->id.node_id, "serial", serial,
 	                 "generation", (json_int_t)generation);
 	if ((rc = bc_event_publish(tx, st->tenant_id, "node.renewed", st->id.node_id, data)) == 0)
-		rc = bc_audit(tx, st->tenant_id, "join:renew", "node.renewed", st->id.node_id, data);
+		rc =
+		    bc_audit(tx, st->tenant_id, "join:renew", "node.renewed", st->id.node_id, data);
 out:
 	json_decref(arr);
 	json_decref(data);
@@ -245,15 +248,15 @@ static int renew_tx(bc_tx *tx, void *arg)
 	if (st->reason)
 		return BC_ERR_DENIED;
 	struct bc_node_cert_req req = {
-		.node_id = st->id.node_id,
-		.role = st->id.role,
-		.pub = st->csr_key,
-		.statements = (const char *const *)st->id.statements,
-		.n_statements = st->id.n_statements,
-		.not_before_ms = st->now_ms,
+	    .node_id = st->id.node_id,
+	    .role = st->id.role,
+	    .pub = st->csr_key,
+	    .statements = (const char *const *)st->id.statements,
+	    .n_statements = st->id.n_statements,
+	    .not_before_ms = st->now_ms,
 	};
-	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &st->cert_der, &st->cert_len, serial,
-	                                 &not_after)) != 0)
+	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &st->cert_der, &st->cert_len,
+	                                 serial, &not_after)) != 0)
 		return rc;
 	return record(tx, st, serial, not_after, generation);
 }
@@ -264,8 +267,8 @@ static int refusal_tx(bc_tx *tx, void *arg)
 	json_t *data = json_pack("{s:s, s:s?}", "reason", st->reason, "nodeId",
 	                         st->id.node_id[0] ? st->id.node_id : NULL);
 	int rc = bc_event_publish(tx, st->tenant_id[0] ? st->tenant_id : "root",
-	                          "security.renew.refused", st->id.node_id[0] ? st->id.node_id : NULL,
-	                          data);
+	                          "security.renew.refused",
+	                          st->id.node_id[0] ? st->id.node_id : NULL, data);
 	json_decref(data);
 	return rc;
 }
@@ -348,8 +351,8 @@ void bc_renew_handle(struct bc_join_service *s, const uint8_t *body, size_t len,
 		report(&st);
 		answer(403, bc_connect_renew_refused, status, ct, resp, resp_len);
 	} else if (rc != 0) {
-		bc_log(BC_LOG_ERROR, "renew failed", "nodeId", st.id.node_id, "error", bc_err_str(rc),
-		       NULL);
+		bc_log(BC_LOG_ERROR, "renew failed", "nodeId", st.id.node_id, "error",
+		       bc_err_str(rc), NULL);
 		answer(503, renew_unavailable, status, ct, resp, resp_len);
 	} else if (sign(&st, resp, resp_len) != 0) {
 		answer(503, renew_unavailable, status, ct, resp, resp_len);

@@ -7,10 +7,11 @@
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/internal.h"
 
-static int pack_body(const struct bc_join_service *s, const struct bc_join_state *st,
-                     uint8_t **out, size_t *len)
+static int pack_body(const struct bc_join_service *s, const struct bc_join_state *st, uint8_t **out,
+                     size_t *len)
 {
-	Bettercompute__Join__V1__JoinResponseBody b = BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__INIT;
+	Bettercompute__Join__V1__JoinResponseBody b =
+	    BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__INIT;
 	Bettercompute__Join__V1__JoinPending pend = BETTERCOMPUTE__JOIN__V1__JOIN_PENDING__INIT;
 	Bettercompute__Join__V1__JoinChallenge chal = BETTERCOMPUTE__JOIN__V1__JOIN_CHALLENGE__INIT;
 	ProtobufCBinaryData chain[2], bundle[1];
@@ -30,15 +31,18 @@ static int pack_body(const struct bc_join_service *s, const struct bc_join_state
 		const struct bc_attest_deferral *d = &st->out.deferral;
 		if (d->kind == BC_DEFER_APPROVAL) {
 			pend.request_id = (char *)d->request_id;
-			pend.retry_after_seconds = d->retry_after_seconds ? d->retry_after_seconds : 30;
-			b.deferral_case = BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_PENDING;
+			pend.retry_after_seconds =
+			    d->retry_after_seconds ? d->retry_after_seconds : 30;
+			b.deferral_case =
+			    BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_PENDING;
 			b.pending = &pend;
 		} else {
 			chal.attestor = (char *)st->attestor->id;
 			chal.payload.data = d->challenge;
 			chal.payload.len = d->challenge_len;
 			chal.not_after_ms = d->not_after_ms;
-			b.deferral_case = BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_CHALLENGE;
+			b.deferral_case =
+			    BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_CHALLENGE;
 			b.challenge = &chal;
 		}
 	} else {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #define BC_BUF_DEFAULT_MAX (16u * 1024 * 1024)
-#define BC_BUF_MIN_CAP 64u
+#define BC_BUF_MIN_CAP     64u
 
 /* A reader over NULL points here instead, so that a zero-length read still
  * yields a valid pointer and never computes NULL + 0 (undefined in C). */
@@ -165,10 +165,22 @@ static int put_be(bc_buf *b, uint64_t v, size_t n)
 	return bc_buf_put(b, tmp, n);
 }
 
-int bc_buf_put_u8(bc_buf *b, uint8_t v) { return put_be(b, v, 1); }
-int bc_buf_put_u16(bc_buf *b, uint16_t v) { return put_be(b, v, 2); }
-int bc_buf_put_u32(bc_buf *b, uint32_t v) { return put_be(b, v, 4); }
-int bc_buf_put_u64(bc_buf *b, uint64_t v) { return put_be(b, v, 8); }
+int bc_buf_put_u8(bc_buf *b, uint8_t v)
+{
+	return put_be(b, v, 1);
+}
+int bc_buf_put_u16(bc_buf *b, uint16_t v)
+{
+	return put_be(b, v, 2);
+}
+int bc_buf_put_u32(bc_buf *b, uint32_t v)
+{
+	return put_be(b, v, 4);
+}
+int bc_buf_put_u64(bc_buf *b, uint64_t v)
+{
+	return put_be(b, v, 8);
+}
 
 int bc_buf_put_cstr(bc_buf *b, const char *s)
 {

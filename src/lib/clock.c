@@ -71,8 +71,9 @@ int64_t bc_clock_offset_ms(void)
 {
 	(void)pthread_once(&offset_once, offset_init);
 	if (atomic_exchange(&offset_warn, 0))
-		bc_log(BC_LOG_WARN, "ignoring BC_TEST_CLOCK_OFFSET_MS: not an integer of milliseconds",
-		       "value", getenv("BC_TEST_CLOCK_OFFSET_MS"), NULL);
+		bc_log(BC_LOG_WARN,
+		       "ignoring BC_TEST_CLOCK_OFFSET_MS: not an integer of milliseconds", "value",
+		       getenv("BC_TEST_CLOCK_OFFSET_MS"), NULL);
 	return atomic_load(&offset_ms);
 }
 #else
@@ -115,7 +116,8 @@ void bc_time_format_ms(int64_t ms, char *buf, unsigned long buflen)
 	if (gmtime_r(&secs, &tm) == NULL || tm.tm_year < -1900 || tm.tm_year > 9999 - 1900)
 		return;
 	n = snprintf(buf, buflen, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-	             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(rem % 1000));
+	             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	             (int)(rem % 1000));
 	/* a cut-off time reads as a valid one: better none */
 	if (n < 0 || (unsigned long)n >= buflen)
 		buf[0] = '\0';
@@ -127,7 +129,8 @@ int bc_duration_parse_ms(const char *s, int64_t *out)
 	static const struct {
 		const char *suffix;
 		int64_t ms;
-	} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", MS_PER_DAY}, {"", 1000}};
+	} units[] = {{"ms", 1},      {"s", 1000},       {"m", 60000},
+	             {"h", 3600000}, {"d", MS_PER_DAY}, {"", 1000}};
 	const char *p = s;
 	int64_t n = 0, r;
 

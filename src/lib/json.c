@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define JSON_DEFAULT_MAX (1024u * 1024u)
-#define JSON_MAX_DEPTH 32
+#define JSON_MAX_DEPTH   32
 
 static void set_err(char *err, size_t errlen, const char *msg)
 {
@@ -31,20 +31,15 @@ static int depth_ok(const unsigned char *p, size_t len)
 			continue;
 		}
 		switch (p[i]) {
-		case '"':
-			in_str = 1;
-			break;
+		case '"': in_str = 1; break;
 		case '[':
 		case '{':
 			if (++depth > JSON_MAX_DEPTH)
 				return 0;
 			break;
 		case ']':
-		case '}':
-			depth--;
-			break;
-		default:
-			break;
+		case '}': depth--; break;
+		default: break;
 		}
 	}
 	return 1;

@@ -21,8 +21,8 @@
 #include "lib/utf8.h"
 
 #define LOG_VALUE_MAX 8192u
-#define LOG_LINE_MAX (256u * 1024u)
-#define LOG_CUT_MARK "...(truncated)"
+#define LOG_LINE_MAX  (256u * 1024u)
+#define LOG_CUT_MARK  "...(truncated)"
 
 static atomic_int log_level = BC_LOG_INFO;
 static atomic_int log_format = BC_LOG_LOGFMT;
@@ -121,7 +121,8 @@ static size_t escape_one(bc_buf *b, const uint8_t *p, size_t left, int json)
 				rc = bc_buf_put(b, tmp, 4);
 			}
 		} else if (is_line_break(p, n)) {
-			snprintf(tmp, sizeof(tmp), "\\u%04x", n == 2 ? 0x85u : 0x2000u | (p[2] & 0x3fu));
+			snprintf(tmp, sizeof(tmp), "\\u%04x",
+			         n == 2 ? 0x85u : 0x2000u | (p[2] & 0x3fu));
 			rc = bc_buf_put(b, tmp, 6);
 		} else {
 			rc = bc_buf_put(b, p, n);

@@ -32,8 +32,8 @@
 
 #define TOML_MAX_BYTES (1024u * 1024u)
 #define TOML_MAX_NODES 16384u
-#define NO_NODE ((size_t)-1)
-#define END (-1)
+#define NO_NODE        ((size_t)-1)
+#define END            (-1)
 
 enum node_kind { N_TABLE, N_STRING, N_INT, N_BOOL, N_STRINGS };
 
@@ -50,7 +50,7 @@ struct node {
 	char *path;       /* full dotted path; "" for the root table */
 	const char *name; /* last segment, inside path */
 	int line;
-	int defined;      /* a table named by its own header (or the root) */
+	int defined; /* a table named by its own header (or the root) */
 	struct value v;
 	const char **keys; /* tables: names of direct keys, in file order */
 	size_t nkeys, capkeys;
@@ -170,8 +170,7 @@ static void node_free(struct node *nd)
 
 /* Adds a node under parent, taking path and the value's contents (freed on
  * failure too). */
-static int add_node(bc_toml *t, char *path, size_t parent, struct value *v, int line,
-                    size_t *idx)
+static int add_node(bc_toml *t, char *path, size_t parent, struct value *v, int line, size_t *idx)
 {
 	struct node *nd = NULL, **nn, *pn;
 	const char *dot;
@@ -420,10 +419,8 @@ static int parse_escape(struct parser *p, bc_buf *b)
 	case '"': c = '"'; break;
 	case '\\': c = '\\'; break;
 	case 'u':
-	case 'U':
-		return parse_unicode(p, b);
-	default:
-		return fail(p, "invalid escape \\ followed by %s", describe(c, tmp));
+	case 'U': return parse_unicode(p, b);
+	default: return fail(p, "invalid escape \\ followed by %s", describe(c, tmp));
 	}
 	p->pos++;
 	return bc_buf_put_u8(b, (uint8_t)c) == 0 ? 0 : fail(p, "string too long");
@@ -493,7 +490,8 @@ static int parse_key(struct parser *p, char **out)
 		if (!quoted_key_ok(*out)) {
 			free(*out);
 			*out = NULL;
-			return fail(p, "a quoted key may not be empty or hold '.' or a control character");
+			return fail(
+			    p, "a quoted key may not be empty or hold '.' or a control character");
 		}
 		return 0;
 	}
@@ -520,9 +518,11 @@ static int parse_int(struct parser *p, int64_t *out)
 		p->pos++;
 	}
 	lim += (uint64_t)neg;
-	if (peek(p) == '0' && (peek_at(p, 1) == 'x' || peek_at(p, 1) == 'o' || peek_at(p, 1) == 'b'))
+	if (peek(p) == '0' &&
+	    (peek_at(p, 1) == 'x' || peek_at(p, 1) == 'o' || peek_at(p, 1) == 'b'))
 		return fail(p, "hexadecimal, octal and binary integers are not supported");
-	if (peek(p) == '0' && (peek_at(p, 1) == '_' || (peek_at(p, 1) >= '0' && peek_at(p, 1) <= '9')))
+	if (peek(p) == '0' &&
+	    (peek_at(p, 1) == '_' || (peek_at(p, 1) >= '0' && peek_at(p, 1) <= '9')))
 		return fail(p, "leading zeros are not allowed");
 	for (;;) {
 		c = peek(p);
@@ -556,13 +556,14 @@ static int parse_int(struct parser *p, int64_t *out)
 static int parse_bool(struct parser *p, int *out)
 {
 	*out = 0;
-	if (p->len - p->pos >= 4 && memcmp(p->s + p->pos, "true", 4) == 0 && !is_bare(peek_at(p, 4))) {
+	if (p->len - p->pos >= 4 && memcmp(p->s + p->pos, "true", 4) == 0 &&
+	    !is_bare(peek_at(p, 4))) {
 		p->pos += 4;
 		*out = 1;
 		return 0;
 	}
 	if (p->len - p->pos >= 5 && memcmp(p->s + p->pos, "false", 5) == 0 &&
-	    !is_bare(peek_at(p, 5)))  {
+	    !is_bare(peek_at(p, 5))) {
 		p->pos += 5;
 		return 0;
 	}
@@ -625,7 +626,8 @@ static int parse_array(struct parser *p, struct value *v)
 		if ((c = peek(p)) == ']')
 			break;
 		if (c != ',')
-			return fail(p, "expected ',' or ']' in the array, found %s", describe(c, b));
+			return fail(p, "expected ',' or ']' in the array, found %s",
+			            describe(c, b));
 		p->pos++;
 	}
 	p->pos++;
@@ -640,25 +642,24 @@ static int parse_value(struct parser *p, struct value *v)
 	memset(v, 0, sizeof(*v));
 	switch (c) {
 	case '"':
-	case '\'':
-		v->kind = N_STRING;
-		return parse_string(p, &v->str);
-	case '[':
-		return parse_array(p, v);
-	case '{':
-		return fail(p, "inline tables are not supported");
+	case '\'': v->kind = N_STRING; return parse_string(p, &v->str);
+	case '[': return parse_array(p, v);
+	case '{': return fail(p, "inline tables are not supported");
 	case 't':
-	case 'f':
-		v->kind = N_BOOL;
-		return parse_bool(p, &v->b);
+	case 'f': v->kind = N_BOOL; return parse_bool(p, &v->b);
 	case '+':
 	case '-':
-	case '0': case '1': case '2': case '3': case '4':
-	case '5': case '6': case '7': case '8': case '9':
-		v->kind = N_INT;
-		return parse_int(p, &v->i);
-	default:
-		break;
+	case '0':
+	case '1':
+	case '2':
+	case '3':
+	case '4':
+	case '5':
+	case '6':
+	case '7':
+	case '8':
+	case '9': v->kind = N_INT; return parse_int(p, &v->i);
+	default: break;
 	}
 	if ((c == 'i' && peek_at(p, 1) == 'n' && peek_at(p, 2) == 'f') ||
 	    (c == 'n' && peek_at(p, 1) == 'a' && peek_at(p, 2) == 'n'))
@@ -706,9 +707,11 @@ static int define_table(struct parser *p, char *path)
 		if ((rc = add_table(p, path, parent, &idx)) != 0)
 			return rc;
 	} else if (p->t->nodes[idx]->v.kind != N_TABLE) {
-		return fail(p, "table [%s] is already a key (line %d)", path, p->t->nodes[idx]->line);
+		return fail(p, "table [%s] is already a key (line %d)", path,
+		            p->t->nodes[idx]->line);
 	} else if (p->t->nodes[idx]->defined) {
-		return fail(p, "duplicate table [%s] (first on line %d)", path, p->t->nodes[idx]->line);
+		return fail(p, "duplicate table [%s] (first on line %d)", path,
+		            p->t->nodes[idx]->line);
 	}
 	nd = p->t->nodes[idx];
 	nd->defined = 1;
@@ -743,7 +746,8 @@ static int parse_header(struct parser *p)
 		if ((c = peek(p)) == ']')
 			break;
 		if (c != '.') {
-			rc = fail(p, "expected '.' or ']' in the table header, found %s", describe(c, b));
+			rc = fail(p, "expected '.' or ']' in the table header, found %s",
+			          describe(c, b));
 			goto out;
 		}
 		p->pos++;
@@ -773,7 +777,8 @@ static int parse_keyval(struct parser *p)
 		goto out;
 	}
 	if (peek(p) != '=') {
-		rc = fail(p, "expected '=' after the key '%s', found %s", key, describe(peek(p), b));
+		rc =
+		    fail(p, "expected '=' after the key '%s', found %s", key, describe(peek(p), b));
 		goto out;
 	}
 	p->pos++;
@@ -908,7 +913,8 @@ int bc_toml_load(const char *path, bc_toml **out, char *err, size_t errlen)
 		goto out;
 	}
 	if ((rc = read_bounded(fd, &b)) != 0) {
-		snprintf(msg, sizeof(msg), rc == BC_ERR_LIMIT ? "larger than %u bytes" : "read failed",
+		snprintf(msg, sizeof(msg),
+		         rc == BC_ERR_LIMIT ? "larger than %u bytes" : "read failed",
 		         TOML_MAX_BYTES);
 		goto out;
 	}

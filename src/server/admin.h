@@ -9,7 +9,7 @@
 
 struct bc_admin_config {
 	bc_store *store;
-	const bc_pki *pki;            /* daemon-config: signing/encryption keys, CA bundle */
+	const bc_pki *pki; /* daemon-config: signing/encryption keys, CA bundle */
 	const char *public_url;
 	/* 1 when id names an attestor this server runs (pool policy validation) */
 	int (*attestor_known)(void *ctx, const char *id);

@@ -22,8 +22,8 @@ static json_t *jr_json(bc_rows *r)
 	                 bc_rows_text(r, 4), "requestKey", bc_rows_text(r, 5), "csrSha256",
 	                 bc_rows_text(r, 6), "detail", admin_col_json(r, 7, "{}"), "state",
 	                 bc_rows_text(r, 8), "decidedBy", admin_col_text(r, 9), "createdAt",
-	                 admin_time(bc_rows_int(r, 10)), "expiresAt", admin_time(bc_rows_int(r, 11)),
-	                 "decidedAt", admin_col_time(r, 12));
+	                 admin_time(bc_rows_int(r, 10)), "expiresAt",
+	                 admin_time(bc_rows_int(r, 11)), "decidedAt", admin_col_time(r, 12));
 }
 
 int admin_join_requests_list(bc_tx *tx, struct admin_call *c)
@@ -39,13 +39,14 @@ int admin_join_requests_list(bc_tx *tx, struct admin_call *c)
 		                  "state: expected pending, approved, denied or used");
 	if (state != NULL) {
 		bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(state)};
-		rc = admin_query_list(tx, JR_SELECT "WHERE tenant_id = $1 AND state = $2 "
-		                                    "ORDER BY created_at, id",
+		rc = admin_query_list(tx,
+		                      JR_SELECT "WHERE tenant_id = $1 AND state = $2 "
+		                                "ORDER BY created_at, id",
 		                      p, 2, jr_json, &arr);
 	} else {
 		bc_param p[] = {BC_TEXT(c->arg[0])};
-		rc = admin_query_list(tx, JR_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id", p,
-		                      1, jr_json, &arr);
+		rc = admin_query_list(tx, JR_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id",
+		                      p, 1, jr_json, &arr);
 	}
 	if (rc != 0)
 		return rc;
@@ -62,17 +63,19 @@ static int decide(bc_tx *tx, struct admin_call *c, const char *to, const char *e
 	bc_param p[] = {BC_TEXT(to), BC_TEXT(c->actor), BC_INT(now), BC_TEXT(c->arg[0]),
 	                BC_TEXT(c->arg[1])};
 	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	if ((rc = bc_tx_exec(tx,
-	                     "UPDATE join_requests SET state = $1, decided_by = $2, decided_at = $3 "
-	                     "WHERE tenant_id = $4 AND id = $5 AND state = 'pending' AND "
-	                     "expires_at > $3",
-	                     p, 5, &changes)) != 0)
+	if ((rc =
+	         bc_tx_exec(tx,
+	                    "UPDATE join_requests SET state = $1, decided_by = $2, decided_at = $3 "
+	                    "WHERE tenant_id = $4 AND id = $5 AND state = 'pending' AND "
+	                    "expires_at > $3",
+	                    p, 5, &changes)) != 0)
 		return rc;
 	if ((rc = admin_query_one(tx, JR_ONE, q, 2, jr_json, &jr)) != 0)
 		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "join request not found") : rc;
 	if (changes == 0) {
 		json_decref(jr);
-		return admin_fail(c, BC_ERR_CONFLICT, "the join request is not pending (or expired)");
+		return admin_fail(c, BC_ERR_CONFLICT,
+		                  "the join request is not pending (or expired)");
 	}
 	data = json_pack("{s:s, s:O}", "requestId", c->arg[1], "attestor",
 	                 json_object_get(jr, "attestor"));

@@ -15,8 +15,8 @@
 #include <openssl/crypto.h>
 
 static const char *const top_keys[] = {
-	"listen",   "public_url", "database", "secret_file", "pki_bundle", "threads",
-	"max_body", "log_level",  "log_format", "on_refusal", "plugins", "event_retention_days",
+    "listen",   "public_url", "database",   "secret_file", "pki_bundle", "threads",
+    "max_body", "log_level",  "log_format", "on_refusal",  "plugins",    "event_retention_days",
 };
 static const char *const top_tables[] = {"tls", "attestors"};
 
@@ -92,25 +92,30 @@ static int check_keys(const struct bc_server_config *c, char *err, size_t errlen
 	if (bc_toml_keys(c->toml, "", &names, &n) == 0)
 		for (size_t i = 0; i < n; i++)
 			if (!in_list(names[i], top_keys, sizeof(top_keys) / sizeof(*top_keys))) {
-				snprintf(err, errlen, "%s: %s: unknown key (known: listen, public_url, "
-				         "database, secret_file, pki_bundle, threads, max_body, log_level, "
-				         "log_format, on_refusal, plugins, event_retention_days, [tls], "
-				         "[attestors.<id>])",
-				         c->path, names[i]);
+				snprintf(
+				    err, errlen,
+				    "%s: %s: unknown key (known: listen, public_url, "
+				    "database, secret_file, pki_bundle, threads, max_body, "
+				    "log_level, "
+				    "log_format, on_refusal, plugins, event_retention_days, [tls], "
+				    "[attestors.<id>])",
+				    c->path, names[i]);
 				return BC_ERR_CONFIG;
 			}
 	if (bc_toml_tables(c->toml, "", &names, &n) == 0)
 		for (size_t i = 0; i < n; i++)
 			if (!in_list(names[i], top_tables, 2)) {
-				snprintf(err, errlen, "%s: [%s]: unknown table (known: [tls], "
-				         "[attestors.<id>])", c->path, names[i]);
+				snprintf(err, errlen,
+				         "%s: [%s]: unknown table (known: [tls], "
+				         "[attestors.<id>])",
+				         c->path, names[i]);
 				return BC_ERR_CONFIG;
 			}
 	if (bc_toml_keys(c->toml, "tls", &names, &n) == 0)
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(names[i], "cert") != 0 && strcmp(names[i], "key") != 0) {
-				snprintf(err, errlen, "%s: tls.%s: unknown key (known: cert, key)", c->path,
-				         names[i]);
+				snprintf(err, errlen, "%s: tls.%s: unknown key (known: cert, key)",
+				         c->path, names[i]);
 				return BC_ERR_CONFIG;
 			}
 	return 0;
@@ -152,7 +157,8 @@ static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
 	}
 	if (bc_toml_get_string(c->toml, "log_level", &lvl) == 0 &&
 	    bc_log_parse_level(lvl, (enum bc_log_level *)&c->log_level) != 0) {
-		snprintf(err, errlen, "%s: log_level: expected debug, info, warn or error", c->path);
+		snprintf(err, errlen, "%s: log_level: expected debug, info, warn or error",
+		         c->path);
 		return BC_ERR_CONFIG;
 	}
 	if (bc_toml_get_string(c->toml, "log_format", &fmt) == 0 &&
@@ -180,8 +186,7 @@ static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-int bc_server_config_load(const char *path, struct bc_server_config *out, char *err,
-                          size_t errlen)
+int bc_server_config_load(const char *path, struct bc_server_config *out, char *err, size_t errlen)
 {
 	char *tmp;
 	int rc;
@@ -234,7 +239,8 @@ int bc_server_secret_load(const char *path, uint8_t out[static 32], char *err, s
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "%s: %s (better-compute init writes it)", path, strerror(errno));
+		snprintf(err, errlen, "%s: %s (better-compute init writes it)", path,
+		         strerror(errno));
 		return BC_ERR_CONFIG;
 	}
 	n = read(fd, buf, sizeof(buf) - 1);

@@ -30,24 +30,24 @@
 #include "bc/toml.h"
 
 struct bc_server_config {
-	char *path;          /* the file read */
-	char *dir;           /* its directory */
+	char *path; /* the file read */
+	char *dir;  /* its directory */
 	char *listen;
 	char *public_url;
-	char *database;      /* resolved: an absolute SQLite path or a postgres:// URL */
+	char *database; /* resolved: an absolute SQLite path or a postgres:// URL */
 	char *secret_file;
 	char *pki_bundle;
-	char *tls_cert;      /* NULL: plain HTTP (loopback only) */
+	char *tls_cert; /* NULL: plain HTTP (loopback only) */
 	char *tls_key;
-	char *on_refusal;    /* NULL: none */
+	char *on_refusal; /* NULL: none */
 	char **plugins;
 	size_t n_plugins;
 	unsigned threads;
 	size_t max_body;
 	int64_t event_retention_days;
-	int log_level;       /* enum bc_log_level */
-	int log_format;      /* enum bc_log_format */
-	bc_toml *toml;       /* kept for the attestors' own tables */
+	int log_level;  /* enum bc_log_level */
+	int log_format; /* enum bc_log_format */
+	bc_toml *toml;  /* kept for the attestors' own tables */
 };
 
 /* err: "server.toml: <key>: <what is wrong>". On failure *out holds nothing to free
@@ -56,6 +56,7 @@ BC_WUR int bc_server_config_load(const char *path, struct bc_server_config *out,
                                  size_t errlen);
 void bc_server_config_free(struct bc_server_config *c);
 /* Reads the 32-byte secret (64 hex characters, optional trailing newline). */
-BC_WUR int bc_server_secret_load(const char *path, uint8_t out[static 32], char *err, size_t errlen);
+BC_WUR int bc_server_secret_load(const char *path, uint8_t out[static 32], char *err,
+                                 size_t errlen);
 
 #endif

@@ -14,13 +14,13 @@
 #include "bc/err.h"
 
 struct bc_http_request {
-	const char *method;          /* "GET", "POST", ... */
-	const char *path;            /* without the query string */
-	const char *content_type;    /* "" when absent */
-	const char *authorization;   /* "" when absent */
+	const char *method;        /* "GET", "POST", ... */
+	const char *path;          /* without the query string */
+	const char *content_type;  /* "" when absent */
+	const char *authorization; /* "" when absent */
 	const uint8_t *body;
 	size_t body_len;
-	const char *peer;            /* "127.0.0.1" */
+	const char *peer;              /* "127.0.0.1" */
 	const char *const *query_keys; /* decoded query arguments */
 	const char *const *query_vals;
 	size_t n_query;
@@ -28,8 +28,8 @@ struct bc_http_request {
 
 struct bc_http_response {
 	int status;
-	const char *content_type;    /* static string */
-	uint8_t *body;               /* malloc'd; the HTTP layer frees it */
+	const char *content_type; /* static string */
+	uint8_t *body;            /* malloc'd; the HTTP layer frees it */
 	size_t body_len;
 };
 
@@ -37,11 +37,11 @@ typedef void (*bc_http_handler)(void *ctx, const struct bc_http_request *req,
                                 struct bc_http_response *resp);
 
 struct bc_http_config {
-	const char *listen;          /* "127.0.0.1:8080", "[::1]:0", "0.0.0.0:443" */
-	const char *tls_cert_pem;    /* NULL: plain HTTP, refused unless listen is loopback */
+	const char *listen;       /* "127.0.0.1:8080", "[::1]:0", "0.0.0.0:443" */
+	const char *tls_cert_pem; /* NULL: plain HTTP, refused unless listen is loopback */
 	const char *tls_key_pem;
-	unsigned threads;            /* 0: 4 */
-	size_t max_body;             /* 0: 64 KiB */
+	unsigned threads; /* 0: 4 */
+	size_t max_body;  /* 0: 64 KiB */
 };
 
 struct bc_http;

@@ -21,10 +21,10 @@
 #include "server/admin.h"
 #include "server/http.h"
 
-#define JOIN_PATH "/bettercompute.join.v1.JoinService/Join"
-#define RENEW_PATH "/bettercompute.join.v1.JoinService/Renew"
+#define JOIN_PATH      "/bettercompute.join.v1.JoinService/Join"
+#define RENEW_PATH     "/bettercompute.join.v1.JoinService/Renew"
 #define SERVICE_PREFIX "/bettercompute.join.v1.JoinService/"
-#define BUNDLE_MAX (1 << 20)
+#define BUNDLE_MAX     (1 << 20)
 
 extern char **environ;
 
@@ -41,10 +41,10 @@ struct bc_server {
 };
 
 static const char connect_unimplemented[] =
-	"{\"code\":\"unimplemented\",\"message\":\"this control plane does not serve that method\"}";
+    "{\"code\":\"unimplemented\",\"message\":\"this control plane does not serve that method\"}";
 static const char connect_not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
 static const char connect_bad_type[] =
-	"{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be application/proto\"}";
+    "{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be application/proto\"}";
 
 static void text(struct bc_http_response *resp, int status, const char *ct, const char *body)
 {
@@ -94,8 +94,8 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 			const char *ct;
 			uint8_t *body;
 			size_t len;
-			(is_join ? bc_join_handle : bc_renew_handle)(s->join, req->body, req->body_len,
-			                                             &status, &ct, &body, &len);
+			(is_join ? bc_join_handle : bc_renew_handle)(
+			    s->join, req->body, req->body_len, &status, &ct, &body, &len);
 			resp->status = status;
 			resp->content_type = ct;
 			resp->body = body;
@@ -210,9 +210,11 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
 		return rc;
 	if ((rc = read_file(cfg->pki_bundle, BUNDLE_MAX, &text_, &len)) != 0) {
-		snprintf(err, errlen, "%s: cannot read the PKI bundle (%s); `better-compute pki init "
-		         "--config %s` writes it", cfg->pki_bundle, rc == BC_ERR_IO ? strerror(errno)
-		         : bc_err_str(rc), cfg->path);
+		snprintf(err, errlen,
+		         "%s: cannot read the PKI bundle (%s); `better-compute pki init "
+		         "--config %s` writes it",
+		         cfg->pki_bundle, rc == BC_ERR_IO ? strerror(errno) : bc_err_str(rc),
+		         cfg->path);
 		OPENSSL_cleanse(secret, sizeof(secret));
 		return BC_ERR_CONFIG;
 	}
@@ -233,7 +235,7 @@ static int start_join(struct bc_server *s, const struct bc_server_config *cfg, c
                       size_t errlen)
 {
 	struct bc_join_config jc = {
-		.store = s->store, .pki = s->pki, .on_refusal = on_refusal, .on_refusal_ctx = s};
+	    .store = s->store, .pki = s->pki, .on_refusal = on_refusal, .on_refusal_ctx = s};
 	int rc;
 
 	if ((rc = bc_join_service_new(&jc, &s->join)) != 0) {
@@ -263,11 +265,11 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 		}
 	}
 	struct bc_http_config hc = {
-		.listen = cfg->listen,
-		.tls_cert_pem = cert,
-		.tls_key_pem = key,
-		.threads = cfg->threads,
-		.max_body = cfg->max_body,
+	    .listen = cfg->listen,
+	    .tls_cert_pem = cert,
+	    .tls_key_pem = key,
+	    .threads = cfg->threads,
+	    .max_body = cfg->max_body,
 	};
 	rc = bc_http_start(&hc, handle, s, &s->http, err, errlen);
 	free(cert);

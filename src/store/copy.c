@@ -21,13 +21,15 @@
 #define DEFAULT_BATCH 500
 /* below both engines' limits on parameters per statement (SQLite 32766) */
 #define MAX_PARAMS 30000
-#define MAX_COLS 64
+#define MAX_COLS   64
 
 /* Every table of the schema but schema_migrations, parents before children. */
 static const char *const tables[] = {
-	"tenants",  "api_keys",      "pools",            "sites",         "nodes",
-	"node_certs", "join_tokens", "node_bindings",    "attestation_uses", "join_requests",
-	"leases",   "workflows",     "inventory",        "events",        "audit",
+    "tenants",       "api_keys",      "pools",
+    "sites",         "nodes",         "node_certs",
+    "join_tokens",   "node_bindings", "attestation_uses",
+    "join_requests", "leases",        "workflows",
+    "inventory",     "events",        "audit",
 };
 #define N_TABLES (sizeof(tables) / sizeof(tables[0]))
 
@@ -54,8 +56,7 @@ struct copy {
 	size_t errlen;
 };
 
-static int fail(struct copy *c, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static int fail(struct copy *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct copy *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -87,11 +88,11 @@ static int known_table(const char *name)
 static int check_source_tables(struct copy *c)
 {
 	const char *sql =
-		bc_store_engine(bc_tx_store(c->src)) == BC_STORE_SQLITE
-			? "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
-			  "'sqlite_%'"
-			: "SELECT table_name FROM information_schema.tables WHERE table_schema = "
-			  "current_schema() AND table_type = 'BASE TABLE'";
+	    bc_store_engine(bc_tx_store(c->src)) == BC_STORE_SQLITE
+	        ? "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+	          "'sqlite_%'"
+	        : "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+	          "current_schema() AND table_type = 'BASE TABLE'";
 	bc_rows *r = NULL;
 	int rc;
 
@@ -99,10 +100,11 @@ static int check_source_tables(struct copy *c)
 		return fail(c, rc, "cannot list the source's tables: %s", bc_store_errmsg());
 	while ((rc = bc_rows_next(r)) == 1) {
 		if (!known_table(bc_rows_text(r, 0))) {
-			rc = fail(c, BC_ERR_CONFIG,
-			          "the source holds a table %s that this better-compute cannot copy: "
-			          "use the better-compute that wrote it",
-			          bc_rows_text(r, 0));
+			rc = fail(
+			    c, BC_ERR_CONFIG,
+			    "the source holds a table %s that this better-compute cannot copy: "
+			    "use the better-compute that wrote it",
+			    bc_rows_text(r, 0));
 			break;
 		}
 	}
@@ -144,10 +146,11 @@ static int check_target_empty(struct copy *c)
 			return fail(c, rc, "cannot read the target's table %s: %s", tables[i],
 			            bc_store_errmsg());
 		if (n > 0)
-			return fail(c, BC_ERR_CONFLICT,
-			            "target is not empty (table %s holds rows): copy only into a new "
-			            "database",
-			            tables[i]);
+			return fail(
+			    c, BC_ERR_CONFLICT,
+			    "target is not empty (table %s holds rows): copy only into a new "
+			    "database",
+			    tables[i]);
 	}
 	return 0;
 }
@@ -175,10 +178,10 @@ static int name_ok(const char *s)
 static int read_columns(struct copy *c, struct table *t)
 {
 	const char *sql =
-		bc_store_engine(bc_tx_store(c->src)) == BC_STORE_SQLITE
-			? "SELECT name, type FROM pragma_table_info($1) ORDER BY cid"
-			: "SELECT column_name, data_type FROM information_schema.columns WHERE "
-			  "table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position";
+	    bc_store_engine(bc_tx_store(c->src)) == BC_STORE_SQLITE
+	        ? "SELECT name, type FROM pragma_table_info($1) ORDER BY cid"
+	        : "SELECT column_name, data_type FROM information_schema.columns WHERE "
+	          "table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position";
 	bc_rows *r = NULL;
 	int rc;
 
@@ -409,8 +412,7 @@ int bc_store_copy(bc_store *from, bc_store *to, int64_t batch, struct bc_copy_re
 	rc = bc_tx_commit(c.dst);
 	c.dst = NULL;
 	if (rc != 0)
-		rc = fail(&c, rc, "cannot commit the copy into the target: %s",
-		          bc_store_errmsg());
+		rc = fail(&c, rc, "cannot commit the copy into the target: %s", bc_store_errmsg());
 out:
 	bc_tx_rollback(c.dst);
 	bc_tx_rollback(c.src);

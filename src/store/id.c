@@ -6,9 +6,9 @@
 #include "bc/store.h"
 #include "store/id.h"
 
-#define ULID_CHARS 26
+#define ULID_CHARS      26
 #define ULID_TIME_CHARS 10
-#define ULID_MAX_MS ((int64_t)1 << 48)
+#define ULID_MAX_MS     ((int64_t)1 << 48)
 
 static const char crockford[] = "0123456789abcdefghjkmnpqrstvwxyz";
 

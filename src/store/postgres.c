@@ -92,16 +92,16 @@ static const struct {
 	const char *state;
 	int rc;
 } pg_states[] = {
-	{"23505", BC_ERR_CONFLICT},
-	{"40001", BC_ERR_RETRY},
-	{"40P01", BC_ERR_RETRY},
-	{"55P03", BC_ERR_BUSY},
-	{"57014", BC_ERR_BUSY},
-	{"57P01", BC_ERR_UNAVAILABLE},
-	{"57P02", BC_ERR_UNAVAILABLE},
-	{"57P03", BC_ERR_UNAVAILABLE},
-	/* a write in a READ transaction: a caller's mistake, as on SQLite */
-	{"25006", BC_ERR_INVALID},
+    {"23505", BC_ERR_CONFLICT},
+    {"40001", BC_ERR_RETRY},
+    {"40P01", BC_ERR_RETRY},
+    {"55P03", BC_ERR_BUSY},
+    {"57014", BC_ERR_BUSY},
+    {"57P01", BC_ERR_UNAVAILABLE},
+    {"57P02", BC_ERR_UNAVAILABLE},
+    {"57P03", BC_ERR_UNAVAILABLE},
+    /* a write in a READ transaction: a caller's mistake, as on SQLite */
+    {"25006", BC_ERR_INVALID},
 };
 
 static int pg_sqlstate(const char *state)
@@ -1051,27 +1051,27 @@ static int pg_now_ms(struct bc_conn *bc, int64_t *out)
 }
 
 const struct bc_engine bc_engine_postgres = {
-	.kind = BC_STORE_POSTGRES,
-	.name = "postgres",
-	.open = pg_open,
-	.close = pg_close,
-	.connect = pg_connect,
-	.disconnect = pg_disconnect,
-	.begin = pg_begin,
-	.commit = pg_commit,
-	.rollback = pg_rollback,
-	.reusable = pg_reusable,
-	.lock_schema = pg_lock_schema,
-	.exec = pg_exec,
-	.exec_script = pg_exec_script,
-	.query = pg_query,
-	.rows_next = pg_rows_next,
-	.rows_is_null = pg_rows_is_null,
-	.rows_text = pg_rows_text,
-	.rows_int = pg_rows_int,
-	.rows_blob = pg_rows_blob,
-	.rows_free = pg_rows_free,
-	.now_ms = pg_now_ms,
+    .kind = BC_STORE_POSTGRES,
+    .name = "postgres",
+    .open = pg_open,
+    .close = pg_close,
+    .connect = pg_connect,
+    .disconnect = pg_disconnect,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .reusable = pg_reusable,
+    .lock_schema = pg_lock_schema,
+    .exec = pg_exec,
+    .exec_script = pg_exec_script,
+    .query = pg_query,
+    .rows_next = pg_rows_next,
+    .rows_is_null = pg_rows_is_null,
+    .rows_text = pg_rows_text,
+    .rows_int = pg_rows_int,
+    .rows_blob = pg_rows_blob,
+    .rows_free = pg_rows_free,
+    .now_ms = pg_now_ms,
 };
 
 #else /* no libpq at build time */
@@ -1088,9 +1088,9 @@ static int pg_open(const char *target, void **state, char *err, size_t errlen)
 
 /* never reached: open() refuses */
 const struct bc_engine bc_engine_postgres = {
-	.kind = BC_STORE_POSTGRES,
-	.name = "postgres",
-	.open = pg_open,
+    .kind = BC_STORE_POSTGRES,
+    .name = "postgres",
+    .open = pg_open,
 };
 
 #endif

@@ -15,19 +15,18 @@ static const struct prune_kind {
 	const char *sql;
 	int events; /* $1 is the retention cut-off rather than now */
 } kinds[] = {
-	{"DELETE FROM attestation_uses WHERE (attestor, subject) IN (SELECT attestor, subject "
-	 "FROM attestation_uses WHERE expires_at IS NOT NULL AND expires_at < $1 LIMIT $2)",
-	 0},
-	{"DELETE FROM join_tokens WHERE id IN (SELECT id FROM join_tokens WHERE expires_at < $1 "
-	 "OR uses_left <= 0 OR revoked_at IS NOT NULL LIMIT $2)",
-	 0},
-	/* an approved request that has not expired waits for its machine's next round:
-	 * kept, or the machine would start over as pending */
-	{"DELETE FROM join_requests WHERE id IN (SELECT id FROM join_requests WHERE state IN "
-	 "('denied', 'used') OR expires_at < $1 LIMIT $2)",
-	 0},
-	{"DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < $1 LIMIT $2)",
-	 1},
+    {"DELETE FROM attestation_uses WHERE (attestor, subject) IN (SELECT attestor, subject "
+     "FROM attestation_uses WHERE expires_at IS NOT NULL AND expires_at < $1 LIMIT $2)",
+     0},
+    {"DELETE FROM join_tokens WHERE id IN (SELECT id FROM join_tokens WHERE expires_at < $1 "
+     "OR uses_left <= 0 OR revoked_at IS NOT NULL LIMIT $2)",
+     0},
+    /* an approved request that has not expired waits for its machine's next round:
+     * kept, or the machine would start over as pending */
+    {"DELETE FROM join_requests WHERE id IN (SELECT id FROM join_requests WHERE state IN "
+     "('denied', 'used') OR expires_at < $1 LIMIT $2)",
+     0},
+    {"DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < $1 LIMIT $2)", 1},
 };
 
 struct batch {
@@ -51,7 +50,8 @@ static int prune_batch(bc_tx *tx, void *arg)
 static int prune_kind(bc_store *s, const struct prune_kind *k, const struct bc_prune_opts *o,
                       int64_t *count)
 {
-	struct batch b = {.k = k, .limit = o->batch > 0 ? o->batch : DEFAULT_BATCH,
+	struct batch b = {.k = k,
+	                  .limit = o->batch > 0 ? o->batch : DEFAULT_BATCH,
 	                  .retention_ms = o->event_retention_ms};
 	int rc;
 

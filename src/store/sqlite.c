@@ -29,11 +29,11 @@ struct sl_state {
 
 /* A slot of the statement cache. */
 struct sl_stmt {
-	char *key;      /* the SQL as the caller gave it; NULL: an empty slot */
-	uint64_t hash;  /* of key */
+	char *key;     /* the SQL as the caller gave it; NULL: an empty slot */
+	uint64_t hash; /* of key */
 	sqlite3_stmt *st;
-	uint64_t used;  /* the connection's tick when last taken */
-	int in_use;     /* a result holds st */
+	uint64_t used; /* the connection's tick when last taken */
+	int in_use;    /* a result holds st */
 };
 
 struct sl_conn {
@@ -66,18 +66,14 @@ static int sl_err(sqlite3 *db, int src, const char *what)
 	                    db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(src));
 	switch (src & 0xff) {
 	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
-		return BC_ERR_BUSY;
+	case SQLITE_LOCKED: return BC_ERR_BUSY;
 	case SQLITE_CONSTRAINT:
 		if (src == SQLITE_CONSTRAINT_UNIQUE || src == SQLITE_CONSTRAINT_PRIMARYKEY)
 			return BC_ERR_CONFLICT;
 		return BC_ERR_DB;
-	case SQLITE_NOMEM:
-		return BC_ERR_NOMEM;
-	case SQLITE_TOOBIG:
-		return BC_ERR_LIMIT;
-	default:
-		return BC_ERR_DB;
+	case SQLITE_NOMEM: return BC_ERR_NOMEM;
+	case SQLITE_TOOBIG: return BC_ERR_LIMIT;
+	default: return BC_ERR_DB;
 	}
 }
 
@@ -245,8 +241,9 @@ static int sl_connect(void *state, struct bc_conn **out)
 		return BC_ERR_NOMEM;
 	c->base.eng = &bc_engine_sqlite;
 	c->state = st;
-	src = sqlite3_open_v2(st->path, &c->db,
-	                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	src =
+	    sqlite3_open_v2(st->path, &c->db,
+	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (src != SQLITE_OK) {
 		rc = sl_err(c->db, src, "open");
 		goto out;
@@ -278,8 +275,7 @@ static int sl_begin(struct bc_conn *bc, enum bc_tx_mode mode)
 
 	c->mode = mode;
 	switch (mode) {
-	case BC_TX_READ:
-		return sl_run(c, "BEGIN", "begin");
+	case BC_TX_READ: return sl_run(c, "BEGIN", "begin");
 	case BC_TX_WRITE:
 		if ((rc = writer_lock(c->state)) != 0)
 			return rc;
@@ -287,8 +283,7 @@ static int sl_begin(struct bc_conn *bc, enum bc_tx_mode mode)
 		if ((rc = sl_run(c, "BEGIN IMMEDIATE", "begin")) != 0)
 			writer_unlock(c);
 		return rc;
-	default:
-		return sl_invalid("unknown transaction mode");
+	default: return sl_invalid("unknown transaction mode");
 	}
 }
 
@@ -449,12 +444,8 @@ static int bind_one(struct sl_conn *c, sqlite3_stmt *st, int idx, const bc_param
 	int src;
 
 	switch (p->type) {
-	case BC_P_NULL:
-		src = sqlite3_bind_null(st, idx);
-		break;
-	case BC_P_INT:
-		src = sqlite3_bind_int64(st, idx, p->i);
-		break;
+	case BC_P_NULL: src = sqlite3_bind_null(st, idx); break;
+	case BC_P_INT: src = sqlite3_bind_int64(st, idx, p->i); break;
 	case BC_P_TEXT:
 		if (p->p == NULL)
 			src = sqlite3_bind_null(st, idx);
@@ -471,8 +462,7 @@ static int bind_one(struct sl_conn *c, sqlite3_stmt *st, int idx, const bc_param
 		else
 			src = sqlite3_bind_blob64(st, idx, p->p, p->len, SQLITE_TRANSIENT);
 		break;
-	default:
-		return sl_invalid("unknown parameter type");
+	default: return sl_invalid("unknown parameter type");
 	}
 	if (src != SQLITE_OK)
 		return sl_err(c->db, src, "bind");
@@ -654,25 +644,25 @@ static const uint8_t *sl_rows_blob(struct bc_rows *br, int col, size_t *len)
 }
 
 const struct bc_engine bc_engine_sqlite = {
-	.kind = BC_STORE_SQLITE,
-	.name = "sqlite",
-	.open = sl_open,
-	.close = sl_close,
-	.connect = sl_connect,
-	.disconnect = sl_disconnect,
-	.begin = sl_begin,
-	.commit = sl_commit,
-	.rollback = sl_rollback,
-	.reusable = sl_reusable,
-	.lock_schema = NULL,
-	.exec = sl_exec,
-	.exec_script = sl_exec_script,
-	.query = sl_query,
-	.rows_next = sl_rows_next,
-	.rows_is_null = sl_rows_is_null,
-	.rows_text = sl_rows_text,
-	.rows_int = sl_rows_int,
-	.rows_blob = sl_rows_blob,
-	.rows_free = sl_rows_free,
-	.now_ms = sl_now_ms,
+    .kind = BC_STORE_SQLITE,
+    .name = "sqlite",
+    .open = sl_open,
+    .close = sl_close,
+    .connect = sl_connect,
+    .disconnect = sl_disconnect,
+    .begin = sl_begin,
+    .commit = sl_commit,
+    .rollback = sl_rollback,
+    .reusable = sl_reusable,
+    .lock_schema = NULL,
+    .exec = sl_exec,
+    .exec_script = sl_exec_script,
+    .query = sl_query,
+    .rows_next = sl_rows_next,
+    .rows_is_null = sl_rows_is_null,
+    .rows_text = sl_rows_text,
+    .rows_int = sl_rows_int,
+    .rows_blob = sl_rows_blob,
+    .rows_free = sl_rows_free,
+    .now_ms = sl_now_ms,
 };

@@ -18,8 +18,8 @@
 
 #define POOL_MAX 16
 /* Longer than any transaction should last: running out means one was leaked. */
-#define POOL_WAIT_MS 30000
-#define RUN_REPLAYS 5
+#define POOL_WAIT_MS   30000
+#define RUN_REPLAYS    5
 #define RUN_BACKOFF_US 2000L
 
 struct bc_store {
@@ -96,7 +96,8 @@ int bc_sql_is_blank(const char *s, size_t len)
 			while (i < len && s[i] != '\n')
 				i++;
 		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '*') {
-			for (i += 2; i < len && !(s[i] == '*' && i + 1 < len && s[i + 1] == '/'); i++)
+			for (i += 2; i < len && !(s[i] == '*' && i + 1 < len && s[i + 1] == '/');
+			     i++)
 				;
 			i += 2;
 		} else {
@@ -205,8 +206,8 @@ static int has_prefix(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-static int parse_url(const char *url, const struct bc_engine **eng, const char **target,
-                     char *err, size_t errlen)
+static int parse_url(const char *url, const struct bc_engine **eng, const char **target, char *err,
+                     size_t errlen)
 {
 	*eng = NULL;
 	*target = NULL;
@@ -222,7 +223,8 @@ static int parse_url(const char *url, const struct bc_engine **eng, const char *
 		if (has_prefix(url, "//"))
 			url += 2;
 	} else if (strstr(url, "://") != NULL) {
-		set_err(err, errlen, "unknown database URL scheme: use sqlite:<path> or postgres://");
+		set_err(err, errlen,
+		        "unknown database URL scheme: use sqlite:<path> or postgres://");
 		return BC_ERR_CONFIG;
 	}
 	if (*url == '\0') {
@@ -410,8 +412,7 @@ static int check_call(bc_tx *tx, const char *sql, const bc_param *params, size_t
 	return 0;
 }
 
-int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
-               int64_t *changes)
+int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n, int64_t *changes)
 {
 	int rc;
 
@@ -422,8 +423,7 @@ int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
 	return tx->s->eng->exec(tx->c, sql, params, n, changes);
 }
 
-int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
-                bc_rows **out)
+int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc_rows **out)
 {
 	int rc;
 
@@ -474,8 +474,7 @@ void bc_rows_free(bc_rows *r)
 }
 
 /* The first row of a query, or BC_ERR_NOT_FOUND; *out is freed by the caller. */
-static int query_first(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
-                       bc_rows **out)
+static int query_first(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc_rows **out)
 {
 	bc_rows *r = NULL;
 	int rc;
@@ -499,8 +498,7 @@ out:
 }
 
 /* NULL reads as 0, as bc_rows_int() */
-int bc_tx_query_int(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
-                    int64_t *out)
+int bc_tx_query_int(bc_tx *tx, const char *sql, const bc_param *params, size_t n, int64_t *out)
 {
 	bc_rows *r = NULL;
 	int rc;
@@ -516,8 +514,7 @@ int bc_tx_query_int(bc_tx *tx, const char *sql, const bc_param *params, size_t n
 }
 
 /* NULL reads as "", as bc_rows_text() */
-int bc_tx_query_text(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
-                     char **out)
+int bc_tx_query_text(bc_tx *tx, const char *sql, const bc_param *params, size_t n, char **out)
 {
 	bc_rows *r = NULL;
 	int rc;
@@ -584,8 +581,8 @@ int bc_store_run(bc_store *s, enum bc_tx_mode mode, bc_tx_fn fn, void *arg)
 
 static int read_version(bc_tx *tx, void *arg)
 {
-	return bc_tx_query_int(tx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-	                       NULL, 0, arg);
+	return bc_tx_query_int(tx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", NULL,
+	                       0, arg);
 }
 
 int bc_store_schema_version(bc_store *s, int64_t *out)

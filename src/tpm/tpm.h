@@ -23,16 +23,16 @@
 
 #include "bc/err.h"
 
-#define BC_TPM_MAX_STRUCT 2048   /* a TPMT_PUBLIC, TPMS_ATTEST or TPMT_SIGNATURE */
-#define BC_TPM_NAME_MAX (2 + 64) /* nameAlg || digest */
+#define BC_TPM_MAX_STRUCT 2048     /* a TPMT_PUBLIC, TPMS_ATTEST or TPMT_SIGNATURE */
+#define BC_TPM_NAME_MAX   (2 + 64) /* nameAlg || digest */
 
 /* TPMA_OBJECT masks checked here (TPM 2.0 Part 2). */
-#define BC_TPMA_FIXED_TPM 0x2u
-#define BC_TPMA_FIXED_PARENT 0x10u
+#define BC_TPMA_FIXED_TPM             0x2u
+#define BC_TPMA_FIXED_PARENT          0x10u
 #define BC_TPMA_SENSITIVE_DATA_ORIGIN 0x20u
-#define BC_TPMA_RESTRICTED 0x10000u
-#define BC_TPMA_DECRYPT 0x20000u
-#define BC_TPMA_SIGN 0x40000u
+#define BC_TPMA_RESTRICTED            0x10000u
+#define BC_TPMA_DECRYPT               0x20000u
+#define BC_TPMA_SIGN                  0x40000u
 
 /* The one adapter from TSS2 return codes (libtss2-mu) to ours: a short buffer is
  * BC_ERR_TRUNCATED, a bad size or value BC_ERR_INVALID, anything else
@@ -106,8 +106,8 @@ BC_WUR int bc_tpm_kdfe(uint16_t alg, const uint8_t *z, size_t z_len, const char 
  * (DER), at time now_ms, and its key is the EK's (ek_key). *cert receives the parsed
  * certificate (for its issuer and serial). BC_ERR_VERIFY: no chain;
  * BC_ERR_CONFLICT: a chain, but another key; BC_ERR_INVALID: not a certificate. */
-BC_WUR int bc_tpm_ek_cert_verify(X509 *const *roots, size_t n_roots, const uint8_t *der,
-                                 size_t len, const uint8_t *const *inter, const size_t *inter_lens,
+BC_WUR int bc_tpm_ek_cert_verify(X509 *const *roots, size_t n_roots, const uint8_t *der, size_t len,
+                                 const uint8_t *const *inter, const size_t *inter_lens,
                                  size_t n_inter, EVP_PKEY *ek_key, int64_t now_ms, X509 **cert);
 
 /* An AK's TPM2_Certify of a key, qualified by sha256(csr), checked as a certified node

@@ -13,9 +13,9 @@
 #include "bc/crypto.h"
 #include "tpm/tpm.h"
 
-#define SEED_MAX 64
+#define SEED_MAX       64
 #define IDENTITY_LABEL "IDENTITY"
-#define KDF_PART_MAX 128
+#define KDF_PART_MAX   128
 
 static void be32(uint8_t *p, uint32_t v)
 {
@@ -62,9 +62,8 @@ int bc_tpm_kdfa(uint16_t alg, const uint8_t *key, size_t key_len, const char *la
 	return rc;
 }
 
-int bc_tpm_kdfe(uint16_t alg, const uint8_t *z, size_t z_len, const char *label,
-                const uint8_t *pu, size_t pu_len, const uint8_t *pv, size_t pv_len, uint32_t bits,
-                uint8_t *out)
+int bc_tpm_kdfe(uint16_t alg, const uint8_t *z, size_t z_len, const char *label, const uint8_t *pu,
+                size_t pu_len, const uint8_t *pv, size_t pv_len, uint32_t bits, uint8_t *out)
 {
 	const EVP_MD *md = bc_tpm_md(alg);
 	size_t want = bits / 8, done = 0, hs = bc_tpm_hash_size(alg);
@@ -114,7 +113,8 @@ static int rsa_seed(const TPMT_PUBLIC *ek, EVP_PKEY *key, uint8_t *seed, size_t 
 	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL)) == NULL ||
 	    EVP_PKEY_encrypt_init(ctx) != 1 ||
 	    EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) != 1 ||
-	    EVP_PKEY_CTX_set_rsa_oaep_md(ctx, md) != 1 || EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, md) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_oaep_md(ctx, md) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, md) != 1 ||
 	    EVP_PKEY_CTX_set0_rsa_oaep_label(ctx, label, sizeof(IDENTITY_LABEL)) != 1) {
 		OPENSSL_free(label);
 		rc = bc_ossl_err();
@@ -148,7 +148,8 @@ static int ecc_seed(const TPMT_PUBLIC *ek, EVP_PKEY *key, uint8_t *seed, size_t 
 	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, eph, NULL)) == NULL ||
 	    EVP_PKEY_derive_init(ctx) != 1 || EVP_PKEY_derive_set_peer(ctx, key) != 1 ||
 	    EVP_PKEY_derive(ctx, z, &zlen) != 1 ||
-	    EVP_PKEY_get_octet_string_param(eph, OSSL_PKEY_PARAM_PUB_KEY, q, sizeof(q), &qlen) != 1) {
+	    EVP_PKEY_get_octet_string_param(eph, OSSL_PKEY_PARAM_PUB_KEY, q, sizeof(q), &qlen) !=
+	        1) {
 		rc = bc_ossl_err();
 		goto out;
 	}
@@ -157,10 +158,11 @@ static int ecc_seed(const TPMT_PUBLIC *ek, EVP_PKEY *key, uint8_t *seed, size_t 
 		goto out;
 	}
 	if ((rc = bc_tpm_kdfe(ek->nameAlg, z, zlen, IDENTITY_LABEL, q + 1, fs,
-	                      ek->unique.ecc.x.buffer, ek->unique.ecc.x.size, (uint32_t)seed_len * 8,
-	                      seed)) != 0)
+	                      ek->unique.ecc.x.buffer, ek->unique.ecc.x.size,
+	                      (uint32_t)seed_len * 8, seed)) != 0)
 		goto out;
-	if ((rc = bc_buf_put_u16(enc, (uint16_t)fs)) != 0 || (rc = bc_buf_put(enc, q + 1, fs)) != 0 ||
+	if ((rc = bc_buf_put_u16(enc, (uint16_t)fs)) != 0 ||
+	    (rc = bc_buf_put(enc, q + 1, fs)) != 0 ||
 	    (rc = bc_buf_put_u16(enc, (uint16_t)fs)) != 0 ||
 	    (rc = bc_buf_put(enc, q + 1 + fs, fs)) != 0)
 		goto out;

@@ -7,7 +7,7 @@
 #include "bc/crypto.h"
 #include "tpm/tpm.h"
 
-#define CERT_MAX (16 * 1024)
+#define CERT_MAX  (16 * 1024)
 #define INTER_MAX 8
 
 static int parse_der(const uint8_t *der, size_t len, X509 **out)
@@ -32,7 +32,7 @@ static int parse_der(const uint8_t *der, size_t len, X509 **out)
 /* TCG EK certificates mark their SubjectAltName (a directoryName of TPM
  * manufacturer, model and version) critical; OpenSSL knows it, so nothing
  * critical is left unhandled and no flag relaxes the check. */
-static int verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) *untrusted, int64_t now_ms)
+static int verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) * untrusted, int64_t now_ms)
 {
 	X509_STORE_CTX *ctx = NULL;
 	X509_VERIFY_PARAM *param;

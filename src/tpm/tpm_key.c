@@ -13,7 +13,8 @@
 static int rsa_key(const TPMT_PUBLIC *pub, EVP_PKEY **out)
 {
 	const TPM2B_PUBLIC_KEY_RSA *n = &pub->unique.rsa;
-	uint32_t e = pub->parameters.rsaDetail.exponent ? pub->parameters.rsaDetail.exponent : 65537;
+	uint32_t e =
+	    pub->parameters.rsaDetail.exponent ? pub->parameters.rsaDetail.exponent : 65537;
 	OSSL_PARAM_BLD *bld = NULL;
 	OSSL_PARAM *params = NULL;
 	EVP_PKEY_CTX *ctx = NULL;
@@ -22,9 +23,8 @@ static int rsa_key(const TPMT_PUBLIC *pub, EVP_PKEY **out)
 
 	if (n->size * 8u != pub->parameters.rsaDetail.keyBits || e < 3 || (e & 1) == 0)
 		return BC_ERR_INVALID;
-	if ((bn = BN_bin2bn(n->buffer, n->size, NULL)) == NULL ||
-	    (be = BN_new()) == NULL || BN_set_word(be, e) != 1 ||
-	    (bld = OSSL_PARAM_BLD_new()) == NULL ||
+	if ((bn = BN_bin2bn(n->buffer, n->size, NULL)) == NULL || (be = BN_new()) == NULL ||
+	    BN_set_word(be, e) != 1 || (bld = OSSL_PARAM_BLD_new()) == NULL ||
 	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn) != 1 ||
 	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be) != 1 ||
 	    (params = OSSL_PARAM_BLD_to_param(bld)) == NULL ||
@@ -107,12 +107,9 @@ int bc_tpm_public_key(const TPMT_PUBLIC *pub, EVP_PKEY **out)
 {
 	*out = NULL;
 	switch (pub->type) {
-	case TPM2_ALG_RSA:
-		return rsa_key(pub, out);
-	case TPM2_ALG_ECC:
-		return ecc_key(pub, out);
-	default:
-		return BC_ERR_INVALID;
+	case TPM2_ALG_RSA: return rsa_key(pub, out);
+	case TPM2_ALG_ECC: return ecc_key(pub, out);
+	default: return BC_ERR_INVALID;
 	}
 }
 
@@ -176,8 +173,7 @@ int bc_tpm_signature_verify(EVP_PKEY *key, const TPMT_SIGNATURE *sig, const uint
 		s = der;
 		slen = (size_t)derlen;
 		break;
-	default:
-		return BC_ERR_VERIFY;
+	default: return BC_ERR_VERIFY;
 	}
 	rc = BC_ERR_VERIFY;
 	if (md == NULL)

@@ -18,14 +18,10 @@ int bc_tpm_err(uint32_t rc)
 const EVP_MD *bc_tpm_md(uint16_t alg)
 {
 	switch (alg) {
-	case TPM2_ALG_SHA256:
-		return EVP_sha256();
-	case TPM2_ALG_SHA384:
-		return EVP_sha384();
-	case TPM2_ALG_SHA512:
-		return EVP_sha512();
-	default:
-		return NULL;
+	case TPM2_ALG_SHA256: return EVP_sha256();
+	case TPM2_ALG_SHA384: return EVP_sha384();
+	case TPM2_ALG_SHA512: return EVP_sha512();
+	default: return NULL;
 	}
 }
 
@@ -100,8 +96,7 @@ static int supported_key(const TPMT_PUBLIC *pub)
 	case TPM2_ALG_ECC:
 		return pub->parameters.eccDetail.curveID == TPM2_ECC_NIST_P256 ||
 		       pub->parameters.eccDetail.curveID == TPM2_ECC_NIST_P384;
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 
@@ -204,8 +199,8 @@ int bc_tpm_signature_parse(const uint8_t *p, size_t len, TPMT_SIGNATURE *out)
 	return rc;
 }
 
-int bc_tpm_selection(const TPML_PCR_SELECTION *s, uint16_t alg, const uint32_t *want,
-                     size_t n_want, uint32_t sel[static 24], size_t *n)
+int bc_tpm_selection(const TPML_PCR_SELECTION *s, uint16_t alg, const uint32_t *want, size_t n_want,
+                     uint32_t sel[static 24], size_t *n)
 {
 	const TPMS_PCR_SELECTION *b;
 
@@ -235,12 +230,9 @@ uint16_t bc_tpm_signature_hash(const TPMT_SIGNATURE *sig)
 {
 	switch (sig->sigAlg) {
 	case TPM2_ALG_RSASSA:
-	case TPM2_ALG_RSAPSS:
-		return sig->signature.rsassa.hash;
-	case TPM2_ALG_ECDSA:
-		return sig->signature.ecdsa.hash;
-	default:
-		return 0;
+	case TPM2_ALG_RSAPSS: return sig->signature.rsassa.hash;
+	case TPM2_ALG_ECDSA: return sig->signature.ecdsa.hash;
+	default: return 0;
 	}
 }
 

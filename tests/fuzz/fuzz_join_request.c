@@ -24,7 +24,8 @@ static void init(void)
 	if (mkdtemp(dir) == NULL)
 		abort();
 	snprintf(path, sizeof(path), "%s/bc.db", dir);
-	if (bc_pki_generate("bc.fuzz", &pki) != 0 || bc_store_open(path, &store, err, sizeof(err)) != 0)
+	if (bc_pki_generate("bc.fuzz", &pki) != 0 ||
+	    bc_store_open(path, &store, err, sizeof(err)) != 0)
 		abort();
 	struct bc_join_config cfg = {.store = store, .pki = pki};
 	if (bc_join_service_new(&cfg, &svc) != 0)

@@ -18,7 +18,7 @@
 #include "bc/pki.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 
-#define TD "fuzz.test"
+#define TD      "fuzz.test"
 #define NODE_ID "node_0123456789abcdefghjkmnpqrs"
 
 static struct {
@@ -32,7 +32,7 @@ static struct {
 
 static void init(void)
 {
-	struct bc_node_cert_req req = { .node_id = NODE_ID, .role = BC_ROLE_NODE };
+	struct bc_node_cert_req req = {.node_id = NODE_ID, .role = BC_ROLE_NODE};
 	char serial[33];
 	int64_t not_after;
 
@@ -64,7 +64,7 @@ static uint8_t *signed_body(uint8_t flags, const uint8_t *p, size_t n, size_t *l
 {
 	Bettercompute__Join__V1__SignedResponse sr = BETTERCOMPUTE__JOIN__V1__SIGNED_RESPONSE__INIT;
 	Bettercompute__Join__V1__JoinResponseBody *b;
-	ProtobufCBinaryData saved_hash = { 0, NULL }, saved_leaf = { 0, NULL };
+	ProtobufCBinaryData saved_hash = {0, NULL}, saved_leaf = {0, NULL};
 	char *saved_id = NULL, *saved_td = NULL;
 	uint8_t sig[BC_SIG_LEN], *body, *out = NULL;
 	size_t blen;
@@ -151,7 +151,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		in = data + 1;
 		len = size - 1;
 	}
-	rc = bc_client_open_join_response_csr(&F.pins, in, len, F.csr, F.csr_len, &a, err, sizeof(err));
+	rc = bc_client_open_join_response_csr(&F.pins, in, len, F.csr, F.csr_len, &a, err,
+	                                      sizeof(err));
 	check(rc, &a);
 	bc_join_answer_free(&a);
 	rc = bc_client_open_join_response(&F.pins, in, len, F.csr_sha256, &a, err, sizeof(err));

@@ -15,7 +15,8 @@ static void getters(const json_t *v)
 
 	if (!json_is_object(v))
 		return;
-	json_object_foreach((json_t *)v, key, member) {
+	json_object_foreach((json_t *)v, key, member)
+	{
 		if (bc_json_get_string(v, key, &s) == 0 && strlen(s) != json_string_length(member))
 			abort();
 		(void)bc_json_get_int(v, key, &i);

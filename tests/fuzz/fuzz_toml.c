@@ -25,8 +25,8 @@ static void walk(const bc_toml *t, const char *table)
 		                     names[k]) >= sizeof(path))
 			continue;
 		/* exactly one getter matches a key's type */
-		hits = (bc_toml_get_string(t, path, &s) == 0) + (bc_toml_get_int(t, path, &i) == 0) +
-		       (bc_toml_get_bool(t, path, &b) == 0) +
+		hits = (bc_toml_get_string(t, path, &s) == 0) +
+		       (bc_toml_get_int(t, path, &i) == 0) + (bc_toml_get_bool(t, path, &b) == 0) +
 		       (bc_toml_get_strings(t, path, &arr, &na) == 0);
 		if (hits != 1 || bc_toml_has_table(t, path))
 			abort();

@@ -43,11 +43,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		EVP_PKEY_free(key);
 		break;
 	case 1:
-		if (bc_tpm_attest_parse(data + 1, size - 1, &att) != 0 && !zeroed(&att, sizeof(att)))
+		if (bc_tpm_attest_parse(data + 1, size - 1, &att) != 0 &&
+		    !zeroed(&att, sizeof(att)))
 			abort();
 		break;
 	default:
-		if (bc_tpm_signature_parse(data + 1, size - 1, &sig) != 0 && !zeroed(&sig, sizeof(sig)))
+		if (bc_tpm_signature_parse(data + 1, size - 1, &sig) != 0 &&
+		    !zeroed(&sig, sizeof(sig)))
 			abort();
 		break;
 	}

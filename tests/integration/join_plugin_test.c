@@ -49,8 +49,8 @@ static void test_plugin_admits_after_a_challenge(void **state)
 	/* round 2 with another CSR: the answer is bound to the first CSR */
 	EVP_PKEY *other = NULL;
 	assert_int_equal(bc_key_generate(&other), 0);
-	struct bct_join_opts wrong = {.attestor = "lab", .key = other, .attestation = answer,
-	                              .attestation_len = 32};
+	struct bct_join_opts wrong = {
+	    .attestor = "lab", .key = other, .attestation = answer, .attestation_len = 32};
 	assert_int_equal(bct_join(&cp, &wrong, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "lab-answer");
 
@@ -60,8 +60,11 @@ static void test_plugin_admits_after_a_challenge(void **state)
 	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(pool)};
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
-	                                "AND attestor = 'lab'", p, 2), 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
+	                           "AND attestor = 'lab'",
+	                           p, 2),
+	                 1);
 	bc_join_answer_free(&ans);
 
 	/* the lab pool takes only lab: a token into it is pool-attestor */
@@ -98,8 +101,11 @@ static void test_plugin_replaces_join_token(void **state)
 	struct bct_join_opts jr = {.token = "let-me-in"};
 	assert_int_equal(bct_join(&cp, &jr, &ans), 0);
 	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(replaced)};
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
-	                                "AND attestor = 'join-token'", p, 2), 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
+	                           "AND attestor = 'join-token'",
+	                           p, 2),
+	                 1);
 	bc_join_answer_free(&ans);
 	free(t);
 	bct_cp_stop(&cp);
@@ -130,9 +136,9 @@ static void test_bad_plugin_is_a_clear_error(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plugin_admits_after_a_challenge),
-		cmocka_unit_test(test_plugin_replaces_join_token),
-		cmocka_unit_test(test_bad_plugin_is_a_clear_error),
+	    cmocka_unit_test(test_plugin_admits_after_a_challenge),
+	    cmocka_unit_test(test_plugin_replaces_join_token),
+	    cmocka_unit_test(test_bad_plugin_is_a_clear_error),
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;

@@ -72,19 +72,29 @@ static void test_token_join_admits(void **state)
 	assert_int_equal(uses_left(tok_id), 0);
 
 	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(pool_id)};
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
-	                                "AND state = 'adopted' AND generation = 1 AND "
-	                                "node_key = 'unattested'", p, 2), 1);
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
-	                                "revoked_at IS NULL", p, 1), 1);
-	char *data = bct_text(&cp, "SELECT data FROM events WHERE type = 'node.joined' AND "
-	                           "subject = $1", p, 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND pool_id = $2 "
+	                           "AND state = 'adopted' AND generation = 1 AND "
+	                           "node_key = 'unattested'",
+	                           p, 2),
+	                 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                           "revoked_at IS NULL",
+	                           p, 1),
+	                 1);
+	char *data = bct_text(&cp,
+	                      "SELECT data FROM events WHERE type = 'node.joined' AND "
+	                      "subject = $1",
+	                      p, 1);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "\"nodeKey\":\"unattested\""));
 	assert_non_null(strstr(data, tok_id));
 	free(data);
-	data = bct_text(&cp, "SELECT data FROM audit WHERE action = 'node.joined' AND subject = $1 "
-	                     "AND actor = 'join:join-token'", p, 1);
+	data = bct_text(&cp,
+	                "SELECT data FROM audit WHERE action = 'node.joined' AND subject = $1 "
+	                "AND actor = 'join:join-token'",
+	                p, 1);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "\"nodeKey\":\"unattested\""));
 	free(data);
@@ -99,8 +109,7 @@ struct refusal_case {
 
 /* Asks for one refusal and checks that it is exactly the permission_denied bytes,
  * that the hook saw the named reason, and that nothing was admitted or spent. */
-static void expect_refusal(const struct bct_join_opts *jo, const char *reason,
-                           const char *tok_id)
+static void expect_refusal(const struct bct_join_opts *jo, const char *reason, const char *tok_id)
 {
 	int64_t before_nodes = nodes_count();
 	int64_t before_uses = tok_id ? uses_left(tok_id) : 0;
@@ -129,8 +138,8 @@ static void test_every_refusal_by_name_same_bytes(void **state)
 
 	/* unknown token: well formed, never issued */
 	{
-		struct bct_join_opts jo = {
-			.token = "bct_tok_01jd0000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"};
+		struct bct_join_opts jo = {.token = "bct_tok_01jd0000000000000000000000_"
+		                                    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"};
 		expect_refusal(&jo, "token-unknown", NULL);
 	}
 	/* malformed and missing tokens */
@@ -158,8 +167,8 @@ static void test_every_refusal_by_name_same_bytes(void **state)
 		struct bct_token_opts to = {.pool = pool_id};
 		char *t = bct_token(&cp, &to, tok_id);
 		bc_param p[] = {BC_TEXT(tok_id), BC_INT(bc_now_ms())};
-		assert_int_equal(bct_exec(&cp, "UPDATE join_tokens SET revoked_at = $2 WHERE id = $1",
-		                          p, 2), 0);
+		assert_int_equal(
+		    bct_exec(&cp, "UPDATE join_tokens SET revoked_at = $2 WHERE id = $1", p, 2), 0);
 		struct bct_join_opts jo = {.token = t};
 		expect_refusal(&jo, "token-revoked", tok_id);
 		free(t);
@@ -198,14 +207,16 @@ static void test_every_refusal_by_name_same_bytes(void **state)
 	}
 	/* expect binding */
 	{
-		struct bct_token_opts to = {.pool = pool_id,
-		                            .expect = "{\"productUuid\":\"6b1d0c3e-0000-4000-8000-00000000aaaa\"}"};
+		struct bct_token_opts to = {
+		    .pool = pool_id,
+		    .expect = "{\"productUuid\":\"6b1d0c3e-0000-4000-8000-00000000aaaa\"}"};
 		char *t = bct_token(&cp, &to, tok_id);
 		struct bct_join_opts jo = {.token = t,
 		                           .product_uuid = "6b1d0c3e-0000-4000-8000-00000000bbbb"};
 		expect_refusal(&jo, "join:expect-mismatch", tok_id);
 		free(t);
-		struct bct_token_opts tm = {.pool = pool_id, .expect = "{\"mac\":\"52:54:00:aa:bb:cc\"}"};
+		struct bct_token_opts tm = {.pool = pool_id,
+		                            .expect = "{\"mac\":\"52:54:00:aa:bb:cc\"}"};
 		t = bct_token(&cp, &tm, tok_id);
 		struct bct_join_opts jm = {.token = t, .mac = "52:54:00:aa:bb:cd"};
 		expect_refusal(&jm, "join:expect-mismatch", tok_id);
@@ -234,7 +245,8 @@ static void test_every_refusal_by_name_same_bytes(void **state)
 	{
 		assert_int_equal(bct_tenant(&cp, "tnt_pool_owner"), 0);
 		assert_int_equal(bct_pool(&cp, "tnt_pool_owner", "tpm-only",
-		                          "{\"joinAttestors\":[\"tpm\"]}", other_pool), 0);
+		                          "{\"joinAttestors\":[\"tpm\"]}", other_pool),
+		                 0);
 		struct bct_token_opts to = {.tenant = "tnt_pool_owner", .pool = other_pool};
 		char *t = bct_token(&cp, &to, tok_id);
 		struct bct_join_opts jo = {.token = t};
@@ -244,9 +256,11 @@ static void test_every_refusal_by_name_same_bytes(void **state)
 		assert_string_equal(r.token_id, tok_id);
 		/* published to the pool's owner */
 		bc_param p[] = {BC_TEXT(tok_id)};
-		char *data = bct_text(&cp, "SELECT data FROM events WHERE type = "
-		                           "'security.join.refused' AND tenant_id = 'tnt_pool_owner' "
-		                           "AND data LIKE '%' || $1 || '%'", p, 1);
+		char *data = bct_text(&cp,
+		                      "SELECT data FROM events WHERE type = "
+		                      "'security.join.refused' AND tenant_id = 'tnt_pool_owner' "
+		                      "AND data LIKE '%' || $1 || '%'",
+		                      p, 1);
 		assert_non_null(data);
 		assert_non_null(strstr(data, "\"reason\":\"join:pool-attestor\""));
 		assert_non_null(strstr(data, "\"attestor\":\"join-token\""));
@@ -277,16 +291,22 @@ static void test_requester_bytes_stay_bounded(void **state)
 	longname[60000] = 0;
 	const char *names[] = {longname, "join-token\xff", "JOIN-TOKEN"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		int64_t before = bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = "
-		                                "'security.join.refused'", NULL, 0);
+		int64_t before = bct_count(&cp,
+		                           "SELECT COUNT(*) FROM events WHERE type = "
+		                           "'security.join.refused'",
+		                           NULL, 0);
 		struct bct_join_opts jo = {.attestor = names[i]};
 		expect_refusal(&jo, "attestor-unknown", NULL);
 		assert_string_equal(bct_last_refusal(&cp).attestor, "(invalid)");
-		assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = "
-		                                "'security.join.refused'", NULL, 0),
+		assert_int_equal(bct_count(&cp,
+		                           "SELECT COUNT(*) FROM events WHERE type = "
+		                           "'security.join.refused'",
+		                           NULL, 0),
 		                 before + 1);
-		data = bct_text(&cp, "SELECT data FROM events WHERE type = 'security.join.refused' "
-		                     "ORDER BY created_at DESC, id DESC LIMIT 1", NULL, 0);
+		data = bct_text(&cp,
+		                "SELECT data FROM events WHERE type = 'security.join.refused' "
+		                "ORDER BY created_at DESC, id DESC LIMIT 1",
+		                NULL, 0);
 		assert_non_null(data);
 		assert_non_null(strstr(data, "(invalid)"));
 		assert_true(strlen(data) < 256);
@@ -316,19 +336,29 @@ static void test_reclaim_with_allow_reclaim(void **state)
 
 	char *t1 = bct_token(&cp, &to, NULL), *t2 = bct_token(&cp, &tr, tok_id);
 	struct bct_join_opts j1 = {.token = t1, .product_uuid = uuid};
-	struct bct_join_opts j2 = {.token = t2, .product_uuid = "6B1D0C3E-2222-4000-8000-000000000002"};
+	struct bct_join_opts j2 = {.token = t2,
+	                           .product_uuid = "6B1D0C3E-2222-4000-8000-000000000002"};
 	assert_int_equal(bct_join(&cp, &j1, &a1), 0);
 	assert_int_equal(bct_join(&cp, &j2, &a2), 0);
 	assert_string_equal(a1.node_id, a2.node_id);
 	bc_param p[] = {BC_TEXT(a1.node_id)};
 	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", p, 1), 2);
 	/* the older certificate is revoked, the new one is of generation 2 */
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
-	                                "revoked_at IS NOT NULL AND generation = 1", p, 1), 1);
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
-	                                "revoked_at IS NULL AND generation = 2", p, 1), 1);
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
-	                                "AND subject = $1", p, 1), 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                           "revoked_at IS NOT NULL AND generation = 1",
+	                           p, 1),
+	                 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                           "revoked_at IS NULL AND generation = 2",
+	                           p, 1),
+	                 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
+	                           "AND subject = $1",
+	                           p, 1),
+	                 1);
 	assert_int_equal(uses_left(tok_id), 0);
 	bc_join_answer_free(&a1);
 	bc_join_answer_free(&a2);
@@ -365,7 +395,8 @@ static void test_placeholder_uuid_is_no_hardware_key(void **state)
 	(void)state;
 
 	char *t1 = bct_token(&cp, &to, NULL), *t2 = bct_token(&cp, &to, NULL);
-	struct bct_join_opts j = {.token = t1, .product_uuid = "03000200-0400-0500-0006-000700080009"};
+	struct bct_join_opts j = {.token = t1,
+	                          .product_uuid = "03000200-0400-0500-0006-000700080009"};
 	assert_int_equal(bct_join(&cp, &j, &a1), 0);
 	j.token = t2;
 	assert_int_equal(bct_join(&cp, &j, &a2), 0);
@@ -401,8 +432,9 @@ static void test_pool_listing_join_token_admits(void **state)
 	struct bc_join_answer ans;
 	(void)state;
 
-	assert_int_equal(bct_pool(&cp, "root", "tokens-ok",
-	                          "{\"joinAttestors\":[\"tpm\",\"join-token\"]}", p2), 0);
+	assert_int_equal(
+	    bct_pool(&cp, "root", "tokens-ok", "{\"joinAttestors\":[\"tpm\",\"join-token\"]}", p2),
+	    0);
 	struct bct_token_opts to = {.pool = p2};
 	char *t = bct_token(&cp, &to, NULL);
 	struct bct_join_opts jo = {.token = t};
@@ -421,7 +453,8 @@ static void test_undecodable_body_is_invalid_argument(void **state)
 	(void)state;
 
 	assert_int_equal(bc_client_post(&cp.pins, "/bettercompute.join.v1.JoinService/Join", junk,
-	                                sizeof(junk), &status, &body, &len, err, sizeof(err)), 0);
+	                                sizeof(junk), &status, &body, &len, err, sizeof(err)),
+	                 0);
 	assert_int_equal(status, 400);
 	assert_non_null(memmem(body, len, "invalid_argument", 16));
 	free(body);
@@ -473,16 +506,16 @@ static void test_32_clients_race_for_one_use(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_token_join_admits),
-		cmocka_unit_test(test_every_refusal_by_name_same_bytes),
-		cmocka_unit_test(test_reclaim_with_allow_reclaim),
-		cmocka_unit_test(test_reclaim_keeps_the_role),
-		cmocka_unit_test(test_placeholder_uuid_is_no_hardware_key),
-		cmocka_unit_test(test_site_token_admits_site),
-		cmocka_unit_test(test_pool_listing_join_token_admits),
-		cmocka_unit_test(test_undecodable_body_is_invalid_argument),
-		cmocka_unit_test(test_32_clients_race_for_one_use),
-		cmocka_unit_test(test_requester_bytes_stay_bounded),
+	    cmocka_unit_test(test_token_join_admits),
+	    cmocka_unit_test(test_every_refusal_by_name_same_bytes),
+	    cmocka_unit_test(test_reclaim_with_allow_reclaim),
+	    cmocka_unit_test(test_reclaim_keeps_the_role),
+	    cmocka_unit_test(test_placeholder_uuid_is_no_hardware_key),
+	    cmocka_unit_test(test_site_token_admits_site),
+	    cmocka_unit_test(test_pool_listing_join_token_admits),
+	    cmocka_unit_test(test_undecodable_body_is_invalid_argument),
+	    cmocka_unit_test(test_32_clients_race_for_one_use),
+	    cmocka_unit_test(test_requester_bytes_stay_bounded),
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;

@@ -29,12 +29,12 @@
 #include "join/join.h"
 #include "server/admin.h"
 
-#define AK_HANDLE "0x81000011"
-#define NK_HANDLE "0x81000010"     /* the node key: owner hierarchy, the spec's attributes */
-#define NK_DECRYPT "0x81000012"    /* sign and decrypt: not a node key */
-#define NK_OTHER "0x81000013"      /* a good node key, but not the CSR's */
-#define EK_HANDLE "0x81010001"
-#define NK_ATTRS "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|sign"
+#define AK_HANDLE  "0x81000011"
+#define NK_HANDLE  "0x81000010" /* the node key: owner hierarchy, the spec's attributes */
+#define NK_DECRYPT "0x81000012" /* sign and decrypt: not a node key */
+#define NK_OTHER   "0x81000013" /* a good node key, but not the CSR's */
+#define EK_HANDLE  "0x81010001"
+#define NK_ATTRS   "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|sign"
 
 static struct bct_tpm tpm;
 
@@ -114,17 +114,23 @@ static int agent_prepare(void)
 	                     "tpm2_createak -C " EK_HANDLE " -c ak.ctx -G ecc -g sha256 -s ecdsa "
 	                     "-u ak.pub -n ak.name -f tss && "
 	                     "tpm2_evictcontrol -C o -c ak.ctx " AK_HANDLE) != 0 ||
-	    bct_tpm_sh(&tpm, "tpm2_createprimary -C o -g sha256 -G ecc256:ecdsa-sha256 -a '" NK_ATTRS
-	                     "' -c nk.ctx && tpm2_evictcontrol -C o -c nk.ctx " NK_HANDLE) != 0 ||
-	    bct_tpm_sh(&tpm, "tpm2_createprimary -C o -g sha256 -G ecc256 -a '" NK_ATTRS
-	                     "|decrypt' -c nkd.ctx && tpm2_evictcontrol -C o -c nkd.ctx " NK_DECRYPT) != 0 ||
-	    bct_tpm_sh(&tpm, "tpm2_createprimary -C e -g sha256 -G ecc256:ecdsa-sha256 -a '" NK_ATTRS
-	                     "' -c nko.ctx && tpm2_evictcontrol -C o -c nko.ctx " NK_OTHER) != 0)
+	    bct_tpm_sh(&tpm,
+	               "tpm2_createprimary -C o -g sha256 -G ecc256:ecdsa-sha256 -a '" NK_ATTRS
+	               "' -c nk.ctx && tpm2_evictcontrol -C o -c nk.ctx " NK_HANDLE) != 0 ||
+	    bct_tpm_sh(&tpm,
+	               "tpm2_createprimary -C o -g sha256 -G ecc256 -a '" NK_ATTRS
+	               "|decrypt' -c nkd.ctx && tpm2_evictcontrol -C o -c nkd.ctx " NK_DECRYPT) !=
+	        0 ||
+	    bct_tpm_sh(&tpm,
+	               "tpm2_createprimary -C e -g sha256 -G ecc256:ecdsa-sha256 -a '" NK_ATTRS
+	               "' -c nko.ctx && tpm2_evictcontrol -C o -c nko.ctx " NK_OTHER) != 0)
 		return -1;
 	for (int i = 0; i < 3; i++) {
 		static const char *const h_[] = {NK_HANDLE, NK_DECRYPT, NK_OTHER};
-		if (bct_tpm_sh(&tpm, "tpm2_readpublic -c %s -o %s.pub -f tss && tpm2_readpublic -c %s "
-		                     "-o %s.pem -f pem", h_[i], h_[i], h_[i], h_[i]) != 0)
+		if (bct_tpm_sh(&tpm,
+		               "tpm2_readpublic -c %s -o %s.pub -f tss && tpm2_readpublic -c %s "
+		               "-o %s.pem -f pem",
+		               h_[i], h_[i], h_[i], h_[i]) != 0)
 			return -1;
 	}
 	ek = tpmt_file("ek.pub");
@@ -169,8 +175,11 @@ static struct blob make_csr(const char *handle, const char *cn)
 	assert_true((n = i2d_re_X509_REQ_tbs(req, &tbs)) > 0);
 	assert_int_equal(bc_sha256(tbs, (size_t)n, d), 0);
 	assert_int_equal(bct_tpm_write(&tpm, "csr.dig", d, 32), 0);
-	assert_int_equal(bct_tpm_sh(&tpm, "rm -f csr.sig && tpm2_sign -c %s -g sha256 -s ecdsa -d "
-	                                  "-f plain -o csr.sig csr.dig", handle), 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "rm -f csr.sig && tpm2_sign -c %s -g sha256 -s ecdsa -d "
+	                            "-f plain -o csr.sig csr.dig",
+	                            handle),
+	                 0);
 	sig = file_blob("csr.sig");
 	X509_ALGOR_set0(alg, OBJ_nid2obj(NID_ecdsa_with_SHA256), V_ASN1_UNDEF, NULL);
 	assert_int_equal(X509_REQ_set1_signature_algo(req, alg), 1);
@@ -244,8 +253,8 @@ static void certify(const char *obj, const uint8_t q[32], struct answer *a)
 	rsp = file_blob("certify.rsp");
 	assert_true(rsp.n > 16);
 	assert_memory_equal(rsp.p + 6, "\0\0\0\0", 4); /* TPM_RC_SUCCESS */
-	size_t psize = (size_t)rsp.p[10] << 24 | (size_t)rsp.p[11] << 16 | (size_t)rsp.p[12] << 8 |
-	               rsp.p[13];
+	size_t psize =
+	    (size_t)rsp.p[10] << 24 | (size_t)rsp.p[11] << 16 | (size_t)rsp.p[12] << 8 | rsp.p[13];
 	size_t alen = (size_t)rsp.p[14] << 8 | rsp.p[15];
 	assert_true(16 + alen <= rsp.n && psize > 2 + alen);
 	blob_free(&a->cinfo);
@@ -272,10 +281,12 @@ static void answer_make(const Bettercompute__Attest__V1__TpmChallenge *ch, const
 	memcpy(cred + off, ch->encrypted_secret.data, ch->encrypted_secret.len);
 	off += ch->encrypted_secret.len;
 	assert_int_equal(bct_tpm_write(&tpm, "cred.in", cred, off), 0);
-	assert_int_equal(bct_tpm_sh(&tpm, "rm -f cred.out && tpm2_startauthsession --policy-session "
-	                                  "-S s.ctx && tpm2_policysecret -S s.ctx -c e && "
-	                                  "tpm2_activatecredential -c " AK_HANDLE " -C " EK_HANDLE
-	                                  " -i cred.in -o cred.out -P session:s.ctx"), 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "rm -f cred.out && tpm2_startauthsession --policy-session "
+	                            "-S s.ctx && tpm2_policysecret -S s.ctx -c e && "
+	                            "tpm2_activatecredential -c " AK_HANDLE " -C " EK_HANDLE
+	                            " -i cred.in -o cred.out -P session:s.ctx"),
+	                 0);
 	a->secret = file_blob("cred.out");
 	a->state = blob_dup(ch->state.data, ch->state.len);
 	assert_int_equal(ch->pcr_hash_alg, 0x000B);
@@ -287,9 +298,11 @@ static void answer_make(const Bettercompute__Attest__V1__TpmChallenge *ch, const
 	memcpy(buf + 32, d, 32);
 	assert_int_equal(bc_sha256(buf, 64, nonce), 0);
 	hex = bct_hex(nonce, 32);
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_pcrread %s -o pcrs.bin && tpm2_quote -c " AK_HANDLE
-	                                  " -l %s -q %s -m quote.msg -s quote.sig -g sha256",
-	                            list, list, hex), 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "tpm2_pcrread %s -o pcrs.bin && tpm2_quote -c " AK_HANDLE
+	                            " -l %s -q %s -m quote.msg -s quote.sig -g sha256",
+	                            list, list, hex),
+	                 0);
 	free(hex);
 	a->quote = file_blob("quote.msg");
 	a->qsig = file_blob("quote.sig");
@@ -314,7 +327,7 @@ static uint8_t *answer_pack(const struct answer *a, size_t *len)
 	Bettercompute__Attest__V1__TpmEvidence ev = BETTERCOMPUTE__ATTEST__V1__TPM_EVIDENCE__INIT;
 	Bettercompute__Attest__V1__TpmAnswer an = BETTERCOMPUTE__ATTEST__V1__TPM_ANSWER__INIT;
 	Bettercompute__Attest__V1__KeyCertification kc =
-		BETTERCOMPUTE__ATTEST__V1__KEY_CERTIFICATION__INIT;
+	    BETTERCOMPUTE__ATTEST__V1__KEY_CERTIFICATION__INIT;
 	Bettercompute__Attest__V1__PcrValue pv[24], *pp[24];
 	ProtobufCBinaryData im = {inter.n, inter.p};
 	uint8_t *out;
@@ -358,13 +371,17 @@ static Bettercompute__Attest__V1__TpmChallenge *round1(struct bct_cp *cp, const 
 	struct bc_join_answer ans;
 	size_t n;
 	uint8_t *ev = evidence_pack(&n);
-	struct bct_join_opts jo = {.attestor = "tpm", .csr = csr->p, .csr_len = csr->n,
-	                           .attestation = ev, .attestation_len = n};
+	struct bct_join_opts jo = {.attestor = "tpm",
+	                           .csr = csr->p,
+	                           .csr_len = csr->n,
+	                           .attestation = ev,
+	                           .attestation_len = n};
 
 	assert_int_equal(bct_join(cp, &jo, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_CHALLENGE);
 	assert_string_equal(ans.challenge_attestor, "tpm");
-	ch = bettercompute__attest__v1__tpm_challenge__unpack(NULL, ans.challenge_len, ans.challenge);
+	ch = bettercompute__attest__v1__tpm_challenge__unpack(NULL, ans.challenge_len,
+	                                                      ans.challenge);
 	assert_non_null(ch);
 	bc_join_answer_free(&ans);
 	free(ev);
@@ -376,8 +393,11 @@ static int round2(struct bct_cp *cp, const struct blob *csr, const struct answer
 {
 	size_t n;
 	uint8_t *p = answer_pack(a, &n);
-	struct bct_join_opts jo = {.attestor = "tpm", .csr = csr->p, .csr_len = csr->n,
-	                           .attestation = p, .attestation_len = n};
+	struct bct_join_opts jo = {.attestor = "tpm",
+	                           .csr = csr->p,
+	                           .csr_len = csr->n,
+	                           .attestation = p,
+	                           .attestation_len = n};
 	int rc = bct_join(cp, &jo, ans);
 
 	free(p);
@@ -423,8 +443,8 @@ static const char *write_resolve(const char *pool, const char *node)
 	snprintf(resolve_path, sizeof(resolve_path), "%s/resolve-%s.toml", tpm.dir,
 	         node ? node : pool);
 	snprintf(text, sizeof(text), "[ek.%s]\ntenant = \"root\"\n%s%s%s\n%s%s%s\n", ek_hex,
-	         pool ? "pool = \"" : "", pool ? pool : "", pool ? "\"" : "", node ? "node = \"" : "",
-	         node ? node : "", node ? "\"" : "");
+	         pool ? "pool = \"" : "", pool ? pool : "", pool ? "\"" : "",
+	         node ? "node = \"" : "", node ? node : "", node ? "\"" : "");
 	assert_int_equal(bct_write_file(resolve_path, text), 0);
 	return resolve_path;
 }
@@ -440,8 +460,11 @@ static void cp_start_resolved(struct bct_cp *cp, const char *policy, char pool[6
 	snprintf(lines, sizeof(lines), "resolve = \"%s\"\n", write_resolve(pool, NULL));
 	cp_start(cp, lines);
 	bc_param pp[] = {BC_TEXT(pool), BC_TEXT(policy), BC_INT(bc_now_ms())};
-	assert_int_equal(bct_exec(cp, "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
-	                              "updated_at) VALUES ($1, 'root', 'tpm', $2, $3, $3)", pp, 3), 0);
+	assert_int_equal(bct_exec(cp,
+	                          "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
+	                          "updated_at) VALUES ($1, 'root', 'tpm', $2, $3, $3)",
+	                          pp, 3),
+	                 0);
 }
 
 /* ---- the tests ---- */
@@ -474,17 +497,24 @@ static void test_tpm_join_admitted_and_reclaimed(void **state)
 	bc_join_answer_free(&ans);
 	/* bound to sha256(EK), nodeKey tpm in the event, the audit row and the node */
 	bc_param p[] = {BC_TEXT(node_id), BC_TEXT(ek_hex)};
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_bindings WHERE node_id = $1 AND "
-	                                "kind = 'tpm-ek' AND key = $2", p, 2), 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_bindings WHERE node_id = $1 AND "
+	                           "kind = 'tpm-ek' AND key = $2",
+	                           p, 2),
+	                 1);
 	bc_param np[] = {BC_TEXT(node_id), BC_TEXT(pool)};
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND node_key = "
-	                                "'tpm' AND attestor = 'tpm' AND pool_id = $2", np, 2), 1);
-	char *data = bct_text(&cp, "SELECT data FROM events WHERE type = 'node.joined' AND subject = $1",
-	                      p, 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND node_key = "
+	                           "'tpm' AND attestor = 'tpm' AND pool_id = $2",
+	                           np, 2),
+	                 1);
+	char *data = bct_text(
+	    &cp, "SELECT data FROM events WHERE type = 'node.joined' AND subject = $1", p, 1);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "\"nodeKey\":\"tpm\""));
 	free(data);
-	data = bct_text(&cp, "SELECT data FROM audit WHERE action = 'node.joined' AND subject = $1", p, 1);
+	data = bct_text(&cp, "SELECT data FROM audit WHERE action = 'node.joined' AND subject = $1",
+	                p, 1);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "\"nodeKey\":\"tpm\""));
 	free(data);
@@ -497,8 +527,11 @@ static void test_tpm_join_admitted_and_reclaimed(void **state)
 	assert_string_equal(ans.node_id, node_id);
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes", NULL, 0), 1);
 	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", p, 1), 2);
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
-	                                "AND subject = $1", p, 1), 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
+	                           "AND subject = $1",
+	                           p, 1),
+	                 1);
 	bc_join_answer_free(&ans);
 	answer_free(&a);
 	blob_free(&csr);
@@ -596,8 +629,11 @@ static void test_tpm_refusals_by_name(void **state)
 	{
 		struct bc_join_answer ans;
 		uint8_t junk[3] = {0x00, 0x01, 0x02};
-		struct bct_join_opts jo = {.attestor = "tpm", .csr = csr.p, .csr_len = csr.n,
-		                           .attestation = junk, .attestation_len = 3};
+		struct bct_join_opts jo = {.attestor = "tpm",
+		                           .csr = csr.p,
+		                           .csr_len = csr.n,
+		                           .attestation = junk,
+		                           .attestation_len = 3};
 		assert_int_equal(bct_join(&cp, &jo, &ans), BC_ERR_DENIED);
 		assert_string_equal(bct_last_reason(&cp), "tpm-evidence-malformed");
 	}
@@ -618,14 +654,18 @@ static void test_tpm_ek_refusals(void **state)
 
 	assert_int_equal(bct_tpm_sh(&tpm, "openssl req -x509 -newkey ec -pkeyopt "
 	                                  "ec_paramgen_curve:P-256 -nodes -keyout other.key -out "
-	                                  "other.pem -subj /CN=other-manufacturer -days 2"), 0);
+	                                  "other.pem -subj /CN=other-manufacturer -days 2"),
+	                 0);
 	snprintf(other_root, sizeof(other_root), "%s/other.pem", tpm.dir);
 	snprintf(lines, sizeof(lines), "[attestors.tpm]\nek_roots = [\"%s\"]\n", other_root);
 	assert_int_equal(bct_cp_start(&cp, lines), 0);
 	struct blob csr = make_csr(NK_HANDLE, "node");
 	ev = evidence_pack(&n);
-	struct bct_join_opts jo = {.attestor = "tpm", .csr = csr.p, .csr_len = csr.n,
-	                           .attestation = ev, .attestation_len = n};
+	struct bct_join_opts jo = {.attestor = "tpm",
+	                           .csr = csr.p,
+	                           .csr_len = csr.n,
+	                           .attestation = ev,
+	                           .attestation_len = n};
 	assert_int_equal(bct_join(&cp, &jo, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "ek-certificate-chain");
 	free(ev);
@@ -674,8 +714,8 @@ static void test_tpm_node_key_any(void **state)
 	assert_int_equal(id.n_statements, 0);
 	bc_node_identity_clear(&id);
 	bc_param p[] = {BC_TEXT(ans.node_id)};
-	char *data = bct_text(&cp, "SELECT data FROM events WHERE type = 'node.joined' AND subject = $1",
-	                      p, 1);
+	char *data = bct_text(
+	    &cp, "SELECT data FROM events WHERE type = 'node.joined' AND subject = $1", p, 1);
 	assert_non_null(strstr(data, "\"nodeKey\":\"unattested\""));
 	free(data);
 	bc_join_answer_free(&ans);
@@ -695,7 +735,8 @@ static void test_tpm_pcr_policy(void **state)
 
 	snprintf(policy, sizeof(policy), "%s/pcr-policy.toml", tpm.dir);
 	assert_int_equal(bct_write_file(policy, "0 = [\"11111111111111111111111111111111"
-	                                        "11111111111111111111111111111111\"]\n"), 0);
+	                                        "11111111111111111111111111111111\"]\n"),
+	                 0);
 	snprintf(lines, sizeof(lines), "resolve = \"%s\"\npcr_policy = \"%s\"\n",
 	         write_resolve(NULL, NULL), policy);
 	cp_start(&cp, lines);
@@ -706,15 +747,19 @@ static void test_tpm_pcr_policy(void **state)
 	bct_cp_stop(&cp);
 
 	/* the command reads the values and answers; "accept" admits */
-	snprintf(lines, sizeof(lines), "resolve = \"%s\"\npcr_policy_command = \"grep -q "
-	         "'\\\"bank\\\":\\\"sha256\\\"' && echo no-such-firmware\"\n", resolve_path);
+	snprintf(lines, sizeof(lines),
+	         "resolve = \"%s\"\npcr_policy_command = \"grep -q "
+	         "'\\\"bank\\\":\\\"sha256\\\"' && echo no-such-firmware\"\n",
+	         resolve_path);
 	cp_start(&cp, lines);
 	full_answer(&cp, &csr, NK_HANDLE, &a);
 	expect_refused(&cp, &csr, &a, "pcr-policy");
 	answer_free(&a);
 	bct_cp_stop(&cp);
-	snprintf(lines, sizeof(lines), "resolve = \"%s\"\npcr_policy_command = \"grep -q "
-	         "'\\\"pcrs\\\":{\\\"0\\\"' && echo accept\"\n", resolve_path);
+	snprintf(lines, sizeof(lines),
+	         "resolve = \"%s\"\npcr_policy_command = \"grep -q "
+	         "'\\\"pcrs\\\":{\\\"0\\\"' && echo accept\"\n",
+	         resolve_path);
 	cp_start(&cp, lines);
 	full_answer(&cp, &csr, NK_HANDLE, &a);
 	assert_int_equal(round2(&cp, &csr, &a, &ans), 0);
@@ -738,13 +783,20 @@ static void test_tpm_bound_elsewhere(void **state)
 	cp_start(&cp, lines);
 	for (int i = 0; i < 2; i++) {
 		bc_param p[] = {BC_TEXT(i ? bound : named), BC_INT(bc_now_ms())};
-		assert_int_equal(bct_exec(&cp, "INSERT INTO nodes (id, tenant_id, role, state, attestor, "
-		                               "joined_at, updated_at) VALUES ($1, 'root', 'node', "
-		                               "'adopted', 'join-token', $2, $2)", p, 2), 0);
+		assert_int_equal(
+		    bct_exec(&cp,
+		             "INSERT INTO nodes (id, tenant_id, role, state, attestor, "
+		             "joined_at, updated_at) VALUES ($1, 'root', 'node', "
+		             "'adopted', 'join-token', $2, $2)",
+		             p, 2),
+		    0);
 	}
 	bc_param b[] = {BC_TEXT(ek_hex), BC_TEXT(bound), BC_INT(bc_now_ms())};
-	assert_int_equal(bct_exec(&cp, "INSERT INTO node_bindings (kind, key, node_id, created_at) "
-	                               "VALUES ('tpm-ek', $1, $2, $3)", b, 3), 0);
+	assert_int_equal(bct_exec(&cp,
+	                          "INSERT INTO node_bindings (kind, key, node_id, created_at) "
+	                          "VALUES ('tpm-ek', $1, $2, $3)",
+	                          b, 3),
+	                 0);
 	struct blob csr = make_csr(NK_HANDLE, "node");
 	full_answer(&cp, &csr, NK_HANDLE, &a);
 	expect_refused(&cp, &csr, &a, "join:bound-elsewhere");
@@ -827,13 +879,18 @@ static void test_tpm_enrollment_approve_and_deny(void **state)
 	char lines[1024], id[64], path[256], *key = NULL;
 	(void)state;
 
-	snprintf(lines, sizeof(lines), "enrollment_tenant = \"root\"\nenrollment_site = \"%s\"\n"
-	         "retry_after_seconds = 7\n", site);
+	snprintf(lines, sizeof(lines),
+	         "enrollment_tenant = \"root\"\nenrollment_site = \"%s\"\n"
+	         "retry_after_seconds = 7\n",
+	         site);
 	for (int deny = 0; deny < 2; deny++) {
 		cp_start(&cp, lines);
 		bc_param s[] = {BC_TEXT(site), BC_INT(bc_now_ms())};
-		assert_int_equal(bct_exec(&cp, "INSERT INTO sites (id, tenant_id, name, created_at) "
-		                               "VALUES ($1, 'root', 'lab', $2)", s, 2), 0);
+		assert_int_equal(bct_exec(&cp,
+		                          "INSERT INTO sites (id, tenant_id, name, created_at) "
+		                          "VALUES ($1, 'root', 'lab', $2)",
+		                          s, 2),
+		                 0);
 		assert_int_equal(bc_store_run(bct_store(&cp), BC_TX_WRITE, key_tx, &key), 0);
 		struct blob csr = make_csr(NK_HANDLE, "node");
 		expect_pending(&cp, &csr, id);
@@ -848,8 +905,9 @@ static void test_tpm_enrollment_approve_and_deny(void **state)
 		answer_free(&a);
 		blob_free(&other);
 		/* the operator sees it and decides */
-		assert_int_equal(api(&cp, key, "GET", "/v1/tenants/root/join-requests?state=pending",
-		                     &body), 200);
+		assert_int_equal(
+		    api(&cp, key, "GET", "/v1/tenants/root/join-requests?state=pending", &body),
+		    200);
 		assert_non_null(strstr(body.buf, id));
 		assert_non_null(strstr(body.buf, ek_hex));
 		snprintf(path, sizeof(path), "/v1/tenants/root/join-requests/%s/%s", id,
@@ -860,10 +918,16 @@ static void test_tpm_enrollment_approve_and_deny(void **state)
 		assert_int_equal(api(&cp, key, "POST", path, &body), 409);
 		bc_param e[] = {BC_TEXT(deny ? "join-request.denied" : "join-request.approved"),
 		                BC_TEXT(id)};
-		assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = $1 AND "
-		                                "subject = $2", e, 2), 1);
-		assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM audit WHERE action = $1 AND "
-		                                "subject = $2", e, 2), 1);
+		assert_int_equal(bct_count(&cp,
+		                           "SELECT COUNT(*) FROM events WHERE type = $1 AND "
+		                           "subject = $2",
+		                           e, 2),
+		                 1);
+		assert_int_equal(bct_count(&cp,
+		                           "SELECT COUNT(*) FROM audit WHERE action = $1 AND "
+		                           "subject = $2",
+		                           e, 2),
+		                 1);
 		full_answer(&cp, &csr, NK_HANDLE, &a);
 		if (deny) {
 			expect_refused(&cp, &csr, &a, "enrollment-denied");
@@ -871,10 +935,14 @@ static void test_tpm_enrollment_approve_and_deny(void **state)
 			assert_int_equal(round2(&cp, &csr, &a, &ans), 0);
 			assert_int_equal(ans.state, BC_JOIN_JOINED);
 			bc_param n[] = {BC_TEXT(ans.node_id), BC_TEXT(site)};
-			assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND "
-			                                "site_id = $2", n, 2), 1);
+			assert_int_equal(bct_count(&cp,
+			                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND "
+			                           "site_id = $2",
+			                           n, 2),
+			                 1);
 			bc_param r[] = {BC_TEXT(id)};
-			char *st = bct_text(&cp, "SELECT state FROM join_requests WHERE id = $1", r, 1);
+			char *st =
+			    bct_text(&cp, "SELECT state FROM join_requests WHERE id = $1", r, 1);
 			assert_string_equal(st, "used");
 			free(st);
 			bc_join_answer_free(&ans);
@@ -894,12 +962,14 @@ static void test_tpm_config_errors(void **state)
 
 	/* unknown keys name themselves; no roots without allow_uncertified_ek */
 	assert_int_not_equal(bct_cp_start(&cp, "[attestors.tpm]\nallow_uncertified_ek = true\n"
-	                                       "ek_root = [\"x\"]\n"), 0);
+	                                       "ek_root = [\"x\"]\n"),
+	                     0);
 	bct_cp_stop(&cp);
 	assert_int_not_equal(bct_cp_start(&cp, "[attestors.tpm]\n"), 0);
 	bct_cp_stop(&cp);
 	assert_int_not_equal(bct_cp_start(&cp, "[attestors.tpm]\nallow_uncertified_ek = true\n"
-	                                       "challenge_ttl_ms = 300001\n"), 0);
+	                                       "challenge_ttl_ms = 300001\n"),
+	                     0);
 	bct_cp_stop(&cp);
 	assert_int_equal(bct_cp_start(&cp, "[attestors.tpm]\nallow_uncertified_ek = true\n"
 	                                   "pcrs = \"0-7,10\"\nroles = [\"node\", \"site\"]\n"),
@@ -925,20 +995,23 @@ static void tpm_sign(const char *handle, const char *purpose, const uint8_t *pay
 	EVP_DigestFinal_ex(md, d, &dl);
 	EVP_MD_CTX_free(md);
 	assert_int_equal(bct_tpm_write(&tpm, "proof.dig", d, 32), 0);
-	assert_int_equal(bct_tpm_sh(&tpm, "rm -f proof.sig && tpm2_sign -c %s -g sha256 -s ecdsa -d "
-	                                  "-f plain -o proof.sig proof.dig", handle), 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "rm -f proof.sig && tpm2_sign -c %s -g sha256 -s ecdsa -d "
+	                            "-f plain -o proof.sig proof.dig",
+	                            handle),
+	                 0);
 	der = file_blob("proof.sig");
 	assert_int_equal(bc_ecdsa_der_to_p1363(der.p, der.n, sig), 0);
 	blob_free(&der);
 }
 
 struct renew_case {
-	const char *signer;       /* the leaf's key */
-	const char *next;         /* the next key: its CSR */
-	const char *certified;    /* the key the AK certifies (NULL: no key_attestation) */
-	const char *key_public;   /* the public area sent as key_public (NULL: certified's) */
-	const struct blob *ak_pub;/* NULL: the AK's */
-	int other_csr_nonce;      /* qualify the certification with another CSR's hash */
+	const char *signer;        /* the leaf's key */
+	const char *next;          /* the next key: its CSR */
+	const char *certified;     /* the key the AK certifies (NULL: no key_attestation) */
+	const char *key_public;    /* the public area sent as key_public (NULL: certified's) */
+	const struct blob *ak_pub; /* NULL: the AK's */
+	int other_csr_nonce;       /* qualify the certification with another CSR's hash */
 	int flip_signature;
 };
 
@@ -948,7 +1021,7 @@ static long renew_tpm(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len, c
 {
 	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
 	Bettercompute__Join__V1__TpmKeyAttestation ka =
-		BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
+	    BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
 	struct blob csr = make_csr(c->next, "node"), kp = {0};
 	struct answer a = {0};
 	uint8_t d[32], q[32], sig[64], payload[256], *wire, *body = NULL;
@@ -976,7 +1049,8 @@ static long renew_tpm(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len, c
 		certify(c->certified, q, &a);
 		if (c->flip_signature)
 			a.csig.p[a.csig.n - 1] ^= 1;
-		snprintf(name, sizeof(name), "%s.pub", c->key_public ? c->key_public : c->certified);
+		snprintf(name, sizeof(name), "%s.pub",
+		         c->key_public ? c->key_public : c->certified);
 		kp = tpmt_file(name);
 		ka.ak_public = c->ak_pub ? (ProtobufCBinaryData){c->ak_pub->n, c->ak_pub->p}
 		                         : (ProtobufCBinaryData){ak.n, ak.p};
@@ -989,10 +1063,12 @@ static long renew_tpm(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len, c
 	wire = malloc(wire_len);
 	bettercompute__join__v1__renew_request__pack(&rq, wire);
 	assert_int_equal(bc_client_post(&cp->pins, "/bettercompute.join.v1.JoinService/Renew", wire,
-	                                wire_len, &status, &body, &len, err, sizeof(err)), 0);
+	                                wire_len, &status, &body, &len, err, sizeof(err)),
+	                 0);
 	if (status == 200)
-		assert_int_equal(bc_client_open_join_response_csr(&cp->pins, body, len, csr.p, csr.n,
-		                                                  ans, err, sizeof(err)), 0);
+		assert_int_equal(bc_client_open_join_response_csr(&cp->pins, body, len, csr.p,
+		                                                  csr.n, ans, err, sizeof(err)),
+		                 0);
 	free(wire);
 	free(body);
 	blob_free(&csr);
@@ -1063,8 +1139,10 @@ static void test_tpm_renewal_certified_by_the_ak(void **state)
 	assert_string_equal(id.statements[0], urn);
 	bc_node_identity_clear(&id);
 	bc_param np[] = {BC_TEXT(node)};
-	char *stmts = bct_text(&cp, "SELECT statements FROM node_certs WHERE node_id = $1 ORDER BY "
-	                            "created_at DESC, serial LIMIT 1", np, 1);
+	char *stmts = bct_text(&cp,
+	                       "SELECT statements FROM node_certs WHERE node_id = $1 ORDER BY "
+	                       "created_at DESC, serial LIMIT 1",
+	                       np, 1);
 	assert_non_null(stmts);
 	assert_non_null(strstr(stmts, urn));
 	free(stmts);
@@ -1110,16 +1188,16 @@ static void test_tpm_statement_renewals_cannot_prove(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tpm_join_admitted_and_reclaimed),
-		cmocka_unit_test(test_tpm_refusals_by_name),
-		cmocka_unit_test(test_tpm_ek_refusals),
-		cmocka_unit_test(test_tpm_node_key_any),
-		cmocka_unit_test(test_tpm_pcr_policy),
-		cmocka_unit_test(test_tpm_bound_elsewhere),
-		cmocka_unit_test(test_tpm_enrollment_approve_and_deny),
-		cmocka_unit_test(test_tpm_config_errors),
-		cmocka_unit_test(test_tpm_renewal_certified_by_the_ak),
-		cmocka_unit_test(test_tpm_statement_renewals_cannot_prove),
+	    cmocka_unit_test(test_tpm_join_admitted_and_reclaimed),
+	    cmocka_unit_test(test_tpm_refusals_by_name),
+	    cmocka_unit_test(test_tpm_ek_refusals),
+	    cmocka_unit_test(test_tpm_node_key_any),
+	    cmocka_unit_test(test_tpm_pcr_policy),
+	    cmocka_unit_test(test_tpm_bound_elsewhere),
+	    cmocka_unit_test(test_tpm_enrollment_approve_and_deny),
+	    cmocka_unit_test(test_tpm_config_errors),
+	    cmocka_unit_test(test_tpm_renewal_certified_by_the_ak),
+	    cmocka_unit_test(test_tpm_statement_renewals_cannot_prove),
 	};
 	int rc;
 
@@ -1127,7 +1205,8 @@ int main(void)
 		return BCT_SKIP;
 	if ((rc = bct_tpm_start(&tpm)) != 0 || (rc = agent_prepare()) != 0) {
 		if (rc != 77)
-			fprintf(stderr, "join_tpm_test: swtpm or the agent's keys did not start (%s)\n",
+			fprintf(stderr,
+			        "join_tpm_test: swtpm or the agent's keys did not start (%s)\n",
 			        tpm.dir);
 		bct_tpm_stop(&tpm);
 		return rc == 77 ? 77 : 1;

@@ -77,8 +77,8 @@ static void make_pop(const struct machine *m, int64_t client_time, const char *n
 	assert_int_equal(bc_key_generate(&p->next), 0);
 	assert_int_equal(bc_csr_make(p->next, "node", &p->csr, &p->csr_len), 0);
 	assert_int_equal(bc_sha256(p->csr, p->csr_len, d), 0);
-	assert_int_equal(bc_x509pop_evidence(m->ans.chain, m->ans.chain_lens, m->ans.n_chain, m->key,
-	                                     node_id ? node_id : m->ans.node_id, d,
+	assert_int_equal(bc_x509pop_evidence(m->ans.chain, m->ans.chain_lens, m->ans.n_chain,
+	                                     m->key, node_id ? node_id : m->ans.node_id, d,
 	                                     client_time ? client_time : bc_now_ms(), &p->evidence),
 	                 0);
 }
@@ -135,12 +135,21 @@ static void test_rejoins_in_place(void **state)
 	assert_string_equal(ans.node_id, m.ans.node_id);
 	bc_param q[] = {BC_TEXT(m.ans.node_id)};
 	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", q, 1), 2);
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
-	                                "revoked_at IS NULL", q, 1), 1);
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
-	                                "AND subject = $1 AND data LIKE '%x509pop%'", q, 1), 1);
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM attestation_uses WHERE attestor = "
-	                                "'x509pop'", NULL, 0) >= 1, 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                           "revoked_at IS NULL",
+	                           q, 1),
+	                 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
+	                           "AND subject = $1 AND data LIKE '%x509pop%'",
+	                           q, 1),
+	                 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM attestation_uses WHERE attestor = "
+	                           "'x509pop'",
+	                           NULL, 0) >= 1,
+	                 1);
 	/* the old chain is now an older generation */
 	struct pop again;
 	make_pop(&m, 0, NULL, &again);
@@ -173,8 +182,10 @@ static void test_refusals(void **state)
 		char serial[33];
 		int64_t na;
 		assert_int_equal(bc_key_generate(&forged.key), 0);
-		struct bc_node_cert_req req = {.node_id = m.ans.node_id, .role = "node",
-		                               .pub = forged.key, .not_before_ms = bc_now_ms()};
+		struct bc_node_cert_req req = {.node_id = m.ans.node_id,
+		                               .role = "node",
+		                               .pub = forged.key,
+		                               .not_before_ms = bc_now_ms()};
 		assert_int_equal(bc_pki_issue_node_cert(pki, &req, &der, &len, serial, &na), 0);
 		forged.ans.chain = &der;
 		forged.ans.chain_lens = &len;
@@ -214,17 +225,19 @@ static void test_refusals(void **state)
 	expect_refused(&p, "node", "x509pop-revoked");
 	pop_free(&p);
 	bc_param q[] = {BC_TEXT(m.ans.node_id)};
-	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET revoked_at = NULL WHERE node_id = $1",
-	                          q, 1), 0);
+	assert_int_equal(
+	    bct_exec(&cp, "UPDATE node_certs SET revoked_at = NULL WHERE node_id = $1", q, 1), 0);
 	/* retired */
-	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", q, 1), 0);
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", q, 1),
+	                 0);
 	make_pop(&m, 0, NULL, &p);
 	expect_refused(&p, "node", "x509pop-retired");
 	pop_free(&p);
-	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'adopted' WHERE id = $1", q, 1), 0);
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'adopted' WHERE id = $1", q, 1),
+	                 0);
 	/* from before revoke-identity: the generation moved on */
-	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET generation = generation + 1 WHERE id = $1",
-	                          q, 1), 0);
+	assert_int_equal(
+	    bct_exec(&cp, "UPDATE nodes SET generation = generation + 1 WHERE id = $1", q, 1), 0);
 	make_pop(&m, 0, NULL, &p);
 	expect_refused(&p, "node", "x509pop-generation");
 	pop_free(&p);
@@ -239,19 +252,26 @@ static void test_refusals(void **state)
 		char serial[33], hexsha[65], *hex;
 		int64_t na;
 		assert_int_equal(bc_key_generate(&stmt.key), 0);
-		struct bc_node_cert_req req = {.node_id = m.ans.node_id, .role = "node", .pub = stmt.key,
-		                               .statements = urn, .n_statements = 1,
+		struct bc_node_cert_req req = {.node_id = m.ans.node_id,
+		                               .role = "node",
+		                               .pub = stmt.key,
+		                               .statements = urn,
+		                               .n_statements = 1,
 		                               .not_before_ms = bc_now_ms()};
 		assert_int_equal(bc_pki_issue_node_cert(pki, &req, &der, &len, serial, &na), 0);
 		assert_int_equal(bc_sha256(der, len, h), 0);
 		bc_hex_encode_to(h, 32, hexsha);
 		hex = bc_hex_encode(der, len);
-		bc_param r[] = {BC_TEXT(serial), BC_TEXT(m.ans.node_id), BC_TEXT(hex), BC_TEXT(hexsha),
-		                BC_INT(bc_now_ms()), BC_INT(na)};
-		assert_int_equal(bct_exec(&cp, "INSERT INTO node_certs (serial, node_id, generation, "
-		                               "der_hex, der_sha256, not_before, not_after, created_at) "
-		                               "SELECT $1, $2, generation, $3, $4, $5, $6, $5 FROM nodes "
-		                               "WHERE id = $2", r, 6), 0);
+		bc_param r[] = {BC_TEXT(serial), BC_TEXT(m.ans.node_id), BC_TEXT(hex),
+		                BC_TEXT(hexsha), BC_INT(bc_now_ms()),    BC_INT(na)};
+		assert_int_equal(
+		    bct_exec(&cp,
+		             "INSERT INTO node_certs (serial, node_id, generation, "
+		             "der_hex, der_sha256, not_before, not_after, created_at) "
+		             "SELECT $1, $2, generation, $3, $4, $5, $6, $5 FROM nodes "
+		             "WHERE id = $2",
+		             r, 6),
+		    0);
 		stmt.ans.chain = &der;
 		stmt.ans.chain_lens = &len;
 		stmt.ans.n_chain = 1;
@@ -300,8 +320,11 @@ static void test_replay(void **state)
 	bc_buf_free(&b);
 	bc_hex_encode_to(subject, 32, hex);
 	bc_param r[] = {BC_TEXT(hex), BC_INT(t + 60000), BC_INT(t)};
-	assert_int_equal(bct_exec(&cp, "INSERT INTO attestation_uses (attestor, subject, expires_at, "
-	                               "created_at) VALUES ('x509pop', $1, $2, $3)", r, 3), 0);
+	assert_int_equal(bct_exec(&cp,
+	                          "INSERT INTO attestation_uses (attestor, subject, expires_at, "
+	                          "created_at) VALUES ('x509pop', $1, $2, $3)",
+	                          r, 3),
+	                 0);
 	expect_refused(&p, "node", "x509pop-replay");
 	pop_free(&p);
 	machine_free(&m);
@@ -309,8 +332,9 @@ static void test_replay(void **state)
 	/* the cache: a proof whose join was refused after the attestor (the pool takes only
 	 * tokens) rolled back its row, but is still never accepted twice */
 	char tokens_only[64];
-	assert_int_equal(bct_pool(&cp, "root", "tokens-only", "{\"joinAttestors\":[\"join-token\"]}",
-	                          tokens_only), 0);
+	assert_int_equal(bct_pool(&cp, "root", "tokens-only",
+	                          "{\"joinAttestors\":[\"join-token\"]}", tokens_only),
+	                 0);
 	struct bct_token_opts to = {.pool = tokens_only};
 	char *tok = bct_token(&cp, &to, NULL);
 	assert_int_equal(bc_key_generate(&m.key), 0);
@@ -416,8 +440,11 @@ static void test_two_replicas_accept_a_proof_once(void **state)
 	assert_int_equal(admitted, 1);
 	assert_int_equal(refused, 15);
 	bc_param q[] = {BC_TEXT(m.ans.node_id)};
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
-	                                "AND subject = $1", q, 1), 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = 'node.reclaimed' "
+	                           "AND subject = $1",
+	                           q, 1),
+	                 1);
 	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", q, 1), 2);
 	bct_cp_stop(&replica);
 	pop_free(&p);
@@ -451,12 +478,12 @@ int main(void)
 	if (bct_engine_skip())
 		return BCT_SKIP;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rejoins_in_place),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_replay),
-		cmocka_unit_test(test_proof_bound_to_purpose_and_csr),
-		cmocka_unit_test(test_two_replicas_accept_a_proof_once),
-		cmocka_unit_test(test_site_rejoins_as_site),
+	    cmocka_unit_test(test_rejoins_in_place),
+	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_replay),
+	    cmocka_unit_test(test_proof_bound_to_purpose_and_csr),
+	    cmocka_unit_test(test_two_replicas_accept_a_proof_once),
+	    cmocka_unit_test(test_site_rejoins_as_site),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -75,7 +75,7 @@ static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_
 {
 	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
 	Bettercompute__Join__V1__TpmKeyAttestation ka =
-		BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
+	    BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
 	ProtobufCBinaryData chain[1];
 	uint8_t *csr = NULL, d[32], sig[64], *wire;
 	size_t csr_len = 0, wire_len;
@@ -128,9 +128,11 @@ static void expect_refused(const struct renew_opts *o, const char *reason, const
 	size_t len = 0;
 	EVP_PKEY *next = NULL;
 	bc_param p[] = {BC_TEXT(reason), BC_TEXT(node_id)};
-	int64_t before = bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = "
-	                                "'security.renew.refused' AND data LIKE '%\"' || $1 || '\"%' "
-	                                "AND subject = $2", p, 2);
+	int64_t before = bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = "
+	                           "'security.renew.refused' AND data LIKE '%\"' || $1 || '\"%' "
+	                           "AND subject = $2",
+	                           p, 2);
 	int64_t certs = bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0);
 
 	assert_int_equal(renew(o, &status, &body, &len, &next, NULL, NULL), 0);
@@ -138,9 +140,12 @@ static void expect_refused(const struct renew_opts *o, const char *reason, const
 	assert_int_equal(len, strlen(bc_connect_renew_refused));
 	assert_memory_equal(body, bc_connect_renew_refused, len);
 	/* the reason reached the node owner's event, and nothing was issued */
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = "
-	                                "'security.renew.refused' AND data LIKE '%\"' || $1 || '\"%' "
-	                                "AND subject = $2", p, 2), before + 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = "
+	                           "'security.renew.refused' AND data LIKE '%\"' || $1 || '\"%' "
+	                           "AND subject = $2",
+	                           p, 2),
+	                 before + 1);
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0), certs);
 	free(body);
 	EVP_PKEY_free(next);
@@ -159,25 +164,36 @@ static void test_renew_issues_the_next_certificate(void **state)
 	(void)state;
 
 	join_one(&j, NULL);
-	struct renew_opts o = {.leaf = j.ans.chain[0], .leaf_len = j.ans.chain_lens[0],
-	                       .signer = j.key, .node_id = j.ans.node_id};
+	struct renew_opts o = {.leaf = j.ans.chain[0],
+	                       .leaf_len = j.ans.chain_lens[0],
+	                       .signer = j.key,
+	                       .node_id = j.ans.node_id};
 	assert_int_equal(renew(&o, &status, &body, &len, &next, &csr, &csr_len), 0);
 	assert_int_equal(status, 200);
 	assert_int_equal(bc_client_open_join_response_csr(&cp.pins, body, len, csr, csr_len, &ans,
-	                                                  err, sizeof(err)), 0);
+	                                                  err, sizeof(err)),
+	                 0);
 	assert_string_equal(ans.node_id, j.ans.node_id);
 	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
 	assert_string_equal(id.role, "node");
 	bc_node_identity_clear(&id);
 	bc_param p[] = {BC_TEXT(j.ans.node_id)};
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
-	                                "generation = 1", p, 1), 2);
-	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM events WHERE type = 'node.renewed' "
-	                                "AND subject = $1", p, 1), 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                           "generation = 1",
+	                           p, 1),
+	                 2);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = 'node.renewed' "
+	                           "AND subject = $1",
+	                           p, 1),
+	                 1);
 
 	/* the renewed certificate renews in turn, with the next key */
-	struct renew_opts o2 = {.leaf = ans.chain[0], .leaf_len = ans.chain_lens[0],
-	                        .signer = next, .node_id = ans.node_id};
+	struct renew_opts o2 = {.leaf = ans.chain[0],
+	                        .leaf_len = ans.chain_lens[0],
+	                        .signer = next,
+	                        .node_id = ans.node_id};
 	EVP_PKEY *next2 = NULL;
 	free(body);
 	assert_int_equal(renew(&o2, &status, &body, &len, &next2, NULL, NULL), 0);
@@ -197,8 +213,10 @@ static void test_each_refusal(void **state)
 
 	join_one(&j, NULL);
 	const char *node = j.ans.node_id;
-	struct renew_opts o = {.leaf = j.ans.chain[0], .leaf_len = j.ans.chain_lens[0],
-	                       .signer = j.key, .node_id = node};
+	struct renew_opts o = {.leaf = j.ans.chain[0],
+	                       .leaf_len = j.ans.chain_lens[0],
+	                       .signer = j.key,
+	                       .node_id = node};
 
 	/* bad proof: another key, a corrupted signature, another node id in the proof */
 	join_one(&k, NULL);
@@ -222,8 +240,8 @@ static void test_each_refusal(void **state)
 	/* not the current row: a certificate of ours for that node that was never issued */
 	{
 		const bc_pki *pki = bc_server_pki(cp.srv);
-		struct bc_node_cert_req req = {.node_id = node, .role = "node", .pub = j.key,
-		                               .not_before_ms = bc_now_ms()};
+		struct bc_node_cert_req req = {
+		    .node_id = node, .role = "node", .pub = j.key, .not_before_ms = bc_now_ms()};
 		uint8_t *der = NULL;
 		size_t der_len;
 		char serial[33];
@@ -234,12 +252,14 @@ static void test_each_refusal(void **state)
 		bad.leaf_len = der_len;
 		expect_refused(&bad, "renew-not-current", node);
 
-		/* unknown and malformed statements, recorded as rows so only the statement is wrong */
+		/* unknown and malformed statements, recorded as rows so only the statement is wrong
+		 */
 		const char *cases[][2] = {
-			{"urn:bc:unknown:thing", "key-statement-unknown"},
-			{"urn:bc:tpm-ak:sha256:zz", "tpm-ak-uri"},
-			{"urn:bc:tpm-ak:sha256:000b0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-			 "key-attestation-missing"},
+		    {"urn:bc:unknown:thing", "key-statement-unknown"},
+		    {"urn:bc:tpm-ak:sha256:zz", "tpm-ak-uri"},
+		    {"urn:bc:tpm-ak:sha256:"
+		     "000b0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		     "key-attestation-missing"},
 		};
 		for (size_t i = 0; i < 3; i++) {
 			const char *stmt[1] = {cases[i][0]};
@@ -252,12 +272,16 @@ static void test_each_refusal(void **state)
 			assert_int_equal(bc_sha256(d2, l2, h), 0);
 			bc_hex_encode_to(h, 32, hexsha);
 			hex = bc_hex_encode(d2, l2);
-			bc_param p[] = {BC_TEXT(s2), BC_TEXT(node), BC_TEXT(hex), BC_TEXT(hexsha),
-			                BC_INT(bc_now_ms()), BC_INT(na)};
-			assert_int_equal(bct_exec(&cp, "INSERT INTO node_certs (serial, node_id, "
-			                               "generation, der_hex, der_sha256, not_before, "
-			                               "not_after, created_at) VALUES ($1, $2, 1, $3, $4, "
-			                               "$5, $6, $5)", p, 6), 0);
+			bc_param p[] = {BC_TEXT(s2),     BC_TEXT(node),       BC_TEXT(hex),
+			                BC_TEXT(hexsha), BC_INT(bc_now_ms()), BC_INT(na)};
+			assert_int_equal(
+			    bct_exec(&cp,
+			             "INSERT INTO node_certs (serial, node_id, "
+			             "generation, der_hex, der_sha256, not_before, "
+			             "not_after, created_at) VALUES ($1, $2, 1, $3, $4, "
+			             "$5, $6, $5)",
+			             p, 6),
+			    0);
 			bad = o;
 			bad.leaf = d2;
 			bad.leaf_len = l2;
@@ -270,20 +294,26 @@ static void test_each_refusal(void **state)
 
 	/* expired at database time */
 	bc_param p[] = {BC_TEXT(node), BC_INT(bc_now_ms() - 1000)};
-	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET not_after = $2 WHERE node_id = $1", p, 2), 0);
+	assert_int_equal(
+	    bct_exec(&cp, "UPDATE node_certs SET not_after = $2 WHERE node_id = $1", p, 2), 0);
 	expect_refused(&o, "renew-expired", node);
 	bc_param p2[] = {BC_TEXT(node), BC_INT(bc_now_ms() + 3600000)};
-	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET not_after = $2 WHERE node_id = $1", p2, 2), 0);
+	assert_int_equal(
+	    bct_exec(&cp, "UPDATE node_certs SET not_after = $2 WHERE node_id = $1", p2, 2), 0);
 
 	/* revoked */
-	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET revoked_at = $2 WHERE node_id = $1", p, 2), 0);
+	assert_int_equal(
+	    bct_exec(&cp, "UPDATE node_certs SET revoked_at = $2 WHERE node_id = $1", p, 2), 0);
 	expect_refused(&o, "renew-revoked", node);
-	assert_int_equal(bct_exec(&cp, "UPDATE node_certs SET revoked_at = NULL WHERE node_id = $1", p, 1), 0);
+	assert_int_equal(
+	    bct_exec(&cp, "UPDATE node_certs SET revoked_at = NULL WHERE node_id = $1", p, 1), 0);
 
 	/* retired */
-	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", p, 1), 0);
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", p, 1),
+	                 0);
 	expect_refused(&o, "renew-retired", node);
-	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'adopted' WHERE id = $1", p, 1), 0);
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'adopted' WHERE id = $1", p, 1),
+	                 0);
 
 	/* older generation: the node was reclaimed, its old leaf belongs to generation 1 */
 	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET generation = 2 WHERE id = $1", p, 1), 0);
@@ -305,8 +335,10 @@ static void test_reclaimed_node_old_leaf_refused(void **state)
 	struct bct_join_opts jo = {.token = t, .product_uuid = uuid};
 	assert_int_equal(bct_join(&cp, &jo, &a2), 0);
 	assert_string_equal(a2.node_id, j.ans.node_id);
-	struct renew_opts o = {.leaf = j.ans.chain[0], .leaf_len = j.ans.chain_lens[0],
-	                       .signer = j.key, .node_id = j.ans.node_id};
+	struct renew_opts o = {.leaf = j.ans.chain[0],
+	                       .leaf_len = j.ans.chain_lens[0],
+	                       .signer = j.key,
+	                       .node_id = j.ans.node_id};
 	expect_refused(&o, "renew-generation", j.ans.node_id);
 	bc_join_answer_free(&a2);
 	free(t);
@@ -316,9 +348,9 @@ static void test_reclaimed_node_old_leaf_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_renew_issues_the_next_certificate),
-		cmocka_unit_test(test_each_refusal),
-		cmocka_unit_test(test_reclaimed_node_old_leaf_refused),
+	    cmocka_unit_test(test_renew_issues_the_next_certificate),
+	    cmocka_unit_test(test_each_refusal),
+	    cmocka_unit_test(test_reclaimed_node_old_leaf_refused),
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;

@@ -23,7 +23,7 @@
 #include "bctest.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 
-static struct bct_cp cp;  /* on SQLite whatever the engine under test */
+static struct bct_cp cp; /* on SQLite whatever the engine under test */
 static char pool_id[64];
 static char target_dir[256];
 static char target_db[64]; /* PostgreSQL database, or "" */
@@ -60,8 +60,8 @@ static int setup(void **state)
 		snprintf(target_url, sizeof(target_url), "sqlite:%s/target.db", target_dir);
 		return 0;
 	}
-	if (bct_pg_create(getenv("BC_TEST_POSTGRES_URL"), target_db, sizeof(target_db),
-	                  target_url, sizeof(target_url), err, sizeof(err)) != 0) {
+	if (bct_pg_create(getenv("BC_TEST_POSTGRES_URL"), target_db, sizeof(target_db), target_url,
+	                  sizeof(target_url), err, sizeof(err)) != 0) {
 		fprintf(stderr, "%s\n", err);
 		return -1;
 	}
@@ -252,13 +252,14 @@ static void test_refusals(void **state)
 		/* a fresh target for what follows */
 		bct_pg_drop(getenv("BC_TEST_POSTGRES_URL"), target_db);
 		assert_int_equal(bct_pg_create(getenv("BC_TEST_POSTGRES_URL"), target_db,
-		                               sizeof(target_db), target_url, sizeof(target_url), err,
-		                               sizeof(err)),
+		                               sizeof(target_db), target_url, sizeof(target_url),
+		                               err, sizeof(err)),
 		                 0);
 	}
 	dst = open_url(target_url);
 	/* a version that differs */
-	exec(dst, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999999, 'x', 0)");
+	exec(dst,
+	     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999999, 'x', 0)");
 	assert_int_equal(bc_store_copy(src, dst, 0, &r, err, sizeof(err)), BC_ERR_CONFIG);
 	assert_non_null(strstr(err, "schema is version"));
 	exec(dst, "DELETE FROM schema_migrations WHERE version = 999999");
@@ -283,8 +284,8 @@ static void test_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_node_renews_after_the_move, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_node_renews_after_the_move, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 	};
 
 	if (bct_engine_skip())

@@ -15,7 +15,7 @@
 #include "bctest.h"
 
 #define HOUR_MS (3600LL * 1000)
-#define DAY_MS (24 * HOUR_MS)
+#define DAY_MS  (24 * HOUR_MS)
 
 static struct bct_cp cp;
 static char pool_id[64];
@@ -49,12 +49,13 @@ static void use(const char *subject, int64_t expires_at, int null_expiry)
 static void request(const char *id, const char *state, int64_t expires_at)
 {
 	bc_param p[] = {BC_TEXT(id), BC_TEXT(state), BC_INT(bc_now_ms()), BC_INT(expires_at)};
-	assert_int_equal(bct_exec(&cp,
-	                          "INSERT INTO join_requests (id, tenant_id, attestor, request_key, "
-	                          "csr_sha256, state, created_at, expires_at) VALUES ($1, 'root', "
-	                          "'discovery', $1, '00', $2, $3, $4)",
-	                          p, 4),
-	                 0);
+	assert_int_equal(
+	    bct_exec(&cp,
+	             "INSERT INTO join_requests (id, tenant_id, attestor, request_key, "
+	             "csr_sha256, state, created_at, expires_at) VALUES ($1, 'root', "
+	             "'discovery', $1, '00', $2, $3, $4)",
+	             p, 4),
+	    0);
 }
 
 static void event(const char *id, int64_t created_at)
@@ -178,9 +179,9 @@ static void test_zero_retention_keeps_events(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_prunes_what_is_past, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_zero_retention_keeps_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_prunes_what_is_past, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_zero_retention_keeps_events, setup, teardown),
 	};
 
 	if (bct_engine_skip())

@@ -58,11 +58,11 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 }
 
 static const struct bc_attestor lab = {
-	.abi = BC_ATTESTOR_ABI,
-	.id = "lab",
-	.roles = roles,
-	.n_roles = 1,
-	.verify = verify,
+    .abi = BC_ATTESTOR_ABI,
+    .id = "lab",
+    .roles = roles,
+    .n_roles = 1,
+    .verify = verify,
 };
 
 const struct bc_attestor *bc_attestor_plugin(void)

@@ -22,8 +22,9 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 		return 0;
 	}
 	bc_param p[] = {BC_TEXT("replaced")};
-	if ((rc = bc_tx_query_text(tx, "SELECT id FROM pools WHERE tenant_id = 'root' AND name = $1",
-	                           p, 1, &pool)) != 0)
+	if ((rc =
+	         bc_tx_query_text(tx, "SELECT id FROM pools WHERE tenant_id = 'root' AND name = $1",
+	                          p, 1, &pool)) != 0)
 		return rc;
 	out->kind = BC_OUTCOME_RESULT;
 	snprintf(out->result.tenant_id, BC_ID_MAX, "root");
@@ -33,11 +34,11 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 }
 
 static const struct bc_attestor replacement = {
-	.abi = BC_ATTESTOR_ABI,
-	.id = "join-token",
-	.roles = roles,
-	.n_roles = 1,
-	.verify = verify,
+    .abi = BC_ATTESTOR_ABI,
+    .id = "join-token",
+    .roles = roles,
+    .n_roles = 1,
+    .verify = verify,
 };
 
 const struct bc_attestor *bc_attestor_plugin(void)

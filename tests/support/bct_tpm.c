@@ -82,15 +82,18 @@ int bct_tpm_start(struct bct_tpm *t)
 	snprintf(cmd, sizeof(cmd), "%s/swtpm_setup.conf", t->dir);
 	if ((f = fopen(cmd, "w")) == NULL)
 		return -1;
-	fprintf(f, "create_certs_tool = /usr/bin/swtpm_localca\n"
-	           "create_certs_tool_config = %s/swtpm-localca.conf\n"
-	           "create_certs_tool_options = %s/swtpm-localca.options\n", t->dir, t->dir);
+	fprintf(f,
+	        "create_certs_tool = /usr/bin/swtpm_localca\n"
+	        "create_certs_tool_config = %s/swtpm-localca.conf\n"
+	        "create_certs_tool_options = %s/swtpm-localca.options\n",
+	        t->dir, t->dir);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "%s/swtpm-localca.conf", t->dir);
 	if ((f = fopen(cmd, "w")) == NULL)
 		return -1;
-	fprintf(f, "statedir = %s/ca\nsigningkey = %s/ca/signkey.pem\n"
-	           "issuercert = %s/ca/issuercert.pem\ncertserial = %s/ca/certserial\n",
+	fprintf(f,
+	        "statedir = %s/ca\nsigningkey = %s/ca/signkey.pem\n"
+	        "issuercert = %s/ca/issuercert.pem\ncertserial = %s/ca/certserial\n",
 	        t->dir, t->dir, t->dir, t->dir);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "%s/swtpm-localca.options", t->dir);

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 struct bct_tpm {
-	char dir[256];      /* its files; commands run here */
+	char dir[256]; /* its files; commands run here */
 	unsigned port;
 	char root_pem[300]; /* the manufacturer root: ek_roots */
 };

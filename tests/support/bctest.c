@@ -56,7 +56,8 @@ static void hook(void *ctx, const struct bc_refusal *r)
 		snprintf(x->reason, sizeof(x->reason), "%s", r->reason ? r->reason : "");
 		snprintf(x->token_id, sizeof(x->token_id), "%s", r->token_id ? r->token_id : "");
 		snprintf(x->node_id, sizeof(x->node_id), "%s", r->node_id ? r->node_id : "");
-		snprintf(x->tenant_id, sizeof(x->tenant_id), "%s", r->tenant_id ? r->tenant_id : "");
+		snprintf(x->tenant_id, sizeof(x->tenant_id), "%s",
+		         r->tenant_id ? r->tenant_id : "");
 	}
 	pthread_mutex_unlock(&cp->mu);
 }
@@ -295,8 +296,8 @@ int bct_pool(struct bct_cp *cp, const char *tenant, const char *name, const char
 	int rc = bc_new_id("pool", id, 64);
 	if (rc != 0)
 		return rc;
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant), BC_TEXT(name), BC_TEXT(policy ? policy : "{}"),
-	                BC_INT(bc_now_ms())};
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant), BC_TEXT(name),
+	                BC_TEXT(policy ? policy : "{}"), BC_INT(bc_now_ms())};
 	return bct_exec(cp,
 	                "INSERT INTO pools (id, tenant_id, name, policy, created_at, updated_at) "
 	                "VALUES ($1, $2, $3, $4, $5, $5)",
@@ -309,9 +310,9 @@ int bct_site(struct bct_cp *cp, const char *tenant, const char *name, char id[64
 	if (rc != 0)
 		return rc;
 	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant), BC_TEXT(name), BC_INT(bc_now_ms())};
-	return bct_exec(cp,
-	                "INSERT INTO sites (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)",
-	                p, 4);
+	return bct_exec(
+	    cp, "INSERT INTO sites (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)", p,
+	    4);
 }
 
 char *bct_token(struct bct_cp *cp, const struct bct_token_opts *o, char id_out[64])
@@ -378,16 +379,16 @@ int bct_join(struct bct_cp *cp, const struct bct_join_opts *o, struct bc_join_an
 	if (key == NULL && o->csr == NULL && (rc = bc_key_generate(&key)) != 0)
 		return rc;
 	struct bc_join_params p = {
-		.attestor = o->attestor,
-		.role = o->role,
-		.token = o->token,
-		.attestation = o->attestation,
-		.attestation_len = o->attestation_len,
-		.claims = &claims,
-		.key = key,
-		.csr = o->csr,
-		.csr_len = o->csr_len,
-		.agent_version = "bctest",
+	    .attestor = o->attestor,
+	    .role = o->role,
+	    .token = o->token,
+	    .attestation = o->attestation,
+	    .attestation_len = o->attestation_len,
+	    .claims = &claims,
+	    .key = key,
+	    .csr = o->csr,
+	    .csr_len = o->csr_len,
+	    .agent_version = "bctest",
 	};
 	rc = bc_client_join(&cp->pins, &p, ans, err, sizeof(err));
 	if (rc != 0 && rc != BC_ERR_DENIED && getenv("BCT_LOG"))
@@ -419,8 +420,8 @@ int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status,
 	}
 	if ((rc = bc_sha256(csr, csr_len, d)) != 0)
 		goto out;
-	if (o->token &&
-	    (rc = bc_client_seal_token(cp->pins.join_encryption, o->token, d, &sealed, &sealed_len)) != 0)
+	if (o->token && (rc = bc_client_seal_token(cp->pins.join_encryption, o->token, d, &sealed,
+	                                           &sealed_len)) != 0)
 		goto out;
 	rq.attestor = (char *)(o->attestor ? o->attestor : "");
 	rq.role = (char *)(o->role ? o->role : "node");

@@ -55,19 +55,20 @@ bc_store *bct_store(struct bct_cp *cp);
 /* Rows made directly in the store. */
 int bct_exec(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n);
 int64_t bct_count(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n);
-char *bct_text(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n); /* malloc'd or NULL */
+char *bct_text(struct bct_cp *cp, const char *sql, const bc_param *p,
+               size_t n); /* malloc'd or NULL */
 int bct_tenant(struct bct_cp *cp, const char *id);
 int bct_pool(struct bct_cp *cp, const char *tenant, const char *name, const char *policy,
              char id[64]);
 int bct_site(struct bct_cp *cp, const char *tenant, const char *name, char id[64]);
 struct bct_token_opts {
-	const char *tenant;   /* default root */
+	const char *tenant; /* default root */
 	const char *pool;
 	const char *site;
-	const char *role;     /* default node */
-	int64_t uses;         /* default 1 */
-	int64_t ttl_ms;       /* default 1 hour; negative: already expired */
-	const char *expect;   /* JSON, default {} */
+	const char *role;   /* default node */
+	int64_t uses;       /* default 1 */
+	int64_t ttl_ms;     /* default 1 hour; negative: already expired */
+	const char *expect; /* JSON, default {} */
 	int allow_reclaim;
 };
 /* The whole token bct_tok_..._secret (malloc'd); *id (may be NULL) its id. */
@@ -82,8 +83,8 @@ struct bct_join_opts {
 	const char *product_uuid;
 	const char *serial;
 	const char *mac;
-	EVP_PKEY *key;        /* NULL: a fresh key */
-	const uint8_t *csr;   /* or a given CSR */
+	EVP_PKEY *key;      /* NULL: a fresh key */
+	const uint8_t *csr; /* or a given CSR */
 	size_t csr_len;
 };
 /* A join through the real client: 0 and the verified answer, or BC_ERR_DENIED... */

@@ -27,15 +27,15 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 
-#define AGENT_VERSION "bc-join/1"
-#define MAX_PINS_FILE (256 * 1024)
-#define MAX_TOKEN_FILE 1024
-#define MAX_MACS 64
-#define MAX_ROUNDS 10
+#define AGENT_VERSION   "bc-join/1"
+#define MAX_PINS_FILE   (256 * 1024)
+#define MAX_TOKEN_FILE  1024
+#define MAX_MACS        64
+#define MAX_ROUNDS      10
 #define DEFAULT_RETRY_S 30
-#define MAX_RETRY_S 300
-#define CSR_CN "bettercompute node"
-#define EXIT_USAGE 2
+#define MAX_RETRY_S     300
+#define CSR_CN          "bettercompute node"
+#define EXIT_USAGE      2
 
 struct opts {
 	const char *pins;
@@ -66,9 +66,9 @@ static void say(struct msg *m, const char *fmt, ...)
 }
 
 static const char usage_text[] =
-	"usage: bc-join --pins FILE [--token-file FILE] [--attestor ID] [--role node|site]\n"
-	"               [--out DIR] [--product-uuid U] [--serial S] [--mac M]... [--hostname H]\n"
-	"The token is read from --token-file or the environment variable BC_JOIN_TOKEN.\n";
+    "usage: bc-join --pins FILE [--token-file FILE] [--attestor ID] [--role node|site]\n"
+    "               [--out DIR] [--product-uuid U] [--serial S] [--mac M]... [--hostname H]\n"
+    "The token is read from --token-file or the environment variable BC_JOIN_TOKEN.\n";
 
 /* xx:xx:xx:xx:xx:xx, kept in lower case as the claims require. */
 static int mac_ok(char *s)
@@ -89,7 +89,8 @@ static int uuid_ok(char *s)
 	if (strlen(s) != 36)
 		return 0;
 	for (size_t i = 0; i < 36; i++) {
-		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-'
+		                                            : !isxdigit((unsigned char)s[i]))
 			return 0;
 		s[i] = (char)tolower((unsigned char)s[i]);
 	}
@@ -115,14 +116,17 @@ static int spelled_out(const char *word, const struct option *lo)
 	       (word[2 + n] == '\0' || word[2 + n] == '=');
 }
 
-static const struct option longopts[] = {
-	{ "pins", required_argument, NULL, 'p' },     { "token-file", required_argument, NULL, 't' },
-	{ "attestor", required_argument, NULL, 'a' }, { "role", required_argument, NULL, 'r' },
-	{ "out", required_argument, NULL, 'o' },      { "product-uuid", required_argument, NULL, 'u' },
-	{ "serial", required_argument, NULL, 's' },   { "mac", required_argument, NULL, 'm' },
-	{ "hostname", required_argument, NULL, 'H' }, { "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
-};
+static const struct option longopts[] = {{"pins", required_argument, NULL, 'p'},
+                                         {"token-file", required_argument, NULL, 't'},
+                                         {"attestor", required_argument, NULL, 'a'},
+                                         {"role", required_argument, NULL, 'r'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"product-uuid", required_argument, NULL, 'u'},
+                                         {"serial", required_argument, NULL, 's'},
+                                         {"mac", required_argument, NULL, 'm'},
+                                         {"hostname", required_argument, NULL, 'H'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
 
 /* One option getopt_long returned, its value in optarg. */
 static int take_option(int c, char **argv, struct opts *o, struct msg *m)
@@ -150,12 +154,11 @@ static int take_option(int c, char **argv, struct opts *o, struct msg *m)
 		}
 		o->macs[o->n_macs++] = optarg;
 		return 0;
-	case ':':
-		say(m, "%s needs a value", argv[optind - 1]);
-		return BC_ERR_INVALID;
+	case ':': say(m, "%s needs a value", argv[optind - 1]); return BC_ERR_INVALID;
 	default:
 		/* only up to '=': the value might be a token */
-		say(m, "unknown option %.*s", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+		say(m, "unknown option %.*s", (int)strcspn(argv[optind - 1], "="),
+		    argv[optind - 1]);
 		return BC_ERR_INVALID;
 	}
 }
@@ -171,8 +174,8 @@ static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 	opterr = 0;
 	/* the leading ':' makes getopt_long tell a missing value (':') from an unknown option */
 	while ((c = getopt_long(argc, argv, ":", longopts, &li)) != -1) {
-		if (c != ':' && c != '?' && !spelled_out(word = option_word(argv, &longopts[li]),
-		                                         &longopts[li])) {
+		if (c != ':' && c != '?' &&
+		    !spelled_out(word = option_word(argv, &longopts[li]), &longopts[li])) {
 			say(m, "unknown option %.*s (options are spelled out in full)",
 			    (int)strcspn(word, "="), word);
 			return BC_ERR_INVALID;
@@ -309,7 +312,7 @@ static int read_pins(const char *path, struct bc_client_pins *pins, struct msg *
 
 static void wait_seconds(uint32_t s)
 {
-	struct timespec ts = { .tv_sec = s, .tv_nsec = 0 };
+	struct timespec ts = {.tv_sec = s, .tv_nsec = 0};
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -329,17 +332,13 @@ static int join_rounds(const struct bc_client_pins *pins, const struct bc_join_p
 			return rc;
 		}
 		switch (a->state) {
-		case BC_JOIN_JOINED:
-			return 0;
+		case BC_JOIN_JOINED: return 0;
 		case BC_JOIN_CHALLENGE:
 			say(m, "the server sent a %s challenge, which bc-join cannot answer",
 			    a->challenge_attestor);
 			return BC_ERR_UNSUPPORTED;
-		case BC_JOIN_PENDING:
-			break;
-		default:
-			say(m, "an answer in an unknown state");
-			return BC_ERR_INTERNAL;
+		case BC_JOIN_PENDING: break;
+		default: say(m, "an answer in an unknown state"); return BC_ERR_INTERNAL;
 		}
 		if (round == MAX_ROUNDS) {
 			say(m, "still pending after %d rounds (join request %s)", MAX_ROUNDS,
@@ -434,7 +433,8 @@ static int chain_pem(const struct bc_join_answer *a, char **out)
 		free(pem);
 		pem = NULL;
 	}
-	if (rc == 0 && (rc = bc_buf_put_u8(&b, 0)) == 0 && (*out = (char *)bc_buf_steal(&b, &len)) == NULL)
+	if (rc == 0 && (rc = bc_buf_put_u8(&b, 0)) == 0 &&
+	    (*out = (char *)bc_buf_steal(&b, &len)) == NULL)
 		rc = BC_ERR_NOMEM;
 	bc_buf_free(&b);
 	return rc;
@@ -486,7 +486,8 @@ static int run(const struct opts *o, struct msg *m, char node_id[static 64])
 		goto out;
 	if ((rc = read_token(o, &token, m)) != 0)
 		goto out;
-	if ((rc = bc_key_generate(&key)) != 0 || (rc = bc_csr_make(key, CSR_CN, &csr, &csr_len)) != 0) {
+	if ((rc = bc_key_generate(&key)) != 0 ||
+	    (rc = bc_csr_make(key, CSR_CN, &csr, &csr_len)) != 0) {
 		say(m, "cannot make the node key and CSR (%s)", bc_err_str(rc));
 		goto out;
 	}
@@ -524,7 +525,7 @@ out:
 int main(int argc, char **argv)
 {
 	struct opts o;
-	struct msg m = { "" };
+	struct msg m = {""};
 	char node_id[64];
 
 	if (parse_args(argc, argv, &o, &m) != 0) {

@@ -30,7 +30,6 @@
 #include "bc/crypto.h"
 #include "tpm/tpm.h"
 
-
 struct server {
 	struct bcd_helper *h;
 	int fd;
@@ -346,7 +345,6 @@ static void test_lru(void **state)
 	bcd_helper_free(h);
 }
 
-
 /* The table never answers for the TPM: after a TPM2_Clear (a new owner seed, between
  * two sessions) tpm.nodekey gives the key the TPM derives now, so bcd node sees the
  * mismatch (and the spec's "was the TPM cleared?") at its load, not at a signature. */
@@ -384,9 +382,12 @@ static void test_nodekey_after_clear(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_unknown_verbs), cmocka_unit_test(test_bad_shapes),
-	    cmocka_unit_test(test_bad_frames),    cmocka_unit_test(test_no_tpm),
-	    cmocka_unit_test(test_keys),          cmocka_unit_test(test_lru),
+	    cmocka_unit_test(test_unknown_verbs),
+	    cmocka_unit_test(test_bad_shapes),
+	    cmocka_unit_test(test_bad_frames),
+	    cmocka_unit_test(test_no_tpm),
+	    cmocka_unit_test(test_keys),
+	    cmocka_unit_test(test_lru),
 	    /* last: it clears the TPM */
 	    cmocka_unit_test(test_nodekey_after_clear),
 	};

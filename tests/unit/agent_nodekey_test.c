@@ -28,7 +28,6 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 
-
 /* A fakehw config naming the swtpm (or t). */
 static void config(struct bcd_config *c, const char *t)
 {
@@ -61,7 +60,8 @@ static void test_tcti(void **state)
 	unsetenv("BCD_FAKEHW_TPM_KEYS");
 	assert_int_equal(bcd_tpm_tcti(&c, BCD_TPM_ANY, out, sizeof(out), &m), 0);
 	assert_string_equal(out, tcti);
-	assert_int_equal(bcd_tpm_tcti(&c, BCD_TPM_NEW_KEYS, out, sizeof(out), &m), BC_ERR_NOT_FOUND);
+	assert_int_equal(bcd_tpm_tcti(&c, BCD_TPM_NEW_KEYS, out, sizeof(out), &m),
+	                 BC_ERR_NOT_FOUND);
 	assert_non_null(strstr(m.text, "BCD_FAKEHW_TPM_KEYS=1"));
 	setenv("BCD_FAKEHW_TPM_KEYS", "1", 1);
 	assert_int_equal(bcd_tpm_tcti(&c, BCD_TPM_NEW_KEYS, out, sizeof(out), &m), 0);
@@ -91,8 +91,8 @@ static void test_key_in_tpm(void **state)
 	assert_int_equal(k.in_tpm, 1);
 	snprintf(path, sizeof(path), "%s/node.key", dir);
 	write_key(&k, path);
-	assert_int_equal(sh("grep -q 'BEGIN BCD TPM NODE KEY' %s && ! grep -q PRIVATE %s", path,
-	                    path), 0);
+	assert_int_equal(
+	    sh("grep -q 'BEGIN BCD TPM NODE KEY' %s && ! grep -q PRIVATE %s", path, path), 0);
 	/* read back: derived again, the same key; loading needs no BCD_FAKEHW_TPM_KEYS */
 	unsetenv("BCD_FAKEHW_TPM_KEYS");
 	assert_int_equal(bcd_nodekey_read(&c, path, &back, &m), 0);
@@ -100,7 +100,8 @@ static void test_key_in_tpm(void **state)
 	assert_int_equal(EVP_PKEY_eq(k.key, back.key), 1);
 	/* signed in the TPM, checked under the public half */
 	assert_int_equal(bc_es256_sign_with(bcd_nodekey_sign, &back, back.key, BC_PURPOSE_RENEW,
-	                                    "payload", 7, sig), 0);
+	                                    "payload", 7, sig),
+	                 0);
 	assert_int_equal(bc_es256_verify(k.key, BC_PURPOSE_RENEW, "payload", 7, sig, 64), 0);
 	assert_int_equal(bcd_nodekey_csr(&back, BCD_CSR_CN, &csr, &csr_len, &m), 0);
 	assert_int_equal(bc_csr_check(csr, csr_len, &pub), 0);
@@ -110,8 +111,8 @@ static void test_key_in_tpm(void **state)
 	/* a key the TPM no longer derives (as after TPM2_Clear): never signs */
 	EVP_PKEY_free(back.key);
 	assert_int_equal(bc_key_generate(&back.key), 0);
-	assert_int_not_equal(bcd_nodekey_sign(&back, BC_PURPOSE_RENEW, (const uint8_t *)"p", 1, sig),
-	                     0);
+	assert_int_not_equal(
+	    bcd_nodekey_sign(&back, BC_PURPOSE_RENEW, (const uint8_t *)"p", 1, sig), 0);
 	bcd_nodekey_free(&back);
 	bcd_nodekey_free(&k);
 	/* the TPM unavailable: the record does not load, and says why */
@@ -120,7 +121,9 @@ static void test_key_in_tpm(void **state)
 	assert_non_null(strstr(m.text, "the node key is in the TPM"));
 	/* a corrupt record */
 	assert_int_equal(sh("printf -- '-----BEGIN BCD TPM NODE KEY-----\\nAAAA\\n-----END BCD TPM "
-	                    "NODE KEY-----\\n' >%s", path), 0);
+	                    "NODE KEY-----\\n' >%s",
+	                    path),
+	                 0);
 	config(&c, tcti);
 	assert_int_equal(bcd_nodekey_read(&c, path, &back, &m), BC_ERR_INVALID);
 	assert_non_null(strstr(m.text, "corrupt"));
@@ -146,8 +149,9 @@ static void test_file_key(void **state)
 	assert_int_equal(bcd_nodekey_read(&c, path, &back, &m), 0);
 	assert_int_equal(back.in_tpm, 0);
 	assert_int_equal(EVP_PKEY_eq(k.key, back.key), 1);
-	assert_int_equal(bc_es256_sign_with(bcd_nodekey_sign, &back, back.key, BC_PURPOSE_X509POP,
-	                                    "p", 1, sig), 0);
+	assert_int_equal(
+	    bc_es256_sign_with(bcd_nodekey_sign, &back, back.key, BC_PURPOSE_X509POP, "p", 1, sig),
+	    0);
 	bcd_nodekey_free(&back);
 	bcd_nodekey_free(&k);
 	/* the TPM cannot hold it: a file key with a warning, or the error when required */

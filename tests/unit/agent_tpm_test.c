@@ -31,7 +31,6 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 
-
 /* ---- helpers ---- */
 
 /* The intermediate CA swtpm_localca issued the EK certificate under. */

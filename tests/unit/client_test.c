@@ -29,19 +29,19 @@
 #include "bc/pki.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 
-#define TD "example.test"
-#define NODE_ID "node_0123456789abcdefghjkmnpqrs"
+#define TD            "example.test"
+#define NODE_ID       "node_0123456789abcdefghjkmnpqrs"
 #define OTHER_NODE_ID "node_zzzzzzzzzzzzzzzzzzzzzzzzzz"
-#define TOKEN "bct_tok_0123456789abcdefghjkmnpqrs_c2VjcmV0LXNlY3JldA"
-#define TOKEN_INFO "bettercompute join token v1"
+#define TOKEN         "bct_tok_0123456789abcdefghjkmnpqrs_c2VjcmV0LXNlY3JldA"
+#define TOKEN_INFO    "bettercompute join token v1"
 
 typedef Bettercompute__Join__V1__JoinResponseBody body_t;
 
 /* Everything the tests share, made once. */
 static struct {
 	bc_pki *pki;
-	bc_pki *other_pki;           /* another control plane: another trust domain */
-	char *pins_json;             /* good pins, http on loopback */
+	bc_pki *other_pki; /* another control plane: another trust domain */
+	char *pins_json;   /* good pins, http on loopback */
 	struct bc_client_pins pins;
 	EVP_PKEY *node_key, *other_key;
 	uint8_t *csr, *other_csr;
@@ -78,9 +78,9 @@ static json_t *pins_obj(const char *server)
 {
 	char *sig = pub_pem(T.pki->join_signing), *enc = pub_pem(T.pki->join_encryption);
 	char *ca = ca_bundle(T.pki);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "server", server, "joinSigningKeyId",
-	                      T.pki->join_signing_kid, "joinSigningKey", sig, "joinEncryptionKey", enc,
-	                      "caBundle", ca, "trustDomain", TD);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "server", server,
+	                      "joinSigningKeyId", T.pki->join_signing_kid, "joinSigningKey", sig,
+	                      "joinEncryptionKey", enc, "caBundle", ca, "trustDomain", TD);
 
 	assert_non_null(j);
 	free(sig);
@@ -104,8 +104,11 @@ static int parse_pins(json_t *j, struct bc_client_pins *p, char *err, size_t err
 static uint8_t *issue(const bc_pki *pki, const char *node_id, EVP_PKEY *key, size_t *len)
 {
 	struct bc_node_cert_req req = {
-		.node_id = node_id, .role = BC_ROLE_NODE, .pub = key,
-		.not_before_ms = (int64_t)time(NULL) * 1000, .ttl_ms = 0,
+	    .node_id = node_id,
+	    .role = BC_ROLE_NODE,
+	    .pub = key,
+	    .not_before_ms = (int64_t)time(NULL) * 1000,
+	    .ttl_ms = 0,
 	};
 	char serial[33];
 	int64_t not_after;
@@ -123,7 +126,7 @@ struct spec {
 	const char *node_id;
 	const uint8_t *leaf;
 	size_t leaf_len;
-	int n_chain;                 /* 0, 1 (leaf) or 2 (leaf, CA) */
+	int n_chain; /* 0, 1 (leaf) or 2 (leaf, CA) */
 	enum deferral deferral;
 	const char *trust_domain;
 	uint32_t retry_after_seconds;
@@ -132,13 +135,13 @@ struct spec {
 /* A good join for the test CSR, for a test to change one thing in. */
 static struct spec good_join(void)
 {
-	struct spec s = { T.csr_sha256, 32, NODE_ID, T.leaf, T.leaf_len, 2, JOINED, TD, 0 };
+	struct spec s = {T.csr_sha256, 32, NODE_ID, T.leaf, T.leaf_len, 2, JOINED, TD, 0};
 	return s;
 }
 
 static struct spec good_deferral(enum deferral d)
 {
-	struct spec s = { T.csr_sha256, 32, "", NULL, 0, 0, d, TD, 7 };
+	struct spec s = {T.csr_sha256, 32, "", NULL, 0, 0, d, TD, 7};
 	return s;
 }
 
@@ -188,10 +191,11 @@ static uint8_t *wrap(const uint8_t *body, size_t body_len, EVP_PKEY *key, const 
                      size_t *len)
 {
 	Bettercompute__Join__V1__SignedResponse sr = BETTERCOMPUTE__JOIN__V1__SIGNED_RESPONSE__INIT;
-	uint8_t sig[BC_SIG_LEN] = { 0 }, *out;
+	uint8_t sig[BC_SIG_LEN] = {0}, *out;
 
 	if (key != NULL)
-		assert_int_equal(bc_es256_sign(key, BC_PURPOSE_JOIN_RESPONSE, body, body_len, sig), 0);
+		assert_int_equal(bc_es256_sign(key, BC_PURPOSE_JOIN_RESPONSE, body, body_len, sig),
+		                 0);
 	sr.body.data = (uint8_t *)body;
 	sr.body.len = body_len;
 	sr.signature.data = sig;
@@ -207,8 +211,8 @@ static uint8_t *wrap(const uint8_t *body, size_t body_len, EVP_PKEY *key, const 
 static uint8_t *response(const struct spec *s, size_t *len)
 {
 	size_t blen;
-	uint8_t *body = pack_body(s, &blen), *r = wrap(body, blen, T.pki->join_signing,
-	                                                T.pki->join_signing_kid, len);
+	uint8_t *body = pack_body(s, &blen),
+	        *r = wrap(body, blen, T.pki->join_signing, T.pki->join_signing_kid, len);
 	free(body);
 	return r;
 }
@@ -318,30 +322,30 @@ static void test_pins_servers(void **state)
 {
 	static const struct {
 		const char *url;
-		const char *kept;        /* NULL: refused */
+		const char *kept; /* NULL: refused */
 	} cases[] = {
-		{ "https://cp.example.com:8443", "https://cp.example.com:8443" },
-		{ "https://cp.example.com/", "https://cp.example.com" },
-		{ "https://10.1.2.3:8443/prefix", "https://10.1.2.3:8443/prefix" },
-		{ "http://127.0.0.1:8080", "http://127.0.0.1:8080" },
-		{ "http://127.9.8.7:8080/", "http://127.9.8.7:8080" },
-		{ "http://localhost:8080", "http://localhost:8080" },
-		{ "http://[::1]:8080", "http://[::1]:8080" },
-		{ "http://cp.example.com:8080", NULL },
-		{ "http://10.0.0.1:8080", NULL },
-		{ "http://128.0.0.1", NULL },
-		{ "http://[::2]:8080", NULL },
-		{ "http://[::ffff:127.0.0.1]:8080", NULL },
-		{ "http://localhost.example.com", NULL },
-		{ "http://127.0.0.1.example.com", NULL },
-		{ "ftp://127.0.0.1", NULL },
-		{ "file:///etc/passwd", NULL },
-		{ "127.0.0.1:8080", NULL },
-		{ "https://user:pw@cp.example.com", NULL },
-		{ "https://cp.example.com/?x=1", NULL },
-		{ "https://cp.example.com/#frag", NULL },
-		{ "https://cp.example.com/a b", NULL },
-		{ "", NULL },
+	    {"https://cp.example.com:8443", "https://cp.example.com:8443"},
+	    {"https://cp.example.com/", "https://cp.example.com"},
+	    {"https://10.1.2.3:8443/prefix", "https://10.1.2.3:8443/prefix"},
+	    {"http://127.0.0.1:8080", "http://127.0.0.1:8080"},
+	    {"http://127.9.8.7:8080/", "http://127.9.8.7:8080"},
+	    {"http://localhost:8080", "http://localhost:8080"},
+	    {"http://[::1]:8080", "http://[::1]:8080"},
+	    {"http://cp.example.com:8080", NULL},
+	    {"http://10.0.0.1:8080", NULL},
+	    {"http://128.0.0.1", NULL},
+	    {"http://[::2]:8080", NULL},
+	    {"http://[::ffff:127.0.0.1]:8080", NULL},
+	    {"http://localhost.example.com", NULL},
+	    {"http://127.0.0.1.example.com", NULL},
+	    {"ftp://127.0.0.1", NULL},
+	    {"file:///etc/passwd", NULL},
+	    {"127.0.0.1:8080", NULL},
+	    {"https://user:pw@cp.example.com", NULL},
+	    {"https://cp.example.com/?x=1", NULL},
+	    {"https://cp.example.com/#frag", NULL},
+	    {"https://cp.example.com/a b", NULL},
+	    {"", NULL},
 	};
 	struct bc_client_pins p;
 	char err[256];
@@ -364,13 +368,14 @@ static void test_pins_servers(void **state)
 	}
 	assert_int_equal(parse_pins(pins_obj("http://cp.example.com"), &p, err, sizeof(err)),
 	                 BC_ERR_CONFIG);
-	assert_string_equal(err, "pins: server: must be https://, or http:// on a loopback address");
+	assert_string_equal(err,
+	                    "pins: server: must be https://, or http:// on a loopback address");
 }
 
 static void test_pins_missing(void **state)
 {
-	static const char *const fields[] = { "server", "joinSigningKeyId", "joinSigningKey",
-	                                      "joinEncryptionKey", "caBundle" };
+	static const char *const fields[] = {"server", "joinSigningKeyId", "joinSigningKey",
+	                                     "joinEncryptionKey", "caBundle"};
 	struct bc_client_pins p;
 	char err[256], want[96];
 	json_t *j;
@@ -422,18 +427,25 @@ static void test_pins_bad(void **state)
 		json_t *value;
 		const char *err;
 	} cases[] = {
-		{ "server", json_integer(1), "pins: server: not a string" },
-		{ "joinSigningKey", json_string("garbage"), "pins: joinSigningKey: not a P-256 public key PEM" },
-		{ "joinSigningKey", json_string(p384), "pins: joinSigningKey: not a P-256 public key PEM" },
-		{ "joinSigningKey", json_string(""), "pins: joinSigningKey: empty" },
-		{ "joinEncryptionKey", json_string(p384), "pins: joinEncryptionKey: not a P-256 public key PEM" },
-		{ "joinEncryptionKey", json_null(), "pins: joinEncryptionKey: not a string" },
-		{ "joinSigningKeyId", json_string("00"), "pins: joinSigningKeyId: does not match joinSigningKey" },
-		{ "caBundle", json_string("garbage"), "pins: caBundle: certificate 1 is not a PEM certificate" },
-		{ "caBundle", json_string(sig), "pins: caBundle: certificate 1 is not a PEM certificate" },
-		{ "caBundle", NULL, "pins: caBundle: certificate 2 is not a PEM certificate" },
-		{ "trustDomain", json_string("Example_Test"), "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)" },
-		{ "trustDomain", json_true(), "pins: trustDomain: not a string" },
+	    {"server", json_integer(1), "pins: server: not a string"},
+	    {"joinSigningKey", json_string("garbage"),
+	     "pins: joinSigningKey: not a P-256 public key PEM"},
+	    {"joinSigningKey", json_string(p384),
+	     "pins: joinSigningKey: not a P-256 public key PEM"},
+	    {"joinSigningKey", json_string(""), "pins: joinSigningKey: empty"},
+	    {"joinEncryptionKey", json_string(p384),
+	     "pins: joinEncryptionKey: not a P-256 public key PEM"},
+	    {"joinEncryptionKey", json_null(), "pins: joinEncryptionKey: not a string"},
+	    {"joinSigningKeyId", json_string("00"),
+	     "pins: joinSigningKeyId: does not match joinSigningKey"},
+	    {"caBundle", json_string("garbage"),
+	     "pins: caBundle: certificate 1 is not a PEM certificate"},
+	    {"caBundle", json_string(sig),
+	     "pins: caBundle: certificate 1 is not a PEM certificate"},
+	    {"caBundle", NULL, "pins: caBundle: certificate 2 is not a PEM certificate"},
+	    {"trustDomain", json_string("Example_Test"),
+	     "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)"},
+	    {"trustDomain", json_true(), "pins: trustDomain: not a string"},
 	};
 	struct bc_client_pins p;
 	const char *dup;
@@ -445,7 +457,8 @@ static void test_pins_bad(void **state)
 	cut = strndup(ca, strlen(ca) - 80);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		j = pins_obj("https://cp.example.com");
-		json_object_set_new(j, cases[i].field, cases[i].value ? cases[i].value : json_string(cut));
+		json_object_set_new(j, cases[i].field,
+		                    cases[i].value ? cases[i].value : json_string(cut));
 		assert_int_equal(parse_pins(j, &p, err, sizeof(err)), BC_ERR_CONFIG);
 		assert_string_equal(err, cases[i].err);
 		assert_null(p.server_url);
@@ -479,11 +492,13 @@ static void test_seal_token(void **state)
 	size_t sealed_len = 0, pt_len = 0;
 
 	(void)state;
-	assert_int_equal(bc_client_seal_token(T.pins.join_encryption, TOKEN, T.csr_sha256, &sealed,
-	                                      &sealed_len), 0);
+	assert_int_equal(
+	    bc_client_seal_token(T.pins.join_encryption, TOKEN, T.csr_sha256, &sealed, &sealed_len),
+	    0);
 	assert_int_equal(sealed_len, BC_HPKE_ENC_LEN + strlen(TOKEN) + 16);
 	assert_int_equal(bc_hpke_open(T.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
-	                              T.csr_sha256, 32, sealed, sealed_len, &pt, &pt_len), 0);
+	                              T.csr_sha256, 32, sealed, sealed_len, &pt, &pt_len),
+	                 0);
 	assert_int_equal(pt_len, strlen(TOKEN));
 	assert_memory_equal(pt, TOKEN, pt_len);
 	bc_freezero(pt, pt_len);
@@ -494,8 +509,9 @@ static void test_seal_token(void **state)
 	                 BC_ERR_VERIFY);
 	assert_null(pt);
 	free(sealed);
-	assert_int_equal(bc_client_seal_token(T.pins.join_encryption, "", T.csr_sha256, &sealed,
-	                                      &sealed_len), BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_client_seal_token(T.pins.join_encryption, "", T.csr_sha256, &sealed, &sealed_len),
+	    BC_ERR_INVALID);
 	assert_null(sealed);
 	assert_int_equal(bc_client_seal_token(NULL, TOKEN, T.csr_sha256, &sealed, &sealed_len),
 	                 BC_ERR_INVALID);
@@ -527,8 +543,8 @@ static void test_open_join(void **state)
 	bc_join_answer_free(&a);
 	assert_int_equal(a.n_chain, 0);
 	/* the hash-only form reads the same answer */
-	assert_int_equal(bc_client_open_join_response(&T.pins, r, len, T.csr_sha256, &a, err,
-	                                              sizeof(err)), 0);
+	assert_int_equal(
+	    bc_client_open_join_response(&T.pins, r, len, T.csr_sha256, &a, err, sizeof(err)), 0);
 	assert_int_equal(a.state, BC_JOIN_JOINED);
 	assert_string_equal(a.node_id, NODE_ID);
 	bc_join_answer_free(&a);
@@ -701,18 +717,20 @@ static void test_refuse_leaf_other_key(void **state)
 	s.leaf = T.other_key_leaf;
 	s.leaf_len = T.other_key_leaf_len;
 	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_VERIFY);
-	assert_string_equal(err, "join answer: the leaf certificate is for another key than the CSR's");
+	assert_string_equal(err,
+	                    "join answer: the leaf certificate is for another key than the CSR's");
 	/* the hash-only form cannot see it: documented in client.h, and why bc_client_join
 	 * uses the CSR form */
 	r = response(&s, &len);
-	assert_int_equal(bc_client_open_join_response(&T.pins, r, len, T.csr_sha256, &a, err,
-	                                              sizeof(err)), 0);
+	assert_int_equal(
+	    bc_client_open_join_response(&T.pins, r, len, T.csr_sha256, &a, err, sizeof(err)), 0);
 	bc_join_answer_free(&a);
 	free(r);
 	/* a CSR that does not check is refused before anything */
 	r = response(&s, &len);
 	assert_int_equal(bc_client_open_join_response_csr(&T.pins, r, len, T.csr, T.csr_len - 1, &a,
-	                                                  err, sizeof(err)), BC_ERR_INVALID);
+	                                                  err, sizeof(err)),
+	                 BC_ERR_INVALID);
 	free(r);
 }
 
@@ -750,7 +768,8 @@ static void test_refuse_trust_domain(void **state)
 	s.leaf = T.other_td_leaf;
 	s.leaf_len = T.other_td_leaf_len;
 	assert_int_equal(open_spec(&s, err, sizeof(err)), BC_ERR_INVALID);
-	assert_string_equal(err, "join answer: the leaf is not a node certificate of trust domain " TD);
+	assert_string_equal(err,
+	                    "join answer: the leaf is not a node certificate of trust domain " TD);
 	/* a join without a trust domain, and one with a malformed one */
 	s = good_join();
 	s.trust_domain = "";
@@ -843,8 +862,9 @@ static void test_refuse_garbage(void **state)
 	assert_int_equal(open_csr(big, (1u << 20) + 1, &a, err, sizeof(err)), BC_ERR_LIMIT);
 	free(big);
 	/* no pins */
-	assert_int_equal(bc_client_open_join_response_csr(NULL, buf, 10, T.csr, T.csr_len, &a, err,
-	                                                  sizeof(err)), BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_client_open_join_response_csr(NULL, buf, 10, T.csr, T.csr_len, &a, err, sizeof(err)),
+	    BC_ERR_INVALID);
 }
 
 /* ---- HTTP: a one-connection-at-a-time loopback server run by the test ---- */
@@ -859,7 +879,7 @@ struct srv {
 	long status;
 	uint8_t *resp;
 	size_t resp_len;
-	int close_delimited;           /* no Content-Length: the body ends at close */
+	int close_delimited; /* no Content-Length: the body ends at close */
 	const char *extra_header;
 	/* what it saw (asserted on the test's thread) */
 	int requests;
@@ -867,9 +887,9 @@ struct srv {
 	char content_type[128];
 	uint8_t *req;
 	size_t req_len;
-	int pending_rounds;            /* join_handler: answer pending this many times first */
-	int challenge;                 /* join_handler: answer a challenge */
-	uint8_t csr_seen[4][32];       /* sha256 of each request's CSR */
+	int pending_rounds;      /* join_handler: answer pending this many times first */
+	int challenge;           /* join_handler: answer a challenge */
+	uint8_t csr_seen[4][32]; /* sha256 of each request's CSR */
 	char token_seen[128];
 	char role_seen[32], attestor_seen[32], agent_seen[64], host_seen[64], mac_seen[32];
 };
@@ -949,12 +969,15 @@ static void *srv_main(void *arg)
 			if (s->handler != NULL)
 				s->handler(s);
 			if (s->close_delimited)
-				snprintf(head, sizeof(head), "HTTP/1.1 %ld X\r\n%sConnection: close\r\n\r\n",
-				         s->status, s->extra_header ? s->extra_header : "");
+				snprintf(head, sizeof(head),
+				         "HTTP/1.1 %ld X\r\n%sConnection: close\r\n\r\n", s->status,
+				         s->extra_header ? s->extra_header : "");
 			else
 				snprintf(head, sizeof(head),
-				         "HTTP/1.1 %ld X\r\n%sContent-Length: %zu\r\nConnection: close\r\n\r\n",
-				         s->status, s->extra_header ? s->extra_header : "", s->resp_len);
+				         "HTTP/1.1 %ld X\r\n%sContent-Length: %zu\r\nConnection: "
+				         "close\r\n\r\n",
+				         s->status, s->extra_header ? s->extra_header : "",
+				         s->resp_len);
 			write_all(c, head, strlen(head));
 			write_all(c, s->resp, s->resp_len);
 		}
@@ -966,7 +989,7 @@ static void *srv_main(void *arg)
 
 static int listen_loopback(int *port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t alen = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -1073,17 +1096,17 @@ static int join_at(const char *url, const struct bc_join_params *p, struct bc_jo
 
 static struct bc_join_params token_params(void)
 {
-	struct bc_join_params p = { .token = TOKEN, .key = T.node_key, .agent_version = "test/1" };
+	struct bc_join_params p = {.token = TOKEN, .key = T.node_key, .agent_version = "test/1"};
 	return p;
 }
 
 static void test_join_roundtrip(void **state)
 {
-	char *macs[] = { "52:54:00:12:34:56" };
-	struct bc_client_claims claims = { .macs = macs, .n_macs = 1, .hostname = "host-1" };
+	char *macs[] = {"52:54:00:12:34:56"};
+	struct bc_client_claims claims = {.macs = macs, .n_macs = 1, .hostname = "host-1"};
 	struct bc_join_params p = token_params();
 	struct bc_join_answer a;
-	struct srv s = { .handler = join_handler };
+	struct srv s = {.handler = join_handler};
 	char err[256];
 	EVP_PKEY *leaf_key;
 	X509 *x = NULL;
@@ -1120,19 +1143,19 @@ static void test_join_refusals(void **state)
 		int rc;
 		const char *err;
 	} cases[] = {
-		{ 403, "{\"code\":\"permission_denied\",\"message\":\"access denied\"}", BC_ERR_DENIED,
-		  "join refused by the server (permission_denied): ask the operator to check the "
-		  "security.join.refused event" },
-		{ 400, "{\"code\":\"invalid_argument\",\"message\":\"bad\"}", BC_ERR_INVALID,
-		  "join refused by the server as malformed (invalid_argument, HTTP 400)" },
-		{ 503, "{\"code\":\"unavailable\",\"message\":\"later\"}", BC_ERR_UNAVAILABLE,
-		  "join failed: the server answered HTTP 503 (unavailable)" },
-		{ 502, "<html>bad gateway</html>", BC_ERR_UNAVAILABLE,
-		  "join failed: the server answered HTTP 502 (no Connect error code)" },
-		{ 500, "{\"code\":\"in\\nternal\"}", BC_ERR_UNAVAILABLE,
-		  "join failed: the server answered HTTP 500 (in?ternal)" },
-		{ 404, "", BC_ERR_UNAVAILABLE,
-		  "join failed: the server answered HTTP 404 (no Connect error code)" },
+	    {403, "{\"code\":\"permission_denied\",\"message\":\"access denied\"}", BC_ERR_DENIED,
+	     "join refused by the server (permission_denied): ask the operator to check the "
+	     "security.join.refused event"},
+	    {400, "{\"code\":\"invalid_argument\",\"message\":\"bad\"}", BC_ERR_INVALID,
+	     "join refused by the server as malformed (invalid_argument, HTTP 400)"},
+	    {503, "{\"code\":\"unavailable\",\"message\":\"later\"}", BC_ERR_UNAVAILABLE,
+	     "join failed: the server answered HTTP 503 (unavailable)"},
+	    {502, "<html>bad gateway</html>", BC_ERR_UNAVAILABLE,
+	     "join failed: the server answered HTTP 502 (no Connect error code)"},
+	    {500, "{\"code\":\"in\\nternal\"}", BC_ERR_UNAVAILABLE,
+	     "join failed: the server answered HTTP 500 (in?ternal)"},
+	    {404, "", BC_ERR_UNAVAILABLE,
+	     "join failed: the server answered HTTP 404 (no Connect error code)"},
 	};
 	struct bc_join_params p = token_params();
 	struct bc_join_answer a;
@@ -1140,7 +1163,7 @@ static void test_join_refusals(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct srv s = { 0 };
+		struct srv s = {0};
 		canned(&s, cases[i].status, cases[i].body);
 		srv_start(&s, 1);
 		assert_int_equal(join_at(s.url, &p, &a, err, sizeof(err)), cases[i].rc);
@@ -1155,14 +1178,15 @@ static void test_join_no_redirect(void **state)
 {
 	struct bc_join_params p = token_params();
 	struct bc_join_answer a;
-	struct srv s = { .extra_header = "Location: http://127.0.0.1:1/elsewhere\r\n" };
+	struct srv s = {.extra_header = "Location: http://127.0.0.1:1/elsewhere\r\n"};
 	char err[256];
 
 	(void)state;
 	canned(&s, 307, "");
 	srv_start(&s, 1);
 	assert_int_equal(join_at(s.url, &p, &a, err, sizeof(err)), BC_ERR_UNAVAILABLE);
-	assert_string_equal(err, "join failed: the server answered HTTP 307 (no Connect error code)");
+	assert_string_equal(err,
+	                    "join failed: the server answered HTTP 307 (no Connect error code)");
 	srv_wait(&s);
 	assert_int_equal(s.requests, 1);
 	srv_free(&s);
@@ -1173,7 +1197,7 @@ static void test_join_answer_for_other_csr(void **state)
 {
 	struct bc_join_params p = token_params();
 	struct bc_join_answer a;
-	struct srv s = { 0 };
+	struct srv s = {0};
 	struct spec sp = good_join();
 	char err[256];
 
@@ -1248,13 +1272,14 @@ static void test_post_limit(void **state)
 	(void)state;
 	for (int close_delimited = 0; close_delimited < 2; close_delimited++) {
 		/* exactly the bound is read */
-		struct srv s = { .status = 200, .close_delimited = close_delimited };
+		struct srv s = {.status = 200, .close_delimited = close_delimited};
 		s.resp_len = 1u << 20;
 		s.resp = calloc(1, s.resp_len + 1);
 		srv_start(&s, 1);
 		pins.server_url = s.url;
 		assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
-		                                sizeof(err)), 0);
+		                                sizeof(err)),
+		                 0);
 		assert_int_equal(status, 200);
 		assert_int_equal(resp_len, 1u << 20);
 		free(resp);
@@ -1268,7 +1293,8 @@ static void test_post_limit(void **state)
 		srv_start(&s, 1);
 		pins.server_url = s.url;
 		assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
-		                                sizeof(err)), BC_ERR_LIMIT);
+		                                sizeof(err)),
+		                 BC_ERR_LIMIT);
 		assert_null(resp);
 		assert_int_equal(resp_len, 0);
 		assert_contains(err, "the answer is larger than 1048576 bytes");
@@ -1276,8 +1302,9 @@ static void test_post_limit(void **state)
 		srv_free(&s);
 	}
 	/* a path must be one */
-	assert_int_equal(bc_client_post(&T.pins, "x", "a", 1, &status, &resp, &resp_len, err,
-	                                sizeof(err)), BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_client_post(&T.pins, "x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)),
+	    BC_ERR_INVALID);
 }
 
 /* ---- bc-join, the test client, run as a process ---- */
@@ -1316,7 +1343,7 @@ static int run_tool(const char *dir, const char *const *args)
 {
 	static const char bin[] = BC_BINARY_DIR "/bc-join";
 	char *argv[24], outp[512], errp[512];
-	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
 	size_t n = 0;
 	int st;
 	pid_t pid;
@@ -1365,8 +1392,8 @@ static void tool_dir(struct tool_dir *d, const char *url, const char *token_text
 
 static void tool_dir_rm(struct tool_dir *d)
 {
-	static const char *const names[] = { "pins.json", "token", "stdout", "stderr",
-	                                     "out/node.key", "out/node.crt", "out" };
+	static const char *const names[] = {"pins.json",    "token",        "stdout", "stderr",
+	                                    "out/node.key", "out/node.crt", "out"};
 	char p[256];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -1409,28 +1436,28 @@ static void check_identity(const struct tool_dir *d)
 /* TLS against the pinned bundle only: a Python HTTPS server (the test binary does
  * not link libssl) with a certificate from the pinned TLS CA, then from another. */
 static const char tls_server_py[] =
-	"import http.server, ssl, sys\n"
-	"class H(http.server.BaseHTTPRequestHandler):\n"
-	"    def do_POST(self):\n"
-	"        self.rfile.read(int(self.headers.get('Content-Length', 0)))\n"
-	"        self.send_response(200)\n"
-	"        self.send_header('Content-Length', '2')\n"
-	"        self.end_headers()\n"
-	"        self.wfile.write(b'ok')\n"
-	"    def log_message(self, *a):\n"
-	"        pass\n"
-	"s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
-	"ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
-	"ctx.load_cert_chain(sys.argv[1], sys.argv[2])\n"
-	"s.socket = ctx.wrap_socket(s.socket, server_side=True)\n"
-	"print(s.server_address[1], flush=True)\n"
-	"s.serve_forever()\n";
+    "import http.server, ssl, sys\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_POST(self):\n"
+    "        self.rfile.read(int(self.headers.get('Content-Length', 0)))\n"
+    "        self.send_response(200)\n"
+    "        self.send_header('Content-Length', '2')\n"
+    "        self.end_headers()\n"
+    "        self.wfile.write(b'ok')\n"
+    "    def log_message(self, *a):\n"
+    "        pass\n"
+    "s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+    "ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+    "ctx.load_cert_chain(sys.argv[1], sys.argv[2])\n"
+    "s.socket = ctx.wrap_socket(s.socket, server_side=True)\n"
+    "print(s.server_address[1], flush=True)\n"
+    "s.serve_forever()\n";
 
 static pid_t start_tls_server(const char *dir, int *port)
 {
 	static const char py[] = "/usr/bin/python3";
 	char script[256], cert[256], key[256], line[32] = "";
-	const char *hosts[] = { "127.0.0.1" };
+	const char *hosts[] = {"127.0.0.1"};
 	char *cert_pem = NULL, *key_pem = NULL;
 	int fds[2];
 	pid_t pid;
@@ -1450,8 +1477,8 @@ static pid_t start_tls_server(const char *dir, int *port)
 	assert_int_equal(pipe(fds), 0);
 	assert_true((pid = fork()) >= 0);
 	if (pid == 0) {
-		char *argv[] = { (char *)py, script, cert, key, NULL };
-		char *envp[] = { NULL };
+		char *argv[] = {(char *)py, script, cert, key, NULL};
+		char *envp[] = {NULL};
 		int devnull = open("/dev/null", O_WRONLY);
 		if (dup2(fds[1], 1) < 0 || devnull < 0 || dup2(devnull, 2) < 0)
 			_exit(126);
@@ -1473,7 +1500,7 @@ static void test_post_tls(void **state)
 	struct bc_client_pins pins = T.pins;
 	char dir[64] = "/tmp/bc-client-tls.XXXXXX", url[64], err[512], p[256];
 	char *other = ca_bundle(T.other_pki);
-	static const char *const files[] = { "server.py", "cert.pem", "key.pem" };
+	static const char *const files[] = {"server.py", "cert.pem", "key.pem"};
 	uint8_t *resp = NULL;
 	size_t resp_len = 0;
 	long status = 0;
@@ -1485,27 +1512,30 @@ static void test_post_tls(void **state)
 	pid = start_tls_server(dir, &port);
 	snprintf(url, sizeof(url), "https://127.0.0.1:%d", port);
 	pins.server_url = url;
-	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
-	                                sizeof(err)), 0);
+	assert_int_equal(
+	    bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)), 0);
 	assert_int_equal(status, 200);
 	assert_int_equal(resp_len, 2);
 	assert_memory_equal(resp, "ok", 2);
 	free(resp);
 	/* a bundle from another control plane: the server is not the pinned one */
 	pins.ca_bundle_pem = other;
-	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
-	                                sizeof(err)), BC_ERR_VERIFY);
+	assert_int_equal(
+	    bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)),
+	    BC_ERR_VERIFY);
 	assert_contains(err, "the server's TLS certificate is not from the pinned CA bundle");
 	assert_null(resp);
 	/* the right CA, but a name the certificate does not carry */
 	pins.ca_bundle_pem = T.pins.ca_bundle_pem;
 	snprintf(url, sizeof(url), "https://localhost:%d", port);
-	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
-	                                sizeof(err)), BC_ERR_VERIFY);
+	assert_int_equal(
+	    bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)),
+	    BC_ERR_VERIFY);
 	/* no bundle at all: refused before connecting, never the system store */
 	pins.ca_bundle_pem = NULL;
-	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
-	                                sizeof(err)), BC_ERR_CONFIG);
+	assert_int_equal(
+	    bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)),
+	    BC_ERR_CONFIG);
 	assert_contains(err, "no pinned CA bundle");
 	kill(pid, SIGTERM);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
@@ -1519,16 +1549,17 @@ static void test_post_tls(void **state)
 
 static void test_tool_join_after_pending(void **state)
 {
-	struct srv s = { .handler = join_handler, .pending_rounds = 2 };
+	struct srv s = {.handler = join_handler, .pending_rounds = 2};
 	struct tool_dir d;
 	char path[256], *out, *err;
 
 	(void)state;
 	srv_start(&s, 3);
 	tool_dir(&d, s.url, TOKEN "\n");
-	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--token-file", d.token,
+	assert_int_equal(run_tool(d.dir, (const char *[]){"--pins", d.pins, "--token-file", d.token,
 	                                                  "--out", d.out, "--hostname", "h1",
-	                                                  "--mac", "52:54:00:AB:CD:EF", NULL }), 0);
+	                                                  "--mac", "52:54:00:AB:CD:EF", NULL}),
+	                 0);
 	srv_wait(&s);
 	snprintf(path, sizeof(path), "%s/stdout", d.dir);
 	out = slurp(path);
@@ -1553,30 +1584,30 @@ static void test_tool_join_after_pending(void **state)
 static void test_tool_refusals(void **state)
 {
 	static const struct {
-		const char *token;       /* the token file's text */
-		int challenge;           /* the server answers a challenge */
+		const char *token; /* the token file's text */
+		int challenge;     /* the server answers a challenge */
 		int requests;
 		int rc;
 		const char *err;
 	} cases[] = {
-		{ TOKEN "\r\n", 0, 1, 0, "" },
-		{ "bct_a b\n", 0, 0, 1, "bc-join: token file: expected one line bct_...\n" },
-		{ TOKEN "\n\n", 0, 0, 1, "bc-join: token file: expected one line bct_...\n" },
-		{ " " TOKEN, 0, 0, 1, "bc-join: token file: expected one line bct_...\n" },
-		{ "", 0, 0, 1, "bc-join: token file: expected one line bct_...\n" },
-		{ TOKEN, 1, 1, 1,
-		  "bc-join: the server sent a tpm challenge, which bc-join cannot answer\n" },
+	    {TOKEN "\r\n", 0, 1, 0, ""},
+	    {"bct_a b\n", 0, 0, 1, "bc-join: token file: expected one line bct_...\n"},
+	    {TOKEN "\n\n", 0, 0, 1, "bc-join: token file: expected one line bct_...\n"},
+	    {" " TOKEN, 0, 0, 1, "bc-join: token file: expected one line bct_...\n"},
+	    {"", 0, 0, 1, "bc-join: token file: expected one line bct_...\n"},
+	    {TOKEN, 1, 1, 1,
+	     "bc-join: the server sent a tpm challenge, which bc-join cannot answer\n"},
 	};
 	char path[256], *err;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct srv s = { .handler = join_handler, .challenge = cases[i].challenge };
+		struct srv s = {.handler = join_handler, .challenge = cases[i].challenge};
 		struct tool_dir d;
 		srv_start(&s, cases[i].requests);
 		tool_dir(&d, s.url, cases[i].token);
-		assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--token-file",
-		                                                  d.token, "--out", d.out, NULL }),
+		assert_int_equal(run_tool(d.dir, (const char *[]){"--pins", d.pins, "--token-file",
+		                                                  d.token, "--out", d.out, NULL}),
 		                 cases[i].rc);
 		srv_wait(&s);
 		assert_int_equal(s.requests, cases[i].requests);
@@ -1597,20 +1628,21 @@ static void test_tool_usage(void **state)
 	(void)state;
 	tool_dir(&d, "http://127.0.0.1:1", TOKEN);
 	/* no --pins, an unknown role, and a token on the command line are usage errors */
-	assert_int_equal(run_tool(d.dir, (const char *[]){ "--token-file", d.token, NULL }), 2);
-	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--role", "ramdisk",
-	                                                  NULL }), 2);
-	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--token", TOKEN,
-	                                                  NULL }), 2);
+	assert_int_equal(run_tool(d.dir, (const char *[]){"--token-file", d.token, NULL}), 2);
+	assert_int_equal(
+	    run_tool(d.dir, (const char *[]){"--pins", d.pins, "--role", "ramdisk", NULL}), 2);
+	assert_int_equal(
+	    run_tool(d.dir, (const char *[]){"--pins", d.pins, "--token", TOKEN, NULL}), 2);
 	/* no token at all (the environment is empty) */
-	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, NULL }), 1);
+	assert_int_equal(run_tool(d.dir, (const char *[]){"--pins", d.pins, NULL}), 1);
 	snprintf(path, sizeof(path), "%s/stderr", d.dir);
 	err = slurp(path);
 	assert_string_equal(err, "bc-join: no token: use --token-file FILE or BC_JOIN_TOKEN\n");
 	free(err);
 	/* nothing listens: one line, exit 1 */
-	assert_int_equal(run_tool(d.dir, (const char *[]){ "--pins", d.pins, "--token-file", d.token,
-	                                                  "--out", d.out, NULL }), 1);
+	assert_int_equal(run_tool(d.dir, (const char *[]){"--pins", d.pins, "--token-file", d.token,
+	                                                  "--out", d.out, NULL}),
+	                 1);
 	err = slurp(path);
 	assert_string_equal(err, "bc-join: POST http://127.0.0.1:1/bettercompute.join.v1."
 	                         "JoinService/Join: connection refused\n");
@@ -1621,34 +1653,34 @@ static void test_tool_usage(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pins_good),
-		cmocka_unit_test(test_pins_servers),
-		cmocka_unit_test(test_pins_missing),
-		cmocka_unit_test(test_pins_bad),
-		cmocka_unit_test(test_seal_token),
-		cmocka_unit_test(test_open_join),
-		cmocka_unit_test(test_open_deferrals),
-		cmocka_unit_test(test_refuse_wrong_kid),
-		cmocka_unit_test(test_refuse_bad_signature),
-		cmocka_unit_test(test_refuse_altered),
-		cmocka_unit_test(test_refuse_other_csr),
-		cmocka_unit_test(test_refuse_leaf_other_key),
-		cmocka_unit_test(test_refuse_leaf_other_node),
-		cmocka_unit_test(test_refuse_trust_domain),
-		cmocka_unit_test(test_refuse_bad_join),
-		cmocka_unit_test(test_refuse_deferral_with_chain),
-		cmocka_unit_test(test_refuse_garbage),
-		cmocka_unit_test(test_join_roundtrip),
-		cmocka_unit_test(test_join_refusals),
-		cmocka_unit_test(test_join_no_redirect),
-		cmocka_unit_test(test_join_answer_for_other_csr),
-		cmocka_unit_test(test_join_bad_params),
-		cmocka_unit_test(test_post_connection_refused),
-		cmocka_unit_test(test_post_limit),
-		cmocka_unit_test(test_post_tls),
-		cmocka_unit_test(test_tool_join_after_pending),
-		cmocka_unit_test(test_tool_refusals),
-		cmocka_unit_test(test_tool_usage),
+	    cmocka_unit_test(test_pins_good),
+	    cmocka_unit_test(test_pins_servers),
+	    cmocka_unit_test(test_pins_missing),
+	    cmocka_unit_test(test_pins_bad),
+	    cmocka_unit_test(test_seal_token),
+	    cmocka_unit_test(test_open_join),
+	    cmocka_unit_test(test_open_deferrals),
+	    cmocka_unit_test(test_refuse_wrong_kid),
+	    cmocka_unit_test(test_refuse_bad_signature),
+	    cmocka_unit_test(test_refuse_altered),
+	    cmocka_unit_test(test_refuse_other_csr),
+	    cmocka_unit_test(test_refuse_leaf_other_key),
+	    cmocka_unit_test(test_refuse_leaf_other_node),
+	    cmocka_unit_test(test_refuse_trust_domain),
+	    cmocka_unit_test(test_refuse_bad_join),
+	    cmocka_unit_test(test_refuse_deferral_with_chain),
+	    cmocka_unit_test(test_refuse_garbage),
+	    cmocka_unit_test(test_join_roundtrip),
+	    cmocka_unit_test(test_join_refusals),
+	    cmocka_unit_test(test_join_no_redirect),
+	    cmocka_unit_test(test_join_answer_for_other_csr),
+	    cmocka_unit_test(test_join_bad_params),
+	    cmocka_unit_test(test_post_connection_refused),
+	    cmocka_unit_test(test_post_limit),
+	    cmocka_unit_test(test_post_tls),
+	    cmocka_unit_test(test_tool_join_after_pending),
+	    cmocka_unit_test(test_tool_refusals),
+	    cmocka_unit_test(test_tool_usage),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

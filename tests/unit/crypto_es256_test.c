@@ -815,7 +815,8 @@ static void test_sign_with(void **state)
 	assert_int_equal(bc_key_generate(&k), 0);
 	assert_int_equal(bc_key_generate(&other), 0);
 	s.key = k;
-	assert_int_equal(bc_es256_sign_with(digest_signer, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig), 0);
+	assert_int_equal(bc_es256_sign_with(digest_signer, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
+	                 0);
 	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_RENEW, "abc", 3, sig, 64), 0);
 	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "abc", 3, sig, 64), BC_ERR_VERIFY);
 	/* the digest separates purpose and payload like the signature does */
@@ -835,8 +836,9 @@ static void test_sign_with(void **state)
 	assert_memory_equal(sig, zero, sizeof(sig));
 	assert_int_equal(bc_es256_sign_with(NULL, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
 	                 BC_ERR_INVALID);
-	assert_int_equal(bc_es256_sign_with(digest_signer, &s, NULL, BC_PURPOSE_RENEW, "abc", 3, sig),
-	                 BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_es256_sign_with(digest_signer, &s, NULL, BC_PURPOSE_RENEW, "abc", 3, sig),
+	    BC_ERR_INVALID);
 	EVP_PKEY_free(k);
 	EVP_PKEY_free(other);
 }

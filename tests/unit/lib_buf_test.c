@@ -12,8 +12,8 @@
 
 static void test_reader_integers(void **state)
 {
-	static const uint8_t in[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
-	                             0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f};
+	static const uint8_t in[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+	                             0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f};
 	bc_reader r;
 	uint8_t a;
 	uint16_t b;
@@ -131,7 +131,7 @@ static void test_reader_b16(void **state)
 static void test_buf_put_and_steal(void **state)
 {
 	static const uint8_t want[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
-	                               0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 'h', 'i', 0x00};
+	                               0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 'h',  'i',  0x00};
 	uint8_t *p;
 	size_t n;
 	bc_buf b;
@@ -220,15 +220,15 @@ static void test_buf_zeroed_and_null_input(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reader_integers),
-		cmocka_unit_test(test_reader_truncated_leaves_state),
-		cmocka_unit_test(test_reader_bytes),
-		cmocka_unit_test(test_reader_null_range),
-		cmocka_unit_test(test_reader_b16),
-		cmocka_unit_test(test_buf_put_and_steal),
-		cmocka_unit_test(test_buf_limit),
-		cmocka_unit_test(test_buf_growth_keeps_bytes),
-		cmocka_unit_test(test_buf_zeroed_and_null_input),
+	    cmocka_unit_test(test_reader_integers),
+	    cmocka_unit_test(test_reader_truncated_leaves_state),
+	    cmocka_unit_test(test_reader_bytes),
+	    cmocka_unit_test(test_reader_null_range),
+	    cmocka_unit_test(test_reader_b16),
+	    cmocka_unit_test(test_buf_put_and_steal),
+	    cmocka_unit_test(test_buf_limit),
+	    cmocka_unit_test(test_buf_growth_keeps_bytes),
+	    cmocka_unit_test(test_buf_zeroed_and_null_input),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

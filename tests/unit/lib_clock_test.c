@@ -110,21 +110,21 @@ static void test_offset_parse(void **state)
 		int64_t want;
 		int warn;
 	} cases[] = {
-		{NULL, 0, 0},
-		{"", 0, 0},
-		{"0", 0, 0},
-		{"-3600000", -3600000, 0},
-		{"+42", 42, 0},
-		{"9223372036854775807", INT64_MAX, 0},
-		{"-9223372036854775808", INT64_MIN, 0},
-		{"9223372036854775808", 0, 1},
-		{"12x", 0, 1},
-		{"1d", 0, 1},
-		{" 5", 0, 1},
-		{"5 ", 0, 1},
-		{"-", 0, 1},
-		{"0x10", 0, 1},
-		{"1.5", 0, 1},
+	    {NULL, 0, 0},
+	    {"", 0, 0},
+	    {"0", 0, 0},
+	    {"-3600000", -3600000, 0},
+	    {"+42", 42, 0},
+	    {"9223372036854775807", INT64_MAX, 0},
+	    {"-9223372036854775808", INT64_MIN, 0},
+	    {"9223372036854775808", 0, 1},
+	    {"12x", 0, 1},
+	    {"1d", 0, 1},
+	    {" 5", 0, 1},
+	    {"5 ", 0, 1},
+	    {"-", 0, 1},
+	    {"0x10", 0, 1},
+	    {"1.5", 0, 1},
 	};
 	int warned, now_max;
 
@@ -192,18 +192,18 @@ static void test_duration_ok(void **state)
 		const char *s;
 		int64_t ms;
 	} cases[] = {
-		{"250ms", 250},
-		{"3s", 3000},
-		{"30s", 30000},
-		{"5m", 300000},
-		{"24h", 86400000},
-		{"7d", 604800000},
-		{"30", 30000},
-		{"0", 0},
-		{"0ms", 0},
-		{"9223372036854775807ms", INT64_MAX},
-		{"9223372036854775s", 9223372036854775000LL},
-		{"106751991d", 106751991LL * DAY_MS},
+	    {"250ms", 250},
+	    {"3s", 3000},
+	    {"30s", 30000},
+	    {"5m", 300000},
+	    {"24h", 86400000},
+	    {"7d", 604800000},
+	    {"30", 30000},
+	    {"0", 0},
+	    {"0ms", 0},
+	    {"9223372036854775807ms", INT64_MAX},
+	    {"9223372036854775s", 9223372036854775000LL},
+	    {"106751991d", 106751991LL * DAY_MS},
 	};
 	int64_t v;
 
@@ -218,10 +218,33 @@ static void test_duration_ok(void **state)
 static void test_duration_refused(void **state)
 {
 	static const char *const bad[] = {
-		"", "-1s", "+1s", "-5", "s", "ms", "1x", "1 s", " 1s", "1s ", "1.5s", "1sm",
-		"1ms5", "1S", "1H", "1M", "1msec", "1sec", "1h30m", "0x10", "1e3",
-		"9223372036854775808ms", "9223372036854775807", "9223372036854776s",
-		"106751991167301d", "99999999999999999999999", "1\n",
+	    "",
+	    "-1s",
+	    "+1s",
+	    "-5",
+	    "s",
+	    "ms",
+	    "1x",
+	    "1 s",
+	    " 1s",
+	    "1s ",
+	    "1.5s",
+	    "1sm",
+	    "1ms5",
+	    "1S",
+	    "1H",
+	    "1M",
+	    "1msec",
+	    "1sec",
+	    "1h30m",
+	    "0x10",
+	    "1e3",
+	    "9223372036854775808ms",
+	    "9223372036854775807",
+	    "9223372036854776s",
+	    "106751991167301d",
+	    "99999999999999999999999",
+	    "1\n",
 	};
 	int64_t v;
 
@@ -238,12 +261,12 @@ static void test_duration_refused(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_offset_applied),
-		cmocka_unit_test(test_offset_parse),
-		cmocka_unit_test(test_extreme_offset_saturates),
-		cmocka_unit_test(test_time_format),
-		cmocka_unit_test(test_duration_ok),
-		cmocka_unit_test(test_duration_refused),
+	    cmocka_unit_test(test_offset_applied),
+	    cmocka_unit_test(test_offset_parse),
+	    cmocka_unit_test(test_extreme_offset_saturates),
+	    cmocka_unit_test(test_time_format),
+	    cmocka_unit_test(test_duration_ok),
+	    cmocka_unit_test(test_duration_refused),
 	};
 
 	if (argc == 2 && strcmp(argv[1], "offset-child") == 0)

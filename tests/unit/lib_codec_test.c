@@ -14,13 +14,13 @@
 static const struct {
 	const char *in, *b64, *b64url, *hex;
 } rfc4648[] = {
-	{"", "", "", ""},
-	{"f", "Zg==", "Zg", "66"},
-	{"fo", "Zm8=", "Zm8", "666f"},
-	{"foo", "Zm9v", "Zm9v", "666f6f"},
-	{"foob", "Zm9vYg==", "Zm9vYg", "666f6f62"},
-	{"fooba", "Zm9vYmE=", "Zm9vYmE", "666f6f6261"},
-	{"foobar", "Zm9vYmFy", "Zm9vYmFy", "666f6f626172"},
+    {"", "", "", ""},
+    {"f", "Zg==", "Zg", "66"},
+    {"fo", "Zm8=", "Zm8", "666f"},
+    {"foo", "Zm9v", "Zm9v", "666f6f"},
+    {"foob", "Zm9vYg==", "Zm9vYg", "666f6f62"},
+    {"fooba", "Zm9vYmE=", "Zm9vYmE", "666f6f6261"},
+    {"foobar", "Zm9vYmFy", "Zm9vYmFy", "666f6f626172"},
 };
 
 typedef int (*decode_fn)(const char *, size_t, uint8_t **, size_t *);
@@ -114,14 +114,14 @@ static void test_alphabets(void **state)
 static void test_b64url_negatives(void **state)
 {
 	(void)state;
-	expect_refused(bc_b64url_decode, "Zg==", 4);  /* padding */
+	expect_refused(bc_b64url_decode, "Zg==", 4); /* padding */
 	expect_refused(bc_b64url_decode, "Zg=", 3);
-	expect_refused(bc_b64url_decode, "+/+/", 4);  /* standard alphabet */
+	expect_refused(bc_b64url_decode, "+/+/", 4);    /* standard alphabet */
 	expect_refused(bc_b64url_decode, "Zm9v Yg", 7); /* white space */
 	expect_refused(bc_b64url_decode, "Zm9vYg\n", 7);
-	expect_refused(bc_b64url_decode, "Z", 1);     /* a length of 1 mod 4 */
+	expect_refused(bc_b64url_decode, "Z", 1); /* a length of 1 mod 4 */
 	expect_refused(bc_b64url_decode, "Zm9vY", 5);
-	expect_refused(bc_b64url_decode, "Zh", 2);    /* non-zero unused bits */
+	expect_refused(bc_b64url_decode, "Zh", 2); /* non-zero unused bits */
 	expect_refused(bc_b64url_decode, "Zm9", 3);
 	expect_refused(bc_b64url_decode, "Zm9vYh", 6);
 	expect_refused(bc_b64url_decode, "Zm\0v", 4); /* embedded NUL */
@@ -132,17 +132,17 @@ static void test_b64url_negatives(void **state)
 static void test_b64_negatives(void **state)
 {
 	(void)state;
-	expect_refused(bc_b64_decode, "Zg", 2);       /* padding missing */
+	expect_refused(bc_b64_decode, "Zg", 2); /* padding missing */
 	expect_refused(bc_b64_decode, "Zg=", 3);
 	expect_refused(bc_b64_decode, "Zm8", 3);
 	expect_refused(bc_b64_decode, "Zg===", 5);
-	expect_refused(bc_b64_decode, "Z===", 4);     /* too much padding */
+	expect_refused(bc_b64_decode, "Z===", 4); /* too much padding */
 	expect_refused(bc_b64_decode, "====", 4);
 	expect_refused(bc_b64_decode, "Zg==Zg==", 8); /* padding in the middle */
 	expect_refused(bc_b64_decode, "Z=g=", 4);
-	expect_refused(bc_b64_decode, "Zm9=", 4);     /* non-zero unused bits */
+	expect_refused(bc_b64_decode, "Zm9=", 4); /* non-zero unused bits */
 	expect_refused(bc_b64_decode, "Zh==", 4);
-	expect_refused(bc_b64_decode, "-_-_", 4);     /* url alphabet */
+	expect_refused(bc_b64_decode, "-_-_", 4); /* url alphabet */
 	expect_refused(bc_b64_decode, "Zm9v\n", 5);
 	expect_refused(bc_b64_decode, " Zm9v", 5);
 	expect_refused(bc_b64_decode, "Zm\0v", 4);
@@ -213,12 +213,12 @@ static void test_slen_is_honoured(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rfc4648_vectors),
-		cmocka_unit_test(test_alphabets),
-		cmocka_unit_test(test_b64url_negatives),
-		cmocka_unit_test(test_b64_negatives),
-		cmocka_unit_test(test_hex),
-		cmocka_unit_test(test_slen_is_honoured),
+	    cmocka_unit_test(test_rfc4648_vectors),
+	    cmocka_unit_test(test_alphabets),
+	    cmocka_unit_test(test_b64url_negatives),
+	    cmocka_unit_test(test_b64_negatives),
+	    cmocka_unit_test(test_hex),
+	    cmocka_unit_test(test_slen_is_honoured),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

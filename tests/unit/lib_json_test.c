@@ -222,12 +222,9 @@ static void test_built_value_with_nul(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_and_get),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_depth),
-		cmocka_unit_test(test_size_bound),
-		cmocka_unit_test(test_dump),
-		cmocka_unit_test(test_built_value_with_nul),
+	    cmocka_unit_test(test_parse_and_get), cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_depth),         cmocka_unit_test(test_size_bound),
+	    cmocka_unit_test(test_dump),          cmocka_unit_test(test_built_value_with_nul),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,9 +107,10 @@ static void test_logfmt_quoting(void **state)
 	bc_log(BC_LOG_ERROR, "m", "space", "a b", "eq", "a=b", "quote", "say \"hi\"", "bs", "a\\b",
 	       "empty", "", "null", NULL, "utf8", "caf\xc3\xa9", "plain", "x/y:z-1.2", NULL);
 	out = capture_end();
-	assert_string_equal(after_ts(out),
-	                    "level=error msg=m space=\"a b\" eq=\"a=b\" quote=\"say \\\"hi\\\"\" "
-	                    "bs=\"a\\\\b\" empty=\"\" null=\"\" utf8=\"caf\xc3\xa9\" plain=x/y:z-1.2\n");
+	assert_string_equal(
+	    after_ts(out),
+	    "level=error msg=m space=\"a b\" eq=\"a=b\" quote=\"say \\\"hi\\\"\" "
+	    "bs=\"a\\\\b\" empty=\"\" null=\"\" utf8=\"caf\xc3\xa9\" plain=x/y:z-1.2\n");
 	free(out);
 }
 
@@ -121,17 +122,18 @@ static void test_logfmt_no_forged_line(void **state)
 	capture_begin();
 	bc_log(BC_LOG_WARN, "join refused", "node",
 	       "n1\nts=2026-01-01T00:00:00.000Z level=info msg=\"joined\"", "cr", "a\rb", "esc",
-	       "\x1b[31mred", "del", "\x7f", "tab", "a\tb", "bad", "\xff\xc3", "ls", "a\xe2\x80\xa8z",
-	       "ps", "\xe2\x80\xa9", "nel", "\xc2\x85", NULL);
+	       "\x1b[31mred", "del", "\x7f", "tab", "a\tb", "bad", "\xff\xc3", "ls",
+	       "a\xe2\x80\xa8z", "ps", "\xe2\x80\xa9", "nel", "\xc2\x85", NULL);
 	out = capture_end();
 	assert_int_equal(count_char(out, '\n'), 1);
 	assert_null(strchr(out, '\r'));
 	assert_null(strchr(out, '\x1b'));
-	assert_string_equal(after_ts(out),
-	                    "level=warn msg=\"join refused\" "
-	                    "node=\"n1\\nts=2026-01-01T00:00:00.000Z level=info msg=\\\"joined\\\"\" "
-	                    "cr=\"a\\rb\" esc=\"\\u001b[31mred\" del=\"\\u007f\" tab=\"a\\tb\" "
-	                    "bad=\"\\xff\\xc3\" ls=\"a\\u2028z\" ps=\"\\u2029\" nel=\"\\u0085\"\n");
+	assert_string_equal(
+	    after_ts(out),
+	    "level=warn msg=\"join refused\" "
+	    "node=\"n1\\nts=2026-01-01T00:00:00.000Z level=info msg=\\\"joined\\\"\" "
+	    "cr=\"a\\rb\" esc=\"\\u001b[31mred\" del=\"\\u007f\" tab=\"a\\tb\" "
+	    "bad=\"\\xff\\xc3\" ls=\"a\\u2028z\" ps=\"\\u2029\" nel=\"\\u0085\"\n");
 	free(out);
 }
 
@@ -188,8 +190,8 @@ static void test_json_lines(void **state)
 	bc_log_set_format(BC_LOG_JSON);
 	capture_begin();
 	bc_log(BC_LOG_WARN, "join refused", "attestor", "join-token", "evil",
-	       "x\n{\"level\":\"info\"}\x01\"\\", "bad", "a\xff", "ls", "\xe2\x80\xa8", "null", NULL,
-	       NULL);
+	       "x\n{\"level\":\"info\"}\x01\"\\", "bad", "a\xff", "ls", "\xe2\x80\xa8", "null",
+	       NULL, NULL);
 	out = capture_end();
 	assert_int_equal(count_char(out, '\n'), 1);
 	assert_int_equal(strncmp(out, "{\"ts\":\"", 7), 0);
@@ -288,7 +290,7 @@ static void test_parse(void **state)
 	assert_int_equal(bc_log_parse_format(NULL, &f), BC_ERR_INVALID);
 }
 
-#define THREADS 4
+#define THREADS    4
 #define PER_THREAD 300
 
 static void *log_many(void *arg)
@@ -329,17 +331,17 @@ static void test_threads_whole_lines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_logfmt_shape, setup),
-		cmocka_unit_test_setup(test_logfmt_quoting, setup),
-		cmocka_unit_test_setup(test_logfmt_no_forged_line, setup),
-		cmocka_unit_test_setup(test_keys_and_msg_escaped, setup),
-		cmocka_unit_test_setup(test_level_filter, setup),
-		cmocka_unit_test_setup(test_json_lines, setup),
-		cmocka_unit_test_setup(test_long_value_cut, setup),
-		cmocka_unit_test_setup(test_line_too_long_dropped, setup),
-		cmocka_unit_test_setup(test_errno_preserved, setup),
-		cmocka_unit_test_setup(test_parse, setup),
-		cmocka_unit_test_setup(test_threads_whole_lines, setup),
+	    cmocka_unit_test_setup(test_logfmt_shape, setup),
+	    cmocka_unit_test_setup(test_logfmt_quoting, setup),
+	    cmocka_unit_test_setup(test_logfmt_no_forged_line, setup),
+	    cmocka_unit_test_setup(test_keys_and_msg_escaped, setup),
+	    cmocka_unit_test_setup(test_level_filter, setup),
+	    cmocka_unit_test_setup(test_json_lines, setup),
+	    cmocka_unit_test_setup(test_long_value_cut, setup),
+	    cmocka_unit_test_setup(test_line_too_long_dropped, setup),
+	    cmocka_unit_test_setup(test_errno_preserved, setup),
+	    cmocka_unit_test_setup(test_parse, setup),
+	    cmocka_unit_test_setup(test_threads_whole_lines, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -400,7 +400,8 @@ static void test_integer_errors(void **state)
 static void test_array_errors(void **state)
 {
 	(void)state;
-	parse_bad("a = [\n\"x\"\n\"y\"\n]\n", "line 3: expected ',' or ']' in the array, found '\"'");
+	parse_bad("a = [\n\"x\"\n\"y\"\n]\n",
+	          "line 3: expected ',' or ']' in the array, found '\"'");
 	parse_bad("a = [\n\"x\",\n", "line 3: unterminated array (opened on line 1)");
 	parse_bad("a = [,]\n", "line 1: arrays may hold only strings, found ','");
 	parse_bad("a = [\"x\",,]\n", "line 1: arrays may hold only strings, found ','");
@@ -553,25 +554,25 @@ static void test_load_too_big(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_value_types),
-		cmocka_unit_test(test_escapes),
-		cmocka_unit_test(test_wrong_type_and_missing),
-		cmocka_unit_test(test_tables),
-		cmocka_unit_test(test_keys_listing),
-		cmocka_unit_test(test_arrays),
-		cmocka_unit_test(test_long_array),
-		cmocka_unit_test(test_edge_documents),
-		cmocka_unit_test(test_syntax_errors),
-		cmocka_unit_test(test_unsupported),
-		cmocka_unit_test(test_integer_errors),
-		cmocka_unit_test(test_array_errors),
-		cmocka_unit_test(test_duplicates),
-		cmocka_unit_test(test_bytes_refused),
-		cmocka_unit_test(test_size_bound),
-		cmocka_unit_test(test_too_many_keys),
-		cmocka_unit_test(test_err_may_be_null),
-		cmocka_unit_test(test_load),
-		cmocka_unit_test(test_load_too_big),
+	    cmocka_unit_test(test_value_types),
+	    cmocka_unit_test(test_escapes),
+	    cmocka_unit_test(test_wrong_type_and_missing),
+	    cmocka_unit_test(test_tables),
+	    cmocka_unit_test(test_keys_listing),
+	    cmocka_unit_test(test_arrays),
+	    cmocka_unit_test(test_long_array),
+	    cmocka_unit_test(test_edge_documents),
+	    cmocka_unit_test(test_syntax_errors),
+	    cmocka_unit_test(test_unsupported),
+	    cmocka_unit_test(test_integer_errors),
+	    cmocka_unit_test(test_array_errors),
+	    cmocka_unit_test(test_duplicates),
+	    cmocka_unit_test(test_bytes_refused),
+	    cmocka_unit_test(test_size_bound),
+	    cmocka_unit_test(test_too_many_keys),
+	    cmocka_unit_test(test_err_may_be_null),
+	    cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_load_too_big),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,8 +51,10 @@ static int64_t count1(bc_store *s, const char *sql, const bc_param *p, size_t n)
 
 static void make_table(bc_store *s)
 {
-	assert_int_equal(exec1(s, "CREATE TABLE t (id BIGINT PRIMARY KEY, i BIGINT, s TEXT, "
-	                          "b " STORE_BLOB_TYPE ", u TEXT UNIQUE, nn TEXT NOT NULL DEFAULT 'x')",
+	assert_int_equal(exec1(s,
+	                       "CREATE TABLE t (id BIGINT PRIMARY KEY, i BIGINT, s TEXT, "
+	                       "b " STORE_BLOB_TYPE
+	                       ", u TEXT UNIQUE, nn TEXT NOT NULL DEFAULT 'x')",
 	                       NULL, 0),
 	                 0);
 }
@@ -103,15 +105,16 @@ static void test_newer_schema_refused(void **state)
 static void test_tables_of_design(void **state)
 {
 	/* DESIGN.md, Storage */
-	static const char *tables[] = {"tenants",      "pools",         "sites",
-	                               "nodes",        "node_certs",    "join_tokens",
-	                               "node_bindings", "attestation_uses", "join_requests",
-	                               "leases",       "workflows",     "inventory",
-	                               "events",       "audit",         "api_keys"};
+	static const char *tables[] = {
+	    "tenants",       "pools",       "sites",         "nodes",
+	    "node_certs",    "join_tokens", "node_bindings", "attestation_uses",
+	    "join_requests", "leases",      "workflows",     "inventory",
+	    "events",        "audit",       "api_keys"};
 	struct fx *f = *state;
 
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		int64_t n = count1(f->s, STORE_TABLE_EXISTS_SQL, (bc_param[]){BC_TEXT(tables[i])}, 1);
+		int64_t n =
+		    count1(f->s, STORE_TABLE_EXISTS_SQL, (bc_param[]){BC_TEXT(tables[i])}, 1);
 		if (n != 1)
 			fail_msg("table %s is missing", tables[i]);
 	}
@@ -131,16 +134,17 @@ static void test_param_round_trip(void **state)
 
 	make_table(f->s);
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &tx), 0);
-	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (id, i, s, b) VALUES ($1, $2, $3, $4)",
-	                            (bc_param[]){BC_INT(1), BC_INT(INT64_MIN), BC_TEXT("h\xc3\xa9llo"),
-	                                         BC_BLOB(blob, sizeof(blob))},
-	                            4, &changes),
-	                 0);
+	assert_int_equal(
+	    bc_tx_exec(tx, "INSERT INTO t (id, i, s, b) VALUES ($1, $2, $3, $4)",
+	               (bc_param[]){BC_INT(1), BC_INT(INT64_MIN), BC_TEXT("h\xc3\xa9llo"),
+	                            BC_BLOB(blob, sizeof(blob))},
+	               4, &changes),
+	    0);
 	assert_true(changes == 1);
-	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (id, i, s, b) VALUES ($1, $2, $3, $4)",
-	                            (bc_param[]){BC_INT(2), BC_INT(INT64_MAX), BC_TEXT(NULL), BC_NULL},
-	                            4, NULL),
-	                 0);
+	assert_int_equal(
+	    bc_tx_exec(tx, "INSERT INTO t (id, i, s, b) VALUES ($1, $2, $3, $4)",
+	               (bc_param[]){BC_INT(2), BC_INT(INT64_MAX), BC_TEXT(NULL), BC_NULL}, 4, NULL),
+	    0);
 	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (id, i, s, b) VALUES ($1, $2, $3, $4)",
 	                            (bc_param[]){BC_INT(3), BC_NULL, BC_TEXT(""), BC_BLOB(NULL, 0)},
 	                            4, NULL),
@@ -205,19 +209,20 @@ static void test_param_order_and_repeat(void **state)
 	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (s, id) VALUES ($2, $1)",
 	                            (bc_param[]){BC_INT(7), BC_TEXT("seven")}, 2, NULL),
 	                 0);
-	assert_int_equal(bc_tx_query_text(tx, "SELECT s FROM t WHERE id = $1",
-	                                  (bc_param[]){BC_INT(7)}, 1, &s),
-	                 0);
+	assert_int_equal(
+	    bc_tx_query_text(tx, "SELECT s FROM t WHERE id = $1", (bc_param[]){BC_INT(7)}, 1, &s),
+	    0);
 	assert_string_equal(s, "seven");
 	free(s);
 	/* $1 twice */
-	assert_int_equal(bc_tx_query_int(tx, "SELECT $1 + $1 * $2", (bc_param[]){BC_INT(3), BC_INT(10)},
-	                                 2, &v),
-	                 0);
+	assert_int_equal(
+	    bc_tx_query_int(tx, "SELECT $1 + $1 * $2", (bc_param[]){BC_INT(3), BC_INT(10)}, 2, &v),
+	    0);
 	assert_true(v == 33);
-	assert_int_equal(bc_tx_query_int(tx, "SELECT COUNT(*) FROM t WHERE id = $1 OR s = $2 OR id = $1",
-	                                 (bc_param[]){BC_INT(7), BC_TEXT("none")}, 2, &v),
-	                 0);
+	assert_int_equal(
+	    bc_tx_query_int(tx, "SELECT COUNT(*) FROM t WHERE id = $1 OR s = $2 OR id = $1",
+	                    (bc_param[]){BC_INT(7), BC_TEXT("none")}, 2, &v),
+	    0);
 	assert_true(v == 1);
 	bc_tx_rollback(tx);
 }
@@ -230,21 +235,23 @@ static void test_param_mismatch(void **state)
 
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_READ, &tx), 0);
 	/* too many, too few, a gap, and other parameter styles */
-	assert_int_equal(bc_tx_query_int(tx, "SELECT $1", (bc_param[]){BC_INT(1), BC_INT(2)}, 2, &v),
-	                 BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_tx_query_int(tx, "SELECT $1", (bc_param[]){BC_INT(1), BC_INT(2)}, 2, &v),
+	    BC_ERR_INVALID);
 	assert_true(v == 0);
 	assert_int_equal(bc_tx_query_int(tx, "SELECT $1 + $2", (bc_param[]){BC_INT(1)}, 1, &v),
 	                 BC_ERR_INVALID);
-	assert_int_equal(bc_tx_query_int(tx, "SELECT $1 + $3", (bc_param[]){BC_INT(1), BC_INT(2)}, 2, &v),
-	                 BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_tx_query_int(tx, "SELECT $1 + $3", (bc_param[]){BC_INT(1), BC_INT(2)}, 2, &v),
+	    BC_ERR_INVALID);
 	assert_int_equal(bc_tx_query_int(tx, "SELECT ?", (bc_param[]){BC_INT(1)}, 1, &v),
 	                 BC_ERR_INVALID);
 	assert_int_equal(bc_tx_query_int(tx, "SELECT :a", (bc_param[]){BC_INT(1)}, 1, &v),
 	                 BC_ERR_INVALID);
 	assert_int_equal(bc_tx_query_int(tx, "SELECT $1", NULL, 1, &v), BC_ERR_INVALID);
-	assert_int_equal(bc_tx_query_int(tx, "SELECT $1",
-	                                 (bc_param[]){{.type = (enum bc_param_type)42}}, 1, &v),
-	                 BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_tx_query_int(tx, "SELECT $1", (bc_param[]){{.type = (enum bc_param_type)42}}, 1, &v),
+	    BC_ERR_INVALID);
 	assert_true(strlen(bc_store_errmsg()) > 0);
 	/* the transaction is still fine */
 	assert_int_equal(bc_tx_query_int(tx, "SELECT $1", (bc_param[]){BC_INT(4)}, 1, &v), 0);
@@ -269,7 +276,8 @@ static void test_helpers(void **state)
 	assert_int_equal(bc_tx_query_text(tx, "SELECT NULL", NULL, 0, &s), 0);
 	assert_string_equal(s, "");
 	free(s);
-	assert_int_equal(bc_tx_query_text(tx, "SELECT 'a' || $1", (bc_param[]){BC_TEXT("b")}, 1, &s), 0);
+	assert_int_equal(
+	    bc_tx_query_text(tx, "SELECT 'a' || $1", (bc_param[]){BC_TEXT("b")}, 1, &s), 0);
 	assert_string_equal(s, "ab");
 	free(s);
 	assert_ptr_equal(bc_tx_store(tx), f->s);
@@ -293,16 +301,19 @@ static void test_unique_conflict(void **state)
 	assert_int_equal(exec1(f->s, "INSERT INTO t (id, u) VALUES (2, 'a')", NULL, 0),
 	                 BC_ERR_CONFLICT);
 	/* other constraints are not conflicts */
-	assert_int_equal(exec1(f->s, "INSERT INTO t (id, nn) VALUES (3, NULL)", NULL, 0), BC_ERR_DB);
-	assert_int_equal(exec1(f->s, "INSERT INTO api_keys (id, tenant_id, secret_hash, name, "
-	                             "created_at) VALUES ('k', 'no-such-tenant', 'h', 'n', 0)",
+	assert_int_equal(exec1(f->s, "INSERT INTO t (id, nn) VALUES (3, NULL)", NULL, 0),
+	                 BC_ERR_DB);
+	assert_int_equal(exec1(f->s,
+	                       "INSERT INTO api_keys (id, tenant_id, secret_hash, name, "
+	                       "created_at) VALUES ('k', 'no-such-tenant', 'h', 'n', 0)",
 	                       NULL, 0),
 	                 BC_ERR_DB);
 	assert_non_null(strcasestr(bc_store_errmsg(), "foreign key"));
 
 	/* the statement failed, the transaction goes on */
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &tx), 0);
-	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (id) VALUES (1)", NULL, 0, NULL), BC_ERR_CONFLICT);
+	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (id) VALUES (1)", NULL, 0, NULL),
+	                 BC_ERR_CONFLICT);
 	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (id) VALUES (4)", NULL, 0, NULL), 0);
 	assert_int_equal(bc_tx_commit(tx), 0);
 	assert_true(count1(f->s, "SELECT COUNT(*) FROM t", NULL, 0) == 2);
@@ -325,7 +336,8 @@ static void test_sql_errors(void **state)
 	assert_int_equal(bc_tx_exec(tx, "SELECT 1; -- fine\n ; /* fine */", NULL, 0, NULL), 0);
 	assert_int_equal(bc_tx_exec(tx, "  -- nothing", NULL, 0, NULL), BC_ERR_INVALID);
 	/* a read transaction does not write */
-	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (id) VALUES (1)", NULL, 0, NULL), BC_ERR_INVALID);
+	assert_int_equal(bc_tx_exec(tx, "INSERT INTO t (id) VALUES (1)", NULL, 0, NULL),
+	                 BC_ERR_INVALID);
 	assert_int_equal(bc_tx_exec(NULL, "SELECT 1", NULL, 0, NULL), BC_ERR_INVALID);
 	assert_int_equal(bc_tx_exec(tx, NULL, NULL, 0, NULL), BC_ERR_INVALID);
 	bc_tx_rollback(tx);
@@ -352,9 +364,9 @@ static void test_exec_changes(void **state)
 	changes = -1;
 	assert_int_equal(bc_tx_exec(tx, "CREATE TABLE u (x BIGINT)", NULL, 0, &changes), 0);
 	assert_true(changes == 0);
-	assert_int_equal(bc_tx_exec(tx, "DELETE FROM t WHERE id >= $1", (bc_param[]){BC_INT(2)}, 1,
-	                            &changes),
-	                 0);
+	assert_int_equal(
+	    bc_tx_exec(tx, "DELETE FROM t WHERE id >= $1", (bc_param[]){BC_INT(2)}, 1, &changes),
+	    0);
 	assert_true(changes == 2);
 	assert_int_equal(bc_tx_commit(tx), 0);
 }
@@ -409,7 +421,8 @@ static void test_same_query_open_twice(void **state)
 
 	make_table(f->s);
 	for (int i = 1; i <= 3; i++)
-		assert_int_equal(exec1(f->s, "INSERT INTO t (id) VALUES ($1)", (bc_param[]){BC_INT(i)}, 1), 0);
+		assert_int_equal(
+		    exec1(f->s, "INSERT INTO t (id) VALUES ($1)", (bc_param[]){BC_INT(i)}, 1), 0);
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_READ, &tx), 0);
 	assert_int_equal(bc_tx_query(tx, q, NULL, 0, &a), 0);
 	while (bc_rows_next(a) == 1) {
@@ -435,7 +448,8 @@ static void test_statement_cache_eviction(void **state)
 		for (int i = 0; i < 200; i++) {
 			snprintf(sql, sizeof(sql), "SELECT %d + $1", i);
 			v = -1;
-			assert_int_equal(bc_tx_query_int(tx, sql, (bc_param[]){BC_INT(round)}, 1, &v), 0);
+			assert_int_equal(
+			    bc_tx_query_int(tx, sql, (bc_param[]){BC_INT(round)}, 1, &v), 0);
 			assert_true(v == i + round);
 		}
 	}
@@ -483,7 +497,8 @@ static void test_run_gives_up_and_rolls_back(void **state)
 
 	make_table(f->s);
 	/* the first run and 5 replays */
-	assert_int_equal(bc_store_run(f->s, BC_TX_WRITE, insert_then_maybe_fail, &busy), BC_ERR_BUSY);
+	assert_int_equal(bc_store_run(f->s, BC_TX_WRITE, insert_then_maybe_fail, &busy),
+	                 BC_ERR_BUSY);
 	assert_int_equal(busy.calls, 6);
 	/* other errors are not replayed */
 	assert_int_equal(bc_store_run(f->s, BC_TX_WRITE, insert_then_maybe_fail, &denied),
@@ -493,7 +508,7 @@ static void test_run_gives_up_and_rolls_back(void **state)
 	assert_int_equal(bc_store_run(f->s, BC_TX_WRITE, NULL, NULL), BC_ERR_INVALID);
 }
 
-#define THREADS 8
+#define THREADS    8
 #define INCREMENTS 200
 
 struct counter_arg {
@@ -508,10 +523,11 @@ static int increment(bc_tx *tx, void *p)
 	int rc;
 
 	(void)p;
-	if ((rc = bc_tx_query_int(tx, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0, &v)) != 0)
+	if ((rc = bc_tx_query_int(tx, "SELECT v FROM counter WHERE id = 1 FOR UPDATE", NULL, 0,
+	                          &v)) != 0)
 		return rc;
-	return bc_tx_exec(tx, "UPDATE counter SET v = $1 WHERE id = 1", (bc_param[]){BC_INT(v + 1)}, 1,
-	                  NULL);
+	return bc_tx_exec(tx, "UPDATE counter SET v = $1 WHERE id = 1", (bc_param[]){BC_INT(v + 1)},
+	                  1, NULL);
 }
 
 static void *counter_thread(void *p)
@@ -530,9 +546,9 @@ static void test_concurrent_increments(void **state)
 	struct counter_arg args[THREADS];
 	pthread_t th[THREADS];
 
-	assert_int_equal(exec1(f->s, "CREATE TABLE counter (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)",
-	                       NULL, 0),
-	                 0);
+	assert_int_equal(
+	    exec1(f->s, "CREATE TABLE counter (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", NULL, 0),
+	    0);
 	assert_int_equal(exec1(f->s, "INSERT INTO counter (id, v) VALUES (1, 0)", NULL, 0), 0);
 	for (int i = 0; i < THREADS; i++) {
 		args[i] = (struct counter_arg){.s = f->s};
@@ -569,25 +585,24 @@ static void test_now_follows_test_clock(void **state)
 	            TEST_OFFSET_MS - 600000);
 }
 
-
-#define STORE_SHARED_CASES(setup, teardown)                                               \
-	cmocka_unit_test_setup_teardown(test_reopen_applies_nothing, setup, teardown),        \
-	cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),          \
-	cmocka_unit_test_setup_teardown(test_tables_of_design, setup, teardown),              \
-	cmocka_unit_test_setup_teardown(test_param_round_trip, setup, teardown),              \
-	cmocka_unit_test_setup_teardown(test_param_order_and_repeat, setup, teardown),        \
-	cmocka_unit_test_setup_teardown(test_param_mismatch, setup, teardown),                \
-	cmocka_unit_test_setup_teardown(test_helpers, setup, teardown),                       \
-	cmocka_unit_test_setup_teardown(test_unique_conflict, setup, teardown),               \
-	cmocka_unit_test_setup_teardown(test_sql_errors, setup, teardown),                    \
-	cmocka_unit_test_setup_teardown(test_exec_changes, setup, teardown),                  \
-	cmocka_unit_test_setup_teardown(test_rollback_discards, setup, teardown),             \
-	cmocka_unit_test_setup_teardown(test_reader_sees_committed_only, setup, teardown),    \
-	cmocka_unit_test_setup_teardown(test_same_query_open_twice, setup, teardown),         \
-	cmocka_unit_test_setup_teardown(test_statement_cache_eviction, setup, teardown),      \
-	cmocka_unit_test_setup_teardown(test_run_replays_retry, setup, teardown),             \
-	cmocka_unit_test_setup_teardown(test_run_gives_up_and_rolls_back, setup, teardown),   \
-	cmocka_unit_test_setup_teardown(test_concurrent_increments, setup, teardown),         \
-	cmocka_unit_test_setup_teardown(test_now_follows_test_clock, setup, teardown)
+#define STORE_SHARED_CASES(setup, teardown)                                                        \
+	cmocka_unit_test_setup_teardown(test_reopen_applies_nothing, setup, teardown),             \
+	    cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),           \
+	    cmocka_unit_test_setup_teardown(test_tables_of_design, setup, teardown),               \
+	    cmocka_unit_test_setup_teardown(test_param_round_trip, setup, teardown),               \
+	    cmocka_unit_test_setup_teardown(test_param_order_and_repeat, setup, teardown),         \
+	    cmocka_unit_test_setup_teardown(test_param_mismatch, setup, teardown),                 \
+	    cmocka_unit_test_setup_teardown(test_helpers, setup, teardown),                        \
+	    cmocka_unit_test_setup_teardown(test_unique_conflict, setup, teardown),                \
+	    cmocka_unit_test_setup_teardown(test_sql_errors, setup, teardown),                     \
+	    cmocka_unit_test_setup_teardown(test_exec_changes, setup, teardown),                   \
+	    cmocka_unit_test_setup_teardown(test_rollback_discards, setup, teardown),              \
+	    cmocka_unit_test_setup_teardown(test_reader_sees_committed_only, setup, teardown),     \
+	    cmocka_unit_test_setup_teardown(test_same_query_open_twice, setup, teardown),          \
+	    cmocka_unit_test_setup_teardown(test_statement_cache_eviction, setup, teardown),       \
+	    cmocka_unit_test_setup_teardown(test_run_replays_retry, setup, teardown),              \
+	    cmocka_unit_test_setup_teardown(test_run_gives_up_and_rolls_back, setup, teardown),    \
+	    cmocka_unit_test_setup_teardown(test_concurrent_increments, setup, teardown),          \
+	    cmocka_unit_test_setup_teardown(test_now_follows_test_clock, setup, teardown)
 
 #endif

@@ -15,7 +15,7 @@
 #include "store/id.h"
 
 #define ID_MAX 64
-#define MANY 100000
+#define MANY   100000
 
 static const char alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz";
 
@@ -73,8 +73,8 @@ static void test_sizes_and_prefixes(void **state)
 
 static void test_known_values(void **state)
 {
-	static const uint8_t zero[10], ones[10] = {0xff, 0xff, 0xff, 0xff, 0xff,
-	                                           0xff, 0xff, 0xff, 0xff, 0xff};
+	static const uint8_t zero[10],
+	    ones[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	static const uint8_t seq[10] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23};
 	char id[ID_MAX];
 
@@ -132,7 +132,8 @@ static void test_order_follows_time(void **state)
 			memset(rb, 0, sizeof(rb));
 		}
 		assert_int_equal(bc_id_format("n", t, ra, a, sizeof(a)), 0);
-		assert_int_equal(bc_id_format("n", t + 1 + (i % 5) * (i % 7) * 1000, rb, b, sizeof(b)), 0);
+		assert_int_equal(
+		    bc_id_format("n", t + 1 + (i % 5) * (i % 7) * 1000, rb, b, sizeof(b)), 0);
 		assert_true(strcmp(a, b) < 0);
 	}
 	/* and real ids, across however many milliseconds these take */
@@ -148,11 +149,11 @@ static void test_order_follows_time(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_format),
-		cmocka_unit_test(test_sizes_and_prefixes),
-		cmocka_unit_test(test_known_values),
-		cmocka_unit_test(test_unique),
-		cmocka_unit_test(test_order_follows_time),
+	    cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_sizes_and_prefixes),
+	    cmocka_unit_test(test_known_values),
+	    cmocka_unit_test(test_unique),
+	    cmocka_unit_test(test_order_follows_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -307,10 +307,11 @@ static void test_statement_cache_on_server(void **state)
 
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_READ, &tx), 0);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(bc_tx_query_int(tx, "SELECT 1 + $1", (bc_param[]){BC_INT(i)}, 1, &v),
-		                 0);
-	assert_int_equal(bc_tx_query_int(tx, "SELECT COUNT(*) FROM pg_prepared_statements WHERE "
-	                                     "statement = 'SELECT 1 + $1'",
+		assert_int_equal(
+		    bc_tx_query_int(tx, "SELECT 1 + $1", (bc_param[]){BC_INT(i)}, 1, &v), 0);
+	assert_int_equal(bc_tx_query_int(tx,
+	                                 "SELECT COUNT(*) FROM pg_prepared_statements WHERE "
+	                                 "statement = 'SELECT 1 + $1'",
 	                                 NULL, 0, &v),
 	                 0);
 	assert_true(v == 1);
@@ -619,19 +620,19 @@ static void test_idle_connections_dropped(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_open_migrates_with_settings, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent_open_processes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_urls, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_blobs_and_types, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_statement_cache_on_server, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_failed_statements, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sqlstates, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_timeouts_are_busy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_for_update_blocks_second_writer, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_run_replays_deadlock, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_terminated_connection, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_idle_connections_dropped, setup, teardown),
-		STORE_SHARED_CASES(setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_open_migrates_with_settings, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_concurrent_open_processes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_urls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_blobs_and_types, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_statement_cache_on_server, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_failed_statements, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sqlstates, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_timeouts_are_busy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_for_update_blocks_second_writer, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_run_replays_deadlock, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_terminated_connection, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idle_connections_dropped, setup, teardown),
+	    STORE_SHARED_CASES(setup, teardown),
 	};
 
 	server_url = getenv("BC_TEST_POSTGRES_URL");

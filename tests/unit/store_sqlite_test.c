@@ -26,9 +26,10 @@
 #include "store/migrations.h"
 
 /* set in main() before anything reads the clock */
-#define TEST_OFFSET_MS 86400000LL
+#define TEST_OFFSET_MS  86400000LL
 #define STORE_BLOB_TYPE "BLOB"
-#define STORE_TABLE_EXISTS_SQL "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = $1"
+#define STORE_TABLE_EXISTS_SQL                                                                     \
+	"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = $1"
 
 struct fx {
 	char dir[64];
@@ -157,8 +158,8 @@ static void test_urls(void **state)
 	char url[200], err[256];
 	bc_store *s = NULL;
 
-	static const char *bad[] = {"", "sqlite:", "sqlite://", ":memory:", "sqlite::memory:",
-	                            "file:x.db", "mysql://h/db"};
+	static const char *bad[] = {
+	    "", "sqlite:", "sqlite://", ":memory:", "sqlite::memory:", "file:x.db", "mysql://h/db"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		assert_int_equal(bc_store_open(bad[i], &s, err, sizeof(err)), BC_ERR_CONFIG);
@@ -185,10 +186,10 @@ static void test_urls(void **state)
 static void test_for_update_stripped(void **state)
 {
 	static const char *forms[] = {
-		"SELECT i FROM t WHERE id = $1 FOR UPDATE",
-		"SELECT i FROM t WHERE id = $1 for update",
-		"SELECT i FROM t WHERE id = $1\n\tFor\n  Update  ;  \n",
-		"SELECT i FROM t WHERE id = $1 FOR UPDATE;",
+	    "SELECT i FROM t WHERE id = $1 FOR UPDATE",
+	    "SELECT i FROM t WHERE id = $1 for update",
+	    "SELECT i FROM t WHERE id = $1\n\tFor\n  Update  ;  \n",
+	    "SELECT i FROM t WHERE id = $1 FOR UPDATE;",
 	};
 	struct fx *f = *state;
 	bc_tx *tx = NULL;
@@ -212,10 +213,13 @@ static void test_for_update_stripped(void **state)
 	bc_tx_rollback(tx);
 
 	assert_int_equal(bc_sql_strip_for_update("SELECT 1 FOR UPDATE"), strlen("SELECT 1"));
-	assert_int_equal(bc_sql_strip_for_update("SELECT 1 FORUPDATE"), strlen("SELECT 1 FORUPDATE"));
-	assert_int_equal(bc_sql_strip_for_update("SELECT xFOR UPDATE"), strlen("SELECT xFOR UPDATE"));
+	assert_int_equal(bc_sql_strip_for_update("SELECT 1 FORUPDATE"),
+	                 strlen("SELECT 1 FORUPDATE"));
+	assert_int_equal(bc_sql_strip_for_update("SELECT xFOR UPDATE"),
+	                 strlen("SELECT xFOR UPDATE"));
 	assert_int_equal(bc_sql_strip_for_update("FOR UPDATE"), strlen("FOR UPDATE"));
-	assert_int_equal(bc_sql_strip_for_update("UPDATE t SET a = 1"), strlen("UPDATE t SET a = 1"));
+	assert_int_equal(bc_sql_strip_for_update("UPDATE t SET a = 1"),
+	                 strlen("UPDATE t SET a = 1"));
 	assert_int_equal(bc_sql_strip_for_update(""), 0);
 	assert_int_equal(bc_sql_strip_for_update("x for update ; ;"), strlen("x for update ; ;"));
 }
@@ -223,11 +227,11 @@ static void test_for_update_stripped(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_open_creates_and_migrates, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent_open_processes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_urls, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_for_update_stripped, setup, teardown),
-		STORE_SHARED_CASES(setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_open_creates_and_migrates, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_concurrent_open_processes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_urls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_for_update_stripped, setup, teardown),
+	    STORE_SHARED_CASES(setup, teardown),
 	};
 
 	/* before the first clock read in this process: the offset is read once */

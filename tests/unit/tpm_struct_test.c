@@ -55,7 +55,8 @@ static void test_public_negatives(void **state)
 	(void)state;
 
 	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createak -C 0x81010001 -c ak.ctx -G ecc -g sha256 "
-	                                  "-s ecdsa -u ak.pub -n ak.name -f tss"), 0);
+	                                  "-s ecdsa -u ak.pub -n ak.name -f tss"),
+	                 0);
 	ak = tpmt_of("ak.pub", &n);
 	assert_int_equal(bc_tpm_public_parse(ak, n, &pub), 0);
 	assert_int_equal(pub.type, TPM2_ALG_ECC);
@@ -129,7 +130,8 @@ static void activate_ak(const char *ek_handle, const char *ek_pub, int policy)
 	assert_int_equal(bc_tpm_public_parse(ak, akn, &akp), 0);
 	assert_int_equal(bc_tpm_name(&akp, ak, akn, name, &nl), 0);
 	assert_int_equal(bc_random(secret, 32), 0);
-	assert_int_equal(bc_tpm_make_credential(&ekp, name, nl, secret, 32, &id, &idl, &enc, &encl), 0);
+	assert_int_equal(bc_tpm_make_credential(&ekp, name, nl, secret, 32, &id, &idl, &enc, &encl),
+	                 0);
 	snprintf(path, sizeof(path), "%s/cred.in", tpm.dir);
 	assert_non_null(f = fopen(path, "wb"));
 	fwrite(hdr, 1, 8, f);
@@ -145,7 +147,8 @@ static void activate_ak(const char *ek_handle, const char *ek_pub, int policy)
 	name[nl - 1] ^= 1;
 	free(id);
 	free(enc);
-	assert_int_equal(bc_tpm_make_credential(&ekp, name, nl, secret, 32, &id, &idl, &enc, &encl), 0);
+	assert_int_equal(bc_tpm_make_credential(&ekp, name, nl, secret, 32, &id, &idl, &enc, &encl),
+	                 0);
 	assert_non_null(f = fopen(path, "wb"));
 	fwrite(hdr, 1, 8, f);
 	fwrite(id, 1, idl, f);
@@ -162,8 +165,11 @@ static void activate_ak(const char *ek_handle, const char *ek_pub, int policy)
 /* An AK as tpm2_createak makes it, under an EK with the standard policy. */
 static void activate(const char *ek_handle, const char *ek_pub)
 {
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createak -C %s -c akx.ctx -G ecc -g sha256 -s ecdsa "
-	                                  "-u akx.pub -n akx.name -f tss", ek_handle), 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "tpm2_createak -C %s -c akx.ctx -G ecc -g sha256 -s ecdsa "
+	                            "-u akx.pub -n akx.name -f tss",
+	                            ek_handle),
+	                 0);
 	activate_ak(ek_handle, ek_pub, 1);
 }
 
@@ -177,7 +183,8 @@ static void test_make_credential_rsa_ek(void **state)
 static void test_make_credential_ecc_ek(void **state)
 {
 	(void)state;
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createek -c ekecc.ctx -G ecc -u ekecc.pub -f tss"), 0);
+	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createek -c ekecc.ctx -G ecc -u ekecc.pub -f tss"),
+	                 0);
 	activate("ekecc.ctx", "ekecc.pub");
 }
 
@@ -195,17 +202,21 @@ static void activate_p384(const char *halg, const char *aes, uint16_t name_alg, 
 	size_t ekn, akn, nl, idl, encl, hs = bc_tpm_hash_size(name_alg);
 	TPMT_PUBLIC ekp, akp;
 
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createprimary -C e -g %s -G ecc384:%s -a "
-	                                  "'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|"
-	                                  "restricted|decrypt' -c ekp.ctx >/dev/null && "
-	                                  "tpm2_readpublic -c ekp.ctx -o ekp.pub -f tss >/dev/null",
-	                            halg, aes), 0);
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_create -C ekp.ctx -g %s -G %s:ecdsa-%s:null -a "
-	                                  "'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|"
-	                                  "restricted|sign' -u akx.pub -r akx.priv >/dev/null && "
-	                                  "tpm2_load -C ekp.ctx -u akx.pub -r akx.priv -c akx.ctx "
-	                                  ">/dev/null",
-	                            ak_halg, ak_curve, ak_halg), 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "tpm2_createprimary -C e -g %s -G ecc384:%s -a "
+	                            "'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|"
+	                            "restricted|decrypt' -c ekp.ctx >/dev/null && "
+	                            "tpm2_readpublic -c ekp.ctx -o ekp.pub -f tss >/dev/null",
+	                            halg, aes),
+	                 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "tpm2_create -C ekp.ctx -g %s -G %s:ecdsa-%s:null -a "
+	                            "'fixedtpm|fixedparent|sensitivedataorigin|userwithauth|"
+	                            "restricted|sign' -u akx.pub -r akx.priv >/dev/null && "
+	                            "tpm2_load -C ekp.ctx -u akx.pub -r akx.priv -c akx.ctx "
+	                            ">/dev/null",
+	                            ak_halg, ak_curve, ak_halg),
+	                 0);
 	/* the path under test: a P-384 EK of this nameAlg and AES key size */
 	ek = tpmt_of("ekp.pub", &ekn);
 	assert_int_equal(bc_tpm_public_parse(ek, ekn, &ekp), 0);
@@ -252,7 +263,8 @@ static void test_make_credential_p384_sha384_aes128_ek(void **state)
 
 static void quote_with(const char *alg, const char *scheme)
 {
-	static const char nonce[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+	static const char nonce[] =
+	    "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 	uint8_t *ak, *q, *s;
 	size_t akn, qn, sn;
 	TPMT_PUBLIC pub;
@@ -260,10 +272,16 @@ static void quote_with(const char *alg, const char *scheme)
 	TPMT_SIGNATURE sig;
 	EVP_PKEY *key = NULL;
 
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_createak -C 0x81010001 -c aq.ctx -G %s -g sha256 "
-	                                  "-s %s -u aq.pub -f tss", alg, scheme), 0);
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_quote -c aq.ctx -l sha256:0,1,2,3,4,5,6,7 -q %s "
-	                                  "-m q.msg -s q.sig -g sha256 --scheme %s", nonce, scheme), 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "tpm2_createak -C 0x81010001 -c aq.ctx -G %s -g sha256 "
+	                            "-s %s -u aq.pub -f tss",
+	                            alg, scheme),
+	                 0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "tpm2_quote -c aq.ctx -l sha256:0,1,2,3,4,5,6,7 -q %s "
+	                            "-m q.msg -s q.sig -g sha256 --scheme %s",
+	                            nonce, scheme),
+	                 0);
 	ak = tpmt_of("aq.pub", &akn);
 	q = bct_tpm_read(&tpm, "q.msg", &qn);
 	s = bct_tpm_read(&tpm, "q.sig", &sn);
@@ -283,13 +301,15 @@ static void quote_with(const char *alg, const char *scheme)
 	/* the selection: SHA-256 0-7, and PCR 8 is not covered */
 	uint32_t sel[24], want[] = {0, 7}, more[] = {8};
 	size_t n = 0;
-	assert_int_equal(bc_tpm_selection(&att.attested.quote.pcrSelect, TPM2_ALG_SHA256, want, 2,
-	                                  sel, &n), 0);
+	assert_int_equal(
+	    bc_tpm_selection(&att.attested.quote.pcrSelect, TPM2_ALG_SHA256, want, 2, sel, &n), 0);
 	assert_int_equal(n, 8);
-	assert_int_equal(bc_tpm_selection(&att.attested.quote.pcrSelect, TPM2_ALG_SHA256, more, 1,
-	                                  sel, &n), BC_ERR_INVALID);
-	assert_int_equal(bc_tpm_selection(&att.attested.quote.pcrSelect, TPM2_ALG_SHA384, want, 2,
-	                                  sel, &n), BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_tpm_selection(&att.attested.quote.pcrSelect, TPM2_ALG_SHA256, more, 1, sel, &n),
+	    BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_tpm_selection(&att.attested.quote.pcrSelect, TPM2_ALG_SHA384, want, 2, sel, &n),
+	    BC_ERR_INVALID);
 	/* negatives: truncation, trailing bytes, a signature of an unknown algorithm */
 	for (size_t k = 0; k < qn; k++)
 		assert_true(bc_tpm_attest_parse(q, k, &att) < 0);
@@ -336,12 +356,14 @@ static void test_pcr_digest(void **state)
 	TPMS_ATTEST att;
 	(void)state;
 
-	assert_int_equal(bct_tpm_sh(&tpm, "tpm2_pcrextend 3:sha256=%s && tpm2_pcrread "
-	                                  "sha256:0,1,2,3,4,5,6,7 -o pcrs.bin && tpm2_quote -c aq.ctx "
-	                                  "-l sha256:0,1,2,3,4,5,6,7 -q 00 -m q2.msg -s q2.sig -g sha256 "
-	                                  "--scheme rsapss",
-	                            "0101010101010101010101010101010101010101010101010101010101010101"),
-	                 0);
+	assert_int_equal(
+	    bct_tpm_sh(&tpm,
+	               "tpm2_pcrextend 3:sha256=%s && tpm2_pcrread "
+	               "sha256:0,1,2,3,4,5,6,7 -o pcrs.bin && tpm2_quote -c aq.ctx "
+	               "-l sha256:0,1,2,3,4,5,6,7 -q 00 -m q2.msg -s q2.sig -g sha256 "
+	               "--scheme rsapss",
+	               "0101010101010101010101010101010101010101010101010101010101010101"),
+	    0);
 	v = bct_tpm_read(&tpm, "pcrs.bin", &vn);
 	q = bct_tpm_read(&tpm, "q2.msg", &qn);
 	assert_int_equal(vn, 8 * 32);
@@ -359,34 +381,36 @@ static void test_pcr_digest(void **state)
  * U "u", V "v", 256 bits = HMAC-SHA256("key", 00000001 "label" 00 "u" "v" 00000100). */
 static void test_kdfa_single_block(void **state)
 {
-	uint8_t out[32], want[32], msg[4 + 6 + 2 + 4] = {0, 0, 0, 1, 'l', 'a', 'b', 'e', 'l', 0,
-	                                                  'u', 'v', 0, 0, 1, 0};
+	uint8_t out[32], want[32],
+	    msg[4 + 6 + 2 + 4] = {0, 0, 0, 1, 'l', 'a', 'b', 'e', 'l', 0, 'u', 'v', 0, 0, 1, 0};
 	unsigned int wl = 0;
 	(void)state;
 
 	assert_int_equal(bc_tpm_kdfa(TPM2_ALG_SHA256, (const uint8_t *)"key", 3, "label",
-	                             (const uint8_t *)"u", 1, (const uint8_t *)"v", 1, 256, out), 0);
+	                             (const uint8_t *)"u", 1, (const uint8_t *)"v", 1, 256, out),
+	                 0);
 	assert_non_null(HMAC(EVP_sha256(), "key", 3, msg, sizeof(msg), want, &wl));
 	assert_memory_equal(out, want, 32);
-	assert_int_equal(bc_tpm_kdfa(0x0004, (const uint8_t *)"key", 3, "l", NULL, 0, NULL, 0, 256,
-	                             out), BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_tpm_kdfa(0x0004, (const uint8_t *)"key", 3, "l", NULL, 0, NULL, 0, 256, out),
+	    BC_ERR_INVALID);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_public_negatives),
-		cmocka_unit_test(test_name_is_tpm2_tools),
-		cmocka_unit_test(test_make_credential_rsa_ek),
-		cmocka_unit_test(test_make_credential_ecc_ek),
-		cmocka_unit_test(test_make_credential_p384_sha384_ek),
-		cmocka_unit_test(test_make_credential_p384_sha256_ek),
-		cmocka_unit_test(test_make_credential_p384_sha384_aes128_ek),
-		cmocka_unit_test(test_quote_ecdsa),
-		cmocka_unit_test(test_quote_rsassa),
-		cmocka_unit_test(test_quote_rsapss),
-		cmocka_unit_test(test_pcr_digest),
-		cmocka_unit_test(test_kdfa_single_block),
+	    cmocka_unit_test(test_public_negatives),
+	    cmocka_unit_test(test_name_is_tpm2_tools),
+	    cmocka_unit_test(test_make_credential_rsa_ek),
+	    cmocka_unit_test(test_make_credential_ecc_ek),
+	    cmocka_unit_test(test_make_credential_p384_sha384_ek),
+	    cmocka_unit_test(test_make_credential_p384_sha256_ek),
+	    cmocka_unit_test(test_make_credential_p384_sha384_aes128_ek),
+	    cmocka_unit_test(test_quote_ecdsa),
+	    cmocka_unit_test(test_quote_rsassa),
+	    cmocka_unit_test(test_quote_rsapss),
+	    cmocka_unit_test(test_pcr_digest),
+	    cmocka_unit_test(test_kdfa_single_block),
 	};
 	int rc = bct_tpm_start(&tpm);
 
