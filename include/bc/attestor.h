@@ -1,32 +1,47 @@
 /* The attestor interface: what JoinService asks of each kind of evidence.
  *
- * An attestor runs inside JoinService's join transaction. It reads the request's
- * evidence, may read and write rows through the transaction (lock a token, record a
- * single use, insert a join request), and fills exactly one outcome:
+ * An attestor works in two phases:
+ *   - check() runs before the join's transaction begins and may not touch the store:
+ *     decoding, signatures, certificate chains, JWS, quotes. It may refuse, and may
+ *     hand what it learned to verify() through *state.
+ *   - verify() runs inside the write transaction: it may read and write rows (lock a
+ *     token, record a single use, insert a join request) and fills exactly one outcome.
+ * Outcomes:
  *   - a result: where the machine joins (tenant, pool, site, or a known node);
- *   - a deferral: ask again later (approval) or answer a challenge; JoinService then
- *     commits the attestor's rows, issues nothing and answers a signed JoinPending or
- *     JoinChallenge; the agent comes back with the same CSR;
- *   - a refusal: a reason (a short kebab-case string with static lifetime). The machine
- *     only ever sees permission_denied; the reason goes to the security.join.refused
- *     event, the log and on_refusal.
- * verify() returns 0 when it filled an outcome, or a negative BC_ERR_* when it could
- * not decide (the database failed); BC_ERR_RETRY / BC_ERR_BUSY replay the transaction.
+ *   - a deferral (verify only): ask again later (approval) or answer a challenge;
+ *     JoinService then commits the attestor's rows, issues nothing and answers a
+ *     signed JoinPending or JoinChallenge; the agent comes back with the same CSR;
+ *   - a refusal: a reason (a short kebab-case string with static lifetime, see
+ *     bc/reasons.h). The machine only ever sees permission_denied; the reason goes to
+ *     the security.join.refused event, the log and on_refusal.
+ * check() returns 0, having refused (out->kind BC_OUTCOME_REFUSE) or not (kind left
+ * BC_OUTCOME_NONE); verify() returns 0 when it filled an outcome. Either returns a
+ * negative BC_ERR_* when it could not decide (out of memory, the database failed);
+ * that is never a refusal. BC_ERR_RETRY / BC_ERR_BUSY from verify() replay the
+ * transaction: verify() then runs again on the same in->check_state with a fresh
+ * outcome, so verify() must not consume the state. release() frees it, once, after
+ * the join is answered; it is called whenever check() left a state, also when it
+ * refused.
+ *
+ * check() sees the process clock in in->now_ms; verify() sees database time. Time
+ * windows that single use depends on belong in verify().
  *
  * Plugins: a shared object named in server.toml exports
  *   const struct bc_attestor *bc_attestor_plugin(void);
  * returning an attestor with abi = BC_ATTESTOR_ABI. One whose id is "join-token"
- * replaces the built-in. */
+ * replaces the built-in. A plugin built for ABI 1 (no check, verify without state)
+ * still loads: its struct is this one's prefix, and it runs without check(). */
 #ifndef BC_ATTESTOR_H
 #define BC_ATTESTOR_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bc/key_attestation.h"
 #include "bc/store.h"
 #include "bc/toml.h"
 
-#define BC_ATTESTOR_ABI 1
+#define BC_ATTESTOR_ABI 2
 #define BC_ID_MAX       64
 #define BC_HWKEY_MAX    160
 #define BC_REASON_MAX   64
@@ -62,6 +77,8 @@ struct bc_join_input {
 	                                 transaction is replayed (BUSY/RETRY), so an
 	                                 attestor's memory can tell a replay of its own
 	                                 transaction from another request */
+	void *check_state;            /* ABI 2: what the attestor's check() left for
+	                                 verify(), or NULL */
 };
 
 struct bc_attest_result {
@@ -120,9 +137,39 @@ struct bc_attestor {
 	 * that dotted name; cfg may have no such table). err names the key at fault. */
 	int (*configure)(struct bc_attestor *self, const bc_toml *cfg, const char *table, char *err,
 	                 size_t errlen);
+	/* Required: inside the transaction. in->check_state is what check() left. */
 	int (*verify)(struct bc_attestor *self, bc_tx *tx, const struct bc_join_input *in,
 	              struct bc_attest_outcome *out);
 	void (*destroy)(struct bc_attestor *self); /* optional */
+	/* ABI 2 (ABI 1 ends here). Optional: the checks that need no store. *state may be
+	 * set to what verify() should see as in->check_state. */
+	int (*check)(struct bc_attestor *self, const struct bc_join_input *in,
+	             struct bc_attest_outcome *out, void **state);
+	/* Optional: frees check()'s state. */
+	void (*release)(struct bc_attestor *self, void *state);
+};
+
+/* The size of an ABI 1 attestor: the members up to destroy. */
+#define BC_ATTESTOR_V1_SIZE (offsetof(struct bc_attestor, destroy) + sizeof(void (*)(void)))
+
+/* What Renew hands a statement verifier: the leaf's statement and the next key. */
+struct bc_statement_input {
+	const char *statement;               /* the urn:bc: statement, as in the leaf */
+	const struct bc_key_attestation *ka; /* NULL when the request carries none */
+	uint8_t csr_sha256[32];
+	uint8_t csr_spki_sha256[32];
+};
+
+/* A statement a certificate carries (urn:bc:tpm-ak:...) is proven again at every
+ * renewal by the verifier registered for its prefix. verify() returns 0 and sets
+ * *reason to NULL when proven, or to a refusal reason; a negative BC_ERR_* when the
+ * check could not run. A statement no verifier claims is key-statement-unknown (or
+ * key-statement-unsupported for a scheme bc/wire.h names that this service does not
+ * prove), and a join whose result carries one is refused (join:node-key-statement). */
+struct bc_statement_verifier {
+	const char *prefix; /* matched against the statement's start */
+	void *ctx;
+	int (*verify)(void *ctx, const struct bc_statement_input *in, const char **reason);
 };
 
 typedef const struct bc_attestor *(*bc_attestor_plugin_fn)(void);

@@ -14,6 +14,7 @@
 
 #include "bc/crypto.h"
 #include "bc/err.h"
+#include "bc/key_attestation.h"
 
 struct bc_client_pins {
 	char *server_url;          /* https://host:port, or http:// on a loopback address */
@@ -135,21 +136,6 @@ BC_WUR int bc_client_renew_with(const struct bc_client_pins *pins, const uint8_t
                                 size_t next_csr_len, struct bc_join_answer *out, char *err,
                                 size_t errlen);
 
-/* Added (issue 7): a renewal of a certificate that names an AK carries the AK's
- * TPM2_Certify of the next key over sha256(next_csr) (RenewRequest.key_attestation):
- * the marshaled TPMT_PUBLIC of the AK and of the next key, the TPMS_ATTEST and the AK's
- * TPMT_SIGNATURE, as the TPM produced them. The caller keeps the bytes. */
-#define BC_KA_FIELD_MAX 2048 /* each field: a TPM structure */
-struct bc_key_attestation {
-	const uint8_t *ak_public;
-	size_t ak_public_len;
-	const uint8_t *key_public;
-	size_t key_public_len;
-	const uint8_t *certify_info;
-	size_t certify_info_len;
-	const uint8_t *signature;
-	size_t signature_len;
-};
 /* bc_client_renew_with with the key attestation (NULL: none, as bc_client_renew_with).
  * A field missing, empty or over BC_KA_FIELD_MAX is BC_ERR_INVALID before anything is
  * sent. Otherwise as bc_client_renew_with. */

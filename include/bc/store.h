@@ -45,6 +45,8 @@ BC_WUR int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out);
 BC_WUR int bc_tx_commit(bc_tx *tx); /* frees tx whatever the result */
 void bc_tx_rollback(bc_tx *tx);     /* frees tx; NULL is fine */
 bc_store *bc_tx_store(bc_tx *tx);
+/* Transactions of that mode begun on s since it opened: for metrics and tests. */
+uint64_t bc_store_tx_begun(bc_store *s, enum bc_tx_mode mode);
 
 /* Database time in Unix ms (PostgreSQL clock_timestamp(); SQLite: the process
  * clock), plus the test clock offset in a BC_TESTING build. Read once per call. */

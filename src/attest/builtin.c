@@ -1,10 +1,12 @@
-/* The optional built-in attestors, enabled by an [attestors.<id>] table in
- * server.toml. Each entry is added with its attestor's file. */
+/* The built-in attestors, registered with JoinService as plugins are: join-token
+ * always; the optional ones when server.toml has an [attestors.<id>] table. Each entry
+ * is added with its attestor's file. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "join/join.h"
+#include "attest/attest.h"
+#include "bc/err.h"
 
 struct builtin {
 	const char *id;
@@ -43,4 +45,41 @@ const char *bc_attestor_builtin_names(void)
 {
 	pthread_once(&names_once, make_names);
 	return names;
+}
+
+int bc_attest_register_defaults(struct bc_join_service *s)
+{
+	int rc;
+
+	if ((rc = bc_join_register(s, bc_attestor_join_token())) != 0)
+		return rc;
+	return bc_join_register_statement(s, bc_attest_tpm_statements());
+}
+
+int bc_attest_enable(struct bc_join_service *s, const bc_toml *cfg, char *err, size_t errlen)
+{
+	const char *const *tables;
+	size_t n;
+	int rc;
+
+	if (cfg == NULL || bc_toml_tables(cfg, "attestors", &tables, &n) != 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct bc_attestor *a;
+		if (bc_join_attestor_known(s, tables[i]))
+			continue;
+		if ((a = bc_attestor_builtin(tables[i])) == NULL) {
+			snprintf(
+			    err, errlen,
+			    "[attestors.%s]: no attestor with that id runs here (built-in: %s; "
+			    "others come from plugins)",
+			    tables[i], bc_attestor_builtin_names());
+			return BC_ERR_CONFIG;
+		}
+		if ((rc = bc_join_register(s, a)) != 0) {
+			snprintf(err, errlen, "[attestors.%s]: %s", tables[i], bc_err_str(rc));
+			return rc;
+		}
+	}
+	return 0;
 }

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "attest/token.h"
-#include "join/join.h"
-#include "join/reasons.h"
+#include "attest/attest.h"
+#include "bc/reasons.h"
 
 static const char *const roles[] = {"node", "site"};
 

@@ -5,7 +5,7 @@
 
 #include "bc/codec.h"
 #include "bc/crypto.h"
-#include "join/reasons.h"
+#include "bc/reasons.h"
 
 #define ULID_LEN 26
 

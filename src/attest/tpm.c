@@ -21,8 +21,8 @@
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bettercompute/attest/v1/tpm.pb-c.h"
-#include "join/join.h"
-#include "join/reasons.h"
+#include "attest/attest.h"
+#include "bc/reasons.h"
 
 #define EVIDENCE_MAX  (64 * 1024)
 #define STATE_VERSION 1
@@ -39,6 +39,24 @@ static void proven_free(struct tpm_proven *p)
 	EVP_PKEY_free(p->ak_key);
 	free(p->issuer);
 	memset(p, 0, sizeof(*p));
+}
+
+/* What check() leaves for verify(): round 1's challenge, or round 2's proven EK. */
+struct tpm_check {
+	int round;
+	uint8_t *challenge; /* round 1: a packed TpmChallenge */
+	size_t challenge_len;
+	int64_t not_after_ms; /* round 1: the challenge's; round 2: the state's */
+	struct tpm_proven p;  /* round 2 */
+};
+
+static void check_free(struct tpm_check *ck)
+{
+	if (ck == NULL)
+		return;
+	free(ck->challenge);
+	proven_free(&ck->p);
+	free(ck);
 }
 
 /* H(len || bytes) over every field: the evidence as round 1 saw it. */
@@ -91,74 +109,85 @@ out:
 	return rc;
 }
 
-static const char *check_ek_cert(const struct tpm_cfg *c, const struct bc_join_input *in,
-                                 const Bettercompute__Attest__V1__TpmEvidence *ev,
-                                 struct tpm_proven *p, int *rc)
+/* The EK certificate chains to ek_roots and certifies the EK (at the process clock:
+ * this runs before the transaction). */
+static int check_ek_cert(const struct tpm_cfg *c, const struct bc_join_input *in,
+                         const Bettercompute__Attest__V1__TpmEvidence *ev, struct tpm_proven *p,
+                         const char **reason)
 {
 	const uint8_t *inter[8];
 	size_t lens[8];
 	EVP_PKEY *ek_key = NULL;
 	X509 *cert = NULL;
-	const char *why = NULL;
+	int rc;
 
-	if (ev->ek_certificate.len == 0)
-		return c->allow_uncertified ? NULL : BC_R_EK_UNCERTIFIED;
-	if (ev->n_ek_intermediates > 8)
-		return BC_R_TPM_EVIDENCE_MALFORMED;
+	if (ev->ek_certificate.len == 0) {
+		if (!c->allow_uncertified)
+			*reason = BC_R_EK_UNCERTIFIED;
+		return 0;
+	}
+	if (ev->n_ek_intermediates > 8) {
+		*reason = BC_R_TPM_EVIDENCE_MALFORMED;
+		return 0;
+	}
 	for (size_t i = 0; i < ev->n_ek_intermediates; i++) {
 		inter[i] = ev->ek_intermediates[i].data;
 		lens[i] = ev->ek_intermediates[i].len;
 	}
-	if ((*rc = bc_tpm_public_key(&p->ek, &ek_key)) != 0) {
-		*rc = 0;
-		return BC_R_EK_MALFORMED;
+	if (bc_tpm_public_key(&p->ek, &ek_key) != 0) {
+		*reason = BC_R_EK_MALFORMED;
+		return 0;
 	}
-	*rc = bc_tpm_ek_cert_verify(c->roots, c->n_roots, ev->ek_certificate.data,
-	                            ev->ek_certificate.len, inter, lens, ev->n_ek_intermediates,
-	                            ek_key, in->now_ms, &cert);
-	if (*rc == BC_ERR_CONFLICT)
-		why = BC_R_EK_CERTIFICATE_KEY;
-	else if (*rc == BC_ERR_VERIFY || *rc == BC_ERR_INVALID || *rc == BC_ERR_LIMIT)
-		why = BC_R_EK_CERTIFICATE_CHAIN;
-	if (why || *rc != 0) {
-		if (why)
-			*rc = 0;
-		goto out;
-	}
-	*rc = cert_ids(cert, p);
-out:
+	rc = bc_tpm_ek_cert_verify(c->roots, c->n_roots, ev->ek_certificate.data,
+	                           ev->ek_certificate.len, inter, lens, ev->n_ek_intermediates,
+	                           ek_key, in->now_ms, &cert);
+	if (rc == BC_ERR_CONFLICT)
+		*reason = BC_R_EK_CERTIFICATE_KEY;
+	else if (rc == BC_ERR_VERIFY || rc == BC_ERR_INVALID || rc == BC_ERR_LIMIT)
+		*reason = BC_R_EK_CERTIFICATE_CHAIN;
+	else if (rc == 0)
+		rc = cert_ids(cert, p);
+	if (*reason)
+		rc = 0;
 	X509_free(cert);
 	EVP_PKEY_free(ek_key);
-	return why;
+	return rc;
 }
 
 /* Round 1's checks, run again in round 2 on the evidence the answer carries. */
-static const char *check_evidence(const struct tpm_cfg *c, const struct bc_join_input *in,
-                                  const Bettercompute__Attest__V1__TpmEvidence *ev,
-                                  struct tpm_proven *p, int *rc)
+static int check_evidence(const struct tpm_cfg *c, const struct bc_join_input *in,
+                          const Bettercompute__Attest__V1__TpmEvidence *ev, struct tpm_proven *p,
+                          const char **reason)
 {
-	const char *why;
+	int rc;
 
-	*rc = 0;
 	if (bc_tpm_public_parse(ev->ek_public.data, ev->ek_public.len, &p->ek) != 0 ||
-	    bc_tpm_check_ek(&p->ek) != 0)
-		return BC_R_EK_MALFORMED;
-	if (bc_tpm_public_parse(ev->ak_public.data, ev->ak_public.len, &p->ak) != 0)
-		return BC_R_AK_MALFORMED;
+	    bc_tpm_check_ek(&p->ek) != 0) {
+		*reason = BC_R_EK_MALFORMED;
+		return 0;
+	}
+	if (bc_tpm_public_parse(ev->ak_public.data, ev->ak_public.len, &p->ak) != 0) {
+		*reason = BC_R_AK_MALFORMED;
+		return 0;
+	}
 	/* the statement names the AK as urn:bc:tpm-ak:sha256:...: a SHA-256 name */
-	if (bc_tpm_check_ak(&p->ak) != 0 || p->ak.nameAlg != TPM2_ALG_SHA256)
-		return BC_R_AK_ATTRIBUTES;
-	if ((why = check_ek_cert(c, in, ev, p, rc)) != NULL || *rc != 0)
-		return why;
-	if (bc_tpm_public_key(&p->ak, &p->ak_key) != 0)
-		return BC_R_AK_MALFORMED;
-	if ((*rc = bc_sha256(ev->ek_public.data, ev->ek_public.len, p->ek_sha256)) != 0 ||
-	    (*rc = bc_tpm_name(&p->ak, ev->ak_public.data, ev->ak_public.len, p->ak_name,
-	                       &p->ak_name_len)) != 0 ||
-	    (*rc = evidence_digest(ev, p->evidence_sha256)) != 0)
-		return NULL;
+	if (bc_tpm_check_ak(&p->ak) != 0 || p->ak.nameAlg != TPM2_ALG_SHA256) {
+		*reason = BC_R_AK_ATTRIBUTES;
+		return 0;
+	}
+	if ((rc = check_ek_cert(c, in, ev, p, reason)) != 0 || *reason)
+		return rc;
+	if (bc_tpm_public_key(&p->ak, &p->ak_key) != 0) {
+		*reason = BC_R_AK_MALFORMED;
+		return 0;
+	}
+	if ((rc = bc_sha256(ev->ek_public.data, ev->ek_public.len, p->ek_sha256)) != 0 ||
+	    (rc = bc_tpm_name(&p->ak, ev->ak_public.data, ev->ak_public.len, p->ak_name,
+	                      &p->ak_name_len)) != 0 ||
+	    (rc = evidence_digest(ev, p->evidence_sha256)) != 0)
+		return rc;
 	bc_hex_encode_to(p->ek_sha256, 32, p->ek_hex);
-	return NULL;
+	return 0;
 }
 
 static int seal_state(const struct bc_join_input *in, const struct tpm_proven *p,
@@ -186,8 +215,10 @@ static int seal_state(const struct bc_join_input *in, const struct tpm_proven *p
 	return rc;
 }
 
+/* Round 1's answer, made before the transaction: a credential for the AK's name
+ * under the EK and the sealed state, packed as a TpmChallenge into ck. */
 static int challenge(const struct tpm_cfg *c, const struct bc_join_input *in,
-                     const struct tpm_proven *p, struct bc_attest_outcome *out)
+                     const struct tpm_proven *p, struct tpm_check *ck)
 {
 	Bettercompute__Attest__V1__TpmChallenge ch = BETTERCOMPUTE__ATTEST__V1__TPM_CHALLENGE__INIT;
 	uint8_t secret[SECRET_LEN], state[STATE_LEN], *idobj = NULL, *encsec = NULL;
@@ -212,16 +243,13 @@ static int challenge(const struct tpm_cfg *c, const struct bc_join_input *in,
 	ch.pcr_hash_alg = c->pcr_alg;
 	ch.pcrs = pcrs;
 	ch.n_pcrs = c->n_pcrs;
-	out->deferral.challenge_len =
-	    bettercompute__attest__v1__tpm_challenge__get_packed_size(&ch);
-	if ((out->deferral.challenge = malloc(out->deferral.challenge_len)) == NULL) {
+	ck->challenge_len = bettercompute__attest__v1__tpm_challenge__get_packed_size(&ch);
+	if ((ck->challenge = malloc(ck->challenge_len)) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	bettercompute__attest__v1__tpm_challenge__pack(&ch, out->deferral.challenge);
-	out->kind = BC_OUTCOME_DEFER;
-	out->deferral.kind = BC_DEFER_CHALLENGE;
-	out->deferral.not_after_ms = not_after;
+	bettercompute__attest__v1__tpm_challenge__pack(&ch, ck->challenge);
+	ck->not_after_ms = not_after;
 out:
 	OPENSSL_cleanse(secret, sizeof(secret));
 	free(idobj);
@@ -229,103 +257,133 @@ out:
 	return rc;
 }
 
-/* The sealed state, checked against this request and the evidence it carries. */
-static const char *open_state(const struct bc_join_input *in, const ProtobufCBinaryData *st,
-                              const struct tpm_proven *p, uint8_t secret_sha256[32])
+/* The sealed state, checked against this request, the clock and the evidence it
+ * carries; its not_after goes to verify(), which compares it with database time. */
+static int open_state(const struct bc_join_input *in, const ProtobufCBinaryData *st,
+                      const struct tpm_proven *p, uint8_t secret_sha256[32], int64_t *not_after,
+                      const char **reason)
 {
 	uint8_t pt[STATE_PT_LEN];
 	const uint8_t *q = pt + 1;
-	const char *why = NULL;
-	int64_t not_after = 0;
 
+	*not_after = 0;
 	if (st->len != STATE_LEN ||
 	    bc_aes256gcm_open(in->challenge_key, st->data, STATE_AAD, strlen(STATE_AAD),
 	                      st->data + 12, STATE_LEN - 12, pt) != 0 ||
-	    pt[0] != STATE_VERSION)
-		return BC_R_CHALLENGE_STATE;
+	    pt[0] != STATE_VERSION) {
+		*reason = BC_R_CHALLENGE_STATE;
+		return 0;
+	}
 	for (int k = 0; k < 8; k++)
-		not_after = (int64_t)(((uint64_t)not_after << 8) | q[128 + k]);
+		*not_after = (int64_t)(((uint64_t)*not_after << 8) | q[128 + k]);
 	if (!bc_ct_equal(q, in->csr_sha256, 32))
-		why = BC_R_CHALLENGE_OTHER_CSR;
-	else if (in->now_ms > not_after)
-		why = BC_R_CHALLENGE_EXPIRED;
+		*reason = BC_R_CHALLENGE_OTHER_CSR;
+	else if (in->now_ms > *not_after)
+		/* by the process clock here, so that a late answer costs no quote check;
+		 * verify() decides again at database time */
+		*reason = BC_R_CHALLENGE_EXPIRED;
 	else if (!bc_ct_equal(q + 32, p->ek_sha256, 32) ||
 	         !bc_ct_equal(q + 64, p->evidence_sha256, 32) || q[136] != p->ak_name_len ||
 	         !bc_ct_equal(q + 137, p->ak_name, p->ak_name_len))
-		why = BC_R_CHALLENGE_EVIDENCE;
+		*reason = BC_R_CHALLENGE_EVIDENCE;
 	memcpy(secret_sha256, q + 96, 32);
 	OPENSSL_cleanse(pt, sizeof(pt));
-	return why;
+	return 0;
 }
 
-static const char *check_secret(const Bettercompute__Attest__V1__TpmAnswer *a,
-                                const uint8_t want[32], int *rc)
+static int check_secret(const Bettercompute__Attest__V1__TpmAnswer *a, const uint8_t want[32],
+                        const char **reason)
 {
 	uint8_t d[32];
+	int rc;
 
-	if (a->secret.len != SECRET_LEN)
-		return BC_R_CREDENTIAL_SECRET;
-	if ((*rc = bc_sha256(a->secret.data, a->secret.len, d)) != 0)
-		return NULL;
-	return bc_ct_equal(d, want, 32) ? NULL : BC_R_CREDENTIAL_SECRET;
+	if (a->secret.len != SECRET_LEN) {
+		*reason = BC_R_CREDENTIAL_SECRET;
+		return 0;
+	}
+	if ((rc = bc_sha256(a->secret.data, a->secret.len, d)) != 0)
+		return rc;
+	if (!bc_ct_equal(d, want, 32))
+		*reason = BC_R_CREDENTIAL_SECRET;
+	return 0;
 }
 
 /* The PCR values supplied are exactly the quote's selection, in order, and hash to
  * its digest; then the policy. */
-static const char *check_pcrs(const struct tpm_cfg *c,
-                              const Bettercompute__Attest__V1__TpmAnswer *a,
-                              const TPMS_QUOTE_INFO *qi, uint16_t hash, const struct tpm_proven *p,
-                              int *rc)
+static int check_pcrs(const struct tpm_cfg *c, const Bettercompute__Attest__V1__TpmAnswer *a,
+                      const TPMS_QUOTE_INFO *qi, uint16_t hash, const struct tpm_proven *p,
+                      const char **reason)
 {
 	const uint8_t *values[TPM_PCR_MAX];
 	uint8_t d[EVP_MAX_MD_SIZE];
 	uint32_t sel[TPM_PCR_MAX];
 	size_t n = 0, dl = 0, hs = bc_tpm_hash_size(c->pcr_alg);
+	int rc;
 
 	if (a->pcr_hash_alg != c->pcr_alg ||
 	    bc_tpm_selection(&qi->pcrSelect, c->pcr_alg, c->pcrs, c->n_pcrs, sel, &n) != 0 ||
-	    a->n_pcrs != n)
-		return BC_R_QUOTE_PCR_SELECTION;
+	    a->n_pcrs != n) {
+		*reason = BC_R_QUOTE_PCR_SELECTION;
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (a->pcrs[i] == NULL || a->pcrs[i]->index != sel[i])
-			return BC_R_QUOTE_PCR_SELECTION;
-		if (a->pcrs[i]->digest.len != hs)
-			return BC_R_QUOTE_PCR_DIGEST;
+		if (a->pcrs[i] == NULL || a->pcrs[i]->index != sel[i]) {
+			*reason = BC_R_QUOTE_PCR_SELECTION;
+			return 0;
+		}
+		if (a->pcrs[i]->digest.len != hs) {
+			*reason = BC_R_QUOTE_PCR_DIGEST;
+			return 0;
+		}
 		values[i] = a->pcrs[i]->digest.data;
 	}
-	if ((*rc = bc_tpm_pcr_digest(c->pcr_alg, hash, values, n, d, &dl)) != 0)
-		return NULL;
-	if (qi->pcrDigest.size != dl || !bc_ct_equal(qi->pcrDigest.buffer, d, dl))
-		return BC_R_QUOTE_PCR_DIGEST;
-	return tpm_pcr_policy(c, p->ek_hex, sel, values, n, rc);
+	if ((rc = bc_tpm_pcr_digest(c->pcr_alg, hash, values, n, d, &dl)) != 0)
+		return rc;
+	if (qi->pcrDigest.size != dl || !bc_ct_equal(qi->pcrDigest.buffer, d, dl)) {
+		*reason = BC_R_QUOTE_PCR_DIGEST;
+		return 0;
+	}
+	return tpm_pcr_policy(c, p->ek_hex, sel, values, n, reason);
 }
 
-static const char *check_quote(const struct tpm_cfg *c, const struct bc_join_input *in,
-                               const Bettercompute__Attest__V1__TpmAnswer *a,
-                               const struct tpm_proven *p, int *rc)
+/* The quote's shape, the AK's signature, then the nonce it commits to. */
+static const char *quote_shape(const Bettercompute__Attest__V1__TpmAnswer *a,
+                               const struct tpm_proven *p, TPMS_ATTEST *q, TPMT_SIGNATURE *sig)
+{
+	if (bc_tpm_attest_parse(a->quote.data, a->quote.len, q) != 0 ||
+	    bc_tpm_signature_parse(a->quote_signature.data, a->quote_signature.len, sig) != 0)
+		return BC_R_QUOTE_MALFORMED;
+	if (bc_tpm_signature_verify(p->ak_key, sig, a->quote.data, a->quote.len) != 0)
+		return BC_R_QUOTE_SIGNATURE;
+	if (q->magic != TPM2_GENERATED_VALUE)
+		return BC_R_QUOTE_MAGIC;
+	if (q->type != TPM2_ST_ATTEST_QUOTE)
+		return BC_R_QUOTE_TYPE;
+	return NULL;
+}
+
+static int check_quote(const struct tpm_cfg *c, const struct bc_join_input *in,
+                       const Bettercompute__Attest__V1__TpmAnswer *a, const struct tpm_proven *p,
+                       const char **reason)
 {
 	uint8_t nonce[32], buf[SECRET_LEN + 32];
 	TPMS_ATTEST q;
 	TPMT_SIGNATURE sig;
+	int rc;
 
-	if (bc_tpm_attest_parse(a->quote.data, a->quote.len, &q) != 0 ||
-	    bc_tpm_signature_parse(a->quote_signature.data, a->quote_signature.len, &sig) != 0)
-		return BC_R_QUOTE_MALFORMED;
-	if (bc_tpm_signature_verify(p->ak_key, &sig, a->quote.data, a->quote.len) != 0)
-		return BC_R_QUOTE_SIGNATURE;
-	if (q.magic != TPM2_GENERATED_VALUE)
-		return BC_R_QUOTE_MAGIC;
-	if (q.type != TPM2_ST_ATTEST_QUOTE)
-		return BC_R_QUOTE_TYPE;
+	if ((*reason = quote_shape(a, p, &q, &sig)) != NULL)
+		return 0;
 	memcpy(buf, a->secret.data, SECRET_LEN);
 	memcpy(buf + SECRET_LEN, in->csr_sha256, 32);
-	*rc = bc_sha256(buf, sizeof(buf), nonce);
+	rc = bc_sha256(buf, sizeof(buf), nonce);
 	OPENSSL_cleanse(buf, sizeof(buf));
-	if (*rc != 0)
-		return NULL;
-	if (q.extraData.size != 32 || !bc_ct_equal(q.extraData.buffer, nonce, 32))
-		return BC_R_QUOTE_NONCE;
-	return check_pcrs(c, a, &q.attested.quote, bc_tpm_signature_hash(&sig), p, rc);
+	if (rc != 0)
+		return rc;
+	if (q.extraData.size != 32 || !bc_ct_equal(q.extraData.buffer, nonce, 32)) {
+		*reason = BC_R_QUOTE_NONCE;
+		return 0;
+	}
+	return check_pcrs(c, a, &q.attested.quote, bc_tpm_signature_hash(&sig), p, reason);
 }
 
 const char *bc_tpm_certify_reason(enum bc_tpm_certify_result r)
@@ -343,100 +401,138 @@ const char *bc_tpm_certify_reason(enum bc_tpm_certify_result r)
 }
 
 /* The AK's TPM2_Certify of the CSR's key, qualified by sha256(csr). */
-static const char *check_node_key(const struct bc_join_input *in,
-                                  const Bettercompute__Attest__V1__KeyCertification *k,
-                                  const struct tpm_proven *p, int *rc)
+static int check_node_key(const struct bc_join_input *in,
+                          const Bettercompute__Attest__V1__KeyCertification *k,
+                          const struct tpm_proven *p, const char **reason)
 {
 	enum bc_tpm_certify_result r;
+	int rc;
 
-	if ((*rc = bc_tpm_check_certify(p->ak_key, k->key_public.data, k->key_public.len,
-	                                k->certify_info.data, k->certify_info.len,
-	                                k->signature.data, k->signature.len, in->csr_sha256,
-	                                in->csr_spki_sha256, &r)) != 0)
-		return NULL;
-	return bc_tpm_certify_reason(r);
+	if ((rc = bc_tpm_check_certify(p->ak_key, k->key_public.data, k->key_public.len,
+	                               k->certify_info.data, k->certify_info.len, k->signature.data,
+	                               k->signature.len, in->csr_sha256, in->csr_spki_sha256,
+	                               &r)) == 0)
+		*reason = bc_tpm_certify_reason(r);
+	return rc;
 }
 
-static int round2(const struct tpm_cfg *c, bc_tx *tx, const struct bc_join_input *in,
-                  const Bettercompute__Attest__V1__TpmAnswer *a, struct bc_attest_outcome *out)
+static int check_answer(const struct tpm_cfg *c, const struct bc_join_input *in,
+                        const Bettercompute__Attest__V1__TpmAnswer *a, struct tpm_check *ck,
+                        const char **reason)
 {
-	struct tpm_proven p;
+	struct tpm_proven *p = &ck->p;
 	uint8_t secret_sha[32];
-	const char *why;
-	int rc = 0;
+	int rc;
 
-	memset(&p, 0, sizeof(p));
-	if ((why = check_evidence(c, in, a->evidence, &p, &rc)) != NULL || rc != 0)
-		goto out;
-	if ((why = open_state(in, &a->state, &p, secret_sha)) != NULL ||
-	    (why = check_secret(a, secret_sha, &rc)) != NULL || rc != 0 ||
-	    (why = check_quote(c, in, a, &p, &rc)) != NULL || rc != 0)
-		goto out;
+	ck->round = 2;
+	if ((rc = check_evidence(c, in, a->evidence, p, reason)) != 0 || *reason ||
+	    (rc = open_state(in, &a->state, p, secret_sha, &ck->not_after_ms, reason)) != 0 ||
+	    *reason || (rc = check_secret(a, secret_sha, reason)) != 0 || *reason ||
+	    (rc = check_quote(c, in, a, p, reason)) != 0 || *reason)
+		return rc;
 	if (a->node_key != NULL) {
-		if ((why = check_node_key(in, a->node_key, &p, &rc)) != NULL || rc != 0)
-			goto out;
-		p.certified = 1;
+		if ((rc = check_node_key(in, a->node_key, p, reason)) != 0 || *reason)
+			return rc;
+		p->certified = 1;
 	} else if (!c->node_key_any) {
-		why = BC_R_NODE_KEY_NOT_CERTIFIED;
-		goto out;
+		*reason = BC_R_NODE_KEY_NOT_CERTIFIED;
 	}
-	rc = tpm_place(tx, c, in, &p, out);
-out:
-	if (why && rc == 0)
-		bc_refuse(out, why);
-	proven_free(&p);
-	return rc;
+	return 0;
 }
 
-static int round1(const struct tpm_cfg *c, const struct bc_join_input *in,
-                  const Bettercompute__Attest__V1__TpmEvidence *ev, struct bc_attest_outcome *out)
+static int check_evidence_round(const struct tpm_cfg *c, const struct bc_join_input *in,
+                                const Bettercompute__Attest__V1__TpmEvidence *ev,
+                                struct tpm_check *ck, const char **reason)
 {
-	struct tpm_proven p;
-	const char *why;
-	int rc = 0;
+	int rc;
 
-	memset(&p, 0, sizeof(p));
-	if ((why = check_evidence(c, in, ev, &p, &rc)) == NULL && rc == 0)
-		rc = challenge(c, in, &p, out);
-	if (why && rc == 0)
-		bc_refuse(out, why);
-	proven_free(&p);
-	return rc;
+	ck->round = 1;
+	if ((rc = check_evidence(c, in, ev, &ck->p, reason)) != 0 || *reason)
+		return rc;
+	return challenge(c, in, &ck->p, ck);
 }
 
 /* Both messages start with field 1 of wire type 2. A TpmAnswer's evidence is a
  * message; a TpmEvidence's field 1 is a TPMT_PUBLIC, whose first byte (0x00) is
  * never a valid protobuf tag: so an answer never reads as evidence and back. */
-static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_input *in,
-                  struct bc_attest_outcome *out)
+static int decode_and_check(const struct tpm_cfg *c, const struct bc_join_input *in,
+                            struct tpm_check *ck, const char **reason)
 {
-	const struct tpm_cfg *c = self->ctx;
 	Bettercompute__Attest__V1__TpmAnswer *a = NULL;
 	Bettercompute__Attest__V1__TpmEvidence *ev = NULL;
 	int rc = 0;
 
-	if (c == NULL)
-		return BC_ERR_CONFIG;
 	if (in->attestation_len == 0 || in->attestation_len > EVIDENCE_MAX ||
 	    in->challenge_key == NULL) {
-		bc_refuse(out, BC_R_TPM_EVIDENCE_MALFORMED);
+		*reason = BC_R_TPM_EVIDENCE_MALFORMED;
 		return 0;
 	}
 	a = bettercompute__attest__v1__tpm_answer__unpack(NULL, in->attestation_len,
 	                                                  in->attestation);
-	if (a != NULL && a->evidence != NULL) {
-		rc = round2(c, tx, in, a, out);
-	} else if ((ev = bettercompute__attest__v1__tpm_evidence__unpack(
-	                NULL, in->attestation_len, in->attestation)) != NULL) {
-		rc = round1(c, in, ev, out);
-	} else {
-		bc_refuse(out, BC_R_TPM_EVIDENCE_MALFORMED);
-	}
+	if (a != NULL && a->evidence != NULL)
+		rc = check_answer(c, in, a, ck, reason);
+	else if ((ev = bettercompute__attest__v1__tpm_evidence__unpack(NULL, in->attestation_len,
+	                                                               in->attestation)) != NULL)
+		rc = check_evidence_round(c, in, ev, ck, reason);
+	else
+		*reason = BC_R_TPM_EVIDENCE_MALFORMED;
 	if (a != NULL)
 		bettercompute__attest__v1__tpm_answer__free_unpacked(a, NULL);
 	if (ev != NULL)
 		bettercompute__attest__v1__tpm_evidence__free_unpacked(ev, NULL);
 	return rc;
+}
+
+/* Before the transaction: every signature, chain, credential and quote. */
+static int check(struct bc_attestor *self, const struct bc_join_input *in,
+                 struct bc_attest_outcome *out, void **state)
+{
+	const struct tpm_cfg *c = self->ctx;
+	struct tpm_check *ck;
+	const char *why = NULL;
+	int rc;
+
+	if (c == NULL)
+		return BC_ERR_CONFIG;
+	if ((ck = calloc(1, sizeof(*ck))) == NULL)
+		return BC_ERR_NOMEM;
+	*state = ck;
+	if ((rc = decode_and_check(c, in, ck, &why)) == 0 && why)
+		bc_refuse(out, why);
+	return rc;
+}
+
+static void release(struct bc_attestor *self, void *state)
+{
+	(void)self;
+	check_free(state);
+}
+
+/* Inside the transaction: round 1 answers its challenge; round 2, in time, is placed. */
+static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_input *in,
+                  struct bc_attest_outcome *out)
+{
+	const struct tpm_cfg *c = self->ctx;
+	const struct tpm_check *ck = in->check_state;
+
+	if (c == NULL || ck == NULL)
+		return BC_ERR_INTERNAL;
+	if (ck->round == 2) {
+		if (in->now_ms > ck->not_after_ms) {
+			bc_refuse(out, BC_R_CHALLENGE_EXPIRED);
+			return 0;
+		}
+		return tpm_place(tx, c, in, &ck->p, out);
+	}
+	/* the deferral's copy is JoinService's: a replayed transaction asks again */
+	if ((out->deferral.challenge = malloc(ck->challenge_len)) == NULL)
+		return BC_ERR_NOMEM;
+	memcpy(out->deferral.challenge, ck->challenge, ck->challenge_len);
+	out->deferral.challenge_len = ck->challenge_len;
+	out->kind = BC_OUTCOME_DEFER;
+	out->deferral.kind = BC_DEFER_CHALLENGE;
+	out->deferral.not_after_ms = ck->not_after_ms;
+	return 0;
 }
 
 static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *table, char *err,
@@ -468,6 +564,8 @@ static const struct bc_attestor tpm = {
     .configure = configure,
     .verify = verify,
     .destroy = destroy,
+    .check = check,
+    .release = release,
 };
 
 const struct bc_attestor *bc_attestor_tpm(void)

@@ -75,10 +75,12 @@ BC_WUR int tpm_cfg_load(const bc_toml *t, const char *table, struct tpm_cfg **ou
                         size_t errlen);
 void tpm_cfg_free(struct tpm_cfg *c);
 
-/* tpm_pcr.c: NULL when the PCR values pass the policy, else the reason. values are
- * the selected PCRs' digests, indexes ascending. *rc < 0 when it could not decide. */
-const char *tpm_pcr_policy(const struct tpm_cfg *c, const char *ek_hex, const uint32_t *idx,
-                           const uint8_t *const *values, size_t n, int *rc);
+/* tpm_pcr.c: whether the PCR values pass the policy: 0 with *reason left NULL, or set
+ * to pcr-policy (also when the policy command cannot answer: never admit on an
+ * error). values are the selected PCRs' digests, indexes ascending. < 0 when out of
+ * memory. */
+BC_WUR int tpm_pcr_policy(const struct tpm_cfg *c, const char *ek_hex, const uint32_t *idx,
+                          const uint8_t *const *values, size_t n, const char **reason);
 
 /* tpm_place.c: fills out with a result, a deferral or a refusal for a proven EK. */
 BC_WUR int tpm_place(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_input *in,

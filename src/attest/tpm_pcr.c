@@ -21,7 +21,7 @@
 #include "bc/codec.h"
 #include "bc/json.h"
 #include "bc/log.h"
-#include "join/reasons.h"
+#include "bc/reasons.h"
 
 #define CMD_TIMEOUT_MS 5000
 #define CMD_ANSWER_MAX 256
@@ -164,27 +164,26 @@ out:
 	return rc;
 }
 
-const char *tpm_pcr_policy(const struct tpm_cfg *c, const char *ek_hex, const uint32_t *idx,
-                           const uint8_t *const *values, size_t n, int *rc)
+int tpm_pcr_policy(const struct tpm_cfg *c, const char *ek_hex, const uint32_t *idx,
+                   const uint8_t *const *values, size_t n, const char **reason)
 {
 	char *input;
 	int r;
 
-	*rc = 0;
-	if (c->has_pcr_policy && !allowed(c, idx, values, n))
-		return BC_R_PCR_POLICY;
-	if (c->policy_cmd == NULL)
-		return NULL;
-	if ((input = policy_input(c, ek_hex, idx, values, n)) == NULL) {
-		*rc = BC_ERR_NOMEM;
-		return NULL;
+	if (c->has_pcr_policy && !allowed(c, idx, values, n)) {
+		*reason = BC_R_PCR_POLICY;
+		return 0;
 	}
+	if (c->policy_cmd == NULL)
+		return 0;
+	if ((input = policy_input(c, ek_hex, idx, values, n)) == NULL)
+		return BC_ERR_NOMEM;
 	r = run_command(c, input);
 	free(input);
-	if (r < 0) {
+	if (r < 0)
 		/* a policy that cannot answer refuses: never admit on an error */
 		bc_log(BC_LOG_ERROR, "pcr_policy_command failed", "error", bc_err_str(r), NULL);
-		return BC_R_PCR_POLICY;
-	}
-	return r ? NULL : BC_R_PCR_POLICY;
+	if (r <= 0)
+		*reason = BC_R_PCR_POLICY;
+	return 0;
 }

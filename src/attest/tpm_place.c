@@ -11,7 +11,7 @@
 #include "attest/tpm_internal.h"
 #include "bc/codec.h"
 #include "bc/json.h"
-#include "join/reasons.h"
+#include "bc/reasons.h"
 
 static const struct tpm_place_entry *find_entry(const struct tpm_cfg *c, const struct tpm_proven *p)
 {

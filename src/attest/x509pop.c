@@ -9,7 +9,11 @@
  * one (node-tenant re-joins as node and keeps its restriction); expired at most grace_ms
  * ago; the client time within window_ms of database time; the proof never used before
  * (an in-memory cache, and an attestation_uses row that every replica sees). The result
- * names the node, so JoinService reclaims it in place. */
+ * names the node, so JoinService reclaims it in place.
+ *
+ * check() (no store) decodes the evidence and verifies the leaf's identity, role and
+ * the proof's signature; verify() (in the transaction, at database time) checks the
+ * time window, the leaf's row and single use. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +26,8 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/pki.h"
-#include "join/join.h"
-#include "join/reasons.h"
+#include "attest/attest.h"
+#include "bc/reasons.h"
 
 #define X509POP_MAX_EVIDENCE (32 * 1024)
 #define X509POP_MAX_CHAIN    4
@@ -134,43 +138,70 @@ static int cache_seen(const uint8_t subject[32], uint64_t request)
 	return seen;
 }
 
-/* Checks that need no database: shape, identity, signature, time window. */
-static const char *offline_checks(const struct bc_join_input *in, struct evidence *e,
-                                  struct bc_node_identity *id, uint8_t subject[32])
+/* What check() proved, for verify(): the evidence, the leaf's identity and the
+ * proof's single-use subject. */
+struct proven {
+	struct evidence e;
+	struct bc_node_identity id;
+	uint8_t subject[32];
+};
+
+static void proven_free(struct proven *p)
+{
+	if (p == NULL)
+		return;
+	bc_node_identity_clear(&p->id);
+	evidence_free(&p->e);
+	free(p);
+}
+
+/* The proof under the leaf's key; *subject its hash. */
+static int check_signature(const struct bc_join_input *in, struct proven *p, const char **reason)
 {
 	X509 *leaf = NULL;
 	bc_buf b;
-	const char *why = NULL;
+	int rc;
 
-	if (parse(in, e) != 0 ||
-	    bc_pki_node_identity(e->leaf, e->leaf_len, in->trust_domain, id) != 0 ||
-	    strcmp(id->node_id, e->node_id) != 0)
-		return BC_R_X509POP_MALFORMED;
-	/* a key the TPM certified re-joins only through the tpm attestor: an x509pop
-	 * re-join would issue a certificate without the AK statement, a downgrade */
-	if (id->n_statements > 0)
-		return BC_R_X509POP_KEY_STATEMENT;
-	/* node-tenant re-joins as node; otherwise the roles must be the same */
-	if (strcmp(id->role, in->role) != 0 &&
-	    !(strcmp(id->role, BC_ROLE_NODE_TENANT) == 0 && strcmp(in->role, BC_ROLE_NODE) == 0))
-		return BC_R_X509POP_ROLE;
-	if (e->client_time < in->now_ms - state.window_ms ||
-	    e->client_time > in->now_ms + state.window_ms)
-		return BC_R_X509POP_CLIENT_TIME;
-	if (bc_x509_from_der(e->leaf, e->leaf_len, &leaf) != 0)
-		return BC_R_X509POP_MALFORMED;
-	if (payload(in, e, &b) != 0) {
-		X509_free(leaf);
-		return BC_R_X509POP_MALFORMED;
+	if (bc_x509_from_der(p->e.leaf, p->e.leaf_len, &leaf) != 0) {
+		*reason = BC_R_X509POP_MALFORMED;
+		return 0;
 	}
-	if (bc_es256_verify(X509_get0_pubkey(leaf), BC_PURPOSE_X509POP, b.p, b.len, e->sig,
-	                    e->sig_len) != 0)
-		why = BC_R_X509POP_SIGNATURE;
-	else if (bc_sha256(b.p, b.len, subject) != 0)
-		why = BC_R_X509POP_MALFORMED;
+	if ((rc = payload(in, &p->e, &b)) != 0) {
+		X509_free(leaf);
+		return rc;
+	}
+	if (bc_es256_verify(X509_get0_pubkey(leaf), BC_PURPOSE_X509POP, b.p, b.len, p->e.sig,
+	                    p->e.sig_len) != 0)
+		*reason = BC_R_X509POP_SIGNATURE;
+	else
+		rc = bc_sha256(b.p, b.len, p->subject);
 	bc_buf_free(&b);
 	X509_free(leaf);
-	return why;
+	return rc;
+}
+
+/* Checks that need no database: shape, identity, role, signature. */
+static int offline_checks(const struct bc_join_input *in, struct proven *p, const char **reason)
+{
+	if (parse(in, &p->e) != 0 ||
+	    bc_pki_node_identity(p->e.leaf, p->e.leaf_len, in->trust_domain, &p->id) != 0 ||
+	    strcmp(p->id.node_id, p->e.node_id) != 0) {
+		*reason = BC_R_X509POP_MALFORMED;
+		return 0;
+	}
+	/* a key the TPM certified re-joins only through the tpm attestor: an x509pop
+	 * re-join would issue a certificate without the AK statement, a downgrade */
+	if (p->id.n_statements > 0) {
+		*reason = BC_R_X509POP_KEY_STATEMENT;
+		return 0;
+	}
+	/* node-tenant re-joins as node; otherwise the roles must be the same */
+	if (strcmp(p->id.role, in->role) != 0 && !(strcmp(p->id.role, BC_ROLE_NODE_TENANT) == 0 &&
+	                                           strcmp(in->role, BC_ROLE_NODE) == 0)) {
+		*reason = BC_R_X509POP_ROLE;
+		return 0;
+	}
+	return check_signature(in, p, reason);
 }
 
 /* The leaf against its row and the node at database time. 0 with *why set on a
@@ -235,37 +266,62 @@ static int record_use(bc_tx *tx, const struct bc_join_input *in, const struct ev
 	return rc;
 }
 
+static int check(struct bc_attestor *self, const struct bc_join_input *in,
+                 struct bc_attest_outcome *out, void **left)
+{
+	struct proven *p;
+	const char *why = NULL;
+	int rc;
+
+	(void)self;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return BC_ERR_NOMEM;
+	*left = p;
+	if ((rc = offline_checks(in, p, &why)) != 0)
+		return rc;
+	if (p->id.node_id[0])
+		snprintf(out->node_id, sizeof(out->node_id), "%s", p->id.node_id);
+	if (why)
+		bc_refuse(out, why);
+	return 0;
+}
+
+static void release(struct bc_attestor *self, void *left)
+{
+	(void)self;
+	proven_free(left);
+}
+
+/* Inside the transaction, at database time: the time window, the leaf's row, then
+ * single use. */
 static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_input *in,
                   struct bc_attest_outcome *out)
 {
-	struct bc_node_identity id;
-	struct evidence e;
-	uint8_t subject[32];
-	const char *why;
+	const struct proven *p = in->check_state;
+	const char *why = NULL;
 	int rc = 0;
 
 	(void)self;
-	memset(&id, 0, sizeof(id));
-	why = offline_checks(in, &e, &id, subject);
-	if (id.node_id[0])
-		snprintf(out->node_id, sizeof(out->node_id), "%s", id.node_id);
-	if (why == NULL && (rc = online_checks(tx, in, &e, &id, &why)) != 0)
-		goto out;
-	if (why == NULL && cache_seen(subject, in->request_nonce))
+	if (p == NULL)
+		return BC_ERR_INTERNAL;
+	snprintf(out->node_id, sizeof(out->node_id), "%s", p->id.node_id);
+	if (p->e.client_time < in->now_ms - state.window_ms ||
+	    p->e.client_time > in->now_ms + state.window_ms)
+		why = BC_R_X509POP_CLIENT_TIME;
+	if (why == NULL && (rc = online_checks(tx, in, &p->e, &p->id, &why)) != 0)
+		return rc;
+	if (why == NULL && cache_seen(p->subject, in->request_nonce))
 		why = BC_R_X509POP_REPLAY;
-	if (why == NULL && (rc = record_use(tx, in, &e, subject, &why)) != 0)
-		goto out;
+	if (why == NULL && (rc = record_use(tx, in, &p->e, p->subject, &why)) != 0)
+		return rc;
 	if (why) {
 		bc_refuse(out, why);
-		goto out;
+		return 0;
 	}
 	out->kind = BC_OUTCOME_RESULT;
-	snprintf(out->result.node_id, sizeof(out->result.node_id), "%s", id.node_id);
-	snprintf(out->result.role, sizeof(out->result.role), "%s", id.role);
-out:
-	bc_node_identity_clear(&id);
-	evidence_free(&e);
-	return rc;
+	snprintf(out->result.node_id, sizeof(out->result.node_id), "%s", p->id.node_id);
+	snprintf(out->result.role, sizeof(out->result.role), "%s", p->id.role);
+	return 0;
 }
 
 static int get_ms(const bc_toml *cfg, const char *table, const char *key, int64_t lo, int64_t hi,
@@ -335,6 +391,8 @@ static const struct bc_attestor x509pop = {
     .n_roles = 2,
     .configure = configure,
     .verify = verify,
+    .check = check,
+    .release = release,
 };
 
 const struct bc_attestor *bc_attestor_x509pop(void)

@@ -1,15 +1,19 @@
-/* JoinService internals shared by join.c, registry.c, policy.c and response.c. */
+/* JoinService internals shared by join.c, renew.c, registry.c, policy.c and
+ * response.c. */
 #ifndef BC_JOIN_INTERNAL_H
 #define BC_JOIN_INTERNAL_H
 
 #include "join/join.h"
 
-#define BC_MAX_ATTESTORS 32
+#define BC_MAX_ATTESTORS  32
+#define BC_MAX_STATEMENTS 8
 
 struct bc_join_service {
 	struct bc_join_config cfg;
 	struct bc_attestor attestors[BC_MAX_ATTESTORS];
 	size_t n_attestors;
+	struct bc_statement_verifier statements[BC_MAX_STATEMENTS];
+	size_t n_statements;
 	void *plugins[BC_MAX_ATTESTORS];
 	size_t n_plugins;
 	uint8_t *node_ca_der; /* the node CA, encoded once: every answer carries it */
@@ -17,32 +21,45 @@ struct bc_join_service {
 };
 
 const struct bc_attestor *bc_join_find(const struct bc_join_service *s, const char *id);
+/* The verifier whose prefix starts statement, or NULL. */
+const struct bc_statement_verifier *bc_join_find_statement(const struct bc_join_service *s,
+                                                           const char *statement);
 
-/* What one join decided, filled inside the transaction and answered after it. */
-struct bc_join_state {
-	const struct bc_join_input *in;
-	const struct bc_attestor *attestor;
-	struct bc_join_service *svc;
-	EVP_PKEY *csr_key;
+/* What one try of the join transaction decides. A replayed transaction (BUSY, RETRY)
+ * starts from bc_join_decision_reset(), so every field starts from zero by
+ * construction. */
+struct bc_join_decision {
 	struct bc_attest_outcome out;
-	/* a refusal: the reason as published and whom it is reported to */
-	const char *reason;
-	int policy_reason; /* 1: published as join:<reason> */
-	char refusal_tenant[BC_ID_MAX];
-	/* the issued identity */
-	char node_id[BC_ID_MAX];
+	const char *reason;             /* a refusal, as published (bc/reasons.h) */
+	char refusal_tenant[BC_ID_MAX]; /* whom the refusal is reported to; "" = root */
+	char node_id[BC_ID_MAX];        /* the issued identity */
 	int reclaimed;
+	char hwkey[BC_HWKEY_MAX];
 	uint8_t *cert_der;
 	size_t cert_len;
 	int64_t now_ms;
 };
 
-/* policy.c: runs after the attestor's result, inside the transaction. 0 and st->reason
- * NULL: go on; 0 and st->reason set: refused; < 0: database error. */
-BC_WUR int bc_join_policy(bc_tx *tx, struct bc_join_state *st, char node_id[BC_ID_MAX],
-                          int *reclaim, char hwkey[BC_HWKEY_MAX]);
-/* response.c: a signed JoinResponseBody. */
-BC_WUR int bc_join_sign_response(const struct bc_join_service *s, const struct bc_join_state *st,
-                                 uint8_t **out, size_t *len);
+/* Frees what d holds and zeroes it. */
+void bc_join_decision_reset(struct bc_join_decision *d);
+
+/* One join: the request, fixed before the transaction, and the decision. */
+struct bc_join_state {
+	const struct bc_join_input *in;
+	const struct bc_attestor *attestor;
+	struct bc_join_service *svc;
+	EVP_PKEY *csr_key;
+	struct bc_join_decision d;
+};
+
+/* policy.c: runs after the attestor's result, inside the transaction. Fills
+ * st->d.node_id (a new or the reclaimed node), st->d.reclaimed and st->d.hwkey.
+ * Returns 0 with *reason NULL to go on or set to a refusal; < 0 on a database error. */
+BC_WUR int bc_join_policy(bc_tx *tx, struct bc_join_state *st, const char **reason);
+/* response.c: a signed JoinResponseBody for a deferral or an issued certificate:
+ * csr_sha256 binds it to the request; the attestor names a challenge. */
+BC_WUR int bc_join_sign_response(const struct bc_join_service *s, const uint8_t csr_sha256[32],
+                                 const struct bc_attestor *attestor,
+                                 const struct bc_join_decision *d, uint8_t **out, size_t *len);
 
 #endif

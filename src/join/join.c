@@ -1,13 +1,13 @@
 /* JoinService/Join, top to bottom:
  *
  *   decode JoinRequest -> find the attestor -> check the CSR -> open the sealed token
- *   -> begin the transaction -> attestor verify -> policy (pool attestors, expect,
- *   reclaim, hardware key) -> issue the certificate -> write node, cert, events
- *   -> commit -> sign the response.
+ *   -> the attestor's check -> begin the transaction -> the attestor's verify
+ *   -> policy (pool attestors, expect, reclaim, hardware key) -> issue the certificate
+ *   -> write node, cert, events -> commit -> sign the response.
  *
- * Work that needs no database runs before the transaction. Every refusal answers the
- * same bytes; the reason goes to the security.join.refused event (written in its own
- * transaction after the join's rolled back), the log and on_refusal. */
+ * Work that needs no database runs before the transaction. Every refusal is the same
+ * BC_RPC_REFUSED; the reason goes to the security.join.refused event (written in its
+ * own transaction after the join's rolled back), the log and on_refusal. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,38 +16,18 @@
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/json.h"
+#include "bc/clock.h"
 #include "bc/log.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/events.h"
 #include "join/internal.h"
-#include "join/reasons.h"
+#include "bc/reasons.h"
 #include "lib/utf8.h"
-
-const char bc_connect_permission_denied[] =
-    "{\"code\":\"permission_denied\",\"message\":\"access denied\"}";
-static const char connect_invalid[] =
-    "{\"code\":\"invalid_argument\",\"message\":\"the request is not a JoinRequest\"}";
-static const char connect_unavailable[] =
-    "{\"code\":\"unavailable\",\"message\":\"the control plane cannot reach its store; retry\"}";
-static const char connect_internal[] = "{\"code\":\"internal\",\"message\":\"internal error\"}";
 
 #define TOKEN_INFO      "bettercompute join token v1"
 #define MAX_MACS        64
 #define MAX_CLAIM_LEN   256
 #define MAX_ATTESTOR_ID 32
-
-static void answer_text(int status, const char *text, int *st, const char **ct, uint8_t **resp,
-                        size_t *len)
-{
-	*st = status;
-	*ct = "application/json";
-	*len = strlen(text);
-	*resp = malloc(*len);
-	if (*resp)
-		memcpy(*resp, text, *len);
-	else
-		*len = 0;
-}
 
 /* Bounded, printable, well-formed UTF-8: PostgreSQL refuses to store anything else,
  * which would turn a malformed claim into a failed transaction instead of a refusal. */
@@ -111,34 +91,35 @@ static int claims_from_request(const Bettercompute__Join__V1__JoinRequest *rq, s
 	return 1;
 }
 
-static void refuse(struct bc_join_state *st, const char *reason, int policy)
+void bc_join_decision_reset(struct bc_join_decision *d)
 {
-	st->reason = reason;
-	st->policy_reason = policy;
+	free(d->out.deferral.challenge);
+	bc_freezero(d->cert_der, d->cert_len);
+	memset(d, 0, sizeof(*d));
 }
 
 /* Writes the node's certificate row and the join's event and audit row. */
 static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, int64_t not_after,
                        int64_t generation)
 {
-	const struct bc_attest_result *r = &st->out.result;
+	const struct bc_attest_result *r = &st->d.out.result;
 	char sha[65], *hex = NULL, *statements = NULL;
 	uint8_t d[32];
 	json_t *data = NULL, *arr = NULL;
 	int rc;
 
-	if ((rc = bc_sha256(st->cert_der, st->cert_len, d)) != 0)
+	if ((rc = bc_sha256(st->d.cert_der, st->d.cert_len, d)) != 0)
 		return rc;
 	bc_hex_encode_to(d, 32, sha);
-	if ((hex = bc_hex_encode(st->cert_der, st->cert_len)) == NULL)
+	if ((hex = bc_hex_encode(st->d.cert_der, st->d.cert_len)) == NULL)
 		return BC_ERR_NOMEM;
 	arr = json_array();
 	if (r->node_key_uri[0])
 		json_array_append_new(arr, json_string(r->node_key_uri));
 	statements = bc_json_dump(arr);
 	{
-		bc_param p[] = {BC_TEXT(serial),   BC_TEXT(st->node_id), BC_INT(generation),
-		                BC_TEXT(hex),      BC_TEXT(sha),         BC_INT(st->now_ms),
+		bc_param p[] = {BC_TEXT(serial),   BC_TEXT(st->d.node_id), BC_INT(generation),
+		                BC_TEXT(hex),      BC_TEXT(sha),           BC_INT(st->d.now_ms),
 		                BC_INT(not_after), BC_TEXT(statements)};
 		rc = bc_tx_exec(tx,
 		                "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
@@ -149,7 +130,7 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, 
 	if (rc != 0)
 		goto out;
 	data = json_pack(
-	    "{s:s, s:s, s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?}", "nodeId", st->node_id, "attestor",
+	    "{s:s, s:s, s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?}", "nodeId", st->d.node_id, "attestor",
 	    st->attestor->id, "role", r->role, "nodeKey", r->node_key_tpm ? "tpm" : "unattested",
 	    "generation", (json_int_t)generation, "serial", serial, "poolId",
 	    r->pool_id[0] ? r->pool_id : NULL, "siteId", r->site_id[0] ? r->site_id : NULL,
@@ -158,12 +139,12 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, 
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	const char *type = st->reclaimed ? "node.reclaimed" : "node.joined";
+	const char *type = st->d.reclaimed ? "node.reclaimed" : "node.joined";
 	char actor[64];
 	snprintf(actor, sizeof(actor), "join:%s", st->attestor->id);
-	if ((rc = bc_event_publish(tx, r->tenant_id, type, st->node_id, data)) != 0)
+	if ((rc = bc_event_publish(tx, r->tenant_id, type, st->d.node_id, data)) != 0)
 		goto out;
-	rc = bc_audit(tx, r->tenant_id, actor, type, st->node_id, data);
+	rc = bc_audit(tx, r->tenant_id, actor, type, st->d.node_id, data);
 out:
 	json_decref(data);
 	json_decref(arr);
@@ -174,9 +155,10 @@ out:
 
 /* A node row for a new node, or the reclaimed node raised to its next generation with
  * every older certificate revoked. *generation receives the identity generation. */
-static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, int64_t *generation)
+static int write_node(bc_tx *tx, struct bc_join_state *st, int64_t *generation, const char **reason)
 {
-	const struct bc_attest_result *r = &st->out.result;
+	const char *hwkey = st->d.hwkey;
+	const struct bc_attest_result *r = &st->d.out.result;
 	const struct bc_claims *c = &st->in->claims;
 	json_t *macs = json_array();
 	char *macs_js;
@@ -189,9 +171,9 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 	if (macs_js == NULL)
 		return BC_ERR_NOMEM;
 	const char *nk = r->node_key_tpm ? "tpm" : "unattested";
-	if (!st->reclaimed) {
+	if (!st->d.reclaimed) {
 		*generation = 1;
-		bc_param p[] = {BC_TEXT(st->node_id),
+		bc_param p[] = {BC_TEXT(st->d.node_id),
 		                BC_TEXT(r->tenant_id),
 		                BC_TEXT(r->pool_id[0] ? r->pool_id : NULL),
 		                BC_TEXT(r->site_id[0] ? r->site_id : NULL),
@@ -205,7 +187,7 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 		                BC_TEXT(st->in->agent_version),
 		                BC_TEXT(st->attestor->id),
 		                BC_TEXT(nk),
-		                BC_INT(st->now_ms)};
+		                BC_INT(st->d.now_ms)};
 		rc = bc_tx_exec(
 		    tx,
 		    "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
@@ -216,7 +198,7 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 		    p, 15, NULL);
 		/* another join took this hardware key first */
 		if (rc == BC_ERR_CONFLICT) {
-			refuse(st, BC_R_RECLAIM, 1);
+			*reason = BC_R_RECLAIM;
 			rc = 0;
 		}
 		free(macs_js);
@@ -224,7 +206,7 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 	}
 	/* a reclaim keeps the node's state, pool and site; the identity moves on */
 	{
-		bc_param p[] = {BC_TEXT(st->node_id),
+		bc_param p[] = {BC_TEXT(st->d.node_id),
 		                BC_TEXT(c->product_uuid),
 		                BC_TEXT(c->serial),
 		                BC_TEXT(macs_js),
@@ -233,7 +215,7 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 		                BC_TEXT(st->in->agent_version),
 		                BC_TEXT(st->attestor->id),
 		                BC_TEXT(nk),
-		                BC_INT(st->now_ms),
+		                BC_INT(st->d.now_ms),
 		                BC_TEXT(hwkey[0] ? hwkey : NULL)};
 		rc = bc_tx_exec(
 		    tx,
@@ -246,7 +228,7 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 	free(macs_js);
 	if (rc != 0)
 		return rc;
-	bc_param q[] = {BC_TEXT(st->node_id), BC_INT(st->now_ms)};
+	bc_param q[] = {BC_TEXT(st->d.node_id), BC_INT(st->d.now_ms)};
 	if ((rc = bc_tx_exec(tx,
 	                     "UPDATE node_certs SET revoked_at = $2 WHERE node_id = $1 AND "
 	                     "revoked_at IS NULL",
@@ -255,15 +237,15 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, const char *hwkey, in
 	return bc_tx_query_int(tx, "SELECT generation FROM nodes WHERE id = $1", q, 1, generation);
 }
 
-static int write_binding(bc_tx *tx, struct bc_join_state *st)
+static int write_binding(bc_tx *tx, struct bc_join_state *st, const char **reason)
 {
-	const struct bc_attest_result *r = &st->out.result;
+	const struct bc_attest_result *r = &st->d.out.result;
 	int rc;
 
 	if (r->binding_kind[0] == 0)
 		return 0;
-	bc_param p[] = {BC_TEXT(r->binding_kind), BC_TEXT(r->binding_key), BC_TEXT(st->node_id),
-	                BC_INT(st->now_ms)};
+	bc_param p[] = {BC_TEXT(r->binding_kind), BC_TEXT(r->binding_key), BC_TEXT(st->d.node_id),
+	                BC_INT(st->d.now_ms)};
 	rc = bc_tx_exec(tx,
 	                "INSERT INTO node_bindings (kind, key, node_id, created_at) VALUES "
 	                "($1, $2, $3, $4)",
@@ -279,104 +261,107 @@ static int write_binding(bc_tx *tx, struct bc_join_state *st)
 	                           "SELECT node_id FROM node_bindings WHERE kind = $1 AND key = $2",
 	                           q, 2, &holder)) != 0)
 		return rc;
-	if (strcmp(holder, st->node_id) != 0) {
-		refuse(st, BC_R_BOUND_ELSEWHERE, 1);
-		snprintf(st->refusal_tenant, sizeof(st->refusal_tenant), "%s", r->tenant_id);
+	if (strcmp(holder, st->d.node_id) != 0) {
+		*reason = BC_R_BOUND_ELSEWHERE;
+		snprintf(st->d.refusal_tenant, sizeof(st->d.refusal_tenant), "%s", r->tenant_id);
 	}
 	free(holder);
 	return 0;
 }
 
-static int issue(bc_tx *tx, struct bc_join_state *st, const char *hwkey)
+static int issue(bc_tx *tx, struct bc_join_state *st, const char **reason)
 {
-	const struct bc_attest_result *r = &st->out.result;
+	const struct bc_attest_result *r = &st->d.out.result;
 	const char *stmts[1] = {r->node_key_uri};
 	char serial[33];
 	int64_t generation = 0, not_after = 0;
 	int rc;
 
-	if ((rc = write_node(tx, st, hwkey, &generation)) != 0 || st->reason)
+	if ((rc = write_node(tx, st, &generation, reason)) != 0 || *reason)
 		return rc;
-	if ((rc = write_binding(tx, st)) != 0 || st->reason)
+	if ((rc = write_binding(tx, st, reason)) != 0 || *reason)
 		return rc;
 	struct bc_node_cert_req req = {
-	    .node_id = st->node_id,
+	    .node_id = st->d.node_id,
 	    .role = r->role,
 	    .pub = st->csr_key,
 	    .statements = stmts,
 	    .n_statements = r->node_key_uri[0] ? 1 : 0,
-	    .not_before_ms = st->now_ms,
+	    .not_before_ms = st->d.now_ms,
 	    .ttl_ms = r->cert_ttl_ms,
 	};
-	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &st->cert_der, &st->cert_len,
+	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &st->d.cert_der, &st->d.cert_len,
 	                                 serial, &not_after)) != 0)
 		return rc;
 	return record_join(tx, st, serial, not_after, generation);
 }
 
+/* What the attestor decided, as JoinService goes on with it: *reason stays NULL for
+ * a result or a deferral. */
+static void outcome(struct bc_join_state *st, const char **reason)
+{
+	struct bc_attest_outcome *out = &st->d.out;
+
+	switch (out->kind) {
+	case BC_OUTCOME_REFUSE: *reason = out->reason ? out->reason : BC_R_ATTESTOR_REFUSED; break;
+	case BC_OUTCOME_DEFER: break;
+	case BC_OUTCOME_RESULT:
+		if (out->result.role[0] == 0)
+			snprintf(out->result.role, sizeof(out->result.role), "%s", st->in->role);
+		break;
+	case BC_OUTCOME_NONE:
+	default: *reason = BC_R_ATTESTOR_NO_OUTCOME; break;
+	}
+}
+
+static int join_steps(bc_tx *tx, struct bc_join_state *st, const char **reason)
+{
+	struct bc_join_input *in = (struct bc_join_input *)st->in;
+	struct bc_attestor *a = (struct bc_attestor *)st->attestor;
+	int rc;
+
+	st->d.now_ms = in->now_ms = bc_tx_now_ms(tx);
+	if ((rc = a->verify(a, tx, in, &st->d.out)) != 0)
+		return rc;
+	outcome(st, reason);
+	/* a deferral commits the attestor's rows (a pending request), issues and spends
+	 * nothing */
+	if (*reason || st->d.out.kind == BC_OUTCOME_DEFER)
+		return 0;
+	if ((rc = bc_join_policy(tx, st, reason)) != 0 || *reason)
+		return rc;
+	return issue(tx, st, reason);
+}
+
 static int join_tx(bc_tx *tx, void *arg)
 {
 	struct bc_join_state *st = arg;
-	struct bc_join_input *in = (struct bc_join_input *)st->in;
-	char hwkey[BC_HWKEY_MAX] = "";
+	const char *reason = NULL;
 	int rc;
 
 	/* a replayed transaction starts from nothing */
-	free(st->out.deferral.challenge);
-	bc_freezero(st->cert_der, st->cert_len);
-	st->cert_der = NULL;
-	st->cert_len = 0;
-	memset(&st->out, 0, sizeof(st->out));
-	st->reason = NULL;
-	st->policy_reason = 0;
-	st->reclaimed = 0;
-	st->node_id[0] = 0;
-	st->refusal_tenant[0] = 0;
-	st->now_ms = in->now_ms = bc_tx_now_ms(tx);
-
-	if ((rc = st->attestor->verify((struct bc_attestor *)st->attestor, tx, in, &st->out)) != 0)
+	bc_join_decision_reset(&st->d);
+	if ((rc = join_steps(tx, st, &reason)) != 0)
 		return rc;
-	switch (st->out.kind) {
-	case BC_OUTCOME_REFUSE:
-		refuse(st, st->out.reason ? st->out.reason : "attestor-refused", 0);
-		return BC_ERR_DENIED;
-	case BC_OUTCOME_DEFER:
-		/* commit the attestor's rows (a pending request), issue and spend nothing */
+	if (reason == NULL)
 		return 0;
-	case BC_OUTCOME_RESULT: break;
-	default: refuse(st, "attestor-no-outcome", 0); return BC_ERR_DENIED;
-	}
-	if (st->out.result.role[0] == 0)
-		snprintf(st->out.result.role, sizeof(st->out.result.role), "%s", in->role);
-	if ((rc = bc_join_policy(tx, st, st->node_id, &st->reclaimed, hwkey)) != 0)
-		return rc;
-	if (st->reason)
-		return BC_ERR_DENIED;
-	if ((rc = issue(tx, st, hwkey)) != 0)
-		return rc;
-	return st->reason ? BC_ERR_DENIED : 0;
+	st->d.reason = reason;
+	return BC_ERR_DENIED;
 }
-
-struct refusal_ev {
-	struct bc_join_state *st;
-	const char *published;
-};
 
 static int refusal_tx(bc_tx *tx, void *arg)
 {
-	struct refusal_ev *ev = arg;
-	struct bc_join_state *st = ev->st;
-	const char *tenant = st->refusal_tenant[0] ? st->refusal_tenant : "root";
-	json_t *data =
-	    json_pack("{s:s, s:s, s:s?, s:s?}", "attestor", st->in->attestor, "reason",
-	              ev->published, "tokenId", st->out.token_id[0] ? st->out.token_id : NULL,
-	              "nodeId", st->out.node_id[0] ? st->out.node_id : NULL);
+	const struct bc_join_state *st = arg;
+	const struct bc_attest_outcome *out = &st->d.out;
+	json_t *data = json_pack("{s:s, s:s, s:s?, s:s?}", "attestor", st->in->attestor, "reason",
+	                         st->d.reason, "tokenId", out->token_id[0] ? out->token_id : NULL,
+	                         "nodeId", out->node_id[0] ? out->node_id : NULL);
 	int rc;
 
 	if (data == NULL)
 		return BC_ERR_NOMEM;
-	rc = bc_event_publish(tx, tenant, "security.join.refused",
-	                      st->out.node_id[0] ? st->out.node_id : NULL, data);
+	rc = bc_event_publish(tx, st->d.refusal_tenant, "security.join.refused",
+	                      out->node_id[0] ? out->node_id : NULL, data);
 	json_decref(data);
 	return rc;
 }
@@ -385,153 +370,221 @@ static int refusal_tx(bc_tx *tx, void *arg)
  * on_refusal. Never to the machine. */
 static void report_refusal(struct bc_join_service *s, struct bc_join_state *st)
 {
-	char published[96];
-	struct refusal_ev ev = {st, published};
+	const struct bc_attest_outcome *out = &st->d.out;
+	char *tenant = st->d.refusal_tenant;
 
-	if (st->refusal_tenant[0] == 0 && st->out.tenant_id[0])
-		snprintf(st->refusal_tenant, sizeof(st->refusal_tenant), "%s", st->out.tenant_id);
-	snprintf(published, sizeof(published), "%s%s", st->policy_reason ? "join:" : "",
-	         st->reason);
-	if (bc_store_run(s->cfg.store, BC_TX_WRITE, refusal_tx, &ev) != 0)
-		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", published, "error",
+	if (tenant[0] == 0)
+		snprintf(tenant, BC_ID_MAX, "%s", out->tenant_id[0] ? out->tenant_id : "root");
+	if (bc_store_run(s->cfg.store, BC_TX_WRITE, refusal_tx, st) != 0)
+		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", st->d.reason, "error",
 		       bc_store_errmsg(), NULL);
-	bc_log(BC_LOG_WARN, "join refused", "attestor", st->in->attestor, "reason", published,
-	       "tokenId", st->out.token_id, "nodeId", st->out.node_id, "tenantId",
-	       st->refusal_tenant[0] ? st->refusal_tenant : "root", NULL);
+	bc_log(BC_LOG_WARN, "join refused", "attestor", st->in->attestor, "reason", st->d.reason,
+	       "tokenId", out->token_id, "nodeId", out->node_id, "tenantId", tenant, NULL);
 	if (s->cfg.on_refusal) {
 		struct bc_refusal r = {
 		    .attestor = st->in->attestor,
-		    .reason = published,
-		    .token_id = st->out.token_id[0] ? st->out.token_id : NULL,
-		    .node_id = st->out.node_id[0] ? st->out.node_id : NULL,
-		    .tenant_id = st->refusal_tenant[0] ? st->refusal_tenant : "root",
+		    .reason = st->d.reason,
+		    .token_id = out->token_id[0] ? out->token_id : NULL,
+		    .node_id = out->node_id[0] ? out->node_id : NULL,
+		    .tenant_id = tenant,
 		};
 		s->cfg.on_refusal(s->cfg.on_refusal_ctx, &r);
 	}
 }
 
-/* Checks that need no database: the attestor, the role, the CSR, the claims, the token. */
-static const char *precheck(struct bc_join_service *s,
-                            const Bettercompute__Join__V1__JoinRequest *rq,
-                            struct bc_join_state *st, struct bc_join_input *in, uint8_t **token,
-                            size_t *token_len)
+static int csr_hashes(const Bettercompute__Join__V1__JoinRequest *rq, struct bc_join_state *st,
+                      struct bc_join_input *in)
 {
 	uint8_t *spki = NULL;
-	size_t spki_len;
-	int ok = 0;
+	size_t spki_len = 0;
+	int rc;
 
-	if ((st->attestor = bc_join_find(s, in->attestor)) == NULL)
-		return BC_R_ATTESTOR_UNKNOWN;
-	for (size_t i = 0; i < st->attestor->n_roles; i++)
-		ok |= strcmp(st->attestor->roles[i], in->role) == 0;
-	if (!ok || !bc_role_valid(in->role) || strcmp(in->role, BC_ROLE_NODE_TENANT) == 0)
-		return BC_R_ROLE_NOT_ADMITTED;
-	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0)
-		return BC_R_CSR_INVALID;
-	if (bc_sha256(rq->csr.data, rq->csr.len, in->csr_sha256) != 0 ||
-	    bc_key_spki(st->csr_key, &spki, &spki_len) != 0 ||
-	    bc_sha256(spki, spki_len, in->csr_spki_sha256) != 0) {
-		free(spki);
-		return BC_R_CSR_INVALID;
-	}
+	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, in->csr_sha256)) == 0 &&
+	    (rc = bc_key_spki(st->csr_key, &spki, &spki_len)) == 0)
+		rc = bc_sha256(spki, spki_len, in->csr_spki_sha256);
 	free(spki);
-	if (!claims_from_request(rq, &in->claims))
-		return BC_R_CLAIMS_INVALID;
-	if (rq->sealed_token.len > 0) {
-		uint8_t *pt = NULL;
-		size_t pt_len = 0;
-		if (bc_hpke_open(s->cfg.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
-		                 in->csr_sha256, 32, rq->sealed_token.data, rq->sealed_token.len,
-		                 &pt, &pt_len) != 0)
-			return BC_R_TOKEN_UNREADABLE;
-		/* a token is text: an embedded NUL would make two tokens look alike */
-		if (memchr(pt, 0, pt_len) != NULL || pt_len > 512 ||
-		    (*token = malloc(pt_len + 1)) == NULL) {
-			bc_freezero(pt, pt_len);
-			return BC_R_TOKEN_UNREADABLE;
-		}
-		memcpy(*token, pt, pt_len);
-		(*token)[pt_len] = 0;
-		*token_len = pt_len;
-		bc_freezero(pt, pt_len);
-		in->token = (const char *)*token;
-	}
-	return NULL;
+	return rc;
 }
 
-void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, int *status,
-                    const char **ct, uint8_t **resp, size_t *resp_len)
+/* The sealed token, opened: text of at most 512 bytes without NUL. */
+static int open_token(struct bc_join_service *s, const Bettercompute__Join__V1__JoinRequest *rq,
+                      struct bc_join_input *in, char **token, size_t *token_len,
+                      const char **reason)
+{
+	uint8_t *pt = NULL;
+	size_t pt_len = 0;
+	int rc;
+
+	rc = bc_hpke_open(s->cfg.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
+	                  in->csr_sha256, 32, rq->sealed_token.data, rq->sealed_token.len, &pt,
+	                  &pt_len);
+	if (rc == BC_ERR_NOMEM)
+		return rc;
+	/* a token is text: an embedded NUL would make two tokens look alike */
+	if (rc != 0 || memchr(pt, 0, pt_len) != NULL || pt_len > 512) {
+		*reason = BC_R_TOKEN_UNREADABLE;
+		bc_freezero(pt, pt_len);
+		return 0;
+	}
+	if ((*token = malloc(pt_len + 1)) == NULL) {
+		bc_freezero(pt, pt_len);
+		return BC_ERR_NOMEM;
+	}
+	memcpy(*token, pt, pt_len);
+	(*token)[pt_len] = 0;
+	*token_len = pt_len;
+	bc_freezero(pt, pt_len);
+	in->token = *token;
+	return 0;
+}
+
+/* Checks that need no database: the attestor, the role, the CSR, the claims, the
+ * token. */
+static int precheck(struct bc_join_service *s, const Bettercompute__Join__V1__JoinRequest *rq,
+                    struct bc_join_state *st, struct bc_join_input *in, char **token,
+                    size_t *token_len, const char **reason)
+{
+	int ok = 0, rc;
+
+	if ((st->attestor = bc_join_find(s, in->attestor)) == NULL) {
+		*reason = BC_R_ATTESTOR_UNKNOWN;
+		return 0;
+	}
+	for (size_t i = 0; i < st->attestor->n_roles; i++)
+		ok |= strcmp(st->attestor->roles[i], in->role) == 0;
+	if (!ok || !bc_role_valid(in->role) || strcmp(in->role, BC_ROLE_NODE_TENANT) == 0) {
+		*reason = BC_R_ROLE_NOT_ADMITTED;
+		return 0;
+	}
+	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0) {
+		*reason = BC_R_CSR_INVALID;
+		return 0;
+	}
+	if ((rc = csr_hashes(rq, st, in)) != 0)
+		return rc;
+	if (!claims_from_request(rq, &in->claims)) {
+		*reason = BC_R_CLAIMS_INVALID;
+		return 0;
+	}
+	if (rq->sealed_token.len > 0)
+		return open_token(s, rq, in, token, token_len, reason);
+	return 0;
+}
+
+/* The attestor's checks that need no store, before the transaction: a refusal
+ * here never opens one. */
+static int attestor_check(struct bc_join_state *st, struct bc_join_input *in, void **state,
+                          const char **reason)
+{
+	struct bc_attestor *a = (struct bc_attestor *)st->attestor;
+	int rc;
+
+	*state = NULL;
+	if (a->check == NULL)
+		return 0;
+	in->now_ms = bc_now_ms();
+	if ((rc = a->check(a, in, &st->d.out, state)) != 0)
+		return rc;
+	in->check_state = *state;
+	if (st->d.out.kind == BC_OUTCOME_REFUSE)
+		*reason = st->d.out.reason ? st->d.out.reason : BC_R_ATTESTOR_REFUSED;
+	return 0;
+}
+
+/* The request as the attestors see it; the requester's strings stay borrowed from rq. */
+static int request_input(struct bc_join_service *s, const Bettercompute__Join__V1__JoinRequest *rq,
+                         struct bc_join_input *in)
+{
+	in->attestor = rq->attestor[0] ? rq->attestor : "join-token";
+	/* the requester's bytes, of any length or encoding, go no further than a refusal
+	 * (attestor-unknown): not into the event, the log line or on_refusal's JSON */
+	if (!attestor_id_ok(in->attestor))
+		in->attestor = "(invalid)";
+	in->role = rq->role[0] ? rq->role : BC_ROLE_NODE;
+	in->attestation = rq->attestation.data;
+	in->attestation_len = rq->attestation.len;
+	in->csr = rq->csr.data;
+	in->csr_len = rq->csr.len;
+	in->agent_version = rq->agent_version;
+	in->challenge_key = s->cfg.pki->challenge_key;
+	in->trust_domain = s->cfg.pki->trust_domain;
+	return bc_random(&in->request_nonce, sizeof(in->request_nonce));
+}
+
+/* Decides the join: 0, or BC_ERR_DENIED with st->d.reason set, or another error. */
+static int decide(struct bc_join_service *s, const Bettercompute__Join__V1__JoinRequest *rq,
+                  struct bc_join_state *st, struct bc_join_input *in, char **token,
+                  size_t *token_len, void **check_state)
+{
+	const char *reason = NULL;
+	int rc;
+
+	if ((rc = precheck(s, rq, st, in, token, token_len, &reason)) != 0)
+		return rc;
+	if (reason == NULL && (rc = attestor_check(st, in, check_state, &reason)) != 0)
+		return rc;
+	if (reason == NULL)
+		return bc_store_run(s->cfg.store, BC_TX_WRITE, join_tx, st);
+	st->d.reason = reason;
+	return BC_ERR_DENIED;
+}
+
+static enum bc_rpc_status answer(struct bc_join_service *s, struct bc_join_state *st, int rc,
+                                 uint8_t **resp, size_t *resp_len)
+{
+	const struct bc_join_decision *d = &st->d;
+
+	if (rc == BC_ERR_DENIED && d->reason) {
+		report_refusal(s, st);
+		return BC_RPC_REFUSED;
+	}
+	if (rc != 0) {
+		bc_log(BC_LOG_ERROR, "join failed", "attestor", st->in->attestor, "error",
+		       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
+		return rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? BC_RPC_INTERNAL
+		                                                    : BC_RPC_UNAVAILABLE;
+	}
+	if (bc_join_sign_response(s, st->in->csr_sha256, st->attestor, d, resp, resp_len) != 0)
+		return BC_RPC_INTERNAL;
+	if (d->out.kind == BC_OUTCOME_DEFER)
+		bc_log(BC_LOG_INFO, "join deferred", "attestor", st->in->attestor, "kind",
+		       d->out.deferral.kind == BC_DEFER_APPROVAL ? "approval" : "challenge",
+		       "requestId", d->out.deferral.request_id, NULL);
+	else
+		bc_log(BC_LOG_INFO, d->reclaimed ? "node reclaimed" : "node joined", "nodeId",
+		       d->node_id, "attestor", st->in->attestor, "tenantId",
+		       d->out.result.tenant_id, NULL);
+	return BC_RPC_OK;
+}
+
+enum bc_rpc_status bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len,
+                                  uint8_t **resp, size_t *resp_len)
 {
 	Bettercompute__Join__V1__JoinRequest *rq;
 	struct bc_join_state st;
 	struct bc_join_input in;
-	uint8_t *token = NULL;
+	enum bc_rpc_status status;
+	void *check_state = NULL;
+	char *token = NULL;
 	size_t token_len = 0;
-	const char *why;
 	int rc;
 
 	*resp = NULL;
 	*resp_len = 0;
+	if ((rq = bettercompute__join__v1__join_request__unpack(NULL, len, body)) == NULL)
+		return BC_RPC_INVALID;
 	memset(&st, 0, sizeof(st));
 	memset(&in, 0, sizeof(in));
-	if ((rq = bettercompute__join__v1__join_request__unpack(NULL, len, body)) == NULL) {
-		answer_text(400, connect_invalid, status, ct, resp, resp_len);
-		return;
-	}
-	in.attestor = rq->attestor[0] ? rq->attestor : "join-token";
-	/* the requester's bytes, of any length or encoding, go no further than a refusal
-	 * (attestor-unknown): not into the event, the log line or on_refusal's JSON */
-	if (!attestor_id_ok(in.attestor))
-		in.attestor = "(invalid)";
-	in.role = rq->role[0] ? rq->role : BC_ROLE_NODE;
-	in.attestation = rq->attestation.data;
-	in.attestation_len = rq->attestation.len;
-	in.csr = rq->csr.data;
-	in.csr_len = rq->csr.len;
-	in.agent_version = rq->agent_version;
-	in.challenge_key = s->cfg.pki->challenge_key;
-	in.trust_domain = s->cfg.pki->trust_domain;
-	if (bc_random(&in.request_nonce, sizeof(in.request_nonce)) != 0) {
-		answer_text(500, connect_internal, status, ct, resp, resp_len);
-		bettercompute__join__v1__join_request__free_unpacked(rq, NULL);
-		return;
-	}
 	st.in = &in;
 	st.svc = s;
-
-	if ((why = precheck(s, rq, &st, &in, &token, &token_len)) != NULL) {
-		refuse(&st, why, 0);
-		rc = BC_ERR_DENIED;
-	} else {
-		rc = bc_store_run(s->cfg.store, BC_TX_WRITE, join_tx, &st);
-	}
-	if (rc == BC_ERR_DENIED && st.reason) {
-		report_refusal(s, &st);
-		answer_text(403, bc_connect_permission_denied, status, ct, resp, resp_len);
-	} else if (rc != 0) {
-		bc_log(BC_LOG_ERROR, "join failed", "attestor", in.attestor, "error",
-		       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
-		answer_text(rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? 500 : 503,
-		            rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? connect_internal
-		                                                         : connect_unavailable,
-		            status, ct, resp, resp_len);
-	} else if (bc_join_sign_response(s, &st, resp, resp_len) != 0) {
-		answer_text(500, connect_internal, status, ct, resp, resp_len);
-	} else {
-		*status = 200;
-		*ct = "application/proto";
-		if (st.out.kind == BC_OUTCOME_DEFER)
-			bc_log(BC_LOG_INFO, "join deferred", "attestor", in.attestor, "kind",
-			       st.out.deferral.kind == BC_DEFER_APPROVAL ? "approval" : "challenge",
-			       "requestId", st.out.deferral.request_id, NULL);
-		else
-			bc_log(BC_LOG_INFO, st.reclaimed ? "node reclaimed" : "node joined",
-			       "nodeId", st.node_id, "attestor", in.attestor, "tenantId",
-			       st.out.result.tenant_id, NULL);
-	}
+	if ((rc = request_input(s, rq, &in)) == 0)
+		rc = decide(s, rq, &st, &in, &token, &token_len, &check_state);
+	status = answer(s, &st, rc, resp, resp_len);
+	if (check_state && st.attestor->release)
+		st.attestor->release((struct bc_attestor *)st.attestor, check_state);
 	bc_freezero(token, token_len + 1);
-	free(st.out.deferral.challenge);
-	bc_freezero(st.cert_der, st.cert_len);
+	bc_join_decision_reset(&st.d);
 	EVP_PKEY_free(st.csr_key);
 	bettercompute__join__v1__join_request__free_unpacked(rq, NULL);
+	return status;
 }

@@ -1,8 +1,10 @@
 /* JoinService: admits machines through attestors and issues node certificates.
  *
- * One service per process, configured before it serves: attestors registered
- * (built-ins, then plugins; a later registration with the same id replaces the
- * earlier one), then bc_join_handle() from any number of threads. */
+ * One service per process, configured before it serves: attestors and statement
+ * verifiers registered (a later registration with the same id replaces the earlier
+ * one), configured, then bc_join_handle() and bc_renew_handle() from any number of
+ * threads. JoinService knows the attestor interface (bc/attestor.h), never an
+ * attestor. */
 #ifndef BC_JOIN_H
 #define BC_JOIN_H
 
@@ -28,27 +30,29 @@ struct bc_join_config {
 	const bc_pki *pki;
 	bc_refusal_fn on_refusal; /* may be NULL; called after the refusal event commits */
 	void *on_refusal_ctx;
-	/* 1: this JoinService cannot prove key statements (urn:bc:tpm-ak:) again, so a
-	 * join is never issued one (node-key-statement) and a leaf naming one does not
-	 * renew (key-statement-unsupported). For embedders without the tpm module. */
-	int no_key_statements;
 };
 
 struct bc_join_service;
 
+/* A service with no attestor and no statement verifier: the caller registers them
+ * (the server registers the built-ins of src/attest like plugins). */
 BC_WUR int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service **out);
 void bc_join_service_free(struct bc_join_service *s);
 
 /* Registers a copy of a (the struct; ctx stays the attestor's). Replaces one with the
- * same id. BC_ERR_INVALID for a wrong abi or a missing id/verify. */
+ * same id. BC_ERR_INVALID for a wrong abi or a missing id/verify/roles. */
 BC_WUR int bc_join_register(struct bc_join_service *s, const struct bc_attestor *a);
 /* dlopen()s a shared object exporting bc_attestor_plugin() and registers it. */
 BC_WUR int bc_join_load_plugin(struct bc_join_service *s, const char *path, char *err,
                                size_t errlen);
-/* Whether this JoinService proves key statements again (see bc_join_config's
- * no_key_statements); 1 by default. Before serving, or in tests. */
-void bc_join_set_key_statements(struct bc_join_service *s, int enabled);
-/* Calls each attestor's configure() with its [attestors.<id>] table. */
+/* Registers the verifier of the statements starting with v->prefix (a copy; ctx stays
+ * the caller's), replacing one with the same prefix. */
+BC_WUR int bc_join_register_statement(struct bc_join_service *s,
+                                      const struct bc_statement_verifier *v);
+/* Removes the verifier of that prefix, if any: such statements are then neither
+ * issued nor renewed. Before serving, or in tests. */
+void bc_join_drop_statement(struct bc_join_service *s, const char *prefix);
+/* Calls each registered attestor's configure() with its [attestors.<id>] table. */
 BC_WUR int bc_join_configure(struct bc_join_service *s, const bc_toml *cfg, char *err,
                              size_t errlen);
 /* 1 when an attestor with that id runs here. */
@@ -56,31 +60,23 @@ int bc_join_attestor_known(const struct bc_join_service *s, const char *id);
 /* Same, with the signature of bc_admin_config.attestor_known. */
 int bc_join_attestor_known_cb(void *svc, const char *id);
 
-/* The built-in attestors (src/attest). join-token always runs; the others run when
- * server.toml has an [attestors.<id>] table for them (it may be empty). */
-const struct bc_attestor *bc_attestor_join_token(void);
-const struct bc_attestor *bc_attestor_x509pop(void);
-const struct bc_attestor *bc_attestor_tpm(void);
-/* The optional built-in of that id, or NULL. */
-const struct bc_attestor *bc_attestor_builtin(const char *id);
-/* "x509pop, tpm" or "none": for error messages. */
-const char *bc_attestor_builtin_names(void);
+/* What JoinService answered, for the transport (src/server/connect.c) to map onto
+ * HTTP and Connect error JSON. Every refusal is BC_RPC_REFUSED, whatever its reason. */
+enum bc_rpc_status {
+	BC_RPC_OK = 0,      /* *resp holds the serialized SignedResponse */
+	BC_RPC_REFUSED,     /* permission_denied */
+	BC_RPC_INVALID,     /* the body is not the method's request message */
+	BC_RPC_UNAVAILABLE, /* the store is away: retry */
+	BC_RPC_INTERNAL,    /* a failure of ours (signing, out of memory) */
+};
 
-/* Handles a serialized JoinRequest. Fills the HTTP status, content type and body:
- * 200 application/proto SignedResponse; or a Connect error (application/json):
- * 403 permission_denied for every refusal (byte for byte the same), 400
- * invalid_argument for a body that does not decode, 503 unavailable when the store
- * is away. */
-void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, int *status,
-                    const char **content_type, uint8_t **resp, size_t *resp_len);
+/* Handles a serialized JoinRequest. On BC_RPC_OK *resp (malloc'd, the caller frees)
+ * holds the SignedResponse; otherwise *resp is NULL. */
+BC_WUR enum bc_rpc_status bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len,
+                                         uint8_t **resp, size_t *resp_len);
 
-/* Handles a serialized RenewRequest, answering like bc_join_handle (a refusal is
- * 403 permission_denied "Renew refused", byte for byte the same for every reason). */
-void bc_renew_handle(struct bc_join_service *s, const uint8_t *body, size_t len, int *status,
-                     const char **content_type, uint8_t **resp, size_t *resp_len);
-
-/* The Connect error bodies, exposed for tests. */
-extern const char bc_connect_permission_denied[];
-extern const char bc_connect_renew_refused[];
+/* Handles a serialized RenewRequest, answering like bc_join_handle. */
+BC_WUR enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8_t *body,
+                                          size_t len, uint8_t **resp, size_t *resp_len);
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "bc/json.h"
 #include "join/internal.h"
-#include "join/reasons.h"
+#include "bc/reasons.h"
 
 /* Firmware placeholders: identical on every board of a model, so never a hardware key. */
 static const char *const placeholder_uuids[] = {
@@ -49,16 +49,18 @@ static void derive_hwkey(const struct bc_claims *c, char out[BC_HWKEY_MAX])
 	out[41] = 0;
 }
 
-static void refuse_policy(struct bc_join_state *st, const char *reason, const char *tenant)
+/* A refusal of policy: the reason, reported to the tenant it concerns. */
+static void refuse_policy(struct bc_join_state *st, const char **reason, const char *why,
+                          const char *tenant)
 {
-	st->reason = reason;
-	st->policy_reason = 1;
+	*reason = why;
 	if (tenant && tenant[0])
-		snprintf(st->refusal_tenant, sizeof(st->refusal_tenant), "%s", tenant);
+		snprintf(st->d.refusal_tenant, sizeof(st->d.refusal_tenant), "%s", tenant);
 }
 
 /* The token's expect binding: every field it sets must match the claims. */
-static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim)
+static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim,
+                        const char **reason)
 {
 	const struct bc_claims *c = &st->in->claims;
 	bc_rows *rows = NULL;
@@ -67,7 +69,7 @@ static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim)
 	int rc, ok = 1;
 
 	*allow_reclaim = 0;
-	bc_param p[] = {BC_TEXT(st->out.result.token_id)};
+	bc_param p[] = {BC_TEXT(st->d.out.result.token_id)};
 	if ((rc = bc_tx_query(tx, "SELECT expect, allow_reclaim FROM join_tokens WHERE id = $1", p,
 	                      1, &rows)) != 0)
 		return rc;
@@ -95,7 +97,7 @@ static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim)
 	}
 done:
 	if (!ok)
-		refuse_policy(st, BC_R_EXPECT_MISMATCH, st->out.result.tenant_id);
+		refuse_policy(st, reason, BC_R_EXPECT_MISMATCH, st->d.out.result.tenant_id);
 out:
 	json_decref(e);
 	bc_rows_free(rows);
@@ -103,9 +105,9 @@ out:
 }
 
 /* The pool's joinAttestors, when set, must list the attestor that admitted the machine. */
-static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id)
+static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id, const char **reason)
 {
-	const char *tenant = st->out.result.tenant_id;
+	const char *tenant = st->d.out.result.tenant_id;
 	json_t *policy = NULL, *list;
 	bc_rows *rows = NULL;
 	int rc, listed = 0;
@@ -117,7 +119,7 @@ static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id)
 	if ((rc = bc_rows_next(rows)) < 0)
 		goto out;
 	if (rc == 0 || strcmp(bc_rows_text(rows, 0), tenant) != 0) {
-		refuse_policy(st, BC_R_POOL_UNKNOWN, tenant);
+		refuse_policy(st, reason, BC_R_POOL_UNKNOWN, tenant);
 		rc = 0;
 		goto out;
 	}
@@ -125,7 +127,7 @@ static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id)
 	rc = 0;
 	if (bc_json_parse(pj, strlen(pj), 0, &policy, NULL, 0) != 0) {
 		/* a policy the admin API validated cannot be unreadable: refuse, never admit */
-		refuse_policy(st, BC_R_POOL_ATTESTOR, tenant);
+		refuse_policy(st, reason, BC_R_POOL_ATTESTOR, tenant);
 		goto out;
 	}
 	list = json_object_get(policy, "joinAttestors");
@@ -136,7 +138,7 @@ static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id)
 		listed |= id != NULL && strcmp(id, st->attestor->id) == 0;
 	}
 	if (!listed)
-		refuse_policy(st, BC_R_POOL_ATTESTOR, tenant);
+		refuse_policy(st, reason, BC_R_POOL_ATTESTOR, tenant);
 out:
 	json_decref(policy);
 	bc_rows_free(rows);
@@ -179,23 +181,23 @@ static int load_node(bc_tx *tx, const char *where, const char *key, struct node_
 
 /* The node an attestor or a binding names: it exists, is not retired, and the
  * machine takes over its tenant, pool and site. */
-static int target_named(bc_tx *tx, struct bc_join_state *st, const char *id, char node_id[])
+static int target_named(bc_tx *tx, struct bc_join_state *st, const char *id, const char **reason)
 {
-	struct bc_attest_result *r = &st->out.result;
+	struct bc_attest_result *r = &st->d.out.result;
 	struct node_row n;
 	int rc;
 
 	if ((rc = load_node(tx, "id", id, &n)) < 0)
 		return rc;
 	if (rc == 0) {
-		refuse_policy(st, BC_R_NODE_UNKNOWN, r->tenant_id);
+		refuse_policy(st, reason, BC_R_NODE_UNKNOWN, r->tenant_id);
 		return 0;
 	}
 	if (strcmp(n.state, "retired") == 0) {
-		refuse_policy(st, BC_R_NODE_RETIRED, n.tenant_id);
+		refuse_policy(st, reason, BC_R_NODE_RETIRED, n.tenant_id);
 		return 0;
 	}
-	snprintf(node_id, BC_ID_MAX, "%s", n.id);
+	snprintf(st->d.node_id, sizeof(st->d.node_id), "%s", n.id);
 	snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", n.tenant_id);
 	snprintf(r->pool_id, sizeof(r->pool_id), "%s", n.pool_id);
 	snprintf(r->site_id, sizeof(r->site_id), "%s", n.site_id);
@@ -221,73 +223,84 @@ static int bound_node(bc_tx *tx, const struct bc_attest_result *r, char out[BC_I
 	return rc;
 }
 
-int bc_join_policy(bc_tx *tx, struct bc_join_state *st, char node_id[BC_ID_MAX], int *reclaim,
-                   char hwkey[BC_HWKEY_MAX])
+/* 1. The node the attestor names, or the one its binding points to. */
+static int named_node(bc_tx *tx, struct bc_join_state *st, const char **reason)
 {
-	struct bc_attest_result *r = &st->out.result;
+	const struct bc_attest_result *r = &st->d.out.result;
 	char bound[BC_ID_MAX];
-	struct node_row holder;
-	int rc, allow_reclaim = 0;
+	int rc;
 
-	node_id[0] = 0;
-	*reclaim = 0;
-	if (r->tenant_id[0] == 0 && r->node_id[0] == 0) {
-		refuse_policy(st, "attestor-no-tenant", NULL);
-		return 0;
-	}
-	/* 1. a node the attestor names, or the one its binding points to */
 	if ((rc = bound_node(tx, r, bound)) != 0)
 		return rc;
 	if (r->node_id[0] && bound[0] && strcmp(bound, r->node_id) != 0) {
-		refuse_policy(st, BC_R_BOUND_ELSEWHERE, r->tenant_id);
+		refuse_policy(st, reason, BC_R_BOUND_ELSEWHERE, r->tenant_id);
 		return 0;
 	}
 	const char *named = r->node_id[0] ? r->node_id : bound;
-	if (named[0]) {
-		if ((rc = target_named(tx, st, named, node_id)) != 0 || st->reason)
-			return rc;
-		*reclaim = 1;
-	}
-	/* 2. the token's expect binding and reclaim flag, for every token-based attestor */
-	if (r->token_id[0]) {
-		if ((rc = check_expect(tx, st, &allow_reclaim)) != 0 || st->reason)
-			return rc;
-	}
-	/* 3. the trusted hardware key: another node holding it is this machine's old self */
+	if (named[0] == 0)
+		return 0;
+	if ((rc = target_named(tx, st, named, reason)) == 0 && *reason == NULL)
+		st->d.reclaimed = 1;
+	return rc;
+}
+
+/* 3. The trusted hardware key: another node holding it is this machine's old self. */
+static int hardware_key(bc_tx *tx, struct bc_join_state *st, int allow_reclaim, const char **reason)
+{
+	const struct bc_attest_result *r = &st->d.out.result;
+	struct node_row holder;
+	char *hwkey = st->d.hwkey;
+	int rc;
+
 	if (r->hardware_key[0])
 		snprintf(hwkey, BC_HWKEY_MAX, "%s", r->hardware_key);
 	else
 		derive_hwkey(&st->in->claims, hwkey);
-	if (hwkey[0]) {
-		if ((rc = load_node(tx, "hardware_key", hwkey, &holder)) < 0)
-			return rc;
-		if (rc == 1 && strcmp(holder.id, node_id) != 0) {
-			/* a reclaim takes back the same machine in the same role: a token of
-			 * another role would leave the certificate and the node row disagreeing */
-			if (node_id[0] || !allow_reclaim ||
-			    strcmp(holder.tenant_id, r->tenant_id) != 0 ||
-			    strcmp(holder.state, "retired") == 0 ||
-			    strcmp(holder.role, r->role) != 0) {
-				refuse_policy(st, BC_R_RECLAIM, r->tenant_id);
-				return 0;
-			}
-			if ((rc = target_named(tx, st, holder.id, node_id)) != 0 || st->reason)
-				return rc;
-			*reclaim = 1;
-		}
-	}
-	/* 4. the pool, resolved last: a reclaim keeps the node's pool, and its policy
-	 * applies to every way in */
-	if (r->pool_id[0]) {
-		if ((rc = check_pool(tx, st, r->pool_id)) != 0 || st->reason)
-			return rc;
-	}
-	if (r->node_key_uri[0] && (st->svc->cfg.no_key_statements ||
-	                           strncmp(r->node_key_uri, "urn:bc:tpm-ak:sha256:", 21) != 0)) {
-		refuse_policy(st, BC_R_NODE_KEY_STATEMENT, r->tenant_id);
+	if (hwkey[0] == 0)
+		return 0;
+	if ((rc = load_node(tx, "hardware_key", hwkey, &holder)) <= 0)
+		return rc;
+	if (strcmp(holder.id, st->d.node_id) == 0)
+		return 0;
+	/* a reclaim takes back the same machine in the same role: a token of another
+	 * role would leave the certificate and the node row disagreeing */
+	if (st->d.node_id[0] || !allow_reclaim || strcmp(holder.tenant_id, r->tenant_id) != 0 ||
+	    strcmp(holder.state, "retired") == 0 || strcmp(holder.role, r->role) != 0) {
+		refuse_policy(st, reason, BC_R_RECLAIM, r->tenant_id);
 		return 0;
 	}
-	if (node_id[0] == 0 && (rc = bc_new_id("node", node_id, BC_ID_MAX)) != 0)
+	if ((rc = target_named(tx, st, holder.id, reason)) == 0 && *reason == NULL)
+		st->d.reclaimed = 1;
+	return rc;
+}
+
+int bc_join_policy(bc_tx *tx, struct bc_join_state *st, const char **reason)
+{
+	const struct bc_attest_result *r = &st->d.out.result;
+	int rc, allow_reclaim = 0;
+
+	*reason = NULL;
+	if (r->tenant_id[0] == 0 && r->node_id[0] == 0) {
+		*reason = BC_R_ATTESTOR_NO_TENANT;
+		return 0;
+	}
+	if ((rc = named_node(tx, st, reason)) != 0 || *reason)
 		return rc;
+	/* 2. the token's expect binding and reclaim flag, for every token-based attestor */
+	if (r->token_id[0] && ((rc = check_expect(tx, st, &allow_reclaim, reason)) != 0 || *reason))
+		return rc;
+	if ((rc = hardware_key(tx, st, allow_reclaim, reason)) != 0 || *reason)
+		return rc;
+	/* 4. the pool, resolved last: a reclaim keeps the node's pool, and its policy
+	 * applies to every way in */
+	if (r->pool_id[0] && ((rc = check_pool(tx, st, r->pool_id, reason)) != 0 || *reason))
+		return rc;
+	/* a statement no verifier proves again would leave a certificate that cannot renew */
+	if (r->node_key_uri[0] && bc_join_find_statement(st->svc, r->node_key_uri) == NULL) {
+		refuse_policy(st, reason, BC_R_NODE_KEY_STATEMENT, r->tenant_id);
+		return 0;
+	}
+	if (st->d.node_id[0] == 0)
+		return bc_new_id("node", st->d.node_id, BC_ID_MAX);
 	return 0;
 }

@@ -9,7 +9,8 @@
 
 static int valid_attestor(const struct bc_attestor *a)
 {
-	if (a == NULL || a->abi != BC_ATTESTOR_ABI || a->id == NULL || a->verify == NULL)
+	if (a == NULL || (a->abi != BC_ATTESTOR_ABI && a->abi != 1) || a->id == NULL ||
+	    a->verify == NULL)
 		return 0;
 	size_t n = strlen(a->id);
 	if (n == 0 || n > 32)
@@ -22,10 +23,24 @@ static int valid_attestor(const struct bc_attestor *a)
 	return a->n_roles > 0 && a->roles != NULL;
 }
 
-int bc_join_register(struct bc_join_service *s, const struct bc_attestor *a)
+/* A copy of a as this ABI's struct: an ABI 1 attestor is this one's prefix, and runs
+ * without check() and release(). */
+static struct bc_attestor upgrade(const struct bc_attestor *a)
 {
-	if (!valid_attestor(a))
+	struct bc_attestor c;
+
+	memset(&c, 0, sizeof(c));
+	memcpy(&c, a, a->abi == 1 ? BC_ATTESTOR_V1_SIZE : sizeof(c));
+	return c;
+}
+
+int bc_join_register(struct bc_join_service *s, const struct bc_attestor *in)
+{
+	struct bc_attestor copy, *a = &copy;
+
+	if (!valid_attestor(in))
 		return BC_ERR_INVALID;
+	copy = upgrade(in);
 	for (size_t i = 0; i < s->n_attestors; i++) {
 		if (strcmp(s->attestors[i].id, a->id) == 0) {
 			if (s->attestors[i].destroy)
@@ -58,9 +73,9 @@ int bc_join_load_plugin(struct bc_join_service *s, const char *path, char *err, 
 		dlclose(h);
 		return BC_ERR_CONFIG;
 	}
-	if (a->abi != BC_ATTESTOR_ABI) {
-		snprintf(err, errlen, "plugin %s: attestor ABI %u, this server speaks %u", path,
-		         a->abi, BC_ATTESTOR_ABI);
+	if (a->abi != BC_ATTESTOR_ABI && a->abi != 1) {
+		snprintf(err, errlen, "plugin %s: attestor ABI %u, this server speaks 1 and %u",
+		         path, a->abi, BC_ATTESTOR_ABI);
 		dlclose(h);
 		return BC_ERR_CONFIG;
 	}
@@ -79,42 +94,11 @@ int bc_join_load_plugin(struct bc_join_service *s, const char *path, char *err, 
 	return 0;
 }
 
-/* An [attestors.<id>] table enables the built-in attestor of that id (x509pop, tpm,
- * ...) unless a plugin already registered one: only join-token runs without one. */
-static int enable_builtins(struct bc_join_service *s, const bc_toml *cfg, char *err, size_t errlen)
-{
-	const char *const *names;
-	size_t n;
-	int rc;
-
-	if (cfg == NULL || bc_toml_tables(cfg, "attestors", &names, &n) != 0)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct bc_attestor *a;
-		if (bc_join_attestor_known(s, names[i]))
-			continue;
-		if ((a = bc_attestor_builtin(names[i])) == NULL) {
-			snprintf(err, errlen,
-			         "[attestors.%s]: no attestor with that id runs here "
-			         "(built-in: %s; others come from plugins)",
-			         names[i], bc_attestor_builtin_names());
-			return BC_ERR_CONFIG;
-		}
-		if ((rc = bc_join_register(s, a)) != 0) {
-			snprintf(err, errlen, "[attestors.%s]: %s", names[i], bc_err_str(rc));
-			return rc;
-		}
-	}
-	return 0;
-}
-
 int bc_join_configure(struct bc_join_service *s, const bc_toml *cfg, char *err, size_t errlen)
 {
 	char table[64];
 	int rc;
 
-	if ((rc = enable_builtins(s, cfg, err, errlen)) != 0)
-		return rc;
 	for (size_t i = 0; i < s->n_attestors; i++) {
 		struct bc_attestor *a = &s->attestors[i];
 		if (a->configure == NULL)
@@ -134,9 +118,35 @@ const struct bc_attestor *bc_join_find(const struct bc_join_service *s, const ch
 	return NULL;
 }
 
-void bc_join_set_key_statements(struct bc_join_service *s, int enabled)
+const struct bc_statement_verifier *bc_join_find_statement(const struct bc_join_service *s,
+                                                           const char *statement)
 {
-	s->cfg.no_key_statements = !enabled;
+	for (size_t i = 0; i < s->n_statements; i++)
+		if (strncmp(statement, s->statements[i].prefix, strlen(s->statements[i].prefix)) ==
+		    0)
+			return &s->statements[i];
+	return NULL;
+}
+
+int bc_join_register_statement(struct bc_join_service *s, const struct bc_statement_verifier *v)
+{
+	if (v == NULL || v->prefix == NULL || v->prefix[0] == 0 || v->verify == NULL)
+		return BC_ERR_INVALID;
+	bc_join_drop_statement(s, v->prefix);
+	if (s->n_statements == BC_MAX_STATEMENTS)
+		return BC_ERR_LIMIT;
+	s->statements[s->n_statements++] = *v;
+	return 0;
+}
+
+void bc_join_drop_statement(struct bc_join_service *s, const char *prefix)
+{
+	for (size_t i = 0; i < s->n_statements; i++) {
+		if (strcmp(s->statements[i].prefix, prefix) != 0)
+			continue;
+		s->statements[i] = s->statements[--s->n_statements];
+		return;
+	}
 }
 
 int bc_join_attestor_known(const struct bc_join_service *s, const char *id)
@@ -160,8 +170,7 @@ int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return BC_ERR_NOMEM;
 	s->cfg = *cfg;
-	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0 ||
-	    (rc = bc_join_register(s, bc_attestor_join_token())) != 0) {
+	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0) {
 		free(s->node_ca_der);
 		free(s);
 		return rc;

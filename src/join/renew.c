@@ -18,20 +18,22 @@
 #include "bc/json.h"
 #include "bc/log.h"
 #include "bettercompute/join/v1/join.pb-c.h"
-#include "attest/tpm_keys.h"
 #include "join/events.h"
 #include "join/internal.h"
-#include "join/reasons.h"
+#include "bc/reasons.h"
 
 #define RENEW_WINDOW_MS 60000
-#define TPM_AK_PREFIX   "urn:bc:tpm-ak:"
 
-const char bc_connect_renew_refused[] =
-    "{\"code\":\"permission_denied\",\"message\":\"Renew refused\"}";
-static const char renew_invalid[] =
-    "{\"code\":\"invalid_argument\",\"message\":\"the request is not a RenewRequest\"}";
-static const char renew_unavailable[] =
-    "{\"code\":\"unavailable\",\"message\":\"the control plane cannot reach its store; retry\"}";
+/* The statement schemes of this project (bc/wire.h): one without a verifier here is
+ * key-statement-unsupported rather than unknown. */
+static const char *const known_schemes[] = {"urn:bc:tpm-ak:"};
+
+/* What one try of the renewal transaction decides; reset before each try. */
+struct renew_decision {
+	const char *reason;
+	char tenant_id[BC_ID_MAX];
+	struct bc_join_decision issued; /* the certificate, as Join answers one */
+};
 
 struct renew_state {
 	struct bc_join_service *svc;
@@ -41,43 +43,62 @@ struct renew_state {
 	uint8_t csr_sha256[32];
 	uint8_t csr_spki_sha256[32];
 	uint8_t leaf_sha256[32];
-	const char *reason;
-	char tenant_id[BC_ID_MAX];
-	uint8_t *cert_der;
-	size_t cert_len;
-	int64_t now_ms;
+	struct renew_decision d;
 };
 
-/* urn:bc:tpm-ak:sha256:<hex of the AK's TPM name: 000b || 32-byte digest>. A leaf that
- * names an AK renews only with that AK's certification of the next key; the statement
- * is read from the leaf, never from the CSR. */
-static const char *check_statements(const struct renew_state *st, int *rc)
+static void renew_decision_reset(struct renew_decision *d)
 {
-	const Bettercompute__Join__V1__TpmKeyAttestation *ka = st->rq->key_attestation;
-	uint8_t name[34];
+	bc_join_decision_reset(&d->issued);
+	memset(d, 0, sizeof(*d));
+}
 
-	*rc = 0;
-	for (size_t i = 0; i < st->id.n_statements; i++) {
-		const char *s = st->id.statements[i];
-		if (strncmp(s, TPM_AK_PREFIX, strlen(TPM_AK_PREFIX)) != 0)
-			return BC_R_KEY_STATEMENT_UNKNOWN;
-		const char *hex = s + strlen(TPM_AK_PREFIX);
-		if (strncmp(hex, "sha256:", 7) != 0 || strlen(hex + 7) != 68 ||
-		    bc_hex_decode_to(hex + 7, name, sizeof(name)) != 0 || name[0] != 0x00 ||
-		    name[1] != 0x0b)
-			return BC_R_TPM_AK_URI;
-		if (st->svc->cfg.no_key_statements)
+/* A statement no verifier here claims: unsupported when it is of a scheme this
+ * project defines, else unknown. */
+static const char *unclaimed(const char *statement)
+{
+	for (size_t i = 0; i < sizeof(known_schemes) / sizeof(*known_schemes); i++)
+		if (strncmp(statement, known_schemes[i], strlen(known_schemes[i])) == 0)
 			return BC_R_KEY_STATEMENT_UNSUPPORTED;
-		if (ka == NULL)
-			return BC_R_KEY_ATTESTATION_MISSING;
-		const char *why = bc_tpm_verify_key_attestation(
-		    name, sizeof(name), ka->ak_public.data, ka->ak_public.len, ka->key_public.data,
-		    ka->key_public.len, ka->certify_info.data, ka->certify_info.len,
-		    ka->signature.data, ka->signature.len, st->csr_sha256, st->csr_spki_sha256, rc);
-		if (why != NULL || *rc != 0)
-			return why;
+	return BC_R_KEY_STATEMENT_UNKNOWN;
+}
+
+/* Each statement of the leaf is proven again by its verifier (the tpm attestor's for
+ * urn:bc:tpm-ak:, with the AK's certification of the next key); statements are read
+ * from the leaf, never from the CSR. */
+static int check_statements(const struct renew_state *st, const char **reason)
+{
+	const Bettercompute__Join__V1__TpmKeyAttestation *rka = st->rq->key_attestation;
+	struct bc_key_attestation ka;
+	struct bc_statement_input in;
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	memcpy(in.csr_sha256, st->csr_sha256, 32);
+	memcpy(in.csr_spki_sha256, st->csr_spki_sha256, 32);
+	if (rka != NULL) {
+		ka = (struct bc_key_attestation){
+		    .ak_public = rka->ak_public.data,
+		    .ak_public_len = rka->ak_public.len,
+		    .key_public = rka->key_public.data,
+		    .key_public_len = rka->key_public.len,
+		    .certify_info = rka->certify_info.data,
+		    .certify_info_len = rka->certify_info.len,
+		    .signature = rka->signature.data,
+		    .signature_len = rka->signature.len,
+		};
+		in.ka = &ka;
 	}
-	return NULL;
+	for (size_t i = 0; i < st->id.n_statements; i++) {
+		const struct bc_statement_verifier *v;
+		in.statement = st->id.statements[i];
+		if ((v = bc_join_find_statement(st->svc, in.statement)) == NULL) {
+			*reason = unclaimed(in.statement);
+			return 0;
+		}
+		if ((rc = v->verify(v->ctx, &in, reason)) != 0 || *reason)
+			return rc;
+	}
+	return 0;
 }
 
 static int csr_spki_sha256(struct renew_state *st)
@@ -111,43 +132,41 @@ static int verify_proof(struct renew_state *st, X509 *leaf)
 	return rc;
 }
 
-/* Checks that need no database. */
-static const char *precheck(struct renew_state *st)
+/* Checks that need no database: the leaf, the CSR, the statements, the proof. */
+static int precheck(struct renew_state *st, const char **reason)
 {
 	const Bettercompute__Join__V1__RenewRequest *rq = st->rq;
 	const bc_pki *pki = st->svc->cfg.pki;
-	const char *why = NULL;
 	X509 *leaf = NULL;
+	int rc = 0;
 
 	if (rq->n_chain == 0 ||
 	    bc_pki_node_identity(rq->chain[0].data, rq->chain[0].len, pki->trust_domain, &st->id) !=
 	        0 ||
 	    bc_pki_verify_node_cert(pki, rq->chain[0].data, rq->chain[0].len) != 0 ||
-	    bc_x509_from_der(rq->chain[0].data, rq->chain[0].len, &leaf) != 0)
-		return BC_R_RENEW_MALFORMED;
-	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0 ||
-	    bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256) != 0 || csr_spki_sha256(st) != 0) {
-		why = BC_R_CSR_INVALID;
+	    bc_x509_from_der(rq->chain[0].data, rq->chain[0].len, &leaf) != 0) {
+		*reason = BC_R_RENEW_MALFORMED;
+		return 0;
+	}
+	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0) {
+		*reason = BC_R_CSR_INVALID;
 		goto out;
 	}
-	int rc = 0;
-	if ((why = check_statements(st, &rc)) != NULL || rc != 0) {
-		/* a check that could not run is not a proof */
-		if (why == NULL)
-			why = BC_R_NODE_KEY_MALFORMED;
+	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256)) != 0 ||
+	    (rc = csr_spki_sha256(st)) != 0 || (rc = check_statements(st, reason)) != 0 ||
+	    *reason || (rc = bc_sha256(rq->chain[0].data, rq->chain[0].len, st->leaf_sha256)) != 0)
 		goto out;
-	}
-	if (bc_sha256(rq->chain[0].data, rq->chain[0].len, st->leaf_sha256) != 0 ||
-	    verify_proof(st, leaf) != 0)
-		why = BC_R_RENEW_PROOF;
+	if (verify_proof(st, leaf) != 0)
+		*reason = BC_R_RENEW_PROOF;
 out:
 	X509_free(leaf);
-	return why;
+	return rc;
 }
 
 /* The leaf against its row and its node, at database time, in one query: the row is
  * found by the leaf's hash and must hold the same bytes. */
-static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation)
+static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
+                         const char **reason)
 {
 	const ProtobufCBinaryData *leaf = &st->rq->chain[0];
 	char sha[65], *hex = NULL;
@@ -168,22 +187,22 @@ static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation)
 	hex = rc == 1 ? bc_hex_encode(leaf->data, leaf->len) : NULL;
 	rc = 0;
 	if (hex == NULL || strcmp(hex, bc_rows_text(rows, 0)) != 0) {
-		st->reason = BC_R_RENEW_NOT_CURRENT;
+		*reason = BC_R_RENEW_NOT_CURRENT;
 		goto out;
 	}
-	snprintf(st->tenant_id, sizeof(st->tenant_id), "%s", bc_rows_text(rows, 4));
+	snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", bc_rows_text(rows, 4));
 	*generation = bc_rows_int(rows, 6);
 	if (strcmp(bc_rows_text(rows, 5), "retired") == 0)
-		st->reason = BC_R_RENEW_RETIRED;
+		*reason = BC_R_RENEW_RETIRED;
 	else if (bc_rows_int(rows, 1) != *generation)
-		st->reason = BC_R_RENEW_GENERATION;
+		*reason = BC_R_RENEW_GENERATION;
 	else if (!bc_rows_is_null(rows, 3))
-		st->reason = BC_R_RENEW_REVOKED;
-	else if (bc_rows_int(rows, 2) <= st->now_ms)
-		st->reason = BC_R_RENEW_EXPIRED;
-	else if (st->rq->client_time_ms < st->now_ms - RENEW_WINDOW_MS ||
-	         st->rq->client_time_ms > st->now_ms + RENEW_WINDOW_MS)
-		st->reason = BC_R_RENEW_CLIENT_TIME;
+		*reason = BC_R_RENEW_REVOKED;
+	else if (bc_rows_int(rows, 2) <= st->d.issued.now_ms)
+		*reason = BC_R_RENEW_EXPIRED;
+	else if (st->rq->client_time_ms < st->d.issued.now_ms - RENEW_WINDOW_MS ||
+	         st->rq->client_time_ms > st->d.issued.now_ms + RENEW_WINDOW_MS)
+		*reason = BC_R_RENEW_CLIENT_TIME;
 out:
 	free(hex);
 	bc_rows_free(rows);
@@ -200,18 +219,18 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 
 	for (size_t i = 0; i < st->id.n_statements; i++)
 		json_array_append_new(arr, json_string(st->id.statements[i]));
-	if ((rc = bc_sha256(st->cert_der, st->cert_len, d)) != 0)
+	if ((rc = bc_sha256(st->d.issued.cert_der, st->d.issued.cert_len, d)) != 0)
 		goto out;
 	bc_hex_encode_to(d, 32, sha);
-	hex = bc_hex_encode(st->cert_der, st->cert_len);
+	hex = bc_hex_encode(st->d.issued.cert_der, st->d.issued.cert_len);
 	stmts = bc_json_dump(arr);
 	if (hex == NULL || stmts == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
 	bc_param p[] = {
-	    BC_TEXT(serial), BC_TEXT(st->id.node_id), BC_INT(generation), BC_TEXT(hex),
-	    BC_TEXT(sha),    BC_INT(st->now_ms),      BC_INT(not_after),  BC_TEXT(stmts)};
+	    BC_TEXT(serial), BC_TEXT(st->id.node_id),     BC_INT(generation), BC_TEXT(hex),
+	    BC_TEXT(sha),    BC_INT(st->d.issued.now_ms), BC_INT(not_after),  BC_TEXT(stmts)};
 	if ((rc = bc_tx_exec(tx,
 	                     "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
 	                     "der_sha256, not_before, not_after, statements, created_at) "
@@ -220,9 +239,9 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 		goto out;
 	data = json_pack("{s:s, s:s, s:I}", "nodeId", st->id.node_id, "serial", serial,
 	                 "generation", (json_int_t)generation);
-	if ((rc = bc_event_publish(tx, st->tenant_id, "node.renewed", st->id.node_id, data)) == 0)
-		rc =
-		    bc_audit(tx, st->tenant_id, "join:renew", "node.renewed", st->id.node_id, data);
+	if ((rc = bc_event_publish(tx, st->d.tenant_id, "node.renewed", st->id.node_id, data)) == 0)
+		rc = bc_audit(tx, st->d.tenant_id, "join:renew", "node.renewed", st->id.node_id,
+		              data);
 out:
 	json_decref(arr);
 	json_decref(data);
@@ -231,42 +250,54 @@ out:
 	return rc;
 }
 
-static int renew_tx(bc_tx *tx, void *arg)
+static int renew_steps(bc_tx *tx, struct renew_state *st, const char **reason)
 {
-	struct renew_state *st = arg;
+	struct bc_join_decision *is = &st->d.issued;
 	char serial[33];
 	int64_t generation = 0, not_after = 0;
 	int rc;
 
-	st->reason = NULL;
-	st->tenant_id[0] = 0;
-	bc_freezero(st->cert_der, st->cert_len);
-	st->cert_der = NULL;
-	st->now_ms = bc_tx_now_ms(tx);
-	if ((rc = check_current(tx, st, &generation)) != 0)
+	is->now_ms = bc_tx_now_ms(tx);
+	if ((rc = check_current(tx, st, &generation, reason)) != 0 || *reason)
 		return rc;
-	if (st->reason)
-		return BC_ERR_DENIED;
 	struct bc_node_cert_req req = {
 	    .node_id = st->id.node_id,
 	    .role = st->id.role,
 	    .pub = st->csr_key,
 	    .statements = (const char *const *)st->id.statements,
 	    .n_statements = st->id.n_statements,
-	    .not_before_ms = st->now_ms,
+	    .not_before_ms = is->now_ms,
 	};
-	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &st->cert_der, &st->cert_len,
+	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &is->cert_der, &is->cert_len,
 	                                 serial, &not_after)) != 0)
 		return rc;
+	is->out.kind = BC_OUTCOME_RESULT;
+	snprintf(is->node_id, sizeof(is->node_id), "%s", st->id.node_id);
 	return record(tx, st, serial, not_after, generation);
+}
+
+static int renew_tx(bc_tx *tx, void *arg)
+{
+	struct renew_state *st = arg;
+	const char *reason = NULL;
+	int rc;
+
+	/* a replayed transaction starts from nothing */
+	renew_decision_reset(&st->d);
+	if ((rc = renew_steps(tx, st, &reason)) != 0)
+		return rc;
+	if (reason == NULL)
+		return 0;
+	st->d.reason = reason;
+	return BC_ERR_DENIED;
 }
 
 static int refusal_tx(bc_tx *tx, void *arg)
 {
 	struct renew_state *st = arg;
-	json_t *data = json_pack("{s:s, s:s?}", "reason", st->reason, "nodeId",
+	json_t *data = json_pack("{s:s, s:s?}", "reason", st->d.reason, "nodeId",
 	                         st->id.node_id[0] ? st->id.node_id : NULL);
-	int rc = bc_event_publish(tx, st->tenant_id[0] ? st->tenant_id : "root",
+	int rc = bc_event_publish(tx, st->d.tenant_id[0] ? st->d.tenant_id : "root",
 	                          "security.renew.refused",
 	                          st->id.node_id[0] ? st->id.node_id : NULL, data);
 	json_decref(data);
@@ -281,7 +312,7 @@ static int owner_tx(bc_tx *tx, void *arg)
 	bc_param p[] = {BC_TEXT(st->id.node_id)};
 	int rc = bc_tx_query_text(tx, "SELECT tenant_id FROM nodes WHERE id = $1", p, 1, &t);
 	if (rc == 0)
-		snprintf(st->tenant_id, sizeof(st->tenant_id), "%s", t);
+		snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", t);
 	free(t);
 	return rc == BC_ERR_NOT_FOUND ? 0 : rc;
 }
@@ -289,80 +320,65 @@ static int owner_tx(bc_tx *tx, void *arg)
 static void report(struct renew_state *st)
 {
 	/* without the owner the event still goes to the root tenant */
-	if (st->tenant_id[0] == 0 && st->id.node_id[0] &&
+	if (st->d.tenant_id[0] == 0 && st->id.node_id[0] &&
 	    bc_store_run(st->svc->cfg.store, BC_TX_READ, owner_tx, st) != 0)
-		st->tenant_id[0] = 0;
+		st->d.tenant_id[0] = 0;
 	if (bc_store_run(st->svc->cfg.store, BC_TX_WRITE, refusal_tx, st) != 0)
-		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", st->reason, NULL);
-	bc_log(BC_LOG_WARN, "renew refused", "nodeId", st->id.node_id, "reason", st->reason,
-	       "tenantId", st->tenant_id, NULL);
+		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", st->d.reason, NULL);
+	bc_log(BC_LOG_WARN, "renew refused", "nodeId", st->id.node_id, "reason", st->d.reason,
+	       "tenantId", st->d.tenant_id, NULL);
 }
 
-static void answer(int status, const char *text, int *st, const char **ct, uint8_t **resp,
-                   size_t *len)
+/* Decides the renewal: 0, or BC_ERR_DENIED with st->d.reason set, or another error. */
+static int decide(struct renew_state *st)
 {
-	*st = status;
-	*ct = "application/json";
-	*len = strlen(text);
-	if ((*resp = malloc(*len)) != NULL)
-		memcpy(*resp, text, *len);
-	else
-		*len = 0;
+	const char *reason = NULL;
+	int rc;
+
+	if ((rc = precheck(st, &reason)) != 0)
+		return rc;
+	if (reason == NULL)
+		return bc_store_run(st->svc->cfg.store, BC_TX_WRITE, renew_tx, st);
+	st->d.reason = reason;
+	return BC_ERR_DENIED;
 }
 
-static int sign(struct renew_state *st, uint8_t **resp, size_t *len)
+static enum bc_rpc_status answer(struct renew_state *st, int rc, uint8_t **resp, size_t *len)
 {
-	struct bc_join_state js;
-	struct bc_join_input in;
-
-	memset(&js, 0, sizeof(js));
-	memset(&in, 0, sizeof(in));
-	memcpy(in.csr_sha256, st->csr_sha256, 32);
-	js.in = &in;
-	js.out.kind = BC_OUTCOME_RESULT;
-	js.now_ms = st->now_ms;
-	js.cert_der = st->cert_der;
-	js.cert_len = st->cert_len;
-	snprintf(js.node_id, sizeof(js.node_id), "%s", st->id.node_id);
-	return bc_join_sign_response(st->svc, &js, resp, len);
+	if (rc == BC_ERR_DENIED && st->d.reason) {
+		report(st);
+		return BC_RPC_REFUSED;
+	}
+	if (rc != 0) {
+		bc_log(BC_LOG_ERROR, "renew failed", "nodeId", st->id.node_id, "error",
+		       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
+		return rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? BC_RPC_INTERNAL
+		                                                    : BC_RPC_UNAVAILABLE;
+	}
+	if (bc_join_sign_response(st->svc, st->csr_sha256, NULL, &st->d.issued, resp, len) != 0)
+		return BC_RPC_INTERNAL;
+	bc_log(BC_LOG_INFO, "node renewed", "nodeId", st->id.node_id, NULL);
+	return BC_RPC_OK;
 }
 
-void bc_renew_handle(struct bc_join_service *s, const uint8_t *body, size_t len, int *status,
-                     const char **ct, uint8_t **resp, size_t *resp_len)
+enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8_t *body, size_t len,
+                                   uint8_t **resp, size_t *resp_len)
 {
 	Bettercompute__Join__V1__RenewRequest *rq;
 	struct renew_state st;
-	int rc;
+	enum bc_rpc_status status;
 
 	*resp = NULL;
 	*resp_len = 0;
+	if ((rq = bettercompute__join__v1__renew_request__unpack(NULL, len, body)) == NULL)
+		return BC_RPC_INVALID;
 	memset(&st, 0, sizeof(st));
-	if ((rq = bettercompute__join__v1__renew_request__unpack(NULL, len, body)) == NULL) {
-		answer(400, renew_invalid, status, ct, resp, resp_len);
-		return;
-	}
 	st.svc = s;
 	st.rq = rq;
-	if ((st.reason = precheck(&st)) != NULL)
-		rc = BC_ERR_DENIED;
-	else
-		rc = bc_store_run(s->cfg.store, BC_TX_WRITE, renew_tx, &st);
-	if (rc == BC_ERR_DENIED && st.reason) {
-		report(&st);
-		answer(403, bc_connect_renew_refused, status, ct, resp, resp_len);
-	} else if (rc != 0) {
-		bc_log(BC_LOG_ERROR, "renew failed", "nodeId", st.id.node_id, "error",
-		       bc_err_str(rc), NULL);
-		answer(503, renew_unavailable, status, ct, resp, resp_len);
-	} else if (sign(&st, resp, resp_len) != 0) {
-		answer(503, renew_unavailable, status, ct, resp, resp_len);
-	} else {
-		*status = 200;
-		*ct = "application/proto";
-		bc_log(BC_LOG_INFO, "node renewed", "nodeId", st.id.node_id, NULL);
-	}
-	bc_freezero(st.cert_der, st.cert_len);
+	status = answer(&st, decide(&st), resp, resp_len);
+	renew_decision_reset(&st.d);
 	EVP_PKEY_free(st.csr_key);
 	bc_node_identity_clear(&st.id);
 	bettercompute__join__v1__renew_request__free_unpacked(rq, NULL);
+	return status;
 }

@@ -7,8 +7,9 @@
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/internal.h"
 
-static int pack_body(const struct bc_join_service *s, const struct bc_join_state *st, uint8_t **out,
-                     size_t *len)
+static int pack_body(const struct bc_join_service *s, const uint8_t csr_sha256[32],
+                     const struct bc_attestor *attestor, const struct bc_join_decision *d,
+                     uint8_t **out, size_t *len)
 {
 	Bettercompute__Join__V1__JoinResponseBody b =
 	    BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__INIT;
@@ -19,36 +20,36 @@ static int pack_body(const struct bc_join_service *s, const struct bc_join_state
 	size_t ca_len = s->node_ca_der_len;
 
 	*out = NULL;
-	b.csr_sha256.data = (uint8_t *)st->in->csr_sha256;
+	b.csr_sha256.data = (uint8_t *)csr_sha256;
 	b.csr_sha256.len = 32;
-	b.issued_at_ms = st->now_ms;
+	b.issued_at_ms = d->now_ms;
 	b.trust_domain = s->cfg.pki->trust_domain;
 	bundle[0].data = ca;
 	bundle[0].len = ca_len;
 	b.trust_bundle = bundle;
 	b.n_trust_bundle = 1;
-	if (st->out.kind == BC_OUTCOME_DEFER) {
-		const struct bc_attest_deferral *d = &st->out.deferral;
-		if (d->kind == BC_DEFER_APPROVAL) {
-			pend.request_id = (char *)d->request_id;
+	if (d->out.kind == BC_OUTCOME_DEFER) {
+		const struct bc_attest_deferral *df = &d->out.deferral;
+		if (df->kind == BC_DEFER_APPROVAL) {
+			pend.request_id = (char *)df->request_id;
 			pend.retry_after_seconds =
-			    d->retry_after_seconds ? d->retry_after_seconds : 30;
+			    df->retry_after_seconds ? df->retry_after_seconds : 30;
 			b.deferral_case =
 			    BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_PENDING;
 			b.pending = &pend;
 		} else {
-			chal.attestor = (char *)st->attestor->id;
-			chal.payload.data = d->challenge;
-			chal.payload.len = d->challenge_len;
-			chal.not_after_ms = d->not_after_ms;
+			chal.attestor = (char *)attestor->id;
+			chal.payload.data = df->challenge;
+			chal.payload.len = df->challenge_len;
+			chal.not_after_ms = df->not_after_ms;
 			b.deferral_case =
 			    BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL_CHALLENGE;
 			b.challenge = &chal;
 		}
 	} else {
-		b.node_id = (char *)st->node_id;
-		chain[0].data = st->cert_der;
-		chain[0].len = st->cert_len;
+		b.node_id = (char *)d->node_id;
+		chain[0].data = d->cert_der;
+		chain[0].len = d->cert_len;
 		chain[1].data = ca;
 		chain[1].len = ca_len;
 		b.chain = chain;
@@ -61,7 +62,8 @@ static int pack_body(const struct bc_join_service *s, const struct bc_join_state
 	return 0;
 }
 
-int bc_join_sign_response(const struct bc_join_service *s, const struct bc_join_state *st,
+int bc_join_sign_response(const struct bc_join_service *s, const uint8_t csr_sha256[32],
+                          const struct bc_attestor *attestor, const struct bc_join_decision *d,
                           uint8_t **out, size_t *len)
 {
 	Bettercompute__Join__V1__SignedResponse sr = BETTERCOMPUTE__JOIN__V1__SIGNED_RESPONSE__INIT;
@@ -71,7 +73,7 @@ int bc_join_sign_response(const struct bc_join_service *s, const struct bc_join_
 
 	*out = NULL;
 	*len = 0;
-	if ((rc = pack_body(s, st, &body, &body_len)) != 0)
+	if ((rc = pack_body(s, csr_sha256, attestor, d, &body, &body_len)) != 0)
 		return rc;
 	if ((rc = bc_es256_sign(s->cfg.pki->join_signing, BC_PURPOSE_JOIN_RESPONSE, body, body_len,
 	                        sig)) != 0)

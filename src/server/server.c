@@ -18,13 +18,12 @@
 #include "bc/buf.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "attest/attest.h"
 #include "server/admin.h"
+#include "server/connect.h"
 #include "server/http.h"
 
-#define JOIN_PATH      "/bettercompute.join.v1.JoinService/Join"
-#define RENEW_PATH     "/bettercompute.join.v1.JoinService/Renew"
-#define SERVICE_PREFIX "/bettercompute.join.v1.JoinService/"
-#define BUNDLE_MAX     (1 << 20)
+#define BUNDLE_MAX (1 << 20)
 
 extern char **environ;
 
@@ -40,11 +39,7 @@ struct bc_server {
 	char *public_url;
 };
 
-static const char connect_unimplemented[] =
-    "{\"code\":\"unimplemented\",\"message\":\"this control plane does not serve that method\"}";
-static const char connect_not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
-static const char connect_bad_type[] =
-    "{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be application/proto\"}";
+static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
 
 static void text(struct bc_http_response *resp, int status, const char *ct, const char *body)
 {
@@ -56,12 +51,6 @@ static int healthz_tx(bc_tx *tx, void *arg)
 	int64_t one;
 	(void)arg;
 	return bc_tx_query_int(tx, "SELECT 1", NULL, 0, &one);
-}
-
-static int is_proto(const char *ct)
-{
-	size_t n = strlen("application/proto");
-	return strncmp(ct, "application/proto", n) == 0 && (ct[n] == 0 || ct[n] == ';');
 }
 
 static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_response *resp)
@@ -79,33 +68,11 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 		bc_admin_handle(&s->admin, req, resp);
 		return;
 	}
-	if (strncmp(req->path, SERVICE_PREFIX, strlen(SERVICE_PREFIX)) == 0) {
-		if (strcmp(req->method, "POST") != 0) {
-			text(resp, 405, "application/json", connect_unimplemented);
-			return;
-		}
-		if (!is_proto(req->content_type)) {
-			text(resp, 415, "application/json", connect_bad_type);
-			return;
-		}
-		int is_join = strcmp(req->path, JOIN_PATH) == 0;
-		if (is_join || strcmp(req->path, RENEW_PATH) == 0) {
-			int status;
-			const char *ct;
-			uint8_t *body;
-			size_t len;
-			(is_join ? bc_join_handle : bc_renew_handle)(
-			    s->join, req->body, req->body_len, &status, &ct, &body, &len);
-			resp->status = status;
-			resp->content_type = ct;
-			resp->body = body;
-			resp->body_len = len;
-			return;
-		}
-		text(resp, 404, "application/json", connect_unimplemented);
+	if (bc_connect_owns(req->path)) {
+		bc_connect_serve(s->join, req, resp);
 		return;
 	}
-	text(resp, 404, "application/json", connect_not_found);
+	text(resp, 404, "application/json", not_found);
 }
 
 /* on_refusal: the command gets the refusal as JSON on stdin. It runs detached (a
@@ -238,13 +205,18 @@ static int start_join(struct bc_server *s, const struct bc_server_config *cfg, c
 	    .store = s->store, .pki = s->pki, .on_refusal = on_refusal, .on_refusal_ctx = s};
 	int rc;
 
-	if ((rc = bc_join_service_new(&jc, &s->join)) != 0) {
+	/* the built-ins register as plugins do: join-token first, so that a plugin of
+	 * that id replaces it, then the optional ones server.toml enables */
+	if ((rc = bc_join_service_new(&jc, &s->join)) != 0 ||
+	    (rc = bc_attest_register_defaults(s->join)) != 0) {
 		snprintf(err, errlen, "JoinService: %s", bc_err_str(rc));
 		return rc;
 	}
 	for (size_t i = 0; i < cfg->n_plugins; i++)
 		if ((rc = bc_join_load_plugin(s->join, cfg->plugins[i], err, errlen)) != 0)
 			return rc;
+	if ((rc = bc_attest_enable(s->join, cfg->toml, err, errlen)) != 0)
+		return rc;
 	return bc_join_configure(s->join, cfg->toml, err, errlen);
 }
 

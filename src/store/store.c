@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <openssl/rand.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@ struct bc_store {
 	int sync_ready;    /* mu and cv were initialised */
 	struct bc_conn *idle[POOL_MAX];
 	size_t nidle;
-	size_t nopen; /* idle or held by a transaction */
+	size_t nopen;                  /* idle or held by a transaction */
+	atomic_uint_fast64_t begun[2]; /* transactions begun, by mode */
 };
 
 struct bc_tx {
@@ -325,6 +327,11 @@ enum bc_store_engine bc_store_engine(const bc_store *s)
 
 /* ---- transactions ---- */
 
+uint64_t bc_store_tx_begun(bc_store *s, enum bc_tx_mode mode)
+{
+	return (mode == BC_TX_READ || mode == BC_TX_WRITE) ? atomic_load(&s->begun[mode]) : 0;
+}
+
 int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out)
 {
 	struct bc_conn *c = NULL;
@@ -344,6 +351,7 @@ int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out)
 		goto out;
 	if ((rc = s->eng->begin(c, mode)) != 0)
 		goto out;
+	atomic_fetch_add(&s->begun[mode], 1);
 	tx->s = s;
 	tx->c = c;
 	c = NULL;

@@ -10,6 +10,7 @@
 #include "bc/log.h"
 #include "bc/pki.h"
 #include "bc/store.h"
+#include "attest/attest.h"
 #include "join/join.h"
 
 static struct bc_join_service *svc;
@@ -28,16 +29,15 @@ static void init(void)
 	    bc_store_open(path, &store, err, sizeof(err)) != 0)
 		abort();
 	struct bc_join_config cfg = {.store = store, .pki = pki};
-	if (bc_join_service_new(&cfg, &svc) != 0)
+	if (bc_join_service_new(&cfg, &svc) != 0 || bc_attest_register_defaults(svc) != 0)
 		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const char *ct;
+	enum bc_rpc_status status;
 	uint8_t *resp;
 	size_t len;
-	int status;
 
 	if (svc == NULL)
 		init();
@@ -45,10 +45,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	/* the first byte picks the method, so one target covers both decoders */
 	if (data[0] & 1)
-		bc_join_handle(svc, data + 1, size - 1, &status, &ct, &resp, &len);
+		status = bc_join_handle(svc, data + 1, size - 1, &resp, &len);
 	else
-		bc_renew_handle(svc, data + 1, size - 1, &status, &ct, &resp, &len);
-	if (status != 200 && status != 400 && status != 403 && status != 503)
+		status = bc_renew_handle(svc, data + 1, size - 1, &resp, &len);
+	/* an answer, a refusal or a body that does not decode: never a failure of ours,
+	 * and a response body only with an answer */
+	if ((status != BC_RPC_OK && status != BC_RPC_REFUSED && status != BC_RPC_INVALID &&
+	     status != BC_RPC_UNAVAILABLE) ||
+	    (status != BC_RPC_OK && resp != NULL))
 		abort();
 	free(resp);
 	return 0;

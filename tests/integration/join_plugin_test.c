@@ -111,6 +111,53 @@ static void test_plugin_replaces_join_token(void **state)
 	bct_cp_stop(&cp);
 }
 
+/* A gate join with that evidence: the join's answer, and how many write
+ * transactions it began (the refusal event's own included). */
+static int gate_join(struct bct_cp *cp, const char *word, uint64_t *writes)
+{
+	struct bc_join_answer ans;
+	uint64_t before = bc_store_tx_begun(bct_store(cp), BC_TX_WRITE);
+	struct bct_join_opts jo = {.attestor = "gate",
+	                           .attestation = (const uint8_t *)word,
+	                           .attestation_len = strlen(word)};
+	int rc = bct_join(cp, &jo, &ans);
+
+	*writes = bc_store_tx_begun(bct_store(cp), BC_TX_WRITE) - before;
+	if (rc == 0)
+		bc_join_answer_free(&ans);
+	return rc;
+}
+
+/* check() runs before the transaction: a check that refuses never opens one (the only
+ * write is the refusal event's), while a refusal in verify() rolls one back first; and
+ * verify() sees the state check() left. */
+static void test_plugin_check_runs_before_the_transaction(void **state)
+{
+	struct bct_cp cp;
+	char toml[512];
+	uint64_t writes = 0;
+	(void)state;
+
+	snprintf(toml, sizeof(toml), "plugins = [\"%s/plugin_gate.so\"]\n", BC_BINARY_DIR);
+	assert_int_equal(bct_cp_start(&cp, toml), 0);
+	assert_int_equal(gate_join(&cp, "stop", &writes), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "gate-check");
+	assert_int_equal(writes, 1);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = "
+	                           "'security.join.refused'",
+	                           NULL, 0),
+	                 1);
+	assert_int_equal(gate_join(&cp, "late", &writes), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "gate-verify");
+	assert_int_equal(writes, 2);
+	assert_int_equal(gate_join(&cp, "open", &writes), 0);
+	assert_int_equal(writes, 1);
+	assert_int_equal(
+	    bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE attestor = 'gate'", NULL, 0), 1);
+	bct_cp_stop(&cp);
+}
+
 static void test_bad_plugin_is_a_clear_error(void **state)
 {
 	struct bc_join_config jc = {0};
@@ -138,6 +185,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plugin_admits_after_a_challenge),
 	    cmocka_unit_test(test_plugin_replaces_join_token),
+	    cmocka_unit_test(test_plugin_check_runs_before_the_transaction),
 	    cmocka_unit_test(test_bad_plugin_is_a_clear_error),
 	};
 	if (bct_engine_skip())

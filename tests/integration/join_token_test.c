@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bc/clock.h"
+#include "server/connect.h"
 #include "bc/pki.h"
 #include "bctest.h"
 #include "join/join.h"

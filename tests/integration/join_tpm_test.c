@@ -26,6 +26,7 @@
 #include "bctest.h"
 #include "bettercompute/attest/v1/tpm.pb-c.h"
 #include "bettercompute/join/v1/join.pb-c.h"
+#include "attest/attest.h"
 #include "join/join.h"
 #include "server/admin.h"
 
@@ -1156,9 +1157,10 @@ static void test_tpm_renewal_certified_by_the_ak(void **state)
 	bc_join_answer_free(&r1);
 
 	/* a JoinService that cannot prove statements again renews none */
-	bc_join_set_key_statements(bc_server_join(cp.srv), 0);
+	bc_join_drop_statement(bc_server_join(cp.srv), "urn:bc:tpm-ak:");
 	expect_renew_refused(&cp, leaf, leaf_len, node, &good, "key-statement-unsupported");
-	bc_join_set_key_statements(bc_server_join(cp.srv), 1);
+	assert_int_equal(
+	    bc_join_register_statement(bc_server_join(cp.srv), bc_attest_tpm_statements()), 0);
 	bc_join_answer_free(&ans);
 	bct_cp_stop(&cp);
 }
@@ -1174,7 +1176,7 @@ static void test_tpm_statement_renewals_cannot_prove(void **state)
 	(void)state;
 
 	cp_start_resolved(&cp, "{}", pool);
-	bc_join_set_key_statements(bc_server_join(cp.srv), 0);
+	bc_join_drop_statement(bc_server_join(cp.srv), "urn:bc:tpm-ak:");
 	struct blob csr = make_csr(NK_HANDLE, "node");
 	full_answer(&cp, &csr, NK_HANDLE, &a);
 	assert_int_equal(round2(&cp, &csr, &a, &ans), BC_ERR_DENIED);

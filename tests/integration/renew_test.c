@@ -12,6 +12,7 @@
 
 #include "bc/buf.h"
 #include "bc/clock.h"
+#include "server/connect.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"

@@ -1,9 +1,11 @@
-/* Every refusal reason JoinService and the attestors of this tree can give, in one
- * place. A reason is what the operator sees in the security.join.refused event, the
- * log and on_refusal; the machine never sees it. JoinService's own policy reasons
- * are published with the prefix "join:" (join:pool-attestor). */
-#ifndef BC_JOIN_REASONS_H
-#define BC_JOIN_REASONS_H
+/* Every refusal reason JoinService, Renew and the built-in attestors can give, in one
+ * place. A reason is what the operator sees in the security.join.refused (or
+ * security.renew.refused) event, the log and on_refusal; the machine never sees it:
+ * every refusal answers the same bytes. JoinService's own policy reasons carry the
+ * prefix "join:" in the constant itself, so a reason is published as it is written
+ * here. A plugin attestor may give reasons of its own (static strings). */
+#ifndef BC_REASONS_H
+#define BC_REASONS_H
 
 /* the request itself */
 /* no attestor with that id runs here */
@@ -27,23 +29,29 @@
 #define BC_R_TOKEN_USED_UP   "token-used-up"
 #define BC_R_TOKEN_ROLE      "token-role"
 
-/* JoinService policy (published as join:<reason>) */
+/* JoinService policy */
 /* the pool's joinAttestors does not list the attestor */
-#define BC_R_POOL_ATTESTOR "pool-attestor"
+#define BC_R_POOL_ATTESTOR "join:pool-attestor"
 /* the result names a pool that is not the tenant's */
-#define BC_R_POOL_UNKNOWN "pool-unknown"
+#define BC_R_POOL_UNKNOWN "join:pool-unknown"
 /* the token's expect binding does not match the claims */
-#define BC_R_EXPECT_MISMATCH "expect-mismatch"
+#define BC_R_EXPECT_MISMATCH "join:expect-mismatch"
 /* another node holds the trusted hardware key */
-#define BC_R_RECLAIM "reclaim"
+#define BC_R_RECLAIM "join:reclaim"
 /* the node to reclaim is retired */
-#define BC_R_NODE_RETIRED "node-retired"
+#define BC_R_NODE_RETIRED "join:node-retired"
 /* the result names a node that does not exist here */
-#define BC_R_NODE_UNKNOWN "node-unknown"
+#define BC_R_NODE_UNKNOWN "join:node-unknown"
 /* the binding belongs to another node */
-#define BC_R_BOUND_ELSEWHERE "bound-elsewhere"
+#define BC_R_BOUND_ELSEWHERE "join:bound-elsewhere"
 /* a statement renewals could not prove again */
-#define BC_R_NODE_KEY_STATEMENT "node-key-statement"
+#define BC_R_NODE_KEY_STATEMENT "join:node-key-statement"
+/* the attestor admitted the machine without naming a tenant or a node (a plugin bug) */
+#define BC_R_ATTESTOR_NO_TENANT "join:attestor-no-tenant"
+/* the attestor refused without giving a reason (a plugin bug) */
+#define BC_R_ATTESTOR_REFUSED "attestor-refused"
+/* the attestor returned without filling an outcome (a plugin bug) */
+#define BC_R_ATTESTOR_NO_OUTCOME "attestor-no-outcome"
 
 /* x509pop */
 /* evidence not the documented JSON, or the leaf not a node certificate of ours for that node id */
