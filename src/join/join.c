@@ -17,6 +17,7 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/events.h"
 #include "join/internal.h"
@@ -31,8 +32,6 @@ static const char connect_unavailable[] =
     "{\"code\":\"unavailable\",\"message\":\"the control plane cannot reach its store; retry\"}";
 static const char connect_internal[] = "{\"code\":\"internal\",\"message\":\"internal error\"}";
 
-#define TOKEN_INFO      "bettercompute join token v1"
-#define MAX_MACS        64
 #define MAX_CLAIM_LEN   256
 #define MAX_ATTESTOR_ID 32
 
@@ -94,7 +93,7 @@ static int claims_from_request(const Bettercompute__Join__V1__JoinRequest *rq, s
 		return 0;
 	if (h == NULL)
 		return 1;
-	if (h->n_macs > MAX_MACS)
+	if (h->n_macs > BC_WIRE_MACS_MAX)
 		return 0;
 	for (size_t i = 0; i < h->n_macs; i++)
 		if (!claim_ok(h->macs[i]) || strlen(h->macs[i]) > 32)
@@ -440,12 +439,12 @@ static const char *precheck(struct bc_join_service *s,
 	if (rq->sealed_token.len > 0) {
 		uint8_t *pt = NULL;
 		size_t pt_len = 0;
-		if (bc_hpke_open(s->cfg.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
-		                 in->csr_sha256, 32, rq->sealed_token.data, rq->sealed_token.len,
-		                 &pt, &pt_len) != 0)
+		if (bc_hpke_open(s->cfg.pki->join_encryption, BC_WIRE_TOKEN_INFO,
+		                 strlen(BC_WIRE_TOKEN_INFO), in->csr_sha256, 32,
+		                 rq->sealed_token.data, rq->sealed_token.len, &pt, &pt_len) != 0)
 			return BC_R_TOKEN_UNREADABLE;
 		/* a token is text: an embedded NUL would make two tokens look alike */
-		if (memchr(pt, 0, pt_len) != NULL || pt_len > 512 ||
+		if (memchr(pt, 0, pt_len) != NULL || pt_len > BC_WIRE_TOKEN_MAX ||
 		    (*token = malloc(pt_len + 1)) == NULL) {
 			bc_freezero(pt, pt_len);
 			return BC_R_TOKEN_UNREADABLE;
@@ -519,7 +518,7 @@ void bc_join_handle(struct bc_join_service *s, const uint8_t *body, size_t len, 
 		answer_text(500, connect_internal, status, ct, resp, resp_len);
 	} else {
 		*status = 200;
-		*ct = "application/proto";
+		*ct = BC_WIRE_CONTENT_TYPE;
 		if (st.out.kind == BC_OUTCOME_DEFER)
 			bc_log(BC_LOG_INFO, "join deferred", "attestor", in.attestor, "kind",
 			       st.out.deferral.kind == BC_DEFER_APPROVAL ? "approval" : "challenge",

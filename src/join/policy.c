@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "bc/json.h"
+#include "bc/wire.h"
 #include "join/internal.h"
 #include "join/reasons.h"
 
@@ -282,8 +283,9 @@ int bc_join_policy(bc_tx *tx, struct bc_join_state *st, char node_id[BC_ID_MAX],
 		if ((rc = check_pool(tx, st, r->pool_id)) != 0 || st->reason)
 			return rc;
 	}
-	if (r->node_key_uri[0] && (st->svc->cfg.no_key_statements ||
-	                           strncmp(r->node_key_uri, "urn:bc:tpm-ak:sha256:", 21) != 0)) {
+	if (r->node_key_uri[0] &&
+	    (st->svc->cfg.no_key_statements || strncmp(r->node_key_uri, BC_WIRE_TPM_AK_URN_SHA256,
+	                                               strlen(BC_WIRE_TPM_AK_URN_SHA256)) != 0)) {
 		refuse_policy(st, BC_R_NODE_KEY_STATEMENT, r->tenant_id);
 		return 0;
 	}

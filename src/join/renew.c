@@ -17,6 +17,7 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "attest/tpm_keys.h"
 #include "join/events.h"
@@ -24,7 +25,6 @@
 #include "join/reasons.h"
 
 #define RENEW_WINDOW_MS 60000
-#define TPM_AK_PREFIX   "urn:bc:tpm-ak:"
 
 const char bc_connect_renew_refused[] =
     "{\"code\":\"permission_denied\",\"message\":\"Renew refused\"}";
@@ -59,9 +59,9 @@ static const char *check_statements(const struct renew_state *st, int *rc)
 	*rc = 0;
 	for (size_t i = 0; i < st->id.n_statements; i++) {
 		const char *s = st->id.statements[i];
-		if (strncmp(s, TPM_AK_PREFIX, strlen(TPM_AK_PREFIX)) != 0)
+		if (strncmp(s, BC_WIRE_TPM_AK_URN_SCHEME, strlen(BC_WIRE_TPM_AK_URN_SCHEME)) != 0)
 			return BC_R_KEY_STATEMENT_UNKNOWN;
-		const char *hex = s + strlen(TPM_AK_PREFIX);
+		const char *hex = s + strlen(BC_WIRE_TPM_AK_URN_SCHEME);
 		if (strncmp(hex, "sha256:", 7) != 0 || strlen(hex + 7) != 68 ||
 		    bc_hex_decode_to(hex + 7, name, sizeof(name)) != 0 || name[0] != 0x00 ||
 		    name[1] != 0x0b)
@@ -358,7 +358,7 @@ void bc_renew_handle(struct bc_join_service *s, const uint8_t *body, size_t len,
 		answer(503, renew_unavailable, status, ct, resp, resp_len);
 	} else {
 		*status = 200;
-		*ct = "application/proto";
+		*ct = BC_WIRE_CONTENT_TYPE;
 		bc_log(BC_LOG_INFO, "node renewed", "nodeId", st.id.node_id, NULL);
 	}
 	bc_freezero(st.cert_der, st.cert_len);

@@ -18,13 +18,11 @@
 #include "bc/buf.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 #include "server/admin.h"
 #include "server/http.h"
 
-#define JOIN_PATH      "/bettercompute.join.v1.JoinService/Join"
-#define RENEW_PATH     "/bettercompute.join.v1.JoinService/Renew"
-#define SERVICE_PREFIX "/bettercompute.join.v1.JoinService/"
-#define BUNDLE_MAX     (1 << 20)
+#define BUNDLE_MAX (1 << 20)
 
 extern char **environ;
 
@@ -44,7 +42,7 @@ static const char connect_unimplemented[] =
     "{\"code\":\"unimplemented\",\"message\":\"this control plane does not serve that method\"}";
 static const char connect_not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
 static const char connect_bad_type[] =
-    "{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be application/proto\"}";
+    "{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be " BC_WIRE_CONTENT_TYPE "\"}";
 
 static void text(struct bc_http_response *resp, int status, const char *ct, const char *body)
 {
@@ -60,8 +58,8 @@ static int healthz_tx(bc_tx *tx, void *arg)
 
 static int is_proto(const char *ct)
 {
-	size_t n = strlen("application/proto");
-	return strncmp(ct, "application/proto", n) == 0 && (ct[n] == 0 || ct[n] == ';');
+	size_t n = strlen(BC_WIRE_CONTENT_TYPE);
+	return strncmp(ct, BC_WIRE_CONTENT_TYPE, n) == 0 && (ct[n] == 0 || ct[n] == ';');
 }
 
 static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_response *resp)
@@ -79,7 +77,7 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 		bc_admin_handle(&s->admin, req, resp);
 		return;
 	}
-	if (strncmp(req->path, SERVICE_PREFIX, strlen(SERVICE_PREFIX)) == 0) {
+	if (strncmp(req->path, BC_WIRE_JOIN_SERVICE, strlen(BC_WIRE_JOIN_SERVICE)) == 0) {
 		if (strcmp(req->method, "POST") != 0) {
 			text(resp, 405, "application/json", connect_unimplemented);
 			return;
@@ -88,8 +86,8 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 			text(resp, 415, "application/json", connect_bad_type);
 			return;
 		}
-		int is_join = strcmp(req->path, JOIN_PATH) == 0;
-		if (is_join || strcmp(req->path, RENEW_PATH) == 0) {
+		int is_join = strcmp(req->path, BC_WIRE_PATH_JOIN) == 0;
+		if (is_join || strcmp(req->path, BC_WIRE_PATH_RENEW) == 0) {
 			int status;
 			const char *ct;
 			uint8_t *body;
