@@ -28,7 +28,8 @@
 /* The longest token, in bytes, the agent sends and the server opens. */
 #define BC_WIRE_TOKEN_MAX 512
 
-/* The subject CN of every node CSR (the certificate's CN is the node id instead). */
+/* The subject CN of every node CSR; the server reads only the key (the certificate's CN
+ * is the node id). */
 #define BC_WIRE_CSR_CN "bettercompute node"
 
 /* The scheme of an AK statement, whatever name algorithm follows: what a reader matches

@@ -289,6 +289,15 @@ int bcd_nodekey_sign(void *ctx, const char *purpose, const uint8_t *payload, siz
 	return rc;
 }
 
+/* 1 when u is a URI SAN that is an AK statement, whatever name algorithm it names. */
+static int is_ak_statement(const ASN1_IA5STRING *u)
+{
+	const size_t n = strlen(BC_WIRE_TPM_AK_URN_SCHEME);
+
+	return u != NULL && (size_t)u->length >= n &&
+	       memcmp(u->data, BC_WIRE_TPM_AK_URN_SCHEME, n) == 0;
+}
+
 int bcd_leaf_names_ak(const uint8_t *der, size_t len)
 {
 	const unsigned char *p = der;
@@ -303,9 +312,7 @@ int bcd_leaf_names_ak(const uint8_t *der, size_t len)
 		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
 		const ASN1_IA5STRING *u =
 		    g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
-		if (u != NULL && (size_t)u->length >= strlen(BC_WIRE_TPM_AK_URN_SCHEME) &&
-		    memcmp(u->data, BC_WIRE_TPM_AK_URN_SCHEME, strlen(BC_WIRE_TPM_AK_URN_SCHEME)) ==
-		        0)
+		if (is_ak_statement(u))
 			found = 1;
 	}
 	GENERAL_NAMES_free(sans);
@@ -348,9 +355,7 @@ int bcd_leaf_ak_name(const uint8_t *der, size_t len, uint8_t name[static BCD_TPM
 		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
 		const ASN1_IA5STRING *u =
 		    g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
-		if (u == NULL || (size_t)u->length < strlen(BC_WIRE_TPM_AK_URN_SCHEME) ||
-		    memcmp(u->data, BC_WIRE_TPM_AK_URN_SCHEME, strlen(BC_WIRE_TPM_AK_URN_SCHEME)) !=
-		        0)
+		if (!is_ak_statement(u))
 			continue;
 		/* one statement, well formed: the server refuses anything else anyway */
 		found = found == 0 && ak_urn_name(u, name) == 0 ? 1 : BC_ERR_INVALID;

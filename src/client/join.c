@@ -12,8 +12,6 @@
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "client/internal.h"
 
-/* The CSR's subject is not read by the server (bc_csr_check reads only the key). */
-
 int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
                          const uint8_t csr_sha256[static 32], uint8_t **out, size_t *outlen)
 {
