@@ -32,6 +32,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "bc/store.h"
+#include "bc/wire.h"
 
 #define MAX_URLS       16
 #define MAX_CLIENTS    1024
@@ -105,7 +106,7 @@ static int make_token(bc_tx *tx, struct make_ctx *m, long i, int64_t now)
 		return BC_ERR_NOMEM;
 	if ((rc = bc_sha256(secret, strlen(secret), d)) == 0) {
 		bc_hex_encode_to(d, 32, hash);
-		if (asprintf(&m->tokens[i], "bct_%s_%s", id, secret) < 0) {
+		if (asprintf(&m->tokens[i], BC_WIRE_TOKEN_PREFIX "%s_%s", id, secret) < 0) {
 			m->tokens[i] = NULL;
 			rc = BC_ERR_NOMEM;
 		}
@@ -236,7 +237,7 @@ static void *worker_main(void *arg)
 	for (long i = w->id; i < o->joins; i += o->clients) {
 		struct job *j = &r->jobs[i];
 		if (bc_key_generate(&j->key) != 0 ||
-		    bc_csr_make(j->key, "bc-load node", &j->csr, &j->csr_len) != 0)
+		    bc_csr_make(j->key, BC_WIRE_CSR_CN, &j->csr, &j->csr_len) != 0)
 			failed = 1;
 	}
 	if (failed) {

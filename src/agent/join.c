@@ -19,13 +19,13 @@
 #include "bc/clock.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 
 #define MAX_TOKEN_FILE       1024
 #define MAX_CHALLENGE_ROUNDS 3
 #define MAX_PENDING_ROUNDS   120
 #define DEFAULT_RETRY_S      30
 #define MAX_RETRY_S          300
-#define CSR_CN               "bettercompute node"
 
 /* bct_ then [A-Za-z0-9_-]: one line, and at most one newline after it. */
 static int check_token(char *t, size_t len, const char *where, struct bcd_msg *m)
@@ -35,9 +35,10 @@ static int check_token(char *t, size_t len, const char *where, struct bcd_msg *m
 		if (len > 0 && t[len - 1] == '\r')
 			t[--len] = '\0';
 	}
-	if (len < 5 || len > 512 || strlen(t) != len || strncmp(t, "bct_", 4) != 0)
+	if (len <= strlen(BC_WIRE_TOKEN_PREFIX) || len > BC_WIRE_TOKEN_MAX || strlen(t) != len ||
+	    strncmp(t, BC_WIRE_TOKEN_PREFIX, strlen(BC_WIRE_TOKEN_PREFIX)) != 0)
 		goto bad;
-	for (size_t i = 4; i < len; i++)
+	for (size_t i = strlen(BC_WIRE_TOKEN_PREFIX); i < len; i++)
 		if (!isalnum((unsigned char)t[i]) && t[i] != '_' && t[i] != '-')
 			goto bad;
 	return 0;
@@ -233,7 +234,7 @@ int bcd_join_request(const struct bcd_config *cfg, const struct bc_client_pins *
 	memset(a, 0, sizeof(*a));
 	if ((rc = bcd_claims_read(cfg, &claims, m)) != 0)
 		goto out;
-	if (r->csr == NULL && (rc = bc_csr_make(r->key, CSR_CN, &csr, &csr_len)) != 0) {
+	if (r->csr == NULL && (rc = bc_csr_make(r->key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0) {
 		bcd_say(m, "cannot make the CSR (%s)", bc_err_str(rc));
 		goto out;
 	}
@@ -273,7 +274,7 @@ static int join_now(const struct bcd_config *cfg, const char *attestor, const ch
 		return rc;
 	/* in the TPM when there is one for node keys; a tpm join never falls back */
 	if ((rc = bcd_nodekey_new(cfg, strcmp(attestor, "tpm") == 0, &key, m)) != 0 ||
-	    (rc = bcd_nodekey_csr(&key, CSR_CN, &csr, &r.csr_len, m)) != 0)
+	    (rc = bcd_nodekey_csr(&key, BC_WIRE_CSR_CN, &csr, &r.csr_len, m)) != 0)
 		goto out;
 	r.key = key.key;
 	r.csr = csr;

@@ -26,6 +26,7 @@
 #include "agent/nodekey.h"
 #include "bc/clock.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 
 #define DEFAULT_RETRY_BASE_MS 30000
 #define MAX_BACKOFF_MS        (10 * 60 * 1000)
@@ -109,7 +110,7 @@ static int next_for(struct daemon *d, struct bcd_nodekey *next, uint8_t **csr, s
 	if (names == 0) {
 		if ((rc = bcd_next_key(&d->cfg, &d->id, next, m)) != 0)
 			return rc;
-		return bcd_nodekey_csr(next, BCD_CSR_CN, csr, csr_len, m);
+		return bcd_nodekey_csr(next, BC_WIRE_CSR_CN, csr, csr_len, m);
 	}
 	if ((rc = bcd_next_key_certified(&d->cfg, &d->id, ak, next, csr, csr_len, kc, m)) != 0)
 		return rc;

@@ -18,12 +18,11 @@
 #include "bc/crypto.h"
 #include "bc/log.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "tpm/tpm.h"
 
-#define MAX_KEY_PEM       (16u * 1024)
-#define TPM_KEY_PEM       "-----BEGIN " BCD_TPM_NODE_KEY_PEM "-----"
-#define TPM_AK_URN        "urn:bc:tpm-ak:"
-#define TPM_AK_SHA256_URN "urn:bc:tpm-ak:sha256:"
+#define MAX_KEY_PEM (16u * 1024)
+#define TPM_KEY_PEM "-----BEGIN " BCD_TPM_NODE_KEY_PEM "-----"
 /* the spec's renewal messages, word for word ("Renewing a TPM-held key") */
 #define RENEW_UNAVAILABLE                                                                          \
 	"renewal: the certificate's node key is in the TPM, which is unavailable: "
@@ -290,6 +289,15 @@ int bcd_nodekey_sign(void *ctx, const char *purpose, const uint8_t *payload, siz
 	return rc;
 }
 
+/* 1 when u is a URI SAN that is an AK statement, whatever name algorithm it names. */
+static int is_ak_statement(const ASN1_IA5STRING *u)
+{
+	const size_t n = strlen(BC_WIRE_TPM_AK_URN_SCHEME);
+
+	return u != NULL && (size_t)u->length >= n &&
+	       memcmp(u->data, BC_WIRE_TPM_AK_URN_SCHEME, n) == 0;
+}
+
 int bcd_leaf_names_ak(const uint8_t *der, size_t len)
 {
 	const unsigned char *p = der;
@@ -304,8 +312,7 @@ int bcd_leaf_names_ak(const uint8_t *der, size_t len)
 		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
 		const ASN1_IA5STRING *u =
 		    g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
-		if (u != NULL && (size_t)u->length >= strlen(TPM_AK_URN) &&
-		    memcmp(u->data, TPM_AK_URN, strlen(TPM_AK_URN)) == 0)
+		if (is_ak_statement(u))
 			found = 1;
 	}
 	GENERAL_NAMES_free(sans);
@@ -317,10 +324,10 @@ int bcd_leaf_names_ak(const uint8_t *der, size_t len)
 static int ak_urn_name(const ASN1_IA5STRING *u, uint8_t name[static BCD_TPM_NAME_LEN])
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t pre = strlen(TPM_AK_SHA256_URN);
+	size_t pre = strlen(BC_WIRE_TPM_AK_URN_SHA256);
 
 	if ((size_t)u->length != pre + 2 * BCD_TPM_NAME_LEN ||
-	    memcmp(u->data, TPM_AK_SHA256_URN, pre) != 0)
+	    memcmp(u->data, BC_WIRE_TPM_AK_URN_SHA256, pre) != 0)
 		return BC_ERR_INVALID;
 	for (size_t i = 0; i < BCD_TPM_NAME_LEN; i++) {
 		const char *hi = memchr(hex, u->data[pre + 2 * i], 16);
@@ -348,8 +355,7 @@ int bcd_leaf_ak_name(const uint8_t *der, size_t len, uint8_t name[static BCD_TPM
 		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
 		const ASN1_IA5STRING *u =
 		    g->type == GEN_URI ? g->d.uniformResourceIdentifier : NULL;
-		if (u == NULL || (size_t)u->length < strlen(TPM_AK_URN) ||
-		    memcmp(u->data, TPM_AK_URN, strlen(TPM_AK_URN)) != 0)
+		if (!is_ak_statement(u))
 			continue;
 		/* one statement, well formed: the server refuses anything else anyway */
 		found = found == 0 && ak_urn_name(u, name) == 0 ? 1 : BC_ERR_INVALID;
@@ -405,7 +411,7 @@ static int next_key(struct bcd_keyops *s, struct bcd_nodekey *k, struct bcd_key_
 	kc->key_pub_len = got.pub_len;
 	k->key = got.pkey;
 	got.pkey = NULL;
-	if ((rc = bcd_csr_signed(k->key, BCD_CSR_CN, ops_sign_digest, &o, csr, csr_len)) != 0)
+	if ((rc = bcd_csr_signed(k->key, BC_WIRE_CSR_CN, ops_sign_digest, &o, csr, csr_len)) != 0)
 		bcd_say(m, RENEW_NEXT_KEY "the CSR: %s", o.err[0] ? o.err : bc_err_str(rc));
 	return rc;
 }

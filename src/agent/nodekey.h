@@ -25,7 +25,6 @@
 
 #define BCD_TCTI_MAX  256
 #define BCD_TCTI_HOST "device:/dev/tpmrm0"
-#define BCD_CSR_CN    "bettercompute node" /* the subject of every node CSR */
 
 struct bcd_config;
 struct bcd_msg;

@@ -14,10 +14,10 @@
 #include "agent/tpm.h"
 #include "bc/buf.h"
 #include "bc/crypto.h"
+#include "bc/wire.h"
 #include "bettercompute/attest/v1/tpm.pb-c.h"
 
-#define MAX_CHALLENGE (64u * 1024)
-#define EXTRA_LEN     32
+#define EXTRA_LEN 32
 
 struct tpm_producer {
 	char tcti[BCD_TCTI_MAX];
@@ -284,7 +284,7 @@ static int round2(void *ctx, const char *attestor, const uint8_t *challenge, siz
 		         p->have_evidence ? "" : " before its evidence");
 		return BC_ERR_INVALID;
 	}
-	if (len > MAX_CHALLENGE ||
+	if (len > BC_WIRE_CHALLENGE_MAX ||
 	    (c = bettercompute__attest__v1__tpm_challenge__unpack(NULL, len, challenge)) == NULL) {
 		snprintf(err, errlen,
 		         "the server's TPM challenge does not decode; report this to "

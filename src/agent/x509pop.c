@@ -15,6 +15,7 @@
 #include "agent/producer.h"
 #include "bc/clock.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bc/x509pop.h"
 
 #define X509POP "x509pop"
@@ -81,7 +82,7 @@ int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_client_pins
 	if ((rc = bcd_next_key(cfg, id, &next, m)) != 0)
 		return rc;
 	r.key = next.key;
-	if ((rc = bcd_nodekey_csr(&next, BCD_CSR_CN, &csr, &r.csr_len, m)) != 0)
+	if ((rc = bcd_nodekey_csr(&next, BC_WIRE_CSR_CN, &csr, &r.csr_len, m)) != 0)
 		goto out;
 	r.csr = csr;
 	if ((rc = bcd_join_request(cfg, pins, &r, &a, m)) != 0) {

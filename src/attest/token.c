@@ -6,6 +6,7 @@
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/reasons.h"
+#include "bc/wire.h"
 
 #define ULID_LEN 26
 
@@ -20,7 +21,7 @@ int bc_token_parse(const char *token, char id[BC_ID_MAX], const char **secret)
 
 	id[0] = 0;
 	*secret = NULL;
-	if (token == NULL || strncmp(token, "bct_tok_", 8) != 0)
+	if (token == NULL || strncmp(token, BC_WIRE_TOKEN_PREFIX "tok_", 8) != 0)
 		return BC_ERR_INVALID;
 	for (n = 0; n < ULID_LEN; n++)
 		if (!is_b32(token[8 + n]))

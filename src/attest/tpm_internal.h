@@ -12,7 +12,6 @@
 #include "tpm/tpm.h"
 
 #define TPM_BINDING_KIND         "tpm-ek"
-#define TPM_AK_URN               "urn:bc:tpm-ak:sha256:"
 #define TPM_CHALLENGE_TTL_MAX_MS (5 * 60 * 1000)
 #define TPM_PCR_MAX              24
 

@@ -12,6 +12,7 @@
 #include "bc/codec.h"
 #include "bc/json.h"
 #include "bc/reasons.h"
+#include "bc/wire.h"
 
 static const struct tpm_place_entry *find_entry(const struct tpm_cfg *c, const struct tpm_proven *p)
 {
@@ -198,7 +199,7 @@ int tpm_place(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_input *in
 		bc_hex_encode_to(p->ak_name, p->ak_name_len, hex);
 		out->result.node_key_tpm = 1;
 		snprintf(out->result.node_key_uri, sizeof(out->result.node_key_uri), "%s%s",
-		         TPM_AK_URN, hex);
+		         BC_WIRE_TPM_AK_URN_SHA256, hex);
 	}
 	return 0;
 }

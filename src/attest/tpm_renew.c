@@ -12,15 +12,17 @@
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/reasons.h"
+#include "bc/wire.h"
 
 #define AK_NAME_LEN 34 /* TPM_ALG_SHA256 (000b) || SHA-256 digest */
 
 static int parse_statement(const char *s, uint8_t name[AK_NAME_LEN])
 {
-	const char *hex = s + strlen(TPM_AK_URN);
+	const char *hex = s + strlen(BC_WIRE_TPM_AK_URN_SHA256);
 
-	if (strncmp(s, TPM_AK_URN, strlen(TPM_AK_URN)) != 0 || strlen(hex) != 2 * AK_NAME_LEN ||
-	    bc_hex_decode_to(hex, name, AK_NAME_LEN) != 0 || name[0] != 0x00 || name[1] != 0x0b)
+	if (strncmp(s, BC_WIRE_TPM_AK_URN_SHA256, strlen(BC_WIRE_TPM_AK_URN_SHA256)) != 0 ||
+	    strlen(hex) != 2 * AK_NAME_LEN || bc_hex_decode_to(hex, name, AK_NAME_LEN) != 0 ||
+	    name[0] != 0x00 || name[1] != 0x0b)
 		return BC_ERR_INVALID;
 	return 0;
 }
@@ -74,7 +76,7 @@ static int verify(void *ctx, const struct bc_statement_input *in, const char **r
 }
 
 static const struct bc_statement_verifier tpm_statements = {
-    .prefix = "urn:bc:tpm-ak:",
+    .prefix = BC_WIRE_TPM_AK_URN_SCHEME,
     .verify = verify,
 };
 

@@ -7,13 +7,13 @@
 #include "bc/client.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "client/internal.h"
 
 #define MAX_CHAIN        8
 #define MAX_TRUST_BUNDLE 16
 #define MAX_CERT         (64u * 1024)
-#define MAX_CHALLENGE    (64u * 1024)
 
 typedef Bettercompute__Join__V1__SignedResponse signed_response;
 typedef Bettercompute__Join__V1__JoinResponseBody response_body;
@@ -180,7 +180,7 @@ static int read_challenge(const response_body *b, struct bc_join_answer *a, char
 		return rc;
 	if (c == NULL || c->attestor[0] == '\0' ||
 	    copy_str(a->challenge_attestor, sizeof(a->challenge_attestor), c->attestor) != 0 ||
-	    c->payload.len > MAX_CHALLENGE) {
+	    c->payload.len > BC_WIRE_CHALLENGE_MAX) {
 		bc_client_errf(err, errlen, "join answer: a malformed challenge");
 		return BC_ERR_INVALID;
 	}

@@ -9,6 +9,7 @@
 
 #include "bc/buf.h"
 #include "bc/client.h"
+#include "bc/wire.h"
 #include "client/internal.h"
 
 #define CONNECT_TIMEOUT_S 10L
@@ -186,7 +187,7 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 		goto out;
 	}
 	/* "Expect:" keeps libcurl from waiting for a 100-continue on larger bodies. */
-	if ((hdrs = curl_slist_append(NULL, "Content-Type: application/proto")) == NULL) {
+	if ((hdrs = curl_slist_append(NULL, "Content-Type: " BC_WIRE_CONTENT_TYPE)) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}

@@ -8,14 +8,9 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "client/internal.h"
-
-#define JOIN_PATH  "/bettercompute.join.v1.JoinService/Join"
-#define TOKEN_INFO "bettercompute join token v1"
-#define MAX_TOKEN  1024
-/* The CSR's subject is not read by the server (bc_csr_check reads only the key). */
-#define CSR_CN "bettercompute node"
 
 int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
                          const uint8_t csr_sha256[static 32], uint8_t **out, size_t *outlen)
@@ -26,11 +21,11 @@ int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
 	*outlen = 0;
 	if (join_encryption == NULL || token == NULL)
 		return BC_ERR_INVALID;
-	n = strnlen(token, MAX_TOKEN + 1);
-	if (n == 0 || n > MAX_TOKEN)
+	n = strnlen(token, BC_WIRE_TOKEN_MAX + 1);
+	if (n == 0 || n > BC_WIRE_TOKEN_MAX)
 		return BC_ERR_INVALID;
-	return bc_hpke_seal(join_encryption, TOKEN_INFO, strlen(TOKEN_INFO), csr_sha256, 32, token,
-	                    n, out, outlen);
+	return bc_hpke_seal(join_encryption, BC_WIRE_TOKEN_INFO, strlen(BC_WIRE_TOKEN_INFO),
+	                    csr_sha256, 32, token, n, out, outlen);
 }
 
 /* The CSR this round sends: the caller's (checked, and for the caller's key when it
@@ -63,7 +58,7 @@ static int request_csr(const struct bc_join_params *p, const uint8_t **csr, size
 		bc_client_errf(err, errlen, "join: neither a key nor a CSR");
 		return BC_ERR_INVALID;
 	}
-	if ((rc = bc_csr_make(p->key, CSR_CN, made, len)) != 0) {
+	if ((rc = bc_csr_make(p->key, BC_WIRE_CSR_CN, made, len)) != 0) {
 		bc_client_errf(err, errlen, "join: cannot make a CSR (%s)", bc_err_str(rc));
 		return rc;
 	}
@@ -146,8 +141,8 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 		bc_client_errf(err, errlen, "join: cannot encode the request (%s)", bc_err_str(rc));
 		goto out;
 	}
-	if ((rc = bc_client_post(pins, JOIN_PATH, req, req_len, &status, &resp, &resp_len, err,
-	                         errlen)) != 0)
+	if ((rc = bc_client_post(pins, BC_WIRE_PATH_JOIN, req, req_len, &status, &resp, &resp_len,
+	                         err, errlen)) != 0)
 		goto out;
 	if (status != 200) {
 		rc = bc_client_refused("join", "security.join.refused", status, resp, resp_len, err,

@@ -13,11 +13,10 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "client/internal.h"
 
-#define RENEW_PATH      "/bettercompute.join.v1.JoinService/Renew"
-#define CSR_CN          "bettercompute node"
 #define MAX_RENEW_CHAIN 8
 
 /* The current key's proof: by key itself, or through sign when the key is held
@@ -146,8 +145,8 @@ static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *ch
 		               bc_err_str(rc));
 		goto out;
 	}
-	if ((rc = bc_client_post(pins, RENEW_PATH, req, req_len, &status, &resp, &resp_len, err,
-	                         errlen)) != 0)
+	if ((rc = bc_client_post(pins, BC_WIRE_PATH_RENEW, req, req_len, &status, &resp, &resp_len,
+	                         err, errlen)) != 0)
 		goto out;
 	if (status != 200) {
 		rc = bc_client_refused("renewal", "security.renew.refused", status, resp, resp_len,
@@ -182,7 +181,7 @@ int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *cha
 
 	if ((rc = args_ok(pins, chain, chain_lens, n_chain, key, next_key, out, err, errlen)) != 0)
 		return rc;
-	if ((rc = bc_csr_make(next_key, CSR_CN, &csr, &csr_len)) != 0) {
+	if ((rc = bc_csr_make(next_key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0) {
 		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
 		return rc;
 	}

@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "bc/crypto.h"
+#include "bc/wire.h"
 #include "crypto/internal.h"
 
-static const char bc_sig_domain[] = "bettercompute/v1";
+static const char bc_sig_domain[] = BC_WIRE_SIG_DOMAIN;
 
 /* A purpose is a non-empty C string: the 0x00 after it keeps the fields apart. */
 static int purpose_digest(const char *purpose, const void *payload, size_t len,

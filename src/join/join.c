@@ -18,14 +18,13 @@
 #include "bc/json.h"
 #include "bc/clock.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/events.h"
 #include "join/internal.h"
 #include "bc/reasons.h"
 #include "lib/utf8.h"
 
-#define TOKEN_INFO      "bettercompute join token v1"
-#define MAX_MACS        64
 #define MAX_CLAIM_LEN   256
 #define MAX_ATTESTOR_ID 32
 
@@ -74,7 +73,7 @@ static int claims_from_request(const Bettercompute__Join__V1__JoinRequest *rq, s
 		return 0;
 	if (h == NULL)
 		return 1;
-	if (h->n_macs > MAX_MACS)
+	if (h->n_macs > BC_WIRE_MACS_MAX)
 		return 0;
 	for (size_t i = 0; i < h->n_macs; i++)
 		if (!claim_ok(h->macs[i]) || strlen(h->macs[i]) > 32)
@@ -406,7 +405,7 @@ static int csr_hashes(const Bettercompute__Join__V1__JoinRequest *rq, struct bc_
 	return rc;
 }
 
-/* The sealed token, opened: text of at most 512 bytes without NUL. */
+/* The sealed token, opened: text of at most BC_WIRE_TOKEN_MAX bytes without NUL. */
 static int open_token(struct bc_join_service *s, const Bettercompute__Join__V1__JoinRequest *rq,
                       struct bc_join_input *in, char **token, size_t *token_len,
                       const char **reason)
@@ -415,13 +414,13 @@ static int open_token(struct bc_join_service *s, const Bettercompute__Join__V1__
 	size_t pt_len = 0;
 	int rc;
 
-	rc = bc_hpke_open(s->cfg.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
-	                  in->csr_sha256, 32, rq->sealed_token.data, rq->sealed_token.len, &pt,
-	                  &pt_len);
+	rc = bc_hpke_open(s->cfg.pki->join_encryption, BC_WIRE_TOKEN_INFO,
+	                  strlen(BC_WIRE_TOKEN_INFO), in->csr_sha256, 32, rq->sealed_token.data,
+	                  rq->sealed_token.len, &pt, &pt_len);
 	if (rc == BC_ERR_NOMEM)
 		return rc;
 	/* a token is text: an embedded NUL would make two tokens look alike */
-	if (rc != 0 || memchr(pt, 0, pt_len) != NULL || pt_len > 512) {
+	if (rc != 0 || memchr(pt, 0, pt_len) != NULL || pt_len > BC_WIRE_TOKEN_MAX) {
 		*reason = BC_R_TOKEN_UNREADABLE;
 		bc_freezero(pt, pt_len);
 		return 0;

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "bc/json.h"
+#include "bc/wire.h"
 #include "join/internal.h"
 #include "bc/reasons.h"
 

@@ -17,6 +17,7 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/events.h"
 #include "join/internal.h"
@@ -26,7 +27,7 @@
 
 /* The statement schemes of this project (bc/wire.h): one without a verifier here is
  * key-statement-unsupported rather than unknown. */
-static const char *const known_schemes[] = {"urn:bc:tpm-ak:"};
+static const char *const known_schemes[] = {BC_WIRE_TPM_AK_URN_SCHEME};
 
 /* What one try of the renewal transaction decides; reset before each try. */
 struct renew_decision {

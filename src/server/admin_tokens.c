@@ -5,9 +5,9 @@
 
 #include "bc/buf.h"
 #include "bc/json.h"
+#include "bc/wire.h"
 #include "server/admin_internal.h"
 
-#define TOKEN_PREFIX    "bct_"
 #define USES_MAX        10000
 #define TTL_MIN_S       60
 #define TTL_MAX_S       31536000
@@ -233,7 +233,7 @@ int admin_tokens_create(bc_tx *tx, struct admin_call *c)
 	if ((rc = read_token_body(c, &in)) != 0 || (rc = check_refs(tx, c, &in)) != 0)
 		return rc;
 	if ((rc = bc_new_id("tok", id, sizeof(id))) != 0 ||
-	    (rc = admin_mint_secret(TOKEN_PREFIX, id, &secret, hash)) != 0)
+	    (rc = admin_mint_secret(BC_WIRE_TOKEN_PREFIX, id, &secret, hash)) != 0)
 		return rc;
 	if ((rc = insert_token(tx, c, &in, id, hash)) != 0)
 		goto out;

@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SERVICE_PREFIX "/bettercompute.join.v1.JoinService/"
-#define JOIN_PATH      SERVICE_PREFIX "Join"
-#define RENEW_PATH     SERVICE_PREFIX "Renew"
-#define PROTO          "application/proto"
-#define JSON           "application/json"
+#include "bc/wire.h"
+
+#define PROTO BC_WIRE_CONTENT_TYPE
+#define JSON  "application/json"
 
 const char bc_connect_permission_denied[] =
     "{\"code\":\"permission_denied\",\"message\":\"access denied\"}";
@@ -20,7 +19,7 @@ static const char internal[] = "{\"code\":\"internal\",\"message\":\"internal er
 static const char unimplemented[] =
     "{\"code\":\"unimplemented\",\"message\":\"this control plane does not serve that method\"}";
 static const char bad_type[] =
-    "{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be application/proto\"}";
+    "{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be " BC_WIRE_CONTENT_TYPE "\"}";
 
 typedef enum bc_rpc_status (*rpc_fn)(struct bc_join_service *s, const uint8_t *body, size_t len,
                                      uint8_t **resp, size_t *resp_len);
@@ -33,9 +32,9 @@ struct method {
 };
 
 static const struct method methods[] = {
-    {JOIN_PATH, bc_join_handle, bc_connect_permission_denied,
+    {BC_WIRE_PATH_JOIN, bc_join_handle, bc_connect_permission_denied,
      "{\"code\":\"invalid_argument\",\"message\":\"the request is not a JoinRequest\"}"},
-    {RENEW_PATH, bc_renew_handle, bc_connect_renew_refused,
+    {BC_WIRE_PATH_RENEW, bc_renew_handle, bc_connect_renew_refused,
      "{\"code\":\"invalid_argument\",\"message\":\"the request is not a RenewRequest\"}"},
 };
 
@@ -52,7 +51,7 @@ static int is_proto(const char *ct)
 
 int bc_connect_owns(const char *path)
 {
-	return strncmp(path, SERVICE_PREFIX, strlen(SERVICE_PREFIX)) == 0;
+	return strncmp(path, BC_WIRE_JOIN_SERVICE, strlen(BC_WIRE_JOIN_SERVICE)) == 0;
 }
 
 static void answer(const struct method *m, enum bc_rpc_status st, uint8_t *body, size_t len,

@@ -19,6 +19,7 @@
 #include "bc/json.h"
 #include "bc/log.h"
 #include "attest/attest.h"
+#include "bc/wire.h"
 #include "server/admin.h"
 #include "server/connect.h"
 #include "server/http.h"

@@ -13,6 +13,7 @@
 
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bctest.h"
 #include "join/join.h"
 
@@ -32,7 +33,7 @@ static void test_plugin_admits_after_a_challenge(void **state)
 	assert_true(bc_join_attestor_known(bc_server_join(cp.srv), "join-token"));
 	assert_int_equal(bct_pool(&cp, "root", "lab", "{\"joinAttestors\":[\"lab\"]}", pool), 0);
 	assert_int_equal(bc_key_generate(&key), 0);
-	assert_int_equal(bc_csr_make(key, "node", &csr, &csr_len), 0);
+	assert_int_equal(bc_csr_make(key, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
 
 	/* round 1: a signed challenge, nothing issued or written */
 	struct bct_join_opts jo = {.attestor = "lab", .key = key, .csr = csr, .csr_len = csr_len};

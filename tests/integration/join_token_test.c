@@ -15,6 +15,7 @@
 #include "bc/clock.h"
 #include "server/connect.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bctest.h"
 #include "join/join.h"
 
@@ -453,8 +454,8 @@ static void test_undecodable_body_is_invalid_argument(void **state)
 	const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
 	(void)state;
 
-	assert_int_equal(bc_client_post(&cp.pins, "/bettercompute.join.v1.JoinService/Join", junk,
-	                                sizeof(junk), &status, &body, &len, err, sizeof(err)),
+	assert_int_equal(bc_client_post(&cp.pins, BC_WIRE_PATH_JOIN, junk, sizeof(junk), &status,
+	                                &body, &len, err, sizeof(err)),
 	                 0);
 	assert_int_equal(status, 400);
 	assert_non_null(memmem(body, len, "invalid_argument", 16));

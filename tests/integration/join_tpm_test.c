@@ -22,6 +22,7 @@
 #include "bc/clock.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bct_tpm.h"
 #include "bctest.h"
 #include "bettercompute/attest/v1/tpm.pb-c.h"
@@ -490,7 +491,7 @@ static void test_tpm_join_admitted_and_reclaimed(void **state)
 	/* the certificate names the AK after the SPIFFE ID */
 	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
 	h = bct_hex(ak_name, ak_name_len);
-	snprintf(urn, sizeof(urn), "urn:bc:tpm-ak:sha256:%s", h);
+	snprintf(urn, sizeof(urn), BC_WIRE_TPM_AK_URN_SHA256 "%s", h);
 	free(h);
 	assert_int_equal(id.n_statements, 1);
 	assert_string_equal(id.statements[0], urn);
@@ -990,7 +991,7 @@ static void tpm_sign(const char *handle, const char *purpose, const uint8_t *pay
 	unsigned int dl = 32;
 
 	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-	EVP_DigestUpdate(md, "bettercompute/v1", 17);
+	EVP_DigestUpdate(md, BC_WIRE_SIG_DOMAIN, sizeof(BC_WIRE_SIG_DOMAIN));
 	EVP_DigestUpdate(md, purpose, strlen(purpose) + 1);
 	EVP_DigestUpdate(md, payload, n);
 	EVP_DigestFinal_ex(md, d, &dl);
@@ -1063,8 +1064,8 @@ static long renew_tpm(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len, c
 	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
 	wire = malloc(wire_len);
 	bettercompute__join__v1__renew_request__pack(&rq, wire);
-	assert_int_equal(bc_client_post(&cp->pins, "/bettercompute.join.v1.JoinService/Renew", wire,
-	                                wire_len, &status, &body, &len, err, sizeof(err)),
+	assert_int_equal(bc_client_post(&cp->pins, BC_WIRE_PATH_RENEW, wire, wire_len, &status,
+	                                &body, &len, err, sizeof(err)),
 	                 0);
 	if (status == 200)
 		assert_int_equal(bc_client_open_join_response_csr(&cp->pins, body, len, csr.p,
@@ -1108,7 +1109,7 @@ static void test_tpm_renewal_certified_by_the_ak(void **state)
 	answer_free(&a);
 	blob_free(&csr);
 	h = bct_hex(ak_name, ak_name_len);
-	snprintf(urn, sizeof(urn), "urn:bc:tpm-ak:sha256:%s", h);
+	snprintf(urn, sizeof(urn), BC_WIRE_TPM_AK_URN_SHA256 "%s", h);
 	free(h);
 	const uint8_t *leaf = ans.chain[0];
 	size_t leaf_len = ans.chain_lens[0];
@@ -1157,7 +1158,7 @@ static void test_tpm_renewal_certified_by_the_ak(void **state)
 	bc_join_answer_free(&r1);
 
 	/* a JoinService that cannot prove statements again renews none */
-	bc_join_drop_statement(bc_server_join(cp.srv), "urn:bc:tpm-ak:");
+	bc_join_drop_statement(bc_server_join(cp.srv), BC_WIRE_TPM_AK_URN_SCHEME);
 	expect_renew_refused(&cp, leaf, leaf_len, node, &good, "key-statement-unsupported");
 	assert_int_equal(
 	    bc_join_register_statement(bc_server_join(cp.srv), bc_attest_tpm_statements()), 0);
@@ -1176,7 +1177,7 @@ static void test_tpm_statement_renewals_cannot_prove(void **state)
 	(void)state;
 
 	cp_start_resolved(&cp, "{}", pool);
-	bc_join_drop_statement(bc_server_join(cp.srv), "urn:bc:tpm-ak:");
+	bc_join_drop_statement(bc_server_join(cp.srv), BC_WIRE_TPM_AK_URN_SCHEME);
 	struct blob csr = make_csr(NK_HANDLE, "node");
 	full_answer(&cp, &csr, NK_HANDLE, &a);
 	assert_int_equal(round2(&cp, &csr, &a, &ans), BC_ERR_DENIED);

@@ -17,6 +17,7 @@
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bc/x509pop.h"
 #include "bctest.h"
 #include "join/join.h"
@@ -75,7 +76,7 @@ static void make_pop(const struct machine *m, int64_t client_time, const char *n
 	uint8_t d[32];
 
 	assert_int_equal(bc_key_generate(&p->next), 0);
-	assert_int_equal(bc_csr_make(p->next, "node", &p->csr, &p->csr_len), 0);
+	assert_int_equal(bc_csr_make(p->next, BC_WIRE_CSR_CN, &p->csr, &p->csr_len), 0);
 	assert_int_equal(bc_sha256(p->csr, p->csr_len, d), 0);
 	assert_int_equal(bc_x509pop_evidence(m->ans.chain, m->ans.chain_lens, m->ans.n_chain,
 	                                     m->key, node_id ? node_id : m->ans.node_id, d,
@@ -245,7 +246,8 @@ static void test_refusals(void **state)
 	{
 		struct machine stmt = {0};
 		const bc_pki *pki = bc_server_pki(cp.srv);
-		const char *urn[1] = {"urn:bc:tpm-ak:sha256:000b0123456789abcdef0123456789abcdef"
+		const char *urn[1] = {BC_WIRE_TPM_AK_URN_SHA256
+		                      "000b0123456789abcdef0123456789abcdef"
 		                      "0123456789abcdef0123456789abcdef"};
 		uint8_t *der = NULL, h[32];
 		size_t len;
@@ -287,7 +289,7 @@ static void test_refusals(void **state)
 	{
 		struct pop g = {0};
 		assert_int_equal(bc_key_generate(&g.next), 0);
-		assert_int_equal(bc_csr_make(g.next, "node", &g.csr, &g.csr_len), 0);
+		assert_int_equal(bc_csr_make(g.next, BC_WIRE_CSR_CN, &g.csr, &g.csr_len), 0);
 		g.evidence = strdup("{\"v\":1}");
 		expect_refused(&g, "node", "x509pop-malformed");
 		pop_free(&g);

@@ -16,6 +16,7 @@
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bctest.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/join.h"
@@ -85,7 +86,7 @@ static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_
 	int rc;
 
 	assert_int_equal(bc_key_generate(next), 0);
-	assert_int_equal(bc_csr_make(*next, "node", &csr, &csr_len), 0);
+	assert_int_equal(bc_csr_make(*next, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
 	assert_int_equal(bc_sha256(csr, csr_len, d), 0);
 	int64_t t = o->client_time_ms ? o->client_time_ms : bc_now_ms();
 	bc_buf_init(&b, 0);
@@ -110,8 +111,8 @@ static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_
 	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
 	wire = malloc(wire_len);
 	bettercompute__join__v1__renew_request__pack(&rq, wire);
-	rc = bc_client_post(&cp.pins, "/bettercompute.join.v1.JoinService/Renew", wire, wire_len,
-	                    status, body, len, err, sizeof(err));
+	rc = bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, wire, wire_len, status, body, len, err,
+	                    sizeof(err));
 	free(wire);
 	if (csr_out) {
 		*csr_out = csr;
@@ -257,8 +258,8 @@ static void test_each_refusal(void **state)
 		 */
 		const char *cases[][2] = {
 		    {"urn:bc:unknown:thing", "key-statement-unknown"},
-		    {"urn:bc:tpm-ak:sha256:zz", "tpm-ak-uri"},
-		    {"urn:bc:tpm-ak:sha256:"
+		    {BC_WIRE_TPM_AK_URN_SHA256 "zz", "tpm-ak-uri"},
+		    {BC_WIRE_TPM_AK_URN_SHA256
 		     "000b0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		     "key-attestation-missing"},
 		};

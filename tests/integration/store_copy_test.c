@@ -19,6 +19,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "bc/store.h"
+#include "bc/wire.h"
 #include "bct_pg.h"
 #include "bctest.h"
 #include "bettercompute/join/v1/join.pb-c.h"
@@ -154,7 +155,7 @@ static long renew(const struct bc_client_pins *pins, const uint8_t *leaf, size_t
 	bc_buf b;
 
 	assert_int_equal(bc_key_generate(&next), 0);
-	assert_int_equal(bc_csr_make(next, "node", &csr, &csr_len), 0);
+	assert_int_equal(bc_csr_make(next, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
 	assert_int_equal(bc_sha256(csr, csr_len, d), 0);
 	int64_t t = bc_now_ms();
 	bc_buf_init(&b, 0);
@@ -175,8 +176,8 @@ static long renew(const struct bc_client_pins *pins, const uint8_t *leaf, size_t
 	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
 	assert_non_null(wire = malloc(wire_len));
 	bettercompute__join__v1__renew_request__pack(&rq, wire);
-	assert_int_equal(bc_client_post(pins, "/bettercompute.join.v1.JoinService/Renew", wire,
-	                                wire_len, &status, &body, &len, err, sizeof(err)),
+	assert_int_equal(bc_client_post(pins, BC_WIRE_PATH_RENEW, wire, wire_len, &status, &body,
+	                                &len, err, sizeof(err)),
 	                 0);
 	free(wire);
 	free(body);

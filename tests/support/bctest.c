@@ -12,6 +12,7 @@
 #include "bc/log.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bct_pg.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "server/admin.h"
@@ -327,7 +328,7 @@ char *bct_token(struct bct_cp *cp, const struct bct_token_opts *o, char id_out[6
 	if (bc_sha256(secret, strlen(secret), d) != 0)
 		return NULL;
 	bc_hex_encode_to(d, 32, hash);
-	if (asprintf(&token, "bct_%s_%s", id, secret) < 0)
+	if (asprintf(&token, BC_WIRE_TOKEN_PREFIX "%s_%s", id, secret) < 0)
 		token = NULL;
 	free(secret);
 	int64_t uses = o->uses ? o->uses : 1;
@@ -439,8 +440,8 @@ int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status,
 	wire_len = bettercompute__join__v1__join_request__get_packed_size(&rq);
 	wire = malloc(wire_len ? wire_len : 1);
 	bettercompute__join__v1__join_request__pack(&rq, wire);
-	rc = bc_client_post(&cp->pins, "/bettercompute.join.v1.JoinService/Join", wire, wire_len,
-	                    status, body, len, err, sizeof(err));
+	rc = bc_client_post(&cp->pins, BC_WIRE_PATH_JOIN, wire, wire_len, status, body, len, err,
+	                    sizeof(err));
 out:
 	free(wire);
 	free(sealed);

@@ -26,15 +26,14 @@
 #include "bc/client.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 
 #define AGENT_VERSION   "bc-join/1"
 #define MAX_PINS_FILE   (256 * 1024)
 #define MAX_TOKEN_FILE  1024
-#define MAX_MACS        64
 #define MAX_ROUNDS      10
 #define DEFAULT_RETRY_S 30
 #define MAX_RETRY_S     300
-#define CSR_CN          "bettercompute node"
 #define EXIT_USAGE      2
 
 struct opts {
@@ -43,7 +42,7 @@ struct opts {
 	const char *attestor;
 	const char *role;
 	const char *out_dir;
-	char *macs[MAX_MACS];
+	char *macs[BC_WIRE_MACS_MAX];
 	size_t n_macs;
 	const char *product_uuid;
 	const char *serial;
@@ -148,8 +147,9 @@ static int take_option(int c, char **argv, struct opts *o, struct msg *m)
 		o->product_uuid = optarg;
 		return 0;
 	case 'm':
-		if (o->n_macs == MAX_MACS || !mac_ok(optarg)) {
-			say(m, "--mac: expected xx:xx:xx:xx:xx:xx, at most %d times", MAX_MACS);
+		if (o->n_macs == BC_WIRE_MACS_MAX || !mac_ok(optarg)) {
+			say(m, "--mac: expected xx:xx:xx:xx:xx:xx, at most %d times",
+			    BC_WIRE_MACS_MAX);
 			return BC_ERR_INVALID;
 		}
 		o->macs[o->n_macs++] = optarg;
@@ -255,11 +255,12 @@ static int check_token(char *t, size_t len, const char *where, struct msg *m)
 		if (len > 0 && t[len - 1] == '\r')
 			t[--len] = '\0';
 	}
-	if (len < 5 || len > 512 || strlen(t) != len || strncmp(t, "bct_", 4) != 0) {
+	if (len <= strlen(BC_WIRE_TOKEN_PREFIX) || len > BC_WIRE_TOKEN_MAX || strlen(t) != len ||
+	    strncmp(t, BC_WIRE_TOKEN_PREFIX, strlen(BC_WIRE_TOKEN_PREFIX)) != 0) {
 		say(m, "%s: expected one line bct_...", where);
 		return BC_ERR_INVALID;
 	}
-	for (size_t i = 4; i < len; i++) {
+	for (size_t i = strlen(BC_WIRE_TOKEN_PREFIX); i < len; i++) {
 		if (!isalnum((unsigned char)t[i]) && t[i] != '_' && t[i] != '-') {
 			say(m, "%s: expected one line bct_...", where);
 			return BC_ERR_INVALID;
@@ -487,7 +488,7 @@ static int run(const struct opts *o, struct msg *m, char node_id[static 64])
 	if ((rc = read_token(o, &token, m)) != 0)
 		goto out;
 	if ((rc = bc_key_generate(&key)) != 0 ||
-	    (rc = bc_csr_make(key, CSR_CN, &csr, &csr_len)) != 0) {
+	    (rc = bc_csr_make(key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0) {
 		say(m, "cannot make the node key and CSR (%s)", bc_err_str(rc));
 		goto out;
 	}

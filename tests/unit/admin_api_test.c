@@ -17,6 +17,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "bc/store.h"
+#include "bc/wire.h"
 #include "server/admin.h"
 
 #define PUBLIC_URL "https://cp.test.example:8443"
@@ -678,7 +679,7 @@ static void test_tokens(void **state)
 	const char *secret = str(c, "secret");
 	const char *id = str(t, "id");
 	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "bct_%s_", id);
+	snprintf(prefix, sizeof(prefix), BC_WIRE_TOKEN_PREFIX "%s_", id);
 	assert_int_equal(strncmp(secret, prefix, strlen(prefix)), 0);
 	assert_int_equal(strlen(secret + strlen(prefix)), 43);
 	assert_string_equal(str(t, "tenantId"), "root");

@@ -27,6 +27,7 @@
 #include "bc/buf.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 
 /* A fakehw config naming the swtpm (or t). */
 static void config(struct bcd_config *c, const char *t)
@@ -103,7 +104,7 @@ static void test_key_in_tpm(void **state)
 	                                    "payload", 7, sig),
 	                 0);
 	assert_int_equal(bc_es256_verify(k.key, BC_PURPOSE_RENEW, "payload", 7, sig, 64), 0);
-	assert_int_equal(bcd_nodekey_csr(&back, BCD_CSR_CN, &csr, &csr_len, &m), 0);
+	assert_int_equal(bcd_nodekey_csr(&back, BC_WIRE_CSR_CN, &csr, &csr_len, &m), 0);
 	assert_int_equal(bc_csr_check(csr, csr_len, &pub), 0);
 	assert_int_equal(EVP_PKEY_eq(pub, k.key), 1);
 	EVP_PKEY_free(pub);
@@ -181,7 +182,7 @@ static void test_leaf_names_ak(void **state)
 		         "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
 		         "-keyout /dev/null -subj /CN=x -days 1 -outform der -out %s "
 		         "-addext 'subjectAltName=URI:spiffe://td/node/n%s' 2>/dev/null",
-		         path, ak ? ",URI:urn:bc:tpm-ak:sha256:000b00" : "");
+		         path, ak ? ",URI:" BC_WIRE_TPM_AK_URN_SHA256 "000b00" : "");
 		assert_int_equal(sh("%s", cmd), 0);
 		assert_non_null(f = fopen(path, "rb"));
 		n = fread(der, 1, sizeof(der), f);

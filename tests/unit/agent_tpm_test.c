@@ -30,6 +30,7 @@
 #include "bc/buf.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 
 /* ---- helpers ---- */
 
@@ -538,7 +539,7 @@ static void test_nodekey(void **state)
 
 	/* a proof signed in the TPM verifies as ES256 under a purpose */
 	bc_buf_init(&msg, 0);
-	assert_int_equal(bc_buf_put_cstr(&msg, "bettercompute/v1"), 0);
+	assert_int_equal(bc_buf_put_cstr(&msg, BC_WIRE_SIG_DOMAIN), 0);
 	assert_int_equal(bc_buf_put_cstr(&msg, BC_PURPOSE_RENEW), 0);
 	assert_int_equal(bc_buf_put(&msg, "payload", 7), 0);
 	assert_int_equal(bc_sha256(msg.p, msg.len, digest), 0);

@@ -27,13 +27,13 @@
 #include "bc/client.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 
 #define TD            "example.test"
 #define NODE_ID       "node_0123456789abcdefghjkmnpqrs"
 #define OTHER_NODE_ID "node_zzzzzzzzzzzzzzzzzzzzzzzzzz"
 #define TOKEN         "bct_tok_0123456789abcdefghjkmnpqrs_c2VjcmV0LXNlY3JldA"
-#define TOKEN_INFO    "bettercompute join token v1"
 
 typedef Bettercompute__Join__V1__JoinResponseBody body_t;
 
@@ -496,16 +496,18 @@ static void test_seal_token(void **state)
 	    bc_client_seal_token(T.pins.join_encryption, TOKEN, T.csr_sha256, &sealed, &sealed_len),
 	    0);
 	assert_int_equal(sealed_len, BC_HPKE_ENC_LEN + strlen(TOKEN) + 16);
-	assert_int_equal(bc_hpke_open(T.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
-	                              T.csr_sha256, 32, sealed, sealed_len, &pt, &pt_len),
+	assert_int_equal(bc_hpke_open(T.pki->join_encryption, BC_WIRE_TOKEN_INFO,
+	                              strlen(BC_WIRE_TOKEN_INFO), T.csr_sha256, 32, sealed,
+	                              sealed_len, &pt, &pt_len),
 	                 0);
 	assert_int_equal(pt_len, strlen(TOKEN));
 	assert_memory_equal(pt, TOKEN, pt_len);
 	bc_freezero(pt, pt_len);
 	pt = NULL;
 	/* bound to the CSR: another CSR's hash does not open it */
-	assert_int_equal(bc_hpke_open(T.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO),
-	                              T.other_csr_sha256, 32, sealed, sealed_len, &pt, &pt_len),
+	assert_int_equal(bc_hpke_open(T.pki->join_encryption, BC_WIRE_TOKEN_INFO,
+	                              strlen(BC_WIRE_TOKEN_INFO), T.other_csr_sha256, 32, sealed,
+	                              sealed_len, &pt, &pt_len),
 	                 BC_ERR_VERIFY);
 	assert_null(pt);
 	free(sealed);
@@ -515,6 +517,20 @@ static void test_seal_token(void **state)
 	assert_null(sealed);
 	assert_int_equal(bc_client_seal_token(NULL, TOKEN, T.csr_sha256, &sealed, &sealed_len),
 	                 BC_ERR_INVALID);
+	/* the longest token the server opens is sealed; one byte more is not sent */
+	char long_token[BC_WIRE_TOKEN_MAX + 2];
+	memset(long_token, 'a', sizeof(long_token) - 1);
+	long_token[BC_WIRE_TOKEN_MAX] = '\0';
+	assert_int_equal(bc_client_seal_token(T.pins.join_encryption, long_token, T.csr_sha256,
+	                                      &sealed, &sealed_len),
+	                 0);
+	free(sealed);
+	long_token[BC_WIRE_TOKEN_MAX] = 'a';
+	long_token[BC_WIRE_TOKEN_MAX + 1] = '\0';
+	assert_int_equal(bc_client_seal_token(T.pins.join_encryption, long_token, T.csr_sha256,
+	                                      &sealed, &sealed_len),
+	                 BC_ERR_INVALID);
+	assert_null(sealed);
 }
 
 /* ---- opening answers ---- */
@@ -1050,8 +1066,8 @@ static void join_handler(struct srv *s)
 	if (rq == NULL || bc_csr_check(rq->csr.data, rq->csr.len, &pub) != 0 ||
 	    bc_sha256(rq->csr.data, rq->csr.len, h) != 0)
 		goto out;
-	if (bc_hpke_open(T.pki->join_encryption, TOKEN_INFO, strlen(TOKEN_INFO), h, 32,
-	                 rq->sealed_token.data, rq->sealed_token.len, &tok, &tok_len) == 0)
+	if (bc_hpke_open(T.pki->join_encryption, BC_WIRE_TOKEN_INFO, strlen(BC_WIRE_TOKEN_INFO), h,
+	                 32, rq->sealed_token.data, rq->sealed_token.len, &tok, &tok_len) == 0)
 		snprintf(s->token_seen, sizeof(s->token_seen), "%.*s", (int)tok_len, tok);
 	snprintf(s->role_seen, sizeof(s->role_seen), "%s", rq->role);
 	snprintf(s->attestor_seen, sizeof(s->attestor_seen), "%s", rq->attestor);
@@ -1124,8 +1140,8 @@ static void test_join_roundtrip(void **state)
 	bc_join_answer_free(&a);
 	srv_wait(&s);
 	assert_int_equal(s.requests, 1);
-	assert_string_equal(s.path, "/bettercompute.join.v1.JoinService/Join");
-	assert_string_equal(s.content_type, "application/proto");
+	assert_string_equal(s.path, BC_WIRE_PATH_JOIN);
+	assert_string_equal(s.content_type, BC_WIRE_CONTENT_TYPE);
 	assert_string_equal(s.token_seen, TOKEN);
 	assert_string_equal(s.role_seen, "node");
 	assert_string_equal(s.attestor_seen, "");
@@ -1256,8 +1272,7 @@ static void test_post_connection_refused(void **state)
 	close(fd); /* bound then closed: nothing listens on the port */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
 	assert_int_equal(join_at(url, &p, &a, err, sizeof(err)), BC_ERR_UNAVAILABLE);
-	snprintf(want, sizeof(want),
-	         "POST %s/bettercompute.join.v1.JoinService/Join: connection refused", url);
+	snprintf(want, sizeof(want), "POST %s" BC_WIRE_PATH_JOIN ": connection refused", url);
 	assert_string_equal(err, want);
 }
 
@@ -1644,8 +1659,8 @@ static void test_tool_usage(void **state)
 	                                                  "--out", d.out, NULL}),
 	                 1);
 	err = slurp(path);
-	assert_string_equal(err, "bc-join: POST http://127.0.0.1:1/bettercompute.join.v1."
-	                         "JoinService/Join: connection refused\n");
+	assert_string_equal(err, "bc-join: POST http://127.0.0.1:1" BC_WIRE_PATH_JOIN
+	                         ": connection refused\n");
 	free(err);
 	tool_dir_rm(&d);
 }

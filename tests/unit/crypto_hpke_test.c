@@ -14,6 +14,7 @@
 
 #include "bc/buf.h"
 #include "bc/crypto.h"
+#include "bc/wire.h"
 
 /* RFC 9180 A.3.1: DHKEM(P-256, HKDF-SHA256), HKDF-SHA256, AES-128-GCM, base mode,
  * and its first encryption (sequence number 0). */
@@ -33,7 +34,7 @@ static const char a31_pt0[] = "4265617574792069732074727574682c20747275746820626
 static const char a31_ct0[] = "5ad590bb8baa577f8619db35a36311226a896e7342a6d836d8b7bcd2f20b6c7f"
                               "9076ac232e3ab2523f39513434";
 
-static const char token_info[] = "bettercompute join token v1";
+static const char token_info[] = BC_WIRE_TOKEN_INFO;
 
 static size_t unhex(const char *s, uint8_t *out, size_t max)
 {

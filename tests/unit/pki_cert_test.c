@@ -19,6 +19,7 @@
 
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "bc/wire.h"
 
 #define TD      "example.org"
 #define NODE_ID "node_01hzx3k9q8w7e6r5t4y3u2i1o0"
@@ -108,7 +109,7 @@ static void assert_node_cert_shape(X509 *x, const bc_pki *pki)
 static void test_issue_and_read(void **state)
 {
 	struct fixture *f = *state;
-	const char *st[] = {"urn:bc:tpm-ak:sha256:00ff",
+	const char *st[] = {BC_WIRE_TPM_AK_URN_SHA256 "00ff",
 	                    "urn:bc:pool:pool_01hzx3k9q8w7e6r5t4y3u2i1o0"};
 	struct bc_node_cert_req r = node_req(f->key, BC_ROLE_NODE);
 	struct bc_node_identity id;
