@@ -84,68 +84,63 @@ int bc_row_node_get(bc_tx *tx, enum bc_node_by by, const char *key, struct bc_no
 	return rc;
 }
 
-int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n)
+/* Runs the insert (placement first: tenant, pool, site, role, hardware key) or the
+ * reclaim (hardware key last) with the parameters both write: $1 is the id, then the
+ * claims, agent, attestor, node key and time. */
+static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const char *sql)
 {
 	const struct bc_claims *c = n->claims;
+	bc_param p[15];
+	size_t k = 0;
 	char *macs;
 	int rc;
 
 	if ((macs = string_array(c->macs, c->n_macs)) == NULL)
 		return BC_ERR_NOMEM;
-	bc_param p[] = {BC_TEXT(n->id),
-	                BC_TEXT(n->tenant_id),
-	                BC_TEXT(none_if_empty(n->pool_id)),
-	                BC_TEXT(none_if_empty(n->site_id)),
-	                BC_TEXT(n->role),
-	                BC_TEXT(none_if_empty(n->hardware_key)),
-	                BC_TEXT(c->product_uuid),
-	                BC_TEXT(c->serial),
-	                BC_TEXT(macs),
-	                BC_TEXT(c->hostname),
-	                BC_TEXT(c->arch),
-	                BC_TEXT(n->agent_version),
-	                BC_TEXT(n->attestor),
-	                BC_TEXT(n->node_key_tpm ? "tpm" : "unattested"),
-	                BC_INT(n->now_ms)};
-	rc = bc_tx_exec(tx,
-	                "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
-	                "generation, hardware_key, product_uuid, serial, macs, hostname, arch, "
-	                "agent_version, attestor, node_key, joined_at, updated_at) VALUES "
-	                "($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, $12, "
-	                "$13, $14, $15, $15)",
-	                p, sizeof(p) / sizeof(p[0]), NULL);
+	p[k++] = BC_TEXT(n->id);
+	if (insert) {
+		p[k++] = BC_TEXT(n->tenant_id);
+		p[k++] = BC_TEXT(none_if_empty(n->pool_id));
+		p[k++] = BC_TEXT(none_if_empty(n->site_id));
+		p[k++] = BC_TEXT(n->role);
+		p[k++] = BC_TEXT(none_if_empty(n->hardware_key));
+	}
+	p[k++] = BC_TEXT(c->product_uuid);
+	p[k++] = BC_TEXT(c->serial);
+	p[k++] = BC_TEXT(macs);
+	p[k++] = BC_TEXT(c->hostname);
+	p[k++] = BC_TEXT(c->arch);
+	p[k++] = BC_TEXT(n->agent_version);
+	p[k++] = BC_TEXT(n->attestor);
+	p[k++] = BC_TEXT(n->node_key_tpm ? "tpm" : "unattested");
+	p[k++] = BC_INT(n->now_ms);
+	if (!insert)
+		p[k++] = BC_TEXT(none_if_empty(n->hardware_key));
+	rc = bc_tx_exec(tx, sql, p, k, NULL);
 	free(macs);
 	return rc;
 }
 
+int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n)
+{
+	return node_exec(tx, n, 1,
+	                 "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
+	                 "generation, hardware_key, product_uuid, serial, macs, hostname, arch, "
+	                 "agent_version, attestor, node_key, joined_at, updated_at) VALUES "
+	                 "($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, $12, "
+	                 "$13, $14, $15, $15)");
+}
+
 int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation)
 {
-	const struct bc_claims *c = n->claims;
-	char *macs;
 	int rc;
 
 	*generation = 0;
-	if ((macs = string_array(c->macs, c->n_macs)) == NULL)
-		return BC_ERR_NOMEM;
-	bc_param p[] = {BC_TEXT(n->id),
-	                BC_TEXT(c->product_uuid),
-	                BC_TEXT(c->serial),
-	                BC_TEXT(macs),
-	                BC_TEXT(c->hostname),
-	                BC_TEXT(c->arch),
-	                BC_TEXT(n->agent_version),
-	                BC_TEXT(n->attestor),
-	                BC_TEXT(n->node_key_tpm ? "tpm" : "unattested"),
-	                BC_INT(n->now_ms),
-	                BC_TEXT(none_if_empty(n->hardware_key))};
-	rc = bc_tx_exec(tx,
-	                "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
-	                "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
-	                "attestor = $8, node_key = $9, updated_at = $10, "
-	                "hardware_key = COALESCE($11, hardware_key) WHERE id = $1",
-	                p, sizeof(p) / sizeof(p[0]), NULL);
-	free(macs);
-	if (rc != 0)
+	if ((rc = node_exec(tx, n, 0,
+	                    "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
+	                    "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
+	                    "attestor = $8, node_key = $9, updated_at = $10, "
+	                    "hardware_key = COALESCE($11, hardware_key) WHERE id = $1")) != 0)
 		return rc;
 	if ((rc = bc_row_cert_revoke_all(tx, n->id, n->now_ms, NULL)) != 0)
 		return rc;
