@@ -83,6 +83,20 @@ int64_t bc_rows_int(bc_rows *r, int col);      /* 0 for NULL */
 const uint8_t *bc_rows_blob(bc_rows *r, int col, size_t *len);
 void bc_rows_free(bc_rows *r);
 
+/* Columns by name. A result column's name is its AS alias, or for a plain column
+ * reference the column's own name ("c.der_hex" is "der_hex"); write AS for anything
+ * else, and for two columns of the same name. name is matched ASCII case-insensitively
+ * and as written: no quotes are removed or case folded, on either engine.
+ * bc_rows_col() is the index of the first column of that name, or -1 for none (or a
+ * NULL r or name); it holds before the first bc_rows_next() and on every row. The
+ * _named readers are the accessors above at that index: an unknown name reads as
+ * NULL, the way an out-of-range column does. */
+int bc_rows_col(bc_rows *r, const char *name);
+int bc_rows_null_named(bc_rows *r, const char *name);
+const char *bc_rows_text_named(bc_rows *r, const char *name);
+int64_t bc_rows_int_named(bc_rows *r, const char *name);
+const uint8_t *bc_rows_blob_named(bc_rows *r, const char *name, size_t *len);
+
 /* One row, one column helpers: BC_ERR_NOT_FOUND when the query returns no row. */
 BC_WUR int bc_tx_query_int(bc_tx *tx, const char *sql, const bc_param *params, size_t n,
                            int64_t *out);

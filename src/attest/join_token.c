@@ -25,7 +25,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 		bc_refuse(out, reason);
 		return 0;
 	}
-	if ((rc = bc_token_consume(tx, t.id, in->now_ms)) != 0)
+	if ((rc = bc_row_token_consume(tx, t.id, in->now_ms)) != 0)
 		return rc;
 	out->kind = BC_OUTCOME_RESULT;
 	snprintf(out->result.tenant_id, BC_ID_MAX, "%s", t.tenant_id);

@@ -42,47 +42,13 @@ static void copy(char *dst, size_t n, const char *src)
 	snprintf(dst, n, "%s", src ? src : "");
 }
 
-static int load(bc_tx *tx, const char *id, struct bc_token_row *row, char hash[65], int *revoked,
-                int *found)
-{
-	bc_rows *rows = NULL;
-	int rc;
-
-	*found = 0;
-	bc_param p[] = {BC_TEXT(id)};
-	if ((rc = bc_tx_query(
-	         tx,
-	         "SELECT id, tenant_id, pool_id, site_id, role, secret_hash, uses_left, "
-	         "expires_at, revoked_at, workflow_id, node_id FROM join_tokens "
-	         "WHERE id = $1 FOR UPDATE",
-	         p, 1, &rows)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(rows)) == 1) {
-		*found = 1;
-		copy(row->id, sizeof(row->id), bc_rows_text(rows, 0));
-		copy(row->tenant_id, sizeof(row->tenant_id), bc_rows_text(rows, 1));
-		copy(row->pool_id, sizeof(row->pool_id), bc_rows_text(rows, 2));
-		copy(row->site_id, sizeof(row->site_id), bc_rows_text(rows, 3));
-		copy(row->role, sizeof(row->role), bc_rows_text(rows, 4));
-		copy(hash, 65, bc_rows_text(rows, 5));
-		row->uses_left = bc_rows_int(rows, 6);
-		row->expires_at = bc_rows_int(rows, 7);
-		*revoked = !bc_rows_is_null(rows, 8);
-		copy(row->workflow_id, sizeof(row->workflow_id), bc_rows_text(rows, 9));
-		copy(row->node_id, sizeof(row->node_id), bc_rows_text(rows, 10));
-		rc = 0;
-	}
-	bc_rows_free(rows);
-	return rc < 0 ? rc : 0;
-}
-
 int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token_row *row,
                    struct bc_attest_outcome *out, const char **reason)
 {
-	char id[BC_ID_MAX], stored[65] = "", presented[65];
+	char id[BC_ID_MAX], presented[65];
 	const char *secret;
 	uint8_t d[32];
-	int rc, revoked = 0, found = 0;
+	int rc;
 
 	*reason = NULL;
 	memset(row, 0, sizeof(*row));
@@ -94,9 +60,9 @@ int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token
 		*reason = BC_R_TOKEN_MALFORMED;
 		return 0;
 	}
-	if ((rc = load(tx, id, row, stored, &revoked, &found)) != 0)
+	if ((rc = bc_row_token_lock(tx, id, row)) < 0)
 		return rc;
-	if (!found) {
+	if (rc == 0) {
 		*reason = BC_R_TOKEN_UNKNOWN;
 		return 0;
 	}
@@ -106,30 +72,15 @@ int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token
 		return rc;
 	bc_hex_encode_to(d, 32, presented);
 	/* the secret first: without it, nothing about the token's state is learned */
-	if (strlen(stored) != 64 || !bc_ct_equal(presented, stored, 64)) {
+	if (strlen(row->secret_hash) != 64 || !bc_ct_equal(presented, row->secret_hash, 64)) {
 		*reason = BC_R_TOKEN_SECRET;
 		return 0;
 	}
-	if (revoked)
+	if (row->revoked)
 		*reason = BC_R_TOKEN_REVOKED;
 	else if (row->expires_at <= now_ms)
 		*reason = BC_R_TOKEN_EXPIRED;
 	else if (row->uses_left <= 0)
 		*reason = BC_R_TOKEN_USED_UP;
 	return 0;
-}
-
-int bc_token_consume(bc_tx *tx, const char *id, int64_t now_ms)
-{
-	int64_t changes = 0;
-	int rc;
-
-	bc_param p[] = {BC_TEXT(id), BC_INT(now_ms)};
-	if ((rc = bc_tx_exec(tx,
-	                     "UPDATE join_tokens SET uses_left = uses_left - 1, last_used_at = $2 "
-	                     "WHERE id = $1 AND uses_left > 0",
-	                     p, 2, &changes)) != 0)
-		return rc;
-	/* the row is locked: a use that vanished between check and spend is a bug */
-	return changes == 1 ? 0 : BC_ERR_INTERNAL;
 }

@@ -13,6 +13,7 @@
 #include "bc/json.h"
 #include "bc/reasons.h"
 #include "bc/wire.h"
+#include "join/rows.h"
 
 static const struct tpm_place_entry *find_entry(const struct tpm_cfg *c, const struct tpm_proven *p)
 {
@@ -32,19 +33,13 @@ static const struct tpm_place_entry *find_entry(const struct tpm_cfg *c, const s
 
 static int bound_node(bc_tx *tx, const char *ek_hex, char out[BC_ID_MAX])
 {
-	char *id = NULL;
+	struct bc_binding_row b;
 	int rc;
 
 	out[0] = 0;
-	bc_param q[] = {BC_TEXT(TPM_BINDING_KIND), BC_TEXT(ek_hex)};
-	rc = bc_tx_query_text(tx, "SELECT node_id FROM node_bindings WHERE kind = $1 AND key = $2",
-	                      q, 2, &id);
-	if (rc == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc == 0)
-		snprintf(out, BC_ID_MAX, "%s", id);
-	free(id);
-	return rc;
+	if ((rc = bc_row_binding_get(tx, TPM_BINDING_KIND, ek_hex, &b)) == 1)
+		snprintf(out, BC_ID_MAX, "%s", b.node_id);
+	return rc < 0 ? rc : 0;
 }
 
 static void result_where(struct bc_attest_outcome *out, const char *tenant, const char *pool,

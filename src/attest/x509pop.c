@@ -28,6 +28,7 @@
 #include "bc/pki.h"
 #include "attest/attest.h"
 #include "bc/reasons.h"
+#include "join/rows.h"
 
 #define X509POP_MAX_EVIDENCE (32 * 1024)
 #define X509POP_MAX_CHAIN    4
@@ -209,40 +210,23 @@ static int offline_checks(const struct bc_join_input *in, struct proven *p, cons
 static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct evidence *e,
                          const struct bc_node_identity *id, const char **why)
 {
-	char sha[65], *hex = NULL;
-	uint8_t d[32];
-	bc_rows *rows = NULL;
+	struct bc_cert_row c;
 	int rc;
 
 	*why = NULL;
-	if ((rc = bc_sha256(e->leaf, e->leaf_len, d)) != 0)
+	if ((rc = bc_row_cert_find(tx, id->node_id, e->leaf, e->leaf_len, &c)) < 0)
 		return rc;
-	bc_hex_encode_to(d, 32, sha);
-	bc_param p[] = {BC_TEXT(sha), BC_TEXT(id->node_id)};
-	if ((rc = bc_tx_query(tx,
-	                      "SELECT c.der_hex, c.generation, c.not_after, c.revoked_at, "
-	                      "n.generation, n.state FROM node_certs c JOIN nodes n ON "
-	                      "n.id = c.node_id WHERE c.der_sha256 = $1 AND c.node_id = $2",
-	                      p, 2, &rows)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(rows)) < 0)
-		goto out;
-	rc = 0;
-	hex = bc_hex_encode(e->leaf, e->leaf_len);
-	if (bc_rows_is_null(rows, 0) || hex == NULL || strcmp(hex, bc_rows_text(rows, 0)) != 0)
+	if (rc == 0)
 		*why = BC_R_X509POP_NOT_CURRENT;
-	else if (strcmp(bc_rows_text(rows, 5), "retired") == 0)
+	else if (strcmp(c.node.state, "retired") == 0)
 		*why = BC_R_X509POP_RETIRED;
-	else if (bc_rows_int(rows, 1) != bc_rows_int(rows, 4))
+	else if (c.generation != c.node.generation)
 		*why = BC_R_X509POP_GENERATION;
-	else if (!bc_rows_is_null(rows, 3))
+	else if (c.revoked)
 		*why = BC_R_X509POP_REVOKED;
-	else if (in->now_ms - bc_rows_int(rows, 2) > state.grace_ms)
+	else if (in->now_ms - c.not_after > state.grace_ms)
 		*why = BC_R_X509POP_EXPIRED;
-out:
-	free(hex);
-	bc_rows_free(rows);
-	return rc;
+	return 0;
 }
 
 /* Records the proof until its window closes, so no replica accepts it again. */
@@ -254,11 +238,7 @@ static int record_use(bc_tx *tx, const struct bc_join_input *in, const struct ev
 
 	*why = NULL;
 	bc_hex_encode_to(subject, 32, hex);
-	bc_param p[] = {BC_TEXT(hex), BC_INT(e->client_time + state.window_ms), BC_INT(in->now_ms)};
-	rc = bc_tx_exec(tx,
-	                "INSERT INTO attestation_uses (attestor, subject, expires_at, created_at) "
-	                "VALUES ('x509pop', $1, $2, $3)",
-	                p, 3, NULL);
+	rc = bc_row_use_insert(tx, "x509pop", hex, e->client_time + state.window_ms, in->now_ms);
 	if (rc == BC_ERR_CONFLICT) {
 		*why = BC_R_X509POP_REPLAY;
 		rc = 0;

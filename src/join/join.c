@@ -23,6 +23,7 @@
 #include "join/events.h"
 #include "join/internal.h"
 #include "bc/reasons.h"
+#include "join/rows.h"
 #include "lib/utf8.h"
 
 #define MAX_CLAIM_LEN   256
@@ -102,31 +103,22 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, 
                        int64_t generation)
 {
 	const struct bc_attest_result *r = &st->d.out.result;
-	char sha[65], *hex = NULL, *statements = NULL;
-	uint8_t d[32];
-	json_t *data = NULL, *arr = NULL;
+	const char *stmts[1] = {r->node_key_uri};
+	json_t *data = NULL;
 	int rc;
 
-	if ((rc = bc_sha256(st->d.cert_der, st->d.cert_len, d)) != 0)
-		return rc;
-	bc_hex_encode_to(d, 32, sha);
-	if ((hex = bc_hex_encode(st->d.cert_der, st->d.cert_len)) == NULL)
-		return BC_ERR_NOMEM;
-	arr = json_array();
-	if (r->node_key_uri[0])
-		json_array_append_new(arr, json_string(r->node_key_uri));
-	statements = bc_json_dump(arr);
-	{
-		bc_param p[] = {BC_TEXT(serial),   BC_TEXT(st->d.node_id), BC_INT(generation),
-		                BC_TEXT(hex),      BC_TEXT(sha),           BC_INT(st->d.now_ms),
-		                BC_INT(not_after), BC_TEXT(statements)};
-		rc = bc_tx_exec(tx,
-		                "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
-		                "der_sha256, not_before, not_after, statements, created_at) "
-		                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6)",
-		                p, 8, NULL);
-	}
-	if (rc != 0)
+	struct bc_cert_write cert = {
+	    .serial = serial,
+	    .node_id = st->d.node_id,
+	    .generation = generation,
+	    .der = st->d.cert_der,
+	    .der_len = st->d.cert_len,
+	    .not_before = st->d.now_ms,
+	    .not_after = not_after,
+	    .statements = stmts,
+	    .n_statements = r->node_key_uri[0] ? 1 : 0,
+	};
+	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
 		goto out;
 	data = json_pack(
 	    "{s:s, s:s, s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?}", "nodeId", st->d.node_id, "attestor",
@@ -146,9 +138,6 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, 
 	rc = bc_audit(tx, r->tenant_id, actor, type, st->d.node_id, data);
 out:
 	json_decref(data);
-	json_decref(arr);
-	free(statements);
-	free(hex);
 	return rc;
 }
 
@@ -156,115 +145,56 @@ out:
  * every older certificate revoked. *generation receives the identity generation. */
 static int write_node(bc_tx *tx, struct bc_join_state *st, int64_t *generation, const char **reason)
 {
-	const char *hwkey = st->d.hwkey;
 	const struct bc_attest_result *r = &st->d.out.result;
-	const struct bc_claims *c = &st->in->claims;
-	json_t *macs = json_array();
-	char *macs_js;
 	int rc;
 
-	for (size_t i = 0; i < c->n_macs; i++)
-		json_array_append_new(macs, json_string(c->macs[i]));
-	macs_js = bc_json_dump(macs);
-	json_decref(macs);
-	if (macs_js == NULL)
-		return BC_ERR_NOMEM;
-	const char *nk = r->node_key_tpm ? "tpm" : "unattested";
-	if (!st->d.reclaimed) {
-		*generation = 1;
-		bc_param p[] = {BC_TEXT(st->d.node_id),
-		                BC_TEXT(r->tenant_id),
-		                BC_TEXT(r->pool_id[0] ? r->pool_id : NULL),
-		                BC_TEXT(r->site_id[0] ? r->site_id : NULL),
-		                BC_TEXT(r->role),
-		                BC_TEXT(hwkey[0] ? hwkey : NULL),
-		                BC_TEXT(c->product_uuid),
-		                BC_TEXT(c->serial),
-		                BC_TEXT(macs_js),
-		                BC_TEXT(c->hostname),
-		                BC_TEXT(c->arch),
-		                BC_TEXT(st->in->agent_version),
-		                BC_TEXT(st->attestor->id),
-		                BC_TEXT(nk),
-		                BC_INT(st->d.now_ms)};
-		rc = bc_tx_exec(
-		    tx,
-		    "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
-		    "generation, hardware_key, product_uuid, serial, macs, hostname, arch, "
-		    "agent_version, attestor, node_key, joined_at, updated_at) VALUES "
-		    "($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, $12, "
-		    "$13, $14, $15, $15)",
-		    p, 15, NULL);
-		/* another join took this hardware key first */
-		if (rc == BC_ERR_CONFLICT) {
-			*reason = BC_R_RECLAIM;
-			rc = 0;
-		}
-		free(macs_js);
-		return rc;
-	}
+	struct bc_node_write n = {
+	    .id = st->d.node_id,
+	    .tenant_id = r->tenant_id,
+	    .pool_id = r->pool_id,
+	    .site_id = r->site_id,
+	    .role = r->role,
+	    .hardware_key = st->d.hwkey,
+	    .claims = &st->in->claims,
+	    .agent_version = st->in->agent_version,
+	    .attestor = st->attestor->id,
+	    .node_key_tpm = r->node_key_tpm,
+	    .now_ms = st->d.now_ms,
+	};
 	/* a reclaim keeps the node's state, pool and site; the identity moves on */
-	{
-		bc_param p[] = {BC_TEXT(st->d.node_id),
-		                BC_TEXT(c->product_uuid),
-		                BC_TEXT(c->serial),
-		                BC_TEXT(macs_js),
-		                BC_TEXT(c->hostname),
-		                BC_TEXT(c->arch),
-		                BC_TEXT(st->in->agent_version),
-		                BC_TEXT(st->attestor->id),
-		                BC_TEXT(nk),
-		                BC_INT(st->d.now_ms),
-		                BC_TEXT(hwkey[0] ? hwkey : NULL)};
-		rc = bc_tx_exec(
-		    tx,
-		    "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
-		    "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
-		    "attestor = $8, node_key = $9, updated_at = $10, "
-		    "hardware_key = COALESCE($11, hardware_key) WHERE id = $1",
-		    p, 11, NULL);
+	if (st->d.reclaimed)
+		return bc_row_node_reclaim(tx, &n, generation);
+	*generation = 1;
+	rc = bc_row_node_insert(tx, &n);
+	/* another join took this hardware key first */
+	if (rc == BC_ERR_CONFLICT) {
+		*reason = BC_R_RECLAIM;
+		rc = 0;
 	}
-	free(macs_js);
-	if (rc != 0)
-		return rc;
-	bc_param q[] = {BC_TEXT(st->d.node_id), BC_INT(st->d.now_ms)};
-	if ((rc = bc_tx_exec(tx,
-	                     "UPDATE node_certs SET revoked_at = $2 WHERE node_id = $1 AND "
-	                     "revoked_at IS NULL",
-	                     q, 2, NULL)) != 0)
-		return rc;
-	return bc_tx_query_int(tx, "SELECT generation FROM nodes WHERE id = $1", q, 1, generation);
+	return rc;
 }
 
 static int write_binding(bc_tx *tx, struct bc_join_state *st, const char **reason)
 {
 	const struct bc_attest_result *r = &st->d.out.result;
+	struct bc_binding_row b;
 	int rc;
 
 	if (r->binding_kind[0] == 0)
 		return 0;
-	bc_param p[] = {BC_TEXT(r->binding_kind), BC_TEXT(r->binding_key), BC_TEXT(st->d.node_id),
-	                BC_INT(st->d.now_ms)};
-	rc = bc_tx_exec(tx,
-	                "INSERT INTO node_bindings (kind, key, node_id, created_at) VALUES "
-	                "($1, $2, $3, $4)",
-	                p, 4, NULL);
+	rc =
+	    bc_row_binding_insert(tx, r->binding_kind, r->binding_key, st->d.node_id, st->d.now_ms);
 	if (rc != BC_ERR_CONFLICT)
 		return rc;
 	/* Already bound: fine when it is this node. Policy saw no binding to another
 	 * node, but on PostgreSQL (READ COMMITTED) a concurrent join of the same key may
 	 * have committed one since: read it again, so that one key never admits two. */
-	char *holder = NULL;
-	bc_param q[] = {BC_TEXT(r->binding_kind), BC_TEXT(r->binding_key)};
-	if ((rc = bc_tx_query_text(tx,
-	                           "SELECT node_id FROM node_bindings WHERE kind = $1 AND key = $2",
-	                           q, 2, &holder)) != 0)
-		return rc;
-	if (strcmp(holder, st->d.node_id) != 0) {
+	if ((rc = bc_row_binding_get(tx, r->binding_kind, r->binding_key, &b)) <= 0)
+		return rc < 0 ? rc : BC_ERR_NOT_FOUND;
+	if (strcmp(b.node_id, st->d.node_id) != 0) {
 		*reason = BC_R_BOUND_ELSEWHERE;
 		snprintf(st->d.refusal_tenant, sizeof(st->d.refusal_tenant), "%s", r->tenant_id);
 	}
-	free(holder);
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "bc/wire.h"
 #include "join/internal.h"
 #include "bc/reasons.h"
+#include "join/rows.h"
 
 /* Firmware placeholders: identical on every board of a model, so never a hardware key. */
 static const char *const placeholder_uuids[] = {
@@ -64,24 +65,19 @@ static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim,
                         const char **reason)
 {
 	const struct bc_claims *c = &st->in->claims;
-	bc_rows *rows = NULL;
+	char *expect = NULL;
 	json_t *e = NULL;
-	const char *v, *expect;
+	const char *v;
 	int rc, ok = 1;
 
 	*allow_reclaim = 0;
-	bc_param p[] = {BC_TEXT(st->d.out.result.token_id)};
-	if ((rc = bc_tx_query(tx, "SELECT expect, allow_reclaim FROM join_tokens WHERE id = $1", p,
-	                      1, &rows)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(rows)) != 1) {
+	if ((rc = bc_row_token_expect(tx, st->d.out.result.token_id, &expect, allow_reclaim)) !=
+	    1) {
 		/* the attestor just locked this row: it is there */
 		rc = rc < 0 ? rc : BC_ERR_INTERNAL;
 		goto out;
 	}
 	rc = 0;
-	*allow_reclaim = bc_rows_int(rows, 1) != 0;
-	expect = bc_rows_text(rows, 0);
 	if (bc_json_parse(expect, strlen(expect), 0, &e, NULL, 0) != 0 || !json_is_object(e)) {
 		ok = 0;
 		goto done;
@@ -101,7 +97,7 @@ done:
 		refuse_policy(st, reason, BC_R_EXPECT_MISMATCH, st->d.out.result.tenant_id);
 out:
 	json_decref(e);
-	bc_rows_free(rows);
+	free(expect);
 	return rc;
 }
 
@@ -146,49 +142,15 @@ out:
 	return rc;
 }
 
-struct node_row {
-	char id[BC_ID_MAX];
-	char tenant_id[BC_ID_MAX];
-	char pool_id[BC_ID_MAX];
-	char site_id[BC_ID_MAX];
-	char state[16];
-	char role[16];
-};
-
-/* 1 with the row, 0 when none, < 0 on error. */
-static int load_node(bc_tx *tx, const char *where, const char *key, struct node_row *n)
-{
-	char sql[160];
-	bc_rows *rows = NULL;
-	int rc;
-
-	snprintf(sql, sizeof(sql),
-	         "SELECT id, tenant_id, pool_id, site_id, state, role FROM nodes WHERE %s = $1",
-	         where);
-	bc_param p[] = {BC_TEXT(key)};
-	if ((rc = bc_tx_query(tx, sql, p, 1, &rows)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(rows)) == 1) {
-		snprintf(n->id, sizeof(n->id), "%s", bc_rows_text(rows, 0));
-		snprintf(n->tenant_id, sizeof(n->tenant_id), "%s", bc_rows_text(rows, 1));
-		snprintf(n->pool_id, sizeof(n->pool_id), "%s", bc_rows_text(rows, 2));
-		snprintf(n->site_id, sizeof(n->site_id), "%s", bc_rows_text(rows, 3));
-		snprintf(n->state, sizeof(n->state), "%s", bc_rows_text(rows, 4));
-		snprintf(n->role, sizeof(n->role), "%s", bc_rows_text(rows, 5));
-	}
-	bc_rows_free(rows);
-	return rc;
-}
-
 /* The node an attestor or a binding names: it exists, is not retired, and the
  * machine takes over its tenant, pool and site. */
 static int target_named(bc_tx *tx, struct bc_join_state *st, const char *id, const char **reason)
 {
 	struct bc_attest_result *r = &st->d.out.result;
-	struct node_row n;
+	struct bc_node_row n;
 	int rc;
 
-	if ((rc = load_node(tx, "id", id, &n)) < 0)
+	if ((rc = bc_row_node_get(tx, BC_NODE_BY_ID, id, &n)) < 0)
 		return rc;
 	if (rc == 0) {
 		refuse_policy(st, reason, BC_R_NODE_UNKNOWN, r->tenant_id);
@@ -207,21 +169,15 @@ static int target_named(bc_tx *tx, struct bc_join_state *st, const char *id, con
 
 static int bound_node(bc_tx *tx, const struct bc_attest_result *r, char out[BC_ID_MAX])
 {
-	char *id = NULL;
+	struct bc_binding_row b;
 	int rc;
 
 	out[0] = 0;
 	if (r->binding_kind[0] == 0)
 		return 0;
-	bc_param p[] = {BC_TEXT(r->binding_kind), BC_TEXT(r->binding_key)};
-	rc = bc_tx_query_text(tx, "SELECT node_id FROM node_bindings WHERE kind = $1 AND key = $2",
-	                      p, 2, &id);
-	if (rc == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc == 0)
-		snprintf(out, BC_ID_MAX, "%s", id);
-	free(id);
-	return rc;
+	if ((rc = bc_row_binding_get(tx, r->binding_kind, r->binding_key, &b)) == 1)
+		snprintf(out, BC_ID_MAX, "%s", b.node_id);
+	return rc < 0 ? rc : 0;
 }
 
 /* 1. The node the attestor names, or the one its binding points to. */
@@ -249,7 +205,7 @@ static int named_node(bc_tx *tx, struct bc_join_state *st, const char **reason)
 static int hardware_key(bc_tx *tx, struct bc_join_state *st, int allow_reclaim, const char **reason)
 {
 	const struct bc_attest_result *r = &st->d.out.result;
-	struct node_row holder;
+	struct bc_node_row holder;
 	char *hwkey = st->d.hwkey;
 	int rc;
 
@@ -259,7 +215,7 @@ static int hardware_key(bc_tx *tx, struct bc_join_state *st, int allow_reclaim, 
 		derive_hwkey(&st->in->claims, hwkey);
 	if (hwkey[0] == 0)
 		return 0;
-	if ((rc = load_node(tx, "hardware_key", hwkey, &holder)) <= 0)
+	if ((rc = bc_row_node_get(tx, BC_NODE_BY_HARDWARE_KEY, hwkey, &holder)) <= 0)
 		return rc;
 	if (strcmp(holder.id, st->d.node_id) == 0)
 		return 0;

@@ -22,6 +22,7 @@
 #include "join/events.h"
 #include "join/internal.h"
 #include "bc/reasons.h"
+#include "join/rows.h"
 
 #define RENEW_WINDOW_MS 60000
 
@@ -43,7 +44,6 @@ struct renew_state {
 	EVP_PKEY *csr_key;
 	uint8_t csr_sha256[32];
 	uint8_t csr_spki_sha256[32];
-	uint8_t leaf_sha256[32];
 	struct renew_decision d;
 };
 
@@ -154,8 +154,7 @@ static int precheck(struct renew_state *st, const char **reason)
 		goto out;
 	}
 	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256)) != 0 ||
-	    (rc = csr_spki_sha256(st)) != 0 || (rc = check_statements(st, reason)) != 0 ||
-	    *reason || (rc = bc_sha256(rq->chain[0].data, rq->chain[0].len, st->leaf_sha256)) != 0)
+	    (rc = csr_spki_sha256(st)) != 0 || (rc = check_statements(st, reason)) != 0 || *reason)
 		goto out;
 	if (verify_proof(st, leaf) != 0)
 		*reason = BC_R_RENEW_PROOF;
@@ -170,84 +169,57 @@ static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
                          const char **reason)
 {
 	const ProtobufCBinaryData *leaf = &st->rq->chain[0];
-	char sha[65], *hex = NULL;
-	bc_rows *rows = NULL;
+	struct bc_cert_row c;
 	int rc;
 
 	*generation = 0;
-	bc_hex_encode_to(st->leaf_sha256, 32, sha);
-	bc_param p[] = {BC_TEXT(sha), BC_TEXT(st->id.node_id)};
-	if ((rc = bc_tx_query(tx,
-	                      "SELECT c.der_hex, c.generation, c.not_after, c.revoked_at, "
-	                      "n.tenant_id, n.state, n.generation FROM node_certs c JOIN nodes n "
-	                      "ON n.id = c.node_id WHERE c.der_sha256 = $1 AND c.node_id = $2",
-	                      p, 2, &rows)) != 0)
+	if ((rc = bc_row_cert_find(tx, st->id.node_id, leaf->data, leaf->len, &c)) < 0)
 		return rc;
-	if ((rc = bc_rows_next(rows)) < 0)
-		goto out;
-	hex = rc == 1 ? bc_hex_encode(leaf->data, leaf->len) : NULL;
-	rc = 0;
-	if (hex == NULL || strcmp(hex, bc_rows_text(rows, 0)) != 0) {
+	if (rc == 0) {
 		*reason = BC_R_RENEW_NOT_CURRENT;
-		goto out;
+		return 0;
 	}
-	snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", bc_rows_text(rows, 4));
-	*generation = bc_rows_int(rows, 6);
-	if (strcmp(bc_rows_text(rows, 5), "retired") == 0)
+	snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", c.node.tenant_id);
+	*generation = c.node.generation;
+	if (strcmp(c.node.state, "retired") == 0)
 		*reason = BC_R_RENEW_RETIRED;
-	else if (bc_rows_int(rows, 1) != *generation)
+	else if (c.generation != *generation)
 		*reason = BC_R_RENEW_GENERATION;
-	else if (!bc_rows_is_null(rows, 3))
+	else if (c.revoked)
 		*reason = BC_R_RENEW_REVOKED;
-	else if (bc_rows_int(rows, 2) <= st->d.issued.now_ms)
+	else if (c.not_after <= st->d.issued.now_ms)
 		*reason = BC_R_RENEW_EXPIRED;
 	else if (st->rq->client_time_ms < st->d.issued.now_ms - RENEW_WINDOW_MS ||
 	         st->rq->client_time_ms > st->d.issued.now_ms + RENEW_WINDOW_MS)
 		*reason = BC_R_RENEW_CLIENT_TIME;
-out:
-	free(hex);
-	bc_rows_free(rows);
-	return rc;
+	return 0;
 }
 
 static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t not_after,
                   int64_t generation)
 {
-	char sha[65], *hex = NULL, *stmts = NULL;
-	json_t *arr = json_array(), *data = NULL;
-	uint8_t d[32];
+	json_t *data = NULL;
 	int rc;
 
-	for (size_t i = 0; i < st->id.n_statements; i++)
-		json_array_append_new(arr, json_string(st->id.statements[i]));
-	if ((rc = bc_sha256(st->d.issued.cert_der, st->d.issued.cert_len, d)) != 0)
-		goto out;
-	bc_hex_encode_to(d, 32, sha);
-	hex = bc_hex_encode(st->d.issued.cert_der, st->d.issued.cert_len);
-	stmts = bc_json_dump(arr);
-	if (hex == NULL || stmts == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	bc_param p[] = {
-	    BC_TEXT(serial), BC_TEXT(st->id.node_id),     BC_INT(generation), BC_TEXT(hex),
-	    BC_TEXT(sha),    BC_INT(st->d.issued.now_ms), BC_INT(not_after),  BC_TEXT(stmts)};
-	if ((rc = bc_tx_exec(tx,
-	                     "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
-	                     "der_sha256, not_before, not_after, statements, created_at) "
-	                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6)",
-	                     p, 8, NULL)) != 0)
-		goto out;
+	struct bc_cert_write cert = {
+	    .serial = serial,
+	    .node_id = st->id.node_id,
+	    .generation = generation,
+	    .der = st->d.issued.cert_der,
+	    .der_len = st->d.issued.cert_len,
+	    .not_before = st->d.issued.now_ms,
+	    .not_after = not_after,
+	    .statements = (const char *const *)st->id.statements,
+	    .n_statements = st->id.n_statements,
+	};
+	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
+		return rc;
 	data = json_pack("{s:s, s:s, s:I}", "nodeId", st->id.node_id, "serial", serial,
 	                 "generation", (json_int_t)generation);
 	if ((rc = bc_event_publish(tx, st->d.tenant_id, "node.renewed", st->id.node_id, data)) == 0)
 		rc = bc_audit(tx, st->d.tenant_id, "join:renew", "node.renewed", st->id.node_id,
 		              data);
-out:
-	json_decref(arr);
 	json_decref(data);
-	free(hex);
-	free(stmts);
 	return rc;
 }
 
@@ -309,13 +281,11 @@ static int refusal_tx(bc_tx *tx, void *arg)
 static int owner_tx(bc_tx *tx, void *arg)
 {
 	struct renew_state *st = arg;
-	char *t = NULL;
-	bc_param p[] = {BC_TEXT(st->id.node_id)};
-	int rc = bc_tx_query_text(tx, "SELECT tenant_id FROM nodes WHERE id = $1", p, 1, &t);
-	if (rc == 0)
-		snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", t);
-	free(t);
-	return rc == BC_ERR_NOT_FOUND ? 0 : rc;
+	struct bc_node_row n;
+	int rc = bc_row_node_get(tx, BC_NODE_BY_ID, st->id.node_id, &n);
+	if (rc == 1)
+		snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", n.tenant_id);
+	return rc < 0 ? rc : 0;
 }
 
 static void report(struct renew_state *st)

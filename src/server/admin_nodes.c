@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "join/rows.h"
 #include "server/admin_internal.h"
 
 #define EVENTS_LIMIT_DEFAULT 100
@@ -100,11 +101,7 @@ static int lock_node(bc_tx *tx, struct admin_call *c, char state[16])
 
 static int revoke_certs(bc_tx *tx, const char *node_id, int64_t now, int64_t *revoked)
 {
-	bc_param p[] = {BC_INT(now), BC_TEXT(node_id)};
-	return bc_tx_exec(tx,
-	                  "UPDATE node_certs SET revoked_at = $1 WHERE node_id = $2 "
-	                  "AND revoked_at IS NULL",
-	                  p, 2, revoked);
+	return bc_row_cert_revoke_all(tx, node_id, now, revoked);
 }
 
 static int set_state(bc_tx *tx, const char *node_id, const char *state, int64_t now)

@@ -72,6 +72,9 @@ struct bc_engine {
 	int64_t (*rows_int)(struct bc_rows *r, int col);
 	const uint8_t *(*rows_blob)(struct bc_rows *r, int col, size_t *len);
 	void (*rows_free)(struct bc_rows *r);
+	/* The index of the first result column named name (ASCII case-insensitive, no
+	 * quote handling), or -1; name is not NULL. */
+	int (*rows_col)(struct bc_rows *r, const char *name);
 
 	/* Database time in Unix ms, test clock offset included. */
 	int (*now_ms)(struct bc_conn *c, int64_t *out);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bc/clock.h"
 #include "bc/log.h"
@@ -1031,6 +1032,19 @@ static const uint8_t *pg_rows_blob(struct bc_rows *br, int col, size_t *len)
 	return b->len > 0 ? b->p : empty_blob;
 }
 
+/* Not PQfnumber(): it folds an unquoted name to lower case and strips the quotes of
+ * a quoted one, so that a name would match otherwise than on SQLite. */
+static int pg_rows_col(struct bc_rows *br, const char *name)
+{
+	struct pg_rows *r = (struct pg_rows *)br;
+	const char *c;
+
+	for (int i = 0; i < r->ncols; i++)
+		if ((c = PQfname(r->res, i)) != NULL && strcasecmp(c, name) == 0)
+			return i;
+	return -1;
+}
+
 static int pg_now_ms(struct bc_conn *bc, int64_t *out)
 {
 	struct pg_conn *c = (struct pg_conn *)bc;
@@ -1071,6 +1085,7 @@ const struct bc_engine bc_engine_postgres = {
     .rows_int = pg_rows_int,
     .rows_blob = pg_rows_blob,
     .rows_free = pg_rows_free,
+    .rows_col = pg_rows_col,
     .now_ms = pg_now_ms,
 };
 

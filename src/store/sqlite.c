@@ -643,6 +643,19 @@ static const uint8_t *sl_rows_blob(struct bc_rows *br, int col, size_t *len)
 	return p;
 }
 
+/* The names of the prepared statement: there before the first step. */
+static int sl_rows_col(struct bc_rows *br, const char *name)
+{
+	struct sl_rows *r = (struct sl_rows *)br;
+	int n = sqlite3_column_count(r->st);
+	const char *c;
+
+	for (int i = 0; i < n; i++)
+		if ((c = sqlite3_column_name(r->st, i)) != NULL && strcasecmp(c, name) == 0)
+			return i;
+	return -1;
+}
+
 const struct bc_engine bc_engine_sqlite = {
     .kind = BC_STORE_SQLITE,
     .name = "sqlite",
@@ -664,5 +677,6 @@ const struct bc_engine bc_engine_sqlite = {
     .rows_int = sl_rows_int,
     .rows_blob = sl_rows_blob,
     .rows_free = sl_rows_free,
+    .rows_col = sl_rows_col,
     .now_ms = sl_now_ms,
 };

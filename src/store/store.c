@@ -481,6 +481,31 @@ void bc_rows_free(bc_rows *r)
 		r->eng->rows_free(r);
 }
 
+int bc_rows_col(bc_rows *r, const char *name)
+{
+	return r != NULL && name != NULL ? r->eng->rows_col(r, name) : -1;
+}
+
+int bc_rows_null_named(bc_rows *r, const char *name)
+{
+	return bc_rows_is_null(r, bc_rows_col(r, name));
+}
+
+const char *bc_rows_text_named(bc_rows *r, const char *name)
+{
+	return bc_rows_text(r, bc_rows_col(r, name));
+}
+
+int64_t bc_rows_int_named(bc_rows *r, const char *name)
+{
+	return bc_rows_int(r, bc_rows_col(r, name));
+}
+
+const uint8_t *bc_rows_blob_named(bc_rows *r, const char *name, size_t *len)
+{
+	return bc_rows_blob(r, bc_rows_col(r, name), len);
+}
+
 /* The first row of a query, or BC_ERR_NOT_FOUND; *out is freed by the caller. */
 static int query_first(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc_rows **out)
 {

@@ -196,6 +196,68 @@ static void test_param_round_trip(void **state)
 	bc_tx_rollback(tx);
 }
 
+/* Columns by name: the same answers on every engine, whatever case folding it does. */
+static void test_columns_by_name(void **state)
+{
+	static const uint8_t blob[] = {0x01, 0x00, 0x02};
+	struct fx *f = *state;
+	bc_tx *tx = NULL;
+	bc_rows *r = NULL;
+	size_t len = 99;
+
+	make_table(f->s);
+	assert_int_equal(
+	    exec1(f->s, "INSERT INTO t (id, i, s, b) VALUES ($1, $2, $3, $4)",
+	          (bc_param[]){BC_INT(5), BC_INT(-7), BC_TEXT("five"), BC_BLOB(blob, sizeof(blob))},
+	          4),
+	    0);
+	assert_int_equal(bc_tx_begin(f->s, BC_TX_READ, &tx), 0);
+	assert_int_equal(bc_tx_query(tx,
+	                             "SELECT t.id, i AS Minus_Seven, s, b, s AS s, nn, "
+	                             "i + 1 AS plus_one FROM t",
+	                             NULL, 0, &r),
+	                 0);
+	/* names are there before the first row */
+	assert_int_equal(bc_rows_col(r, "id"), 0);
+	assert_int_equal(bc_rows_next(r), 1);
+	assert_int_equal(bc_rows_col(r, "id"), 0);
+	assert_int_equal(bc_rows_col(r, "ID"), 0);
+	/* an alias in mixed case: PostgreSQL folds it, SQLite keeps it; both match */
+	assert_int_equal(bc_rows_col(r, "minus_seven"), 1);
+	assert_int_equal(bc_rows_col(r, "MINUS_SEVEN"), 1);
+	/* two columns of one name: the first */
+	assert_int_equal(bc_rows_col(r, "s"), 2);
+	assert_int_equal(bc_rows_col(r, "plus_one"), 6);
+	assert_true(bc_rows_int_named(r, "plus_one") == -6);
+	assert_true(bc_rows_int_named(r, "id") == 5);
+	assert_true(bc_rows_int_named(r, "Minus_Seven") == -7);
+	assert_string_equal(bc_rows_text_named(r, "s"), "five");
+	assert_string_equal(bc_rows_text_named(r, "nn"), "x");
+	assert_false(bc_rows_null_named(r, "s"));
+	assert_memory_equal(bc_rows_blob_named(r, "b", &len), blob, sizeof(blob));
+	assert_int_equal(len, sizeof(blob));
+
+	/* unknown names: -1, and they read as NULL */
+	assert_int_equal(bc_rows_col(r, "nope"), -1);
+	assert_int_equal(bc_rows_col(r, "t.id"), -1);
+	assert_int_equal(bc_rows_col(r, "\"id\""), -1);
+	assert_int_equal(bc_rows_col(r, ""), -1);
+	assert_int_equal(bc_rows_col(r, "i"), -1); /* renamed by its alias */
+	assert_int_equal(bc_rows_col(r, NULL), -1);
+	assert_int_equal(bc_rows_col(NULL, "id"), -1);
+	assert_true(bc_rows_null_named(r, "nope"));
+	assert_string_equal(bc_rows_text_named(r, "nope"), "");
+	assert_true(bc_rows_int_named(r, "nope") == 0);
+	len = 99;
+	assert_null(bc_rows_blob_named(r, "nope", &len));
+	assert_int_equal(len, 0);
+	assert_true(bc_rows_null_named(NULL, "id"));
+
+	assert_int_equal(bc_rows_next(r), 0);
+	bc_rows_free(r);
+	bc_tx_rollback(tx);
+}
+
 static void test_param_order_and_repeat(void **state)
 {
 	struct fx *f = *state;
@@ -590,6 +652,7 @@ static void test_now_follows_test_clock(void **state)
 	    cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),           \
 	    cmocka_unit_test_setup_teardown(test_tables_of_design, setup, teardown),               \
 	    cmocka_unit_test_setup_teardown(test_param_round_trip, setup, teardown),               \
+	    cmocka_unit_test_setup_teardown(test_columns_by_name, setup, teardown),                \
 	    cmocka_unit_test_setup_teardown(test_param_order_and_repeat, setup, teardown),         \
 	    cmocka_unit_test_setup_teardown(test_param_mismatch, setup, teardown),                 \
 	    cmocka_unit_test_setup_teardown(test_helpers, setup, teardown),                        \

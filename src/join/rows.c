@@ -1,0 +1,343 @@
+/* Each table's queries, once (rows.h). */
+#include "join/rows.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "bc/json.h"
+
+static void copy_col(char *dst, size_t n, bc_rows *r, const char *name)
+{
+	snprintf(dst, n, "%s", bc_rows_text_named(r, name));
+}
+
+/* The first row of a query: 1 with *out holding it (the caller frees it), 0 none. */
+static int first_row(bc_tx *tx, const char *sql, const bc_param *p, size_t n, bc_rows **out)
+{
+	int rc;
+
+	*out = NULL;
+	if ((rc = bc_tx_query(tx, sql, p, n, out)) != 0)
+		return rc;
+	if ((rc = bc_rows_next(*out)) != 1) {
+		bc_rows_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* A JSON array of n strings, as text (malloc'd); NULL when out of memory. */
+static char *string_array(const char *const *s, size_t n)
+{
+	json_t *arr = json_array();
+	char *js;
+
+	if (arr == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, json_string(s[i]));
+	js = bc_json_dump(arr);
+	json_decref(arr);
+	return js;
+}
+
+static const char *none_if_empty(const char *s)
+{
+	return s != NULL && s[0] ? s : NULL;
+}
+
+/* ---- nodes ---- */
+
+#define NODE_COLS "id, tenant_id, pool_id, site_id, role, state, generation"
+
+static void node_from(bc_rows *r, struct bc_node_row *row)
+{
+	copy_col(row->id, sizeof(row->id), r, "id");
+	copy_col(row->tenant_id, sizeof(row->tenant_id), r, "tenant_id");
+	copy_col(row->pool_id, sizeof(row->pool_id), r, "pool_id");
+	copy_col(row->site_id, sizeof(row->site_id), r, "site_id");
+	copy_col(row->role, sizeof(row->role), r, "role");
+	copy_col(row->state, sizeof(row->state), r, "state");
+	row->generation = bc_rows_int_named(r, "generation");
+}
+
+int bc_row_node_get(bc_tx *tx, enum bc_node_by by, const char *key, struct bc_node_row *row)
+{
+	const char *sql;
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	switch (by) {
+	case BC_NODE_BY_ID: sql = "SELECT " NODE_COLS " FROM nodes WHERE id = $1"; break;
+	case BC_NODE_BY_HARDWARE_KEY:
+		sql = "SELECT " NODE_COLS " FROM nodes WHERE hardware_key = $1";
+		break;
+	default: return BC_ERR_INVALID;
+	}
+	if ((rc = first_row(tx, sql, (bc_param[]){BC_TEXT(key)}, 1, &r)) == 1)
+		node_from(r, row);
+	bc_rows_free(r);
+	return rc;
+}
+
+/* Runs the insert (placement first: tenant, pool, site, role, hardware key) or the
+ * reclaim (hardware key last) with the parameters both write: $1 is the id, then the
+ * claims, agent, attestor, node key and time. */
+static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const char *sql)
+{
+	const struct bc_claims *c = n->claims;
+	bc_param p[15];
+	size_t k = 0;
+	char *macs;
+	int rc;
+
+	if ((macs = string_array(c->macs, c->n_macs)) == NULL)
+		return BC_ERR_NOMEM;
+	p[k++] = BC_TEXT(n->id);
+	if (insert) {
+		p[k++] = BC_TEXT(n->tenant_id);
+		p[k++] = BC_TEXT(none_if_empty(n->pool_id));
+		p[k++] = BC_TEXT(none_if_empty(n->site_id));
+		p[k++] = BC_TEXT(n->role);
+		p[k++] = BC_TEXT(none_if_empty(n->hardware_key));
+	}
+	p[k++] = BC_TEXT(c->product_uuid);
+	p[k++] = BC_TEXT(c->serial);
+	p[k++] = BC_TEXT(macs);
+	p[k++] = BC_TEXT(c->hostname);
+	p[k++] = BC_TEXT(c->arch);
+	p[k++] = BC_TEXT(n->agent_version);
+	p[k++] = BC_TEXT(n->attestor);
+	p[k++] = BC_TEXT(n->node_key_tpm ? "tpm" : "unattested");
+	p[k++] = BC_INT(n->now_ms);
+	if (!insert)
+		p[k++] = BC_TEXT(none_if_empty(n->hardware_key));
+	rc = bc_tx_exec(tx, sql, p, k, NULL);
+	free(macs);
+	return rc;
+}
+
+int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n)
+{
+	return node_exec(tx, n, 1,
+	                 "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
+	                 "generation, hardware_key, product_uuid, serial, macs, hostname, arch, "
+	                 "agent_version, attestor, node_key, joined_at, updated_at) VALUES "
+	                 "($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, $12, "
+	                 "$13, $14, $15, $15)");
+}
+
+int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation)
+{
+	int rc;
+
+	*generation = 0;
+	if ((rc = node_exec(tx, n, 0,
+	                    "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
+	                    "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
+	                    "attestor = $8, node_key = $9, updated_at = $10, "
+	                    "hardware_key = COALESCE($11, hardware_key) WHERE id = $1")) != 0)
+		return rc;
+	if ((rc = bc_row_cert_revoke_all(tx, n->id, n->now_ms, NULL)) != 0)
+		return rc;
+	return bc_tx_query_int(tx, "SELECT generation FROM nodes WHERE id = $1",
+	                       (bc_param[]){BC_TEXT(n->id)}, 1, generation);
+}
+
+/* ---- node_certs ---- */
+
+int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
+{
+	char sha[65], *hex = NULL, *stmts = NULL;
+	uint8_t d[32];
+	int rc;
+
+	if ((rc = bc_sha256(c->der, c->der_len, d)) != 0)
+		return rc;
+	bc_hex_encode_to(d, sizeof(d), sha);
+	hex = bc_hex_encode(c->der, c->der_len);
+	stmts = string_array(c->statements, c->n_statements);
+	if (hex == NULL || stmts == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	bc_param p[] = {BC_TEXT(c->serial),   BC_TEXT(c->node_id), BC_INT(c->generation),
+	                BC_TEXT(hex),         BC_TEXT(sha),        BC_INT(c->not_before),
+	                BC_INT(c->not_after), BC_TEXT(stmts)};
+	rc = bc_tx_exec(tx,
+	                "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
+	                "der_sha256, not_before, not_after, statements, created_at) "
+	                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6)",
+	                p, sizeof(p) / sizeof(p[0]), NULL);
+out:
+	free(hex);
+	free(stmts);
+	return rc;
+}
+
+int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len,
+                     struct bc_cert_row *row)
+{
+	char sha[65], *hex = NULL;
+	uint8_t d[32];
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	if ((rc = bc_sha256(der, len, d)) != 0)
+		return rc;
+	bc_hex_encode_to(d, sizeof(d), sha);
+	/* found by the hash, then held to the same bytes */
+	bc_param p[] = {BC_TEXT(sha), BC_TEXT(node_id)};
+	if ((rc = first_row(tx,
+	                    "SELECT c.der_hex AS der_hex, c.serial AS serial, "
+	                    "c.generation AS cert_generation, c.not_after AS not_after, "
+	                    "c.revoked_at AS revoked_at, n.id AS id, n.tenant_id AS tenant_id, "
+	                    "n.pool_id AS pool_id, n.site_id AS site_id, n.role AS role, "
+	                    "n.state AS state, n.generation AS generation FROM node_certs c "
+	                    "JOIN nodes n ON n.id = c.node_id "
+	                    "WHERE c.der_sha256 = $1 AND c.node_id = $2",
+	                    p, 2, &r)) != 1)
+		return rc;
+	if ((hex = bc_hex_encode(der, len)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if (strcmp(hex, bc_rows_text_named(r, "der_hex")) != 0) {
+		rc = 0;
+		goto out;
+	}
+	copy_col(row->serial, sizeof(row->serial), r, "serial");
+	row->generation = bc_rows_int_named(r, "cert_generation");
+	row->not_after = bc_rows_int_named(r, "not_after");
+	row->revoked = !bc_rows_null_named(r, "revoked_at");
+	row->revoked_at = bc_rows_int_named(r, "revoked_at");
+	node_from(r, &row->node);
+out:
+	free(hex);
+	bc_rows_free(r);
+	return rc;
+}
+
+int bc_row_cert_revoke_all(bc_tx *tx, const char *node_id, int64_t now_ms, int64_t *revoked)
+{
+	bc_param p[] = {BC_INT(now_ms), BC_TEXT(node_id)};
+
+	return bc_tx_exec(tx,
+	                  "UPDATE node_certs SET revoked_at = $1 WHERE node_id = $2 "
+	                  "AND revoked_at IS NULL",
+	                  p, 2, revoked);
+}
+
+/* ---- node_bindings ---- */
+
+int bc_row_binding_get(bc_tx *tx, const char *kind, const char *key, struct bc_binding_row *row)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	bc_param p[] = {BC_TEXT(kind), BC_TEXT(key)};
+	if ((rc = first_row(tx,
+	                    "SELECT kind, key, node_id, created_at FROM node_bindings "
+	                    "WHERE kind = $1 AND key = $2",
+	                    p, 2, &r)) != 1)
+		return rc;
+	copy_col(row->kind, sizeof(row->kind), r, "kind");
+	copy_col(row->key, sizeof(row->key), r, "key");
+	copy_col(row->node_id, sizeof(row->node_id), r, "node_id");
+	row->created_at = bc_rows_int_named(r, "created_at");
+	bc_rows_free(r);
+	return 1;
+}
+
+int bc_row_binding_insert(bc_tx *tx, const char *kind, const char *key, const char *node_id,
+                          int64_t now_ms)
+{
+	bc_param p[] = {BC_TEXT(kind), BC_TEXT(key), BC_TEXT(node_id), BC_INT(now_ms)};
+
+	return bc_tx_exec(tx,
+	                  "INSERT INTO node_bindings (kind, key, node_id, created_at) VALUES "
+	                  "($1, $2, $3, $4)",
+	                  p, 4, NULL);
+}
+
+/* ---- join_tokens ---- */
+
+int bc_row_token_lock(bc_tx *tx, const char *id, struct bc_token_row *row)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	if ((rc = first_row(tx,
+	                    "SELECT id, tenant_id, pool_id, site_id, role, secret_hash, uses_left, "
+	                    "expires_at, revoked_at, workflow_id, node_id FROM join_tokens "
+	                    "WHERE id = $1 FOR UPDATE",
+	                    (bc_param[]){BC_TEXT(id)}, 1, &r)) != 1)
+		return rc;
+	copy_col(row->id, sizeof(row->id), r, "id");
+	copy_col(row->tenant_id, sizeof(row->tenant_id), r, "tenant_id");
+	copy_col(row->pool_id, sizeof(row->pool_id), r, "pool_id");
+	copy_col(row->site_id, sizeof(row->site_id), r, "site_id");
+	copy_col(row->role, sizeof(row->role), r, "role");
+	copy_col(row->secret_hash, sizeof(row->secret_hash), r, "secret_hash");
+	row->uses_left = bc_rows_int_named(r, "uses_left");
+	row->expires_at = bc_rows_int_named(r, "expires_at");
+	row->revoked = !bc_rows_null_named(r, "revoked_at");
+	copy_col(row->workflow_id, sizeof(row->workflow_id), r, "workflow_id");
+	copy_col(row->node_id, sizeof(row->node_id), r, "node_id");
+	bc_rows_free(r);
+	return 1;
+}
+
+int bc_row_token_expect(bc_tx *tx, const char *id, char **expect, int *allow_reclaim)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	*expect = NULL;
+	*allow_reclaim = 0;
+	if ((rc = first_row(tx, "SELECT expect, allow_reclaim FROM join_tokens WHERE id = $1",
+	                    (bc_param[]){BC_TEXT(id)}, 1, &r)) != 1)
+		return rc;
+	*allow_reclaim = bc_rows_int_named(r, "allow_reclaim") != 0;
+	if ((*expect = strdup(bc_rows_text_named(r, "expect"))) == NULL)
+		rc = BC_ERR_NOMEM;
+	bc_rows_free(r);
+	return rc;
+}
+
+int bc_row_token_consume(bc_tx *tx, const char *id, int64_t now_ms)
+{
+	int64_t changes = 0;
+	int rc;
+
+	bc_param p[] = {BC_TEXT(id), BC_INT(now_ms)};
+	if ((rc = bc_tx_exec(tx,
+	                     "UPDATE join_tokens SET uses_left = uses_left - 1, last_used_at = $2 "
+	                     "WHERE id = $1 AND uses_left > 0",
+	                     p, 2, &changes)) != 0)
+		return rc;
+	/* the row is locked: a use that vanished between check and spend is a bug */
+	return changes == 1 ? 0 : BC_ERR_INTERNAL;
+}
+
+/* ---- attestation_uses ---- */
+
+int bc_row_use_insert(bc_tx *tx, const char *attestor, const char *subject_hex, int64_t expires_at,
+                      int64_t now_ms)
+{
+	bc_param p[] = {BC_TEXT(attestor), BC_TEXT(subject_hex), BC_INT(expires_at),
+	                BC_INT(now_ms)};
+
+	return bc_tx_exec(
+	    tx,
+	    "INSERT INTO attestation_uses (attestor, subject, expires_at, created_at) "
+	    "VALUES ($1, $2, $3, $4)",
+	    p, 4, NULL);
+}

@@ -1,0 +1,156 @@
+/* The one home of the queries JoinService and the attestors run on the tables nodes,
+ * node_certs, node_bindings, join_tokens and attestation_uses: each written once, in
+ * the common dialect of both engines, its columns read by name. Events and audit rows
+ * are written by events.h; join_requests are the tpm attestor's own (tpm_place.c).
+ * Attestors (src/attest) include this header; it includes nothing of theirs.
+ *
+ * Every function runs inside the caller's transaction and decides nothing: refusal
+ * reasons stay with the caller, who compares the fields for its own reasons.
+ * Getters return 1 with the row filled, 0 when there is none (the row zeroed), or a
+ * negative BC_ERR_*; other functions 0 or a negative BC_ERR_*. Text columns that are
+ * NULL read as "". Rows are plain values of fixed size: nothing to free, unless said. */
+#ifndef BC_JOIN_ROWS_H
+#define BC_JOIN_ROWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/attestor.h"
+#include "bc/store.h"
+
+/* ---- nodes ---- */
+
+struct bc_node_row {
+	char id[BC_ID_MAX];
+	char tenant_id[BC_ID_MAX];
+	char pool_id[BC_ID_MAX]; /* "" for none */
+	char site_id[BC_ID_MAX]; /* "" for none */
+	char role[16];
+	char state[16]; /* adopted, cordoned, retired */
+	int64_t generation;
+};
+
+enum bc_node_by { BC_NODE_BY_ID = 1, BC_NODE_BY_HARDWARE_KEY = 2 };
+
+/* The node whose id, or whose trusted hardware key, is key. */
+BC_WUR int bc_row_node_get(bc_tx *tx, enum bc_node_by by, const char *key, struct bc_node_row *row);
+
+/* What a join writes of a node. Borrowed for the call. pool_id, site_id and
+ * hardware_key: "" for none. */
+struct bc_node_write {
+	const char *id;
+	const char *tenant_id;
+	const char *pool_id;
+	const char *site_id;
+	const char *role;
+	const char *hardware_key;
+	const struct bc_claims *claims; /* macs are stored as a JSON array */
+	const char *agent_version;
+	const char *attestor;
+	int node_key_tpm; /* node_key "tpm", else "unattested" */
+	int64_t now_ms;
+};
+
+/* A new node, adopted, of generation 1. BC_ERR_CONFLICT when its id or hardware key
+ * is already a node's. */
+BC_WUR int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n);
+
+/* The node n->id taken back by the same machine: its claims, agent, attestor and node
+ * key replaced, its hardware key set when n has one, its identity generation raised by
+ * one and every older certificate revoked at n->now_ms. Tenant, pool, site, role and
+ * state stay the node's. *generation receives the new generation. */
+BC_WUR int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation);
+
+/* ---- node_certs ---- */
+
+/* A certificate row to write. Borrowed for the call. */
+struct bc_cert_write {
+	const char *serial; /* hex */
+	const char *node_id;
+	int64_t generation;
+	const uint8_t *der;
+	size_t der_len;
+	int64_t not_before; /* also the row's created_at */
+	int64_t not_after;
+	const char *const *statements; /* urn:bc: URIs, stored as a JSON array */
+	size_t n_statements;
+};
+
+/* Inserts the row, computing the DER's hex and SHA-256 itself. BC_ERR_CONFLICT when
+ * the serial or the DER is already a row's. */
+BC_WUR int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c);
+
+struct bc_cert_row {
+	char serial[65];
+	int64_t generation; /* the identity generation it was issued for */
+	int64_t not_after;
+	int revoked; /* revoked_at is set */
+	int64_t revoked_at;
+	struct bc_node_row node; /* the node it belongs to */
+};
+
+/* The node_certs row of node_id that holds exactly the len bytes of der, with its
+ * node: the one "is this a certificate we issued to that node" query. 1 found; 0 when
+ * no row of that node has these bytes. */
+BC_WUR int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len,
+                            struct bc_cert_row *row);
+
+/* Revokes, at now_ms, every certificate of node_id not yet revoked. *revoked (may be
+ * NULL) receives how many. */
+BC_WUR int bc_row_cert_revoke_all(bc_tx *tx, const char *node_id, int64_t now_ms, int64_t *revoked);
+
+/* ---- node_bindings ---- */
+
+struct bc_binding_row {
+	char kind[32];
+	char key[BC_HWKEY_MAX];
+	char node_id[BC_ID_MAX];
+	int64_t created_at;
+};
+
+/* The binding of (kind, key). */
+BC_WUR int bc_row_binding_get(bc_tx *tx, const char *kind, const char *key,
+                              struct bc_binding_row *row);
+
+/* Binds (kind, key) to node_id. BC_ERR_CONFLICT when the key is bound already (to
+ * whichever node: read it with bc_row_binding_get). */
+BC_WUR int bc_row_binding_insert(bc_tx *tx, const char *kind, const char *key, const char *node_id,
+                                 int64_t now_ms);
+
+/* ---- join_tokens ---- */
+
+struct bc_token_row {
+	char id[BC_ID_MAX];
+	char tenant_id[BC_ID_MAX];
+	char pool_id[BC_ID_MAX];
+	char site_id[BC_ID_MAX];
+	char role[16];
+	char workflow_id[BC_ID_MAX];
+	char node_id[BC_ID_MAX];
+	char secret_hash[65]; /* hex sha256 of the secret, as stored: compare in constant time */
+	int64_t uses_left;
+	int64_t expires_at;
+	int revoked; /* revoked_at is set */
+};
+
+/* The token id, its row locked until the transaction ends (SELECT ... FOR UPDATE on
+ * PostgreSQL; SQLite's write transaction holds the lock already). */
+BC_WUR int bc_row_token_lock(bc_tx *tx, const char *id, struct bc_token_row *row);
+
+/* The token's expect binding (a JSON object as text, malloc'd: the caller frees it)
+ * and its allowReclaim flag. */
+BC_WUR int bc_row_token_expect(bc_tx *tx, const char *id, char **expect, int *allow_reclaim);
+
+/* Spends one use at now_ms. The caller holds the row's lock (bc_row_token_lock) and
+ * saw a use left: BC_ERR_INTERNAL when none was, since that is a bug. */
+BC_WUR int bc_row_token_consume(bc_tx *tx, const char *id, int64_t now_ms);
+
+/* ---- attestation_uses ---- */
+
+/* Records that attestor accepted subject (hex), kept until expires_at so that no
+ * replica accepts it again. BC_ERR_CONFLICT when it was recorded before: the caller's
+ * ...-replay or ...-reused refusal. */
+BC_WUR int bc_row_use_insert(bc_tx *tx, const char *attestor, const char *subject_hex,
+                             int64_t expires_at, int64_t now_ms);
+
+#endif

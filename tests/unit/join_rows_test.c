@@ -1,0 +1,206 @@
+/* src/join/rows.c on SQLite: each query finds what was written, reports none as 0,
+ * and turns a unique violation into BC_ERR_CONFLICT. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "bc/store.h"
+#include "join/rows.h"
+
+struct fx {
+	char dir[64];
+	char url[128];
+	bc_store *s;
+	bc_tx *tx;
+};
+
+static const uint8_t der_a[] = {0x30, 0x03, 0x02, 0x01, 0x01};
+static const uint8_t der_b[] = {0x30, 0x03, 0x02, 0x01, 0x02};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char err[256];
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/bc_rows_XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->url, sizeof(f->url), "sqlite:%s/bc.db", f->dir);
+	assert_int_equal(bc_store_open(f->url, &f->s, err, sizeof(err)), 0);
+	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &f->tx), 0);
+	assert_int_equal(
+	    bc_tx_exec(f->tx, "INSERT INTO tenants (id, name, created_at) VALUES ('t1', 't1', 1)",
+	               NULL, 0, NULL),
+	    0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char path[160];
+
+	bc_tx_rollback(f->tx);
+	bc_store_close(f->s);
+	snprintf(path, sizeof(path), "%s/bc.db", f->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/bc.db-wal", f->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/bc.db-shm", f->dir);
+	unlink(path);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static const char *const macs[] = {"aa:bb:cc:dd:ee:ff"};
+static const struct bc_claims claims = {
+    .macs = macs, .n_macs = 1, .product_uuid = "u", .serial = "s", .hostname = "h", .arch = "x"};
+
+static struct bc_node_write node(const char *id, const char *hwkey)
+{
+	return (struct bc_node_write){.id = id,
+	                              .tenant_id = "t1",
+	                              .pool_id = "",
+	                              .site_id = "",
+	                              .role = "node",
+	                              .hardware_key = hwkey,
+	                              .claims = &claims,
+	                              .agent_version = "1",
+	                              .attestor = "join-token",
+	                              .now_ms = 1000};
+}
+
+static void test_nodes(void **state)
+{
+	struct fx *f = *state;
+	struct bc_node_write a = node("node_a", "uuid:1"), b = node("node_b", "uuid:1");
+	struct bc_node_row r;
+
+	assert_int_equal(bc_row_node_insert(f->tx, &a), 0);
+	/* the hardware key is one node's */
+	assert_int_equal(bc_row_node_insert(f->tx, &b), BC_ERR_CONFLICT);
+	assert_int_equal(bc_row_node_get(f->tx, BC_NODE_BY_ID, "node_a", &r), 1);
+	assert_string_equal(r.tenant_id, "t1");
+	assert_string_equal(r.pool_id, "");
+	assert_string_equal(r.role, "node");
+	assert_string_equal(r.state, "adopted");
+	assert_true(r.generation == 1);
+	assert_int_equal(bc_row_node_get(f->tx, BC_NODE_BY_HARDWARE_KEY, "uuid:1", &r), 1);
+	assert_string_equal(r.id, "node_a");
+	assert_int_equal(bc_row_node_get(f->tx, BC_NODE_BY_ID, "node_b", &r), 0);
+	assert_string_equal(r.id, "");
+	assert_int_equal(bc_row_node_get(f->tx, (enum bc_node_by)9, "node_a", &r), BC_ERR_INVALID);
+}
+
+static void test_certs_and_reclaim(void **state)
+{
+	struct fx *f = *state;
+	struct bc_node_write a = node("node_a", "");
+	const char *stmts[] = {"urn:bc:tpm-ak:sha256:00"};
+	struct bc_cert_write c = {.serial = "01",
+	                          .node_id = "node_a",
+	                          .generation = 1,
+	                          .der = der_a,
+	                          .der_len = sizeof(der_a),
+	                          .not_before = 1000,
+	                          .not_after = 5000,
+	                          .statements = stmts,
+	                          .n_statements = 1};
+	struct bc_cert_row r;
+	int64_t gen = 0;
+	char *s = NULL;
+
+	assert_int_equal(bc_row_node_insert(f->tx, &a), 0);
+	assert_int_equal(bc_row_cert_insert(f->tx, &c), 0);
+	assert_int_equal(bc_row_cert_insert(f->tx, &c), BC_ERR_CONFLICT);
+	assert_int_equal(bc_tx_query_text(f->tx, "SELECT statements FROM node_certs", NULL, 0, &s),
+	                 0);
+	assert_string_equal(s, "[\"urn:bc:tpm-ak:sha256:00\"]");
+	free(s);
+	assert_int_equal(bc_row_cert_find(f->tx, "node_a", der_a, sizeof(der_a), &r), 1);
+	assert_string_equal(r.serial, "01");
+	assert_true(r.generation == 1 && r.not_after == 5000 && !r.revoked);
+	assert_string_equal(r.node.id, "node_a");
+	assert_true(r.node.generation == 1);
+	/* other bytes, or another node's id: not this certificate */
+	assert_int_equal(bc_row_cert_find(f->tx, "node_a", der_b, sizeof(der_b), &r), 0);
+	assert_int_equal(bc_row_cert_find(f->tx, "node_b", der_a, sizeof(der_a), &r), 0);
+
+	a.now_ms = 2000;
+	a.hardware_key = "uuid:2";
+	assert_int_equal(bc_row_node_reclaim(f->tx, &a, &gen), 0);
+	assert_true(gen == 2);
+	assert_int_equal(bc_row_cert_find(f->tx, "node_a", der_a, sizeof(der_a), &r), 1);
+	assert_true(r.revoked && r.revoked_at == 2000);
+	assert_true(r.generation == 1 && r.node.generation == 2);
+	struct bc_node_row n;
+	assert_int_equal(bc_row_node_get(f->tx, BC_NODE_BY_HARDWARE_KEY, "uuid:2", &n), 1);
+	/* nothing left to revoke */
+	assert_int_equal(bc_row_cert_revoke_all(f->tx, "node_a", 3000, &gen), 0);
+	assert_true(gen == 0);
+}
+
+static void test_bindings_uses_tokens(void **state)
+{
+	struct fx *f = *state;
+	struct bc_node_write a = node("node_a", "");
+	struct bc_binding_row b;
+	struct bc_token_row t;
+	char *expect = (char *)1;
+	int allow = 1;
+
+	assert_int_equal(bc_row_node_insert(f->tx, &a), 0);
+	assert_int_equal(bc_row_binding_get(f->tx, "tpm-ek", "k", &b), 0);
+	assert_int_equal(bc_row_binding_insert(f->tx, "tpm-ek", "k", "node_a", 7), 0);
+	assert_int_equal(bc_row_binding_insert(f->tx, "tpm-ek", "k", "node_a", 8), BC_ERR_CONFLICT);
+	assert_int_equal(bc_row_binding_get(f->tx, "tpm-ek", "k", &b), 1);
+	assert_string_equal(b.node_id, "node_a");
+	assert_string_equal(b.kind, "tpm-ek");
+	assert_true(b.created_at == 7);
+
+	assert_int_equal(bc_row_use_insert(f->tx, "x509pop", "ab", 10, 5), 0);
+	assert_int_equal(bc_row_use_insert(f->tx, "x509pop", "ab", 10, 6), BC_ERR_CONFLICT);
+	assert_int_equal(bc_row_use_insert(f->tx, "other", "ab", 10, 6), 0);
+
+	assert_int_equal(bc_row_token_lock(f->tx, "tok_x", &t), 0);
+	assert_int_equal(bc_row_token_expect(f->tx, "tok_x", &expect, &allow), 0);
+	assert_null(expect);
+	assert_int_equal(allow, 0);
+	assert_int_equal(
+	    bc_tx_exec(
+	        f->tx,
+	        "INSERT INTO join_tokens (id, tenant_id, role, secret_hash, uses_left, "
+	        "uses_total, expires_at, revoked_at, expect, allow_reclaim, created_at) "
+	        "VALUES ('tok_x', 't1', 'node', 'h', 1, 1, 9, 3, '{\"serial\":\"s\"}', 1, 1)",
+	        NULL, 0, NULL),
+	    0);
+	assert_int_equal(bc_row_token_lock(f->tx, "tok_x", &t), 1);
+	assert_string_equal(t.secret_hash, "h");
+	assert_string_equal(t.pool_id, "");
+	assert_true(t.uses_left == 1 && t.expires_at == 9 && t.revoked);
+	assert_int_equal(bc_row_token_expect(f->tx, "tok_x", &expect, &allow), 1);
+	assert_string_equal(expect, "{\"serial\":\"s\"}");
+	assert_int_equal(allow, 1);
+	free(expect);
+	assert_int_equal(bc_row_token_consume(f->tx, "tok_x", 4), 0);
+	/* no use left: a caller that checked first never sees this */
+	assert_int_equal(bc_row_token_consume(f->tx, "tok_x", 5), BC_ERR_INTERNAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_certs_and_reclaim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bindings_uses_tokens, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
