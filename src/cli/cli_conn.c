@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 
 #include "bc/buf.h"
+#include "bc/files.h"
 #include "bc/toml.h"
 #include "cli/cli.h"
 #include "server/http.h"
@@ -142,12 +143,13 @@ static int key_from_file(struct cli *c, const char *path, const char *from)
 	size_t len;
 	int rc;
 
-	if ((rc = cli_read_file(path, MAX_KEY_FILE, &c->api_key, &len)) != 0)
+	rc = bc_file_read(path, MAX_KEY_FILE, BC_FILE_TEXT, &c->api_key, &len);
+	if (rc == BC_ERR_INVALID && errno == EILSEQ)
+		return cli_fail(c, BC_ERR_CONFIG, "the API key file %s (%s) holds a NUL byte", path,
+		                from);
+	if (rc != 0)
 		return cli_fail(c, rc, "cannot read the API key file %s (%s): %s; check %s", path,
 		                from, rc == BC_ERR_NOT_FOUND ? "no such file" : strerror(errno),
-		                from);
-	if (memchr(c->api_key, '\0', len) != NULL)
-		return cli_fail(c, BC_ERR_CONFIG, "the API key file %s (%s) holds a NUL byte", path,
 		                from);
 	return check_key(c, from);
 }

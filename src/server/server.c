@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "bc/buf.h"
+#include "bc/files.h"
 #include "bc/json.h"
 #include "bc/log.h"
 #include "server/admin.h"
@@ -172,34 +173,6 @@ static void on_refusal(void *ctx, const struct bc_refusal *r)
 	json_decref(j);
 }
 
-static int read_file(const char *path, size_t max, char **out, size_t *len)
-{
-	bc_buf b;
-	char tmp[4096];
-	ssize_t n;
-	int fd, rc = 0;
-
-	*out = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return BC_ERR_IO;
-	bc_buf_init(&b, max);
-	while ((n = read(fd, tmp, sizeof(tmp))) > 0)
-		if ((rc = bc_buf_put(&b, tmp, (size_t)n)) != 0)
-			break;
-	if (n < 0)
-		rc = BC_ERR_IO;
-	close(fd);
-	if (rc == 0)
-		rc = bc_buf_put_u8(&b, 0);
-	if (rc != 0) {
-		bc_buf_free(&b);
-		return rc;
-	}
-	*out = (char *)bc_buf_steal(&b, len);
-	(*len)--;
-	return 0;
-}
-
 static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
 {
 	uint8_t secret[32];
@@ -209,18 +182,20 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 
 	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
 		return rc;
-	if ((rc = read_file(cfg->pki_bundle, BUNDLE_MAX, &text_, &len)) != 0) {
+	if ((rc = bc_file_read(cfg->pki_bundle, BUNDLE_MAX, BC_FILE_TEXT, &text_, &len)) != 0) {
 		snprintf(err, errlen,
 		         "%s: cannot read the PKI bundle (%s); `better-compute pki init "
 		         "--config %s` writes it",
-		         cfg->pki_bundle, rc == BC_ERR_IO ? strerror(errno) : bc_err_str(rc),
+		         cfg->pki_bundle,
+		         rc == BC_ERR_LIMIT || rc == BC_ERR_NOMEM ? bc_err_str(rc)
+		                                                  : strerror(errno),
 		         cfg->path);
 		OPENSSL_cleanse(secret, sizeof(secret));
 		return BC_ERR_CONFIG;
 	}
 	rc = bc_pki_open(text_, len, secret, out);
 	OPENSSL_cleanse(secret, sizeof(secret));
-	bc_freezero(text_, len);
+	bc_freezero(text_, len + 1);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", cfg->pki_bundle,
 		         rc == BC_ERR_VERIFY ? "does not open with this server secret (wrong "
@@ -256,8 +231,8 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	int rc;
 
 	if (cfg->tls_cert) {
-		if (read_file(cfg->tls_cert, BUNDLE_MAX, &cert, &len) != 0 ||
-		    read_file(cfg->tls_key, BUNDLE_MAX, &key, &len) != 0) {
+		if (bc_file_read(cfg->tls_cert, BUNDLE_MAX, BC_FILE_TEXT, &cert, &len) != 0 ||
+		    bc_file_read(cfg->tls_key, BUNDLE_MAX, BC_FILE_TEXT, &key, &len) != 0) {
 			snprintf(err, errlen, "[tls]: cannot read %s or %s", cfg->tls_cert,
 			         cfg->tls_key);
 			free(cert);
