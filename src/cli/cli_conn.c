@@ -11,9 +11,10 @@
 
 #include "bc/buf.h"
 #include "bc/files.h"
+#include "bc/net.h"
 #include "bc/toml.h"
 #include "cli/cli.h"
-#include "server/http.h"
+#include "bc/net.h"
 
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
 #define VAR_CONFIG     "var/server.toml"
@@ -56,7 +57,7 @@ out:
 static int check_server_url(struct cli *c, const char *from)
 {
 	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *hostport = NULL;
+	char *scheme = NULL, *host = NULL;
 	int rc = 0;
 
 	if (u == NULL)
@@ -71,19 +72,12 @@ static int check_server_url(struct cli *c, const char *from)
 		              c->server, from, from);
 		goto out;
 	}
-	if (strcmp(scheme, "http") == 0) {
-		if (asprintf(&hostport, "%s:1", host) < 0) {
-			rc = BC_ERR_NOMEM;
-			goto out;
-		}
-		if (!bc_listen_is_loopback(hostport))
-			rc = cli_fail(c, BC_ERR_CONFIG,
-			              "refusing to send the API key over plain HTTP to %s (%s); "
-			              "use an https:// URL",
-			              host, from);
-	}
+	if (strcmp(scheme, "http") == 0 && !bc_net_host_is_loopback(host))
+		rc = cli_fail(c, BC_ERR_CONFIG,
+		              "refusing to send the API key over plain HTTP to %s (%s); "
+		              "use an https:// URL",
+		              host, from);
 out:
-	free(hostport);
 	curl_free(scheme);
 	curl_free(host);
 	curl_url_cleanup(u);
