@@ -3,14 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -19,6 +15,7 @@
 #include "bc/files.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "bc/proc.h"
 #include "server/admin.h"
 #include "server/http.h"
 
@@ -26,8 +23,7 @@
 #define RENEW_PATH     "/bettercompute.join.v1.JoinService/Renew"
 #define SERVICE_PREFIX "/bettercompute.join.v1.JoinService/"
 #define BUNDLE_MAX     (1 << 20)
-
-extern char **environ;
+#define HOOK_FEED_MS   1000 /* the refusal is a few hundred bytes */
 
 struct bc_server {
 	bc_store *store;
@@ -109,49 +105,15 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 	text(resp, 404, "application/json", connect_not_found);
 }
 
-/* on_refusal: the command gets the refusal as JSON on stdin. It runs detached (a
- * double fork), so a slow hook never delays the machine's answer, and so the time
- * of a refusal says nothing about its reason. */
+/* on_refusal: the command gets the refusal as JSON on stdin. It runs detached
+ * (bc_proc_start_sh), so a slow hook never delays the machine's answer, and so the
+ * time of a refusal says nothing about its reason. */
 static void run_hook_command(const char *cmd, const char *json)
 {
-	int fds[2];
-	pid_t pid;
+	int rc = bc_proc_start_sh(cmd, json, strlen(json), HOOK_FEED_MS);
 
-	/* a socket rather than a pipe: send() with MSG_NOSIGNAL, so a hook that exits
-	 * without reading its stdin cannot kill an embedder that keeps SIGPIPE */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-		return;
-	pid = fork();
-	if (pid == 0) {
-		if (fork() == 0) {
-			char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
-			struct sigaction dfl;
-			sigset_t none;
-			/* the command starts as any program would: serve blocks SIGTERM and
-			 * SIGINT for sigwait() and ignores SIGPIPE, and both survive exec */
-			memset(&dfl, 0, sizeof(dfl));
-			dfl.sa_handler = SIG_DFL;
-			sigaction(SIGPIPE, &dfl, NULL);
-			sigemptyset(&none);
-			sigprocmask(SIG_SETMASK, &none, NULL);
-			dup2(fds[0], 0);
-			execve("/bin/sh", argv, environ);
-			_exit(127);
-		}
-		_exit(0);
-	}
-	close(fds[0]);
-	if (pid > 0) {
-		size_t n = strlen(json), off = 0;
-		while (off < n) {
-			ssize_t w = send(fds[1], json + off, n - off, MSG_NOSIGNAL);
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
-		waitpid(pid, NULL, 0);
-	}
-	close(fds[1]);
+	if (rc != 0)
+		bc_log(BC_LOG_ERROR, "on_refusal did not start", "error", bc_err_str(rc), NULL);
 }
 
 static void on_refusal(void *ctx, const struct bc_refusal *r)
