@@ -48,6 +48,12 @@ BC_WUR int bc_key_from_spki(const uint8_t *der, size_t len, EVP_PKEY **out);
  * key); len excludes any NUL. A private key's pair is checked, and the key is
  * rebuilt from its scalar, so its SPKI is the canonical one. */
 BC_WUR int bc_key_to_pem(EVP_PKEY *key, char **pem);
+/* The strict start of a PEM text: no NUL byte, at most max bytes (else
+ * BC_ERR_LIMIT), white space (space, tab, CR, LF), then "-----BEGIN " at *start
+ * (PEM_read_bio would skip any text before a block). BC_ERR_INVALID otherwise. */
+BC_WUR int bc_pem_prefix(const char *pem, size_t len, size_t max, size_t *start);
+/* 1 when p[n] is only PEM white space (what may follow the one block), else 0. */
+int bc_pem_blank(const char *p, size_t n);
 BC_WUR int bc_key_from_pem(const char *pem, size_t len, EVP_PKEY **out);
 /* Public key PEM (SPKI) and back. */
 BC_WUR int bc_pubkey_to_pem(EVP_PKEY *key, char **pem);
@@ -71,8 +77,14 @@ BC_WUR int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *paylo
 BC_WUR int bc_proof_payload(bc_buf *b, const uint8_t csr_sha256[static 32], const char *node_id,
                             int64_t client_time_ms);
 
-/* P1363 <-> DER ECDSA-Sig-Value for P-256. */
+/* P1363 <-> DER ECDSA-Sig-Value for P-256. *der is malloc'd (free()). */
 BC_WUR int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *len);
+/* r and s as unsigned big-endian integers (1 to BC_ECDSA_INT_MAX bytes each, as a TPM
+ * or P1363 gives them) into a DER ECDSA-Sig-Value, *der malloc'd (free()).
+ * BC_ERR_INVALID for an empty or oversized integer. */
+#define BC_ECDSA_INT_MAX 66 /* P-521 */
+BC_WUR int bc_ecdsa_rs_to_der(const uint8_t *r, size_t rlen, const uint8_t *s, size_t slen,
+                              uint8_t **der, size_t *len);
 BC_WUR int bc_ecdsa_der_to_p1363(const uint8_t *der, size_t len, uint8_t sig[static 64]);
 
 /* AES-256-GCM with a 12-byte nonce; out has ptlen+16 (seal) or ctlen-16 (open) bytes.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "bc/canon.h"
 #include "bc/json.h"
 
 #define MAX_MACS        32
@@ -33,30 +34,26 @@ void bcd_claims_free(struct bc_client_claims *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* xx:xx:xx:xx:xx:xx, lowered in place. */
+/* xx:xx:xx:xx:xx:xx in either case, made canonical in place (s has its length);
+ * the all-zero address of an unset interface is no claim. */
 static int mac_ok(char *s)
 {
-	if (strlen(s) != 17)
+	char m[BC_MAC_LEN + 1];
+
+	if (bc_mac_canon(s, m) != 0)
 		return 0;
-	for (size_t i = 0; i < 17; i++) {
-		if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
-			return 0;
-		s[i] = (char)tolower((unsigned char)s[i]);
-	}
+	memcpy(s, m, sizeof(m));
 	return strcmp(s, "00:00:00:00:00:00") != 0;
 }
 
-/* 8-4-4-4-12 hex digits, lowered in place. */
+/* 8-4-4-4-12 hex digits in either case, made canonical in place. */
 static int uuid_ok(char *s)
 {
-	if (strlen(s) != 36)
+	char u[BC_UUID_LEN + 1];
+
+	if (bc_uuid_canon(s, u) != 0)
 		return 0;
-	for (size_t i = 0; i < 36; i++) {
-		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-'
-		                                            : !isxdigit((unsigned char)s[i]))
-			return 0;
-		s[i] = (char)tolower((unsigned char)s[i]);
-	}
+	memcpy(s, u, sizeof(u));
 	return 1;
 }
 

@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "bc/buf.h"
+#include "bc/files.h"
 
 int bcd_path(char *out, size_t outlen, const char *dir, const char *name)
 {
@@ -28,111 +29,37 @@ int bcd_exists(const char *dir, const char *name)
 	return bcd_path(p, sizeof(p), dir, name) == 0 && lstat(p, &st) == 0;
 }
 
-static int read_fd(int fd, const char *path, size_t max, char *p, size_t *len, struct bcd_msg *m)
-{
-	size_t n = 0;
-	ssize_t r;
-
-	while (n <= max && (r = read(fd, p + n, max + 1 - n)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			bcd_say(m, "%s: %s", path, strerror(errno));
-			return BC_ERR_IO;
-		}
-		n += (size_t)r;
-	}
-	if (n > max) {
-		bcd_say(m, "%s: larger than %zu bytes", path, max);
-		return BC_ERR_LIMIT;
-	}
-	*len = n;
-	return 0;
-}
-
 int bcd_read_file(const char *path, size_t max, char **out, size_t *len, struct bcd_msg *m)
 {
-	struct stat st;
-	char *p = NULL;
-	int fd, rc;
+	int rc = bc_file_read(path, max, BC_FILE_TEXT, out, len);
 
-	*out = NULL;
-	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) < 0) {
-		bcd_say(m, "%s: %s", path, strerror(errno));
-		return errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO;
+	switch (rc) {
+	case 0: break;
+	case BC_ERR_LIMIT: bcd_say(m, "%s: larger than %zu bytes", path, max); break;
+	case BC_ERR_NOMEM: bcd_say(m, "out of memory"); break;
+	case BC_ERR_INVALID:
+		if (errno == EILSEQ)
+			bcd_say(m, "%s: holds a NUL byte", path);
+		else if (errno == EINVAL)
+			bcd_say(m, "%s: not a regular file", path);
+		else
+			bcd_say(m, "%s: %s", path, strerror(errno));
+		break;
+	default: bcd_say(m, "%s: %s", path, strerror(errno)); break;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		bcd_say(m, "%s: not a regular file", path);
-		rc = BC_ERR_IO;
-		goto out;
-	}
-	if ((p = calloc(1, max + 2)) == NULL) {
-		bcd_say(m, "out of memory");
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	if ((rc = read_fd(fd, path, max, p, len, m)) != 0)
-		goto out;
-	if (strlen(p) != *len) {
-		bcd_say(m, "%s: holds a NUL byte", path);
-		rc = BC_ERR_INVALID;
-		goto out;
-	}
-	*out = p;
-	p = NULL;
-out:
-	bc_freezero(p, max + 2);
-	close(fd);
 	return rc;
-}
-
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return BC_ERR_IO;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
 }
 
 int bcd_write_temp(const char *dir, const char *name, const void *data, size_t len, unsigned mode,
                    char *tmp, size_t tmplen, struct bcd_msg *m)
 {
-	int fd, n;
+	int rc = bc_file_write_temp(dir, name, data, len, mode, tmp, tmplen);
 
-	n = snprintf(tmp, tmplen, "%s/.%s.XXXXXX", dir, name);
-	if (n < 0 || (size_t)n >= tmplen) {
-		tmp[0] = '\0';
+	if (rc == BC_ERR_LIMIT)
 		bcd_say(m, "%s: path too long", dir);
-		return BC_ERR_LIMIT;
-	}
-	if ((fd = mkstemp(tmp)) < 0) {
+	else if (rc != 0)
 		bcd_say(m, "%s/%s: cannot write: %s", dir, name, strerror(errno));
-		tmp[0] = '\0';
-		return BC_ERR_IO;
-	}
-	if (fchmod(fd, (mode_t)mode) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0) {
-		bcd_say(m, "%s/%s: cannot write: %s", dir, name, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		tmp[0] = '\0';
-		return BC_ERR_IO;
-	}
-	if (close(fd) != 0) {
-		bcd_say(m, "%s/%s: cannot write: %s", dir, name, strerror(errno));
-		unlink(tmp);
-		tmp[0] = '\0';
-		return BC_ERR_IO;
-	}
-	return 0;
+	return rc;
 }
 
 int bcd_commit(const char *tmp, const char *dir, const char *name, struct bcd_msg *m)
@@ -152,30 +79,23 @@ int bcd_commit(const char *tmp, const char *dir, const char *name, struct bcd_ms
 
 int bcd_sync_dir(const char *dir, struct bcd_msg *m)
 {
-	int fd, rc = 0;
+	int rc = bc_file_sync_dir(dir);
 
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(fd) != 0) {
+	if (rc != 0)
 		bcd_say(m, "%s: cannot sync the directory: %s", dir, strerror(errno));
-		rc = BC_ERR_IO;
-	}
-	if (fd >= 0)
-		close(fd);
 	return rc;
 }
 
 int bcd_write_atomic(const char *dir, const char *name, const void *data, size_t len, unsigned mode,
                      struct bcd_msg *m)
 {
-	char tmp[4096];
-	int rc;
+	int rc = bc_file_write_atomic(dir, name, data, len, mode, 0);
 
-	if ((rc = bcd_write_temp(dir, name, data, len, mode, tmp, sizeof(tmp), m)) != 0)
-		return rc;
-	if ((rc = bcd_commit(tmp, dir, name, m)) != 0) {
-		unlink(tmp);
-		return rc;
-	}
-	return bcd_sync_dir(dir, m);
+	if (rc == BC_ERR_LIMIT)
+		bcd_say(m, "%s: path too long", dir);
+	else if (rc != 0)
+		bcd_say(m, "%s/%s: cannot write: %s", dir, name, strerror(errno));
+	return rc;
 }
 
 int bcd_ensure_dir(const char *dir, struct bcd_msg *m)

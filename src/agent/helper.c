@@ -10,6 +10,7 @@
 
 #include "agent/helper.h"
 #include "bc/buf.h"
+#include "bc/files.h"
 #include "bc/log.h"
 
 struct key_entry {
@@ -28,20 +29,6 @@ struct bcd_helper {
 };
 
 /* ---- framing ---- */
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return BC_ERR_IO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* 1 at end of stream before any byte, 0 when all len bytes came. */
 static int read_all(int fd, uint8_t *p, size_t len, int *eof)
@@ -75,9 +62,9 @@ int bcd_helper_write(int fd, const void *p, size_t len)
 	hdr[1] = (uint8_t)(len >> 16);
 	hdr[2] = (uint8_t)(len >> 8);
 	hdr[3] = (uint8_t)len;
-	if ((rc = write_all(fd, hdr, 4)) != 0)
+	if ((rc = bc_write_all(fd, hdr, 4)) != 0)
 		return rc;
-	return write_all(fd, p, len);
+	return bc_write_all(fd, p, len);
 }
 
 int bcd_helper_read(int fd, uint8_t buf[static BCD_HELPER_FRAME_MAX], size_t *len)

@@ -44,8 +44,8 @@ static void drop(struct pending_file *f, size_t n)
 	}
 }
 
-static int write_all(const struct bcd_config *cfg, struct pending_file *f, size_t n,
-                     struct bcd_msg *m)
+static int write_pending(const struct bcd_config *cfg, struct pending_file *f, size_t n,
+                         struct bcd_msg *m)
 {
 	int rc;
 
@@ -93,7 +93,7 @@ int bcd_identity_save(const struct bcd_config *cfg, const struct bcd_nodekey *ke
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
-	if ((rc = write_all(cfg, f, n, m)) != 0)
+	if ((rc = write_pending(cfg, f, n, m)) != 0)
 		goto out;
 	/* a key left by an older renewal belongs to no certificate now */
 	if (bcd_path(stale, sizeof(stale), cfg->data_dir, BCD_NODE_KEY_NEXT) == 0)

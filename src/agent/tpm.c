@@ -1,10 +1,7 @@
 /* bcd's TPM client: the connection, the TSS2 error adapter, primaries derived from
  * templates, and the AK. The EK and ActivateCredential are in tpm_ek.c, quotes in
  * tpm_quote.c, node keys in tpm_nodekey.c. */
-#include <openssl/bn.h>
-#include <openssl/core_names.h>
 #include <openssl/err.h>
-#include <openssl/param_build.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +13,7 @@
 #include "agent/tpm_internal.h"
 #include "bc/buf.h"
 #include "bc/crypto.h"
+#include "tpm/tpm.h"
 
 #define TCTI_MAX          512
 #define NV_BUFFER_DEFAULT 512
@@ -248,53 +246,14 @@ int bcd_tpmi_public_bytes(const TPMT_PUBLIC *pub, uint8_t out[static BCD_TPM_PUB
 	return 0;
 }
 
-static int rsa_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out)
-{
-	uint32_t e =
-	    pub->parameters.rsaDetail.exponent ? pub->parameters.rsaDetail.exponent : 65537;
-	OSSL_PARAM_BLD *bld = NULL;
-	OSSL_PARAM *params = NULL;
-	EVP_PKEY_CTX *ctx = NULL;
-	BIGNUM *n = NULL, *be = NULL;
-	int rc = BC_ERR_CRYPTO;
-
-	if ((n = BN_bin2bn(pub->unique.rsa.buffer, pub->unique.rsa.size, NULL)) == NULL ||
-	    (be = BN_new()) == NULL || BN_set_word(be, e) != 1 ||
-	    (bld = OSSL_PARAM_BLD_new()) == NULL ||
-	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) != 1 ||
-	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be) != 1 ||
-	    (params = OSSL_PARAM_BLD_to_param(bld)) == NULL ||
-	    (ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL)) == NULL ||
-	    EVP_PKEY_fromdata_init(ctx) != 1 ||
-	    EVP_PKEY_fromdata(ctx, out, EVP_PKEY_PUBLIC_KEY, params) != 1) {
-		rc = bc_ossl_err();
-		goto out;
-	}
-	rc = 0;
-out:
-	EVP_PKEY_CTX_free(ctx);
-	OSSL_PARAM_free(params);
-	OSSL_PARAM_BLD_free(bld);
-	BN_free(n);
-	BN_free(be);
-	return rc;
-}
-
 int bcd_tpmi_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out)
 {
-	uint8_t point[65];
-
 	*out = NULL;
-	if (pub->type == TPM2_ALG_RSA && pub->unique.rsa.size >= 256 &&
-	    pub->unique.rsa.size <= sizeof(pub->unique.rsa.buffer))
-		return rsa_pkey(pub, out);
-	if (pub->type != TPM2_ALG_ECC || pub->parameters.eccDetail.curveID != TPM2_ECC_NIST_P256 ||
-	    pub->unique.ecc.x.size != 32 || pub->unique.ecc.y.size != 32)
+	/* what bcd's templates ask the TPM for: RSA 2048 or more, or P-256 */
+	if (!(pub->type == TPM2_ALG_RSA && pub->parameters.rsaDetail.keyBits >= 2048) &&
+	    !(pub->type == TPM2_ALG_ECC && pub->parameters.eccDetail.curveID == TPM2_ECC_NIST_P256))
 		return BC_ERR_UNSUPPORTED;
-	point[0] = 0x04;
-	memcpy(point + 1, pub->unique.ecc.x.buffer, 32);
-	memcpy(point + 33, pub->unique.ecc.y.buffer, 32);
-	return bc_key_from_point(point, out);
+	return bc_tpm_public_key(pub, out);
 }
 
 /* The AK's template: fixed, so the endorsement seed alone decides the key. */

@@ -14,11 +14,6 @@
 
 #define RECORD_MAX 4096
 
-static int is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 int bcd_tpm_record_encode(const uint8_t unique[static BCD_TPM_UNIQUE_LEN], char **pem)
 {
 	BIO *bio = NULL;
@@ -45,32 +40,12 @@ out:
 	return rc;
 }
 
-/* White space, then "-----BEGIN ": PEM_read_bio would skip any text before a block. */
-static int record_prefix(const char *pem, size_t len, size_t *start)
-{
-	size_t i = 0;
-
-	if (pem == NULL || len == 0 || memchr(pem, '\0', len) != NULL)
-		return BC_ERR_INVALID;
-	if (len > RECORD_MAX)
-		return BC_ERR_LIMIT;
-	while (i < len && is_space(pem[i]))
-		i++;
-	if (len - i < 11 || memcmp(pem + i, "-----BEGIN ", 11) != 0)
-		return BC_ERR_INVALID;
-	*start = i;
-	return 0;
-}
-
 static int record_rest_blank(BIO *bio)
 {
 	char *rest = NULL;
 	long n = BIO_get_mem_data(bio, &rest);
 
-	for (long i = 0; i < n; i++)
-		if (!is_space(rest[i]))
-			return BC_ERR_TRAILING;
-	return 0;
+	return n <= 0 || bc_pem_blank(rest, (size_t)n) ? 0 : BC_ERR_TRAILING;
 }
 
 int bcd_tpm_record_decode(const char *pem, size_t len, uint8_t unique[static BCD_TPM_UNIQUE_LEN])
@@ -83,7 +58,7 @@ int bcd_tpm_record_decode(const char *pem, size_t len, uint8_t unique[static BCD
 	int rc;
 
 	memset(unique, 0, BCD_TPM_UNIQUE_LEN);
-	if ((rc = record_prefix(pem, len, &start)) != 0)
+	if ((rc = bc_pem_prefix(pem, len, RECORD_MAX, &start)) != 0)
 		return rc;
 	if ((bio = BIO_new_mem_buf(pem + start, (int)(len - start))) == NULL)
 		return bc_ossl_err();

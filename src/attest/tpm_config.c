@@ -10,6 +10,7 @@
 
 #include "attest/tpm_internal.h"
 #include "bc/codec.h"
+#include "bc/files.h"
 #include "bc/json.h"
 #include "bc/toml.h"
 
@@ -39,32 +40,6 @@ static int fail(char *err, size_t errlen, const char *table, const char *key, co
 	return BC_ERR_CONFIG;
 }
 
-static int read_file(const char *path, char **out, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	size_t n = 0;
-	char *p;
-
-	*out = NULL;
-	*len = 0;
-	if (f == NULL)
-		return BC_ERR_IO;
-	if ((p = malloc(FILE_MAX + 1)) == NULL) {
-		fclose(f);
-		return BC_ERR_NOMEM;
-	}
-	n = fread(p, 1, FILE_MAX + 1, f);
-	fclose(f);
-	if (n > FILE_MAX) {
-		free(p);
-		return BC_ERR_LIMIT;
-	}
-	p[n] = 0;
-	*out = p;
-	*len = n;
-	return 0;
-}
-
 /* PEM (one or more certificates) or one DER certificate. */
 static int load_roots(struct tpm_cfg *c, const char *path)
 {
@@ -74,7 +49,8 @@ static int load_roots(struct tpm_cfg *c, const char *path)
 	X509 *x;
 	int rc, n = 0;
 
-	if ((rc = read_file(path, &text, &len)) != 0)
+	/* DER is binary: no BC_FILE_TEXT */
+	if ((rc = bc_file_read(path, FILE_MAX, 0, &text, &len)) != 0)
 		return rc;
 	if (strstr(text, "-----BEGIN") != NULL) {
 		bio = BIO_new_mem_buf(text, (int)len);
@@ -181,7 +157,8 @@ static int load_structured(const char *path, json_t **out, char *why, size_t why
 	int rc;
 
 	*out = NULL;
-	if ((rc = read_file(path, &text, &len)) != 0) {
+	/* no BC_FILE_TEXT: both parsers refuse a NUL byte and say where */
+	if ((rc = bc_file_read(path, FILE_MAX, 0, &text, &len)) != 0) {
 		snprintf(why, whylen, "cannot read %s (%s)", path, bc_err_str(rc));
 		return rc;
 	}

@@ -163,9 +163,6 @@ const char *cli_jstr(const json_t *obj, const char *key);
 /* Writes through a temporary file in the same directory: write, fsync, rename (or
  * link for NOCLOBBER), fsync the directory. The file has exactly mode. */
 BC_WUR int cli_write_file(const char *path, const void *data, size_t len, unsigned mode, int flags);
-/* Reads a small file (at most max bytes) into a NUL-terminated malloc'd buffer; the
- * caller frees it (bc_freezero for secrets). BC_ERR_NOT_FOUND when absent. */
-BC_WUR int cli_read_file(const char *path, size_t max, char **out, size_t *len);
 int cli_exists(const char *path);
 /* dir + "/" + name, malloc'd. */
 char *cli_join_path(const char *dir, const char *name);

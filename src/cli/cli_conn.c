@@ -10,9 +10,11 @@
 #include <curl/curl.h>
 
 #include "bc/buf.h"
+#include "bc/files.h"
+#include "bc/net.h"
 #include "bc/toml.h"
 #include "cli/cli.h"
-#include "server/http.h"
+#include "bc/net.h"
 
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
 #define VAR_CONFIG     "var/server.toml"
@@ -55,7 +57,7 @@ out:
 static int check_server_url(struct cli *c, const char *from)
 {
 	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *hostport = NULL;
+	char *scheme = NULL, *host = NULL;
 	int rc = 0;
 
 	if (u == NULL)
@@ -70,19 +72,12 @@ static int check_server_url(struct cli *c, const char *from)
 		              c->server, from, from);
 		goto out;
 	}
-	if (strcmp(scheme, "http") == 0) {
-		if (asprintf(&hostport, "%s:1", host) < 0) {
-			rc = BC_ERR_NOMEM;
-			goto out;
-		}
-		if (!bc_listen_is_loopback(hostport))
-			rc = cli_fail(c, BC_ERR_CONFIG,
-			              "refusing to send the API key over plain HTTP to %s (%s); "
-			              "use an https:// URL",
-			              host, from);
-	}
+	if (strcmp(scheme, "http") == 0 && !bc_net_host_is_loopback(host))
+		rc = cli_fail(c, BC_ERR_CONFIG,
+		              "refusing to send the API key over plain HTTP to %s (%s); "
+		              "use an https:// URL",
+		              host, from);
 out:
-	free(hostport);
 	curl_free(scheme);
 	curl_free(host);
 	curl_url_cleanup(u);
@@ -142,12 +137,13 @@ static int key_from_file(struct cli *c, const char *path, const char *from)
 	size_t len;
 	int rc;
 
-	if ((rc = cli_read_file(path, MAX_KEY_FILE, &c->api_key, &len)) != 0)
+	rc = bc_file_read(path, MAX_KEY_FILE, BC_FILE_TEXT, &c->api_key, &len);
+	if (rc == BC_ERR_INVALID && errno == EILSEQ)
+		return cli_fail(c, BC_ERR_CONFIG, "the API key file %s (%s) holds a NUL byte", path,
+		                from);
+	if (rc != 0)
 		return cli_fail(c, rc, "cannot read the API key file %s (%s): %s; check %s", path,
 		                from, rc == BC_ERR_NOT_FOUND ? "no such file" : strerror(errno),
-		                from);
-	if (memchr(c->api_key, '\0', len) != NULL)
-		return cli_fail(c, BC_ERR_CONFIG, "the API key file %s (%s) holds a NUL byte", path,
 		                from);
 	return check_key(c, from);
 }

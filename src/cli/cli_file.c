@@ -1,6 +1,5 @@
-/* Small files: written atomically (a reader sees the old file or the whole new one,
- * never a part) and read with a bound. Errors leave errno as the failing call set it,
- * so callers can say why. */
+/* Paths of small files; writes go through bc_file_write_atomic (bc/files.h). Errors
+ * leave errno as the failing call set it, so callers can say why. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bc/buf.h"
+#include "bc/files.h"
 #include "cli/cli.h"
 
 char *cli_join_path(const char *dir, const char *name)
@@ -28,145 +27,33 @@ int cli_exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+/* path as the directory and name bc_file_write_atomic takes. */
+static int split_path(const char *path, char **dir, const char **name)
 {
-	const char *p = data;
+	const char *slash = strrchr(path, '/');
 
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return BC_ERR_IO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* The rename is durable only once the directory entry is on disk too. */
-static int sync_dir(const char *path)
-{
-	char *dir = strdup(path), *slash;
-	int fd, rc = 0;
-
-	if (dir == NULL)
-		return BC_ERR_NOMEM;
-	slash = strrchr(dir, '/');
+	*name = slash != NULL ? slash + 1 : path;
 	if (slash == NULL)
-		strcpy(dir, ".");
-	else if (slash == dir)
-		slash[1] = '\0';
+		*dir = strdup(".");
+	else if (slash == path)
+		*dir = strdup("/");
 	else
-		*slash = '\0';
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) != 0)
-		rc = BC_ERR_IO;
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return rc;
-}
-
-static int write_temp(const char *tmp_template, char *tmp, const void *data, size_t len,
-                      unsigned mode)
-{
-	int fd, rc = 0;
-
-	strcpy(tmp, tmp_template);
-	if ((fd = mkstemp(tmp)) < 0) {
-		tmp[0] = '\0'; /* nothing to remove */
-		return BC_ERR_IO;
-	}
-	if (fchmod(fd, mode) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0)
-		rc = BC_ERR_IO;
-	if (close(fd) != 0 && rc == 0)
-		rc = BC_ERR_IO;
-	return rc;
+		*dir = strndup(path, (size_t)(slash - path));
+	return *dir != NULL ? 0 : BC_ERR_NOMEM;
 }
 
 int cli_write_file(const char *path, const void *data, size_t len, unsigned mode, int flags)
 {
-	char *tmpl = NULL, *tmp = NULL;
-	int rc, saved = 0;
+	const char *name;
+	char *dir = NULL;
+	int rc, saved;
 
-	if (asprintf(&tmpl, "%s.tmp-XXXXXX", path) < 0)
-		return BC_ERR_NOMEM;
-	if ((tmp = strdup(tmpl)) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	if ((rc = write_temp(tmpl, tmp, data, len, mode)) != 0) {
-		saved = errno;
-		goto out;
-	}
-	/* link() refuses an existing name atomically, where a check then rename races */
-	if (flags & CLI_WRITE_NOCLOBBER) {
-		if (link(tmp, path) != 0)
-			rc = errno == EEXIST ? BC_ERR_CONFLICT : BC_ERR_IO;
-	} else if (rename(tmp, path) != 0) {
-		rc = BC_ERR_IO;
-	}
+	if ((rc = split_path(path, &dir, &name)) != 0)
+		return rc;
+	rc = bc_file_write_atomic(dir, name, data, len, mode,
+	                          (flags & CLI_WRITE_NOCLOBBER) ? BC_FILE_EXCL : 0);
 	saved = errno;
-	if (rc == 0 && (rc = sync_dir(path)) != 0)
-		saved = errno;
-out:
-	if (tmp != NULL && tmp[0] != '\0')
-		unlink(tmp);
-	free(tmp);
-	free(tmpl);
-	errno = saved;
-	return rc;
-}
-
-int cli_read_file(const char *path, size_t max, char **out, size_t *len)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd, rc = 0, saved = 0;
-
-	*out = NULL;
-	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = BC_ERR_IO;
-		saved = errno ? errno : EINVAL;
-		goto out;
-	}
-	if ((size_t)st.st_size > max) {
-		rc = BC_ERR_LIMIT;
-		saved = EFBIG;
-		goto out;
-	}
-	if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = BC_ERR_IO;
-			saved = errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	*out = buf;
-	*len = got;
-	buf = NULL;
-out:
-	if (buf != NULL)
-		bc_freezero(buf, (size_t)st.st_size + 1);
-	close(fd);
+	free(dir);
 	errno = saved;
 	return rc;
 }

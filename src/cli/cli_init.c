@@ -16,7 +16,7 @@
 #include "bc/store.h"
 #include "cli/cli.h"
 #include "server/admin.h"
-#include "server/http.h"
+#include "bc/net.h"
 
 #define F_CONFIG  "server.toml"
 #define F_SECRET  "secret"
@@ -117,7 +117,7 @@ static int parse_listen(struct cli *c, struct init *in)
 static int choose_url(struct cli *c, struct init *in)
 {
 	const char *u = cli_opt(c, "public-url");
-	int loopback = bc_listen_is_loopback(in->listen);
+	int loopback = bc_net_hostport_is_loopback(in->listen);
 
 	if (u == NULL && in->host[0] == '\0')
 		return cli_usage(c,

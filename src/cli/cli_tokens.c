@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bc/buf.h"
+#include "bc/canon.h"
 #include "bc/clock.h"
 #include "cli/cli.h"
 
@@ -27,36 +28,29 @@ static const struct cli_col token_cols[] = {
 };
 #define N_TOKEN_COLS (sizeof(token_cols) / sizeof(token_cols[0]))
 
-static int lower_copy(const char *s, json_t **out)
-{
-	char *l = strdup(s);
-
-	*out = NULL;
-	if (l == NULL)
-		return BC_ERR_NOMEM;
-	/* the API wants lower case; accept what people copy from a BIOS screen */
-	for (char *p = l; *p != '\0'; p++)
-		*p = (char)tolower((unsigned char)*p);
-	*out = json_string(l);
-	free(l);
-	return *out != NULL ? 0 : BC_ERR_NOMEM;
-}
-
 static int add_expect(struct cli *c, json_t *body)
 {
 	const char *uuid = cli_opt(c, "expect-product-uuid"), *mac = cli_opt(c, "expect-mac");
 	const char *serial = cli_opt(c, "expect-serial");
-	json_t *e, *v;
+	char u[BC_UUID_LEN + 1], m[BC_MAC_LEN + 1];
+	json_t *e;
 	int rc = 0;
 
 	if (uuid == NULL && mac == NULL && serial == NULL)
 		return 0;
 	if ((e = json_object()) == NULL)
 		return BC_ERR_NOMEM;
-	if (uuid != NULL && (rc = lower_copy(uuid, &v)) == 0)
-		rc = json_object_set_new(e, "productUuid", v) ? BC_ERR_NOMEM : 0;
-	if (rc == 0 && mac != NULL && (rc = lower_copy(mac, &v)) == 0)
-		rc = json_object_set_new(e, "mac", v) ? BC_ERR_NOMEM : 0;
+	/* the API wants the canonical form: accept what people copy from a BIOS screen;
+	 * anything else goes as given, for the server to refuse and say why */
+	if (uuid != NULL)
+		rc = json_object_set_new(e, "productUuid",
+		                         json_string(bc_uuid_canon(uuid, u) == 0 ? u : uuid))
+		         ? BC_ERR_NOMEM
+		         : 0;
+	if (rc == 0 && mac != NULL)
+		rc = json_object_set_new(e, "mac", json_string(bc_mac_canon(mac, m) == 0 ? m : mac))
+		         ? BC_ERR_NOMEM
+		         : 0;
 	if (rc == 0 && serial != NULL)
 		rc = json_object_set_new(e, "serial", json_string(serial)) ? BC_ERR_NOMEM : 0;
 	if (rc == 0)

@@ -13,6 +13,7 @@
 #include "bc/client.h"
 #include "bc/crypto.h"
 #include "bc/json.h"
+#include "bc/net.h"
 #include "bc/pki.h"
 #include "client/internal.h"
 
@@ -29,26 +30,6 @@ void bc_client_pins_free(struct bc_client_pins *p)
 	free(p->ca_bundle_pem);
 	free(p->trust_domain);
 	memset(p, 0, sizeof(*p));
-}
-
-static int host_is_loopback(const char *host)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-	char buf[64];
-	size_t n = strlen(host);
-
-	if (strcasecmp(host, "localhost") == 0)
-		return 1;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (n > 2 && n - 2 < sizeof(buf) && host[0] == '[' && host[n - 1] == ']') {
-		memcpy(buf, host + 1, n - 2);
-		buf[n - 2] = '\0';
-		if (inet_pton(AF_INET6, buf, &a6) == 1)
-			return IN6_IS_ADDR_LOOPBACK(&a6);
-	}
-	return 0;
 }
 
 /* 1 when the URL has the given part (user, query, ...), which a server URL must not. */
@@ -104,7 +85,7 @@ static int check_url(const char *url, char **out, int *https, char *err, size_t 
 	}
 	if (strcmp(scheme, "https") == 0) {
 		*https = 1;
-	} else if (strcmp(scheme, "http") != 0 || !host_is_loopback(host)) {
+	} else if (strcmp(scheme, "http") != 0 || !bc_net_host_is_loopback(host)) {
 		bc_client_errf(err, errlen,
 		               "pins: server: must be https://, or http:// on a loopback address");
 		goto out;

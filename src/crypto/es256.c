@@ -96,24 +96,27 @@ out:
 	return rc;
 }
 
-int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *len)
+int bc_ecdsa_rs_to_der(const uint8_t *r, size_t rlen, const uint8_t *s, size_t slen, uint8_t **der,
+                       size_t *len)
 {
-	ECDSA_SIG *s = NULL;
-	BIGNUM *r = NULL, *sv = NULL;
+	ECDSA_SIG *sig = NULL;
+	BIGNUM *br = NULL, *bs = NULL;
 	uint8_t *buf = NULL;
 	int n, rc;
 
 	*der = NULL;
 	*len = 0;
-	if ((s = ECDSA_SIG_new()) == NULL || (r = BN_bin2bn(sig, 32, NULL)) == NULL ||
-	    (sv = BN_bin2bn(sig + 32, 32, NULL)) == NULL || !ECDSA_SIG_set0(s, r, sv)) {
-		BN_free(r);
-		BN_free(sv);
+	if (rlen == 0 || slen == 0 || rlen > BC_ECDSA_INT_MAX || slen > BC_ECDSA_INT_MAX)
+		return BC_ERR_INVALID;
+	if ((sig = ECDSA_SIG_new()) == NULL || (br = BN_bin2bn(r, (int)rlen, NULL)) == NULL ||
+	    (bs = BN_bin2bn(s, (int)slen, NULL)) == NULL || !ECDSA_SIG_set0(sig, br, bs)) {
+		BN_free(br);
+		BN_free(bs);
 		rc = bc_ossl_err();
 		goto out;
 	}
-	/* s owns r and sv now */
-	if ((n = i2d_ECDSA_SIG(s, &buf)) <= 0) {
+	/* sig owns br and bs now */
+	if ((n = i2d_ECDSA_SIG(sig, &buf)) <= 0) {
 		rc = bc_ossl_err();
 		goto out;
 	}
@@ -126,8 +129,13 @@ int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *l
 	rc = 0;
 out:
 	OPENSSL_free(buf);
-	ECDSA_SIG_free(s);
+	ECDSA_SIG_free(sig);
 	return rc;
+}
+
+int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *len)
+{
+	return bc_ecdsa_rs_to_der(sig, 32, sig + 32, 32, der, len);
 }
 
 /* Strict DER only: the value must re-encode to the same bytes, so BER forms and

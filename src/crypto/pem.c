@@ -33,15 +33,14 @@ static void pem_free(char *name, char *header, uint8_t *data, long len, int secu
 	}
 }
 
-/* Leading white space, then "-----BEGIN " (PEM_read_bio would skip any text). */
-static int pem_prefix(const char *pem, size_t len, size_t *start)
+int bc_pem_prefix(const char *pem, size_t len, size_t max, size_t *start)
 {
 	size_t i = 0;
 
 	*start = 0;
 	if (pem == NULL || len == 0 || memchr(pem, '\0', len) != NULL)
 		return BC_ERR_INVALID;
-	if (len > BC_PEM_MAX)
+	if (len > max)
 		return BC_ERR_LIMIT;
 	while (i < len && is_space(pem[i]))
 		i++;
@@ -49,6 +48,14 @@ static int pem_prefix(const char *pem, size_t len, size_t *start)
 		return BC_ERR_INVALID;
 	*start = i;
 	return 0;
+}
+
+int bc_pem_blank(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!is_space(p[i]))
+			return 0;
+	return 1;
 }
 
 /* The DER of the one block named want. secure: the bytes are a secret, kept in
@@ -66,7 +73,7 @@ static int pem_read(const char *pem, size_t len, const char *want, int secure, u
 
 	*der = NULL;
 	*derlen = 0;
-	if ((rc = pem_prefix(pem, len, &start)) != 0)
+	if ((rc = bc_pem_prefix(pem, len, BC_PEM_MAX, &start)) != 0)
 		return rc;
 	if ((bio = BIO_new_mem_buf(pem + start, (int)(len - start))) == NULL)
 		return bc_ossl_err();
@@ -79,11 +86,9 @@ static int pem_read(const char *pem, size_t len, const char *want, int secure, u
 		goto out;
 	}
 	restlen = BIO_get_mem_data(bio, &rest);
-	for (long i = 0; i < restlen; i++) {
-		if (!is_space(rest[i])) {
-			rc = BC_ERR_TRAILING;
-			goto out;
-		}
+	if (restlen > 0 && !bc_pem_blank(rest, (size_t)restlen)) {
+		rc = BC_ERR_TRAILING;
+		goto out;
 	}
 	*der = data;
 	*derlen = n;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bc/canon.h"
 #include "bc/json.h"
 #include "bc/wire.h"
 #include "join/internal.h"
@@ -20,35 +21,19 @@ static const char *const placeholder_uuids[] = {
     "4c4c4544-0000-0000-0000-000000000000",
 };
 
-static int uuid_shape(const char *u)
-{
-	if (strlen(u) != 36)
-		return 0;
-	for (int i = 0; i < 36; i++) {
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (u[i] != '-')
-				return 0;
-		} else if (!isxdigit((unsigned char)u[i])) {
-			return 0;
-		}
-	}
-	return 1;
-}
-
 /* Token joins trust the product UUID a machine reports as its hardware key, unless it
  * is a known placeholder: then the operator binds tokens with expect instead. */
 static void derive_hwkey(const struct bc_claims *c, char out[BC_HWKEY_MAX])
 {
+	char u[BC_UUID_LEN + 1];
+
 	out[0] = 0;
-	if (!uuid_shape(c->product_uuid))
+	if (bc_uuid_canon(c->product_uuid, u) != 0)
 		return;
 	for (size_t i = 0; i < sizeof(placeholder_uuids) / sizeof(*placeholder_uuids); i++)
-		if (strcasecmp(c->product_uuid, placeholder_uuids[i]) == 0)
+		if (strcmp(u, placeholder_uuids[i]) == 0)
 			return;
-	snprintf(out, BC_HWKEY_MAX, "uuid:");
-	for (int i = 0; i < 36; i++)
-		out[5 + i] = (char)tolower((unsigned char)c->product_uuid[i]);
-	out[41] = 0;
+	snprintf(out, BC_HWKEY_MAX, "uuid:%s", u);
 }
 
 /* A refusal of policy: the reason, reported to the tenant it concerns. */

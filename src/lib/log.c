@@ -18,6 +18,7 @@
 
 #include "bc/buf.h"
 #include "bc/clock.h"
+#include "bc/files.h"
 #include "lib/utf8.h"
 
 #define LOG_VALUE_MAX 8192u
@@ -215,21 +216,6 @@ static int put_tail(bc_buf *b, int json)
 	return rc;
 }
 
-static void write_all(const uint8_t *p, size_t n)
-{
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(STDERR_FILENO, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 void bc_log(enum bc_log_level lvl, const char *msg, ...)
 {
 	int json = atomic_load(&log_format) == BC_LOG_JSON, saved = errno, rc;
@@ -259,8 +245,9 @@ void bc_log(enum bc_log_level lvl, const char *msg, ...)
 		if (rc == 0)
 			rc = put_tail(&b, json);
 	}
+	/* a log line that stderr does not take has nowhere else to go */
 	if (rc == 0)
-		write_all(b.p, b.len);
+		rc = bc_write_all(STDERR_FILENO, b.p, b.len);
 	bc_buf_free(&b);
 	errno = saved;
 }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bc/buf.h"
+#include "bc/files.h"
 #include "lib/utf8.h"
 
 #define TOML_MAX_BYTES (1024u * 1024u)
@@ -870,61 +871,37 @@ out:
 
 /* ---- files ---- */
 
-static int read_bounded(int fd, bc_buf *b)
-{
-	uint8_t chunk[16384];
-	ssize_t n;
-	int rc = 0;
-
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = BC_ERR_IO;
-			break;
-		}
-		if (n == 0 || (rc = bc_buf_put(b, chunk, (size_t)n)) != 0)
-			break;
-	}
-	OPENSSL_cleanse(chunk, sizeof(chunk));
-	return rc;
-}
-
 int bc_toml_load(const char *path, bc_toml **out, char *err, size_t errlen)
 {
-	char msg[256] = "";
-	struct stat st;
-	bc_buf b;
-	int fd = -1, rc;
+	char msg[256] = "", *text = NULL;
+	size_t len = 0;
+	int rc;
 
 	*out = NULL;
-	bc_buf_init(&b, TOML_MAX_BYTES);
 	if (path == NULL)
 		return BC_ERR_INVALID;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO;
+	/* no BC_FILE_TEXT: the parser refuses a NUL byte and names its line */
+	switch ((rc = bc_file_read(path, TOML_MAX_BYTES, 0, &text, &len))) {
+	case 0: rc = bc_toml_parse(text, len, out, msg, sizeof(msg)); break;
+	case BC_ERR_LIMIT:
+		snprintf(msg, sizeof(msg), "larger than %u bytes", TOML_MAX_BYTES);
+		break;
+	case BC_ERR_INVALID:
+		if (errno == EINVAL) {
+			rc = BC_ERR_IO;
+			snprintf(msg, sizeof(msg), "not a regular file");
+			break;
+		}
+		/* a symbolic link (ELOOP) is said as an open error */
+		__attribute__((fallthrough));
+	case BC_ERR_NOT_FOUND:
 		snprintf(msg, sizeof(msg), "cannot open: %s", strerror(errno));
-		goto out;
+		break;
+	default: snprintf(msg, sizeof(msg), "read failed: %s", strerror(errno)); break;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = BC_ERR_IO;
-		snprintf(msg, sizeof(msg), "not a regular file");
-		goto out;
-	}
-	if ((rc = read_bounded(fd, &b)) != 0) {
-		snprintf(msg, sizeof(msg),
-		         rc == BC_ERR_LIMIT ? "larger than %u bytes" : "read failed",
-		         TOML_MAX_BYTES);
-		goto out;
-	}
-	rc = bc_toml_parse((const char *)b.p, b.len, out, msg, sizeof(msg));
-out:
 	if (rc != 0 && err && errlen)
-		snprintf(err, errlen, "%s: %s", path ? path : "(null)", msg);
-	if (fd >= 0)
-		close(fd);
-	bc_buf_free(&b);
+		snprintf(err, errlen, "%s: %s", path, msg);
+	bc_freezero(text, len + 1);
 	return rc;
 }
 

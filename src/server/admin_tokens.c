@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bc/buf.h"
+#include "bc/canon.h"
 #include "bc/json.h"
 #include "bc/wire.h"
 #include "server/admin_internal.h"
@@ -14,8 +15,6 @@
 #define TTL_DEFAULT_S   3600
 #define DESCRIPTION_MAX 256
 #define SERIAL_MAX      128
-#define MAC_OCTETS_MIN  6
-#define MAC_OCTETS_MAX  20
 
 static const char *const TOKEN_FIELDS[] = {"role",         "poolId",      "siteId",
                                            "uses",         "ttlSeconds",  "expect",
@@ -65,43 +64,20 @@ static json_t *token_json(bc_rows *r)
 
 /* ---- expect ---- */
 
-static int hex_run(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
-/* Lower-case colon-separated octets: "aa:bb:cc:dd:ee:ff". */
-static int mac_ok(const char *s)
-{
-	size_t len = strlen(s), octets = (len + 1) / 3;
-
-	if ((len + 1) % 3 != 0 || octets < MAC_OCTETS_MIN || octets > MAC_OCTETS_MAX)
-		return 0;
-	for (size_t i = 0; i < octets; i++)
-		if (!hex_run(s + 3 * i, 2) || (i + 1 < octets && s[3 * i + 2] != ':'))
-			return 0;
-	return 1;
-}
-
-/* Canonical lower-case 8-4-4-4-12. */
+/* The API takes the canonical form only (bc/canon.h): what it stores is what the
+ * join compares. */
 static int uuid_ok(const char *s)
 {
-	static const size_t groups[] = {8, 4, 4, 4, 12};
-	size_t off = 0;
+	char u[BC_UUID_LEN + 1];
 
-	if (strlen(s) != 36)
-		return 0;
-	for (size_t i = 0; i < 5; i++) {
-		if (!hex_run(s + off, groups[i]))
-			return 0;
-		off += groups[i];
-		if (i < 4 && s[off++] != '-')
-			return 0;
-	}
-	return 1;
+	return bc_uuid_canon(s, u) == 0 && strcmp(u, s) == 0;
+}
+
+static int mac_ok(const char *s)
+{
+	char m[BC_MAC_LEN + 1];
+
+	return bc_mac_canon(s, m) == 0 && strcmp(m, s) == 0;
 }
 
 static int check_expect(struct admin_call *c, const json_t *e)
@@ -113,14 +89,13 @@ static int check_expect(struct admin_call *c, const json_t *e)
 		return admin_fail(c, BC_ERR_INVALID, "token.expect: expected an object");
 	if ((rc = admin_check_fields(c, e, "token.expect", EXPECT_FIELDS)) != 0)
 		return rc;
-	if ((rc = admin_get_text(c, e, "productUuid", "token.expect.productUuid", 0, 36, &v)) !=
-	        0 ||
+	if ((rc = admin_get_text(c, e, "productUuid", "token.expect.productUuid", 0, BC_UUID_LEN,
+	                         &v)) != 0 ||
 	    (v != NULL && !uuid_ok(v)))
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "token.expect.productUuid: expected a lower-case UUID "
 		                  "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
-	if ((rc = admin_get_text(c, e, "mac", "token.expect.mac", 0, 3 * MAC_OCTETS_MAX, &v)) !=
-	        0 ||
+	if ((rc = admin_get_text(c, e, "mac", "token.expect.mac", 0, BC_MAC_LEN, &v)) != 0 ||
 	    (v != NULL && !mac_ok(v)))
 		return admin_fail(
 		    c, BC_ERR_INVALID,

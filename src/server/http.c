@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bc/buf.h"
 #include "bc/log.h"
+#include "bc/net.h"
 
 #define HTTP_DEFAULT_THREADS      4
 #define HTTP_DEFAULT_MAX_BODY     (64u * 1024)
@@ -70,39 +72,6 @@ struct http_req {
 
 /* ---- listen addresses ---- */
 
-/* Splits "host:port" or "[v6]:port" into host (without brackets) and port. */
-static int split_listen(const char *listen, char *host, size_t hostlen, uint16_t *port)
-{
-	const char *colon, *h = listen, *hend;
-	unsigned long v;
-	char *end;
-
-	*port = 0;
-	if (listen == NULL || (colon = strrchr(listen, ':')) == NULL)
-		return BC_ERR_INVALID;
-	hend = colon;
-	if (*h == '[') {
-		if (hend == h || hend[-1] != ']')
-			return BC_ERR_INVALID;
-		h++;
-		hend--;
-	} else if (memchr(h, ':', (size_t)(colon - h)) != NULL) {
-		return BC_ERR_INVALID; /* a bare IPv6 address needs brackets */
-	}
-	if (hend <= h || (size_t)(hend - h) >= hostlen)
-		return BC_ERR_INVALID;
-	if (colon[1] < '0' || colon[1] > '9' || strlen(colon + 1) > 5)
-		return BC_ERR_INVALID;
-	errno = 0;
-	v = strtoul(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || v > 65535)
-		return BC_ERR_INVALID;
-	memcpy(host, h, (size_t)(hend - h));
-	host[hend - h] = '\0';
-	*port = (uint16_t)v;
-	return 0;
-}
-
 /* Numeric addresses only ("localhost" is 127.0.0.1): a listen address never
  * depends on name resolution. */
 static int parse_listen(const char *listen, struct sockaddr_storage *ss)
@@ -114,9 +83,9 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss)
 	int rc;
 
 	memset(ss, 0, sizeof(*ss));
-	if ((rc = split_listen(listen, host, sizeof(host), &port)) != 0)
+	if ((rc = bc_net_split_hostport(listen, host, sizeof(host), &port)) != 0)
 		return rc;
-	if (strcmp(host, "localhost") == 0)
+	if (strcasecmp(host, "localhost") == 0)
 		strcpy(host, "127.0.0.1");
 	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
 		v4->sin_family = AF_INET;
@@ -130,27 +99,6 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss)
 		return 0;
 	}
 	return BC_ERR_INVALID;
-}
-
-static int addr_is_loopback(const struct sockaddr_storage *ss)
-{
-	const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
-	const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)ss;
-
-	switch (ss->ss_family) {
-	case AF_INET: return (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-	case AF_INET6: return IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
-	default: return 0;
-	}
-}
-
-int bc_listen_is_loopback(const char *listen)
-{
-	struct sockaddr_storage ss;
-
-	if (parse_listen(listen, &ss) != 0)
-		return 0;
-	return addr_is_loopback(&ss);
 }
 
 /* ---- responses ---- */
@@ -436,7 +384,8 @@ static int check_config(const struct bc_http_config *cfg, struct bc_http *s, cha
 		snprintf(err, errlen, "listen %s: TLS needs both a certificate and a key", listen);
 		return BC_ERR_CONFIG;
 	}
-	if (cfg->tls_cert_pem == NULL && !addr_is_loopback(&s->addr)) {
+	if (cfg->tls_cert_pem == NULL &&
+	    !bc_net_addr_is_loopback((const struct sockaddr *)&s->addr)) {
 		snprintf(err, errlen,
 		         "listen %s: plain HTTP is only allowed on a loopback address; set [tls] "
 		         "cert and key",

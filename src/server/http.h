@@ -55,8 +55,6 @@ uint16_t bc_http_port(const struct bc_http *s);
 /* Stops accepting, lets in-flight requests finish, frees. */
 void bc_http_stop(struct bc_http *s);
 
-/* 1 when the host part of listen is a loopback address (127.0.0.0/8, ::1, localhost). */
-int bc_listen_is_loopback(const char *listen);
 /* Helpers for handlers. */
 const char *bc_http_query(const struct bc_http_request *req, const char *key);
 void bc_http_set_body(struct bc_http_response *resp, int status, const char *content_type,

@@ -3,30 +3,26 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "bc/buf.h"
+#include "bc/files.h"
 #include "bc/json.h"
 #include "bc/log.h"
 #include "attest/attest.h"
-#include "bc/wire.h"
+#include "bc/proc.h"
 #include "server/admin.h"
 #include "server/connect.h"
 #include "server/http.h"
 
-#define BUNDLE_MAX (1 << 20)
-
-extern char **environ;
+#define BUNDLE_MAX   (1 << 20)
+#define HOOK_FEED_MS 1000 /* the refusal is a few hundred bytes */
 
 struct bc_server {
 	bc_store *store;
@@ -76,49 +72,15 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 	text(resp, 404, "application/json", not_found);
 }
 
-/* on_refusal: the command gets the refusal as JSON on stdin. It runs detached (a
- * double fork), so a slow hook never delays the machine's answer, and so the time
- * of a refusal says nothing about its reason. */
+/* on_refusal: the command gets the refusal as JSON on stdin. It runs detached
+ * (bc_proc_start_sh), so a slow hook never delays the machine's answer, and so the
+ * time of a refusal says nothing about its reason. */
 static void run_hook_command(const char *cmd, const char *json)
 {
-	int fds[2];
-	pid_t pid;
+	int rc = bc_proc_start_sh(cmd, json, strlen(json), HOOK_FEED_MS);
 
-	/* a socket rather than a pipe: send() with MSG_NOSIGNAL, so a hook that exits
-	 * without reading its stdin cannot kill an embedder that keeps SIGPIPE */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-		return;
-	pid = fork();
-	if (pid == 0) {
-		if (fork() == 0) {
-			char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
-			struct sigaction dfl;
-			sigset_t none;
-			/* the command starts as any program would: serve blocks SIGTERM and
-			 * SIGINT for sigwait() and ignores SIGPIPE, and both survive exec */
-			memset(&dfl, 0, sizeof(dfl));
-			dfl.sa_handler = SIG_DFL;
-			sigaction(SIGPIPE, &dfl, NULL);
-			sigemptyset(&none);
-			sigprocmask(SIG_SETMASK, &none, NULL);
-			dup2(fds[0], 0);
-			execve("/bin/sh", argv, environ);
-			_exit(127);
-		}
-		_exit(0);
-	}
-	close(fds[0]);
-	if (pid > 0) {
-		size_t n = strlen(json), off = 0;
-		while (off < n) {
-			ssize_t w = send(fds[1], json + off, n - off, MSG_NOSIGNAL);
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
-		waitpid(pid, NULL, 0);
-	}
-	close(fds[1]);
+	if (rc != 0)
+		bc_log(BC_LOG_ERROR, "on_refusal did not start", "error", bc_err_str(rc), NULL);
 }
 
 static void on_refusal(void *ctx, const struct bc_refusal *r)
@@ -140,34 +102,6 @@ static void on_refusal(void *ctx, const struct bc_refusal *r)
 	json_decref(j);
 }
 
-static int read_file(const char *path, size_t max, char **out, size_t *len)
-{
-	bc_buf b;
-	char tmp[4096];
-	ssize_t n;
-	int fd, rc = 0;
-
-	*out = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return BC_ERR_IO;
-	bc_buf_init(&b, max);
-	while ((n = read(fd, tmp, sizeof(tmp))) > 0)
-		if ((rc = bc_buf_put(&b, tmp, (size_t)n)) != 0)
-			break;
-	if (n < 0)
-		rc = BC_ERR_IO;
-	close(fd);
-	if (rc == 0)
-		rc = bc_buf_put_u8(&b, 0);
-	if (rc != 0) {
-		bc_buf_free(&b);
-		return rc;
-	}
-	*out = (char *)bc_buf_steal(&b, len);
-	(*len)--;
-	return 0;
-}
-
 static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
 {
 	uint8_t secret[32];
@@ -177,18 +111,20 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 
 	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
 		return rc;
-	if ((rc = read_file(cfg->pki_bundle, BUNDLE_MAX, &text_, &len)) != 0) {
+	if ((rc = bc_file_read(cfg->pki_bundle, BUNDLE_MAX, BC_FILE_TEXT, &text_, &len)) != 0) {
 		snprintf(err, errlen,
 		         "%s: cannot read the PKI bundle (%s); `better-compute pki init "
 		         "--config %s` writes it",
-		         cfg->pki_bundle, rc == BC_ERR_IO ? strerror(errno) : bc_err_str(rc),
+		         cfg->pki_bundle,
+		         rc == BC_ERR_LIMIT || rc == BC_ERR_NOMEM ? bc_err_str(rc)
+		                                                  : strerror(errno),
 		         cfg->path);
 		OPENSSL_cleanse(secret, sizeof(secret));
 		return BC_ERR_CONFIG;
 	}
 	rc = bc_pki_open(text_, len, secret, out);
 	OPENSSL_cleanse(secret, sizeof(secret));
-	bc_freezero(text_, len);
+	bc_freezero(text_, len + 1);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", cfg->pki_bundle,
 		         rc == BC_ERR_VERIFY ? "does not open with this server secret (wrong "
@@ -229,8 +165,8 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	int rc;
 
 	if (cfg->tls_cert) {
-		if (read_file(cfg->tls_cert, BUNDLE_MAX, &cert, &len) != 0 ||
-		    read_file(cfg->tls_key, BUNDLE_MAX, &key, &len) != 0) {
+		if (bc_file_read(cfg->tls_cert, BUNDLE_MAX, BC_FILE_TEXT, &cert, &len) != 0 ||
+		    bc_file_read(cfg->tls_key, BUNDLE_MAX, BC_FILE_TEXT, &key, &len) != 0) {
 			snprintf(err, errlen, "[tls]: cannot read %s or %s", cfg->tls_cert,
 			         cfg->tls_key);
 			free(cert);

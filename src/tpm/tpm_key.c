@@ -5,6 +5,7 @@
 #include <openssl/ecdsa.h>
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bc/crypto.h"
@@ -113,37 +114,6 @@ int bc_tpm_public_key(const TPMT_PUBLIC *pub, EVP_PKEY **out)
 	}
 }
 
-/* r and s as an ECDSA-Sig-Value in DER, as OpenSSL verifies it. */
-static int ecdsa_der(const TPMS_SIGNATURE_ECC *e, uint8_t **der, int *len)
-{
-	ECDSA_SIG *sig = NULL;
-	BIGNUM *r = NULL, *s = NULL;
-	int rc = BC_ERR_NOMEM;
-
-	*der = NULL;
-	*len = 0;
-	if (e->signatureR.size == 0 || e->signatureS.size == 0)
-		return BC_ERR_VERIFY;
-	if ((sig = ECDSA_SIG_new()) == NULL ||
-	    (r = BN_bin2bn(e->signatureR.buffer, e->signatureR.size, NULL)) == NULL ||
-	    (s = BN_bin2bn(e->signatureS.buffer, e->signatureS.size, NULL)) == NULL)
-		goto out;
-	if (ECDSA_SIG_set0(sig, r, s) != 1)
-		goto out;
-	r = s = NULL;
-	if ((*len = i2d_ECDSA_SIG(sig, der)) <= 0) {
-		*der = NULL;
-		*len = 0;
-		goto out;
-	}
-	rc = 0;
-out:
-	BN_free(r);
-	BN_free(s);
-	ECDSA_SIG_free(sig);
-	return rc;
-}
-
 int bc_tpm_signature_verify(EVP_PKEY *key, const TPMT_SIGNATURE *sig, const uint8_t *msg,
                             size_t len)
 {
@@ -151,7 +121,8 @@ int bc_tpm_signature_verify(EVP_PKEY *key, const TPMT_SIGNATURE *sig, const uint
 	const uint8_t *s;
 	unsigned int dlen = 0;
 	size_t slen;
-	int derlen = 0, rc = BC_ERR_VERIFY, is_rsa = EVP_PKEY_is_a(key, "RSA");
+	size_t derlen = 0;
+	int rc = BC_ERR_VERIFY, is_rsa = EVP_PKEY_is_a(key, "RSA");
 	EVP_PKEY_CTX *ctx = NULL;
 	const EVP_MD *md;
 
@@ -168,10 +139,15 @@ int bc_tpm_signature_verify(EVP_PKEY *key, const TPMT_SIGNATURE *sig, const uint
 		if (!EVP_PKEY_is_a(key, "EC"))
 			return BC_ERR_VERIFY;
 		md = bc_tpm_md(sig->signature.ecdsa.hash);
-		if ((rc = ecdsa_der(&sig->signature.ecdsa, &der, &derlen)) != 0)
-			return rc;
+		/* r and s as the DER ECDSA-Sig-Value OpenSSL verifies */
+		if ((rc = bc_ecdsa_rs_to_der(sig->signature.ecdsa.signatureR.buffer,
+		                             sig->signature.ecdsa.signatureR.size,
+		                             sig->signature.ecdsa.signatureS.buffer,
+		                             sig->signature.ecdsa.signatureS.size, &der,
+		                             &derlen)) != 0)
+			return rc == BC_ERR_INVALID ? BC_ERR_VERIFY : rc;
 		s = der;
-		slen = (size_t)derlen;
+		slen = derlen;
 		break;
 	default: return BC_ERR_VERIFY;
 	}
@@ -203,6 +179,6 @@ int bc_tpm_signature_verify(EVP_PKEY *key, const TPMT_SIGNATURE *sig, const uint
 		ERR_clear_error();
 out:
 	EVP_PKEY_CTX_free(ctx);
-	OPENSSL_free(der);
+	free(der);
 	return rc;
 }

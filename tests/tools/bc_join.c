@@ -23,8 +23,10 @@
 #include <unistd.h>
 
 #include "bc/buf.h"
+#include "bc/canon.h"
 #include "bc/client.h"
 #include "bc/crypto.h"
+#include "bc/files.h"
 #include "bc/pki.h"
 #include "bc/wire.h"
 
@@ -69,30 +71,25 @@ static const char usage_text[] =
     "               [--out DIR] [--product-uuid U] [--serial S] [--mac M]... [--hostname H]\n"
     "The token is read from --token-file or the environment variable BC_JOIN_TOKEN.\n";
 
-/* xx:xx:xx:xx:xx:xx, kept in lower case as the claims require. */
+/* xx:xx:xx:xx:xx:xx in either case, made canonical in place as the claims require. */
 static int mac_ok(char *s)
 {
-	if (strlen(s) != 17)
+	char c[BC_MAC_LEN + 1];
+
+	if (bc_mac_canon(s, c) != 0)
 		return 0;
-	for (size_t i = 0; i < 17; i++) {
-		if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
-			return 0;
-		s[i] = (char)tolower((unsigned char)s[i]);
-	}
+	memcpy(s, c, sizeof(c));
 	return 1;
 }
 
-/* 8-4-4-4-12 hex digits (the canonical UUID form), kept in lower case. */
+/* 8-4-4-4-12 hex digits in either case, made canonical in place. */
 static int uuid_ok(char *s)
 {
-	if (strlen(s) != 36)
+	char c[BC_UUID_LEN + 1];
+
+	if (bc_uuid_canon(s, c) != 0)
 		return 0;
-	for (size_t i = 0; i < 36; i++) {
-		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-'
-		                                            : !isxdigit((unsigned char)s[i]))
-			return 0;
-		s[i] = (char)tolower((unsigned char)s[i]);
-	}
+	memcpy(s, c, sizeof(c));
 	return 1;
 }
 
@@ -202,48 +199,14 @@ static int parse_args(int argc, char **argv, struct opts *o, struct msg *m)
 /* A regular file of at most max bytes, NUL-terminated; the caller wipes and frees. */
 static int read_file(const char *path, size_t max, char **out, size_t *len, struct msg *m)
 {
-	struct stat st;
-	char *p = NULL;
-	size_t n = 0;
-	ssize_t r;
-	int fd, rc = BC_ERR_IO;
+	int rc = bc_file_read(path, max, BC_FILE_TEXT, out, len);
 
-	*out = NULL;
-	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
-		say(m, "%s: %s", path, strerror(errno));
-		return BC_ERR_IO;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		say(m, "%s: not a regular file of at most %zu bytes", path, max);
-		goto out;
-	}
-	if ((p = calloc(1, max + 2)) == NULL) {
-		say(m, "out of memory");
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	while (n <= max && (r = read(fd, p + n, max + 1 - n)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			say(m, "%s: %s", path, strerror(errno));
-			goto out;
-		}
-		n += (size_t)r;
-	}
-	if (n > max) {
+	if (rc == BC_ERR_LIMIT)
 		say(m, "%s: larger than %zu bytes", path, max);
-		rc = BC_ERR_LIMIT;
-		goto out;
-	}
-	*out = p;
-	*len = n;
-	p = NULL;
-	rc = 0;
-out:
-	bc_freezero(p, max + 2);
-	close(fd);
+	else if (rc == BC_ERR_INVALID && errno == EINVAL)
+		say(m, "%s: not a regular file of at most %zu bytes", path, max);
+	else if (rc != 0)
+		say(m, "%s: %s", path, strerror(errno));
 	return rc;
 }
 
@@ -355,66 +318,20 @@ static int join_rounds(const struct bc_client_pins *pins, const struct bc_join_p
 	}
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return BC_ERR_IO;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Written to a temporary file in dir, synced, then renamed over the name, so a crash
  * leaves the old file or the new one and never half of either. */
 static int write_atomic(const char *dir, const char *name, const char *data, mode_t mode,
                         struct msg *m)
 {
-	char tmp[PATH_MAX], dst[PATH_MAX];
-	int fd = -1, dfd = -1, rc = BC_ERR_IO;
+	int rc = bc_file_write_atomic(dir, name, data, strlen(data), mode, 0);
 
-	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= (int)sizeof(tmp) ||
-	    snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= (int)sizeof(dst)) {
+	if (rc == BC_ERR_LIMIT)
 		say(m, "%s: path too long", dir);
-		return BC_ERR_LIMIT;
-	}
-	if ((fd = mkstemp(tmp)) < 0) {
-		say(m, "%s: %s", dst, strerror(errno));
-		return BC_ERR_IO;
-	}
-	if (fchmod(fd, mode) != 0 || write_all(fd, data, strlen(data)) != 0 || fsync(fd) != 0 ||
-	    close(fd) != 0) {
-		fd = -1;
-		say(m, "%s: %s", dst, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, dst) != 0) {
-		say(m, "%s: %s", dst, strerror(errno));
-		goto out;
-	}
-	tmp[0] = '\0';
-	/* The rename is durable once the directory is synced. */
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fsync(dfd) != 0) {
-		say(m, "%s: %s", dir, strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (dfd >= 0)
-		close(dfd);
-	if (tmp[0] != '\0')
-		unlink(tmp);
+	else if (rc != 0)
+		say(m, "%s/%s: %s", dir, name, strerror(errno));
 	return rc;
 }
 
-/* The chain as concatenated PEM certificates, leaf first. */
 static int chain_pem(const struct bc_join_answer *a, char **out)
 {
 	bc_buf b;

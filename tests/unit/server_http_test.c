@@ -343,22 +343,6 @@ static void test_ipv6_loopback(void **state)
 	bc_http_stop(srv);
 }
 
-static void test_listen_is_loopback(void **state)
-{
-	assert_true(bc_listen_is_loopback("127.0.0.1:8080"));
-	assert_true(bc_listen_is_loopback("127.255.0.1:1"));
-	assert_true(bc_listen_is_loopback("localhost:80"));
-	assert_true(bc_listen_is_loopback("[::1]:0"));
-	assert_false(bc_listen_is_loopback("0.0.0.0:80"));
-	assert_false(bc_listen_is_loopback("10.1.2.3:80"));
-	assert_false(bc_listen_is_loopback("128.0.0.1:80"));
-	assert_false(bc_listen_is_loopback("[::]:80"));
-	assert_false(bc_listen_is_loopback("[::ffff:10.0.0.1]:80"));
-	assert_false(bc_listen_is_loopback("localhost.evil.com:80"));
-	assert_false(bc_listen_is_loopback("127.0.0.1"));
-	assert_false(bc_listen_is_loopback(""));
-}
-
 static void test_helpers(void **state)
 {
 	const char *keys[] = {"type", "limit", "type"};
@@ -487,7 +471,6 @@ int main(void)
 	    cmocka_unit_test(test_body_limit),
 	    cmocka_unit_test(test_plain_http_only_on_loopback),
 	    cmocka_unit_test(test_ipv6_loopback),
-	    cmocka_unit_test(test_listen_is_loopback),
 	    cmocka_unit_test(test_helpers),
 	    cmocka_unit_test(test_tls_with_pinned_ca),
 	    cmocka_unit_test(test_stop_lets_inflight_finish),
