@@ -15,15 +15,21 @@
 
 /* bc_file_read flags */
 #define BC_FILE_TEXT 0x1 /* the content is text: an embedded NUL byte is refused */
+/* An operator's configuration (server.toml, the PKI bundle, TLS files, ek_roots, an
+ * API key file): a symbolic link is followed, as a configuration manager links files
+ * into place; what it names must still be a regular file. Files a program writes
+ * itself (bcd's data directory) are read without it. */
+#define BC_FILE_FOLLOW 0x2
 
-/* Reads path, opened O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW: a regular file
+/* Reads path, opened O_RDONLY | O_CLOEXEC | O_NOCTTY, and O_NOFOLLOW unless
+ * BC_FILE_FOLLOW: a regular file
  * of at most max bytes (checked before reading and again while reading, for a file
  * that grows). *out is malloc'd and holds *len bytes then a NUL; the caller frees
  * it (bc_freezero(*out, *len + 1) when it holds a secret: the buffers this function
  * drops are wiped). *out is NULL and *len 0 on failure.
- * BC_ERR_NOT_FOUND: no such file. BC_ERR_INVALID: a symbolic link, not a regular
- * file, or (BC_FILE_TEXT) a NUL byte. BC_ERR_LIMIT: more than max bytes.
- * BC_ERR_NOMEM; BC_ERR_IO for any other failure. */
+ * BC_ERR_NOT_FOUND: no such file. BC_ERR_INVALID: a symbolic link (without
+ * BC_FILE_FOLLOW), not a regular file, or (BC_FILE_TEXT) a NUL byte. BC_ERR_LIMIT: more than max
+ * bytes. BC_ERR_NOMEM; BC_ERR_IO for any other failure. */
 BC_WUR int bc_file_read(const char *path, size_t max, int flags, char **out, size_t *len);
 
 /* write(2) until all n bytes are written, retrying on EINTR. BC_ERR_IO otherwise. */

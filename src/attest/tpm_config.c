@@ -50,7 +50,7 @@ static int load_roots(struct tpm_cfg *c, const char *path)
 	int rc, n = 0;
 
 	/* DER is binary: no BC_FILE_TEXT */
-	if ((rc = bc_file_read(path, FILE_MAX, 0, &text, &len)) != 0)
+	if ((rc = bc_file_read(path, FILE_MAX, BC_FILE_FOLLOW, &text, &len)) != 0)
 		return rc;
 	if (strstr(text, "-----BEGIN") != NULL) {
 		bio = BIO_new_mem_buf(text, (int)len);
@@ -158,7 +158,7 @@ static int load_structured(const char *path, json_t **out, char *why, size_t why
 
 	*out = NULL;
 	/* no BC_FILE_TEXT: both parsers refuse a NUL byte and say where */
-	if ((rc = bc_file_read(path, FILE_MAX, 0, &text, &len)) != 0) {
+	if ((rc = bc_file_read(path, FILE_MAX, BC_FILE_FOLLOW, &text, &len)) != 0) {
 		snprintf(why, whylen, "cannot read %s (%s)", path, bc_err_str(rc));
 		return rc;
 	}

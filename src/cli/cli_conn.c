@@ -137,7 +137,7 @@ static int key_from_file(struct cli *c, const char *path, const char *from)
 	size_t len;
 	int rc;
 
-	rc = bc_file_read(path, MAX_KEY_FILE, BC_FILE_TEXT, &c->api_key, &len);
+	rc = bc_file_read(path, MAX_KEY_FILE, BC_FILE_TEXT | BC_FILE_FOLLOW, &c->api_key, &len);
 	if (rc == BC_ERR_INVALID && errno == EILSEQ)
 		return cli_fail(c, BC_ERR_CONFIG, "the API key file %s (%s) holds a NUL byte", path,
 		                from);

@@ -1,11 +1,9 @@
 /* JoinService's policy, after an attestor's result and before any insert or reclaim:
  * which node the machine becomes, the pool's joinAttestors, the token's expect
  * binding and allowReclaim, the trusted hardware key and bindings. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "bc/canon.h"
 #include "bc/json.h"
@@ -45,6 +43,20 @@ static void refuse_policy(struct bc_join_state *st, const char **reason, const c
 		snprintf(st->d.refusal_tenant, sizeof(st->d.refusal_tenant), "%s", tenant);
 }
 
+/* 1 when both are UUIDs (MACs) and name the same one, whatever the case of their
+ * hex digits. */
+static int same_uuid(const char *a, const char *b)
+{
+	char x[BC_UUID_LEN + 1], y[BC_UUID_LEN + 1];
+	return bc_uuid_canon(a, x) == 0 && bc_uuid_canon(b, y) == 0 && strcmp(x, y) == 0;
+}
+
+static int same_mac(const char *a, const char *b)
+{
+	char x[BC_MAC_LEN + 1], y[BC_MAC_LEN + 1];
+	return bc_mac_canon(a, x) == 0 && bc_mac_canon(b, y) == 0 && strcmp(x, y) == 0;
+}
+
 /* The token's expect binding: every field it sets must match the claims. */
 static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim,
                         const char **reason)
@@ -67,14 +79,14 @@ static int check_expect(bc_tx *tx, struct bc_join_state *st, int *allow_reclaim,
 		ok = 0;
 		goto done;
 	}
-	if (bc_json_get_string(e, "productUuid", &v) == 0 && strcasecmp(v, c->product_uuid) != 0)
+	if (bc_json_get_string(e, "productUuid", &v) == 0 && !same_uuid(v, c->product_uuid))
 		ok = 0;
 	if (bc_json_get_string(e, "serial", &v) == 0 && strcmp(v, c->serial) != 0)
 		ok = 0;
 	if (bc_json_get_string(e, "mac", &v) == 0) {
 		int seen = 0;
 		for (size_t i = 0; i < c->n_macs; i++)
-			seen |= strcasecmp(v, c->macs[i]) == 0;
+			seen |= same_mac(v, c->macs[i]);
 		ok &= seen;
 	}
 done:

@@ -17,12 +17,15 @@
 
 #define CHUNK 4096
 
-static int open_regular(const char *path, size_t max, int *fd)
+static int open_regular(const char *path, size_t max, int flags, int *fd)
 {
+	int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
 	struct stat st;
 	int e;
 
-	if ((*fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)) < 0) {
+	if (!(flags & BC_FILE_FOLLOW))
+		oflags |= O_NOFOLLOW;
+	if ((*fd = open(path, oflags)) < 0) {
 		if (errno == ENOENT)
 			return BC_ERR_NOT_FOUND;
 		return errno == ELOOP ? BC_ERR_INVALID : BC_ERR_IO;
@@ -83,7 +86,7 @@ int bc_file_read(const char *path, size_t max, int flags, char **out, size_t *le
 		errno = EINVAL;
 		return BC_ERR_INVALID;
 	}
-	if ((rc = open_regular(path, max, &fd)) != 0)
+	if ((rc = open_regular(path, max, flags, &fd)) != 0)
 		return rc;
 	if ((rc = read_bounded(fd, max, &b)) != 0)
 		goto out;

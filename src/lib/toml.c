@@ -881,7 +881,7 @@ int bc_toml_load(const char *path, bc_toml **out, char *err, size_t errlen)
 	if (path == NULL)
 		return BC_ERR_INVALID;
 	/* no BC_FILE_TEXT: the parser refuses a NUL byte and names its line */
-	switch ((rc = bc_file_read(path, TOML_MAX_BYTES, 0, &text, &len))) {
+	switch ((rc = bc_file_read(path, TOML_MAX_BYTES, BC_FILE_FOLLOW, &text, &len))) {
 	case 0: rc = bc_toml_parse(text, len, out, msg, sizeof(msg)); break;
 	case BC_ERR_LIMIT:
 		snprintf(msg, sizeof(msg), "larger than %u bytes", TOML_MAX_BYTES);

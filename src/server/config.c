@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bc/files.h"
 #include "bc/buf.h"
 #include "bc/codec.h"
 #include "bc/log.h"
@@ -234,24 +235,24 @@ void bc_server_config_free(struct bc_server_config *c)
 
 int bc_server_secret_load(const char *path, uint8_t out[static 32], char *err, size_t errlen)
 {
-	char buf[80];
-	ssize_t n;
-	int fd;
+	char *text = NULL;
+	size_t len = 0, n;
+	int rc;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "%s: %s (better-compute init writes it)", path,
-		         strerror(errno));
+	/* 64 hex characters and a newline; a little room for white space */
+	if ((rc = bc_file_read(path, 80, BC_FILE_TEXT | BC_FILE_FOLLOW, &text, &len)) != 0) {
+		if (rc == BC_ERR_LIMIT || (rc == BC_ERR_INVALID && errno == EILSEQ))
+			snprintf(err, errlen, "%s: expected 64 hex characters (the server secret)",
+			         path);
+		else
+			snprintf(err, errlen, "%s: %s (better-compute init writes it)", path,
+			         strerror(errno));
 		return BC_ERR_CONFIG;
 	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		n = 0;
-	buf[n] = 0;
-	while (n > 0 && isspace((unsigned char)buf[n - 1]))
-		buf[--n] = 0;
-	int rc = (n == 64) ? bc_hex_decode_to(buf, out, 32) : BC_ERR_INVALID;
-	OPENSSL_cleanse(buf, sizeof(buf));
+	for (n = len; n > 0 && isspace((unsigned char)text[n - 1]);)
+		text[--n] = 0;
+	rc = (n == 64) ? bc_hex_decode_to(text, out, 32) : BC_ERR_INVALID;
+	bc_freezero(text, len + 1);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: expected 64 hex characters (the server secret)", path);
 		return BC_ERR_CONFIG;

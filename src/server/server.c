@@ -111,7 +111,8 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 
 	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
 		return rc;
-	if ((rc = bc_file_read(cfg->pki_bundle, BUNDLE_MAX, BC_FILE_TEXT, &text_, &len)) != 0) {
+	if ((rc = bc_file_read(cfg->pki_bundle, BUNDLE_MAX, BC_FILE_TEXT | BC_FILE_FOLLOW, &text_,
+	                       &len)) != 0) {
 		snprintf(err, errlen,
 		         "%s: cannot read the PKI bundle (%s); `better-compute pki init "
 		         "--config %s` writes it",
@@ -165,8 +166,10 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	int rc;
 
 	if (cfg->tls_cert) {
-		if (bc_file_read(cfg->tls_cert, BUNDLE_MAX, BC_FILE_TEXT, &cert, &len) != 0 ||
-		    bc_file_read(cfg->tls_key, BUNDLE_MAX, BC_FILE_TEXT, &key, &len) != 0) {
+		if (bc_file_read(cfg->tls_cert, BUNDLE_MAX, BC_FILE_TEXT | BC_FILE_FOLLOW, &cert,
+		                 &len) != 0 ||
+		    bc_file_read(cfg->tls_key, BUNDLE_MAX, BC_FILE_TEXT | BC_FILE_FOLLOW, &key,
+		                 &len) != 0) {
 			snprintf(err, errlen, "[tls]: cannot read %s or %s", cfg->tls_cert,
 			         cfg->tls_key);
 			free(cert);

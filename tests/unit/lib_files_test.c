@@ -99,6 +99,16 @@ static void test_read_refusals(void **state)
 	assert_int_equal(bc_file_read(link, 16, 0, &out, &len), BC_ERR_INVALID);
 	assert_int_equal(errno, ELOOP);
 	assert_null(out);
+	/* an operator's configuration may be linked into place, to a regular file only */
+	assert_int_equal(bc_file_read(link, 16, BC_FILE_FOLLOW, &out, &len), 0);
+	assert_int_equal(len, 3);
+	free(out);
+	out = NULL;
+	snprintf(link, sizeof(link), "%s/devlink", d->path);
+	assert_int_equal(symlink("/dev/null", link), 0);
+	assert_int_equal(bc_file_read(link, 16, BC_FILE_FOLLOW, &out, &len), BC_ERR_INVALID);
+	assert_int_equal(errno, EINVAL);
+	assert_null(out);
 
 	assert_int_equal(bc_file_read(d->path, 16, 0, &out, &len), BC_ERR_INVALID);
 	assert_int_equal(errno, EINVAL);
