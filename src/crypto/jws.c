@@ -120,10 +120,10 @@ static int jwk_parse(const json_t *o, struct jwk *k)
 	const char *kty, *kid, *s;
 	int rc;
 
+	memset(k, 0, sizeof(*k));
 	if (!json_is_object(o) || bc_json_get_string(o, "kty", &kty) != 0 ||
 	    bc_json_get_string(o, "kid", &kid) != 0 || kid[0] == 0 || strlen(kid) >= BC_JWS_KID_MAX)
 		return BC_ERR_INVALID;
-	memset(k, 0, sizeof(*k));
 	snprintf(k->kid, sizeof(k->kid), "%s", kid);
 	if ((rc = bc_json_get_string(o, "alg", &s)) == 0 && strlen(s) < sizeof(k->alg))
 		snprintf(k->alg, sizeof(k->alg), "%s", s);
