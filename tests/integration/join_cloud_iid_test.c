@@ -200,17 +200,19 @@ static char *gcp_jwt(const struct gcp *g, const struct csr *c)
 	int64_t now = bc_now_ms() / 1000;
 
 	snprintf(aud, sizeof(aud), "https://bc.test#%s", c->hex);
-	snprintf(hdr, sizeof(hdr), "{\"alg\":\"%s\",\"kid\":\"%s\",\"typ\":\"JWT\"%s}", g->alg, g->kid,
-	         g->extra_header ? g->extra_header : "");
+	snprintf(hdr, sizeof(hdr), "{\"alg\":\"%s\",\"kid\":\"%s\",\"typ\":\"JWT\"%s}", g->alg,
+	         g->kid, g->extra_header ? g->extra_header : "");
 	if (g->no_google)
 		snprintf(body, sizeof(body),
-		         "{\"iss\":\"%s\",\"aud\":\"%s\",\"iat\":%lld,\"exp\":%lld,\"sub\":\"1\"}", g->iss,
-		         g->aud ? g->aud : aud, (long long)(now + g->iat_off_s),
+		         "{\"iss\":\"%s\",\"aud\":\"%s\",\"iat\":%lld,\"exp\":%lld,\"sub\":\"1\"}",
+		         g->iss, g->aud ? g->aud : aud, (long long)(now + g->iat_off_s),
 		         (long long)(now + g->exp_off_s));
 	else
 		snprintf(body, sizeof(body),
-		         "{\"iss\":\"%s\",\"aud\":\"%s\",\"azp\":\"1\",\"email\":\"x@test\",\"iat\":%lld,"
-		         "\"exp\":%lld,\"sub\":\"1\",\"google\":{\"compute_engine\":{\"project_id\":\"%s\","
+		         "{\"iss\":\"%s\",\"aud\":\"%s\",\"azp\":\"1\",\"email\":\"x@test\","
+		         "\"iat\":%lld,"
+		         "\"exp\":%lld,\"sub\":\"1\",\"google\":{\"compute_engine\":{\"project_"
+		         "id\":\"%s\","
 		         "\"project_number\":42,\"zone\":\"europe-west1-b\",\"instance_id\":\"%s\","
 		         "\"instance_name\":\"vm\"}}}",
 		         g->iss, g->aud ? g->aud : aud, (long long)(now + g->iat_off_s),
@@ -249,16 +251,18 @@ static void test_gcp_admits_once(void **state)
 	assert_int_equal(join(&c, ev, node), 0);
 	/* bound to the node, and the use kept forever */
 	bc_param q[] = {BC_TEXT(node)};
-	assert_int_equal(bct_count(&cp,
-	                           "SELECT COUNT(*) FROM node_bindings WHERE kind = 'cloud-iid' AND "
-	                           "node_id = $1",
-	                           q, 1),
-	                 1);
-	assert_int_equal(bct_count(&cp,
-	                           "SELECT COUNT(*) FROM attestation_uses WHERE attestor = 'cloud-iid' "
-	                           "AND expires_at IS NULL",
-	                           NULL, 0) >= 1,
-	                 1);
+	assert_int_equal(
+	    bct_count(&cp,
+	              "SELECT COUNT(*) FROM node_bindings WHERE kind = 'cloud-iid' AND "
+	              "node_id = $1",
+	              q, 1),
+	    1);
+	assert_int_equal(
+	    bct_count(&cp,
+	              "SELECT COUNT(*) FROM attestation_uses WHERE attestor = 'cloud-iid' "
+	              "AND expires_at IS NULL",
+	              NULL, 0) >= 1,
+	    1);
 	/* the same token again, and a fresh token for the same instance and a new CSR */
 	assert_int_equal(join(&c, ev, NULL), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), BC_R_INSTANCE_REUSED);
@@ -339,7 +343,11 @@ static void test_evidence_refusals(void **state)
 {
 	struct csr c;
 	static const char *const bad[] = {
-	    "", "{}", "[]", "{\"provider\":\"gcp\"}", "{\"provider\":\"gcp\",\"document\":\"\"}",
+	    "",
+	    "{}",
+	    "[]",
+	    "{\"provider\":\"gcp\"}",
+	    "{\"provider\":\"gcp\",\"document\":\"\"}",
 	    "{\"provider\":\"gcp\",\"document\":\"x\",\"extra\":1}",
 	    "{\"provider\":\"gcp\",\"provider\":\"gcp\",\"document\":\"x\"}",
 	    "{\"provider\":\"gcp\",\"document\":\"x\",\"signature\":\"!!\"}"};
@@ -352,9 +360,11 @@ static void test_evidence_refusals(void **state)
 		assert_int_equal(join(&c, bad[i], NULL), BC_ERR_DENIED);
 		assert_string_equal(bct_last_reason(&cp), BC_R_CLOUD_MALFORMED);
 	}
-	assert_int_equal(join(&c, "{\"provider\":\"azure\",\"document\":\"x\"}", NULL), BC_ERR_DENIED);
+	assert_int_equal(join(&c, "{\"provider\":\"azure\",\"document\":\"x\"}", NULL),
+	                 BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), BC_R_CLOUD_PROVIDER);
-	assert_int_equal(join(&c, "{\"provider\":\"gcp\",\"document\":\"a.b\"}", NULL), BC_ERR_DENIED);
+	assert_int_equal(join(&c, "{\"provider\":\"gcp\",\"document\":\"a.b\"}", NULL),
+	                 BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), BC_R_JWS_MALFORMED);
 	/* a padded token */
 	struct gcp g;
@@ -438,26 +448,26 @@ static const char *oidc_try(const char *iss, const char *claims_tail, EVP_PKEY *
 static void test_oidc(void **state)
 {
 	(void)state;
-	assert_string_equal(
-	    oidc_try("https://oidc.test", ",\"tenant\":\"acme\",\"vm\":{\"id\":\"vm-1\"}", oidc_key),
-	    "");
-	assert_string_equal(
-	    oidc_try("https://oidc.test", ",\"tenant\":\"acme\",\"vm\":{\"id\":\"vm-1\"}", oidc_key),
-	    BC_R_INSTANCE_REUSED);
+	assert_string_equal(oidc_try("https://oidc.test",
+	                             ",\"tenant\":\"acme\",\"vm\":{\"id\":\"vm-1\"}", oidc_key),
+	                    "");
+	assert_string_equal(oidc_try("https://oidc.test",
+	                             ",\"tenant\":\"acme\",\"vm\":{\"id\":\"vm-1\"}", oidc_key),
+	                    BC_R_INSTANCE_REUSED);
 	/* the same instance name in another account is another instance */
-	assert_string_equal(
-	    oidc_try("https://oidc.test", ",\"tenant\":\"other\",\"vm\":{\"id\":\"vm-1\"}", oidc_key),
-	    BC_R_UNKNOWN_INSTANCE);
+	assert_string_equal(oidc_try("https://oidc.test",
+	                             ",\"tenant\":\"other\",\"vm\":{\"id\":\"vm-1\"}", oidc_key),
+	                    BC_R_UNKNOWN_INSTANCE);
 	assert_string_equal(oidc_try("https://oidc.test", ",\"tenant\":\"acme\"", oidc_key),
 	                    BC_R_OIDC_CLAIMS);
-	assert_string_equal(
-	    oidc_try("https://oidc.test", ",\"vm\":{\"id\":\"vm-2\"}", oidc_key), BC_R_OIDC_CLAIMS);
-	assert_string_equal(
-	    oidc_try("https://oidc.test", ",\"tenant\":\"evil\",\"vm\":{\"id\":\"vm-2\"}", oidc_key),
-	    BC_R_OIDC_ACCOUNT);
-	assert_string_equal(
-	    oidc_try("https://oidc.test", ",\"tenant\":\"acme\",\"vm\":{\"id\":\"vm-3\"}", evil_key),
-	    BC_R_JWS_ALG);
+	assert_string_equal(oidc_try("https://oidc.test", ",\"vm\":{\"id\":\"vm-2\"}", oidc_key),
+	                    BC_R_OIDC_CLAIMS);
+	assert_string_equal(oidc_try("https://oidc.test",
+	                             ",\"tenant\":\"evil\",\"vm\":{\"id\":\"vm-2\"}", oidc_key),
+	                    BC_R_OIDC_ACCOUNT);
+	assert_string_equal(oidc_try("https://oidc.test",
+	                             ",\"tenant\":\"acme\",\"vm\":{\"id\":\"vm-3\"}", evil_key),
+	                    BC_R_JWS_ALG);
 	/* an issuer whose JWKS URL does not answer */
 	assert_string_equal(
 	    oidc_try("https://down.test", ",\"tenant\":\"acme\",\"sub\":\"vm-4\"", oidc_key),
@@ -504,7 +514,8 @@ static char *aws_evidence(const char *doc, const uint8_t *sig, size_t siglen, co
 	if (s)
 		snprintf(sigs, sizeof(sigs), ",\"signature\":\"%s\"", s);
 	if (p)
-		snprintf(sigs + strlen(sigs), sizeof(sigs) - strlen(sigs), ",\"rsa2048\":\"%s\"", p);
+		snprintf(sigs + strlen(sigs), sizeof(sigs) - strlen(sigs), ",\"rsa2048\":\"%s\"",
+		         p);
 	assert_true(asprintf(&e, "{\"provider\":\"aws\",\"document\":%s%s}", d, sigs) > 0);
 	free(d);
 	free(s);
@@ -550,7 +561,8 @@ static void test_aws(void **state)
 	/* rsa2048, then signature alone, each its own instance */
 	doc = aws_doc("111111111111", "i-0a1", "us-east-1", -60);
 	assert_string_equal(aws_signed(doc, use1_key, use1_cert, 1, "SHA256"), "");
-	assert_string_equal(aws_signed(doc, use1_key, use1_cert, 1, "SHA256"), BC_R_INSTANCE_REUSED);
+	assert_string_equal(aws_signed(doc, use1_key, use1_cert, 1, "SHA256"),
+	                    BC_R_INSTANCE_REUSED);
 	free(doc);
 	doc = aws_doc("111111111111", "i-0a2", "us-west-2", -60);
 	assert_string_equal(aws_signed(doc, west_key, west_cert, 0, NULL), "");
@@ -581,14 +593,16 @@ static void test_aws(void **state)
 	assert_string_equal(aws_signed(doc, use1_key, use1_cert, 1, "SHA256"), BC_R_AWS_ACCOUNT);
 	free(doc);
 	doc = aws_doc("222222222222", id, "us-east-1", -60);
-	assert_string_equal(aws_signed(doc, use1_key, use1_cert, 1, "SHA256"), BC_R_UNKNOWN_INSTANCE);
+	assert_string_equal(aws_signed(doc, use1_key, use1_cert, 1, "SHA256"),
+	                    BC_R_UNKNOWN_INSTANCE);
 	free(doc);
 	/* not the document's JSON; no signature at all */
-	assert_string_equal(aws_signed("{\"accountId\":\"111111111111\"}", use1_key, use1_cert, 0, NULL),
-	                    BC_R_AWS_MALFORMED);
-	assert_string_equal(aws_signed("{\"accountId\":\"111111111111\"}", use1_key, use1_cert, 1,
-	                               "SHA256"),
-	                    BC_R_AWS_MALFORMED);
+	assert_string_equal(
+	    aws_signed("{\"accountId\":\"111111111111\"}", use1_key, use1_cert, 0, NULL),
+	    BC_R_AWS_MALFORMED);
+	assert_string_equal(
+	    aws_signed("{\"accountId\":\"111111111111\"}", use1_key, use1_cert, 1, "SHA256"),
+	    BC_R_AWS_MALFORMED);
 	doc = aws_doc("111111111111", id, "us-east-1", -60);
 	char *ev = aws_evidence(doc, NULL, 0, NULL, 0);
 	assert_string_equal(aws_try(ev, NULL), BC_R_AWS_MALFORMED);
@@ -621,11 +635,12 @@ static void test_aws_identity_from_verified_bytes(void **state)
 	bc_buf_free(&b);
 	bc_hex_encode_to(d, 32, hex);
 	bc_param q[] = {BC_TEXT(hex), BC_TEXT(node)};
-	assert_int_equal(bct_count(&cp,
-	                           "SELECT COUNT(*) FROM node_bindings WHERE kind = 'cloud-iid' AND "
-	                           "key = $1 AND node_id = $2",
-	                           q, 2),
-	                 1);
+	assert_int_equal(
+	    bct_count(&cp,
+	              "SELECT COUNT(*) FROM node_bindings WHERE kind = 'cloud-iid' AND "
+	              "key = $1 AND node_id = $2",
+	              q, 2),
+	    1);
 	/* a signature over one document sent with another */
 	assert_non_null(sig = bct_rsa_sign(use1_key, signed_doc, &sl));
 	ev = aws_evidence(other_doc, sig, sl, NULL, 0);

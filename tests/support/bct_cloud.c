@@ -53,9 +53,11 @@ char *bct_jwk(EVP_PKEY *k, const char *kid, const char *alg)
 	if (EVP_PKEY_get_base_id(k) == EVP_PKEY_RSA) {
 		a = b64url_bn(k, OSSL_PKEY_PARAM_RSA_N);
 		b = b64url_bn(k, OSSL_PKEY_PARAM_RSA_E);
-		if (a && b && asprintf(&out, "{\"kty\":\"RSA\",\"kid\":\"%s\",\"use\":\"sig\"%s,"
-		                             "\"n\":\"%s\",\"e\":\"%s\"}",
-		                       kid, algs, a, b) < 0)
+		if (a && b &&
+		    asprintf(&out,
+		             "{\"kty\":\"RSA\",\"kid\":\"%s\",\"use\":\"sig\"%s,"
+		             "\"n\":\"%s\",\"e\":\"%s\"}",
+		             kid, algs, a, b) < 0)
 			out = NULL;
 	} else {
 		uint8_t pt[65];
@@ -63,9 +65,11 @@ char *bct_jwk(EVP_PKEY *k, const char *kid, const char *alg)
 			a = bc_b64url_encode(pt + 1, 32);
 			b = bc_b64url_encode(pt + 33, 32);
 		}
-		if (a && b && asprintf(&out, "{\"kty\":\"EC\",\"kid\":\"%s\",\"crv\":\"P-256\"%s,"
-		                             "\"x\":\"%s\",\"y\":\"%s\"}",
-		                       kid, algs, a, b) < 0)
+		if (a && b &&
+		    asprintf(&out,
+		             "{\"kty\":\"EC\",\"kid\":\"%s\",\"crv\":\"P-256\"%s,"
+		             "\"x\":\"%s\",\"y\":\"%s\"}",
+		             kid, algs, a, b) < 0)
 			out = NULL;
 	}
 	free(a);
@@ -153,8 +157,8 @@ X509 *bct_self_cert(EVP_PKEY *k, const char *cn)
 	    X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL ||
 	    X509_gmtime_adj(X509_getm_notAfter(x), 86400L * 365) == NULL ||
 	    X509_set_pubkey(x, k) != 1 || (n = X509_get_subject_name(x)) == NULL ||
-	    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0) !=
-	        1 ||
+	    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
+	                               0) != 1 ||
 	    X509_set_issuer_name(x, n) != 1 || X509_sign(x, k, EVP_sha256()) == 0) {
 		X509_free(x);
 		return NULL;
@@ -182,8 +186,8 @@ uint8_t *bct_pkcs7(X509 *x, EVP_PKEY *k, const char *doc, const char *md, size_t
 	*len = 0;
 	p7 = PKCS7_sign(NULL, NULL, NULL, NULL, PKCS7_BINARY | PKCS7_PARTIAL | PKCS7_NOCERTS);
 	if (p7 == NULL ||
-	    PKCS7_sign_add_signer(p7, x, k, EVP_get_digestbyname(md), PKCS7_BINARY | PKCS7_NOCERTS) ==
-	        NULL ||
+	    PKCS7_sign_add_signer(p7, x, k, EVP_get_digestbyname(md),
+	                          PKCS7_BINARY | PKCS7_NOCERTS) == NULL ||
 	    PKCS7_final(p7, in, PKCS7_BINARY) != 1 || (n = i2d_PKCS7(p7, NULL)) <= 0 ||
 	    (der = p = malloc((size_t)n)) == NULL || i2d_PKCS7(p7, &p) != n) {
 		free(der);

@@ -126,10 +126,11 @@ static void test_accepts_rs256_and_es256(void **state)
 	/* aud as an array that contains the value */
 	struct bc_jws_policy p = policy();
 	char *pl, *t;
-	assert_true(asprintf(&pl,
-	                     "{\"iss\":\"https://issuer.test\",\"aud\":[\"x\",\"aud#1\"],\"iat\":%lld,"
-	                     "\"exp\":%lld}",
-	                     NOW_S, NOW_S + 60) > 0);
+	assert_true(
+	    asprintf(&pl,
+	             "{\"iss\":\"https://issuer.test\",\"aud\":[\"x\",\"aud#1\"],\"iat\":%lld,"
+	             "\"exp\":%lld}",
+	             NOW_S, NOW_S + 60) > 0);
 	t = token(rsa, "{\"alg\":\"RS256\",\"kid\":\"rsa\"}", pl);
 	assert_string_equal(verdict(t, &p), "");
 	char kid[BC_JWS_KID_MAX];
@@ -179,7 +180,8 @@ static void test_header_refusals(void **state)
 	expect(weak, "{\"alg\":\"RS256\",\"kid\":\"weak\"}", NULL, BC_R_JWS_KEY);
 	expect(ec, "{\"alg\":\"ES256\",\"kid\":\"enc\"}", NULL, BC_R_JWS_KEY);
 	/* duplicate keys in the header */
-	expect(rsa, "{\"alg\":\"RS256\",\"kid\":\"rsa\",\"kid\":\"rsa\"}", NULL, BC_R_JWS_MALFORMED);
+	expect(rsa, "{\"alg\":\"RS256\",\"kid\":\"rsa\",\"kid\":\"rsa\"}", NULL,
+	       BC_R_JWS_MALFORMED);
 }
 
 static void test_signature_refusals(void **state)
@@ -310,42 +312,51 @@ static void test_claim_refusals(void **state)
 	with_claims(C("{\"iss\":\"https://other\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
 	              NOW_S, NOW_S + 60),
 	            BC_R_JWS_ISSUER);
-	with_claims(C("{\"iss\":\"https://issuer.test/\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
-	              NOW_S, NOW_S + 60),
-	            BC_R_JWS_ISSUER);
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#2\",\"iat\":%lld,\"exp\":%lld}",
-	              NOW_S, NOW_S + 60),
-	            BC_R_JWS_AUDIENCE);
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"iat\":%lld,\"exp\":%lld}", NOW_S,
-	              NOW_S + 60),
-	            BC_R_JWS_AUDIENCE);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test/\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
+	      NOW_S, NOW_S + 60),
+	    BC_R_JWS_ISSUER);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#2\",\"iat\":%lld,\"exp\":%lld}",
+	      NOW_S, NOW_S + 60),
+	    BC_R_JWS_AUDIENCE);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"iat\":%lld,\"exp\":%lld}", NOW_S, NOW_S + 60),
+	    BC_R_JWS_AUDIENCE);
 	/* expired beyond the leeway; within it still good; no exp */
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
-	              NOW_S - 200, NOW_S - 61),
-	            BC_R_JWS_EXPIRED);
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
-	              NOW_S - 200, NOW_S - 30),
-	            "");
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
+	      NOW_S - 200, NOW_S - 61),
+	    BC_R_JWS_EXPIRED);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
+	      NOW_S - 200, NOW_S - 30),
+	    "");
 	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld}", NOW_S),
 	            BC_R_JWS_EXPIRED);
 	/* not yet valid: nbf, or iat in the future */
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld,"
-	              "\"nbf\":%lld}",
-	              NOW_S, NOW_S + 600, NOW_S + 120),
-	            BC_R_JWS_NOT_YET_VALID);
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
-	              NOW_S + 120, NOW_S + 600),
-	            BC_R_JWS_NOT_YET_VALID);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld,"
+	      "\"nbf\":%lld}",
+	      NOW_S, NOW_S + 600, NOW_S + 120),
+	    BC_R_JWS_NOT_YET_VALID);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
+	      NOW_S + 120, NOW_S + 600),
+	    BC_R_JWS_NOT_YET_VALID);
 	/* older than max_age, or no iat */
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
-	              NOW_S - 601, NOW_S + 600),
-	            BC_R_JWS_TOO_OLD);
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"exp\":%lld}", NOW_S + 60),
-	            BC_R_JWS_TOO_OLD);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":%lld}",
+	      NOW_S - 601, NOW_S + 600),
+	    BC_R_JWS_TOO_OLD);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"exp\":%lld}", NOW_S + 60),
+	    BC_R_JWS_TOO_OLD);
 	/* times that are not integers */
-	with_claims(C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":\"%lld\"}",
-	              NOW_S, NOW_S + 60),
-	            BC_R_JWS_EXPIRED);
+	with_claims(
+	    C("{\"iss\":\"https://issuer.test\",\"aud\":\"aud#1\",\"iat\":%lld,\"exp\":\"%lld\"}",
+	      NOW_S, NOW_S + 60),
+	    BC_R_JWS_EXPIRED);
 #undef C
 }
 
@@ -390,9 +401,12 @@ static void test_jwks_parsing(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_accepts_rs256_and_es256), cmocka_unit_test(test_alg_refusals),
-	    cmocka_unit_test(test_header_refusals),         cmocka_unit_test(test_signature_refusals),
-	    cmocka_unit_test(test_encoding_refusals),       cmocka_unit_test(test_claim_refusals),
+	    cmocka_unit_test(test_accepts_rs256_and_es256),
+	    cmocka_unit_test(test_alg_refusals),
+	    cmocka_unit_test(test_header_refusals),
+	    cmocka_unit_test(test_signature_refusals),
+	    cmocka_unit_test(test_encoding_refusals),
+	    cmocka_unit_test(test_claim_refusals),
 	    cmocka_unit_test(test_jwks_parsing),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
