@@ -51,8 +51,8 @@ static void cloud_free(void *ctx)
 
 /* GET (or method) base+path into *out; 200 only. */
 static int get(const struct cloud *c, const char *def_base, const char *path, const char *method,
-               const char *const *hdrs, size_t nh, char **out, size_t *len, long *status,
-               char *err, size_t errlen)
+               const char *const *hdrs, size_t nh, char **out, size_t *len, long *status, char *err,
+               size_t errlen)
 {
 	char url[URL_MAX];
 	int rc;
@@ -164,8 +164,8 @@ static int aws_parts(const struct cloud *c, char **doc, char **sig, char **p7, c
 		free(*p7);
 		*p7 = NULL;
 	}
-	if ((rc = get(c, AWS_BASE, "/latest/dynamic/instance-identity/signature", NULL, hdrs, 1, sig,
-	              &len, &st, err, errlen)) != 0)
+	if ((rc = get(c, AWS_BASE, "/latest/dynamic/instance-identity/signature", NULL, hdrs, 1,
+	              sig, &len, &st, err, errlen)) != 0)
 		return rc;
 	if (st != 200) {
 		free(*sig);
@@ -195,7 +195,8 @@ static int oidc_token(const struct cloud *c, const uint8_t csr_sha256[static 32]
 		if ((rc = bcd_read_file(c->token_file, DOC_MAX, out, &len, &m)) != 0)
 			snprintf(err, errlen, "%s", m.text);
 	} else {
-		if ((aud = audience_for(c, csr_sha256)) == NULL || (buf = malloc(DOC_MAX + 1)) == NULL) {
+		if ((aud = audience_for(c, csr_sha256)) == NULL ||
+		    (buf = malloc(DOC_MAX + 1)) == NULL) {
 			free(aud);
 			return BC_ERR_NOMEM;
 		}
@@ -277,27 +278,32 @@ int bcd_cloud_producer_new(const struct bcd_config *cfg, const char *provider,
 	*out = NULL;
 	provider = provider ? provider : cfg->cloud_provider;
 	token_file = token_file ? token_file : cfg->cloud_token_file;
-	if (provider == NULL || (strcmp(provider, "gcp") && strcmp(provider, "aws") &&
-	                         strcmp(provider, "oidc"))) {
-		snprintf(err, errlen, "--attestor cloud-iid needs --provider gcp, aws or oidc (or "
-		                      "[cloud] provider)");
+	if (provider == NULL ||
+	    (strcmp(provider, "gcp") && strcmp(provider, "aws") && strcmp(provider, "oidc"))) {
+		snprintf(err, errlen,
+		         "--attestor cloud-iid needs --provider gcp, aws or oidc (or "
+		         "[cloud] provider)");
 		return BC_ERR_INVALID;
 	}
 	if (strcmp(provider, "aws") != 0 && cfg->cloud_audience == NULL) {
-		snprintf(err, errlen, "%s: [cloud] audience is required for --provider %s: the "
-		                      "audience the control plane's [attestors.cloud-iid.%s] expects",
+		snprintf(err, errlen,
+		         "%s: [cloud] audience is required for --provider %s: the "
+		         "audience the control plane's [attestors.cloud-iid.%s] expects",
 		         cfg->path, provider, provider);
 		return BC_ERR_CONFIG;
 	}
-	if (strcmp(provider, "oidc") == 0 && token_file == NULL && cfg->cloud_token_command == NULL) {
-		snprintf(err, errlen, "--provider oidc needs --identity-token-file or [cloud] "
-		                      "identity_token_command");
+	if (strcmp(provider, "oidc") == 0 && token_file == NULL &&
+	    cfg->cloud_token_command == NULL) {
+		snprintf(err, errlen,
+		         "--provider oidc needs --identity-token-file or [cloud] "
+		         "identity_token_command");
 		return BC_ERR_CONFIG;
 	}
 	if (cfg->cloud_metadata_url &&
 	    !bc_fetch_url_allowed(cfg->cloud_metadata_url, BC_FETCH_HTTP_LOOPBACK)) {
-		snprintf(err, errlen, "%s: [cloud] metadata_url must be https or a loopback http URL "
-		                      "(it is for tests)",
+		snprintf(err, errlen,
+		         "%s: [cloud] metadata_url must be https or a loopback http URL "
+		         "(it is for tests)",
 		         cfg->path);
 		return BC_ERR_CONFIG;
 	}
@@ -306,8 +312,9 @@ int bcd_cloud_producer_new(const struct bcd_config *cfg, const char *provider,
 		return BC_ERR_NOMEM;
 	}
 	snprintf(c->provider, sizeof(c->provider), "%s", provider);
-	if (dup_opt(&c->audience, cfg->cloud_audience) || dup_opt(&c->base, cfg->cloud_metadata_url) ||
-	    dup_opt(&c->token_file, token_file) || dup_opt(&c->token_command, cfg->cloud_token_command)) {
+	if (dup_opt(&c->audience, cfg->cloud_audience) ||
+	    dup_opt(&c->base, cfg->cloud_metadata_url) || dup_opt(&c->token_file, token_file) ||
+	    dup_opt(&c->token_command, cfg->cloud_token_command)) {
 		cloud_free(c);
 		free(p);
 		return BC_ERR_NOMEM;

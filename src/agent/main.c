@@ -51,8 +51,9 @@ struct opt {
 };
 
 static const struct opt options[] = {
-    {"config", 1, C_ALL}, {"token-file", 1, C_JOIN}, {"attestor", 1, C_JOIN},
-    {"reset", 0, C_JOIN}, {"yes", 0, C_JOIN},        {"json", 0, C_STATUS},
+    {"config", 1, C_ALL},    {"token-file", 1, C_JOIN},
+    {"attestor", 1, C_JOIN}, {"reset", 0, C_JOIN},
+    {"yes", 0, C_JOIN},      {"json", 0, C_STATUS},
     {"provider", 1, C_JOIN}, {"identity-token-file", 1, C_JOIN},
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -164,10 +165,9 @@ static int parse_args(int argc, char **argv, const struct bcd_cmd **cmd, struct 
 		return BC_ERR_INVALID;
 	}
 	/* options given before the command: check them against it now */
-	if (*cmd != NULL &&
-	    ((o->token_file || o->attestor || o->reset || o->yes || o->provider ||
-	      o->identity_token_file) &&
-	     (*cmd)->bit != C_JOIN)) {
+	if (*cmd != NULL && ((o->token_file || o->attestor || o->reset || o->yes || o->provider ||
+	                      o->identity_token_file) &&
+	                     (*cmd)->bit != C_JOIN)) {
 		bcd_say(m, "--token-file, --attestor, --reset and --yes go with bcd join only");
 		return BC_ERR_INVALID;
 	}
