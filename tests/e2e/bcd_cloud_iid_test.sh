@@ -90,6 +90,25 @@ done
 n=$(bc --json events list --type security.join.refused | grep -o instance-reused | wc -l)
 [ "$n" -ge 3 ] || fail "instance-reused refusals: $n: $(bc --json events list --type security.join.refused)"
 
+# daemon install-script --attestor cloud-iid --provider aws: [cloud] in the config, a join
+# with no token (another instance of the metadata server: /i2), then the units
+cat >usertool <<'SH'
+#!/bin/sh
+exit 0
+SH
+chmod +x usertool
+bc daemon install-script --attestor cloud-iid --provider aws --bcd-path "$BIN/bcd" \
+	--data-dir "$T/root/var/lib/bcd" >install.sh
+grep -q '^provider = "aws"$' install.sh || fail "no [cloud] provider in the script's config"
+sed -i "s|^provider = \"aws\"\$|&\nmetadata_url = \"http://127.0.0.1:$MPORT/i2\"|" install.sh
+mkdir -p root
+BCD_ROOT=$T/root SYSTEMCTL=true USERADD=$T/usertool GPASSWD=$T/usertool GETENT=$T/usertool \
+	CHOWN=$T/usertool sh install.sh </dev/null >install.out 2>&1 || fail "install: $(cat install.out)"
+grep -q '^joined as node_' install.out || fail "install-script join: $(cat install.out)"
+rc=0
+bc daemon install-script --attestor cloud-iid --provider gcp --bcd-path "$BIN/bcd" >/dev/null 2>usage.out || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--audience" usage.out || fail "gcp without --audience: $rc $(cat usage.out)"
+
 # usage: no provider; metadata_url off loopback
 cloud_machine u
 rc=0

@@ -10,6 +10,8 @@ keys it makes itself (never a real provider's).
            /latest/dynamic/instance-identity/{document,signature,rsa2048} with
            X-aws-ec2-metadata-token
       OIDC GET /oidc/jwks: the OIDC issuer's key set
+      Every path may start with /i<N>: the same endpoints for another instance (ids
+      with "-N"), so one server stands for several VMs.
   cloud_metadata.py oidc-token DIR       prints an ES256 token for $BCD_AUDIENCE
 """
 import base64
@@ -17,6 +19,7 @@ import datetime
 import http.server
 import json
 import os
+import re
 import secrets
 import sys
 import time
@@ -108,7 +111,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b)
 
+    def instance(self):
+        """Strips a leading /i<N> from self.path: "" or "-N"."""
+        m = re.match(r"^/i([0-9]+)(/.*)$", self.path)
+        if m is None:
+            return ""
+        self.path = m.group(2)
+        return "-" + m.group(1)
+
     def do_PUT(self):
+        self.instance()
         if self.path != "/latest/api/token" or not self.headers.get(
                 "X-aws-ec2-metadata-token-ttl-seconds"):
             return self.answer(400, "bad request")
@@ -117,16 +129,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(200, t)
 
     def do_GET(self):
+        n = self.instance()
         u = urllib.parse.urlsplit(self.path)
         if u.path == "/computeMetadata/v1/instance/service-accounts/default/identity":
-            return self.gcp(urllib.parse.parse_qs(u.query))
+            return self.gcp(urllib.parse.parse_qs(u.query), n)
         if u.path.startswith("/latest/dynamic/instance-identity/"):
-            return self.aws(u.path.rsplit("/", 1)[1])
+            return self.aws(u.path.rsplit("/", 1)[1], n)
         if u.path == "/oidc/jwks":
             return self.answer(200, json.dumps(oidc_jwks(self.server.oidc)), "application/json")
         self.answer(404, "not found")
 
-    def gcp(self, q):
+    def gcp(self, q, n):
         if self.headers.get("Metadata-Flavor") != "Google":
             return self.answer(403, "Metadata-Flavor: Google required")
         if q.get("format") != ["full"] or len(q.get("audience", [])) != 1:
@@ -136,14 +149,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                   "email": "vm@e2e.test", "iat": now, "exp": now + 3600, "sub": "1",
                   "google": {"compute_engine": {
                       "project_id": PROJECT, "project_number": 42, "zone": "europe-west1-b",
-                      "instance_id": INSTANCE, "instance_name": "vm-e2e",
+                      "instance_id": INSTANCE + n, "instance_name": "vm-e2e",
                       "instance_creation_timestamp": now - 60}}}
         self.answer(200, jwt(self.server.gcp, "e2e-g1", "RS256", claims))
 
-    def aws(self, part):
+    def aws(self, part, n):
         if self.headers.get("X-aws-ec2-metadata-token") not in Handler.sessions:
             return self.answer(401, "IMDSv2 session token required")
-        doc = self.server.document
+        doc = self.server.documents.setdefault(n, aws_document(n))
         if part == "document":
             return self.answer(200, doc, "application/json")
         if part == "signature":
@@ -158,11 +171,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(404, "not found")
 
 
-def aws_document():
+def aws_document(n):
     pending = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=2)
     return json.dumps({"accountId": ACCOUNT, "architecture": "x86_64",
                        "availabilityZone": REGION + "a", "imageId": "ami-e2e",
-                       "instanceId": "i-0e2e", "instanceType": "t3.micro",
+                       "instanceId": "i-0e2e" + n, "instanceType": "t3.micro",
                        "pendingTime": pending.strftime("%Y-%m-%dT%H:%M:%SZ"),
                        "privateIp": "10.0.0.7", "region": REGION, "version": "2017-09-30"},
                       indent=2).encode()
@@ -171,7 +184,7 @@ def aws_document():
 def serve(d, portfile):
     gcp, aws, cert, oidc = make_keys(d)
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.gcp, srv.aws, srv.cert, srv.oidc, srv.document = gcp, aws, cert, oidc, aws_document()
+    srv.gcp, srv.aws, srv.cert, srv.oidc, srv.documents = gcp, aws, cert, oidc, {}
     with open(portfile + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
     os.rename(portfile + ".tmp", portfile)
