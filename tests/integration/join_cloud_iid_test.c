@@ -704,6 +704,17 @@ static void test_two_replicas_admit_an_instance_once(void **state)
 	}
 	assert_int_equal(admitted, 1);
 	assert_int_equal(refused, 15);
+	/* every refusal, on either replica, is the instance joining again */
+	size_t seen = 0;
+	struct bct_cp *both[] = {&cp, &replica};
+	for (int k = 0; k < 2; k++) {
+		struct bct_cp *x = both[k];
+		pthread_mutex_lock(&x->mu);
+		for (size_t i = 0; i < x->n_refusals; i++)
+			seen += strcmp(x->refusals[i].reason, BC_R_INSTANCE_REUSED) == 0;
+		pthread_mutex_unlock(&x->mu);
+	}
+	assert_true(seen >= 15);
 	bct_cp_stop(&replica);
 	free(ev);
 	free(jwt);
