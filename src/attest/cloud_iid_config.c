@@ -262,21 +262,25 @@ static int load_oidc_one(const bc_toml *t, const char *table, const char *id, st
 	return jwt_common(t, table, p, NULL, "accounts", err, errlen);
 }
 
-static int load_oidc(const bc_toml *t, const char *table, struct cloud_cfg *c, char *err,
-                     size_t errlen)
+typedef int (*table_fn)(const bc_toml *t, const char *table, const char *name, struct cloud_cfg *c,
+                        char *err, size_t errlen);
+
+/* fn for each [table.<name>]; table itself may hold no keys. */
+static int each_table(const bc_toml *t, const char *table, const char *what, table_fn fn,
+                      struct cloud_cfg *c, char *err, size_t errlen)
 {
-	const char *const *ids;
+	const char *const *names;
 	char sub[512];
 	size_t n;
 	int rc;
 
-	if (bc_toml_keys(t, table, &ids, &n) == 0 && n > 0)
-		return fail(err, errlen, table, ids[0], "expected [oidc.<id>] tables only");
-	if (bc_toml_tables(t, table, &ids, &n) != 0)
+	if (bc_toml_keys(t, table, &names, &n) == 0 && n > 0)
+		return fail(err, errlen, table, names[0], what);
+	if (bc_toml_tables(t, table, &names, &n) != 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		if ((rc = sub_table(sub, sizeof(sub), table, ids[i])) != 0 ||
-		    (rc = load_oidc_one(t, sub, ids[i], c, err, errlen)) != 0)
+		if ((rc = sub_table(sub, sizeof(sub), table, names[i])) != 0 ||
+		    (rc = fn(t, sub, names[i], c, err, errlen)) != 0)
 			return rc;
 	}
 	return 0;
@@ -426,26 +430,18 @@ static int load_rule(const bc_toml *t, const char *table, const char *name, stru
 	return 0;
 }
 
-static int load_rules(const bc_toml *t, const char *table, struct cloud_cfg *c, char *err,
-                      size_t errlen)
+static int add_rule(const bc_toml *t, const char *table, const char *name, struct cloud_cfg *c,
+                    char *err, size_t errlen)
 {
-	const char *const *names;
-	char sub[512];
-	size_t n;
-	int rc;
+	struct resolve_rule *r;
 
-	if (bc_toml_keys(t, table, &names, &n) == 0 && n > 0)
-		return fail(err, errlen, table, names[0], "expected [resolve.<name>] tables only");
-	if (bc_toml_tables(t, table, &names, &n) != 0 || n == 0)
-		return 0;
-	if ((c->rules = calloc(n, sizeof(*c->rules))) == NULL)
+	if (c->n_rules == CLOUD_LIST_MAX)
+		return fail(err, errlen, table, name, "at most 256 resolve rules");
+	if ((r = realloc(c->rules, (c->n_rules + 1) * sizeof(*r))) == NULL)
 		return BC_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if ((rc = sub_table(sub, sizeof(sub), table, names[i])) != 0 ||
-		    (rc = load_rule(t, sub, names[i], &c->rules[c->n_rules++], err, errlen)) != 0)
-			return rc;
-	}
-	return 0;
+	c->rules = r;
+	memset(&r[c->n_rules], 0, sizeof(*r));
+	return load_rule(t, table, name, &r[c->n_rules++], err, errlen);
 }
 
 static int load_roles(const bc_toml *t, const char *table, struct cloud_cfg *c, char *err,
@@ -490,10 +486,12 @@ static int load(const bc_toml *t, const char *table, struct cloud_cfg *c, char *
 	if (bc_toml_has_table(t, sub) && (rc = load_aws(t, sub, c, err, errlen)) != 0)
 		return rc;
 	snprintf(sub, sizeof(sub), "%s.oidc", table);
-	if (bc_toml_has_table(t, sub) && (rc = load_oidc(t, sub, c, err, errlen)) != 0)
+	if ((rc = each_table(t, sub, "expected [oidc.<id>] tables only", load_oidc_one, c, err,
+	                     errlen)) != 0)
 		return rc;
 	snprintf(sub, sizeof(sub), "%s.resolve", table);
-	if ((rc = load_rules(t, sub, c, err, errlen)) != 0)
+	if ((rc = each_table(t, sub, "expected [resolve.<name>] tables only", add_rule, c, err,
+	                     errlen)) != 0)
 		return rc;
 	if (c->gcp == NULL && c->aws == NULL && c->n_oidc == 0)
 		return fail(err, errlen, table, "gcp/aws/oidc",
