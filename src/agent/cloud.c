@@ -21,6 +21,7 @@
 #include "bc/fetch.h"
 #include "bc/json.h"
 #include "bc/proc.h"
+#include "bc/wire.h"
 
 #define GCP_BASE  "http://metadata.google.internal"
 #define AWS_BASE  "http://169.254.169.254"
@@ -81,7 +82,7 @@ static char *audience_for(const struct cloud *c, const uint8_t csr_sha256[static
 	char hex[65], *a = NULL;
 
 	bc_hex_encode_to(csr_sha256, 32, hex);
-	if (asprintf(&a, "%s#%s", c->audience, hex) < 0)
+	if (asprintf(&a, "%s" BC_WIRE_CLOUD_AUDIENCE_SEP "%s", c->audience, hex) < 0)
 		return NULL;
 	return a;
 }
@@ -319,7 +320,7 @@ int bcd_cloud_producer_new(const struct bcd_config *cfg, const char *provider,
 		free(p);
 		return BC_ERR_NOMEM;
 	}
-	p->attestor = "cloud-iid";
+	p->attestor = BC_WIRE_ATTESTOR_CLOUD_IID;
 	p->ctx = c;
 	p->evidence = evidence;
 	p->answer = answer;

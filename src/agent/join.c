@@ -400,7 +400,7 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	if (rc != BC_ERR_NOT_FOUND)
 		fprintf(stderr, BCD_NAME ": the identity does not load (%s); joining again\n",
 		        why.text);
-	if (strcmp(attestor, "cloud-iid") == 0)
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) == 0)
 		rc = bcd_cloud_producer_new(&cfg, o->provider, o->identity_token_file, &pr, m->text,
 		                            sizeof(m->text));
 	else

@@ -119,7 +119,7 @@ static int jwt_verify(struct jwt_provider *p, const struct bc_join_input *in, co
 	int rc;
 
 	bc_hex_encode_to(in->csr_sha256, 32, csr_hex);
-	snprintf(aud, sizeof(aud), "%s#%s", p->audience, csr_hex);
+	snprintf(aud, sizeof(aud), "%s" BC_WIRE_CLOUD_AUDIENCE_SEP "%s", p->audience, csr_hex);
 	struct bc_jws_policy pol = {.algs = p->algs,
 	                            .n_algs = p->n_algs,
 	                            .issuer = p->issuer,

@@ -12,8 +12,9 @@
 #include "bc/attestor.h"
 #include "bc/jws.h"
 #include "bc/toml.h"
+#include "bc/wire.h"
 
-#define CLOUD_ID           "cloud-iid"
+#define CLOUD_ID           BC_WIRE_ATTESTOR_CLOUD_IID
 #define CLOUD_BINDING_KIND "cloud-iid"
 #define CLOUD_GCP_ISSUER   "https://accounts.google.com"
 #define CLOUD_GCP_JWKS     "https://www.googleapis.com/oauth2/v3/certs"

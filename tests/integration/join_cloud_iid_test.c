@@ -22,6 +22,7 @@
 #include "bc/pki.h"
 #include "bc/reasons.h"
 #include "bc/wire.h"
+#include "bc/x509pop.h"
 #include "bct_cloud.h"
 #include "bctest.h"
 
@@ -278,6 +279,52 @@ static void test_gcp_admits_once(void **state)
 	free(jwt);
 	csr_free(&c);
 	csr_free(&c2);
+}
+
+/* A known instance whose certificate expired re-joins with x509pop, as the same node. */
+static void test_known_instance_rejoins_with_x509pop(void **state)
+{
+	struct bc_join_answer first, again;
+	struct gcp g;
+	struct csr c, next;
+	char *jwt, *ev, *pop;
+	uint8_t d[32];
+	(void)state;
+
+	gcp_defaults(&g);
+	csr_new(&c);
+	jwt = gcp_jwt(&g, &c);
+	ev = jwt_evidence("gcp", jwt);
+	struct bct_join_opts jo = {.attestor = "cloud-iid",
+	                           .key = c.key,
+	                           .csr = c.der,
+	                           .csr_len = c.len,
+	                           .attestation = (const uint8_t *)ev,
+	                           .attestation_len = strlen(ev)};
+	assert_int_equal(bct_join(&cp, &jo, &first), 0);
+	/* two days later */
+	bc_clock_set_offset_ms(48LL * 3600 * 1000);
+	csr_new(&next);
+	assert_int_equal(bc_sha256(next.der, next.len, d), 0);
+	assert_int_equal(bc_x509pop_evidence(first.chain, first.chain_lens, first.n_chain, c.key,
+	                                     first.node_id, d, bc_now_ms(), &pop),
+	                 0);
+	struct bct_join_opts po = {.attestor = "x509pop",
+	                           .key = next.key,
+	                           .csr = next.der,
+	                           .csr_len = next.len,
+	                           .attestation = (const uint8_t *)pop,
+	                           .attestation_len = strlen(pop)};
+	assert_int_equal(bct_join(&cp, &po, &again), 0);
+	assert_string_equal(again.node_id, first.node_id);
+	bc_clock_set_offset_ms(0);
+	bc_join_answer_free(&first);
+	bc_join_answer_free(&again);
+	free(pop);
+	free(ev);
+	free(jwt);
+	csr_free(&c);
+	csr_free(&next);
 }
 
 static void test_gcp_refusals(void **state)
@@ -728,6 +775,7 @@ int main(void)
 		return BCT_SKIP;
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_gcp_admits_once),
+	    cmocka_unit_test(test_known_instance_rejoins_with_x509pop),
 	    cmocka_unit_test(test_gcp_refusals),
 	    cmocka_unit_test(test_evidence_refusals),
 	    cmocka_unit_test(test_gcp_key_rotation),
