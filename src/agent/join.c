@@ -310,6 +310,20 @@ static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd
 		}
 		unsetenv("BCD_JOIN_TOKEN");
 	}
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) != 0 &&
+	    (o->provider != NULL || o->identity_token_file != NULL)) {
+		bcd_say(m, "--provider and --identity-token-file go with --attestor cloud-iid");
+		return BC_ERR_INVALID;
+	}
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) == 0) {
+		if (o->token_file != NULL) {
+			bcd_say(m,
+			        "--token-file does not go with --attestor cloud-iid: the instance "
+			        "identity is the credential");
+			return BC_ERR_INVALID;
+		}
+		unsetenv("BCD_JOIN_TOKEN");
+	}
 	if (strcmp(attestor, "x509pop") == 0) {
 		if (o->token_file != NULL || o->reset) {
 			bcd_say(

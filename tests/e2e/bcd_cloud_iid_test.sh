@@ -114,6 +114,14 @@ cloud_machine u
 rc=0
 bcd join --config u/config.toml --attestor cloud-iid >u.out 2>&1 || rc=$?
 [ "$rc" != 0 ] && grep -q -- "--provider gcp, aws or oidc" u.out || fail "no provider: $rc $(cat u.out)"
+rc=0
+bcd join --config u/config.toml --provider gcp >u1.out 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--provider and --identity-token-file go with --attestor cloud-iid" u1.out ||
+	fail "--provider without cloud-iid: $rc $(cat u1.out)"
+rc=0
+bcd join --config u/config.toml --attestor cloud-iid --provider gcp --token-file u/config.toml >u1.out 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--token-file does not go with --attestor cloud-iid" u1.out ||
+	fail "--token-file with cloud-iid: $rc $(cat u1.out)"
 sed -i 's|^metadata_url = .*|metadata_url = "http://198.51.100.1"|' u/config.toml
 rc=0
 bcd join --config u/config.toml --attestor cloud-iid --provider gcp >u2.out 2>&1 || rc=$?
