@@ -463,9 +463,25 @@ static void test_gcp_key_rotation(void **state)
 	g.kid = "g3";
 	g.key = evil_key;
 	assert_string_equal(gcp_try(&g), "");
+	/* g1 leaves the file: the cached set still has it for the rest of the hour */
+	write_jwks("gcp.jwks", (const char *const *)&j[1], 1);
+	gcp_defaults(&g);
+	assert_string_equal(gcp_try(&g), "");
+	bc_clock_set_offset_ms(bc_clock_offset_ms() + 3601000);
+	gcp_defaults(&g);
+	assert_string_equal(gcp_try(&g), BC_R_JWS_KID);
+	/* the set as setup wrote it, for the tests after this one (loaded again when the
+	 * clock goes back) */
+	free(j[0]);
+	free(j[1]);
+	j[0] = bct_jwk(gcp_key, "g1", "RS256");
+	j[1] = bct_jwk(weak_key, "weak", NULL);
+	write_jwks("gcp.jwks", (const char *const *)j, 2);
 	free(j[0]);
 	free(j[1]);
 	bc_clock_set_offset_ms(0);
+	gcp_defaults(&g);
+	assert_string_equal(gcp_try(&g), "");
 }
 
 /* ---- OIDC ---- */
