@@ -310,6 +310,20 @@ static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd
 		}
 		unsetenv("BCD_JOIN_TOKEN");
 	}
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) != 0 &&
+	    (o->provider != NULL || o->identity_token_file != NULL)) {
+		bcd_say(m, "--provider and --identity-token-file go with --attestor cloud-iid");
+		return BC_ERR_INVALID;
+	}
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) == 0) {
+		if (o->token_file != NULL) {
+			bcd_say(m,
+			        "--token-file does not go with --attestor cloud-iid: the instance "
+			        "identity is the credential");
+			return BC_ERR_INVALID;
+		}
+		unsetenv("BCD_JOIN_TOKEN");
+	}
 	if (strcmp(attestor, "x509pop") == 0) {
 		if (o->token_file != NULL || o->reset) {
 			bcd_say(
@@ -400,7 +414,12 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	if (rc != BC_ERR_NOT_FOUND)
 		fprintf(stderr, BCD_NAME ": the identity does not load (%s); joining again\n",
 		        why.text);
-	if ((rc = bcd_producer_for(&cfg, attestor, &pr, m->text, sizeof(m->text))) != 0)
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) == 0)
+		rc = bcd_cloud_producer_new(&cfg, o->provider, o->identity_token_file, &pr, m->text,
+		                            sizeof(m->text));
+	else
+		rc = bcd_producer_for(&cfg, attestor, &pr, m->text, sizeof(m->text));
+	if (rc != 0)
 		goto out;
 	if (pr == NULL && (rc = read_token(o, &token, m)) != 0)
 		goto out;

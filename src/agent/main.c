@@ -27,7 +27,9 @@ struct bcd_cmd {
 };
 
 static const struct bcd_cmd commands[] = {
-    {"join", C_JOIN, "[--token-file FILE] [--attestor join-token|tpm|x509pop] [--reset [--yes]]",
+    {"join", C_JOIN,
+     "[--token-file FILE] [--attestor join-token|tpm|x509pop|cloud-iid [--provider "
+     "gcp|aws|oidc] [--identity-token-file FILE]] [--reset [--yes]]",
      "join this machine (the token from --token-file or BCD_JOIN_TOKEN); x509pop: re-join "
      "as the same node with the last certificate",
      bcd_cmd_join},
@@ -49,8 +51,10 @@ struct opt {
 };
 
 static const struct opt options[] = {
-    {"config", 1, C_ALL}, {"token-file", 1, C_JOIN}, {"attestor", 1, C_JOIN},
-    {"reset", 0, C_JOIN}, {"yes", 0, C_JOIN},        {"json", 0, C_STATUS},
+    {"config", 1, C_ALL},    {"token-file", 1, C_JOIN},
+    {"attestor", 1, C_JOIN}, {"reset", 0, C_JOIN},
+    {"yes", 0, C_JOIN},      {"json", 0, C_STATUS},
+    {"provider", 1, C_JOIN}, {"identity-token-file", 1, C_JOIN},
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -80,6 +84,10 @@ static int set_opt(struct bcd_opts *o, const char *name, const char *val)
 		o->token_file = val;
 	else if (strcmp(name, "attestor") == 0)
 		o->attestor = val;
+	else if (strcmp(name, "provider") == 0)
+		o->provider = val;
+	else if (strcmp(name, "identity-token-file") == 0)
+		o->identity_token_file = val;
 	else if (strcmp(name, "reset") == 0)
 		o->reset = 1;
 	else if (strcmp(name, "yes") == 0)
@@ -157,8 +165,9 @@ static int parse_args(int argc, char **argv, const struct bcd_cmd **cmd, struct 
 		return BC_ERR_INVALID;
 	}
 	/* options given before the command: check them against it now */
-	if (*cmd != NULL &&
-	    ((o->token_file || o->attestor || o->reset || o->yes) && (*cmd)->bit != C_JOIN)) {
+	if (*cmd != NULL && ((o->token_file || o->attestor || o->reset || o->yes || o->provider ||
+	                      o->identity_token_file) &&
+	                     (*cmd)->bit != C_JOIN)) {
 		bcd_say(m, "--token-file, --attestor, --reset and --yes go with bcd join only");
 		return BC_ERR_INVALID;
 	}

@@ -123,13 +123,19 @@ static const struct cli_cmd commands[] = {
      "  --bcd-dir DIR        write bcd's DIR/config.toml and DIR/ca.pem instead\n"
      "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n"},
     {"daemon", "install-script",
-     "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm] [--data-dir DIR]",
+     "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm|cloud-iid [--provider "
+     "gcp|aws|oidc] [--audience A]] [--data-dir DIR]",
      "print a sh script that installs or upgrades bcd on a machine and joins it",
-     "bcd-url= bcd-path= attestor= data-dir=", 0, 0, API, cli_cmd_daemon_install_script,
+     "bcd-url= bcd-path= attestor= provider= audience= data-dir=", 0, 0, API,
+     cli_cmd_daemon_install_script,
      "  --bcd-url URL        where the machine downloads the bcd binary (https://)\n"
      "  --bcd-path PATH      or a bcd binary already on the machine\n"
      "  --attestor A         join-token (default: the token on stdin or --token-file) or\n"
      "                       tpm (no token; the script fails early without /dev/tpmrm0)\n"
+     "                       or cloud-iid (no token: the cloud's instance identity)\n"
+     "  --provider P         cloud-iid: gcp, aws or oidc (oidc: set [cloud]\n"
+     "                       identity_token_command in the config before the join)\n"
+     "  --audience A         cloud-iid gcp and oidc: [attestors.cloud-iid.P] audience\n"
      "  --data-dir DIR       bcd's data directory (default /var/lib/bcd)\n"
      "Run the script as root: sh install-bcd.sh < token. Again to upgrade, without a token.\n"},
 };

@@ -332,8 +332,8 @@ int bc_row_token_consume(bc_tx *tx, const char *id, int64_t now_ms)
 int bc_row_use_insert(bc_tx *tx, const char *attestor, const char *subject_hex, int64_t expires_at,
                       int64_t now_ms)
 {
-	bc_param p[] = {BC_TEXT(attestor), BC_TEXT(subject_hex), BC_INT(expires_at),
-	                BC_INT(now_ms)};
+	bc_param p[] = {BC_TEXT(attestor), BC_TEXT(subject_hex),
+	                expires_at < 0 ? BC_NULL : BC_INT(expires_at), BC_INT(now_ms)};
 
 	return bc_tx_exec(
 	    tx,

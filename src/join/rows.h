@@ -147,9 +147,11 @@ BC_WUR int bc_row_token_consume(bc_tx *tx, const char *id, int64_t now_ms);
 
 /* ---- attestation_uses ---- */
 
-/* Records that attestor accepted subject (hex), kept until expires_at so that no
- * replica accepts it again. BC_ERR_CONFLICT when it was recorded before: the caller's
+/* Records that attestor accepted subject (hex), kept until expires_at (negative:
+ * forever, BC_USE_FOREVER) so that no replica accepts it again. BC_ERR_CONFLICT when it was
+ * recorded before: the caller's
  * ...-replay or ...-reused refusal. */
+#define BC_USE_FOREVER (-1)
 BC_WUR int bc_row_use_insert(bc_tx *tx, const char *attestor, const char *subject_hex,
                              int64_t expires_at, int64_t now_ms);
 

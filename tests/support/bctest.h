@@ -50,6 +50,8 @@ void bct_cp_stop(struct bct_cp *cp);
 /* A second replica of cp's control plane: its own listener and refusal hook, cp's
  * store, secret and PKI bundle, with x509pop enabled. Stop it (bct_cp_stop) before cp. */
 int bct_cp_replica(struct bct_cp *cp, struct bct_cp *replica);
+/* The same with extra_toml (attestor tables) in place of [attestors.x509pop]. */
+int bct_cp_replica_toml(struct bct_cp *cp, struct bct_cp *replica, const char *extra_toml);
 bc_store *bct_store(struct bct_cp *cp);
 
 /* Rows made directly in the store. */
