@@ -16,6 +16,7 @@ struct builtin {
 static const struct builtin builtins[] = {
     {"x509pop", bc_attestor_x509pop},
     {"tpm", bc_attestor_tpm},
+    {"provisioned", bc_attestor_provisioned},
     {NULL, NULL},
 };
 

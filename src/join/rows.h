@@ -145,6 +145,41 @@ BC_WUR int bc_row_token_expect(bc_tx *tx, const char *id, char **expect, int *al
  * saw a use left: BC_ERR_INTERNAL when none was, since that is a bug. */
 BC_WUR int bc_row_token_consume(bc_tx *tx, const char *id, int64_t now_ms);
 
+/* A token to write. Borrowed for the call. pool_id, site_id, workflow_id, node_id and
+ * description: NULL or "" for none; expect: a JSON object as text (NULL: "{}"). */
+struct bc_token_write {
+	const char *id;
+	const char *tenant_id;
+	const char *pool_id;
+	const char *site_id;
+	const char *role;
+	const char *secret_hash; /* hex sha256 of the secret */
+	int64_t uses;
+	int64_t expires_at;
+	const char *expect;
+	int allow_reclaim;
+	const char *workflow_id; /* the workflow whose step minted it */
+	const char *node_id;     /* the node it was minted for */
+	const char *description;
+	int64_t now_ms;
+};
+
+/* Inserts the token with uses_left = uses_total = t->uses. */
+BC_WUR int bc_row_token_insert(bc_tx *tx, const struct bc_token_write *t);
+
+/* ---- inventory ---- */
+
+/* Records what a join claimed for node_id at now_ms (MACs, product UUID, serial,
+ * hostname, arch), as a JSON object; a second record of the same node at the same
+ * millisecond replaces the first, so newest-last holds. */
+BC_WUR int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_claims *c,
+                                   int64_t now_ms);
+
+/* The product UUID of node_id's newest inventory record ("" when it claimed none):
+ * 1, or 0 when the node has no record. */
+BC_WUR int bc_row_inventory_newest_uuid(bc_tx *tx, const char *node_id,
+                                        char uuid[BC_ID_MAX]);
+
 /* ---- attestation_uses ---- */
 
 /* Records that attestor accepted subject (hex), kept until expires_at so that no

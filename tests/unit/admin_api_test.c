@@ -669,8 +669,8 @@ static void test_tokens(void **state)
 
 	snprintf(body, sizeof(body),
 	         "{\"role\":\"node\",\"poolId\":\"%s\",\"uses\":3,\"ttlSeconds\":600,"
-	         "\"expect\":{\"mac\":\"aa:bb:cc:dd:ee:0f\",\"productUuid\":"
-	         "\"0123abcd-4567-89ab-cdef-0123456789ab\"},\"allowReclaim\":true,"
+	         "\"expect\":{\"mac\":\"AA-BB-CC-DD-EE-0F\",\"productUuid\":"
+	         "\"0123ABCD-4567-89AB-cdef-0123456789ab\"},\"allowReclaim\":true,"
 	         "\"description\":\"rack 4\"}",
 	         pool);
 	json_t *c = ok(F.root_auth, "POST", "/v1/tenants/root/tokens", body, 201);
@@ -797,9 +797,9 @@ static void test_token_validation(void **state)
 	     "token.expect: expected an object"},
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"ip\":\"1.2.3.4\"}}",
 	     "token.expect.ip: unknown field"},
-	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"AA:BB:CC:DD:EE:FF\"}}",
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa-bb:cc-dd-ee-ff\"}}",
 	     "token.expect.mac"},
-	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa-bb-cc-dd-ee-ff\"}}",
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aabb.ccdd.eeff\"}}",
 	     "token.expect.mac"},
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee\"}}",
 	     "token.expect.mac"},
@@ -808,8 +808,13 @@ static void test_token_validation(void **state)
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee:ff:\"}}",
 	     "token.expect.mac"},
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"productUuid\":"
-	     "\"0123ABCD-4567-89ab-cdef-0123456789ab\"}}",
+	     "\"0123ABCD-4567-89ab-cdef-0123456789a\"}}",
 	     "token.expect.productUuid"},
+	    {"{\"role\":\"provisioned\",\"poolId\":\"@\"}", "token.expect.productUuid"},
+	    {"{\"role\":\"provisioned\",\"poolId\":\"@\",\"uses\":2,\"expect\":{\"productUuid\":"
+	     "\"0123abcd-4567-89ab-cdef-0123456789ab\"}}",
+	     "token.uses"},
+	    {"{\"role\":\"discovery\",\"poolId\":\"@\"}", "token.role"},
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"productUuid\":"
 	     "\"0123abcd45678-9ab-cdef-0123456789ab\"}}",
 	     "token.expect.productUuid"},
