@@ -234,6 +234,7 @@ struct bcd_opts {
 	const char *config;
 	const char *token_file;
 	const char *attestor;
+	const char *role; /* bcd join --role: node (default) or site */
 	int reset;
 	int yes;
 	int json;

@@ -116,7 +116,8 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	}
 	if ((rc = bc_row_token_consume(tx, t.id, in->now_ms)) != 0)
 		return rc;
-	if (target.workflow_id[0] && (rc = bc_provision_target_joined(tx, &target, in->now_ms)) != 0)
+	if (target.workflow_id[0] &&
+	    (rc = bc_provision_target_joined(tx, &target, in->now_ms)) != 0)
 		return rc;
 	admit(&t, &target, out);
 	return 0;

@@ -184,6 +184,9 @@ int cli_cmd_tenants_create(struct cli *c);
 int cli_cmd_daemon_config(struct cli *c);
 /* cli_install.c: daemon config --bcd-dir, and daemon install-script */
 int cli_daemon_config_bcd(struct cli *c, const char *dir);
+/* GET /v1/daemon-config as bcd's config.toml (data_dir from --data-dir, default
+ * /var/lib/bcd), its ca.pem and the server URL (may be NULL), all malloc'd. */
+BC_WUR int cli_bcd_files(struct cli *c, char **toml, char **ca, char **server);
 int cli_cmd_daemon_install_script(struct cli *c);
 int cli_cmd_pools_create(struct cli *c);
 int cli_cmd_pools_get(struct cli *c);
@@ -201,6 +204,14 @@ int cli_cmd_nodes_uncordon(struct cli *c);
 int cli_cmd_nodes_delete(struct cli *c);
 int cli_cmd_nodes_revoke_identity(struct cli *c);
 int cli_cmd_nodes_retire(struct cli *c);
+/* cli_workflows.c */
+int cli_cmd_workflows_list(struct cli *c);
+int cli_cmd_workflows_get(struct cli *c);
+int cli_cmd_workflows_cancel(struct cli *c);
+int cli_cmd_workflows_complete(struct cli *c);
+int cli_cmd_machines_commission(struct cli *c);
+int cli_cmd_machines_deploy(struct cli *c);
+int cli_cmd_nodes_inventory(struct cli *c);
 int cli_cmd_events_list(struct cli *c);
 int cli_cmd_join_requests_list(struct cli *c);
 int cli_cmd_join_requests_approve(struct cli *c);

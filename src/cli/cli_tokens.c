@@ -140,8 +140,13 @@ static int token_body(struct cli *c, json_t **out)
 	int rc;
 
 	*out = NULL;
-	if (role == NULL || (strcmp(role, "node") != 0 && strcmp(role, "site") != 0))
-		return cli_usage(c, "--role must be node or site");
+	if (role == NULL || (strcmp(role, "node") != 0 && strcmp(role, "site") != 0 &&
+	                     strcmp(role, "provisioned") != 0))
+		return cli_usage(c, "--role must be node, site or provisioned");
+	if (strcmp(role, "provisioned") == 0 &&
+	    (pool_arg == NULL || cli_opt(c, "expect-product-uuid") == NULL))
+		return cli_usage(c, "a provisioned token needs --pool and --expect-product-uuid "
+		                    "(the machine it admits)");
 	if ((pool_arg == NULL) == (site_arg == NULL))
 		return cli_usage(
 		    c, "give one of --pool (a node token) or --site (a site token), by id or name");

@@ -365,15 +365,14 @@ int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_clai
 
 	/* canonical where they have the shape, so a later comparison is a strcmp */
 	for (size_t i = 0; macs != NULL && i < c->n_macs; i++)
-		if (json_array_append_new(macs, json_string(bc_mac_canon(c->macs[i], m) == 0
-		                                                ? m
-		                                                : c->macs[i])) != 0)
+		if (json_array_append_new(
+		        macs, json_string(bc_mac_canon(c->macs[i], m) == 0 ? m : c->macs[i])) != 0)
 			goto out;
 	if (bc_uuid_canon(c->product_uuid, u) != 0)
 		snprintf(u, sizeof(u), "%s", "");
 	o = json_pack("{s:O, s:s, s:s, s:s, s:s}", "macs", macs, "productUuid",
-	              u[0] ? u : c->product_uuid,
-	              "serial", c->serial, "hostname", c->hostname, "arch", c->arch);
+	              u[0] ? u : c->product_uuid, "serial", c->serial, "hostname", c->hostname,
+	              "arch", c->arch);
 	if (o == NULL || (data = bc_json_dump(o)) == NULL)
 		goto out;
 	bc_param p[] = {BC_TEXT(node_id), BC_INT(now_ms), BC_TEXT(data)};

@@ -177,8 +177,7 @@ BC_WUR int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct 
 
 /* The product UUID of node_id's newest inventory record ("" when it claimed none):
  * 1, or 0 when the node has no record. */
-BC_WUR int bc_row_inventory_newest_uuid(bc_tx *tx, const char *node_id,
-                                        char uuid[BC_ID_MAX]);
+BC_WUR int bc_row_inventory_newest_uuid(bc_tx *tx, const char *node_id, char uuid[BC_ID_MAX]);
 
 /* ---- attestation_uses ---- */
 

@@ -48,9 +48,8 @@ struct bc_workflow_row {
 void bc_workflow_row_clear(struct bc_workflow_row *row);
 
 /* A new workflow, running, at now_ms. data: a JSON object as text. */
-BC_WUR int bc_workflow_insert(bc_tx *tx, const char *id, const char *tenant_id,
-                              const char *node_id, const char *kind, const char *data,
-                              int64_t now_ms);
+BC_WUR int bc_workflow_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *node_id,
+                              const char *kind, const char *data, int64_t now_ms);
 
 /* The workflow id of tenant_id (NULL: of any tenant), its row locked until the
  * transaction ends. */

@@ -22,8 +22,9 @@ void bc_workflow_row_clear(struct bc_workflow_row *row)
 int bc_workflow_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *node_id,
                        const char *kind, const char *data, int64_t now_ms)
 {
-	bc_param p[] = {BC_TEXT(id),   BC_TEXT(tenant_id), BC_TEXT(node_id && node_id[0] ? node_id : NULL),
-	                BC_TEXT(kind), BC_TEXT(data),      BC_INT(now_ms)};
+	bc_param p[] = {
+	    BC_TEXT(id),   BC_TEXT(tenant_id), BC_TEXT(node_id && node_id[0] ? node_id : NULL),
+	    BC_TEXT(kind), BC_TEXT(data),      BC_INT(now_ms)};
 
 	return bc_tx_exec(tx,
 	                  "INSERT INTO workflows (id, tenant_id, node_id, kind, state, data, "
@@ -31,8 +32,7 @@ int bc_workflow_insert(bc_tx *tx, const char *id, const char *tenant_id, const c
 	                  p, 6, NULL);
 }
 
-int bc_workflow_lock(bc_tx *tx, const char *tenant_id, const char *id,
-                     struct bc_workflow_row *row)
+int bc_workflow_lock(bc_tx *tx, const char *tenant_id, const char *id, struct bc_workflow_row *row)
 {
 	bc_rows *r = NULL;
 	int rc;
@@ -79,8 +79,7 @@ int bc_workflow_running_for(bc_tx *tx, const char *node_id, const char *kind, ch
 	return 1;
 }
 
-int bc_workflow_set(bc_tx *tx, const char *id, const char *state, const char *data,
-                    int64_t now_ms)
+int bc_workflow_set(bc_tx *tx, const char *id, const char *state, const char *data, int64_t now_ms)
 {
 	bc_param p[] = {BC_TEXT(id), BC_TEXT(state), BC_TEXT(data), BC_INT(now_ms)};
 
@@ -90,8 +89,7 @@ int bc_workflow_set(bc_tx *tx, const char *id, const char *state, const char *da
 	                  p, 4, NULL);
 }
 
-int bc_workflow_deploy_data(const char *token_id, int template_given, int64_t now_ms,
-                            char **data)
+int bc_workflow_deploy_data(const char *token_id, int template_given, int64_t now_ms, char **data)
 {
 	json_t *o;
 
@@ -192,8 +190,7 @@ out:
 	return rc;
 }
 
-int bc_provision_target_joined(bc_tx *tx, const struct bc_provision_target *target,
-                               int64_t now_ms)
+int bc_provision_target_joined(bc_tx *tx, const struct bc_provision_target *target, int64_t now_ms)
 {
 	struct bc_workflow_row w;
 	char *data = NULL;

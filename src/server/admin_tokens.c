@@ -101,8 +101,8 @@ static int check_expect(struct admin_call *c, const json_t *e)
 		return admin_fail(c, BC_ERR_INVALID, "token.expect: expected an object");
 	if ((rc = admin_check_fields(c, e, "token.expect", EXPECT_FIELDS)) != 0)
 		return rc;
-	if ((rc = canon_field(c, (json_t *)e, "productUuid", "token.expect.productUuid",
-	                      uuid_canon, "a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")) != 0 ||
+	if ((rc = canon_field(c, (json_t *)e, "productUuid", "token.expect.productUuid", uuid_canon,
+	                      "a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")) != 0 ||
 	    (rc = canon_field(c, (json_t *)e, "mac", "token.expect.mac", mac_canon,
 	                      "a MAC address (six hex octets joined by ':' or '-')")) != 0)
 		return rc;
@@ -113,14 +113,16 @@ static int check_expect(struct admin_call *c, const json_t *e)
 static int check_provisioned(struct admin_call *c, const struct token_input *in)
 {
 	if (in->pool_id == NULL)
-		return admin_fail(c, BC_ERR_INVALID, "token.poolId: a provisioned token needs a pool");
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "token.poolId: a provisioned token needs a pool");
 	if (in->uses != 1)
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "token.uses: a provisioned token is single-use (1)");
 	if (in->expect == NULL || json_object_get(in->expect, "productUuid") == NULL)
-		return admin_fail(c, BC_ERR_INVALID,
-		                  "token.expect.productUuid: a provisioned token is bound to the "
-		                  "machine's product UUID (a deploy mints its own: machines deploy)");
+		return admin_fail(
+		    c, BC_ERR_INVALID,
+		    "token.expect.productUuid: a provisioned token is bound to the "
+		    "machine's product UUID (a deploy mints its own: machines deploy)");
 	return 0;
 }
 
