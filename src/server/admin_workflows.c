@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/buf.h"
 #include "bc/canon.h"
 #include "bc/json.h"
 #include "bc/wire.h"

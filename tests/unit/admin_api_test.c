@@ -776,7 +776,7 @@ static void test_token_validation(void **state)
 	const char *cases[][2] = {
 	    {"{}", "token.role: required"},
 	    {"{\"role\":\"ramdisk\"}", "token.role"},
-	    {"{\"role\":\"provisioned\"}", "token.role"},
+	    {"{\"role\":\"provisioned\"}", "token.poolId"},
 	    {"{\"role\":1}", "token.role"},
 	    {"{\"role\":\"node\"}", "token.poolId: a node token needs a pool"},
 	    {"{\"role\":\"site\"}", "token.siteId: a site token needs a site"},
