@@ -10,10 +10,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
 cd "$T"
-port=$(free_port)
-bc init --dir var --listen "127.0.0.1:$port" >var.init.out
-printf '\n[attestors.provisioned]\n' >>var/server.toml
-start_server var
+bcd_server var "[attestors.provisioned]"
+port=$(sed -n 's|^public_url *= *"http://127.0.0.1:\([0-9]*\)"|\1|p' var/server.toml)
 bc pools create web >/dev/null
 
 UUID=6b1d0c3e-aaaa-4000-8000-00000000d001
