@@ -243,6 +243,11 @@ static int deploy_target(bc_tx *tx, struct admin_call *c, const char *node_id,
 
 	if ((rc = node_usable(tx, c, node_id, n)) != 0)
 		return rc;
+	/* the provisioned attestor admits role node: a site node would come back as one */
+	if (strcmp(n->role, "node") != 0)
+		return admin_fail(c, BC_ERR_CONFLICT,
+		                  "node %s is of role %s: a deploy re-keys nodes of role node",
+		                  n->id, n->role);
 	if ((rc = bc_row_inventory_newest_uuid(tx, node_id, uuid)) < 0)
 		return rc;
 	if (rc == 0 || uuid[0] == 0)

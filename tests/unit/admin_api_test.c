@@ -964,6 +964,10 @@ static void test_workflows(void **state)
 	               "{\"nodeId\":\"" NODE_B "\"}", "workflow.nodeId");
 	expect_invalid(F.root_auth, "POST", "/v1/tenants/root/machines/deploy", "{}",
 	               "workflow.nodeId");
+	/* a site node is not re-keyed by a provisioned join (it admits role node) */
+	sql("UPDATE nodes SET role = 'site' WHERE id = '" NODE_A "'", NULL, 0);
+	expect_error(F.root_auth, "POST", "/v1/tenants/root/machines/deploy", body, 409, "CONFLICT",
+	             "node " NODE_A " is of role site");
 }
 
 static void test_commission(void **state)
