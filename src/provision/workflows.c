@@ -1,4 +1,4 @@
-/* The workflows table and the provisioned attestor's target resolver (provision.h). */
+/* Deploy workflow data and the provisioned attestor's target resolver (provision.h). */
 #include "provision/provision.h"
 
 #include <stdio.h>
@@ -7,87 +7,6 @@
 
 #include "bc/json.h"
 #include "bc/reasons.h"
-
-static void copy_col(char *dst, size_t n, bc_rows *r, const char *name)
-{
-	snprintf(dst, n, "%s", bc_rows_text_named(r, name));
-}
-
-void bc_workflow_row_clear(struct bc_workflow_row *row)
-{
-	free(row->data);
-	memset(row, 0, sizeof(*row));
-}
-
-int bc_workflow_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *node_id,
-                       const char *kind, const char *data, int64_t now_ms)
-{
-	bc_param p[] = {
-	    BC_TEXT(id),   BC_TEXT(tenant_id), BC_TEXT(node_id && node_id[0] ? node_id : NULL),
-	    BC_TEXT(kind), BC_TEXT(data),      BC_INT(now_ms)};
-
-	return bc_tx_exec(tx,
-	                  "INSERT INTO workflows (id, tenant_id, node_id, kind, state, data, "
-	                  "created_at, updated_at) VALUES ($1, $2, $3, $4, 'running', $5, $6, $6)",
-	                  p, 6, NULL);
-}
-
-int bc_workflow_lock(bc_tx *tx, const char *tenant_id, const char *id, struct bc_workflow_row *row)
-{
-	bc_rows *r = NULL;
-	int rc;
-
-	memset(row, 0, sizeof(*row));
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant_id)};
-	if ((rc = bc_tx_query(tx,
-	                      BC_WORKFLOW_SELECT "WHERE id = $1 AND ($2 IS NULL OR tenant_id = $2) "
-	                                         "FOR UPDATE",
-	                      p, 2, &r)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(r)) == 1) {
-		copy_col(row->id, sizeof(row->id), r, "id");
-		copy_col(row->tenant_id, sizeof(row->tenant_id), r, "tenant_id");
-		copy_col(row->node_id, sizeof(row->node_id), r, "node_id");
-		copy_col(row->kind, sizeof(row->kind), r, "kind");
-		copy_col(row->state, sizeof(row->state), r, "state");
-		row->created_at = bc_rows_int_named(r, "created_at");
-		row->updated_at = bc_rows_int_named(r, "updated_at");
-		if ((row->data = strdup(bc_rows_text_named(r, "data"))) == NULL)
-			rc = BC_ERR_NOMEM;
-	}
-	bc_rows_free(r);
-	return rc;
-}
-
-int bc_workflow_running_for(bc_tx *tx, const char *node_id, const char *kind, char id[BC_ID_MAX])
-{
-	char *s = NULL;
-	int rc;
-
-	id[0] = 0;
-	bc_param p[] = {BC_TEXT(node_id), BC_TEXT(kind)};
-	rc = bc_tx_query_text(tx,
-	                      "SELECT id FROM workflows WHERE node_id = $1 AND kind = $2 AND "
-	                      "state = 'running' ORDER BY created_at DESC, id DESC LIMIT 1",
-	                      p, 2, &s);
-	if (rc == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc != 0)
-		return rc;
-	snprintf(id, BC_ID_MAX, "%s", s);
-	free(s);
-	return 1;
-}
-
-int bc_workflow_set(bc_tx *tx, const char *id, const char *state, const char *data, int64_t now_ms)
-{
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(state), BC_TEXT(data), BC_INT(now_ms)};
-
-	return bc_tx_exec(tx,
-	                  "UPDATE workflows SET state = $2, data = COALESCE($3, data), "
-	                  "updated_at = $4 WHERE id = $1",
-	                  p, 4, NULL);
-}
 
 int bc_workflow_deploy_data(const char *token_id, int template_given, int64_t now_ms, char **data)
 {
@@ -147,18 +66,18 @@ int bc_provision_resolve_target(bc_tx *tx, const struct bc_token_row *t,
 	*reason = NULL;
 	if (t->workflow_id[0] == 0)
 		return 0;
-	if ((rc = bc_workflow_lock(tx, t->tenant_id, t->workflow_id, &w)) < 0)
+	if ((rc = bc_row_workflow_lock(tx, t->tenant_id, t->workflow_id, &w)) < 0)
 		return rc;
 	/* the running deploy whose userdata.render step minted this very token */
 	if (rc == 0 || strcmp(w.kind, BC_WF_DEPLOY) != 0 || strcmp(w.state, BC_WF_RUNNING) != 0 ||
 	    w.node_id[0] == 0 || !minted_by(&w, t->id)) {
 		*reason = BC_R_WORKFLOW_NOT_RUNNING;
-		bc_workflow_row_clear(&w);
+		bc_row_workflow_clear(&w);
 		return 0;
 	}
 	snprintf(target->workflow_id, sizeof(target->workflow_id), "%s", w.id);
 	snprintf(target->node_id, sizeof(target->node_id), "%s", w.node_id);
-	bc_workflow_row_clear(&w);
+	bc_row_workflow_clear(&w);
 	if ((rc = bc_row_inventory_newest_uuid(tx, target->node_id, target->product_uuid)) < 0)
 		return rc;
 	return 1;
@@ -196,11 +115,11 @@ int bc_provision_target_joined(bc_tx *tx, const struct bc_provision_target *targ
 	char *data = NULL;
 	int rc;
 
-	if ((rc = bc_workflow_lock(tx, NULL, target->workflow_id, &w)) != 1)
+	if ((rc = bc_row_workflow_lock(tx, NULL, target->workflow_id, &w)) != 1)
 		return rc < 0 ? rc : BC_ERR_INTERNAL; /* the resolver just locked it */
 	if ((rc = join_step_done(w.data, now_ms, &data)) == 0)
-		rc = bc_workflow_set(tx, w.id, BC_WF_SUCCEEDED, data, now_ms);
+		rc = bc_row_workflow_set(tx, w.id, BC_WF_SUCCEEDED, data, now_ms);
 	free(data);
-	bc_workflow_row_clear(&w);
+	bc_row_workflow_clear(&w);
 	return rc;
 }

@@ -40,7 +40,7 @@ static int answer_workflow(bc_tx *tx, struct admin_call *c, const char *id, int 
 	int rc;
 
 	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(id)};
-	rc = admin_query_one(tx, BC_WORKFLOW_SELECT "WHERE tenant_id = $1 AND id = $2", p, 2,
+	rc = admin_query_one(tx, BC_ROW_WORKFLOW_SELECT "WHERE tenant_id = $1 AND id = $2", p, 2,
 	                     workflow_json, &w);
 	if (rc == BC_ERR_NOT_FOUND)
 		return admin_fail(c, rc, "workflow not found");
@@ -60,8 +60,8 @@ int admin_workflows_list(bc_tx *tx, struct admin_call *c)
 
 	bc_param p[] = {BC_TEXT(c->arg[0])};
 	if ((rc = admin_query_list(tx,
-	                           BC_WORKFLOW_SELECT "WHERE tenant_id = $1 ORDER BY "
-	                                              "created_at, id",
+	                           BC_ROW_WORKFLOW_SELECT "WHERE tenant_id = $1 ORDER BY "
+	                                                  "created_at, id",
 	                           p, 1, workflow_json, &arr)) != 0)
 		return rc;
 	return admin_answer(c, 200, json_pack("{s:o}", "workflows", arr));
@@ -79,7 +79,7 @@ static int finish(bc_tx *tx, struct admin_call *c, const char *state, const char
 	json_t *data = NULL;
 	int rc;
 
-	if ((rc = bc_workflow_lock(tx, c->arg[0], c->arg[1], &w)) < 0)
+	if ((rc = bc_row_workflow_lock(tx, c->arg[0], c->arg[1], &w)) < 0)
 		return rc;
 	if (rc == 0)
 		return admin_fail(c, BC_ERR_NOT_FOUND, "workflow not found");
@@ -88,7 +88,7 @@ static int finish(bc_tx *tx, struct admin_call *c, const char *state, const char
 		                w.state);
 		goto out;
 	}
-	if ((rc = bc_workflow_set(tx, w.id, state, NULL, bc_tx_now_ms(tx))) != 0)
+	if ((rc = bc_row_workflow_set(tx, w.id, state, NULL, bc_tx_now_ms(tx))) != 0)
 		goto out;
 	data = json_pack("{s:s, s:s, s:s, s:s?}", "workflowId", w.id, "kind", w.kind, "state",
 	                 state, "nodeId", w.node_id[0] ? w.node_id : NULL);
@@ -97,7 +97,7 @@ static int finish(bc_tx *tx, struct admin_call *c, const char *state, const char
 	rc = answer_workflow(tx, c, w.id, 200, NULL);
 out:
 	json_decref(data);
-	bc_workflow_row_clear(&w);
+	bc_row_workflow_clear(&w);
 	return rc;
 }
 
@@ -216,8 +216,8 @@ int admin_machines_commission(bc_tx *tx, struct admin_call *c)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	if ((rc = bc_workflow_insert(tx, id, c->arg[0], in.node_id, BC_WF_COMMISSION, text, now)) !=
-	    0)
+	if ((rc = bc_row_workflow_insert(tx, id, c->arg[0], in.node_id, BC_WF_COMMISSION, text,
+	                                 now)) != 0)
 		goto out;
 	ev = json_pack("{s:s, s:s, s:s, s:s, s:s?}", "workflowId", id, "kind", BC_WF_COMMISSION,
 	               "siteId", in.site_id, "mac", in.mac, "nodeId", in.node_id);
@@ -257,7 +257,7 @@ static int deploy_target(bc_tx *tx, struct admin_call *c, const char *node_id,
 		    "not be bound to the machine: join it once with a bcd that reports "
 		    "one (/sys/class/dmi/id/product_uuid)",
 		    n->id);
-	if ((rc = bc_workflow_running_for(tx, node_id, BC_WF_DEPLOY, running)) < 0)
+	if ((rc = bc_row_workflow_running_for(tx, node_id, BC_WF_DEPLOY, running)) < 0)
 		return rc;
 	if (rc == 1)
 		return admin_fail(c, BC_ERR_CONFLICT,
@@ -316,10 +316,10 @@ int admin_machines_deploy(bc_tx *tx, struct admin_call *c)
 	    (rc = bc_new_id("wf", wf, sizeof(wf))) != 0)
 		return rc;
 	/* the workflow first: the token names it */
-	if ((rc = bc_workflow_insert(tx, wf, c->arg[0], n.id, BC_WF_DEPLOY, "{}", now)) != 0 ||
+	if ((rc = bc_row_workflow_insert(tx, wf, c->arg[0], n.id, BC_WF_DEPLOY, "{}", now)) != 0 ||
 	    (rc = render_token(tx, c, &n, wf, ttl_s, tok, &secret)) != 0 ||
 	    (rc = bc_workflow_deploy_data(tok, given, now, &data)) != 0 ||
-	    (rc = bc_workflow_set(tx, wf, BC_WF_RUNNING, data, now)) != 0)
+	    (rc = bc_row_workflow_set(tx, wf, BC_WF_RUNNING, data, now)) != 0)
 		goto out;
 	ev = json_pack("{s:s, s:s, s:s, s:s}", "workflowId", wf, "kind", BC_WF_DEPLOY, "nodeId",
 	               n.id, "tokenId", tok);

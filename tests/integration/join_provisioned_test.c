@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,41 +257,16 @@ static void test_target_without_product_uuid_is_unbound(void **state)
 	free(t);
 }
 
-struct racer {
-	const char *token;
-	int rc;
-};
-
-static void *race(void *arg)
-{
-	struct racer *r = arg;
-	struct bc_join_answer ans;
-
-	r->rc = prov_join(r->token, UUID_D, &ans);
-	if (r->rc == 0)
-		bc_join_answer_free(&ans);
-	return NULL;
-}
-
 static void test_32_joins_race_for_one_token(void **state)
 {
-	struct racer r[32];
-	pthread_t th[32];
 	char tok_id[64];
 	int admitted = 0, denied = 0;
 	(void)state;
 
 	char *t = prov_token(1, EXPECT_D, tok_id);
+	struct bct_join_opts jo = {.attestor = "provisioned", .token = t, .product_uuid = UUID_D};
 	int64_t before = bct_count(&cp, "SELECT COUNT(*) FROM nodes", NULL, 0);
-	for (int i = 0; i < 32; i++) {
-		r[i].token = t;
-		assert_int_equal(pthread_create(&th[i], NULL, race, &r[i]), 0);
-	}
-	for (int i = 0; i < 32; i++) {
-		pthread_join(th[i], NULL);
-		admitted += r[i].rc == 0;
-		denied += r[i].rc == BC_ERR_DENIED;
-	}
+	assert_int_equal(bct_race(&cp, 32, &jo, &admitted, &denied), 0);
 	printf("32 racing joins for one provisioned token: %d admitted, %d refused\n", admitted,
 	       denied);
 	assert_int_equal(admitted, 1);
