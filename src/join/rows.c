@@ -376,10 +376,18 @@ int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_clai
 	if (o == NULL || (data = bc_json_dump(o)) == NULL)
 		goto out;
 	bc_param p[] = {BC_TEXT(node_id), BC_INT(now_ms), BC_TEXT(data)};
+	if ((rc = bc_tx_exec(tx,
+	                     "INSERT INTO inventory (node_id, taken_at, data) VALUES ($1, $2, $3) "
+	                     "ON CONFLICT (node_id, taken_at) DO UPDATE SET data = excluded.data",
+	                     p, 3, NULL)) != 0)
+		goto out;
+	/* a node that re-joins often (x509pop) must not grow its history without end */
+	bc_param q[] = {BC_TEXT(node_id), BC_INT(BC_ROW_INVENTORY_KEEP - 1)};
 	rc = bc_tx_exec(tx,
-	                "INSERT INTO inventory (node_id, taken_at, data) VALUES ($1, $2, $3) "
-	                "ON CONFLICT (node_id, taken_at) DO UPDATE SET data = excluded.data",
-	                p, 3, NULL);
+	                "DELETE FROM inventory WHERE node_id = $1 AND taken_at < (SELECT taken_at "
+	                "FROM inventory WHERE node_id = $1 ORDER BY taken_at DESC LIMIT 1 "
+	                "OFFSET $2)",
+	                q, 2, NULL);
 out:
 	free(data);
 	json_decref(o);

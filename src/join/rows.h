@@ -169,9 +169,12 @@ BC_WUR int bc_row_token_insert(bc_tx *tx, const struct bc_token_write *t);
 
 /* ---- inventory ---- */
 
+#define BC_ROW_INVENTORY_KEEP 100 /* records kept per node, the newest */
+
 /* Records what a join claimed for node_id at now_ms (MACs, product UUID, serial,
- * hostname, arch), as a JSON object; a second record of the same node at the same
- * millisecond replaces the first, so newest-last holds. */
+ * hostname, arch; MACs and the UUID canonical when they have the shape), as a JSON
+ * object; a second record of the same node at the same millisecond replaces the
+ * first, so newest-last holds. Records beyond the newest BC_ROW_INVENTORY_KEEP go. */
 BC_WUR int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_claims *c,
                                    int64_t now_ms);
 

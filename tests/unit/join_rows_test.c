@@ -247,6 +247,17 @@ static void test_token_insert_inventory_workflows(void **state)
 	assert_non_null(strstr(s, "\"macs\":[\"aa:bb:cc:dd:ee:0f\",\"not a mac\"]"));
 	free(s);
 
+	/* the newest BC_ROW_INVENTORY_KEEP records are kept */
+	for (int64_t at = 100; at < 100 + BC_ROW_INVENTORY_KEEP + 5; at++)
+		assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, at), 0);
+	int64_t kept = 0, oldest = 0;
+	assert_int_equal(bc_tx_query_int(f->tx, "SELECT COUNT(*) FROM inventory", NULL, 0, &kept),
+	                 0);
+	assert_int_equal(
+	    bc_tx_query_int(f->tx, "SELECT MIN(taken_at) FROM inventory", NULL, 0, &oldest), 0);
+	assert_true(kept == BC_ROW_INVENTORY_KEEP);
+	assert_true(oldest == 105);
+
 	/* workflows */
 	assert_int_equal(bc_row_workflow_running_for(f->tx, "node_a", "deploy", id), 0);
 	assert_int_equal(bc_row_workflow_insert(f->tx, "wf_1", "t1", "node_a", "deploy", "{}", 5),
