@@ -28,6 +28,8 @@ NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\)$/\1/p' join1.out)
 OLD_SERIAL=$(bc --json nodes get "$NODE" | json_get '["certificate"]["serial"]')
 bc --json nodes get "$NODE" | json_get '["inventory"]["claims"]["productUuid"]' | grep -qx "$UUID" ||
 	fail "nodes get shows no inventory"
+bc nodes get "$NODE" | grep -Eq "^INVENTORY +.*\"productUuid\":\"$UUID\"" || fail "nodes get prints no inventory: $(bc nodes get "$NODE")"
+bc nodes inventory "$NODE" | grep -q "$UUID" || fail "nodes inventory: $(bc nodes inventory "$NODE")"
 
 # the deploy: user data shown once, here into a 0600 file
 bc machines deploy --node "$NODE" --data-dir "$T/m2/data" --out ud.yaml >deploy.out || fail "deploy: $(cat deploy.out)"
