@@ -48,9 +48,8 @@ static int check_token(bc_tx *tx, const struct bc_join_input *in, struct bc_toke
 
 	if ((rc = bc_token_check(tx, in->token, in->now_ms, t, out, reason)) != 0 || *reason)
 		return rc;
-	if (strcmp(t->role, "provisioned") != 0)
-		*reason = BC_R_TOKEN_ROLE;
-	else if (t->uses_left != 1)
+	/* one reason for both (spec): a node token of many uses is no machine credential */
+	if (strcmp(t->role, "provisioned") != 0 || t->uses_left != 1)
 		*reason = BC_R_NOT_SINGLE_USE;
 	return 0;
 }

@@ -171,7 +171,14 @@ static void test_every_refusal_by_name(void **state)
 	/* a node token is no machine credential here */
 	struct bct_token_opts to = {.pool = pool_id};
 	t = bct_token(&cp, &to, id);
-	refused(t, id, UUID_C, "token-role");
+	refused(t, id, UUID_C, "not-single-use");
+	free(t);
+	/* and a provisioned token is no join-token */
+	t = prov_token(1, EXPECT_C, id);
+	struct bct_join_opts jo = {.token = t, .product_uuid = UUID_C};
+	assert_int_equal(bct_join(&cp, &jo, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "token-role");
+	assert_int_equal(uses_left(id), 1);
 	free(t);
 	/* and the shared token checks */
 	t = prov_token(1, EXPECT_C, id);
