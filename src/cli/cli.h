@@ -86,6 +86,8 @@ int cli_flag(const struct cli *c, const char *name);
  * (and *out 0) when the option was not given. */
 BC_WUR int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max, int64_t *out,
                        int *present);
+/* --ttl DURATION (30m, 1h, 7d; at least a second), when given, as body's ttlSeconds. */
+BC_WUR int cli_opt_ttl(struct cli *c, json_t *body);
 
 /* messages: "better-compute: ..." on stderr, one line */
 int cli_fail(struct cli *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -98,19 +98,6 @@ static int set_opt(json_t *b, const char *key, const char *v)
 	return v == NULL || json_object_set_new(b, key, json_string(v)) == 0 ? 0 : BC_ERR_NOMEM;
 }
 
-static int ttl_opt(struct cli *c, json_t *b)
-{
-	const char *ttl = cli_opt(c, "ttl");
-	int64_t ms;
-
-	if (ttl == NULL)
-		return 0;
-	if (bc_duration_parse_ms(ttl, &ms) != 0 || ms < 1000)
-		return cli_usage(c, "--ttl: expected a duration like 30m, 1h or 7d, got \"%s\"",
-		                 ttl);
-	return json_object_set_new(b, "ttlSeconds", json_integer(ms / 1000)) ? BC_ERR_NOMEM : 0;
-}
-
 int cli_cmd_machines_commission(struct cli *c)
 {
 	const char *site = cli_opt(c, "site"), *mac = cli_opt(c, "mac");
@@ -123,7 +110,7 @@ int cli_cmd_machines_commission(struct cli *c)
 	if ((b = json_pack("{s:s, s:s}", "siteId", site, "mac", mac)) == NULL)
 		return BC_ERR_NOMEM;
 	if ((rc = set_opt(b, "productUuid", cli_opt(c, "product-uuid"))) == 0 &&
-	    (rc = set_opt(b, "nodeId", cli_opt(c, "node"))) == 0 && (rc = ttl_opt(c, b)) == 0)
+	    (rc = set_opt(b, "nodeId", cli_opt(c, "node"))) == 0 && (rc = cli_opt_ttl(c, b)) == 0)
 		rc = call_show(c, "POST", b, NULL, wf_cols, N_WF_COLS, "machines", "commission",
 		               NULL);
 	json_decref(b);
@@ -326,7 +313,7 @@ int cli_cmd_machines_deploy(struct cli *c)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	if ((rc = ttl_opt(c, b)) != 0 ||
+	if ((rc = cli_opt_ttl(c, b)) != 0 ||
 	    (rc = cli_tenant_path(c, &path, "machines", "deploy", NULL)) != 0 ||
 	    (rc = cli_api(c, "POST", path, b, &r)) != 0)
 		goto out;

@@ -447,23 +447,21 @@ int bc_row_workflow_lock(bc_tx *tx, const char *tenant_id, const char *id,
 
 	memset(row, 0, sizeof(*row));
 	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant_id)};
-	if ((rc = bc_tx_query(tx,
-	                      BC_ROW_WORKFLOW_SELECT
-	                      "WHERE id = $1 AND ($2 IS NULL OR tenant_id = $2) "
-	                      "FOR UPDATE",
-	                      p, 2, &r)) != 0)
+	if ((rc = first_row(tx,
+	                    BC_ROW_WORKFLOW_SELECT
+	                    "WHERE id = $1 AND ($2 IS NULL OR tenant_id = $2) "
+	                    "FOR UPDATE",
+	                    p, 2, &r)) != 1)
 		return rc;
-	if ((rc = bc_rows_next(r)) == 1) {
-		copy_col(row->id, sizeof(row->id), r, "id");
-		copy_col(row->tenant_id, sizeof(row->tenant_id), r, "tenant_id");
-		copy_col(row->node_id, sizeof(row->node_id), r, "node_id");
-		copy_col(row->kind, sizeof(row->kind), r, "kind");
-		copy_col(row->state, sizeof(row->state), r, "state");
-		row->created_at = bc_rows_int_named(r, "created_at");
-		row->updated_at = bc_rows_int_named(r, "updated_at");
-		if ((row->data = strdup(bc_rows_text_named(r, "data"))) == NULL)
-			rc = BC_ERR_NOMEM;
-	}
+	copy_col(row->id, sizeof(row->id), r, "id");
+	copy_col(row->tenant_id, sizeof(row->tenant_id), r, "tenant_id");
+	copy_col(row->node_id, sizeof(row->node_id), r, "node_id");
+	copy_col(row->kind, sizeof(row->kind), r, "kind");
+	copy_col(row->state, sizeof(row->state), r, "state");
+	row->created_at = bc_rows_int_named(r, "created_at");
+	row->updated_at = bc_rows_int_named(r, "updated_at");
+	if ((row->data = strdup(bc_rows_text_named(r, "data"))) == NULL)
+		rc = BC_ERR_NOMEM;
 	bc_rows_free(r);
 	return rc;
 }
