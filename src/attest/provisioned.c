@@ -77,21 +77,6 @@ static int binding(bc_tx *tx, const struct bc_token_row *t, const char *claimed,
 	return 0;
 }
 
-static void admit(const struct bc_token_row *t, const struct bc_provision_target *target,
-                  struct bc_attest_outcome *out)
-{
-	struct bc_attest_result *r = &out->result;
-
-	out->kind = BC_OUTCOME_RESULT;
-	snprintf(r->tenant_id, BC_ID_MAX, "%s", t->tenant_id);
-	snprintf(r->pool_id, BC_ID_MAX, "%s", t->pool_id);
-	snprintf(r->site_id, BC_ID_MAX, "%s", t->site_id);
-	snprintf(r->token_id, BC_ID_MAX, "%s", t->id);
-	/* a target is re-keyed in place: JoinService keeps its state and placement */
-	snprintf(r->node_id, BC_ID_MAX, "%s", target->node_id);
-	snprintf(r->role, sizeof(r->role), "%s", "node");
-}
-
 static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_input *in,
                   struct bc_attest_outcome *out)
 {
@@ -118,7 +103,9 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	if (target.workflow_id[0] &&
 	    (rc = bc_provision_target_joined(tx, &target, in->now_ms)) != 0)
 		return rc;
-	admit(&t, &target, out);
+	bc_token_admit(&t, "node", out);
+	/* a target is re-keyed in place: JoinService keeps its state and placement */
+	snprintf(out->result.node_id, BC_ID_MAX, "%s", target.node_id);
 	return 0;
 }
 
