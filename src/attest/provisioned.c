@@ -90,6 +90,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	memset(&target, 0, sizeof(target));
 	if ((rc = check_token(tx, in, &t, out, &reason)) != 0)
 		return rc;
+	/* check() refused a request without one; canonical for the comparison */
 	if (reason == NULL && bc_uuid_canon(in->claims.product_uuid, claimed) != 0)
 		reason = BC_R_NO_PRODUCT_UUID;
 	if (reason == NULL && (rc = binding(tx, &t, claimed, &target, out, &reason)) != 0)
@@ -109,12 +110,26 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	return 0;
 }
 
+/* Before the transaction: a machine that claims no product UUID costs no row lock. */
+static int check(struct bc_attestor *self, const struct bc_join_input *in,
+                 struct bc_attest_outcome *out, void **state)
+{
+	char u[BC_UUID_LEN + 1];
+
+	(void)self;
+	*state = NULL;
+	if (bc_uuid_canon(in->claims.product_uuid, u) != 0)
+		bc_refuse(out, BC_R_NO_PRODUCT_UUID);
+	return 0;
+}
+
 static const struct bc_attestor provisioned = {
     .abi = BC_ATTESTOR_ABI,
     .id = "provisioned",
     .roles = roles,
     .n_roles = 1,
     .verify = verify,
+    .check = check,
 };
 
 const struct bc_attestor *bc_attestor_provisioned(void)
