@@ -243,6 +243,13 @@ static int deploy_target(bc_tx *tx, struct admin_call *c, const char *node_id,
 
 	if ((rc = node_usable(tx, c, node_id, n)) != 0)
 		return rc;
+	/* one running deploy per node, also between replicas: the node's row is the lock */
+	bc_param p[] = {BC_TEXT(n->id)};
+	char *locked = NULL;
+	if ((rc = bc_tx_query_text(tx, "SELECT id FROM nodes WHERE id = $1 FOR UPDATE", p, 1,
+	                           &locked)) != 0)
+		return rc;
+	free(locked);
 	/* the provisioned attestor admits role node: a site node would come back as one */
 	if (strcmp(n->role, "node") != 0)
 		return admin_fail(c, BC_ERR_CONFLICT,
