@@ -77,6 +77,18 @@
 /* the leaf names a TPM AK: only the tpm attestor re-joins it, so the statement is never dropped */
 #define BC_R_X509POP_KEY_STATEMENT "x509pop-key-statement"
 
+/* provisioned */
+/* the token is not of role provisioned with exactly one use left */
+#define BC_R_NOT_SINGLE_USE "not-single-use"
+/* the machine's claims carry no product UUID (or not a UUID) */
+#define BC_R_NO_PRODUCT_UUID "no-product-uuid"
+/* neither the token's expect.productUuid nor a target binds the token to one machine */
+#define BC_R_UNBOUND "unbound"
+/* the claimed product UUID is not the one the token is bound to */
+#define BC_R_PRODUCT_UUID_MISMATCH "product-uuid-mismatch"
+/* the deploy workflow that minted the token was cancelled (or is no longer running) */
+#define BC_R_WORKFLOW_NOT_RUNNING "workflow-not-running"
+
 /* Renew (published as security.renew.refused to the node's owner) */
 /* no chain, or the leaf is not a node certificate of ours */
 #define BC_R_RENEW_MALFORMED "renew-malformed"

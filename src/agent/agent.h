@@ -243,6 +243,7 @@ struct bcd_opts {
 	const char *attestor;
 	const char *provider;            /* cloud-iid: gcp, aws or oidc */
 	const char *identity_token_file; /* cloud-iid oidc */
+	const char *role;                /* bcd join --role: node (default) or site */
 	int reset;
 	int yes;
 	int json;

@@ -191,21 +191,30 @@ static int data_dir_opt(struct cli *c, const char **out)
 	return 0;
 }
 
-/* GET /v1/daemon-config, then the two files. */
-static int fetch_files(struct cli *c, char **toml, char **ca)
+int cli_bcd_files(struct cli *c, char **toml, char **ca, char **server)
 {
 	const char *data_dir;
 	struct cli_resp r;
 	int rc;
 
 	*toml = *ca = NULL;
+	if (server != NULL)
+		*server = NULL;
 	if ((rc = data_dir_opt(c, &data_dir)) != 0)
 		return rc;
 	if ((rc = cli_api(c, "GET", "/v1/daemon-config", NULL, &r)) != 0)
 		return rc;
 	rc = bcd_files(c, r.json, data_dir, toml, ca);
+	/* bcd_files held it to plain() */
+	if (rc == 0 && server != NULL && (*server = strdup(cli_jstr(r.json, "server"))) == NULL)
+		rc = BC_ERR_NOMEM;
 	cli_resp_free(&r);
 	return rc;
+}
+
+static int fetch_files(struct cli *c, char **toml, char **ca)
+{
+	return cli_bcd_files(c, toml, ca, NULL);
 }
 
 int cli_daemon_config_bcd(struct cli *c, const char *dir)
@@ -256,6 +265,8 @@ static const char script_head[] =
     "#   join-token: sh install-bcd.sh < token     or  sh install-bcd.sh --token-file FILE\n"
     "#   tpm:        sh install-bcd.sh             (needs /dev/tpmrm0; reads no token)\n"
     "#   cloud-iid:  sh install-bcd.sh             (the cloud's instance identity; no token)\n"
+    "#   provisioned: sh install-bcd.sh --token-file FILE (the single-use token of a deploy\n"
+    "#               or a provider bootstrap; the machine's product UUID binds it)\n"
     "# BCD_ROOT prefixes every path it installs to and SYSTEMCTL replaces systemctl\n"
     "# (tests: BCD_ROOT=/tmp/x SYSTEMCTL=true).\n"
     "set -eu\n";
@@ -283,6 +294,10 @@ static const char script_body[] =
     "elif [ \"$ATTESTOR\" = cloud-iid ]; then\n"
     "\t[ -z \"$TOKEN_FILE\" ] || die \"--token-file does not go with cloud-iid: the instance "
     "identity is the credential\"\n"
+    "elif [ \"$ATTESTOR\" = provisioned ]; then\n"
+    "\t[ -n \"$TOKEN_FILE\" ] || die \"the provisioned attestor reads its single-use token from "
+    "--token-file FILE\"\n"
+    "\t[ -r \"$TOKEN_FILE\" ] || die \"cannot read the token file $TOKEN_FILE\"\n"
     "elif [ -n \"$TOKEN_FILE\" ]; then\n"
     "\t[ -r \"$TOKEN_FILE\" ] || die \"cannot read the token file $TOKEN_FILE\"\n"
     "elif [ ! -t 0 ]; then\n"
@@ -330,6 +345,10 @@ static const char script_tail[] =
     "elif [ \"$ATTESTOR\" = cloud-iid ]; then\n"
     "\t\"$BCD\" join --config \"$CONFIG\" --attestor cloud-iid </dev/null || die \"bcd join "
     "failed (above); fix it and run this script again\"\n"
+    "elif [ \"$ATTESTOR\" = provisioned ]; then\n"
+    "\t\"$BCD\" join --config \"$CONFIG\" --attestor provisioned --token-file \"$TOKEN_FILE\" "
+    "</dev/null || die \"bcd join failed (above); the token is spent only by a join that "
+    "succeeds: fix it and run this script again\"\n"
     "elif [ -n \"$TOKEN_FILE\" ]; then\n"
     "\t\"$BCD\" join --config \"$CONFIG\" --token-file \"$TOKEN_FILE\" </dev/null || die \"bcd "
     "join failed (above); fix it and run this script again\"\n"
@@ -413,8 +432,8 @@ static int script_opts(struct cli *c, const char **attestor, const char **url, c
 	*url = cli_opt(c, "bcd-url");
 	*path = cli_opt(c, "bcd-path");
 	if (strcmp(*attestor, "join-token") != 0 && strcmp(*attestor, "tpm") != 0 &&
-	    strcmp(*attestor, "cloud-iid") != 0)
-		return cli_usage(c, "--attestor: join-token, tpm or cloud-iid");
+	    strcmp(*attestor, "cloud-iid") != 0 && strcmp(*attestor, "provisioned") != 0)
+		return cli_usage(c, "--attestor: join-token, tpm, provisioned or cloud-iid");
 	if ((*url == NULL) == (*path == NULL))
 		return cli_usage(c, "give --bcd-url URL (where the machine downloads bcd) or "
 		                    "--bcd-path PATH (a bcd already on the machine)");

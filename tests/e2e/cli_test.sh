@@ -78,9 +78,17 @@ err_has "\-\-policy is not valid JSON"
 run 2 "$CLI" pools create p --policy '[1]'
 err_has "\-\-policy must be a JSON object"
 run 2 "$CLI" tokens create --role admin --pool p
-err_has "\-\-role must be node or site"
+err_has "\-\-role must be node, site or provisioned"
 run 2 "$CLI" tokens create --role node
 err_has "give one of \-\-pool"
+run 2 "$CLI" tokens create --role provisioned --pool p
+err_has "needs \-\-pool and \-\-expect-product-uuid"
+run 2 "$CLI" machines deploy
+err_has "give \-\-node ID"
+run 2 "$CLI" machines commission --site s
+err_has "give \-\-site ID and \-\-mac M"
+run 2 "$CLI" machines deploy --node n --bcd-url http://example.com/bcd
+err_has "\-\-bcd-url: an https:// URL"
 run 2 "$CLI" tokens create --role node --pool p --uses 0
 err_has "\-\-uses"
 run 2 "$CLI" tokens create --role node --pool p --ttl soon

@@ -404,6 +404,45 @@ int bct_join(struct bct_cp *cp, const struct bct_join_opts *o, struct bc_join_an
 	return rc;
 }
 
+struct racer {
+	struct bct_cp *cp;
+	const struct bct_join_opts *o;
+	int rc;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct bc_join_answer ans;
+
+	r->rc = bct_join(r->cp, r->o, &ans);
+	if (r->rc == 0)
+		bc_join_answer_free(&ans);
+	return NULL;
+}
+
+int bct_race(struct bct_cp *cp, int n, const struct bct_join_opts *o, int *admitted, int *denied)
+{
+	struct racer r[64];
+	pthread_t th[64];
+	int started = 0;
+
+	*admitted = *denied = 0;
+	if (n < 1 || n > 64)
+		return BC_ERR_INVALID;
+	for (; started < n; started++) {
+		r[started] = (struct racer){cp, o, 0};
+		if (pthread_create(&th[started], NULL, race, &r[started]) != 0)
+			break;
+	}
+	for (int i = 0; i < started; i++) {
+		pthread_join(th[i], NULL);
+		*admitted += r[i].rc == 0;
+		*denied += r[i].rc == BC_ERR_DENIED;
+	}
+	return started == n ? 0 : BC_ERR_INTERNAL;
+}
+
 int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status, uint8_t **body,
                  size_t *len)
 {
