@@ -119,6 +119,12 @@ void bc_node_identity_clear(struct bc_node_identity *id);
  * then the signature; validity times are the caller's to check against
  * database time). BC_ERR_VERIFY when it was not. */
 BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len);
+/* The same two on a certificate already parsed (bc_x509_from_der), so that a request
+ * that needs both decodes the leaf once: each parse decodes its key through OpenSSL's
+ * decoder framework, the costliest part of a renewal after the signatures. */
+BC_WUR int bc_pki_node_identity_x509(X509 *x, const char *trust_domain,
+                                     struct bc_node_identity *id);
+BC_WUR int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x);
 
 /* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM.
  * bc_x509_from_der refuses input over 64 KiB (BC_ERR_LIMIT) and bytes after
