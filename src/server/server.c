@@ -102,6 +102,25 @@ static void on_refusal(void *ctx, const struct bc_refusal *r)
 	json_decref(j);
 }
 
+static int authenticate_tx(bc_tx *tx, void *arg)
+{
+	char tenant[64], key[64];
+
+	return bc_admin_authenticate(tx, arg, tenant, key);
+}
+
+/* A body over max_unauthenticated_body is buffered for an admin API key only. */
+static int may_send_large_body(void *ctx, const char *method, const char *path,
+                               const char *authorization)
+{
+	struct bc_server *s = ctx;
+
+	(void)method;
+	if (strncmp(path, "/v1/", 4) != 0 || authorization[0] == 0)
+		return 0;
+	return bc_store_run(s->store, BC_TX_READ, authenticate_tx, (void *)authorization) == 0;
+}
+
 static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
 {
 	uint8_t secret[32];
@@ -182,6 +201,12 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	    .tls_key_pem = key,
 	    .threads = cfg->threads,
 	    .max_body = cfg->max_body,
+	    .preauth_body = cfg->max_unauth_body,
+	    .body_budget = cfg->unauth_body_budget,
+	    .request_timeout_s = cfg->request_timeout_s,
+	    .max_connections = cfg->max_connections,
+	    .per_address = cfg->max_connections_per_address,
+	    .authorize = may_send_large_body,
 	};
 	rc = bc_http_start(&hc, handle, s, &s->http, err, errlen);
 	free(cert);
