@@ -253,7 +253,10 @@ int bc_server_config_load(const char *path, struct bc_server_config *out, char *
 		bc_server_config_free(out);
 		return BC_ERR_NOMEM;
 	}
-	if ((rc = bc_toml_load(path, &out->toml, err, errlen)) != 0)
+	/* whoever may change server.toml chooses the commands the server runs */
+	if (bc_file_check_mode(path, 0, err, errlen) != 0)
+		rc = BC_ERR_CONFIG;
+	else if ((rc = bc_toml_load(path, &out->toml, err, errlen)) != 0)
 		rc = BC_ERR_CONFIG;
 	else if ((rc = check_keys(out, err, errlen)) == 0)
 		rc = load_fields(out, err, errlen);
@@ -288,6 +291,8 @@ int bc_server_secret_load(const char *path, uint8_t out[static 32], char *err, s
 	size_t len = 0, n;
 	int rc;
 
+	if (bc_file_check_mode(path, BC_MODE_SECRET, err, errlen) != 0)
+		return BC_ERR_CONFIG;
 	/* 64 hex characters and a newline; a little room for white space */
 	if ((rc = bc_file_read(path, 80, BC_FILE_TEXT | BC_FILE_FOLLOW, &text, &len)) != 0) {
 		if (rc == BC_ERR_LIMIT || (rc == BC_ERR_INVALID && errno == EILSEQ))

@@ -178,6 +178,8 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 	size_t len = 0;
 	int rc;
 
+	if (bc_file_check_mode(cfg->pki_bundle, BC_MODE_SECRET, err, errlen) != 0)
+		return BC_ERR_CONFIG;
 	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
 		return rc;
 	if ((rc = bc_file_read(cfg->pki_bundle, BUNDLE_MAX, BC_FILE_TEXT | BC_FILE_FOLLOW, &text_,
