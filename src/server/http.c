@@ -46,6 +46,8 @@ static const char BODY_TOO_LARGE[] =
 static const char TOO_MANY_ARGS[] =
     "{\"code\":\"invalid_argument\",\"message\":\"too many query arguments\"}";
 static const char STOPPING[] = "{\"code\":\"unavailable\",\"message\":\"server is stopping\"}";
+static const char BAD_REQUEST_LINE[] =
+    "{\"code\":\"invalid_argument\",\"message\":\"malformed request line\"}";
 static const char BAD_FRAMING[] =
     "{\"code\":\"invalid_argument\",\"message\":\"ambiguous request framing (repeated "
     "Content-Length, or Content-Length with Transfer-Encoding)\"}";
@@ -106,8 +108,10 @@ struct http_req {
 	size_t reserved; /* of srv->body_bytes */
 	size_t discarded;
 	int too_large;
-	int authorized; /* the authorize hook vouched for it: max_body, no budget */
-	int answered;   /* a response was queued before the body was read */
+	int authorized;      /* the authorize hook vouched for it: max_body, no budget */
+	int answered;        /* a response was queued before the body was read */
+	int begun;           /* begin_request() ran (counted in inflight) */
+	const char *uri_end; /* the request target's end as the request line had it */
 	size_t n_query;
 	int query_overflow;
 	const char *query_keys[HTTP_MAX_QUERY];
@@ -376,21 +380,36 @@ static size_t body_cap(struct bc_http *s, struct http_req *r, struct MHD_Connect
 	return s->preauth_body;
 }
 
+/* MHD_OPTION_URI_LOG_CALLBACK: the request, made as soon as its request line is
+ * read. The target is a C string here; libmicrohttpd 0.9.x ends it in place with a
+ * NUL where the space before the version was, so the version follows it at once
+ * unless the target held a NUL byte of its own (checked in begin_request). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_req *r = calloc(1, sizeof(*r));
+
+	(void)conn;
+	if (r == NULL)
+		return NULL;
+	r->srv = cls;
+	r->uri_end = uri + strlen(uri);
+	return r;
+}
+
 static enum MHD_Result begin_request(struct bc_http *s, struct MHD_Connection *conn,
-                                     const char *url, const char *method, void **con_cls)
+                                     const char *url, const char *method, const char *version,
+                                     struct http_req *r)
 {
 	struct framing f;
-	struct http_req *r;
 	size_t cap;
 
-	if ((r = calloc(1, sizeof(*r))) == NULL)
-		return MHD_NO;
-	r->srv = s;
-	*con_cls = r;
+	r->begun = 1;
 	inflight_add(s, 1);
 	r->answered = 1;
 	if (atomic_load(&s->stopping))
 		return queue_static(conn, 503, STOPPING, 1);
+	if (r->uri_end + 1 != version)
+		return queue_static(conn, 400, BAD_REQUEST_LINE, 1);
 	if (framing_ambiguous(conn, &f))
 		return queue_static(conn, 400, BAD_FRAMING, 1);
 	cap = body_cap(s, r, conn, url, method, &f);
@@ -493,9 +512,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct bc_http *s = cls;
 	struct http_req *r = *con_cls;
 
-	(void)version;
 	if (r == NULL)
-		return begin_request(s, conn, url, method, con_cls);
+		return MHD_NO; /* on_uri() had no memory */
+	if (!r->begun)
+		return begin_request(s, conn, url, method, version, r);
 	if (r->answered) {
 		*upload_data_size = 0;
 		return MHD_YES;
@@ -516,7 +536,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 	conn_mark(r->srv, conn, 0);
 	body_release(r);
-	inflight_add(r->srv, -1);
+	if (r->begun)
+		inflight_add(r->srv, -1);
 	free(r);
 }
 
@@ -706,6 +727,7 @@ static struct MHD_Daemon *start_daemon(struct bc_http *s, unsigned threads)
 	    {MHD_OPTION_CONNECTION_LIMIT, s->max_connections, NULL},
 	    {MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->per_address, NULL},
 	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
+	    {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s},
 	    {MHD_OPTION_END, 0, NULL},
 	};
 
