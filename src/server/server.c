@@ -46,6 +46,8 @@ struct bc_server {
 };
 
 static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
+static const char healthz_method[] =
+    "{\"code\":\"method_not_allowed\",\"message\":\"/healthz answers GET and HEAD\"}";
 
 static void text(struct bc_http_response *resp, int status, const char *ct, const char *body)
 {
@@ -64,7 +66,9 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 	struct bc_server *s = ctx;
 
 	if (strcmp(req->path, "/healthz") == 0) {
-		if (bc_store_run(s->store, BC_TX_READ, healthz_tx, NULL) == 0)
+		if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+			text(resp, 405, "application/json", healthz_method);
+		else if (bc_store_run(s->store, BC_TX_READ, healthz_tx, NULL) == 0)
 			text(resp, 200, "application/json", "{\"status\":\"ok\"}");
 		else
 			text(resp, 503, "application/json", "{\"status\":\"store unavailable\"}");

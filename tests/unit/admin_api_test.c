@@ -533,6 +533,34 @@ static void test_pools(void **state)
 	json_decref(p);
 }
 
+/* A policy is stored and read back by every join of the pool: 8 levels at most. */
+static void test_pool_policy_deeper_than_8_levels_is_invalid_input(void **state)
+{
+	static const char *const pools = "/v1/tenants/root/pools";
+	char body[512];
+	(void)state;
+
+	/* the policy and 7 objects in it: 8 levels */
+	strcpy(body, "{\"name\":\"deep8\",\"policy\":");
+	for (int i = 0; i < 8; i++)
+		strcat(body, "{\"a\":");
+	strcat(body, "1");
+	for (int i = 0; i < 8; i++)
+		strcat(body, "}");
+	strcat(body, "}");
+	json_decref(ok(F.root_auth, "POST", pools, body, 201));
+	/* 9: objects and arrays alike */
+	strcpy(body, "{\"name\":\"deep9\",\"policy\":");
+	for (int i = 0; i < 8; i++)
+		strcat(body, "{\"a\":");
+	strcat(body, "[1]");
+	for (int i = 0; i < 8; i++)
+		strcat(body, "}");
+	strcat(body, "}");
+	expect_invalid(F.root_auth, "POST", pools, body,
+	               "pool.policy: nested deeper than 8 levels");
+}
+
 static void test_pool_validation(void **state)
 {
 	static const char *const pools = "/v1/tenants/root/pools";
@@ -1123,6 +1151,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_sites, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pools, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_validation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_policy_deeper_than_8_levels_is_invalid_input,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_scoping, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_token_validation, setup, teardown),
