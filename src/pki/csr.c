@@ -37,6 +37,25 @@ static int csr_key(X509_REQ *req, EVP_PKEY **out)
 	return rc;
 }
 
+/* ECDSA over SHA-256 or longer: a SHA-1 signature (collisions are practical) or any
+ * other algorithm is refused. */
+static int csr_sig_alg_ok(const X509_REQ *req)
+{
+	const X509_ALGOR *alg = NULL;
+	const ASN1_OBJECT *oid = NULL;
+
+	X509_REQ_get0_signature(req, NULL, &alg);
+	if (alg == NULL)
+		return 0;
+	X509_ALGOR_get0(&oid, NULL, NULL, alg);
+	switch (OBJ_obj2nid(oid)) {
+	case NID_ecdsa_with_SHA256:
+	case NID_ecdsa_with_SHA384:
+	case NID_ecdsa_with_SHA512: return 1;
+	default: return 0;
+	}
+}
+
 int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub)
 {
 	const unsigned char *p = der;
@@ -55,6 +74,10 @@ int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub)
 	}
 	if (p != der + len) {
 		rc = BC_ERR_TRAILING;
+		goto out;
+	}
+	if (!csr_sig_alg_ok(req)) {
+		rc = BC_ERR_INVALID;
 		goto out;
 	}
 	if ((rc = csr_key(req, &key)) != 0) {
