@@ -673,6 +673,46 @@ static void test_request_deadline_closes_a_trickling_connection(void **state)
 	bc_http_stop(srv);
 }
 
+/* Clients that hang up mid-request each make libmicrohttpd say so: one line is
+ * logged, the rest counted into one summary (here, at stop). */
+static void test_aborted_connections_log_is_summarized(void **state)
+{
+	static const char partial[] = "GET /x HTTP/1.1\r\nHost: a\r\nX-Half: ";
+	char path[] = "/tmp/bc-http-log.XXXXXX", line[1024];
+	struct seen s = {0};
+	struct bc_http *srv = start("127.0.0.1:0", 1024, &s);
+	int logfd = mkstemp(path), saved = dup(2), details = 0, summaries = 0;
+	FILE *f;
+	(void)state;
+
+	assert_true(logfd >= 0);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(logfd, 2), 2);
+	for (int i = 0; i < 20; i++) {
+		int fd = raw_connect(srv);
+		raw_send(fd, partial, sizeof(partial) - 1);
+		usleep(20 * 1000);
+		close(fd);
+	}
+	usleep(300 * 1000);
+	bc_http_stop(srv);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	assert_non_null(f = fopen(path, "r"));
+	while (fgets(line, sizeof(line), f)) {
+		details += strstr(line, "msg=http ") != NULL;
+		if (strstr(line, "msg=\"http connections closed in the last minute\"")) {
+			summaries++;
+			assert_non_null(strstr(line, "messages=20"));
+		}
+	}
+	fclose(f);
+	close(logfd);
+	unlink(path);
+	assert_int_equal(details, 1);
+	assert_int_equal(summaries, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -687,6 +727,7 @@ int main(void)
 	    cmocka_unit_test(test_unauthenticated_body_is_capped_before_buffering),
 	    cmocka_unit_test(test_unauthenticated_bodies_share_a_budget),
 	    cmocka_unit_test(test_request_deadline_closes_a_trickling_connection),
+	    cmocka_unit_test(test_aborted_connections_log_is_summarized),
 	};
 	int rc;
 
