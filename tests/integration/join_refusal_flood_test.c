@@ -53,26 +53,30 @@ static void refuse(const struct bct_join_opts *jo)
 	free(body);
 }
 
+/* SELECT what FROM the refusal events of reason (then tail), and its parameter. */
+static void refused_query(const char *what, const char *reason, const char *tail,
+                          char sql[static 256], char like[static 128])
+{
+	snprintf(like, 128, "%%\"reason\":\"%s\"%%", reason);
+	snprintf(sql, 256,
+	         "SELECT %s FROM events WHERE type = 'security.join.refused' AND data LIKE $1%s",
+	         what, tail);
+}
+
 static int64_t events_of(const char *reason)
 {
-	char like[128];
-	snprintf(like, sizeof(like), "%%\"reason\":\"%s\"%%", reason);
+	char sql[256], like[128];
+	refused_query("COUNT(*)", reason, "", sql, like);
 	bc_param p[] = {BC_TEXT(like)};
-	return bct_count(&cp,
-	                 "SELECT COUNT(*) FROM events WHERE type = 'security.join.refused' "
-	                 "AND data LIKE $1",
-	                 p, 1);
+	return bct_count(&cp, sql, p, 1);
 }
 
 static char *newest_event_of(const char *reason)
 {
-	char like[128];
-	snprintf(like, sizeof(like), "%%\"reason\":\"%s\"%%", reason);
+	char sql[256], like[128];
+	refused_query("data", reason, " ORDER BY created_at DESC, id DESC LIMIT 1", sql, like);
 	bc_param p[] = {BC_TEXT(like)};
-	return bct_text(&cp,
-	                "SELECT data FROM events WHERE type = 'security.join.refused' AND data "
-	                "LIKE $1 ORDER BY created_at DESC, id DESC LIMIT 1",
-	                p, 1);
+	return bct_text(&cp, sql, p, 1);
 }
 
 static double seconds_since(const struct timespec *t0)
