@@ -33,6 +33,8 @@
 /* The reaper's period, and the period of the summarized log lines. */
 #define HTTP_REAP_MS    1000
 #define HTTP_SUMMARY_MS 60000
+/* The request deadline when connections run short, at the least. */
+#define HTTP_MIN_DEADLINE_MS 1000
 /* A streamed (chunked) body over max_body is read and dropped so that the 413
  * reaches the client; past this many dropped bytes the connection is closed. */
 #define HTTP_MAX_DISCARD (1024u * 1024)
@@ -93,6 +95,7 @@ struct bc_http {
 	pthread_mutex_t conns_lock;
 	pthread_cond_t reaper_wake;
 	struct http_conn *conns;
+	unsigned n_conns;
 	int reaper_running;
 	int reaper_stop;
 	pthread_t reaper;
@@ -561,6 +564,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		if (s->conns)
 			s->conns->prev = c;
 		s->conns = c;
+		s->n_conns++;
 		pthread_mutex_unlock(&s->conns_lock);
 		*socket_context = c;
 		break;
@@ -576,6 +580,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 			s->conns = c->next;
 		if (c->next)
 			c->next->prev = c->prev;
+		s->n_conns--;
 		pthread_mutex_unlock(&s->conns_lock);
 		free(c);
 		*socket_context = NULL;
@@ -612,9 +617,16 @@ __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const ch
  * the end of the stream and closes it (and calls on_connection). */
 static void reap_overdue(struct bc_http *s, uint64_t now)
 {
+	uint64_t deadline = s->request_timeout_ms;
+
+	/* with the table three-quarters full, slow requests make room sooner */
+	if (s->n_conns > s->max_connections / 4 * 3)
+		deadline =
+		    deadline / 5 > HTTP_MIN_DEADLINE_MS ? deadline / 5 : HTTP_MIN_DEADLINE_MS;
 	for (struct http_conn *c = s->conns; c != NULL; c = c->next) {
-		if (c->busy || c->fd == MHD_INVALID_SOCKET ||
-		    now - c->since_ms < s->request_timeout_ms)
+		/* now < since_ms: the test clock was set back; the connection counts as new */
+		if (c->busy || c->fd == MHD_INVALID_SOCKET || now < c->since_ms ||
+		    now - c->since_ms < deadline)
 			continue;
 		(void)shutdown(c->fd, SHUT_RDWR);
 		c->fd = MHD_INVALID_SOCKET;
@@ -652,7 +664,7 @@ static void *reaper_main(void *arg)
 		(void)pthread_cond_timedwait(&s->reaper_wake, &s->conns_lock, &until);
 		now = mono_ms();
 		reap_overdue(s, now);
-		if (now - s->window_start_ms >= HTTP_SUMMARY_MS)
+		if (now < s->window_start_ms || now - s->window_start_ms >= HTTP_SUMMARY_MS)
 			log_summary(s, now);
 	}
 	log_summary(s, mono_ms());

@@ -49,7 +49,9 @@ typedef int (*bc_http_authorize)(void *ctx, const char *method, const char *path
 /* What one client may hold. A connection whose request (headers and body) has not
  * arrived whole request_timeout_s after the connection opened, or after its previous
  * request was answered, is closed, however steadily its bytes trickle; a connection
- * that sends nothing is closed after 30 s in any case. The soft open-file limit is
+ * that sends nothing is closed after 30 s in any case. With more than three-quarters
+ * of max_connections open, the deadline is a fifth of request_timeout_s (1 s at
+ * least), so that slow clients make room for others sooner. The soft open-file limit is
  * raised to fit max_connections (up to the hard limit; below it, fewer connections
  * are accepted and a warning says so). */
 struct bc_http_config {

@@ -673,6 +673,42 @@ static void test_request_deadline_closes_a_trickling_connection(void **state)
 	bc_http_stop(srv);
 }
 
+/* With more than three-quarters of max_connections (16) open, the deadline is a fifth
+ * of request_timeout (10 s): 13 slow connections are closed 3 s on (the test clock),
+ * where 3 are not. */
+static void test_deadline_shortens_when_connections_run_short(void **state)
+{
+	static const char partial[] = "GET /x HTTP/1.1\r\nHost: a\r\nX-Slow: a";
+	struct bc_http_config cfg = {
+	    .listen = "127.0.0.1:0", .threads = 2, .request_timeout_s = 10, .max_connections = 16};
+	struct seen s = {0};
+	struct bc_http *srv = NULL;
+	char err[256];
+	int fds[13], closed = 0;
+	(void)state;
+
+	assert_int_equal(bc_http_start(&cfg, handler, &s, &srv, err, sizeof(err)), 0);
+	for (int n = 3; n <= 13; n += 10) {
+		for (int i = 0; i < n; i++) {
+			fds[i] = raw_connect(srv);
+			raw_send(fds[i], partial, sizeof(partial) - 1);
+		}
+		usleep(200 * 1000);
+		bc_clock_set_offset_ms(3000);
+		usleep(2500 * 1000); /* the reaper runs every second */
+		closed = 0;
+		for (int i = 0; i < n; i++) {
+			char b;
+			closed += recv(fds[i], &b, 1, MSG_DONTWAIT) == 0;
+			close(fds[i]);
+		}
+		bc_clock_set_offset_ms(0);
+		assert_int_equal(closed, n == 3 ? 0 : 13);
+		usleep(1200 * 1000); /* the reaper sees the closed ones go */
+	}
+	bc_http_stop(srv);
+}
+
 /* Clients that hang up mid-request each make libmicrohttpd say so: one line is
  * logged, the rest counted into one summary (here, at stop). */
 static void test_aborted_connections_log_is_summarized(void **state)
@@ -728,6 +764,7 @@ int main(void)
 	    cmocka_unit_test(test_unauthenticated_bodies_share_a_budget),
 	    cmocka_unit_test(test_request_deadline_closes_a_trickling_connection),
 	    cmocka_unit_test(test_aborted_connections_log_is_summarized),
+	    cmocka_unit_test(test_deadline_shortens_when_connections_run_short),
 	};
 	int rc;
 
