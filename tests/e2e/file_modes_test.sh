@@ -12,9 +12,10 @@ refused() { # refused FILE MODE EXPECTED-CHMOD
 	local before
 	before=$(stat -c %a "$1")
 	chmod "$2" "$1"
-	if "$BIN/better-compute" serve --config var/server.toml >serve.out 2>&1; then
-		fail "the server started with $1 at mode $2"
-	fi
+	# a server that starts is stopped after 10 s, and fails the test
+	local rc=0
+	timeout 10 "$BIN/better-compute" serve --config var/server.toml >serve.out 2>&1 || rc=$?
+	[ "$rc" = 1 ] || fail "the server did not refuse $1 at mode $2 (exit $rc)"
 	grep -qF "$1" serve.out || fail "the message does not name $1: $(cat serve.out)"
 	grep -qF "run \`chmod $3 $1\`" serve.out || fail "no chmod $3 for $1: $(cat serve.out)"
 	echo "mode $2 on $1: $(cat serve.out)"
