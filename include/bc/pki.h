@@ -49,9 +49,10 @@ void bc_pki_free(bc_pki *pki); /* wipes the private keys */
 BC_WUR int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text);
 BC_WUR int bc_pki_open(const char *text, size_t len, const uint8_t secret[static 32], bc_pki **out);
 
-/* CSR checks: DER PKCS#10, a P-256 key, a self-signature that verifies; nothing
- * else is read from it. *pub receives the key (caller frees). Errors:
- * BC_ERR_INVALID (not a CSR, not a named-curve P-256 key), BC_ERR_TRAILING
+/* CSR checks: DER PKCS#10, a P-256 key, a self-signature (ECDSA with SHA-256, -384
+ * or -512) that verifies; nothing else is read from it. *pub receives the key
+ * (caller frees). Errors: BC_ERR_INVALID (not a CSR, not a named-curve P-256 key, a
+ * SHA-1 or other signature algorithm), BC_ERR_TRAILING
  * (bytes after the DER), BC_ERR_LIMIT (over 64 KiB), BC_ERR_VERIFY (signature). */
 BC_WUR int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub);
 /* A CSR for key (subject CN = cn, no extensions), DER malloc'd. */
