@@ -259,8 +259,8 @@ static int check(struct bc_attestor *self, const struct bc_join_input *in,
 	*left = p;
 	if ((rc = offline_checks(in, p, &why)) != 0)
 		return rc;
-	if (p->id.node_id[0])
-		snprintf(out->node_id, sizeof(out->node_id), "%s", p->id.node_id);
+	/* a refusal before the proof verified names no node: a node's certificate is no
+	 * secret, so anyone could send one (the refusal is summarized, unattributed) */
 	if (why)
 		bc_refuse(out, why);
 	return 0;

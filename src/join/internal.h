@@ -19,7 +19,8 @@ struct bc_join_service {
 	size_t n_plugins;
 	uint8_t *node_ca_der; /* the node CA, encoded once: every answer carries it */
 	size_t node_ca_der_len;
-	struct bc_refusal_summary refusals;
+	struct bc_refusal_summary refusals;       /* Join */
+	struct bc_refusal_summary renew_refusals; /* Renew */
 };
 
 const struct bc_attestor *bc_join_find(const struct bc_join_service *s, const char *id);

@@ -171,9 +171,11 @@ int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service
 		return BC_ERR_NOMEM;
 	s->cfg = *cfg;
 	bc_refusal_summary_init(&s->refusals);
+	bc_refusal_summary_init(&s->renew_refusals);
 	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0) {
 		free(s->node_ca_der);
 		bc_refusal_summary_destroy(&s->refusals);
+		bc_refusal_summary_destroy(&s->renew_refusals);
 		free(s);
 		return rc;
 	}
@@ -191,5 +193,6 @@ void bc_join_service_free(struct bc_join_service *s)
 	/* plugin handles are not closed: a plugin's threads or atexit hooks may outlive us */
 	free(s->node_ca_der);
 	bc_refusal_summary_destroy(&s->refusals);
+	bc_refusal_summary_destroy(&s->renew_refusals);
 	free(s);
 }

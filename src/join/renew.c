@@ -13,6 +13,7 @@
 #include <openssl/x509.h>
 
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/json.h"
@@ -44,7 +45,10 @@ struct renew_state {
 	EVP_PKEY *csr_key;
 	uint8_t csr_sha256[32];
 	uint8_t csr_spki_sha256[32];
+	int backed; /* the leaf is ours and the proof verified under its key */
 	struct renew_decision d;
+	uint64_t count; /* refusals this report stands for (a summary), 0: none now */
+	int summarized;
 };
 
 static void renew_decision_reset(struct renew_decision *d)
@@ -153,10 +157,15 @@ static int precheck(struct renew_state *st, const char **reason)
 		goto out;
 	}
 	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256)) != 0 ||
-	    (rc = csr_spki_sha256(st)) != 0 || (rc = check_statements(st, reason)) != 0 || *reason)
+	    (rc = csr_spki_sha256(st)) != 0)
 		goto out;
-	if (verify_proof(st, leaf) != 0)
+	/* the proof first: what follows is reported as the node's own */
+	if (verify_proof(st, leaf) != 0) {
 		*reason = BC_R_RENEW_PROOF;
+		goto out;
+	}
+	st->backed = 1;
+	rc = check_statements(st, reason);
 out:
 	X509_free(leaf);
 	return rc;
@@ -269,9 +278,19 @@ static int refusal_tx(bc_tx *tx, void *arg)
 	struct renew_state *st = arg;
 	json_t *data = json_pack("{s:s, s:s?}", "reason", st->d.reason, "nodeId",
 	                         st->id.node_id[0] ? st->id.node_id : NULL);
-	int rc = bc_event_publish(tx, st->d.tenant_id[0] ? st->d.tenant_id : "root",
-	                          "security.renew.refused",
-	                          st->id.node_id[0] ? st->id.node_id : NULL, data);
+	int rc;
+
+	if (data == NULL)
+		return BC_ERR_NOMEM;
+	if (st->summarized &&
+	    (json_object_set_new(data, "count", json_integer((json_int_t)st->count)) != 0 ||
+	     json_object_set_new(data, "summarized", json_true()) != 0)) {
+		json_decref(data);
+		return BC_ERR_NOMEM;
+	}
+	rc = bc_event_publish(tx, st->d.tenant_id[0] ? st->d.tenant_id : "root",
+	                      "security.renew.refused", st->id.node_id[0] ? st->id.node_id : NULL,
+	                      data);
 	json_decref(data);
 	return rc;
 }
@@ -287,16 +306,33 @@ static int owner_tx(bc_tx *tx, void *arg)
 	return rc < 0 ? rc : 0;
 }
 
+/* A refusal found before the proof verified under a leaf of ours (no chain, a
+ * certificate the node CA did not sign, a CSR or statement out of shape, a proof by
+ * another key) is backed by no credential: anyone holding a node's certificate, which
+ * is no secret, could send it. Those are summarized per reason per minute, as Join
+ * does, and name no node; the others are recorded one by one. */
 static void report(struct renew_state *st)
 {
+	char count[24];
+
+	st->count = 1;
+	if ((st->summarized = !st->backed) != 0) {
+		st->count =
+		    bc_refusal_summary_count(&st->svc->renew_refusals, &st->d.reason, bc_now_ms());
+		bc_node_identity_clear(&st->id);
+		st->d.tenant_id[0] = 0;
+	}
+	if (st->count == 0)
+		return;
 	/* without the owner the event still goes to the root tenant */
 	if (st->d.tenant_id[0] == 0 && st->id.node_id[0] &&
 	    bc_store_run(st->svc->cfg.store, BC_TX_READ, owner_tx, st) != 0)
 		st->d.tenant_id[0] = 0;
 	if (bc_store_run(st->svc->cfg.store, BC_TX_WRITE, refusal_tx, st) != 0)
 		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", st->d.reason, NULL);
+	snprintf(count, sizeof(count), "%llu", (unsigned long long)st->count);
 	bc_log(BC_LOG_WARN, "renew refused", "nodeId", st->id.node_id, "reason", st->d.reason,
-	       "tenantId", st->d.tenant_id, NULL);
+	       "tenantId", st->d.tenant_id, "count", count, NULL);
 }
 
 /* Decides the renewal: 0, or BC_ERR_DENIED with st->d.reason set, or another error. */

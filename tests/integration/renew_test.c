@@ -153,6 +153,37 @@ static void expect_refused(const struct renew_opts *o, const char *reason, const
 	EVP_PKEY_free(next);
 }
 
+/* A refusal no credential backs (no proof by the leaf's key): the same bytes on the
+ * wire and nothing issued; its event is a summary that names no node. */
+static void expect_refused_unattributed(const struct renew_opts *o)
+{
+	long status = 0;
+	uint8_t *body = NULL;
+	size_t len = 0;
+	EVP_PKEY *next = NULL;
+	int64_t certs = bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0);
+
+	assert_int_equal(renew(o, &status, &body, &len, &next, NULL, NULL), 0);
+	assert_int_equal(status, 403);
+	assert_int_equal(len, strlen(bc_connect_renew_refused));
+	assert_memory_equal(body, bc_connect_renew_refused, len);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0), certs);
+	free(body);
+	EVP_PKEY_free(next);
+}
+
+static int64_t proof_summaries(const char *count)
+{
+	char like[64];
+	snprintf(like, sizeof(like), "%%\"count\":%s%%", count);
+	bc_param p[] = {BC_TEXT(like)};
+	return bct_count(&cp,
+	                 "SELECT COUNT(*) FROM events WHERE type = 'security.renew.refused' AND "
+	                 "subject IS NULL AND data LIKE '%\"renew-proof\"%' AND "
+	                 "data LIKE '%\"summarized\":true%' AND data LIKE $1",
+	                 p, 1);
+}
+
 static void test_renew_issues_the_next_certificate(void **state)
 {
 	struct joined j;
@@ -220,17 +251,28 @@ static void test_each_refusal(void **state)
 	                       .signer = j.key,
 	                       .node_id = node};
 
-	/* bad proof: another key, a corrupted signature, another node id in the proof */
+	/* bad proof: another key, a corrupted signature, another node id in the proof.
+	 * A node's certificate is no secret: these name no node and are summarized, the
+	 * first at once, the rest of the minute counted into the next one */
 	join_one(&k, NULL);
+	int64_t before = proof_summaries("1");
 	struct renew_opts bad = o;
 	bad.signer = k.key;
-	expect_refused(&bad, "renew-proof", node);
+	expect_refused_unattributed(&bad);
+	assert_int_equal(proof_summaries("1"), before + 1);
 	bad = o;
 	bad.corrupt_proof = 1;
-	expect_refused(&bad, "renew-proof", node);
+	expect_refused_unattributed(&bad);
 	bad = o;
 	bad.node_id = k.ans.node_id;
-	expect_refused(&bad, "renew-proof", node);
+	expect_refused_unattributed(&bad);
+	assert_int_equal(proof_summaries("1"), before + 1);
+	bc_clock_set_offset_ms(bc_clock_offset_ms() + 61000);
+	bad = o;
+	bad.signer = k.key;
+	expect_refused_unattributed(&bad);
+	assert_int_equal(proof_summaries("3"), 1);
+	bc_clock_set_offset_ms(bc_clock_offset_ms() - 61000);
 
 	/* stale client time: properly signed, two minutes off database time */
 	bad = o;
