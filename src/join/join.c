@@ -513,6 +513,15 @@ static enum bc_rpc_status answer(struct bc_join_service *s, struct bc_join_state
 	}
 	if (bc_join_sign_response(s, st->in->csr_sha256, st->attestor, d, resp, resp_len) != 0)
 		return BC_RPC_INTERNAL;
+	if (s->cfg.on_outcome) {
+		struct bc_join_outcome o = {
+		    .type = d->out.kind == BC_OUTCOME_DEFER ? BC_JOIN_OUTCOME_DEFERRED
+		            : d->reclaimed                  ? BC_JOIN_OUTCOME_RECLAIMED
+		                                            : BC_JOIN_OUTCOME_JOINED,
+		    .attestor = st->attestor->id,
+		};
+		s->cfg.on_outcome(s->cfg.on_outcome_ctx, &o);
+	}
 	if (d->out.kind == BC_OUTCOME_DEFER)
 		bc_log(BC_LOG_INFO, "join deferred", "attestor", st->in->attestor, "kind",
 		       d->out.deferral.kind == BC_DEFER_APPROVAL ? "approval" : "challenge",

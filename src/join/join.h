@@ -30,11 +30,26 @@ struct bc_refusal {
 };
 typedef void (*bc_refusal_fn)(void *ctx, const struct bc_refusal *r);
 
+/* What a JoinService call did when it did not refuse, after its commit: for metrics. */
+enum bc_join_outcome_type {
+	BC_JOIN_OUTCOME_JOINED = 1, /* a new node */
+	BC_JOIN_OUTCOME_RECLAIMED,  /* a known node, at its next identity generation */
+	BC_JOIN_OUTCOME_DEFERRED,   /* a challenge or an operator's approval */
+	BC_JOIN_OUTCOME_RENEWED,    /* Renew issued (or answered again) a certificate */
+};
+struct bc_join_outcome {
+	enum bc_join_outcome_type type;
+	const char *attestor; /* the attestor's id; "renew" for a renewal */
+};
+typedef void (*bc_outcome_fn)(void *ctx, const struct bc_join_outcome *o);
+
 struct bc_join_config {
 	bc_store *store;
 	const bc_pki *pki;
 	bc_refusal_fn on_refusal; /* may be NULL; called for every refusal, after its event */
 	void *on_refusal_ctx;
+	bc_outcome_fn on_outcome; /* may be NULL; called for every answer that is no refusal */
+	void *on_outcome_ctx;
 };
 
 struct bc_join_service;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -21,6 +22,7 @@
 #include "bc/proc.h"
 #include "server/admin.h"
 #include "server/connect.h"
+#include "server/metrics.h"
 #include "server/http.h"
 
 #define BUNDLE_MAX (1 << 20)
@@ -43,9 +45,15 @@ struct bc_server {
 	bc_refusal_fn hook;
 	void *hook_ctx;
 	char *public_url;
+	struct bc_metrics *metrics;
 };
 
 static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
+static const char metrics_method[] =
+    "{\"code\":\"method_not_allowed\",\"message\":\"/metrics answers GET\"}";
+static const char metrics_denied[] =
+    "{\"code\":\"unauthenticated\",\"message\":\"/metrics needs a root API key: "
+    "Authorization: Bearer bck_...\"}";
 static const char healthz_method[] =
     "{\"code\":\"method_not_allowed\",\"message\":\"/healthz answers GET and HEAD\"}";
 
@@ -59,6 +67,59 @@ static int healthz_tx(bc_tx *tx, void *arg)
 	int64_t one;
 	(void)arg;
 	return bc_tx_query_int(tx, "SELECT 1", NULL, 0, &one);
+}
+
+static int metrics_auth_tx(bc_tx *tx, void *arg)
+{
+	char tenant[64], key[64];
+	int rc = bc_admin_authenticate(tx, arg, tenant, key);
+
+	return rc != 0 ? rc : (strcmp(tenant, "root") == 0 ? 0 : BC_ERR_DENIED);
+}
+
+/* GET /metrics: for a root API key only (Authorization: Bearer bck_..., as Prometheus'
+ * authorization.credentials_file sends it). The refusal reasons in it are what the
+ * machine is never told, so an unauthenticated scrape would undo that. */
+static void serve_metrics(struct bc_server *s, const struct bc_http_request *req,
+                          struct bc_http_response *resp)
+{
+	struct bc_metrics_extra x = {.store = s->store,
+	                             .refusals_dropped = bc_server_refusals_dropped(s),
+	                             .version = BC_VERSION};
+	char *body;
+
+	if (strcmp(req->method, "GET") != 0) {
+		text(resp, 405, "application/json", metrics_method);
+		return;
+	}
+	if (bc_store_run(s->store, BC_TX_READ, metrics_auth_tx, (void *)req->authorization) != 0) {
+		text(resp, 401, "application/json", metrics_denied);
+		return;
+	}
+	if ((body = bc_metrics_render(s->metrics, &x)) == NULL) {
+		text(resp, 500, "application/json",
+		     "{\"code\":\"internal\",\"message\":\"out of memory\"}");
+		return;
+	}
+	bc_http_set_body(resp, 200, "text/plain; version=0.0.4; charset=utf-8", body, strlen(body));
+	free(body);
+}
+
+/* A JoinService RPC, timed for the metrics. */
+static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
+                      struct bc_http_response *resp)
+{
+	struct timespec a, b;
+	const char *method = strrchr(req->path, '/') + 1;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	bc_connect_serve(s->join, req, resp);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	/* only the methods served are series: any other path costs no new one */
+	if (strcmp(method, "Join") != 0 && strcmp(method, "Renew") != 0)
+		method = "(other)";
+	bc_metrics_rpc(s->metrics, method, resp->status,
+	               (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
 }
 
 static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_response *resp)
@@ -79,7 +140,11 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 		return;
 	}
 	if (bc_connect_owns(req->path)) {
-		bc_connect_serve(s->join, req, resp);
+		serve_rpc(s, req, resp);
+		return;
+	}
+	if (strcmp(req->path, "/metrics") == 0) {
+		serve_metrics(s, req, resp);
 		return;
 	}
 	text(resp, 404, "application/json", not_found);
@@ -120,12 +185,21 @@ static void run_hook_command(struct bc_server *s, const char *json)
 	pthread_mutex_unlock(&s->drop_lock);
 }
 
+static void on_outcome(void *ctx, const struct bc_join_outcome *o)
+{
+	struct bc_server *s = ctx;
+
+	bc_metrics_outcome(s->metrics, o);
+}
+
 static void on_refusal(void *ctx, const struct bc_refusal *r)
 {
 	struct bc_server *s = ctx;
 	json_t *j;
 	char *js;
 
+	/* every refusal once, a summarized one too (count 0 or its summary's) */
+	bc_metrics_refusal(s->metrics, r->attestor, r->reason);
 	if (s->hook)
 		s->hook(s->hook_ctx, r);
 	/* a refusal counted into a later summary is not passed on by itself */
@@ -214,8 +288,12 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 static int start_join(struct bc_server *s, const struct bc_server_config *cfg, char *err,
                       size_t errlen)
 {
-	struct bc_join_config jc = {
-	    .store = s->store, .pki = s->pki, .on_refusal = on_refusal, .on_refusal_ctx = s};
+	struct bc_join_config jc = {.store = s->store,
+	                            .pki = s->pki,
+	                            .on_refusal = on_refusal,
+	                            .on_refusal_ctx = s,
+	                            .on_outcome = on_outcome,
+	                            .on_outcome_ctx = s};
 	int rc;
 
 	/* the built-ins register as plugins do: join-token first, so that a plugin of
@@ -293,6 +371,10 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 		snprintf(err, errlen, "on_refusal: cannot start its queue (%s)", bc_err_str(rc));
 		goto fail;
 	}
+	if ((rc = bc_metrics_new(&s->metrics)) != 0) {
+		snprintf(err, errlen, "metrics: %s", bc_err_str(rc));
+		goto fail;
+	}
 	if ((rc = load_pki(cfg, &s->pki, err, errlen)) != 0)
 		goto fail;
 	if ((rc = bc_store_open(cfg->database, &s->store, err, errlen)) != 0)
@@ -342,6 +424,7 @@ void bc_server_stop(struct bc_server *s)
 	/* the commands still running finish; those waiting are dropped */
 	bc_proc_queue_free(s->on_refusal);
 	bc_join_service_free(s->join);
+	bc_metrics_free(s->metrics);
 	bc_store_close(s->store);
 	bc_pki_free(s->pki);
 	pthread_mutex_destroy(&s->drop_lock);

@@ -1,0 +1,324 @@
+/* Counters kept as the server serves, and the exposition text of a scrape. */
+#include "server/metrics.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/buf.h"
+#include "bc/clock.h"
+
+#define MAX_SERIES 256
+#define LABEL_MAX  64
+#define N_BUCKETS  11
+#define N_OUTCOMES 4
+#define OTHER      "(other)"
+
+static const double buckets[N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                          0.1,   0.25,   0.5,   1,    2.5};
+
+/* A labelled counter: (attestor, reason) for refusals, (attestor, outcome) else. */
+struct series {
+	char a[LABEL_MAX];
+	char b[LABEL_MAX];
+	uint64_t n;
+};
+
+struct table {
+	struct series s[MAX_SERIES];
+	size_t n;
+	uint64_t other;
+};
+
+struct histogram {
+	char method[16];
+	int status;
+	uint64_t counts[N_BUCKETS]; /* cumulative when rendered, per bucket when kept */
+	uint64_t count;
+	double sum;
+};
+
+#define MAX_RPC_SERIES 32
+
+struct bc_metrics {
+	pthread_mutex_t mu;
+	struct table refusals;
+	struct table outcomes;
+	struct histogram rpc[MAX_RPC_SERIES];
+	size_t n_rpc;
+	uint64_t rpc_other;
+	int64_t started_ms;
+};
+
+int bc_metrics_new(struct bc_metrics **out)
+{
+	struct bc_metrics *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (m == NULL)
+		return BC_ERR_NOMEM;
+	if (pthread_mutex_init(&m->mu, NULL) != 0) {
+		free(m);
+		return BC_ERR_INTERNAL;
+	}
+	m->started_ms = bc_now_ms();
+	*out = m;
+	return 0;
+}
+
+void bc_metrics_free(struct bc_metrics *m)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+/* Under mu: one more of (a, b), in a new series while there is room. */
+static void bump(struct table *t, const char *a, const char *b)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		if (strcmp(t->s[i].a, a) == 0 && strcmp(t->s[i].b, b) == 0) {
+			t->s[i].n++;
+			return;
+		}
+	}
+	if (t->n == MAX_SERIES || strlen(a) >= LABEL_MAX || strlen(b) >= LABEL_MAX) {
+		t->other++;
+		return;
+	}
+	snprintf(t->s[t->n].a, LABEL_MAX, "%s", a);
+	snprintf(t->s[t->n].b, LABEL_MAX, "%s", b);
+	t->s[t->n++].n = 1;
+}
+
+void bc_metrics_refusal(struct bc_metrics *m, const char *attestor, const char *reason)
+{
+	pthread_mutex_lock(&m->mu);
+	bump(&m->refusals, attestor ? attestor : "", reason ? reason : "");
+	pthread_mutex_unlock(&m->mu);
+}
+
+static const char *outcome_name(enum bc_join_outcome_type t)
+{
+	switch (t) {
+	case BC_JOIN_OUTCOME_JOINED: return "joined";
+	case BC_JOIN_OUTCOME_RECLAIMED: return "reclaimed";
+	case BC_JOIN_OUTCOME_DEFERRED: return "deferred";
+	case BC_JOIN_OUTCOME_RENEWED: return "renewed";
+	default: return "other";
+	}
+}
+
+void bc_metrics_outcome(struct bc_metrics *m, const struct bc_join_outcome *o)
+{
+	pthread_mutex_lock(&m->mu);
+	bump(&m->outcomes, o->attestor ? o->attestor : "", outcome_name(o->type));
+	pthread_mutex_unlock(&m->mu);
+}
+
+void bc_metrics_rpc(struct bc_metrics *m, const char *method, int status, double seconds)
+{
+	struct histogram *h = NULL;
+
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->n_rpc && h == NULL; i++)
+		if (m->rpc[i].status == status && strcmp(m->rpc[i].method, method) == 0)
+			h = &m->rpc[i];
+	if (h == NULL && m->n_rpc < MAX_RPC_SERIES && strlen(method) < sizeof(h->method)) {
+		h = &m->rpc[m->n_rpc++];
+		snprintf(h->method, sizeof(h->method), "%s", method);
+		h->status = status;
+	}
+	if (h == NULL) {
+		m->rpc_other++;
+	} else {
+		for (size_t i = 0; i < N_BUCKETS; i++)
+			if (seconds <= buckets[i]) {
+				h->counts[i]++;
+				break;
+			}
+		h->count++;
+		h->sum += seconds;
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* A label value as the exposition format quotes it. */
+static int put_label(bc_buf *b, const char *v)
+{
+	int rc = 0;
+
+	for (const char *p = v; *p && rc == 0; p++) {
+		if (*p == '\\')
+			rc = bc_buf_put(b, "\\\\", 2);
+		else if (*p == '"')
+			rc = bc_buf_put(b, "\\\"", 2);
+		else if (*p == '\n')
+			rc = bc_buf_put(b, "\\n", 2);
+		else
+			rc = bc_buf_put_u8(b, (uint8_t)*p);
+	}
+	return rc;
+}
+
+static int putf(bc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int putf(bc_buf *b, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return BC_ERR_LIMIT;
+	return bc_buf_put(b, line, (size_t)n);
+}
+
+static int put_table(bc_buf *b, const struct table *t, const char *name, const char *help,
+                     const char *la, const char *lb)
+{
+	int rc = putf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+
+	for (size_t i = 0; rc == 0 && i < t->n; i++) {
+		if ((rc = putf(b, "%s{%s=\"", name, la)) == 0 &&
+		    (rc = put_label(b, t->s[i].a)) == 0 && (rc = putf(b, "\",%s=\"", lb)) == 0 &&
+		    (rc = put_label(b, t->s[i].b)) == 0)
+			rc = putf(b, "\"} %llu\n", (unsigned long long)t->s[i].n);
+	}
+	if (rc == 0 && t->other)
+		rc = putf(b, "%s{%s=\"" OTHER "\",%s=\"" OTHER "\"} %llu\n", name, la, lb,
+		          (unsigned long long)t->other);
+	return rc;
+}
+
+static int put_histograms(bc_buf *b, const struct bc_metrics *m)
+{
+	const char *name = "bc_rpc_duration_seconds";
+	int rc = putf(b,
+	              "# HELP %s JoinService RPCs by method and HTTP status, from the request to "
+	              "its answer\n# TYPE %s histogram\n",
+	              name, name);
+
+	for (size_t i = 0; rc == 0 && i < m->n_rpc; i++) {
+		const struct histogram *h = &m->rpc[i];
+		uint64_t cum = 0;
+		for (size_t k = 0; rc == 0 && k < N_BUCKETS; k++) {
+			cum += h->counts[k];
+			rc = putf(b, "%s_bucket{method=\"%s\",code=\"%d\",le=\"%g\"} %llu\n", name,
+			          h->method, h->status, buckets[k], (unsigned long long)cum);
+		}
+		if (rc == 0)
+			rc = putf(b,
+			          "%s_bucket{method=\"%s\",code=\"%d\",le=\"+Inf\"} %llu\n"
+			          "%s_sum{method=\"%s\",code=\"%d\"} %.6f\n"
+			          "%s_count{method=\"%s\",code=\"%d\"} %llu\n",
+			          name, h->method, h->status, (unsigned long long)h->count, name,
+			          h->method, h->status, h->sum, name, h->method, h->status,
+			          (unsigned long long)h->count);
+	}
+	return rc;
+}
+
+/* What the store says at the scrape. */
+struct store_view {
+	int64_t pending;
+	bc_rows *leases; /* site lease names and holders */
+	int64_t now;
+};
+
+static int store_tx(bc_tx *tx, void *arg)
+{
+	struct store_view *v = arg;
+	int rc;
+
+	v->now = bc_tx_now_ms(tx);
+	if ((rc = bc_tx_query_int(tx, "SELECT COUNT(*) FROM join_requests WHERE state = 'pending'",
+	                          NULL, 0, &v->pending)) != 0)
+		return rc;
+	bc_param p[] = {BC_INT(v->now)};
+	return bc_tx_query(tx,
+	                   "SELECT name, holder, epoch FROM leases WHERE name LIKE 'site:%' AND "
+	                   "expires_at > $1 ORDER BY name",
+	                   p, 1, &v->leases);
+}
+
+static int put_store(bc_buf *b, const struct bc_metrics_extra *x)
+{
+	struct store_view v = {0};
+	int up = x->store != NULL && bc_store_run(x->store, BC_TX_READ, store_tx, &v) == 0;
+	int rc = putf(b,
+	              "# HELP bc_store_up 1 when the store answered this scrape\n"
+	              "# TYPE bc_store_up gauge\nbc_store_up %d\n",
+	              up);
+
+	if (rc == 0 && x->store != NULL)
+		rc = putf(b,
+		          "# HELP bc_store_transactions_total Transactions begun on the store\n"
+		          "# TYPE bc_store_transactions_total counter\n"
+		          "bc_store_transactions_total{mode=\"read\"} %llu\n"
+		          "bc_store_transactions_total{mode=\"write\"} %llu\n",
+		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_READ),
+		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_WRITE));
+	if (rc == 0 && up)
+		rc = putf(b,
+		          "# HELP bc_join_requests_pending Join requests waiting for an operator\n"
+		          "# TYPE bc_join_requests_pending gauge\nbc_join_requests_pending %lld\n"
+		          "# HELP bc_site_lease_epoch The epoch of each site lease held now, by "
+		          "lease and holder\n# TYPE bc_site_lease_epoch gauge\n",
+		          (long long)v.pending);
+	while (rc == 0 && up && bc_rows_next(v.leases) == 1) {
+		if ((rc = putf(b, "bc_site_lease_epoch{lease=\"")) == 0 &&
+		    (rc = put_label(b, bc_rows_text(v.leases, 0))) == 0 &&
+		    (rc = putf(b, "\",holder=\"")) == 0 &&
+		    (rc = put_label(b, bc_rows_text(v.leases, 1))) == 0)
+			rc = putf(b, "\"} %lld\n", (long long)bc_rows_int(v.leases, 2));
+	}
+	bc_rows_free(v.leases);
+	return rc;
+}
+
+char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
+{
+	bc_buf b;
+	int rc;
+
+	bc_buf_init(&b, 4u << 20);
+	pthread_mutex_lock(&m->mu);
+	rc = put_table(&b, &m->refusals, "bc_join_refusals_total",
+	               "Join refusals by attestor and reason (summarized ones counted each)",
+	               "attestor", "reason");
+	if (rc == 0)
+		rc = put_table(&b, &m->outcomes, "bc_join_outcomes_total",
+		               "Joins admitted, reclaims, deferrals (attestor) and renewals",
+		               "attestor", "outcome");
+	if (rc == 0)
+		rc = put_histograms(&b, m);
+	pthread_mutex_unlock(&m->mu);
+	if (rc == 0)
+		rc = put_store(&b, x);
+	if (rc == 0)
+		rc = putf(&b,
+		          "# HELP bc_on_refusal_dropped_total Refusals on_refusal never saw (its "
+		          "queue was full)\n# TYPE bc_on_refusal_dropped_total counter\n"
+		          "bc_on_refusal_dropped_total %llu\n"
+		          "# HELP bc_build_info The server's build\n# TYPE bc_build_info gauge\n"
+		          "bc_build_info{version=\"%s\"} 1\n"
+		          "# HELP bc_start_time_seconds When the server started\n"
+		          "# TYPE bc_start_time_seconds gauge\nbc_start_time_seconds %lld\n",
+		          (unsigned long long)x->refusals_dropped, x->version,
+		          (long long)(m->started_ms / 1000));
+	if (rc == 0)
+		rc = bc_buf_put_u8(&b, 0);
+	if (rc != 0) {
+		bc_buf_free(&b);
+		return NULL;
+	}
+	size_t n;
+	return (char *)bc_buf_steal(&b, &n);
+}

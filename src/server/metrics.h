@@ -1,0 +1,44 @@
+/* Prometheus metrics of one server (text exposition format 0.0.4), for GET /metrics.
+ *
+ * The server counts as it serves: every refusal by attestor and reason (from the
+ * refusal hook, each refusal once, summarized ones too), every admitted join, reclaim,
+ * deferral and renewal (JoinService's outcome hook), and the latency of each
+ * JoinService RPC by method and answer. At a scrape it adds what it reads then: the
+ * store's transactions, the pending join requests, the sites' boot lease holders, the
+ * refusals on_refusal never saw, and the build. Thread-safe; the table of refusal
+ * series is bounded (what does not fit is counted under reason "(other)"), so no
+ * sender can grow it. */
+#ifndef BC_SERVER_METRICS_H
+#define BC_SERVER_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/store.h"
+#include "join/join.h"
+
+struct bc_metrics;
+
+BC_WUR int bc_metrics_new(struct bc_metrics **out);
+void bc_metrics_free(struct bc_metrics *m);
+
+/* A refusal; attestor and reason are copied when a new series starts. */
+void bc_metrics_refusal(struct bc_metrics *m, const char *attestor, const char *reason);
+/* An admitted join, a reclaim, a deferral or a renewal. */
+void bc_metrics_outcome(struct bc_metrics *m, const struct bc_join_outcome *o);
+/* One JoinService RPC: method "Join" or "Renew", the HTTP status it was answered. */
+void bc_metrics_rpc(struct bc_metrics *m, const char *method, int status, double seconds);
+
+/* What a scrape reads besides the counters. */
+struct bc_metrics_extra {
+	bc_store *store;
+	uint64_t refusals_dropped; /* on_refusal's queue was full */
+	const char *version;
+};
+
+/* The exposition text (malloc'd, the caller frees), or NULL when out of memory. A
+ * store that cannot be read leaves out the series it would give and sets
+ * bc_store_up 0. */
+char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x);
+
+#endif

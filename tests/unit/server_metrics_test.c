@@ -1,0 +1,100 @@
+/* src/server/metrics.c: the exposition text, its bounds and its escaping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/metrics.h"
+
+static char *render(struct bc_metrics *m)
+{
+	struct bc_metrics_extra x = {.store = NULL, .refusals_dropped = 3, .version = "9.9"};
+	char *t = bc_metrics_render(m, &x);
+
+	assert_non_null(t);
+	return t;
+}
+
+static int count_lines(const char *t, const char *prefix)
+{
+	int n = 0;
+	for (const char *p = t; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		n += strncmp(p, prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+static void test_counters_and_histogram(void **state)
+{
+	struct bc_metrics *m = NULL;
+	struct bc_join_outcome joined = {BC_JOIN_OUTCOME_JOINED, "join-token"};
+	char *t;
+
+	(void)state;
+	assert_int_equal(bc_metrics_new(&m), 0);
+	bc_metrics_refusal(m, "join-token", "token-unknown");
+	bc_metrics_refusal(m, "join-token", "token-unknown");
+	bc_metrics_outcome(m, &joined);
+	bc_metrics_rpc(m, "Join", 200, 0.003);
+	bc_metrics_rpc(m, "Join", 200, 7.0);
+	t = render(m);
+	assert_non_null(strstr(
+	    t, "bc_join_refusals_total{attestor=\"join-token\",reason=\"token-unknown\"} 2\n"));
+	assert_non_null(
+	    strstr(t, "bc_join_outcomes_total{attestor=\"join-token\",outcome=\"joined\"} 1\n"));
+	/* cumulative buckets: 3 ms is under 5 ms; 7 s only under +Inf */
+	assert_non_null(strstr(
+	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"0.0025\"} 0\n"));
+	assert_non_null(strstr(
+	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"0.005\"} 1\n"));
+	assert_non_null(strstr(
+	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"2.5\"} 1\n"));
+	assert_non_null(strstr(
+	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"+Inf\"} 2\n"));
+	assert_non_null(
+	    strstr(t, "bc_rpc_duration_seconds_count{method=\"Join\",code=\"200\"} 2\n"));
+	assert_non_null(strstr(t, "bc_store_up 0\n"));
+	assert_non_null(strstr(t, "bc_on_refusal_dropped_total 3\n"));
+	assert_non_null(strstr(t, "bc_build_info{version=\"9.9\"} 1\n"));
+	free(t);
+	bc_metrics_free(m);
+}
+
+/* A plugin's reason is any static string: quoted, it cannot break the format; and no
+ * number of distinct reasons grows the table past its bound. */
+static void test_escaping_and_bounds(void **state)
+{
+	struct bc_metrics *m = NULL;
+	char reason[32];
+	char *t;
+
+	(void)state;
+	assert_int_equal(bc_metrics_new(&m), 0);
+	bc_metrics_refusal(m, "lab", "a\"b\\c\nd");
+	for (int i = 0; i < 1000; i++) {
+		snprintf(reason, sizeof(reason), "r-%d", i);
+		bc_metrics_refusal(m, "lab", reason);
+	}
+	bc_metrics_refusal(m, "lab", "r-0");
+	t = render(m);
+	assert_non_null(strstr(t, "reason=\"a\\\"b\\\\c\\nd\"} 1\n"));
+	assert_non_null(strstr(t, "reason=\"r-0\"} 2\n"));
+	assert_int_equal(count_lines(t, "bc_join_refusals_total{"), 256 + 1);
+	/* 1,000 distinct reasons + 1 escaped: 256 series, the other 745 under (other) */
+	assert_non_null(strstr(t, "reason=\"(other)\"} 745\n"));
+	free(t);
+	bc_metrics_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_counters_and_histogram),
+	    cmocka_unit_test(test_escaping_and_bounds),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
