@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 VAR ?= var
 FUZZ_SECONDS ?= 10
 
-.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench format format-check clean
+.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench bench-fleet format format-check clean
 
 all: build
 
@@ -48,6 +48,10 @@ fuzz: fuzz-build
 
 bench: build
 	@scripts/bench.sh build
+
+# 10,000 nodes renewing at once, then a herd of 5,000 (minutes; not in CI)
+bench-fleet: build
+	@scripts/bench-fleet.sh build
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

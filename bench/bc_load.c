@@ -17,7 +17,8 @@
  * --renew: after the joins, every admitted node renews once (its next key made before
  * the clock starts), timed apart. --server-pid: the servers' processes (on this
  * machine), whose CPU time (user + system, from /proc) is read around each phase and
- * printed per operation. crypto_ms_per_*: the signature and key-agreement work an
+ * printed per operation, and whose peak resident set (VmHWM) is printed at the end
+ * (server_peak_rss_kb). crypto_ms_per_*: the signature and key-agreement work an
  * operation cannot avoid on the server, as bare OpenSSL operations timed in this
  * process on this machine: a join is one ECDH (the sealed token), one ECDSA verify
  * (the CSR) and two ECDSA signs (the certificate, the answer); a renewal three
@@ -49,7 +50,7 @@
 #include "bc/wire.h"
 
 #define MAX_URLS       16
-#define MAX_CLIENTS    1024
+#define MAX_CLIENTS    8192
 #define MAX_JOINS      1000000
 #define TOKEN_TTL_MS   (3600LL * 1000)
 #define RETRY_PAUSE_MS 100
@@ -380,6 +381,26 @@ static double servers_cpu_ms(const struct opts *o)
 	return total;
 }
 
+/* The servers' peak resident set (VmHWM), the largest of them, in kB; -1 unknown. */
+static long servers_peak_rss_kb(const struct opts *o)
+{
+	long peak = -1;
+
+	for (size_t i = 0; i < o->n_pids; i++) {
+		char path[64], line[256];
+		long kb;
+		FILE *f;
+		snprintf(path, sizeof(path), "/proc/%ld/status", o->pids[i]);
+		if ((f = fopen(path, "r")) == NULL)
+			return -1;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "VmHWM: %ld kB", &kb) == 1 && kb > peak)
+				peak = kb;
+		fclose(f);
+	}
+	return peak;
+}
+
 struct phase {
 	double seconds;
 	double cpu_ms; /* the servers', -1 unknown */
@@ -412,16 +433,22 @@ static int run_clients(struct run *r, struct phase *join, struct phase *renew)
 	double cpu0;
 	int rc = 0;
 
+	pthread_attr_t attr;
+
 	if (pthread_barrier_init(&r->start, NULL, (unsigned)o->clients + 1) != 0)
 		return BC_ERR_INTERNAL;
+	/* a herd of thousands of clients: a small stack each */
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 512 * 1024);
 	for (long i = 0; i < o->clients; i++) {
 		w[i] = (struct worker){.r = r, .id = i};
-		if (pthread_create(&th[i], NULL, worker_main, &w[i]) != 0) {
+		if (pthread_create(&th[i], &attr, worker_main, &w[i]) != 0) {
 			/* the barrier counts every client: without them all, nobody starts */
 			fprintf(stderr, "bc-load: cannot start client thread %ld\n", i);
 			abort();
 		}
 	}
+	pthread_attr_destroy(&attr);
 	phase_start(r, &t0, &cpu0); /* keys and CSRs made: go */
 	/* a client whose setup failed has returned: there is no renewal phase */
 	if (o->renew && !r->setup_failed) {
@@ -655,6 +682,8 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 			printf(" server_cpu_ms_per_renew=%.3f",
 			       renew->cpu_ms / (double)r->admitted);
 	}
+	if (servers_peak_rss_kb(o) >= 0)
+		printf(" server_peak_rss_kb=%ld", servers_peak_rss_kb(o));
 	if (crypto_cost(&sign, &verify, &ecdh) == 0)
 		printf(" crypto_ms_per_join=%.3f crypto_ms_per_renew=%.3f",
 		       ecdh + verify + 2 * sign, 3 * verify + 2 * sign);
