@@ -1,5 +1,6 @@
 # Turns src/store/migrations/NNN_name.sql into a C table of {version, name, sql}.
-# Run by CMake at build time: -DOUT=<file.c> -DIN="<a.sql;b.sql;...>".
+# Run by CMake at build time: -DOUT=<file.c> -DIN="<a.sql,b.sql,...>".
+string(REPLACE "," ";" IN "${IN}")
 set(body "/* generated from src/store/migrations: do not edit */\n#include \"store/migrations.h\"\n")
 set(table "const struct bc_migration bc_migrations[] = {\n")
 set(i 0)

@@ -347,12 +347,170 @@ static void test_reclaimed_node_old_leaf_refused(void **state)
 	drop(&j);
 }
 
+/* ---- the lineage ---- */
+
+/* A renewal of a's certificate, with a's key, for a fresh next key: the successor in
+ * *next (its key and answer). */
+static int renew_to(const struct joined *a, struct joined *next)
+{
+	char err[256];
+
+	memset(next, 0, sizeof(*next));
+	assert_int_equal(bc_key_generate(&next->key), 0);
+	return bc_client_renew(&cp.pins, (const uint8_t *const *)a->ans.chain, a->ans.chain_lens,
+	                       a->ans.n_chain, a->key, next->key, &next->ans, err, sizeof(err));
+}
+
+static struct renew_opts opts_of(const struct joined *a)
+{
+	return (struct renew_opts){.leaf = a->ans.chain[0],
+	                           .leaf_len = a->ans.chain_lens[0],
+	                           .signer = a->key,
+	                           .node_id = a->ans.node_id};
+}
+
+static int64_t node_certs(const char *node)
+{
+	bc_param p[] = {BC_TEXT(node)};
+	return bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1", p, 1);
+}
+
+/* A key stolen with its certificate renews no more once the node moved on: the
+ * successor renewed, and the older certificate is refused. */
+static void test_superseded_certificate_cannot_renew(void **state)
+{
+	struct joined j, s, t, u;
+	(void)state;
+
+	join_one(&j, NULL);
+	assert_int_equal(renew_to(&j, &s), 0);
+	/* the successor is used: renewed with */
+	assert_int_equal(renew_to(&s, &t), 0);
+	struct renew_opts o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	/* and so on down the line; the current one goes on */
+	assert_int_equal(renew_to(&t, &u), 0);
+	o = opts_of(&s);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	drop(&j);
+	drop(&s);
+	drop(&t);
+	drop(&u);
+}
+
+/* One RenewRequest sent 300 times: 300 answers of the same certificate, one minted. */
+static void test_replayed_renew_request_answers_the_same_certificate(void **state)
+{
+	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
+	struct joined j;
+	EVP_PKEY *next = NULL;
+	ProtobufCBinaryData chain[1];
+	uint8_t *csr = NULL, d[32], sig[64], *wire, *first = NULL;
+	size_t csr_len = 0, wire_len, first_len = 0;
+	char err[256];
+	bc_buf b;
+	(void)state;
+
+	join_one(&j, NULL);
+	assert_int_equal(bc_key_generate(&next), 0);
+	assert_int_equal(bc_csr_make(next, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
+	assert_int_equal(bc_sha256(csr, csr_len, d), 0);
+	int64_t t = bc_now_ms();
+	bc_buf_init(&b, 0);
+	assert_int_equal(bc_buf_put(&b, d, 32), 0);
+	assert_int_equal(bc_buf_put_cstr(&b, j.ans.node_id), 0);
+	assert_int_equal(bc_buf_put_u64(&b, (uint64_t)t), 0);
+	assert_int_equal(bc_es256_sign(j.key, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
+	bc_buf_free(&b);
+	chain[0].data = j.ans.chain[0];
+	chain[0].len = j.ans.chain_lens[0];
+	rq.chain = chain;
+	rq.n_chain = 1;
+	rq.csr.data = csr;
+	rq.csr.len = csr_len;
+	rq.client_time_ms = t;
+	rq.proof.data = sig;
+	rq.proof.len = 64;
+	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
+	wire = malloc(wire_len);
+	bettercompute__join__v1__renew_request__pack(&rq, wire);
+	for (int i = 0; i < 300; i++) {
+		struct bc_join_answer ans;
+		long status = 0;
+		uint8_t *body = NULL;
+		size_t len = 0;
+		assert_int_equal(bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, wire, wire_len,
+		                                &status, &body, &len, err, sizeof(err)),
+		                 0);
+		assert_int_equal(status, 200);
+		assert_int_equal(bc_client_open_join_response_csr(&cp.pins, body, len, csr, csr_len,
+		                                                  &ans, err, sizeof(err)),
+		                 0);
+		if (first == NULL) {
+			first_len = ans.chain_lens[0];
+			first = malloc(first_len);
+			memcpy(first, ans.chain[0], first_len);
+		}
+		assert_int_equal(ans.chain_lens[0], first_len);
+		assert_memory_equal(ans.chain[0], first, first_len);
+		bc_join_answer_free(&ans);
+		free(body);
+	}
+	/* the join's certificate and one successor; one node.renewed event */
+	assert_int_equal(node_certs(j.ans.node_id), 2);
+	bc_param p[] = {BC_TEXT(j.ans.node_id)};
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = 'node.renewed' "
+	                           "AND subject = $1",
+	                           p, 1),
+	                 1);
+	free(first);
+	free(wire);
+	free(csr);
+	EVP_PKEY_free(next);
+	drop(&j);
+}
+
+/* The agent renewed, crashed before saving the successor and renews again with a new
+ * key: once. That re-issue retires the lost successor; a third key is refused. */
+static void test_predecessor_renews_once_after_a_crash(void **state)
+{
+	struct joined j, lost, s2, t;
+	(void)state;
+
+	join_one(&j, NULL);
+	assert_int_equal(renew_to(&j, &lost), 0);
+	/* the crash: the successor never saved, the old certificate renews once more */
+	assert_int_equal(renew_to(&j, &s2), 0);
+	assert_true(s2.ans.chain_lens[0] != lost.ans.chain_lens[0] ||
+	            memcmp(s2.ans.chain[0], lost.ans.chain[0], lost.ans.chain_lens[0]) != 0);
+	assert_int_equal(node_certs(j.ans.node_id), 3);
+	/* not twice */
+	struct renew_opts o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	/* the successor it replaced is retired; the re-issued one is the node's */
+	o = opts_of(&lost);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	assert_int_equal(renew_to(&s2, &t), 0);
+	o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	drop(&j);
+	drop(&lost);
+	drop(&s2);
+	drop(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_renew_issues_the_next_certificate),
 	    cmocka_unit_test(test_each_refusal),
 	    cmocka_unit_test(test_reclaimed_node_old_leaf_refused),
+	    cmocka_unit_test(test_superseded_certificate_cannot_renew),
+	    cmocka_unit_test(test_replayed_renew_request_answers_the_same_certificate),
+	    cmocka_unit_test(test_predecessor_renews_once_after_a_crash),
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;
