@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "cli/cli.h"
 
 static const struct cli_col tenant_cols[] = {
@@ -61,17 +62,25 @@ static int print_api_key(const json_t *ans)
 
 int cli_cmd_api_keys_create(struct cli *c)
 {
-	const char *name = cli_opt(c, "name");
+	const char *name = cli_opt(c, "name"), *ttl = cli_opt(c, "ttl");
 	struct cli_resp r;
 	json_t *body = NULL;
 	char *path = NULL;
+	int64_t ms = 0;
 	int rc;
 
 	if (name == NULL)
 		return cli_usage(c, "--name is missing: name the key after who or what uses it");
+	if (ttl != NULL && (bc_duration_parse_ms(ttl, &ms) != 0 || ms < 60000))
+		return cli_usage(c,
+		                 "--ttl: expected a duration of at least a minute like 1h, 30d or "
+		                 "720h, got \"%s\"",
+		                 ttl);
 	if ((rc = cli_tenant_path(c, &path, "api-keys", NULL)) != 0)
 		return rc;
-	if ((body = json_pack("{s:s}", "name", name)) == NULL) {
+	if ((body = json_pack("{s:s}", "name", name)) == NULL ||
+	    (ttl != NULL &&
+	     json_object_set_new(body, "ttlSeconds", json_integer(ms / 1000)) != 0)) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
@@ -89,6 +98,49 @@ int cli_cmd_api_keys_create(struct cli *c)
 	cli_resp_free(&r);
 out:
 	json_decref(body);
+	free(path);
+	return rc;
+}
+
+static const struct cli_col key_cols[] = {
+    {"ID", "id", CLI_STR, 1, 0},
+    {"TENANT", "tenantId", CLI_STR, 0, 0},
+    {"NAME", "name", CLI_STR, 1, 40},
+    {"CREATED", "createdAt", CLI_TIME, 1, 0},
+    {"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
+    {"LAST USED", "lastUsedAt", CLI_TIME, 1, 0},
+    {"REVOKED", "revokedAt", CLI_TIME, 1, 0},
+};
+#define N_KEY_COLS (sizeof(key_cols) / sizeof(key_cols[0]))
+
+int cli_cmd_api_keys_list(struct cli *c)
+{
+	struct cli_resp r;
+	char *path = NULL;
+	int rc;
+
+	if ((rc = cli_tenant_path(c, &path, "api-keys", NULL)) != 0)
+		return rc;
+	if ((rc = cli_api(c, "GET", path, NULL, &r)) == 0) {
+		rc = cli_show_list(c, &r, "apiKeys", key_cols, N_KEY_COLS);
+		cli_resp_free(&r);
+	}
+	free(path);
+	return rc;
+}
+
+int cli_cmd_api_keys_revoke(struct cli *c)
+{
+	struct cli_resp r;
+	char *path = NULL;
+	int rc;
+
+	if ((rc = cli_tenant_path(c, &path, "api-keys", c->args[0], "revoke", NULL)) != 0)
+		return rc;
+	if ((rc = cli_api(c, "POST", path, NULL, &r)) == 0) {
+		rc = cli_show_object(c, &r, NULL, key_cols, N_KEY_COLS);
+		cli_resp_free(&r);
+	}
 	free(path);
 	return rc;
 }
