@@ -408,31 +408,37 @@ static const struct admin_error *error_of(int rc)
 	return &INTERNAL;
 }
 
-static void answer_error(struct admin_call *c, int rc, struct bc_http_response *resp)
+/* {"error":{"code","message"}} with status; a 500 when out of memory. */
+static void answer_json_error(struct bc_http_response *resp, int status, const char *code,
+                              const char *msg)
 {
-	const struct admin_error *e = error_of(rc);
-	/* one message for every authentication failure: nothing to tell them apart */
-	const char *msg = e->message;
-	json_t *o;
-	char *s;
+	json_t *o = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+	char *s = o ? bc_json_dump(o) : NULL;
 
-	if (c->msg[0] && (rc != BC_ERR_DENIED || c->err_status == 403))
-		msg = c->msg;
-	if (e == &INTERNAL || e->status == 503)
-		bc_log(BC_LOG_ERROR, "admin api failed", "method", c->req->method, "path",
-		       c->req->path, "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
-	o = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", msg);
-	s = o ? bc_json_dump(o) : NULL;
 	json_decref(o);
 	if (s == NULL) {
 		bc_http_set_body(resp, 500, "application/json", INTERNAL_BODY,
 		                 strlen(INTERNAL_BODY));
 		return;
 	}
-	resp->status = c->err_status ? c->err_status : e->status;
+	resp->status = status;
 	resp->content_type = "application/json";
 	resp->body = (uint8_t *)s;
 	resp->body_len = strlen(s);
+}
+
+static void answer_error(struct admin_call *c, int rc, struct bc_http_response *resp)
+{
+	const struct admin_error *e = error_of(rc);
+	/* one message for every authentication failure: nothing to tell them apart */
+	const char *msg = e->message;
+
+	if (c->msg[0] && (rc != BC_ERR_DENIED || c->err_status == 403))
+		msg = c->msg;
+	if (e == &INTERNAL || e->status == 503)
+		bc_log(BC_LOG_ERROR, "admin api failed", "method", c->req->method, "path",
+		       c->req->path, "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
+	answer_json_error(resp, c->err_status ? c->err_status : e->status, e->code, msg);
 }
 
 /* Authentication alone, in a read transaction: a write route is only begun for a key
@@ -478,24 +484,12 @@ static void auth_failed(const struct bc_admin_config *cfg, const struct bc_http_
 
 static void answer_limited(struct bc_http_response *resp, int64_t wait_s)
 {
-	char msg[160], *s;
-	json_t *o;
+	char msg[160];
 
 	snprintf(msg, sizeof(msg),
 	         "too many failed authentications from this address; retry in %lld s",
 	         (long long)wait_s);
-	o = json_pack("{s:{s:s, s:s}}", "error", "code", "RESOURCE_EXHAUSTED", "message", msg);
-	s = o ? bc_json_dump(o) : NULL;
-	json_decref(o);
-	if (s == NULL) {
-		bc_http_set_body(resp, 500, "application/json", INTERNAL_BODY,
-		                 strlen(INTERNAL_BODY));
-		return;
-	}
-	resp->status = 429;
-	resp->content_type = "application/json";
-	resp->body = (uint8_t *)s;
-	resp->body_len = strlen(s);
+	answer_json_error(resp, 429, "RESOURCE_EXHAUSTED", msg);
 }
 
 void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_request *req,

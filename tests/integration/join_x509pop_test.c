@@ -478,14 +478,9 @@ static void test_site_rejoins_as_site(void **state)
 /* A renewal of a's certificate with a's key, for a fresh key: the successor in *next. */
 static void renew_to(const struct machine *a, struct machine *next)
 {
-	char err[256];
-
 	memset(next, 0, sizeof(*next));
 	assert_int_equal(bc_key_generate(&next->key), 0);
-	assert_int_equal(bc_client_renew(&cp.pins, (const uint8_t *const *)a->ans.chain,
-	                                 a->ans.chain_lens, a->ans.n_chain, a->key, next->key,
-	                                 &next->ans, err, sizeof(err)),
-	                 0);
+	assert_int_equal(bct_renew(&cp, &a->ans, a->key, next->key, &next->ans), 0);
 }
 
 /* A key the node rotated away (its successor renewed since) re-joins no more with

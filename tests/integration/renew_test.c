@@ -71,19 +71,18 @@ struct renew_opts {
 	int key_attestation;
 };
 
-/* Sends a RenewRequest for a fresh next key; *next receives it. */
-static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_t *len,
-                 EVP_PKEY **next, uint8_t **csr_out, size_t *csr_len_out)
+/* A packed RenewRequest (*wire, malloc'd) for a fresh next key (*next) and its CSR
+ * (*csr, malloc'd). */
+static void renew_request(const struct renew_opts *o, EVP_PKEY **next, uint8_t **csr_out,
+                          size_t *csr_len_out, uint8_t **wire_out, size_t *wire_len_out)
 {
 	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
 	Bettercompute__Join__V1__TpmKeyAttestation ka =
 	    BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
 	ProtobufCBinaryData chain[1];
-	uint8_t *csr = NULL, d[32], sig[64], *wire;
-	size_t csr_len = 0, wire_len;
-	char err[256];
+	uint8_t *csr = NULL, d[32], sig[64];
+	size_t csr_len = 0;
 	bc_buf b;
-	int rc;
 
 	assert_int_equal(bc_key_generate(next), 0);
 	assert_int_equal(bc_csr_make(*next, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
@@ -108,9 +107,23 @@ static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_
 	rq.proof.len = 64;
 	if (o->key_attestation)
 		rq.key_attestation = &ka;
-	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
-	wire = malloc(wire_len);
-	bettercompute__join__v1__renew_request__pack(&rq, wire);
+	*wire_len_out = bettercompute__join__v1__renew_request__get_packed_size(&rq);
+	*wire_out = malloc(*wire_len_out);
+	bettercompute__join__v1__renew_request__pack(&rq, *wire_out);
+	*csr_out = csr;
+	*csr_len_out = csr_len;
+}
+
+/* Sends a RenewRequest for a fresh next key; *next receives it. */
+static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_t *len,
+                 EVP_PKEY **next, uint8_t **csr_out, size_t *csr_len_out)
+{
+	uint8_t *csr = NULL, *wire = NULL;
+	size_t csr_len = 0, wire_len = 0;
+	char err[256];
+	int rc;
+
+	renew_request(o, next, &csr, &csr_len, &wire, &wire_len);
 	rc = bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, wire, wire_len, status, body, len, err,
 	                    sizeof(err));
 	free(wire);
@@ -353,12 +366,9 @@ static void test_reclaimed_node_old_leaf_refused(void **state)
  * *next (its key and answer). */
 static int renew_to(const struct joined *a, struct joined *next)
 {
-	char err[256];
-
 	memset(next, 0, sizeof(*next));
 	assert_int_equal(bc_key_generate(&next->key), 0);
-	return bc_client_renew(&cp.pins, (const uint8_t *const *)a->ans.chain, a->ans.chain_lens,
-	                       a->ans.n_chain, a->key, next->key, &next->ans, err, sizeof(err));
+	return bct_renew(&cp, &a->ans, a->key, next->key, &next->ans);
 }
 
 static struct renew_opts opts_of(const struct joined *a)
@@ -403,39 +413,16 @@ static void test_superseded_certificate_cannot_renew(void **state)
 /* One RenewRequest sent 300 times: 300 answers of the same certificate, one minted. */
 static void test_replayed_renew_request_answers_the_same_certificate(void **state)
 {
-	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
 	struct joined j;
 	EVP_PKEY *next = NULL;
-	ProtobufCBinaryData chain[1];
-	uint8_t *csr = NULL, d[32], sig[64], *wire, *first = NULL;
+	uint8_t *csr = NULL, *wire, *first = NULL;
 	size_t csr_len = 0, wire_len, first_len = 0;
 	char err[256];
-	bc_buf b;
 	(void)state;
 
 	join_one(&j, NULL);
-	assert_int_equal(bc_key_generate(&next), 0);
-	assert_int_equal(bc_csr_make(next, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
-	assert_int_equal(bc_sha256(csr, csr_len, d), 0);
-	int64_t t = bc_now_ms();
-	bc_buf_init(&b, 0);
-	assert_int_equal(bc_buf_put(&b, d, 32), 0);
-	assert_int_equal(bc_buf_put_cstr(&b, j.ans.node_id), 0);
-	assert_int_equal(bc_buf_put_u64(&b, (uint64_t)t), 0);
-	assert_int_equal(bc_es256_sign(j.key, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
-	bc_buf_free(&b);
-	chain[0].data = j.ans.chain[0];
-	chain[0].len = j.ans.chain_lens[0];
-	rq.chain = chain;
-	rq.n_chain = 1;
-	rq.csr.data = csr;
-	rq.csr.len = csr_len;
-	rq.client_time_ms = t;
-	rq.proof.data = sig;
-	rq.proof.len = 64;
-	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
-	wire = malloc(wire_len);
-	bettercompute__join__v1__renew_request__pack(&rq, wire);
+	struct renew_opts o = opts_of(&j);
+	renew_request(&o, &next, &csr, &csr_len, &wire, &wire_len);
 	for (int i = 0; i < 300; i++) {
 		struct bc_join_answer ans;
 		long status = 0;
