@@ -469,15 +469,18 @@ static int touch_tx(bc_tx *tx, void *arg)
 	                  p, 3, NULL);
 }
 
-/* A failed authentication: logged with the client's address, counted against it. */
+/* A failed authentication: counted against the client's address, and logged with it
+ * once per address and minute, and when the address reaches the limit. */
 static void auth_failed(const struct bc_admin_config *cfg, const struct bc_http_request *req)
 {
 	const char *peer = req->peer ? req->peer : "";
+	int said = cfg->limiter ? bc_admin_limiter_fail(cfg->limiter, peer, bc_now_ms())
+	                        : BC_ADMIN_LIMIT_FIRST;
 
-	if (bc_admin_limiter_fail(cfg->limiter, peer, bc_now_ms()))
+	if (said == BC_ADMIN_LIMIT_REACHED)
 		bc_log(BC_LOG_WARN, "admin authentication limited: too many failures", "peer", peer,
 		       NULL);
-	else
+	else if (said == BC_ADMIN_LIMIT_FIRST)
 		bc_log(BC_LOG_WARN, "admin authentication failed", "peer", peer, "method",
 		       req->method, NULL);
 }

@@ -3,6 +3,7 @@
  * window, so the table stays the size it was made. */
 #include "server/admin_limit.h"
 
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,22 @@ void bc_admin_limiter_free(struct bc_admin_limiter *l)
 	free(l);
 }
 
+/* The key an address is counted under: an IPv6 address by its /64 (one client is
+ * usually given a whole /64, and could otherwise spread its guesses over 2^64
+ * addresses), anything else as it is. */
+static void key_of(const char *addr, char out[ADDR_MAX])
+{
+	struct in6_addr a;
+
+	if (strchr(addr, ':') != NULL && inet_pton(AF_INET6, addr, &a) == 1 &&
+	    !IN6_IS_ADDR_V4MAPPED(&a)) {
+		memset(a.s6_addr + 8, 0, 8);
+		if (inet_ntop(AF_INET6, &a, out, ADDR_MAX) != NULL)
+			return;
+	}
+	snprintf(out, ADDR_MAX, "%s", addr);
+}
+
 static size_t hash(const char *s)
 {
 	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
@@ -91,12 +108,14 @@ static struct slot *find(struct bc_admin_limiter *l, const char *addr, int64_t n
 int64_t bc_admin_limiter_blocked(struct bc_admin_limiter *l, const char *addr, int64_t now_ms)
 {
 	struct slot *s, *room;
+	char key[ADDR_MAX];
 	int64_t wait = 0;
 
 	if (l == NULL || addr == NULL)
 		return 0;
+	key_of(addr, key);
 	pthread_mutex_lock(&l->mu);
-	if ((s = find(l, addr, now_ms, &room)) != NULL && s->failures >= l->failures)
+	if ((s = find(l, key, now_ms, &room)) != NULL && s->failures >= l->failures)
 		wait = (s->window_start + l->window_ms - now_ms + 999) / 1000;
 	pthread_mutex_unlock(&l->mu);
 	return wait > 0 ? wait : 0;
@@ -105,18 +124,24 @@ int64_t bc_admin_limiter_blocked(struct bc_admin_limiter *l, const char *addr, i
 int bc_admin_limiter_fail(struct bc_admin_limiter *l, const char *addr, int64_t now_ms)
 {
 	struct slot *s, *room;
+	char key[ADDR_MAX];
 	int reached = 0;
 
 	if (l == NULL || addr == NULL)
 		return 0;
+	key_of(addr, key);
 	pthread_mutex_lock(&l->mu);
-	if ((s = find(l, addr, now_ms, &room)) == NULL && (s = room) != NULL) {
-		snprintf(s->addr, sizeof(s->addr), "%s", addr);
+	if ((s = find(l, key, now_ms, &room)) == NULL && (s = room) != NULL) {
+		snprintf(s->addr, sizeof(s->addr), "%s", key);
 		s->window_start = now_ms;
 		s->failures = 0;
 	}
-	if (s != NULL && s->failures < l->failures)
-		reached = ++s->failures == l->failures;
+	if (s != NULL && s->failures < l->failures) {
+		s->failures++;
+		reached = s->failures == l->failures ? BC_ADMIN_LIMIT_REACHED
+		          : s->failures == 1         ? BC_ADMIN_LIMIT_FIRST
+		                                     : 0;
+	}
 	pthread_mutex_unlock(&l->mu);
 	return reached;
 }

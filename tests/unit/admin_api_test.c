@@ -1248,10 +1248,22 @@ static void test_failed_admin_auth_is_limited_per_address(void **state)
 	}
 	assert_true(bc_admin_limiter_used(small) <= 64);
 	/* an address at its limit is refused until its window ends */
+	/* said twice: the first failure and the one that reaches the limit */
 	for (int k = 0; k < 10; k++)
-		(void)bc_admin_limiter_fail(small, "192.0.2.1", bc_now_ms());
+		assert_int_equal(bc_admin_limiter_fail(small, "192.0.2.1", bc_now_ms()),
+		                 k == 0   ? BC_ADMIN_LIMIT_FIRST
+		                 : k == 9 ? BC_ADMIN_LIMIT_REACHED
+		                          : 0);
 	assert_int_equal(bc_admin_limiter_blocked(small, "192.0.2.1", bc_now_ms()), 60);
 	assert_int_equal(bc_admin_limiter_blocked(small, "192.0.2.1", bc_now_ms() + 60000), 0);
+	assert_int_equal(bc_admin_limiter_blocked(small, "192.0.2.2", bc_now_ms()), 0);
+	/* an IPv6 client counts by its /64: another address of it is refused too */
+	for (int k = 0; k < 10; k++) {
+		snprintf(addr, sizeof(addr), "2001:db8:1:2::%x", k + 1);
+		(void)bc_admin_limiter_fail(small, addr, bc_now_ms());
+	}
+	assert_int_equal(bc_admin_limiter_blocked(small, "2001:db8:1:2:ffff::1", bc_now_ms()), 60);
+	assert_int_equal(bc_admin_limiter_blocked(small, "2001:db8:1:3::1", bc_now_ms()), 0);
 	bc_admin_limiter_free(small);
 }
 
