@@ -5,10 +5,23 @@
  * and it prints one line:
  *
  *   joins=J clients=C servers=S seconds=T joins_per_s=R admitted=A refused=D
- *   unavailable=U errors=E
+ *   unavailable=U errors=E join_p50_ms=.. join_p99_ms=.. [server_cpu_ms_per_join=..]
+ *   [renews=N renew_seconds=T renews_per_s=R renewed=A renew_refused=D renew_errors=E
+ *    renew_p50_ms=.. renew_p99_ms=.. [server_cpu_ms_per_renew=..]]
+ *   crypto_ms_per_join=.. crypto_ms_per_renew=..
  *
  *   bc-load --pins FILE --database URL --url URL [--url URL]... [--tokens N]
  *           [--uses K] [--joins J] [--clients C] [--retry-unavailable SECONDS]
+ *           [--renew] [--server-pid PID]...
+ *
+ * --renew: after the joins, every admitted node renews once (its next key made before
+ * the clock starts), timed apart. --server-pid: the servers' processes (on this
+ * machine), whose CPU time (user + system, from /proc) is read around each phase and
+ * printed per operation. crypto_ms_per_*: the signature and key-agreement work an
+ * operation cannot avoid on the server, as bare OpenSSL operations timed in this
+ * process on this machine: a join is one ECDH (the sealed token), one ECDSA verify
+ * (the CSR) and two ECDSA signs (the certificate, the answer); a renewal three
+ * verifies (the CSR, the leaf under the CA, the proof) and two signs.
  *
  * --joins defaults to N*K. Keys and CSRs are made before the clock starts and every
  * client starts at once (a barrier), so a race of C clients for one token is a race.
@@ -25,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bc/buf.h"
 #include "bc/client.h"
@@ -45,12 +59,18 @@ struct opts {
 	const char *urls[MAX_URLS];
 	size_t n_urls;
 	long tokens, uses, joins, clients, retry_s;
+	int renew;
+	long pids[MAX_URLS];
+	size_t n_pids;
 };
 
 struct job {
-	EVP_PKEY *key;
+	EVP_PKEY *key, *next_key;
 	uint8_t *csr;
 	size_t csr_len;
+	struct bc_join_answer ans; /* kept for the renewal */
+	int joined;
+	int64_t join_us, renew_us; /* -1: not measured (an error) */
 };
 
 struct run {
@@ -61,6 +81,7 @@ struct run {
 	pthread_barrier_t start;
 	pthread_mutex_t mu;
 	long admitted, refused, unavailable, errors;
+	long renewed, renew_refused, renew_errors;
 	char first_error[512];
 	int setup_failed;
 };
@@ -70,12 +91,17 @@ struct worker {
 	long id;
 };
 
-static int64_t mono_ms(void)
+static int64_t mono_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t mono_ms(void)
+{
+	return mono_us() / 1000;
 }
 
 static void sleep_ms(long ms)
@@ -212,10 +238,16 @@ static void join_one(struct run *r, long i)
 	p.csr = r->jobs[i].csr;
 	p.csr_len = r->jobs[i].csr_len;
 	p.agent_version = "bc-load/1";
+	int64_t t0 = mono_us();
 	for (;;) {
 		memset(&a, 0, sizeof(a));
 		rc = bc_client_join(&pins, &p, &a, err, sizeof(err));
-		bc_join_answer_free(&a);
+		if (rc == 0 && o->renew && a.state == BC_JOIN_JOINED) {
+			r->jobs[i].ans = a;
+			r->jobs[i].joined = 1;
+		} else {
+			bc_join_answer_free(&a);
+		}
 		if (!is_503(rc, err))
 			break;
 		unavailable++;
@@ -224,7 +256,41 @@ static void join_one(struct run *r, long i)
 		}
 		sleep_ms(RETRY_PAUSE_MS);
 	}
+	r->jobs[i].join_us = rc == 0 ? mono_us() - t0 : -1;
 	count(r, rc, err, unavailable);
+}
+
+static void renew_one(struct run *r, long i)
+{
+	struct job *j = &r->jobs[i];
+	struct bc_client_pins pins = r->pins;
+	struct bc_join_answer a;
+	char err[512] = "";
+	int64_t t0;
+	int rc;
+
+	j->renew_us = -1;
+	if (!j->joined)
+		return;
+	pins.server_url = (char *)r->o->urls[i % (long)r->o->n_urls];
+	memset(&a, 0, sizeof(a));
+	t0 = mono_us();
+	rc = bc_client_renew(&pins, (const uint8_t *const *)j->ans.chain, j->ans.chain_lens,
+	                     j->ans.n_chain, j->key, j->next_key, &a, err, sizeof(err));
+	if (rc == 0)
+		j->renew_us = mono_us() - t0;
+	bc_join_answer_free(&a);
+	pthread_mutex_lock(&r->mu);
+	if (rc == 0)
+		r->renewed++;
+	else if (rc == BC_ERR_DENIED)
+		r->renew_refused++;
+	else {
+		r->renew_errors++;
+		if (r->first_error[0] == '\0')
+			snprintf(r->first_error, sizeof(r->first_error), "renew: %s", err);
+	}
+	pthread_mutex_unlock(&r->mu);
 }
 
 static void *worker_main(void *arg)
@@ -237,7 +303,8 @@ static void *worker_main(void *arg)
 	for (long i = w->id; i < o->joins; i += o->clients) {
 		struct job *j = &r->jobs[i];
 		if (bc_key_generate(&j->key) != 0 ||
-		    bc_csr_make(j->key, BC_WIRE_CSR_CN, &j->csr, &j->csr_len) != 0)
+		    bc_csr_make(j->key, BC_WIRE_CSR_CN, &j->csr, &j->csr_len) != 0 ||
+		    (o->renew && bc_key_generate(&j->next_key) != 0))
 			failed = 1;
 	}
 	if (failed) {
@@ -252,6 +319,13 @@ static void *worker_main(void *arg)
 		return NULL;
 	for (long i = w->id; i < o->joins; i += o->clients)
 		join_one(r, i);
+	if (!o->renew)
+		return NULL;
+	/* the renewals start together too, timed apart from the joins */
+	pthread_barrier_wait(&r->start);
+	pthread_barrier_wait(&r->start);
+	for (long i = w->id; i < o->joins; i += o->clients)
+		renew_one(r, i);
 	return NULL;
 }
 
@@ -280,13 +354,62 @@ static int read_pins(const char *path, struct bc_client_pins *pins)
 	return 0;
 }
 
-static int run_clients(struct run *r, double *seconds)
+/* The servers' CPU time so far, in ms (user + system); -1 when one cannot be read. */
+static double servers_cpu_ms(const struct opts *o)
+{
+	double total = 0, tick = (double)sysconf(_SC_CLK_TCK);
+
+	for (size_t i = 0; i < o->n_pids; i++) {
+		char path[64], buf[1024], *p;
+		unsigned long ut, st;
+		FILE *f;
+		size_t n;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", o->pids[i]);
+		if ((f = fopen(path, "r")) == NULL)
+			return -1;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		/* the command name may hold spaces: fields count from its closing ')' */
+		if ((p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+		           &st) != 2)
+			return -1;
+		total += (double)(ut + st) * 1000.0 / tick;
+	}
+	return total;
+}
+
+struct phase {
+	double seconds;
+	double cpu_ms; /* the servers', -1 unknown */
+};
+
+/* Between the two waits on the barrier the clients stand ready; the clock and the
+ * servers' CPU are read around the phase that follows. */
+static void phase_start(struct run *r, int64_t *t0, double *cpu0)
+{
+	pthread_barrier_wait(&r->start);
+	*cpu0 = servers_cpu_ms(r->o);
+	*t0 = mono_us();
+	pthread_barrier_wait(&r->start);
+}
+
+static void phase_end(struct run *r, int64_t t0, double cpu0, struct phase *ph)
+{
+	double cpu1 = servers_cpu_ms(r->o);
+
+	ph->seconds = (double)(mono_us() - t0) / 1e6;
+	ph->cpu_ms = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
+}
+
+static int run_clients(struct run *r, struct phase *join, struct phase *renew)
 {
 	const struct opts *o = r->o;
 	pthread_t th[MAX_CLIENTS];
 	struct worker w[MAX_CLIENTS];
-	long started = 0;
 	int64_t t0;
+	double cpu0;
 	int rc = 0;
 
 	if (pthread_barrier_init(&r->start, NULL, (unsigned)o->clients + 1) != 0)
@@ -298,14 +421,20 @@ static int run_clients(struct run *r, double *seconds)
 			fprintf(stderr, "bc-load: cannot start client thread %ld\n", i);
 			abort();
 		}
-		started++;
 	}
-	pthread_barrier_wait(&r->start); /* keys and CSRs made */
-	t0 = mono_ms();
-	pthread_barrier_wait(&r->start); /* go */
-	for (long i = 0; i < started; i++)
+	phase_start(r, &t0, &cpu0); /* keys and CSRs made: go */
+	/* a client whose setup failed has returned: there is no renewal phase */
+	if (o->renew && !r->setup_failed) {
+		/* the joins are over when every client stands at the next barrier */
+		pthread_barrier_wait(&r->start);
+		phase_end(r, t0, cpu0, join);
+		cpu0 = servers_cpu_ms(o);
+		t0 = mono_us();
+		pthread_barrier_wait(&r->start);
+	}
+	for (long i = 0; i < o->clients; i++)
 		pthread_join(th[i], NULL);
-	*seconds = (double)(mono_ms() - t0) / 1000.0;
+	phase_end(r, t0, cpu0, o->renew ? renew : join);
 	if (r->setup_failed) {
 		fprintf(stderr, "bc-load: cannot make the node keys and CSRs\n");
 		rc = BC_ERR_CRYPTO;
@@ -314,11 +443,103 @@ static int run_clients(struct run *r, double *seconds)
 	return rc;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The p-th percentile (0..100) of the measured latencies, in ms; 0 when none. */
+static double percentile(const struct run *r, int renew, double pct)
+{
+	int64_t *v = malloc(sizeof(*v) * (size_t)r->o->joins);
+	size_t n = 0;
+	double out = 0;
+
+	if (v == NULL)
+		return 0;
+	for (long i = 0; i < r->o->joins; i++) {
+		int64_t us = renew ? r->jobs[i].renew_us : r->jobs[i].join_us;
+		if (us >= 0)
+			v[n++] = us;
+	}
+	if (n > 0) {
+		qsort(v, n, sizeof(*v), cmp_i64);
+		size_t k = (size_t)(pct / 100.0 * (double)(n - 1) + 0.5);
+		out = (double)v[k] / 1000.0;
+	}
+	free(v);
+	return out;
+}
+
+/* ---- the crypto an operation cannot avoid, timed here ---- */
+
+#define CRYPTO_ROUNDS 500
+
+/* This thread's CPU time: what the servers' figure is too, so that neither counts
+ * the time the machine gave to something else. */
+static int64_t cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static double ms_per(int64_t t0, int rounds)
+{
+	return (double)(cpu_us() - t0) / 1000.0 / rounds;
+}
+
+/* The bare operations through OpenSSL, each context made once: the floor that a
+ * server's CPU per operation is compared with (as `openssl speed` would measure). */
+static int crypto_cost(double *sign_ms, double *verify_ms, double *ecdh_ms)
+{
+	uint8_t digest[32] = {1}, sig[80], secret[32];
+	size_t siglen = sizeof(sig), n;
+	EVP_PKEY *k = NULL, *peer = NULL;
+	EVP_PKEY_CTX *sc = NULL, *vc = NULL, *dc = NULL;
+	int64_t t0;
+	int ok;
+
+	ok = bc_key_generate(&k) == 0 && bc_key_generate(&peer) == 0 &&
+	     (sc = EVP_PKEY_CTX_new(k, NULL)) != NULL && EVP_PKEY_sign_init(sc) == 1 &&
+	     (vc = EVP_PKEY_CTX_new(k, NULL)) != NULL && EVP_PKEY_verify_init(vc) == 1 &&
+	     (dc = EVP_PKEY_CTX_new(k, NULL)) != NULL && EVP_PKEY_derive_init(dc) == 1 &&
+	     EVP_PKEY_derive_set_peer_ex(dc, peer, 0) == 1 &&
+	     EVP_PKEY_sign(sc, sig, &siglen, digest, sizeof(digest)) == 1;
+	t0 = cpu_us();
+	for (int i = 0; ok && i < CRYPTO_ROUNDS; i++) {
+		uint8_t other[80];
+		n = sizeof(other);
+		ok = EVP_PKEY_sign(sc, other, &n, digest, sizeof(digest)) == 1;
+	}
+	*sign_ms = ms_per(t0, CRYPTO_ROUNDS);
+	t0 = cpu_us();
+	for (int i = 0; ok && i < CRYPTO_ROUNDS; i++)
+		ok = EVP_PKEY_verify(vc, sig, siglen, digest, sizeof(digest)) == 1;
+	*verify_ms = ms_per(t0, CRYPTO_ROUNDS);
+	t0 = cpu_us();
+	for (int i = 0; ok && i < CRYPTO_ROUNDS; i++) {
+		n = sizeof(secret);
+		ok = EVP_PKEY_derive(dc, secret, &n) == 1;
+	}
+	*ecdh_ms = ms_per(t0, CRYPTO_ROUNDS);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	EVP_PKEY_CTX_free(sc);
+	EVP_PKEY_CTX_free(vc);
+	EVP_PKEY_CTX_free(dc);
+	EVP_PKEY_free(k);
+	EVP_PKEY_free(peer);
+	return ok ? 0 : BC_ERR_CRYPTO;
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bc-load --pins FILE --database URL --url URL [--url URL]...\n"
-	           "               [--tokens N] [--uses K] [--joins J] [--clients C]\n"
-	           "               [--retry-unavailable SECONDS]\n");
+	fprintf(f,
+	        "usage: bc-load --pins FILE --database URL --url URL [--url URL]...\n"
+	        "               [--tokens N] [--uses K] [--joins J] [--clients C]\n"
+	        "               [--retry-unavailable SECONDS] [--renew] [--server-pid PID]...\n");
 }
 
 static int num(const char *name, const char *v, long lo, long hi, long *out)
@@ -345,6 +566,8 @@ static int parse(int argc, char **argv, struct opts *o)
 	                                   {"joins", required_argument, NULL, 'j'},
 	                                   {"clients", required_argument, NULL, 'c'},
 	                                   {"retry-unavailable", required_argument, NULL, 'r'},
+	                                   {"renew", no_argument, NULL, 'R'},
+	                                   {"server-pid", required_argument, NULL, 'P'},
 	                                   {NULL, 0, NULL, 0}};
 	int c, rc = 0;
 
@@ -365,6 +588,14 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'j': rc = num("joins", optarg, 1, MAX_JOINS, &o->joins); break;
 		case 'c': rc = num("clients", optarg, 1, MAX_CLIENTS, &o->clients); break;
 		case 'r': rc = num("retry-unavailable", optarg, 0, 3600, &o->retry_s); break;
+		case 'R': o->renew = 1; break;
+		case 'P':
+			if (o->n_pids == MAX_URLS) {
+				fprintf(stderr, "bc-load: at most %d --server-pid\n", MAX_URLS);
+				return -1;
+			}
+			rc = num("server-pid", optarg, 1, 1L << 30, &o->pids[o->n_pids++]);
+			break;
 		default: return -1;
 		}
 	}
@@ -391,6 +622,8 @@ static void run_free(struct run *r)
 	free(r->tokens);
 	for (long i = 0; r->jobs != NULL && i < r->o->joins; i++) {
 		EVP_PKEY_free(r->jobs[i].key);
+		EVP_PKEY_free(r->jobs[i].next_key);
+		bc_join_answer_free(&r->jobs[i].ans);
 		free(r->jobs[i].csr);
 	}
 	free(r->jobs);
@@ -398,11 +631,41 @@ static void run_free(struct run *r)
 	pthread_mutex_destroy(&r->mu);
 }
 
+static void print_run(const struct run *r, const struct phase *join, const struct phase *renew)
+{
+	const struct opts *o = r->o;
+	double sign = 0, verify = 0, ecdh = 0;
+
+	printf("joins=%ld clients=%ld servers=%zu seconds=%.3f joins_per_s=%.1f admitted=%ld "
+	       "refused=%ld unavailable=%ld errors=%ld join_p50_ms=%.2f join_p99_ms=%.2f",
+	       o->joins, o->clients, o->n_urls, join->seconds,
+	       join->seconds > 0 ? (double)o->joins / join->seconds : 0.0, r->admitted, r->refused,
+	       r->unavailable, r->errors, percentile(r, 0, 50), percentile(r, 0, 99));
+	if (join->cpu_ms >= 0 && o->joins > 0)
+		printf(" server_cpu_ms_per_join=%.3f", join->cpu_ms / (double)o->joins);
+	if (o->renew) {
+		printf(" renews=%ld renew_seconds=%.3f renews_per_s=%.1f renewed=%ld "
+		       "renew_refused=%ld "
+		       "renew_errors=%ld renew_p50_ms=%.2f renew_p99_ms=%.2f",
+		       r->admitted, renew->seconds,
+		       renew->seconds > 0 ? (double)r->admitted / renew->seconds : 0.0, r->renewed,
+		       r->renew_refused, r->renew_errors, percentile(r, 1, 50),
+		       percentile(r, 1, 99));
+		if (renew->cpu_ms >= 0 && r->admitted > 0)
+			printf(" server_cpu_ms_per_renew=%.3f",
+			       renew->cpu_ms / (double)r->admitted);
+	}
+	if (crypto_cost(&sign, &verify, &ecdh) == 0)
+		printf(" crypto_ms_per_join=%.3f crypto_ms_per_renew=%.3f",
+		       ecdh + verify + 2 * sign, 3 * verify + 2 * sign);
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
 	struct run r;
-	double secs = 0;
+	struct phase join = {0, -1}, renew = {0, -1};
 	int rc;
 
 	if (parse(argc, argv, &o) != 0) {
@@ -419,14 +682,10 @@ int main(int argc, char **argv)
 		rc = BC_ERR_NOMEM;
 	} else if ((rc = read_pins(o.pins_file, &r.pins)) == 0 &&
 	           (rc = make_tokens(&o, r.tokens)) == 0) {
-		rc = run_clients(&r, &secs);
+		rc = run_clients(&r, &join, &renew);
 	}
 	if (rc == 0) {
-		printf(
-		    "joins=%ld clients=%ld servers=%zu seconds=%.3f joins_per_s=%.1f admitted=%ld "
-		    "refused=%ld unavailable=%ld errors=%ld\n",
-		    o.joins, o.clients, o.n_urls, secs, secs > 0 ? (double)o.joins / secs : 0.0,
-		    r.admitted, r.refused, r.unavailable, r.errors);
+		print_run(&r, &join, &renew);
 		if (r.first_error[0] != '\0')
 			fprintf(stderr, "bc-load: first error: %s\n", r.first_error);
 	}

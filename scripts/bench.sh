@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# Token joins per second (issue 4, part 6): `make bench` runs this on the release build.
+# Token joins and renewals, side by side in one run: `make bench` runs this on the
+# release build.
 #
 #   scripts/bench.sh BUILD_DIR
 #
 # Three runs of bench/bc_load.c, each on a fresh store: SQLite with one replica, then
 # PostgreSQL (a throwaway cluster, scripts/pg.sh) with one replica and with two. Each
-# makes BENCH_JOINS tokens (default 1000) and joins with BENCH_CLIENTS concurrent clients
-# (default 16). The figures are printed, never judged; without PostgreSQL its runs say
-# so and the script still exits 0. Everything is on loopback, in a temporary directory.
+# makes BENCH_JOINS tokens (default 1000), joins with BENCH_CLIENTS concurrent clients
+# (default 16), then renews every node once. For each it prints throughput, p50/p99
+# latency, the servers' CPU per operation (from /proc) and its ratio to the crypto the
+# operation cannot avoid, timed in the same run (bc-load's bare OpenSSL loop). The
+# table also goes to BENCH_JSON (default BUILD_DIR/bench.json). The figures are
+# printed, never judged; without PostgreSQL its runs say so and the script still exits
+# 0. Everything is on loopback, in a temporary directory.
 set -euo pipefail
 BUILD=${1:?usage: scripts/bench.sh BUILD_DIR}
 BIN=$(cd "$BUILD" && pwd)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 JOINS=${BENCH_JOINS:-1000}
 CLIENTS=${BENCH_CLIENTS:-16}
+JSON=${BENCH_JSON:-$BIN/bench.json}
+ROWS=""
 for b in better-compute bc-load; do
 	[ -x "$BIN/$b" ] || { echo "bench: $BIN/$b is missing: build it first (make build)" >&2; exit 1; }
 done
 T=$(mktemp -d /tmp/bc-bench.XXXXXX)
 PGDIR=""
 PIDS=""
+RUNNING=""
 cleanup() {
 	cd /
 	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
@@ -39,6 +47,7 @@ serve() {
 	local dir=$1 url
 	"$BIN/better-compute" serve --config "$dir/server.toml" >>"$dir/serve.log" 2>&1 &
 	PIDS="$PIDS $!"
+	RUNNING="$RUNNING $!"
 	url=$(sed -n 's/^public_url *= *"\(.*\)"/\1/p' "$dir/server.toml")
 	for _ in $(seq 1 100); do
 		curl -fsS "$url/healthz" >/dev/null 2>&1 && return 0
@@ -52,6 +61,7 @@ stop_all() {
 	for p in $PIDS; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
 	PIDS=""
+	RUNNING=""
 }
 
 # init DIR: a control plane on SQLite; prints its URL.
@@ -62,22 +72,58 @@ init() {
 	echo "http://127.0.0.1:$port"
 }
 
-# report LABEL DATABASE URL...: one bc-load run and its line.
+# field LINE NAME: the value of NAME=... in a bc-load line ("-" when absent).
+field() {
+	local v
+	v=$(echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p")
+	echo "${v:--}"
+}
+
+ratio() {
+	if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1fx", a / b }'; fi
+}
+
+# report LABEL DATABASE URL...: one bc-load run (joins, then renewals) and its rows.
 report() {
 	local label=$1 db=$2 out
 	shift 2
 	local args=()
 	for u in "$@"; do args+=(--url "$u"); done
+	for p in $RUNNING; do args+=(--server-pid "$p"); done
 	out=$("$BIN/bc-load" --pins "$T/pins.json" --database "$db" --tokens "$JOINS" \
-		--clients "$CLIENTS" "${args[@]}")
-	printf '  %-24s %8s joins/s  (%s joins, %s clients: admitted %s, refused %s, errors %s)\n' \
-		"$label" "$(echo "$out" | sed -n 's/.*joins_per_s=\([0-9.]*\).*/\1/p')" \
-		"$JOINS" "$CLIENTS" "$(echo "$out" | sed -n 's/.*admitted=\([0-9]*\).*/\1/p')" \
-		"$(echo "$out" | sed -n 's/.*refused=\([0-9]*\).*/\1/p')" \
-		"$(echo "$out" | sed -n 's/.*errors=\([0-9]*\).*/\1/p')"
+		--clients "$CLIENTS" --renew "${args[@]}")
+	local jc rc cj cr
+	jc=$(field "$out" server_cpu_ms_per_join)
+	rc=$(field "$out" server_cpu_ms_per_renew)
+	cj=$(field "$out" crypto_ms_per_join)
+	cr=$(field "$out" crypto_ms_per_renew)
+	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s   %s\n' "$label" join \
+		"$(field "$out" joins_per_s)" "$(field "$out" join_p50_ms)" "$(field "$out" join_p99_ms)" \
+		"$jc" "$cj" "$(ratio "$jc" "$cj")" \
+		"admitted $(field "$out" admitted), refused $(field "$out" refused), errors $(field "$out" errors)"
+	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s   %s\n' "" renew \
+		"$(field "$out" renews_per_s)" "$(field "$out" renew_p50_ms)" "$(field "$out" renew_p99_ms)" \
+		"$rc" "$cr" "$(ratio "$rc" "$cr")" \
+		"renewed $(field "$out" renewed), refused $(field "$out" renew_refused), errors $(field "$out" renew_errors)"
+	ROWS="$ROWS${ROWS:+,}
+  {\"store\": \"$label\", \"line\": \"$out\"}"
 }
 
-echo "Token joins per second (bench/bc_load.c over loopback HTTP; $(nproc) CPUs):"
+header() {
+	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s\n' "" "" "per s" "p50 ms" "p99 ms" \
+		"CPU ms/op" "crypto ms" "ratio"
+}
+
+write_json() {
+	printf '{"joins": %s, "clients": %s, "cpus": %s, "runs": [%s\n]}\n' "$JOINS" "$CLIENTS" \
+		"$(nproc)" "$ROWS" >"$JSON"
+	echo "  (written to $JSON)"
+}
+trap 'write_json; cleanup' EXIT
+
+echo "Token joins, then a renewal of each node (bench/bc_load.c over loopback HTTP; $(nproc) CPUs;"
+echo "CPU: the servers' user + system time per operation; crypto: the ECDH and ECDSA it cannot avoid):"
+header
 
 # SQLite, one replica
 U=$(init sq)

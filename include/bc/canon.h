@@ -4,8 +4,9 @@
  * A UUID is canonical as 36 characters, lower-case hex digits in groups 8-4-4-4-12
  * joined by '-'; a MAC address as 17 characters, six lower-case two-digit hex octets
  * joined by ':'. Both functions accept those shapes with hex digits of either case
- * (firmware and BIOS screens print upper case) and nothing else: no braces, no
- * "urn:uuid:", no '-' or '.' between MAC octets, no other length. out is always a
+ * (firmware and BIOS screens print upper case), a MAC also with '-' between all its
+ * octets, and nothing else: no braces, no "urn:uuid:", no '.' or mixed separators
+ * between MAC octets, no other length. out is always a
  * NUL-terminated string, empty on failure. 0 or BC_ERR_INVALID. */
 #ifndef BC_CANON_H
 #define BC_CANON_H

@@ -158,4 +158,9 @@ BC_WUR int bc_es256_digest(const char *purpose, const void *payload, size_t len,
 BC_WUR int bc_es256_sign_with(bc_sign_fn sign, void *ctx, EVP_PKEY *pub, const char *purpose,
                               const void *payload, size_t len, uint8_t sig[static BC_SIG_LEN]);
 
+/* SHA-256, fetched once per process and never freed: an implicit fetch (EVP_sha256()
+ * in an init call) takes the provider store's locks on every call, which every thread
+ * of the server contends for. NULL only when OpenSSL cannot provide it. */
+const EVP_MD *bc_crypto_sha256(void);
+
 #endif

@@ -80,6 +80,18 @@
  * leaf's key was rotated away */
 #define BC_R_X509POP_SUPERSEDED "x509pop-superseded"
 
+/* provisioned */
+/* the token is not of role provisioned with exactly one use left */
+#define BC_R_NOT_SINGLE_USE "not-single-use"
+/* the machine's claims carry no product UUID (or not a UUID) */
+#define BC_R_NO_PRODUCT_UUID "no-product-uuid"
+/* neither the token's expect.productUuid nor a target binds the token to one machine */
+#define BC_R_UNBOUND "unbound"
+/* the claimed product UUID is not the one the token is bound to */
+#define BC_R_PRODUCT_UUID_MISMATCH "product-uuid-mismatch"
+/* the deploy workflow that minted the token was cancelled (or is no longer running) */
+#define BC_R_WORKFLOW_NOT_RUNNING "workflow-not-running"
+
 /* Renew (published as security.renew.refused to the node's owner) */
 /* no chain, or the leaf is not a node certificate of ours */
 #define BC_R_RENEW_MALFORMED "renew-malformed"
@@ -174,5 +186,62 @@
 #define BC_R_ENROLLMENT_DENIED "enrollment-denied"
 /* the pending request was made for another CSR */
 #define BC_R_ENROLLMENT_CSR "enrollment-csr"
+
+/* cloud-iid (every provider) */
+/* evidence not {"provider","document"[,"signature","rsa2048"]}, or over its bounds */
+#define BC_R_CLOUD_MALFORMED "cloud-iid-malformed"
+/* a provider (or an OIDC issuer) this server does not configure */
+#define BC_R_CLOUD_PROVIDER "cloud-iid-provider"
+/* no resolve rule matches the instance's provider, account and zone */
+#define BC_R_UNKNOWN_INSTANCE "unknown-instance"
+/* this (provider, account, instance) joined before: re-join with x509pop */
+#define BC_R_INSTANCE_REUSED "instance-reused"
+/* cloud-iid: identity tokens (gcp, oidc), checked by src/crypto/jws.c */
+/* not a compact JWS of base64url JSON objects (padding, bad characters, trailing dots,
+ * duplicate keys) */
+#define BC_R_JWS_MALFORMED "jws-malformed"
+/* alg not allowed for the provider (none, HS*), or not the key's type or its JWK alg */
+#define BC_R_JWS_ALG "jws-alg"
+/* no kid, or a kid the JWKS does not hold (after one fetch again) */
+#define BC_R_JWS_KID "jws-kid"
+/* the header has a crit parameter */
+#define BC_R_JWS_CRIT "jws-crit"
+/* the JWK is unusable: RSA under 2048 bits, or not meant for signatures */
+#define BC_R_JWS_KEY "jws-key"
+/* the signature does not verify under the kid's key */
+#define BC_R_JWS_SIGNATURE "jws-signature"
+/* iss is not exactly the provider's issuer */
+#define BC_R_JWS_ISSUER "jws-issuer"
+/* aud does not contain the expected audience (gcp, oidc: bound to the CSR) */
+#define BC_R_JWS_AUDIENCE "jws-audience"
+/* exp passed (beyond the leeway), or no exp */
+#define BC_R_JWS_EXPIRED "jws-expired"
+/* nbf or iat in the future (beyond the leeway) */
+#define BC_R_JWS_NOT_YET_VALID "jws-not-yet-valid"
+/* iat older than max_age_ms, or no iat */
+#define BC_R_JWS_TOO_OLD "jws-too-old"
+/* the JWKS could not be fetched or read */
+#define BC_R_JWKS_UNAVAILABLE "jwks-unavailable"
+/* cloud-iid: gcp */
+/* no google.compute_engine project_id, zone and instance_id (format=full) */
+#define BC_R_GCP_CLAIMS "gcp-claims"
+/* the project is not in projects */
+#define BC_R_GCP_PROJECT "gcp-project"
+/* cloud-iid: aws */
+/* the document is not the EC2 identity JSON, or a signature does not decode */
+#define BC_R_AWS_MALFORMED "aws-malformed"
+/* no certificate is configured for the document's region (and no "*") */
+#define BC_R_AWS_REGION "aws-region"
+/* neither rsa2048 nor signature verifies with the region's certificates */
+#define BC_R_AWS_SIGNATURE "aws-signature"
+/* pendingTime more than max_age_ms ago, or in the future */
+#define BC_R_AWS_TOO_OLD "aws-too-old"
+/* the account is not in accounts */
+#define BC_R_AWS_ACCOUNT "aws-account"
+/* cloud-iid: oidc */
+/* the account or instance claim is missing or not a string */
+#define BC_R_OIDC_CLAIMS "oidc-claims"
+/* the account is not in accounts */
+#define BC_R_OIDC_ACCOUNT "oidc-account"
 
 #endif

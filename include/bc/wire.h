@@ -39,6 +39,11 @@
  * name (000b || SHA-256 digest). */
 #define BC_WIRE_TPM_AK_URN_SHA256 BC_WIRE_TPM_AK_URN_SCHEME "sha256:"
 
+/* cloud-iid: its JoinRequest.attestor, and how an identity token's audience binds the
+ * CSR: the server's audience, this separator, the CSR's lower-case hex SHA-256. */
+#define BC_WIRE_ATTESTOR_CLOUD_IID "cloud-iid"
+#define BC_WIRE_CLOUD_AUDIENCE_SEP "#"
+
 /* The most MAC addresses a JoinRequest's hardware claims may carry. */
 #define BC_WIRE_MACS_MAX 64
 /* The largest challenge (JoinChallenge.payload) the agent accepts, in bytes. */

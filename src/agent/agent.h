@@ -55,6 +55,13 @@ struct bcd_config {
 	char *helper_socket; /* [helper] socket; set (default below) when has_helper */
 	char *helper_user;   /* [helper] user, the only peer bcd helper serves */
 	int has_helper;
+	/* [cloud]: the cloud-iid producer (cloud.c); each NULL when unset */
+	char *cloud_provider;      /* gcp, aws or oidc (--provider overrides) */
+	char *cloud_audience;      /* gcp, oidc: the server's audience (bound to the CSR) */
+	char *cloud_metadata_url;  /* tests: the metadata endpoint's base, loopback only */
+	char *cloud_token_file;    /* oidc: a file holding the identity token (resolved) */
+	char *cloud_token_command; /* oidc: prints the token for the audience in $BCD_AUDIENCE */
+	int has_cloud;
 };
 #define BCD_HELPER_SOCKET     "/run/bcd/helper.sock"
 #define BCD_HELPER_USER       "bcd"
@@ -234,6 +241,9 @@ struct bcd_opts {
 	const char *config;
 	const char *token_file;
 	const char *attestor;
+	const char *provider;            /* cloud-iid: gcp, aws or oidc */
+	const char *identity_token_file; /* cloud-iid oidc */
+	const char *role;                /* bcd join --role: node (default) or site */
 	int reset;
 	int yes;
 	int json;

@@ -53,6 +53,13 @@ static const struct field fakehw_fields[] = {
     F("claims", fakehw_claims, 0, 1),
     F("tpm", fakehw_tpm, 0, 0),
 };
+static const struct field cloud_fields[] = {
+    F("provider", cloud_provider, 0, 0),
+    F("audience", cloud_audience, 0, 0),
+    F("metadata_url", cloud_metadata_url, 0, 0),
+    F("identity_token_file", cloud_token_file, 0, 1),
+    F("identity_token_command", cloud_token_command, 0, 0),
+};
 static const struct field helper_fields[] = {
     F("socket", helper_socket, 0, 0),
     F("user", helper_user, 0, 0),
@@ -69,6 +76,8 @@ void bcd_config_free(struct bcd_config *cfg)
 		free(*(char **)((char *)cfg + top_fields[i].off));
 	for (size_t i = 0; i < sizeof(fakehw_fields) / sizeof(fakehw_fields[0]); i++)
 		free(*(char **)((char *)cfg + fakehw_fields[i].off));
+	for (size_t i = 0; i < sizeof(cloud_fields) / sizeof(cloud_fields[0]); i++)
+		free(*(char **)((char *)cfg + cloud_fields[i].off));
 	for (size_t i = 0; i < sizeof(helper_fields) / sizeof(helper_fields[0]); i++)
 		free(*(char **)((char *)cfg + helper_fields[i].off));
 	memset(cfg, 0, sizeof(*cfg));
@@ -152,6 +161,8 @@ static int check_tables(const bc_toml *t, struct bcd_config *cfg, struct bcd_msg
 			cfg->has_fakehw = 1;
 		} else if (strcmp(names[i], "helper") == 0) {
 			cfg->has_helper = 1;
+		} else if (strcmp(names[i], "cloud") == 0) {
+			cfg->has_cloud = 1;
 		} else {
 			bcd_say(m, "%s: unknown table [%s]; remove it (see docs/agent.md)",
 			        cfg->path, names[i]);
@@ -221,6 +232,10 @@ int bcd_config_load(const char *path, struct bcd_config *cfg, struct bcd_msg *m)
 	if (cfg->has_fakehw &&
 	    (rc = read_table(t, "fakehw", fakehw_fields,
 	                     sizeof(fakehw_fields) / sizeof(fakehw_fields[0]), cfg, m)) != 0)
+		goto out;
+	if (cfg->has_cloud &&
+	    (rc = read_table(t, "cloud", cloud_fields,
+	                     sizeof(cloud_fields) / sizeof(cloud_fields[0]), cfg, m)) != 0)
 		goto out;
 	if (cfg->has_helper &&
 	    ((rc = read_table(t, "helper", helper_fields,

@@ -254,16 +254,14 @@ out:
 }
 
 /* A first join: a new key, the rounds, then the files. */
-static int join_now(const struct bcd_config *cfg, const char *attestor, const char *token,
-                    struct bcd_producer *pr, char node_id[static 64], struct bcd_msg *m)
+static int join_now(const struct bcd_config *cfg, const char *attestor, const char *role,
+                    const char *token, struct bcd_producer *pr, char node_id[static 64],
+                    struct bcd_msg *m)
 {
 	struct bc_client_pins pins;
 	struct bc_join_answer a;
-	struct bcd_join_req r = {.attestor = attestor,
-	                         .role = BC_ROLE_NODE,
-	                         .token = token,
-	                         .producer = pr,
-	                         .wait_pending = 1};
+	struct bcd_join_req r = {
+	    .attestor = attestor, .role = role, .token = token, .producer = pr, .wait_pending = 1};
 	struct bcd_nodekey key;
 	uint8_t *csr = NULL;
 	int rc;
@@ -302,10 +300,42 @@ static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd
 		bcd_say(m, "--yes goes with --reset");
 		return BC_ERR_INVALID;
 	}
+	if (o->role != NULL && strcmp(o->role, BC_ROLE_NODE) != 0 &&
+	    strcmp(o->role, BC_ROLE_SITE) != 0) {
+		bcd_say(m,
+		        "--role: node (the default) or site (a site machine, with a site token)");
+		return BC_ERR_INVALID;
+	}
+	/* the provisioned attestor admits nodes: the deploy's token re-keys a node */
+	if (o->role != NULL && strcmp(o->role, BC_ROLE_SITE) == 0 &&
+	    strcmp(attestor, "join-token") != 0) {
+		bcd_say(m, "--role site joins with a site token (--attestor join-token)");
+		return BC_ERR_INVALID;
+	}
+	if (strcmp(attestor, "provisioned") == 0 && o->token_file == NULL &&
+	    getenv("BCD_JOIN_TOKEN") == NULL) {
+		bcd_say(m, "--attestor provisioned reads the single-use token the deploy rendered "
+		           "into the user data: give --token-file FILE");
+		return BC_ERR_INVALID;
+	}
 	if (strcmp(attestor, "tpm") == 0) {
 		if (o->token_file != NULL) {
 			bcd_say(m, "--token-file does not go with --attestor tpm: the TPM is the "
 			           "credential");
+			return BC_ERR_INVALID;
+		}
+		unsetenv("BCD_JOIN_TOKEN");
+	}
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) != 0 &&
+	    (o->provider != NULL || o->identity_token_file != NULL)) {
+		bcd_say(m, "--provider and --identity-token-file go with --attestor cloud-iid");
+		return BC_ERR_INVALID;
+	}
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) == 0) {
+		if (o->token_file != NULL) {
+			bcd_say(m,
+			        "--token-file does not go with --attestor cloud-iid: the instance "
+			        "identity is the credential");
 			return BC_ERR_INVALID;
 		}
 		unsetenv("BCD_JOIN_TOKEN");
@@ -400,13 +430,20 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	if (rc != BC_ERR_NOT_FOUND)
 		fprintf(stderr, BCD_NAME ": the identity does not load (%s); joining again\n",
 		        why.text);
-	if ((rc = bcd_producer_for(&cfg, attestor, &pr, m->text, sizeof(m->text))) != 0)
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) == 0)
+		rc = bcd_cloud_producer_new(&cfg, o->provider, o->identity_token_file, &pr, m->text,
+		                            sizeof(m->text));
+	else
+		rc = bcd_producer_for(&cfg, attestor, &pr, m->text, sizeof(m->text));
+	if (rc != 0)
 		goto out;
 	if (pr == NULL && (rc = read_token(o, &token, m)) != 0)
 		goto out;
-	if ((rc = join_now(&cfg, attestor, token, pr, node_id, m)) != 0)
+	if ((rc = join_now(&cfg, attestor, o->role ? o->role : BC_ROLE_NODE, token, pr, node_id,
+	                   m)) != 0)
 		goto out;
-	printf("joined as %s\n", node_id);
+	printf("joined as %s%s\n", node_id,
+	       o->role && strcmp(o->role, BC_ROLE_SITE) == 0 ? " (site)" : "");
 out:
 	if (token != NULL)
 		bc_freezero(token, strlen(token));

@@ -27,9 +27,13 @@ struct bcd_cmd {
 };
 
 static const struct bcd_cmd commands[] = {
-    {"join", C_JOIN, "[--token-file FILE] [--attestor join-token|tpm|x509pop] [--reset [--yes]]",
+    {"join", C_JOIN,
+     "[--token-file FILE] [--attestor join-token|tpm|x509pop|provisioned|cloud-iid "
+     "[--provider gcp|aws|oidc] [--identity-token-file FILE]] [--role node|site] "
+     "[--reset [--yes]]",
      "join this machine (the token from --token-file or BCD_JOIN_TOKEN); x509pop: re-join "
-     "as the same node with the last certificate",
+     "as the same node with the last certificate; provisioned: the single-use token a deploy "
+     "put in the user data; --role site: a site machine with a site token",
      bcd_cmd_join},
     {"node", C_NODE, "", "run the agent: renew the node certificate before it expires",
      bcd_cmd_node},
@@ -49,8 +53,11 @@ struct opt {
 };
 
 static const struct opt options[] = {
-    {"config", 1, C_ALL}, {"token-file", 1, C_JOIN}, {"attestor", 1, C_JOIN},
-    {"reset", 0, C_JOIN}, {"yes", 0, C_JOIN},        {"json", 0, C_STATUS},
+    {"config", 1, C_ALL},    {"token-file", 1, C_JOIN},
+    {"attestor", 1, C_JOIN}, {"reset", 0, C_JOIN},
+    {"yes", 0, C_JOIN},      {"json", 0, C_STATUS},
+    {"provider", 1, C_JOIN}, {"identity-token-file", 1, C_JOIN},
+    {"role", 1, C_JOIN},
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -80,6 +87,12 @@ static int set_opt(struct bcd_opts *o, const char *name, const char *val)
 		o->token_file = val;
 	else if (strcmp(name, "attestor") == 0)
 		o->attestor = val;
+	else if (strcmp(name, "provider") == 0)
+		o->provider = val;
+	else if (strcmp(name, "identity-token-file") == 0)
+		o->identity_token_file = val;
+	else if (strcmp(name, "role") == 0)
+		o->role = val;
 	else if (strcmp(name, "reset") == 0)
 		o->reset = 1;
 	else if (strcmp(name, "yes") == 0)
@@ -157,9 +170,11 @@ static int parse_args(int argc, char **argv, const struct bcd_cmd **cmd, struct 
 		return BC_ERR_INVALID;
 	}
 	/* options given before the command: check them against it now */
-	if (*cmd != NULL &&
-	    ((o->token_file || o->attestor || o->reset || o->yes) && (*cmd)->bit != C_JOIN)) {
-		bcd_say(m, "--token-file, --attestor, --reset and --yes go with bcd join only");
+	if (*cmd != NULL && ((o->token_file || o->attestor || o->role || o->reset || o->yes ||
+	                      o->provider || o->identity_token_file) &&
+	                     (*cmd)->bit != C_JOIN)) {
+		bcd_say(m, "--token-file, --attestor, --provider, --identity-token-file, --role, "
+		           "--reset and --yes go with bcd join only");
 		return BC_ERR_INVALID;
 	}
 	if (*cmd != NULL && o->json && (*cmd)->bit != C_STATUS) {

@@ -48,6 +48,11 @@ BC_WUR int bcd_producer_for(const struct bcd_config *cfg, const char *attestor,
  * AK's certification of it over sha256(csr). */
 BC_WUR int bcd_tpm_producer_new(const char *tcti, struct bcd_producer **out, char *err,
                                 size_t errlen);
+/* The cloud-iid producer (cloud.c) for provider (NULL: [cloud] provider), the OIDC
+ * token from token_file (NULL: [cloud] identity_token_file or _command). */
+BC_WUR int bcd_cloud_producer_new(const struct bcd_config *cfg, const char *provider,
+                                  const char *token_file, struct bcd_producer **out, char *err,
+                                  size_t errlen);
 void bcd_producer_free(struct bcd_producer *p);
 
 #endif

@@ -16,6 +16,8 @@ struct builtin {
 static const struct builtin builtins[] = {
     {"x509pop", bc_attestor_x509pop},
     {"tpm", bc_attestor_tpm},
+    {"cloud-iid", bc_attestor_cloud_iid},
+    {"provisioned", bc_attestor_provisioned},
     {NULL, NULL},
 };
 

@@ -27,12 +27,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	}
 	if ((rc = bc_row_token_consume(tx, t.id, in->now_ms)) != 0)
 		return rc;
-	out->kind = BC_OUTCOME_RESULT;
-	snprintf(out->result.tenant_id, BC_ID_MAX, "%s", t.tenant_id);
-	snprintf(out->result.pool_id, BC_ID_MAX, "%s", t.pool_id);
-	snprintf(out->result.site_id, BC_ID_MAX, "%s", t.site_id);
-	snprintf(out->result.token_id, BC_ID_MAX, "%s", t.id);
-	snprintf(out->result.role, sizeof(out->result.role), "%s", in->role);
+	bc_token_admit(&t, in->role, out);
 	return 0;
 }
 

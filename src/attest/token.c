@@ -84,3 +84,15 @@ int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token
 		*reason = BC_R_TOKEN_USED_UP;
 	return 0;
 }
+
+void bc_token_admit(const struct bc_token_row *t, const char *role, struct bc_attest_outcome *out)
+{
+	struct bc_attest_result *r = &out->result;
+
+	out->kind = BC_OUTCOME_RESULT;
+	copy(r->tenant_id, sizeof(r->tenant_id), t->tenant_id);
+	copy(r->pool_id, sizeof(r->pool_id), t->pool_id);
+	copy(r->site_id, sizeof(r->site_id), t->site_id);
+	copy(r->token_id, sizeof(r->token_id), t->id);
+	copy(r->role, sizeof(r->role), role);
+}

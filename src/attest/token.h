@@ -20,4 +20,7 @@ BC_WUR int bc_token_parse(const char *token, char id[BC_ID_MAX], const char **se
 BC_WUR int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token_row *row,
                           struct bc_attest_outcome *out, const char **reason);
 
+/* Fills out with the result a token admits: its tenant, pool, site and id, and role. */
+void bc_token_admit(const struct bc_token_row *t, const char *role, struct bc_attest_outcome *out);
+
 #endif

@@ -86,6 +86,8 @@ int cli_flag(const struct cli *c, const char *name);
  * (and *out 0) when the option was not given. */
 BC_WUR int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max, int64_t *out,
                        int *present);
+/* --ttl DURATION (30m, 1h, 7d; at least a second), when given, as body's ttlSeconds. */
+BC_WUR int cli_opt_ttl(struct cli *c, json_t *body);
 
 /* messages: "better-compute: ..." on stderr, one line */
 int cli_fail(struct cli *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -186,6 +188,9 @@ int cli_cmd_tenants_create(struct cli *c);
 int cli_cmd_daemon_config(struct cli *c);
 /* cli_install.c: daemon config --bcd-dir, and daemon install-script */
 int cli_daemon_config_bcd(struct cli *c, const char *dir);
+/* GET /v1/daemon-config as bcd's config.toml (data_dir from --data-dir, default
+ * /var/lib/bcd), its ca.pem and the server URL (may be NULL), all malloc'd. */
+BC_WUR int cli_bcd_files(struct cli *c, char **toml, char **ca, char **server);
 int cli_cmd_daemon_install_script(struct cli *c);
 int cli_cmd_pools_create(struct cli *c);
 int cli_cmd_pools_get(struct cli *c);
@@ -203,6 +208,14 @@ int cli_cmd_nodes_uncordon(struct cli *c);
 int cli_cmd_nodes_delete(struct cli *c);
 int cli_cmd_nodes_revoke_identity(struct cli *c);
 int cli_cmd_nodes_retire(struct cli *c);
+/* cli_workflows.c */
+int cli_cmd_workflows_list(struct cli *c);
+int cli_cmd_workflows_get(struct cli *c);
+int cli_cmd_workflows_cancel(struct cli *c);
+int cli_cmd_workflows_complete(struct cli *c);
+int cli_cmd_machines_commission(struct cli *c);
+int cli_cmd_machines_deploy(struct cli *c);
+int cli_cmd_nodes_inventory(struct cli *c);
 int cli_cmd_events_list(struct cli *c);
 int cli_cmd_join_requests_list(struct cli *c);
 int cli_cmd_join_requests_approve(struct cli *c);

@@ -10,6 +10,7 @@
 #include <openssl/crypto.h>
 
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "cli/cli.h"
 
 void cli_free(struct cli *c)
@@ -276,4 +277,17 @@ int cli_opt_int(struct cli *c, const char *name, int64_t min, int64_t max, int64
 	*out = n;
 	*present = 1;
 	return 0;
+}
+
+int cli_opt_ttl(struct cli *c, json_t *body)
+{
+	const char *ttl = cli_opt(c, "ttl");
+	int64_t ms;
+
+	if (ttl == NULL)
+		return 0;
+	if (bc_duration_parse_ms(ttl, &ms) != 0 || ms < 1000)
+		return cli_usage(c, "--ttl: expected a duration like 30m, 1h or 7d, got \"%s\"",
+		                 ttl);
+	return json_object_set_new(body, "ttlSeconds", json_integer(ms / 1000)) ? BC_ERR_NOMEM : 0;
 }

@@ -191,21 +191,30 @@ static int data_dir_opt(struct cli *c, const char **out)
 	return 0;
 }
 
-/* GET /v1/daemon-config, then the two files. */
-static int fetch_files(struct cli *c, char **toml, char **ca)
+int cli_bcd_files(struct cli *c, char **toml, char **ca, char **server)
 {
 	const char *data_dir;
 	struct cli_resp r;
 	int rc;
 
 	*toml = *ca = NULL;
+	if (server != NULL)
+		*server = NULL;
 	if ((rc = data_dir_opt(c, &data_dir)) != 0)
 		return rc;
 	if ((rc = cli_api(c, "GET", "/v1/daemon-config", NULL, &r)) != 0)
 		return rc;
 	rc = bcd_files(c, r.json, data_dir, toml, ca);
+	/* bcd_files held it to plain() */
+	if (rc == 0 && server != NULL && (*server = strdup(cli_jstr(r.json, "server"))) == NULL)
+		rc = BC_ERR_NOMEM;
 	cli_resp_free(&r);
 	return rc;
+}
+
+static int fetch_files(struct cli *c, char **toml, char **ca)
+{
+	return cli_bcd_files(c, toml, ca, NULL);
 }
 
 int cli_daemon_config_bcd(struct cli *c, const char *dir)
@@ -255,6 +264,9 @@ static const char script_head[] =
     "# installed machine that has joined needs no token the second time.\n"
     "#   join-token: sh install-bcd.sh < token     or  sh install-bcd.sh --token-file FILE\n"
     "#   tpm:        sh install-bcd.sh             (needs /dev/tpmrm0; reads no token)\n"
+    "#   cloud-iid:  sh install-bcd.sh             (the cloud's instance identity; no token)\n"
+    "#   provisioned: sh install-bcd.sh --token-file FILE (the single-use token of a deploy\n"
+    "#               or a provider bootstrap; the machine's product UUID binds it)\n"
     "# BCD_ROOT prefixes every path it installs to and SYSTEMCTL replaces systemctl\n"
     "# (tests: BCD_ROOT=/tmp/x SYSTEMCTL=true).\n"
     "set -eu\n";
@@ -279,6 +291,13 @@ static const char script_body[] =
     "the credential\"\n"
     "\t[ -e \"$ROOT/dev/tpmrm0\" ] || die \"no TPM at $ROOT/dev/tpmrm0: this script joins with the "
     "TPM; use the join-token script instead\"\n"
+    "elif [ \"$ATTESTOR\" = cloud-iid ]; then\n"
+    "\t[ -z \"$TOKEN_FILE\" ] || die \"--token-file does not go with cloud-iid: the instance "
+    "identity is the credential\"\n"
+    "elif [ \"$ATTESTOR\" = provisioned ]; then\n"
+    "\t[ -n \"$TOKEN_FILE\" ] || die \"the provisioned attestor reads its single-use token from "
+    "--token-file FILE\"\n"
+    "\t[ -r \"$TOKEN_FILE\" ] || die \"cannot read the token file $TOKEN_FILE\"\n"
     "elif [ -n \"$TOKEN_FILE\" ]; then\n"
     "\t[ -r \"$TOKEN_FILE\" ] || die \"cannot read the token file $TOKEN_FILE\"\n"
     "elif [ ! -t 0 ]; then\n"
@@ -323,6 +342,13 @@ static const char script_tail[] =
     "if [ \"$ATTESTOR\" = tpm ]; then\n"
     "\t\"$BCD\" join --config \"$CONFIG\" --attestor tpm </dev/null || die \"bcd join failed "
     "(above); fix it and run this script again\"\n"
+    "elif [ \"$ATTESTOR\" = cloud-iid ]; then\n"
+    "\t\"$BCD\" join --config \"$CONFIG\" --attestor cloud-iid </dev/null || die \"bcd join "
+    "failed (above); fix it and run this script again\"\n"
+    "elif [ \"$ATTESTOR\" = provisioned ]; then\n"
+    "\t\"$BCD\" join --config \"$CONFIG\" --attestor provisioned --token-file \"$TOKEN_FILE\" "
+    "</dev/null || die \"bcd join failed (above); the token is spent only by a join that "
+    "succeeds: fix it and run this script again\"\n"
     "elif [ -n \"$TOKEN_FILE\" ]; then\n"
     "\t\"$BCD\" join --config \"$CONFIG\" --token-file \"$TOKEN_FILE\" </dev/null || die \"bcd "
     "join failed (above); fix it and run this script again\"\n"
@@ -405,8 +431,9 @@ static int script_opts(struct cli *c, const char **attestor, const char **url, c
 	*attestor = cli_opt(c, "attestor") != NULL ? cli_opt(c, "attestor") : "join-token";
 	*url = cli_opt(c, "bcd-url");
 	*path = cli_opt(c, "bcd-path");
-	if (strcmp(*attestor, "join-token") != 0 && strcmp(*attestor, "tpm") != 0)
-		return cli_usage(c, "--attestor: join-token or tpm");
+	if (strcmp(*attestor, "join-token") != 0 && strcmp(*attestor, "tpm") != 0 &&
+	    strcmp(*attestor, "cloud-iid") != 0 && strcmp(*attestor, "provisioned") != 0)
+		return cli_usage(c, "--attestor: join-token, tpm, provisioned or cloud-iid");
 	if ((*url == NULL) == (*path == NULL))
 		return cli_usage(c, "give --bcd-url URL (where the machine downloads bcd) or "
 		                    "--bcd-path PATH (a bcd already on the machine)");
@@ -416,6 +443,33 @@ static int script_opts(struct cli *c, const char **attestor, const char **url, c
 		                    "quotes or backslashes");
 	if (*path != NULL && (!plain(*path) || (*path)[0] != '/'))
 		return cli_usage(c, "--bcd-path: an absolute path without quotes or backslashes");
+	return 0;
+}
+
+/* cloud-iid: [cloud] provider (and audience) in the config, so bcd join and bcd node's
+ * re-joins know where the identity comes from. */
+static int add_cloud(struct cli *c, const char *attestor, char **toml)
+{
+	const char *p = cli_opt(c, "provider"), *aud = cli_opt(c, "audience");
+	char *t = NULL;
+
+	if (strcmp(attestor, "cloud-iid") != 0) {
+		if (p != NULL || aud != NULL)
+			return cli_usage(c,
+			                 "--provider and --audience go with --attestor cloud-iid");
+		return 0;
+	}
+	if (p == NULL || (strcmp(p, "gcp") && strcmp(p, "aws") && strcmp(p, "oidc")))
+		return cli_usage(c, "--attestor cloud-iid: --provider gcp, aws or oidc");
+	if (strcmp(p, "aws") != 0 && !plain(aud))
+		return cli_usage(
+		    c, "--provider gcp and oidc: --audience A, the audience of the "
+		       "server's [attestors.cloud-iid.<provider>] (no quotes or backslashes)");
+	if (asprintf(&t, "%s\n[cloud]\nprovider = \"%s\"\n%s%s%s", *toml, p,
+	             aud ? "audience = \"" : "", aud ? aud : "", aud ? "\"\n" : "") < 0)
+		return BC_ERR_NOMEM;
+	free(*toml);
+	*toml = t;
 	return 0;
 }
 
@@ -443,7 +497,8 @@ int cli_cmd_daemon_install_script(struct cli *c)
 	if ((rc = script_opts(c, &attestor, &url, &path)) != 0 ||
 	    (rc = data_dir_opt(c, &data_dir)) != 0)
 		return rc;
-	if ((rc = fetch_files(c, &toml, &ca)) != 0 || (rc = add_helper(&toml)) != 0)
+	if ((rc = fetch_files(c, &toml, &ca)) != 0 || (rc = add_helper(&toml)) != 0 ||
+	    (rc = add_cloud(c, attestor, &toml)) != 0)
 		goto out;
 	/* built in memory and printed whole, so a failure prints no half script */
 	if ((f = open_memstream(&text, &len)) == NULL) {

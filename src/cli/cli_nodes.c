@@ -26,6 +26,8 @@ static const struct cli_col node_cols[] = {
     {"IDENTITY REVOKED", "identityRevokedAt", CLI_TIME, 0, 0},
     {"CERT SERIAL", "certificate.serial", CLI_STR, 0, 0},
     {"CERT EXPIRES", "certificate.notAfter", CLI_TIME, 0, 0},
+    {"INVENTORY", "inventory.claims", CLI_JSON, 0, 0},
+    {"INVENTORY AT", "inventory.takenAt", CLI_TIME, 0, 0},
 };
 #define N_NODE_COLS (sizeof(node_cols) / sizeof(node_cols[0]))
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "bc/buf.h"
-#include "bc/clock.h"
 #include "cli/cli.h"
 
 static const struct cli_col tenant_cols[] = {
@@ -62,28 +61,23 @@ static int print_api_key(const json_t *ans)
 
 int cli_cmd_api_keys_create(struct cli *c)
 {
-	const char *name = cli_opt(c, "name"), *ttl = cli_opt(c, "ttl");
+	const char *name = cli_opt(c, "name");
 	struct cli_resp r;
 	json_t *body = NULL;
 	char *path = NULL;
-	int64_t ms = 0;
 	int rc;
 
 	if (name == NULL)
 		return cli_usage(c, "--name is missing: name the key after who or what uses it");
-	if (ttl != NULL && (bc_duration_parse_ms(ttl, &ms) != 0 || ms < 60000))
-		return cli_usage(c,
-		                 "--ttl: expected a duration of at least a minute like 1h, 30d or "
-		                 "720h, got \"%s\"",
-		                 ttl);
 	if ((rc = cli_tenant_path(c, &path, "api-keys", NULL)) != 0)
 		return rc;
-	if ((body = json_pack("{s:s}", "name", name)) == NULL ||
-	    (ttl != NULL &&
-	     json_object_set_new(body, "ttlSeconds", json_integer(ms / 1000)) != 0)) {
+	if ((body = json_pack("{s:s}", "name", name)) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
+	/* the server refuses less than a minute (apiKey.ttlSeconds) */
+	if ((rc = cli_opt_ttl(c, body)) != 0)
+		goto out;
 	if ((rc = cli_api(c, "POST", path, body, &r)) != 0)
 		goto out;
 	if (c->json)

@@ -69,20 +69,14 @@ static int set_str(json_t *body, const char *key, const char *v)
 
 static int add_limits(struct cli *c, json_t *body)
 {
-	const char *ttl = cli_opt(c, "ttl");
-	int64_t uses, ms;
+	int64_t uses;
 	int present, rc;
 
 	if ((rc = cli_opt_int(c, "uses", 1, 10000, &uses, &present)) != 0)
 		return rc;
 	if (present && json_object_set_new(body, "uses", json_integer(uses)) != 0)
 		return BC_ERR_NOMEM;
-	if (ttl == NULL)
-		return 0;
-	if (bc_duration_parse_ms(ttl, &ms) != 0 || ms < 1000)
-		return cli_usage(c, "--ttl: expected a duration like 30m, 1h or 7d, got \"%s\"",
-		                 ttl);
-	return json_object_set_new(body, "ttlSeconds", json_integer(ms / 1000)) ? BC_ERR_NOMEM : 0;
+	return cli_opt_ttl(c, body);
 }
 
 /* --pool and --site take an id or a name: a name is looked up in the tenant's list
@@ -140,8 +134,13 @@ static int token_body(struct cli *c, json_t **out)
 	int rc;
 
 	*out = NULL;
-	if (role == NULL || (strcmp(role, "node") != 0 && strcmp(role, "site") != 0))
-		return cli_usage(c, "--role must be node or site");
+	if (role == NULL || (strcmp(role, "node") != 0 && strcmp(role, "site") != 0 &&
+	                     strcmp(role, "provisioned") != 0))
+		return cli_usage(c, "--role must be node, site or provisioned");
+	if (strcmp(role, "provisioned") == 0 &&
+	    (pool_arg == NULL || cli_opt(c, "expect-product-uuid") == NULL))
+		return cli_usage(c, "a provisioned token needs --pool and --expect-product-uuid "
+		                    "(the machine it admits)");
 	if ((pool_arg == NULL) == (site_arg == NULL))
 		return cli_usage(
 		    c, "give one of --pool (a node token) or --site (a site token), by id or name");

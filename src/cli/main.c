@@ -79,14 +79,15 @@ static const struct cli_cmd commands[] = {
     {"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL},
     {"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL},
     {"tokens", "create",
-     "--role node|site (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] "
+     "--role node|site|provisioned (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] "
      "[--expect-product-uuid U] "
      "[--expect-mac M] [--expect-serial S] [--allow-reclaim] [--description D] [--out FILE]",
      "create a join token (its secret is shown once, or written to --out FILE)",
      "role= pool= site= uses= ttl= expect-product-uuid= expect-mac= expect-serial= "
      "allow-reclaim description= out=",
      0, 0, TNT, cli_cmd_tokens_create,
-     "  --role node|site     what the machine joins as\n"
+     "  --role node|site     what the machine joins as; provisioned: a provider bootstrap's\n"
+     "                       single-use token (--pool and --expect-product-uuid needed)\n"
      "  --pool ID            the pool of a node token      --site ID  the site of a site token\n"
      "  --uses N             how many joins it admits (1 to 10000; default 1)\n"
      "  --ttl DURATION       how long it is valid: 30m, 1h, 7d (default 1h)\n"
@@ -117,6 +118,37 @@ static const struct cli_cmd commands[] = {
      cli_cmd_nodes_revoke_identity, NULL},
     {"nodes", "retire", "ID", "retire a node and revoke its certificates", "", 1, 1, TNT,
      cli_cmd_nodes_retire, NULL},
+    {"nodes", "inventory", "ID", "show what each of a node's joins claimed, oldest first", "", 1, 1,
+     TNT, cli_cmd_nodes_inventory, NULL},
+    {"workflows", "list", "", "list commission and deploy workflows", "", 0, 0, TNT,
+     cli_cmd_workflows_list, NULL},
+    {"workflows", "get", "ID", "show a workflow", "", 1, 1, TNT, cli_cmd_workflows_get, NULL},
+    {"workflows", "cancel", "ID", "cancel a running workflow (a deploy's token is then refused)",
+     "", 1, 1, TNT, cli_cmd_workflows_cancel, NULL},
+    {"workflows", "complete", "ID [--failed]", "end a running workflow as succeeded (or failed)",
+     "failed", 1, 1, TNT, cli_cmd_workflows_complete,
+     "  --failed             end it as failed rather than succeeded\n"},
+    {"machines", "commission", "--site S --mac M [--product-uuid U] [--node N] [--ttl 1h]",
+     "create a commission workflow and its boot entry for a MAC at a site",
+     "site= mac= product-uuid= node= ttl=", 0, 0, TNT, cli_cmd_machines_commission,
+     "  --site ID            the site whose boot server boots the machine\n"
+     "  --mac M              its MAC address, any case, ':' or '-' between octets\n"
+     "  --product-uuid U     the product UUID it must report, when known\n"
+     "  --node N             the node it is, when it was one before\n"
+     "  --ttl DURATION       how long the boot entry lives (default 1h, at most 7d)\n"},
+    {"machines", "deploy",
+     "--node N [--user-data FILE] [--out FILE] [--bcd-url URL] [--data-dir DIR] [--ttl 24h]",
+     "create a deploy workflow: a single-use provisioned token in the node's user data",
+     "node= user-data= out= bcd-url= data-dir= ttl=", 0, 0, TNT, cli_cmd_machines_deploy,
+     "  --node N             the node whose OS is installed (it must have joined once)\n"
+     "  --user-data FILE     a template instead of the default cloud-init document:\n"
+     "                       {{token}}, {{server}}, {{config}} (bcd's config.toml) and\n"
+     "                       {{ca}} (its ca.pem) are filled in\n"
+     "  --out FILE           write the user data to a new FILE (0600) instead of printing it\n"
+     "  --bcd-url URL        cloud-init downloads bcd from this https:// URL first\n"
+     "  --data-dir DIR       bcd's data directory in the config (default /var/lib/bcd)\n"
+     "  --ttl DURATION       how long the token is valid (default 24h, at most 7d)\n"
+     "The user data holds the token's secret: it is shown once.\n"},
     {"events", "list", "[--type T] [--limit N]", "list events, newest first", "type= limit=", 0, 0,
      TNT, cli_cmd_events_list,
      "  --type T             only events of this type, e.g. security.join.refused\n"
@@ -128,13 +160,21 @@ static const struct cli_cmd commands[] = {
      "  --bcd-dir DIR        write bcd's DIR/config.toml and DIR/ca.pem instead\n"
      "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n"},
     {"daemon", "install-script",
-     "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm] [--data-dir DIR]",
+     "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm|provisioned|cloud-iid "
+     "[--provider gcp|aws|oidc] [--audience A]] [--data-dir DIR]",
      "print a sh script that installs or upgrades bcd on a machine and joins it",
-     "bcd-url= bcd-path= attestor= data-dir=", 0, 0, API, cli_cmd_daemon_install_script,
+     "bcd-url= bcd-path= attestor= provider= audience= data-dir=", 0, 0, API,
+     cli_cmd_daemon_install_script,
      "  --bcd-url URL        where the machine downloads the bcd binary (https://)\n"
      "  --bcd-path PATH      or a bcd binary already on the machine\n"
      "  --attestor A         join-token (default: the token on stdin or --token-file) or\n"
      "                       tpm (no token; the script fails early without /dev/tpmrm0)\n"
+     "                       or provisioned (the token from machines deploy in\n"
+     "                       --token-file; the machine's product UUID binds it)\n"
+     "                       or cloud-iid (no token: the cloud's instance identity)\n"
+     "  --provider P         cloud-iid: gcp, aws or oidc (oidc: set [cloud]\n"
+     "                       identity_token_command in the config before the join)\n"
+     "  --audience A         cloud-iid gcp and oidc: [attestors.cloud-iid.P] audience\n"
      "  --data-dir DIR       bcd's data directory (default /var/lib/bcd)\n"
      "Run the script as root: sh install-bcd.sh < token. Again to upgrade, without a token.\n"},
 };

@@ -25,7 +25,7 @@ static int purpose_digest(const char *purpose, const void *payload, size_t len,
 		return BC_ERR_INVALID;
 	if ((md = EVP_MD_CTX_new()) == NULL)
 		return bc_ossl_err();
-	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+	if (bc_crypto_sha256() == NULL || EVP_DigestInit_ex(md, bc_crypto_sha256(), NULL) != 1 ||
 	    EVP_DigestUpdate(md, bc_sig_domain, sizeof(bc_sig_domain)) != 1 ||
 	    EVP_DigestUpdate(md, purpose, strlen(purpose) + 1) != 1 ||
 	    (len > 0 && EVP_DigestUpdate(md, payload, len) != 1) ||

@@ -10,6 +10,7 @@
 #ifndef BC_CRYPTO_INTERNAL_H
 #define BC_CRYPTO_INTERNAL_H
 
+#include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,16 @@
 #define BC_P256_GROUP "prime256v1"
 
 int bc_crypto_is_p256(EVP_PKEY *key);
+
+/* The P-256 group, built once; callers never free it. */
+const EC_GROUP *bc_crypto_p256_group(void);
+
+/* The DER SubjectPublicKeyInfo of a P-256 key on the named curve with an
+ * uncompressed point is this 26-byte prefix and the 65-byte point: the only SPKI
+ * this project writes or accepts. */
+#define BC_P256_SPKI_PREFIX_LEN 26
+#define BC_P256_SPKI_LEN        (BC_P256_SPKI_PREFIX_LEN + 65)
+extern const uint8_t bc_p256_spki_prefix[BC_P256_SPKI_PREFIX_LEN];
 BC_WUR int bc_crypto_parse_err(void);
 
 BC_WUR int bc_crypto_gcm_seal(const uint8_t *key, size_t keylen, const uint8_t nonce[static 12],

@@ -7,14 +7,34 @@
 #include <openssl/objects.h>
 #include <openssl/param_build.h>
 #include <openssl/x509.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bc/crypto.h"
 #include "crypto/internal.h"
 
-/* A P-256 SPKI is 91 bytes; anything much longer is not one. */
+/* Anything much longer than the 91 bytes of a P-256 SPKI is not one. */
 #define BC_SPKI_MAX 1024
+
+/* SEQUENCE { SEQUENCE { id-ecPublicKey, prime256v1 }, BIT STRING (0 unused bits) } */
+const uint8_t bc_p256_spki_prefix[BC_P256_SPKI_PREFIX_LEN] = {
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+    0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00};
+
+static EC_GROUP *p256;
+static pthread_once_t p256_once = PTHREAD_ONCE_INIT;
+
+static void make_p256(void)
+{
+	p256 = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+}
+
+const EC_GROUP *bc_crypto_p256_group(void)
+{
+	pthread_once(&p256_once, make_p256);
+	return p256;
+}
 
 int bc_crypto_is_p256(EVP_PKEY *key)
 {
@@ -39,6 +59,24 @@ int bc_key_generate(EVP_PKEY **out)
 	return 0;
 }
 
+/* The fixed form of a P-256 key, without OpenSSL's encoder framework. */
+static int p256_spki(EVP_PKEY *key, uint8_t **der, size_t *len)
+{
+	uint8_t *buf;
+	int rc;
+
+	if ((buf = malloc(BC_P256_SPKI_LEN)) == NULL)
+		return BC_ERR_NOMEM;
+	memcpy(buf, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN);
+	if ((rc = bc_key_to_point(key, buf + BC_P256_SPKI_PREFIX_LEN)) != 0) {
+		free(buf);
+		return rc;
+	}
+	*der = buf;
+	*len = BC_P256_SPKI_LEN;
+	return 0;
+}
+
 int bc_key_spki(EVP_PKEY *key, uint8_t **der, size_t *len)
 {
 	uint8_t *buf = NULL, *p;
@@ -48,6 +86,8 @@ int bc_key_spki(EVP_PKEY *key, uint8_t **der, size_t *len)
 	*len = 0;
 	if (key == NULL)
 		return BC_ERR_INVALID;
+	if (bc_crypto_is_p256(key))
+		return p256_spki(key, der, len);
 	if ((n = i2d_PUBKEY(key, NULL)) <= 0)
 		return bc_ossl_err();
 	if ((buf = malloc((size_t)n)) == NULL)
@@ -87,71 +127,52 @@ out:
 	return rc;
 }
 
-/* Only the one DER encoding bc_key_spki writes for a key we build ourselves is
- * accepted (named curve, uncompressed point): OpenSSL reads and then writes back
- * explicit parameters or a compressed point as it found them, so the comparison is
- * with a key rebuilt from the point. A key then has exactly one SPKI and key id. */
+/* Only the one DER encoding bc_key_spki writes is accepted (named curve,
+ * uncompressed point): the fixed prefix and a point on the curve. A key then has
+ * exactly one SPKI and key id, and no generic decoder sees the bytes. */
 int bc_key_from_spki(const uint8_t *der, size_t len, EVP_PKEY **out)
 {
-	const uint8_t *p = der;
-	EVP_PKEY *key = NULL, *canon = NULL;
-	uint8_t *again = NULL, point[65];
-	size_t againlen = 0;
-	int rc;
-
 	*out = NULL;
 	if (der == NULL || len == 0)
 		return BC_ERR_INVALID;
 	if (len > BC_SPKI_MAX)
 		return BC_ERR_LIMIT;
-	if ((key = d2i_PUBKEY(NULL, &p, (long)len)) == NULL) {
-		rc = bc_crypto_parse_err();
-		goto out;
-	}
-	if (p != der + len) {
-		rc = BC_ERR_TRAILING;
-		goto out;
-	}
-	if (!bc_crypto_is_p256(key)) {
-		rc = BC_ERR_INVALID;
-		goto out;
-	}
-	if ((rc = bc_key_to_point(key, point)) != 0)
-		goto out;
-	if ((rc = bc_key_from_point(point, &canon)) != 0)
-		goto out;
-	if ((rc = bc_key_spki(canon, &again, &againlen)) != 0)
-		goto out;
-	if (againlen != len || memcmp(again, der, len) != 0) {
-		rc = BC_ERR_INVALID;
-		goto out;
-	}
-	*out = canon;
-	canon = NULL;
-out:
-	free(again);
-	EVP_PKEY_free(canon);
-	EVP_PKEY_free(key);
-	return rc;
+	if (len < BC_P256_SPKI_LEN ||
+	    memcmp(der, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN) != 0)
+		return BC_ERR_INVALID;
+	if (len > BC_P256_SPKI_LEN)
+		return BC_ERR_TRAILING;
+	return bc_key_from_point(der + BC_P256_SPKI_PREFIX_LEN, out);
 }
 
 /* d is NULL for a public key. The point must already be validated. */
 static int p256_fromdata(const BIGNUM *d, const uint8_t point[static 65], EVP_PKEY **out)
 {
 	OSSL_PARAM_BLD *bld = NULL;
-	OSSL_PARAM *params = NULL;
+	OSSL_PARAM *params = NULL, pub[3];
 	EVP_PKEY_CTX *ctx = NULL;
 	int sel = d != NULL ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY;
 	int rc;
 
 	*out = NULL;
-	if ((bld = OSSL_PARAM_BLD_new()) == NULL ||
-	    !OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, BC_P256_GROUP, 0) ||
-	    !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, 65) ||
-	    (d != NULL && !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, d)) ||
-	    (params = OSSL_PARAM_BLD_to_param(bld)) == NULL ||
-	    (ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL)) == NULL ||
-	    EVP_PKEY_fromdata_init(ctx) != 1 || EVP_PKEY_fromdata(ctx, out, sel, params) != 1) {
+	if (d == NULL) {
+		pub[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME,
+		                                          (char *)BC_P256_GROUP, 0);
+		pub[1] =
+		    OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, 65);
+		pub[2] = OSSL_PARAM_construct_end();
+	} else if ((bld = OSSL_PARAM_BLD_new()) == NULL ||
+	           !OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, BC_P256_GROUP,
+	                                            0) ||
+	           !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, 65) ||
+	           !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, d) ||
+	           (params = OSSL_PARAM_BLD_to_param(bld)) == NULL) {
+		rc = bc_ossl_err();
+		goto out;
+	}
+	if ((ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL)) == NULL ||
+	    EVP_PKEY_fromdata_init(ctx) != 1 ||
+	    EVP_PKEY_fromdata(ctx, out, sel, d != NULL ? params : pub) != 1) {
 		rc = bc_ossl_err();
 		goto out;
 	}
@@ -230,7 +251,15 @@ int bc_key_to_point(EVP_PKEY *key, uint8_t out[static 65])
 	memset(out, 0, 65);
 	if (!bc_crypto_is_p256(key))
 		return BC_ERR_INVALID;
-	/* x and y rather than the encoded key, which may be in compressed form */
+	/* the encoded key in one call when it is uncompressed (every key built here) */
+	size_t n = 0;
+	if (EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, out, 65, &n) ==
+	        1 &&
+	    n == 65 && out[0] == 0x04)
+		return 0;
+	ERR_clear_error();
+	memset(out, 0, 65);
+	/* else x and y: the encoded key is in compressed form */
 	if (!EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_X, &x) ||
 	    !EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_EC_PUB_Y, &y)) {
 		rc = bc_ossl_err();
@@ -251,15 +280,15 @@ out:
 
 int bc_key_from_point(const uint8_t point[static 65], EVP_PKEY **out)
 {
-	EC_GROUP *g = NULL;
+	const EC_GROUP *g = bc_crypto_p256_group();
 	EC_POINT *pt = NULL;
 	int rc;
 
 	*out = NULL;
 	if (point[0] != 0x04)
 		return BC_ERR_INVALID;
-	if ((rc = p256_group(&g)) != 0)
-		goto out;
+	if (g == NULL)
+		return BC_ERR_CRYPTO;
 	if ((pt = EC_POINT_new(g)) == NULL) {
 		rc = bc_ossl_err();
 		goto out;
@@ -278,6 +307,5 @@ int bc_key_from_point(const uint8_t point[static 65], EVP_PKEY **out)
 	rc = p256_fromdata(NULL, point, out);
 out:
 	EC_POINT_free(pt);
-	EC_GROUP_free(g);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* The OpenSSL error adapter and the small primitives: random bytes, SHA-256,
  * constant-time comparison. */
 #include <limits.h>
+#include <pthread.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
@@ -39,6 +40,20 @@ int bc_random(void *p, size_t len)
 	return 0;
 }
 
+static const EVP_MD *sha256;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void)
+{
+	sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+const EVP_MD *bc_crypto_sha256(void)
+{
+	pthread_once(&sha256_once, fetch_sha256);
+	return sha256;
+}
+
 int bc_sha256(const void *p, size_t len, uint8_t out[static 32])
 {
 	static const uint8_t empty;
@@ -47,7 +62,9 @@ int bc_sha256(const void *p, size_t len, uint8_t out[static 32])
 	OPENSSL_cleanse(out, 32);
 	if (p == NULL && len != 0)
 		return BC_ERR_INVALID;
-	if (EVP_Digest(p != NULL ? p : &empty, len, out, &n, EVP_sha256(), NULL) != 1)
+	if (bc_crypto_sha256() == NULL)
+		return BC_ERR_CRYPTO;
+	if (EVP_Digest(p != NULL ? p : &empty, len, out, &n, bc_crypto_sha256(), NULL) != 1)
 		return bc_ossl_err();
 	if (n != 32)
 		return BC_ERR_INTERNAL;

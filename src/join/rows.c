@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/canon.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/json.h"
@@ -426,13 +427,183 @@ int bc_row_token_consume(bc_tx *tx, const char *id, int64_t now_ms)
 	return changes == 1 ? 0 : BC_ERR_INTERNAL;
 }
 
+int bc_row_token_insert(bc_tx *tx, const struct bc_token_write *t)
+{
+	bc_param p[] = {BC_TEXT(t->id),
+	                BC_TEXT(t->tenant_id),
+	                BC_TEXT(none_if_empty(t->pool_id)),
+	                BC_TEXT(none_if_empty(t->site_id)),
+	                BC_TEXT(t->role),
+	                BC_TEXT(t->secret_hash),
+	                BC_INT(t->uses),
+	                BC_INT(t->expires_at),
+	                BC_TEXT(t->expect ? t->expect : "{}"),
+	                BC_INT(t->allow_reclaim),
+	                BC_TEXT(none_if_empty(t->workflow_id)),
+	                BC_TEXT(none_if_empty(t->node_id)),
+	                BC_TEXT(none_if_empty(t->description)),
+	                BC_INT(t->now_ms)};
+
+	return bc_tx_exec(
+	    tx,
+	    "INSERT INTO join_tokens (id, tenant_id, pool_id, site_id, role, secret_hash, "
+	    "uses_left, uses_total, expires_at, expect, allow_reclaim, workflow_id, node_id, "
+	    "description, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, "
+	    "$12, $13, $14)",
+	    p, sizeof(p) / sizeof(p[0]), NULL);
+}
+
+/* ---- inventory ---- */
+
+int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_claims *c,
+                            int64_t now_ms)
+{
+	json_t *macs = json_array(), *o = NULL;
+	char *data = NULL, m[BC_MAC_LEN + 1], u[BC_UUID_LEN + 1];
+	int rc = BC_ERR_NOMEM;
+
+	/* canonical where they have the shape, so a later comparison is a strcmp */
+	for (size_t i = 0; macs != NULL && i < c->n_macs; i++)
+		if (json_array_append_new(
+		        macs, json_string(bc_mac_canon(c->macs[i], m) == 0 ? m : c->macs[i])) != 0)
+			goto out;
+	if (bc_uuid_canon(c->product_uuid, u) != 0)
+		snprintf(u, sizeof(u), "%s", "");
+	o = json_pack("{s:O, s:s, s:s, s:s, s:s}", "macs", macs, "productUuid",
+	              u[0] ? u : c->product_uuid, "serial", c->serial, "hostname", c->hostname,
+	              "arch", c->arch);
+	if (o == NULL || (data = bc_json_dump(o)) == NULL)
+		goto out;
+	bc_param p[] = {BC_TEXT(node_id), BC_INT(now_ms), BC_TEXT(data)};
+	if ((rc = bc_tx_exec(tx,
+	                     "INSERT INTO inventory (node_id, taken_at, data) VALUES ($1, $2, $3) "
+	                     "ON CONFLICT (node_id, taken_at) DO UPDATE SET data = excluded.data",
+	                     p, 3, NULL)) != 0)
+		goto out;
+	/* a node that re-joins often (x509pop) must not grow its history without end */
+	bc_param q[] = {BC_TEXT(node_id), BC_INT(BC_ROW_INVENTORY_KEEP - 1)};
+	rc = bc_tx_exec(tx,
+	                "DELETE FROM inventory WHERE node_id = $1 AND taken_at < (SELECT taken_at "
+	                "FROM inventory WHERE node_id = $1 ORDER BY taken_at DESC LIMIT 1 "
+	                "OFFSET $2)",
+	                q, 2, NULL);
+out:
+	free(data);
+	json_decref(o);
+	json_decref(macs);
+	return rc;
+}
+
+int bc_row_inventory_newest_uuid(bc_tx *tx, const char *node_id, char uuid[BC_ID_MAX])
+{
+	bc_rows *r = NULL;
+	json_t *o = NULL;
+	const char *d, *v;
+	int rc;
+
+	uuid[0] = 0;
+	if ((rc = first_row(tx,
+	                    "SELECT data FROM inventory WHERE node_id = $1 "
+	                    "ORDER BY taken_at DESC LIMIT 1",
+	                    (bc_param[]){BC_TEXT(node_id)}, 1, &r)) != 1)
+		return rc;
+	d = bc_rows_text_named(r, "data");
+	/* written by bc_row_inventory_insert: a record that does not read names no UUID */
+	if (bc_json_parse(d, strlen(d), 0, &o, NULL, 0) == 0 &&
+	    bc_json_get_string(o, "productUuid", &v) == 0)
+		snprintf(uuid, BC_ID_MAX, "%s", v);
+	json_decref(o);
+	bc_rows_free(r);
+	return 1;
+}
+
+/* ---- workflows ---- */
+
+void bc_row_workflow_clear(struct bc_workflow_row *row)
+{
+	free(row->data);
+	memset(row, 0, sizeof(*row));
+}
+
+int bc_row_workflow_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *node_id,
+                           const char *kind, const char *data, int64_t now_ms)
+{
+	bc_param p[] = {
+	    BC_TEXT(id),   BC_TEXT(tenant_id), BC_TEXT(node_id && node_id[0] ? node_id : NULL),
+	    BC_TEXT(kind), BC_TEXT(data),      BC_INT(now_ms)};
+
+	return bc_tx_exec(tx,
+	                  "INSERT INTO workflows (id, tenant_id, node_id, kind, state, data, "
+	                  "created_at, updated_at) VALUES ($1, $2, $3, $4, 'running', $5, $6, $6)",
+	                  p, 6, NULL);
+}
+
+int bc_row_workflow_lock(bc_tx *tx, const char *tenant_id, const char *id,
+                         struct bc_workflow_row *row)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant_id)};
+	if ((rc = first_row(tx,
+	                    BC_ROW_WORKFLOW_SELECT
+	                    "WHERE id = $1 AND ($2 IS NULL OR tenant_id = $2) "
+	                    "FOR UPDATE",
+	                    p, 2, &r)) != 1)
+		return rc;
+	copy_col(row->id, sizeof(row->id), r, "id");
+	copy_col(row->tenant_id, sizeof(row->tenant_id), r, "tenant_id");
+	copy_col(row->node_id, sizeof(row->node_id), r, "node_id");
+	copy_col(row->kind, sizeof(row->kind), r, "kind");
+	copy_col(row->state, sizeof(row->state), r, "state");
+	row->created_at = bc_rows_int_named(r, "created_at");
+	row->updated_at = bc_rows_int_named(r, "updated_at");
+	if ((row->data = strdup(bc_rows_text_named(r, "data"))) == NULL)
+		rc = BC_ERR_NOMEM;
+	bc_rows_free(r);
+	return rc;
+}
+
+int bc_row_workflow_running_for(bc_tx *tx, const char *node_id, const char *kind,
+                                char id[BC_ID_MAX])
+{
+	char *s = NULL;
+	int rc;
+
+	id[0] = 0;
+	bc_param p[] = {BC_TEXT(node_id), BC_TEXT(kind)};
+	rc = bc_tx_query_text(tx,
+	                      "SELECT id FROM workflows WHERE node_id = $1 AND kind = $2 AND "
+	                      "state = 'running' ORDER BY created_at DESC, id DESC LIMIT 1",
+	                      p, 2, &s);
+	if (rc == BC_ERR_NOT_FOUND)
+		return 0;
+	if (rc != 0)
+		return rc;
+	snprintf(id, BC_ID_MAX, "%s", s);
+	free(s);
+	return 1;
+}
+
+int bc_row_workflow_set(bc_tx *tx, const char *id, const char *state, const char *data,
+                        int64_t now_ms)
+{
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(state), BC_TEXT(data), BC_INT(now_ms)};
+
+	return bc_tx_exec(tx,
+	                  "UPDATE workflows SET state = $2, data = COALESCE($3, data), "
+	                  "updated_at = $4 WHERE id = $1",
+	                  p, 4, NULL);
+}
+
 /* ---- attestation_uses ---- */
 
 int bc_row_use_insert(bc_tx *tx, const char *attestor, const char *subject_hex, int64_t expires_at,
                       int64_t now_ms)
 {
-	bc_param p[] = {BC_TEXT(attestor), BC_TEXT(subject_hex), BC_INT(expires_at),
-	                BC_INT(now_ms)};
+	bc_param p[] = {BC_TEXT(attestor), BC_TEXT(subject_hex),
+	                expires_at < 0 ? BC_NULL : BC_INT(expires_at), BC_INT(now_ms)};
 
 	return bc_tx_exec(
 	    tx,

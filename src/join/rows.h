@@ -178,11 +178,89 @@ BC_WUR int bc_row_token_expect(bc_tx *tx, const char *id, char **expect, int *al
  * saw a use left: BC_ERR_INTERNAL when none was, since that is a bug. */
 BC_WUR int bc_row_token_consume(bc_tx *tx, const char *id, int64_t now_ms);
 
+/* A token to write. Borrowed for the call. pool_id, site_id, workflow_id, node_id and
+ * description: NULL or "" for none; expect: a JSON object as text (NULL: "{}"). */
+struct bc_token_write {
+	const char *id;
+	const char *tenant_id;
+	const char *pool_id;
+	const char *site_id;
+	const char *role;
+	const char *secret_hash; /* hex sha256 of the secret */
+	int64_t uses;
+	int64_t expires_at;
+	const char *expect;
+	int allow_reclaim;
+	const char *workflow_id; /* the workflow whose step minted it */
+	const char *node_id;     /* the node it was minted for */
+	const char *description;
+	int64_t now_ms;
+};
+
+/* Inserts the token with uses_left = uses_total = t->uses. */
+BC_WUR int bc_row_token_insert(bc_tx *tx, const struct bc_token_write *t);
+
+/* ---- inventory ---- */
+
+#define BC_ROW_INVENTORY_KEEP 100 /* records kept per node, the newest */
+
+/* Records what a join claimed for node_id at now_ms (MACs, product UUID, serial,
+ * hostname, arch; MACs and the UUID canonical when they have the shape), as a JSON
+ * object; a second record of the same node at the same millisecond replaces the
+ * first, so newest-last holds. Records beyond the newest BC_ROW_INVENTORY_KEEP go. */
+BC_WUR int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_claims *c,
+                                   int64_t now_ms);
+
+/* The product UUID of node_id's newest inventory record ("" when it claimed none):
+ * 1, or 0 when the node has no record. */
+BC_WUR int bc_row_inventory_newest_uuid(bc_tx *tx, const char *node_id, char uuid[BC_ID_MAX]);
+
+/* ---- workflows (their kinds, states and data: provision/provision.h) ---- */
+
+/* The columns every reader of workflows selects, in this order (the admin API's
+ * answers read them by position): id, tenant_id, node_id, kind, state, data,
+ * created_at, updated_at. */
+#define BC_ROW_WORKFLOW_SELECT                                                                     \
+	"SELECT id, tenant_id, node_id, kind, state, data, created_at, updated_at FROM workflows "
+
+struct bc_workflow_row {
+	char id[BC_ID_MAX];
+	char tenant_id[BC_ID_MAX];
+	char node_id[BC_ID_MAX]; /* "" for none */
+	char kind[16];
+	char state[16];
+	char *data; /* malloc'd JSON text: bc_row_workflow_clear() frees it */
+	int64_t created_at;
+	int64_t updated_at;
+};
+
+void bc_row_workflow_clear(struct bc_workflow_row *row);
+
+/* A new workflow, running, at now_ms. data: a JSON object as text. */
+BC_WUR int bc_row_workflow_insert(bc_tx *tx, const char *id, const char *tenant_id,
+                                  const char *node_id, const char *kind, const char *data,
+                                  int64_t now_ms);
+
+/* The workflow id of tenant_id (NULL: of any tenant), its row locked until the
+ * transaction ends. */
+BC_WUR int bc_row_workflow_lock(bc_tx *tx, const char *tenant_id, const char *id,
+                                struct bc_workflow_row *row);
+
+/* The id of node_id's running workflow of that kind (the newest): 1, or 0. */
+BC_WUR int bc_row_workflow_running_for(bc_tx *tx, const char *node_id, const char *kind,
+                                       char id[BC_ID_MAX]);
+
+/* Sets the state (and, when data is not NULL, the data) of workflow id at now_ms. */
+BC_WUR int bc_row_workflow_set(bc_tx *tx, const char *id, const char *state, const char *data,
+                               int64_t now_ms);
+
 /* ---- attestation_uses ---- */
 
-/* Records that attestor accepted subject (hex), kept until expires_at so that no
- * replica accepts it again. BC_ERR_CONFLICT when it was recorded before: the caller's
+/* Records that attestor accepted subject (hex), kept until expires_at (negative:
+ * forever, BC_USE_FOREVER) so that no replica accepts it again. BC_ERR_CONFLICT when it was
+ * recorded before: the caller's
  * ...-replay or ...-reused refusal. */
+#define BC_USE_FOREVER (-1)
 BC_WUR int bc_row_use_insert(bc_tx *tx, const char *attestor, const char *subject_hex,
                              int64_t expires_at, int64_t now_ms);
 

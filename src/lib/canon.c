@@ -53,5 +53,11 @@ int bc_uuid_canon(const char *in, char out[static BC_UUID_LEN + 1])
 
 int bc_mac_canon(const char *in, char out[static BC_MAC_LEN + 1])
 {
-	return canon(in, BC_MAC_LEN, ':', mac_sep, out);
+	/* one separator throughout: ':' or '-' (as Windows and some BMCs print it) */
+	char sep = in != NULL && strnlen(in, 3) == 3 && in[2] == '-' ? '-' : ':';
+	int rc = canon(in, BC_MAC_LEN, sep, mac_sep, out);
+
+	for (size_t i = 2; rc == 0 && i < BC_MAC_LEN; i += 3)
+		out[i] = ':';
+	return rc;
 }

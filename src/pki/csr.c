@@ -10,37 +10,161 @@
 
 #define CN_MAX 255
 
-/* The CSR's key, refused unless its SPKI says id-ecPublicKey on the named
- * curve P-256 (explicit curve parameters are refused too). */
-static int csr_key(X509_REQ *req, EVP_PKEY **out)
-{
-	X509_PUBKEY *xpk;
-	ASN1_OBJECT *alg = NULL;
-	X509_ALGOR *algor = NULL;
-	const void *param = NULL;
-	unsigned char *spki = NULL;
-	int ptype = 0, n, rc;
+/* A strict DER reader over untrusted bytes: one TLV at a time, low tag numbers only,
+ * definite lengths in their shortest form. A CSR is read with it rather than with
+ * d2i_X509_REQ, which hands the key to OpenSSL's generic decoder framework (most of
+ * a join's CPU); only the subject and the attributes go to OpenSSL's decoders, which
+ * read no key. */
+struct der {
+	const uint8_t *p, *end;
+};
 
-	*out = NULL;
-	if ((xpk = X509_REQ_get_X509_PUBKEY(req)) == NULL)
+struct tlv {
+	uint8_t tag;
+	const uint8_t *start; /* the whole TLV */
+	const uint8_t *body;
+	size_t len, total;
+};
+
+static int der_next(struct der *d, struct tlv *t)
+{
+	const uint8_t *p = d->p;
+	size_t avail = (size_t)(d->end - p), len, n;
+
+	if (avail < 2 || (p[0] & 0x1f) == 0x1f)
 		return BC_ERR_INVALID;
-	if (X509_PUBKEY_get0_param(&alg, NULL, NULL, &algor, xpk) != 1 ||
-	    OBJ_obj2nid(alg) != NID_X9_62_id_ecPublicKey)
+	t->tag = p[0];
+	t->start = p;
+	if (p[1] < 0x80) {
+		len = p[1];
+		n = 2;
+	} else if (p[1] == 0x81 && avail >= 3 && p[2] >= 0x80) {
+		len = p[2];
+		n = 3;
+	} else if (p[1] == 0x82 && avail >= 4 && p[2] != 0) {
+		len = ((size_t)p[2] << 8) | p[3];
+		if (len < 0x100)
+			return BC_ERR_INVALID;
+		n = 4;
+	} else {
+		return BC_ERR_INVALID; /* indefinite, non-minimal, or over 64 KiB */
+	}
+	if (len > avail - n)
 		return BC_ERR_INVALID;
-	X509_ALGOR_get0(NULL, &ptype, &param, algor);
-	if (ptype != V_ASN1_OBJECT || OBJ_obj2nid(param) != NID_X9_62_prime256v1)
+	t->body = p + n;
+	t->len = len;
+	t->total = n + len;
+	d->p = p + t->total;
+	return 0;
+}
+
+/* The next TLV, which must have that tag. */
+static int der_expect(struct der *d, uint8_t tag, struct tlv *t)
+{
+	int rc = der_next(d, t);
+	return rc != 0 ? rc : (t->tag == tag ? 0 : BC_ERR_INVALID);
+}
+
+static struct der der_of(const struct tlv *t)
+{
+	return (struct der){t->body, t->body + t->len};
+}
+
+/* An OpenSSL structure that must span the TLV exactly (decoded, then dropped). */
+static int whole_name(const struct tlv *t)
+{
+	const uint8_t *p = t->start;
+	X509_NAME *n = d2i_X509_NAME(NULL, &p, (long)t->total);
+	int ok = n != NULL && p == t->start + t->total;
+
+	X509_NAME_free(n);
+	return ok ? 0 : BC_ERR_INVALID;
+}
+
+static int whole_attributes(const struct tlv *set)
+{
+	struct der d = der_of(set);
+	struct tlv t;
+
+	while (d.p < d.end) {
+		const uint8_t *p;
+		X509_ATTRIBUTE *a;
+		int ok;
+		if (der_expect(&d, 0x30, &t) != 0)
+			return BC_ERR_INVALID;
+		p = t.start;
+		a = d2i_X509_ATTRIBUTE(NULL, &p, (long)t.total);
+		ok = a != NULL && p == t.start + t.total;
+		X509_ATTRIBUTE_free(a);
+		if (!ok)
+			return BC_ERR_INVALID;
+	}
+	return 0;
+}
+
+/* ecdsa-with-SHA256, parameters absent (RFC 5758): the only signature we accept. */
+static const uint8_t ECDSA_SHA256[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02};
+
+struct csr_parts {
+	struct tlv info; /* CertificationRequestInfo: the signed bytes */
+	struct tlv spki; /* SubjectPublicKeyInfo */
+	struct tlv sig;  /* the signature's BIT STRING */
+};
+
+/* CertificationRequestInfo ::= SEQUENCE { version 0, subject Name, subjectPKInfo,
+ * attributes [0] } */
+static int parse_info(const struct tlv *info, struct csr_parts *c)
+{
+	struct der d = der_of(info);
+	struct tlv v, name, attrs;
+
+	if (der_expect(&d, 0x02, &v) != 0 || v.len != 1 || v.body[0] != 0 ||
+	    der_expect(&d, 0x30, &name) != 0 || whole_name(&name) != 0 ||
+	    der_expect(&d, 0x30, &c->spki) != 0 || der_expect(&d, 0xa0, &attrs) != 0 ||
+	    whole_attributes(&attrs) != 0 || d.p != d.end)
 		return BC_ERR_INVALID;
-	if ((n = i2d_X509_PUBKEY(xpk, &spki)) <= 0)
+	return 0;
+}
+
+/* CertificationRequest ::= SEQUENCE { info, signatureAlgorithm, signature BIT STRING } */
+static int parse_csr(const uint8_t *der, size_t len, struct csr_parts *c)
+{
+	struct der top = {der, der + len}, d;
+	struct tlv req, alg;
+	int rc;
+
+	if ((rc = der_expect(&top, 0x30, &req)) != 0)
+		return rc;
+	if (top.p != top.end)
+		return BC_ERR_TRAILING;
+	d = der_of(&req);
+	if (der_expect(&d, 0x30, &c->info) != 0 || parse_info(&c->info, c) != 0 ||
+	    der_expect(&d, 0x30, &alg) != 0 || alg.len != sizeof(ECDSA_SHA256) ||
+	    memcmp(alg.body, ECDSA_SHA256, sizeof(ECDSA_SHA256)) != 0 ||
+	    der_expect(&d, 0x03, &c->sig) != 0 || c->sig.len < 2 || c->sig.body[0] != 0 ||
+	    d.p != d.end)
 		return BC_ERR_INVALID;
-	rc = bc_key_from_spki(spki, (size_t)n, out);
-	OPENSSL_free(spki);
-	return rc;
+	return 0;
+}
+
+/* The self-signature: ECDSA-SHA256 over the info's DER by the CSR's own key. */
+static int verify_self(const struct csr_parts *c, EVP_PKEY *key)
+{
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	int ok;
+
+	if (md == NULL)
+		return BC_ERR_NOMEM;
+	ok = EVP_DigestVerifyInit(md, NULL, bc_crypto_sha256(), NULL, key) == 1 &&
+	     EVP_DigestVerify(md, c->sig.body + 1, c->sig.len - 1, c->info.start, c->info.total) ==
+	         1;
+	EVP_MD_CTX_free(md);
+	return ok ? 0 : BC_ERR_VERIFY;
 }
 
 int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub)
 {
-	const unsigned char *p = der;
-	X509_REQ *req = NULL;
+	struct csr_parts c;
 	EVP_PKEY *key = NULL;
 	int rc;
 
@@ -49,27 +173,19 @@ int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub)
 		return BC_ERR_INVALID;
 	if (len > PKI_MAX_DER)
 		return BC_ERR_LIMIT;
-	if ((req = d2i_X509_REQ(NULL, &p, (long)len)) == NULL) {
-		rc = BC_ERR_INVALID;
+	if ((rc = parse_csr(der, len, &c)) != 0)
 		goto out;
-	}
-	if (p != der + len) {
-		rc = BC_ERR_TRAILING;
-		goto out;
-	}
-	if ((rc = csr_key(req, &key)) != 0) {
+	/* id-ecPublicKey on the named curve P-256 with an uncompressed point, exactly */
+	if ((rc = bc_key_from_spki(c.spki.start, c.spki.total, &key)) != 0) {
 		rc = rc == BC_ERR_NOMEM ? rc : BC_ERR_INVALID;
 		goto out;
 	}
-	if (X509_REQ_verify(req, key) != 1) {
-		rc = BC_ERR_VERIFY;
+	if ((rc = verify_self(&c, key)) != 0)
 		goto out;
-	}
 	*pub = key;
 	key = NULL;
 out:
 	EVP_PKEY_free(key);
-	X509_REQ_free(req);
 	ERR_clear_error();
 	return rc;
 }

@@ -93,6 +93,7 @@ int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req
 	spec.key_usage = "critical,digitalSignature";
 	spec.ext_key_usage = "clientAuth";
 	spec.san = gens;
+	spec.encode_only = 1;
 	if ((rc = pki_cert_build(&spec, &x, serial)) != 0)
 		goto out;
 	if ((rc = bc_x509_to_der(x, der, len)) != 0)

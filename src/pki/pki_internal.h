@@ -31,6 +31,10 @@ struct pki_cert_spec {
 	const char *key_usage;
 	const char *ext_key_usage;
 	GENERAL_NAMES *san;
+	/* 1: the certificate is only signed and encoded, never read back in memory (a
+	 * node certificate): a P-256 key goes in as its bare point, skipping OpenSSL's
+	 * encoder framework, and X509_get0_pubkey() of the result is NULL. */
+	int encode_only;
 };
 BC_WUR int pki_cert_build(const struct pki_cert_spec *spec, X509 **out,
                           uint8_t serial[static PKI_SERIAL_LEN]);

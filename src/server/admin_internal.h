@@ -114,6 +114,14 @@ int admin_nodes_revoke_identity(bc_tx *tx, struct admin_call *c);
 int admin_nodes_retire(bc_tx *tx, struct admin_call *c);
 int admin_nodes_delete(bc_tx *tx, struct admin_call *c);
 int admin_events_list(bc_tx *tx, struct admin_call *c);
+/* admin_workflows.c */
+int admin_workflows_list(bc_tx *tx, struct admin_call *c);
+int admin_workflows_get(bc_tx *tx, struct admin_call *c);
+int admin_workflows_cancel(bc_tx *tx, struct admin_call *c);
+int admin_workflows_complete(bc_tx *tx, struct admin_call *c);
+int admin_machines_commission(bc_tx *tx, struct admin_call *c);
+int admin_machines_deploy(bc_tx *tx, struct admin_call *c);
+int admin_nodes_inventory(bc_tx *tx, struct admin_call *c);
 /* admin_join_requests.c */
 int admin_join_requests_list(bc_tx *tx, struct admin_call *c);
 int admin_join_requests_approve(bc_tx *tx, struct admin_call *c);

@@ -15,11 +15,17 @@
 #define CURRENT_CERT(col)                                                                          \
 	"(SELECT c." col " FROM node_certs c WHERE c.node_id = n.id AND c.revoked_at IS NULL "     \
 	"ORDER BY c.created_at DESC, c.serial DESC LIMIT 1)"
-#define NODE_SELECT                                                                                \
-	"SELECT n.id, n.tenant_id, n.pool_id, n.site_id, n.role, n.state, n.generation, "          \
-	"n.product_uuid, n.serial, n.macs, n.hostname, n.arch, n.agent_version, n.attestor, "      \
-	"n.node_key, n.joined_at, n.updated_at, n.identity_revoked_at, " CURRENT_CERT(             \
-	    "serial") ", " CURRENT_CERT("not_after") " FROM nodes n "
+/* What the node's newest join claimed (inventory, newest last). */
+#define NEWEST_INVENTORY(col)                                                                      \
+	"(SELECT i." col                                                                           \
+	" FROM inventory i WHERE i.node_id = n.id ORDER BY i.taken_at DESC LIMIT 1)"
+#define NODE_SELECT                                                                                                \
+	"SELECT n.id, n.tenant_id, n.pool_id, n.site_id, n.role, n.state, n.generation, "                          \
+	"n.product_uuid, n.serial, n.macs, n.hostname, n.arch, n.agent_version, n.attestor, "                      \
+	"n.node_key, n.joined_at, n.updated_at, n.identity_revoked_at, " CURRENT_CERT("serial") ", " CURRENT_CERT( \
+	    "not_after") ", " NEWEST_INVENTORY("taken_at") ", " NEWEST_INVENTORY("data") " FROM "                  \
+	                                                                                 "nodes "                  \
+	                                                                                 "n "
 #define NODE_ONE NODE_SELECT "WHERE n.tenant_id = $1 AND n.id = $2"
 
 #define EVENT_SELECT "SELECT id, tenant_id, type, subject, data, created_at FROM events "
@@ -32,10 +38,18 @@ static json_t *cert_json(bc_rows *r)
 	                 admin_time(bc_rows_int(r, 19)));
 }
 
+static json_t *inventory_json(bc_rows *r)
+{
+	if (bc_rows_is_null(r, 20))
+		return json_null();
+	return json_pack("{s:o, s:o}", "takenAt", admin_time(bc_rows_int(r, 20)), "claims",
+	                 admin_col_json(r, 21, "{}"));
+}
+
 static json_t *node_json(bc_rows *r)
 {
 	return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s, "
-	                 "s:s, s:o, s:o, s:o, s:o}",
+	                 "s:s, s:o, s:o, s:o, s:o, s:o}",
 	                 "id", bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
 	                 admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "role",
 	                 bc_rows_text(r, 4), "state", bc_rows_text(r, 5), "generation",
@@ -45,7 +59,8 @@ static json_t *node_json(bc_rows *r)
 	                 "agentVersion", admin_col_text(r, 12), "attestor", bc_rows_text(r, 13),
 	                 "nodeKey", bc_rows_text(r, 14), "joinedAt", admin_time(bc_rows_int(r, 15)),
 	                 "updatedAt", admin_time(bc_rows_int(r, 16)), "identityRevokedAt",
-	                 admin_col_time(r, 17), "certificate", cert_json(r));
+	                 admin_col_time(r, 17), "certificate", cert_json(r), "inventory",
+	                 inventory_json(r));
 }
 
 static int answer_node(bc_tx *tx, struct admin_call *c)

@@ -7,6 +7,7 @@
 #include "bc/canon.h"
 #include "bc/json.h"
 #include "bc/wire.h"
+#include "join/rows.h"
 #include "server/admin_internal.h"
 
 #define USES_MAX        10000
@@ -64,20 +65,31 @@ static json_t *token_json(bc_rows *r)
 
 /* ---- expect ---- */
 
-/* The API takes the canonical form only (bc/canon.h): what it stores is what the
- * join compares. */
-static int uuid_ok(const char *s)
+/* A UUID or MAC in any case (a MAC with ':' or '-') is stored in its canonical form
+ * (bc/canon.h): what the store keeps is what the join compares. The body is changed
+ * in place, so a replayed handler sees the same. */
+static int canon_field(struct admin_call *c, json_t *e, const char *key, const char *field,
+                       int (*canon)(const char *, char *), const char *shape)
 {
-	char u[BC_UUID_LEN + 1];
+	char out[BC_UUID_LEN + 1];
+	const char *v;
+	int rc;
 
-	return bc_uuid_canon(s, u) == 0 && strcmp(u, s) == 0;
+	if ((rc = admin_get_text(c, e, key, field, 0, BC_UUID_LEN, &v)) != 0 || v == NULL)
+		return rc;
+	if (canon(v, out) != 0)
+		return admin_fail(c, BC_ERR_INVALID, "%s: expected %s", field, shape);
+	return json_object_set_new(e, key, json_string(out)) != 0 ? BC_ERR_NOMEM : 0;
 }
 
-static int mac_ok(const char *s)
+static int uuid_canon(const char *in, char *out)
 {
-	char m[BC_MAC_LEN + 1];
+	return bc_uuid_canon(in, out);
+}
 
-	return bc_mac_canon(s, m) == 0 && strcmp(m, s) == 0;
+static int mac_canon(const char *in, char *out)
+{
+	return bc_mac_canon(in, out);
 }
 
 static int check_expect(struct admin_call *c, const json_t *e)
@@ -89,18 +101,29 @@ static int check_expect(struct admin_call *c, const json_t *e)
 		return admin_fail(c, BC_ERR_INVALID, "token.expect: expected an object");
 	if ((rc = admin_check_fields(c, e, "token.expect", EXPECT_FIELDS)) != 0)
 		return rc;
-	if ((rc = admin_get_text(c, e, "productUuid", "token.expect.productUuid", 0, BC_UUID_LEN,
-	                         &v)) != 0 ||
-	    (v != NULL && !uuid_ok(v)))
+	if ((rc = canon_field(c, (json_t *)e, "productUuid", "token.expect.productUuid", uuid_canon,
+	                      "a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)")) != 0 ||
+	    (rc = canon_field(c, (json_t *)e, "mac", "token.expect.mac", mac_canon,
+	                      "a MAC address (six hex octets joined by ':' or '-')")) != 0)
+		return rc;
+	return admin_get_text(c, e, "serial", "token.expect.serial", 0, SERIAL_MAX, &v);
+}
+
+/* A provider bootstrap's token: one machine (its product UUID), one use, one pool. */
+static int check_provisioned(struct admin_call *c, const struct token_input *in)
+{
+	if (in->pool_id == NULL)
 		return admin_fail(c, BC_ERR_INVALID,
-		                  "token.expect.productUuid: expected a lower-case UUID "
-		                  "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
-	if ((rc = admin_get_text(c, e, "mac", "token.expect.mac", 0, BC_MAC_LEN, &v)) != 0 ||
-	    (v != NULL && !mac_ok(v)))
+		                  "token.poolId: a provisioned token needs a pool");
+	if (in->uses != 1)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "token.uses: a provisioned token is single-use (1)");
+	if (in->expect == NULL || json_object_get(in->expect, "productUuid") == NULL)
 		return admin_fail(
 		    c, BC_ERR_INVALID,
-		    "token.expect.mac: expected a lower-case colon-separated MAC address");
-	return admin_get_text(c, e, "serial", "token.expect.serial", 0, SERIAL_MAX, &v);
+		    "token.expect.productUuid: a provisioned token is bound to the "
+		    "machine's product UUID (a deploy mints its own: machines deploy)");
+	return 0;
 }
 
 /* ---- creation ---- */
@@ -114,8 +137,10 @@ static int read_token_body(struct admin_call *c, struct token_input *in)
 	if ((rc = admin_check_fields(c, b, "token", TOKEN_FIELDS)) != 0 ||
 	    (rc = admin_get_text(c, b, "role", "token.role", 1, 16, &in->role)) != 0)
 		return rc;
-	if (strcmp(in->role, "node") != 0 && strcmp(in->role, "site") != 0)
-		return admin_fail(c, BC_ERR_INVALID, "token.role: expected \"node\" or \"site\"");
+	if (strcmp(in->role, "node") != 0 && strcmp(in->role, "site") != 0 &&
+	    strcmp(in->role, "provisioned") != 0)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "token.role: expected \"node\", \"site\" or \"provisioned\"");
 	if ((rc = admin_get_text(c, b, "poolId", "token.poolId", 0, ADMIN_ID_MAX - 1,
 	                         &in->pool_id)) != 0 ||
 	    (rc = admin_get_text(c, b, "siteId", "token.siteId", 0, ADMIN_ID_MAX - 1,
@@ -132,9 +157,10 @@ static int read_token_body(struct admin_call *c, struct token_input *in)
 		return admin_fail(c, BC_ERR_INVALID, "token.poolId: a node token needs a pool");
 	if (strcmp(in->role, "site") == 0 && in->site_id == NULL)
 		return admin_fail(c, BC_ERR_INVALID, "token.siteId: a site token needs a site");
-	if ((in->expect = json_object_get(b, "expect")) != NULL)
-		return check_expect(c, in->expect);
-	return 0;
+	if ((in->expect = json_object_get(b, "expect")) != NULL &&
+	    (rc = check_expect(c, in->expect)) != 0)
+		return rc;
+	return strcmp(in->role, "provisioned") == 0 ? check_provisioned(c, in) : 0;
 }
 
 /* The pool and site named must be the tenant's. */
@@ -175,24 +201,21 @@ static int insert_token(bc_tx *tx, struct admin_call *c, const struct token_inpu
 
 	if ((expect = in->expect ? bc_json_dump(in->expect) : strdup("{}")) == NULL)
 		return BC_ERR_NOMEM;
-	bc_param p[] = {BC_TEXT(id),
-	                BC_TEXT(c->arg[0]),
-	                BC_TEXT(in->pool_id),
-	                BC_TEXT(in->site_id),
-	                BC_TEXT(in->role),
-	                BC_TEXT(hash),
-	                BC_INT(in->uses),
-	                BC_INT(now + in->ttl_s * 1000),
-	                BC_TEXT(expect),
-	                BC_INT(in->allow_reclaim),
-	                BC_TEXT(in->description),
-	                BC_INT(now)};
-	rc = bc_tx_exec(
-	    tx,
-	    "INSERT INTO join_tokens (id, tenant_id, pool_id, site_id, role, secret_hash, "
-	    "uses_left, uses_total, expires_at, expect, allow_reclaim, description, "
-	    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12)",
-	    p, 12, NULL);
+	struct bc_token_write t = {
+	    .id = id,
+	    .tenant_id = c->arg[0],
+	    .pool_id = in->pool_id,
+	    .site_id = in->site_id,
+	    .role = in->role,
+	    .secret_hash = hash,
+	    .uses = in->uses,
+	    .expires_at = now + in->ttl_s * 1000,
+	    .expect = expect,
+	    .allow_reclaim = in->allow_reclaim,
+	    .description = in->description,
+	    .now_ms = now,
+	};
+	rc = bc_row_token_insert(tx, &t);
 	free(expect);
 	return rc;
 }

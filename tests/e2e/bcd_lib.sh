@@ -4,11 +4,13 @@ bc() { "$BIN/better-compute" "$@"; }
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bcd() { "$BIN/bcd" "$@"; }
 
-# bcd_server DIR: init and serve a control plane in DIR, with a pool "web" (POOL)
+# bcd_server DIR [TOML]: init and serve a control plane in DIR, TOML (such as
+# "[attestors.provisioned]") appended to its server.toml
 bcd_server() {
 	local dir=$1 port
 	port=$(free_port)
 	"$BIN/better-compute" init --dir "$dir" --listen "127.0.0.1:$port" >"$dir.init.out"
+	[ -z "${2:-}" ] || printf '\n%s\n' "$2" >>"$dir/server.toml"
 	start_server "$dir"
 }
 

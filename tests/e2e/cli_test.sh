@@ -78,9 +78,17 @@ err_has "\-\-policy is not valid JSON"
 run 2 "$CLI" pools create p --policy '[1]'
 err_has "\-\-policy must be a JSON object"
 run 2 "$CLI" tokens create --role admin --pool p
-err_has "\-\-role must be node or site"
+err_has "\-\-role must be node, site or provisioned"
 run 2 "$CLI" tokens create --role node
 err_has "give one of \-\-pool"
+run 2 "$CLI" tokens create --role provisioned --pool p
+err_has "needs \-\-pool and \-\-expect-product-uuid"
+run 2 "$CLI" machines deploy
+err_has "give \-\-node ID"
+run 2 "$CLI" machines commission --site s
+err_has "give \-\-site ID and \-\-mac M"
+run 2 "$CLI" machines deploy --node n --bcd-url http://example.com/bcd
+err_has "\-\-bcd-url: an https:// URL"
 run 2 "$CLI" tokens create --role node --pool p --uses 0
 err_has "\-\-uses"
 run 2 "$CLI" tokens create --role node --pool p --ttl soon
@@ -195,8 +203,10 @@ err_has "NOT_FOUND"
 run 0 env BC_API_KEY="$ACME_KEY" "$CLI" pools create acme-pool
 out_has "^TENANT  *$ACME"
 # a key with a lifetime, listed with its last use; revoked, it is refused
-run 2 "$CLI" api-keys create --name short --ttl 10s
-err_has "\-\-ttl: expected a duration of at least a minute"
+run 2 "$CLI" api-keys create --name short --ttl soon
+err_has "\-\-ttl: expected a duration"
+run 1 "$CLI" api-keys create --name short --ttl 10s
+err_has "apiKey.ttlSeconds"
 run 0 "$CLI" --json api-keys create --tenant "$ACME" --name temp --ttl 720h
 TEMP_ID="$(js 'd["id"]')"
 TEMP_KEY="$(js 'd["key"]')"

@@ -3,11 +3,12 @@
 # (BCD_ROOT) with a fake systemctl, installs bcd, its config, CA and unit, joins with
 # the token from standard input, and (re)starts the unit; run again without a token
 # it upgrades in place ("already joined"). The tpm variant fails early without
-# /dev/tpmrm0, having installed nothing.
+# /dev/tpmrm0, having installed nothing; the provisioned variant without --token-file
+# too, and with one it joins with --attestor provisioned.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
 cd "$T"
-bcd_server var
+bcd_server var "[attestors.provisioned]"
 bc pools create web >/dev/null
 ROOT=$T/root
 mkdir -p "$ROOT"
@@ -115,4 +116,21 @@ mkdir -p "$R3"
 if BCD_ROOT=$R3 SYSTEMCTL=true sh tpm.sh </dev/null >tpm.out 2>&1; then fail "tpm script ran without a TPM"; fi
 grep -q "no TPM at $R3/dev/tpmrm0" tpm.out || fail "tpm failure: $(cat tpm.out)"
 [ -z "$(ls -A "$R3")" ] || fail "the tpm script installed something: $(ls -R "$R3")"
-echo "ok: installed and joined $NODE, upgraded in place, tpm variant failed early"
+
+# provisioned: the token only from --token-file, checked before anything is installed
+bc daemon install-script --attestor provisioned --bcd-path "$BIN/bcd" --data-dir "$T/root4/var/lib/bcd" >prov.sh
+R4=$T/root4
+mkdir -p "$R4"
+if BCD_ROOT=$R4 SYSTEMCTL=true sh prov.sh <var/t2 >prov.out 2>&1; then fail "provisioned script ran without --token-file"; fi
+grep -q "reads its single-use token from --token-file FILE" prov.out || fail "provisioned failure: $(cat prov.out)"
+[ -z "$(ls -A "$R4")" ] || fail "the provisioned script installed something: $(ls -R "$R4")"
+# with one: bcd joins with the provisioned attestor (this host's own product UUID is not
+# the token's, or unreadable: refused by one of that attestor's reasons)
+bc tokens create --role provisioned --pool web --expect-product-uuid 6b1d0c3e-aaaa-4000-8000-0000000000ff \
+	--out var/tp >/dev/null
+BCD_ROOT=$R4 SYSTEMCTL=true sh prov.sh --token-file var/tp </dev/null >prov2.out 2>&1 || true
+grep -q "join refused by the server (permission_denied)" prov2.out || fail "provisioned join: $(cat prov2.out)"
+bc --json events list --type security.join.refused --limit 1 >prov.events
+grep -q '"attestor": *"provisioned"' prov.events || fail "not a provisioned join: $(cat prov.events)"
+grep -Eq '"reason": *"(no-product-uuid|product-uuid-mismatch)"' prov.events || fail "reason: $(cat prov.events)"
+echo "ok: installed and joined $NODE, upgraded in place, tpm and provisioned variants failed early"

@@ -1,7 +1,8 @@
 /* libFuzzer: arbitrary request bodies through bc_admin_handle() to the routes that
  * take the most structured JSON: POST tokens (expect, bounds), PATCH and POST pools
- * (the policy and joinAttestors). The first byte picks the route; the rest is the
- * body. The store is one SQLite file under /tmp, created at the first input.
+ * (the policy and joinAttestors), machines commission (MAC, UUID) and deploy (a node
+ * with inventory: site_fuzz and node_fuzz are seeded). The first byte picks the
+ * route; the rest is the body. The store is one SQLite file under /tmp, created at the first input.
  *
  * Every answer must be JSON with a status the API documents; a 500 is a finding. */
 #include <jansson.h>
@@ -47,6 +48,20 @@ static int seed(bc_tx *tx, void *arg)
 	if ((rc = bc_tx_exec(
 	         tx, "INSERT INTO tenants (id, name, created_at) VALUES ('root', 'root', $1)", p, 1,
 	         NULL)) != 0)
+		return rc;
+	if ((rc = bc_tx_exec(tx,
+	                     "INSERT INTO sites (id, tenant_id, name, created_at) VALUES "
+	                     "('site_fuzz', 'root', 'fuzz', 1)",
+	                     NULL, 0, NULL)) != 0 ||
+	    (rc = bc_tx_exec(tx,
+	                     "INSERT INTO nodes (id, tenant_id, role, state, attestor, joined_at, "
+	                     "updated_at) VALUES ('node_fuzz', 'root', 'node', 'adopted', "
+	                     "'join-token', 1, 1)",
+	                     NULL, 0, NULL)) != 0 ||
+	    (rc = bc_tx_exec(tx,
+	                     "INSERT INTO inventory (node_id, taken_at, data) VALUES ('node_fuzz', "
+	                     "1, '{\"productUuid\":\"6b1d0c3e-aaaa-4000-8000-000000000001\"}')",
+	                     NULL, 0, NULL)) != 0)
 		return rc;
 	return bc_admin_create_api_key(tx, "root", "fuzz", key);
 }
@@ -111,9 +126,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size == 0)
 		return 0;
-	switch (data[0] % 3) {
+	switch (data[0] % 5) {
 	case 0: handle("POST", "/v1/tenants/root/tokens", data + 1, size - 1, &resp); break;
 	case 1: handle("PATCH", pool_path, data + 1, size - 1, &resp); break;
+	case 2:
+		handle("POST", "/v1/tenants/root/machines/commission", data + 1, size - 1, &resp);
+		break;
+	case 3:
+		handle("POST", "/v1/tenants/root/machines/deploy", data + 1, size - 1, &resp);
+		break;
 	default: handle("POST", "/v1/tenants/root/pools", data + 1, size - 1, &resp); break;
 	}
 	if (resp.status != 200 && resp.status != 201 && resp.status != 400 && resp.status != 409)

@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -538,42 +537,17 @@ static void test_undecodable_body_is_invalid_argument(void **state)
 	free(body);
 }
 
-struct racer {
-	const char *token;
-	int rc;
-};
-
-static void *race(void *arg)
-{
-	struct racer *r = arg;
-	struct bc_join_answer ans;
-	struct bct_join_opts jo = {.token = r->token};
-	r->rc = bct_join(&cp, &jo, &ans);
-	if (r->rc == 0)
-		bc_join_answer_free(&ans);
-	return NULL;
-}
-
 static void test_32_clients_race_for_one_use(void **state)
 {
-	struct racer r[32];
-	pthread_t th[32];
 	char tok_id[64];
 	int admitted = 0, denied = 0;
 	(void)state;
 
 	struct bct_token_opts to = {.pool = pool_id};
 	char *t = bct_token(&cp, &to, tok_id);
+	struct bct_join_opts jo = {.token = t};
 	int64_t before = nodes_count();
-	for (int i = 0; i < 32; i++) {
-		r[i].token = t;
-		assert_int_equal(pthread_create(&th[i], NULL, race, &r[i]), 0);
-	}
-	for (int i = 0; i < 32; i++) {
-		pthread_join(th[i], NULL);
-		admitted += r[i].rc == 0;
-		denied += r[i].rc == BC_ERR_DENIED;
-	}
+	assert_int_equal(bct_race(&cp, 32, &jo, &admitted, &denied), 0);
 	assert_int_equal(admitted, 1);
 	assert_int_equal(denied, 31);
 	assert_int_equal(nodes_count(), before + 1);

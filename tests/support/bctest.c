@@ -136,7 +136,7 @@ static int select_database(struct bct_cp *cp, char *url, size_t urllen)
 
 static int cp_start(struct bct_cp *cp, const char *database, const char *extra_toml)
 {
-	char path[512], err[512] = "", toml[4096], *d, *pins = NULL;
+	char path[512], err[512] = "", toml[8192], *d, *pins = NULL;
 	int rc;
 
 	if ((d = bct_tmpdir()) == NULL)
@@ -209,7 +209,12 @@ void bct_cp_stop(struct bct_cp *cp)
 
 int bct_cp_replica(struct bct_cp *cp, struct bct_cp *r)
 {
-	char path[512], toml[2048], err[512] = "", *d, *pins = NULL;
+	return bct_cp_replica_toml(cp, r, "[attestors.x509pop]\n");
+}
+
+int bct_cp_replica_toml(struct bct_cp *cp, struct bct_cp *r, const char *extra_toml)
+{
+	char path[512], toml[8192], err[512] = "", *d, *pins = NULL;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -221,8 +226,8 @@ int bct_cp_replica(struct bct_cp *cp, struct bct_cp *r)
 	/* the first control plane's store, secret and bundle: one control plane, two replicas */
 	snprintf(toml, sizeof(toml),
 	         "listen = \"127.0.0.1:0\"\ndatabase = \"%s\"\nsecret_file = \"%s\"\n"
-	         "pki_bundle = \"%s\"\nthreads = 8\nlog_level = \"error\"\n[attestors.x509pop]\n",
-	         cp->cfg.database, cp->cfg.secret_file, cp->cfg.pki_bundle);
+	         "pki_bundle = \"%s\"\nthreads = 8\nlog_level = \"error\"\n%s",
+	         cp->cfg.database, cp->cfg.secret_file, cp->cfg.pki_bundle, extra_toml);
 	snprintf(path, sizeof(path), "%s/server.toml", r->dir);
 	if (bct_write_file(path, toml) != 0)
 		return BC_ERR_IO;
@@ -397,6 +402,45 @@ int bct_join(struct bct_cp *cp, const struct bct_join_opts *o, struct bc_join_an
 	if (key != o->key)
 		EVP_PKEY_free(key);
 	return rc;
+}
+
+struct racer {
+	struct bct_cp *cp;
+	const struct bct_join_opts *o;
+	int rc;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct bc_join_answer ans;
+
+	r->rc = bct_join(r->cp, r->o, &ans);
+	if (r->rc == 0)
+		bc_join_answer_free(&ans);
+	return NULL;
+}
+
+int bct_race(struct bct_cp *cp, int n, const struct bct_join_opts *o, int *admitted, int *denied)
+{
+	struct racer r[64];
+	pthread_t th[64];
+	int started = 0;
+
+	*admitted = *denied = 0;
+	if (n < 1 || n > 64)
+		return BC_ERR_INVALID;
+	for (; started < n; started++) {
+		r[started] = (struct racer){cp, o, 0};
+		if (pthread_create(&th[started], NULL, race, &r[started]) != 0)
+			break;
+	}
+	for (int i = 0; i < started; i++) {
+		pthread_join(th[i], NULL);
+		*admitted += r[i].rc == 0;
+		*denied += r[i].rc == BC_ERR_DENIED;
+	}
+	return started == n ? 0 : BC_ERR_INTERNAL;
 }
 
 int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status, uint8_t **body,

@@ -50,6 +50,8 @@ void bct_cp_stop(struct bct_cp *cp);
 /* A second replica of cp's control plane: its own listener and refusal hook, cp's
  * store, secret and PKI bundle, with x509pop enabled. Stop it (bct_cp_stop) before cp. */
 int bct_cp_replica(struct bct_cp *cp, struct bct_cp *replica);
+/* The same with extra_toml (attestor tables) in place of [attestors.x509pop]. */
+int bct_cp_replica_toml(struct bct_cp *cp, struct bct_cp *replica, const char *extra_toml);
 bc_store *bct_store(struct bct_cp *cp);
 
 /* Rows made directly in the store. */
@@ -89,6 +91,9 @@ struct bct_join_opts {
 };
 /* A join through the real client: 0 and the verified answer, or BC_ERR_DENIED... */
 int bct_join(struct bct_cp *cp, const struct bct_join_opts *o, struct bc_join_answer *ans);
+/* n (at most 64) threads send the same join at once: *admitted joined, *denied were
+ * refused (BC_ERR_DENIED); any other outcome counts in neither. */
+int bct_race(struct bct_cp *cp, int n, const struct bct_join_opts *o, int *admitted, int *denied);
 /* The same request, but the raw HTTP answer (status and body bytes). */
 int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status, uint8_t **body,
                  size_t *len);

@@ -676,8 +676,8 @@ static void test_tokens(void **state)
 
 	snprintf(body, sizeof(body),
 	         "{\"role\":\"node\",\"poolId\":\"%s\",\"uses\":3,\"ttlSeconds\":600,"
-	         "\"expect\":{\"mac\":\"aa:bb:cc:dd:ee:0f\",\"productUuid\":"
-	         "\"0123abcd-4567-89ab-cdef-0123456789ab\"},\"allowReclaim\":true,"
+	         "\"expect\":{\"mac\":\"AA-BB-CC-DD-EE-0F\",\"productUuid\":"
+	         "\"0123ABCD-4567-89AB-cdef-0123456789ab\"},\"allowReclaim\":true,"
 	         "\"description\":\"rack 4\"}",
 	         pool);
 	json_t *c = ok(F.root_auth, "POST", "/v1/tenants/root/tokens", body, 201);
@@ -783,7 +783,7 @@ static void test_token_validation(void **state)
 	const char *cases[][2] = {
 	    {"{}", "token.role: required"},
 	    {"{\"role\":\"ramdisk\"}", "token.role"},
-	    {"{\"role\":\"provisioned\"}", "token.role"},
+	    {"{\"role\":\"provisioned\"}", "token.poolId"},
 	    {"{\"role\":1}", "token.role"},
 	    {"{\"role\":\"node\"}", "token.poolId: a node token needs a pool"},
 	    {"{\"role\":\"site\"}", "token.siteId: a site token needs a site"},
@@ -804,9 +804,9 @@ static void test_token_validation(void **state)
 	     "token.expect: expected an object"},
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"ip\":\"1.2.3.4\"}}",
 	     "token.expect.ip: unknown field"},
-	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"AA:BB:CC:DD:EE:FF\"}}",
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa-bb:cc-dd-ee-ff\"}}",
 	     "token.expect.mac"},
-	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa-bb-cc-dd-ee-ff\"}}",
+	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aabb.ccdd.eeff\"}}",
 	     "token.expect.mac"},
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee\"}}",
 	     "token.expect.mac"},
@@ -815,8 +815,13 @@ static void test_token_validation(void **state)
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"mac\":\"aa:bb:cc:dd:ee:ff:\"}}",
 	     "token.expect.mac"},
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"productUuid\":"
-	     "\"0123ABCD-4567-89ab-cdef-0123456789ab\"}}",
+	     "\"0123ABCD-4567-89ab-cdef-0123456789a\"}}",
 	     "token.expect.productUuid"},
+	    {"{\"role\":\"provisioned\",\"poolId\":\"@\"}", "token.expect.productUuid"},
+	    {"{\"role\":\"provisioned\",\"poolId\":\"@\",\"uses\":2,\"expect\":{\"productUuid\":"
+	     "\"0123abcd-4567-89ab-cdef-0123456789ab\"}}",
+	     "token.uses"},
+	    {"{\"role\":\"discovery\",\"poolId\":\"@\"}", "token.role"},
 	    {"{\"role\":\"node\",\"poolId\":\"@\",\"expect\":{\"productUuid\":"
 	     "\"0123abcd45678-9ab-cdef-0123456789ab\"}}",
 	     "token.expect.productUuid"},
@@ -876,6 +881,146 @@ static json_t *node_op(const char *node, const char *op, int status)
 
 	snprintf(url, sizeof(url), "/v1/tenants/root/nodes/%s/%s", node, op);
 	return ok(F.root_auth, "POST", url, NULL, status);
+}
+
+/* ---- workflows and inventory ---- */
+
+static void insert_inventory(const char *node, int64_t at, const char *uuid)
+{
+	char data[256];
+
+	snprintf(data, sizeof(data),
+	         "{\"macs\":[\"aa:bb:cc:dd:ee:ff\"],\"productUuid\":\"%s\",\"serial\":\"SN1\","
+	         "\"hostname\":\"host-1\",\"arch\":\"amd64\"}",
+	         uuid);
+	bc_param p[] = {BC_TEXT(node), BC_INT(at), BC_TEXT(data)};
+	sql("INSERT INTO inventory (node_id, taken_at, data) VALUES ($1, $2, $3)", p, 3);
+}
+
+static void test_workflows(void **state)
+{
+	char pool[64], url[192], body[256];
+
+	create_pool(F.root_auth, "root", "metal", pool);
+	insert_node(NODE_A, "root", pool, "uuid:0123abcd-4567-89ab-cdef-0123456789ab");
+	/* no inventory yet: the deploy cannot bind its token */
+	snprintf(body, sizeof(body), "{\"nodeId\":\"%s\"}", NODE_A);
+	expect_error(F.root_auth, "POST", "/v1/tenants/root/machines/deploy", body, 409, "CONFLICT",
+	             "node " NODE_A " has no product UUID");
+	insert_inventory(NODE_A, 3000, "");
+	insert_inventory(NODE_A, 4000, "0123abcd-4567-89ab-cdef-0123456789ab");
+
+	/* nodes get shows the newest record, nodes inventory all of them, oldest first */
+	json_t *n = ok(F.root_auth, "GET", "/v1/tenants/root/nodes/" NODE_A, NULL, 200);
+	json_t *inv = json_object_get(json_object_get(n, "inventory"), "claims");
+	assert_string_equal(str(inv, "productUuid"), "0123abcd-4567-89ab-cdef-0123456789ab");
+	json_decref(n);
+	json_t *h =
+	    ok(F.root_auth, "GET", "/v1/tenants/root/nodes/" NODE_A "/inventory", NULL, 200);
+	assert_int_equal(json_array_size(json_object_get(h, "inventory")), 2);
+	assert_string_equal(
+	    str(json_object_get(json_array_get(json_object_get(h, "inventory"), 1), "claims"),
+	        "productUuid"),
+	    "0123abcd-4567-89ab-cdef-0123456789ab");
+	json_decref(h);
+	expect_error(F.root_auth, "GET", "/v1/tenants/root/nodes/" NODE_B "/inventory", NULL, 404,
+	             "NOT_FOUND", "node not found");
+
+	/* the deploy: a running workflow, its userdata.render step's single-use token */
+	json_t *d = ok(F.root_auth, "POST", "/v1/tenants/root/machines/deploy", body, 201);
+	json_t *wf = json_object_get(d, "workflow");
+	char wf_id[64], tok_id[64];
+	snprintf(wf_id, sizeof(wf_id), "%s", str(wf, "id"));
+	snprintf(tok_id, sizeof(tok_id), "%s", str(d, "tokenId"));
+	assert_string_equal(str(wf, "kind"), "deploy");
+	assert_string_equal(str(wf, "state"), "running");
+	assert_string_equal(str(wf, "nodeId"), NODE_A);
+	assert_int_equal(strncmp(str(d, "token"), BC_WIRE_TOKEN_PREFIX, 4), 0);
+	json_t *step = json_array_get(json_object_get(json_object_get(wf, "data"), "steps"), 0);
+	assert_string_equal(str(step, "name"), "userdata.render");
+	assert_string_equal(str(step, "tokenId"), tok_id);
+	json_decref(d);
+	bc_param tp[] = {BC_TEXT(tok_id)};
+	assert_int_equal(sql_int("SELECT COUNT(*) FROM join_tokens WHERE id = $1 AND role = "
+	                         "'provisioned' AND uses_left = 1 AND node_id = '" NODE_A
+	                         "' AND workflow_id IS NOT NULL",
+	                         tp, 1),
+	                 1);
+	/* the token's secret is in that answer only */
+	json_t *list = ok(F.root_auth, "GET", "/v1/tenants/root/workflows", NULL, 200);
+	assert_int_equal(json_array_size(json_object_get(list, "workflows")), 1);
+	char *dump = json_dumps(list, 0);
+	assert_null(strstr(dump, BC_WIRE_TOKEN_PREFIX));
+	free(dump);
+	json_decref(list);
+	/* one running deploy per node */
+	expect_error(F.root_auth, "POST", "/v1/tenants/root/machines/deploy", body, 409, "CONFLICT",
+	             "node " NODE_A " already has a running deploy");
+
+	/* cancel, and a cancelled workflow does not end again */
+	snprintf(url, sizeof(url), "/v1/tenants/root/workflows/%s/cancel", wf_id);
+	json_t *c = ok(F.root_auth, "POST", url, NULL, 200);
+	assert_string_equal(str(c, "state"), "cancelled");
+	json_decref(c);
+	expect_error(F.root_auth, "POST", url, NULL, 409, "CONFLICT", "workflow is cancelled");
+	snprintf(url, sizeof(url), "/v1/tenants/root/workflows/%s/complete", wf_id);
+	expect_error(F.root_auth, "POST", url, "{}", 409, "CONFLICT", "workflow is cancelled");
+	expect_error(F.root_auth, "GET", "/v1/tenants/root/workflows/wf_nope", NULL, 404,
+	             "NOT_FOUND", "workflow not found");
+	expect_invalid(F.root_auth, "POST", "/v1/tenants/root/machines/deploy",
+	               "{\"nodeId\":\"" NODE_B "\"}", "workflow.nodeId");
+	expect_invalid(F.root_auth, "POST", "/v1/tenants/root/machines/deploy", "{}",
+	               "workflow.nodeId");
+	/* a site node is not re-keyed by a provisioned join (it admits role node) */
+	sql("UPDATE nodes SET role = 'site' WHERE id = '" NODE_A "'", NULL, 0);
+	expect_error(F.root_auth, "POST", "/v1/tenants/root/machines/deploy", body, 409, "CONFLICT",
+	             "node " NODE_A " is of role site");
+}
+
+static void test_commission(void **state)
+{
+	char body[256], url[192];
+
+	json_t *site = ok(F.root_auth, "POST", "/v1/tenants/root/sites", "{\"name\":\"dc1\"}", 201);
+	const char *sid = str(site, "id");
+	/* any case, ':' or '-': stored canonical */
+	snprintf(body, sizeof(body),
+	         "{\"siteId\":\"%s\",\"mac\":\"AA-BB-CC-DD-EE-0F\",\"productUuid\":"
+	         "\"0123ABCD-4567-89AB-CDEF-0123456789AB\",\"ttlSeconds\":600}",
+	         sid);
+	json_t *w = ok(F.root_auth, "POST", "/v1/tenants/root/machines/commission", body, 201);
+	json_t *be = json_object_get(json_object_get(w, "data"), "bootEntry");
+	assert_string_equal(str(w, "kind"), "commission");
+	assert_string_equal(str(w, "state"), "running");
+	assert_string_equal(str(be, "mac"), "aa:bb:cc:dd:ee:0f");
+	assert_string_equal(str(be, "productUuid"), "0123abcd-4567-89ab-cdef-0123456789ab");
+	assert_string_equal(str(be, "siteId"), sid);
+	assert_true(json_is_integer(json_object_get(be, "notAfter")));
+	snprintf(url, sizeof(url), "/v1/tenants/root/workflows/%s/complete", str(w, "id"));
+	json_t *done = ok(F.root_auth, "POST", url, "{\"state\":\"failed\"}", 200);
+	assert_string_equal(str(done, "state"), "failed");
+	json_decref(done);
+	json_decref(w);
+
+	static const char *const bad[][2] = {
+	    {"{\"siteId\":\"@\",\"mac\":\"aa:bb:cc:dd:ee\"}", "workflow.mac"},
+	    {"{\"siteId\":\"@\",\"mac\":\"aa-bb:cc:dd:ee:ff\"}", "workflow.mac"},
+	    {"{\"siteId\":\"@\"}", "workflow.mac"},
+	    {"{\"siteId\":\"@\",\"mac\":\"aa:bb:cc:dd:ee:ff\",\"productUuid\":\"nope\"}",
+	     "workflow.productUuid"},
+	    {"{\"siteId\":\"@\",\"mac\":\"aa:bb:cc:dd:ee:ff\",\"nodeId\":\"" NODE_B "\"}",
+	     "workflow.nodeId"},
+	    {"{\"siteId\":\"@\",\"mac\":\"aa:bb:cc:dd:ee:ff\",\"ttlSeconds\":1}",
+	     "workflow.ttlSeconds"},
+	    {"{\"siteId\":\"site_nope\",\"mac\":\"aa:bb:cc:dd:ee:ff\"}", "workflow.siteId"},
+	    {"{\"siteId\":\"@\",\"mac\":\"aa:bb:cc:dd:ee:ff\",\"ip\":\"1\"}", "workflow.ip"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fill(body, sizeof(body), bad[i][0], sid);
+		expect_invalid(F.root_auth, "POST", "/v1/tenants/root/machines/commission", body,
+		               bad[i][1]);
+	}
+	json_decref(site);
 }
 
 static void test_nodes_read(void **state)
@@ -1329,6 +1474,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_token_validation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nodes_read, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_workflows, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_commission, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_events, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_daemon_config, setup, teardown),

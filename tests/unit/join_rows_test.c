@@ -195,9 +195,97 @@ static void test_bindings_uses_tokens(void **state)
 	assert_int_equal(bc_row_token_consume(f->tx, "tok_x", 5), BC_ERR_INTERNAL);
 }
 
+static void test_token_insert_inventory_workflows(void **state)
+{
+	struct fx *f = *state;
+	struct bc_node_write a = node("node_a", "");
+	struct bc_token_row t;
+	struct bc_workflow_row w;
+	char uuid[BC_ID_MAX], id[BC_ID_MAX];
+	static const char *const odd_macs[] = {"AA-BB-CC-DD-EE-0F", "not a mac"};
+	struct bc_claims c = {.macs = odd_macs,
+	                      .n_macs = 2,
+	                      .product_uuid = "6B1D0C3E-AAAA-4000-8000-00000000D001",
+	                      .serial = "s",
+	                      .hostname = "h",
+	                      .arch = "x"};
+	char *s = NULL;
+
+	assert_int_equal(bc_row_node_insert(f->tx, &a), 0);
+	struct bc_token_write tw = {.id = "tok_p",
+	                            .tenant_id = "t1",
+	                            .role = "provisioned",
+	                            .secret_hash = "h",
+	                            .uses = 1,
+	                            .expires_at = 9,
+	                            .workflow_id = "wf_1",
+	                            .node_id = "node_a",
+	                            .now_ms = 1};
+	assert_int_equal(bc_row_token_insert(f->tx, &tw), 0);
+	assert_int_equal(bc_row_token_insert(f->tx, &tw), BC_ERR_CONFLICT);
+	assert_int_equal(bc_row_token_lock(f->tx, "tok_p", &t), 1);
+	assert_string_equal(t.role, "provisioned");
+	assert_string_equal(t.workflow_id, "wf_1");
+	assert_string_equal(t.node_id, "node_a");
+	assert_string_equal(t.pool_id, "");
+	assert_true(t.uses_left == 1 && !t.revoked);
+
+	/* inventory: none, then the newest of two; MACs and UUID canonical where they can be */
+	assert_int_equal(bc_row_inventory_newest_uuid(f->tx, "node_a", uuid), 0);
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &claims, 10), 0);
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, 20), 0);
+	assert_int_equal(bc_row_inventory_newest_uuid(f->tx, "node_a", uuid), 1);
+	assert_string_equal(uuid, "6b1d0c3e-aaaa-4000-8000-00000000d001");
+	/* the same millisecond again replaces the record */
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &claims, 20), 0);
+	assert_int_equal(bc_row_inventory_newest_uuid(f->tx, "node_a", uuid), 1);
+	assert_string_equal(uuid, "u");
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, 30), 0);
+	assert_int_equal(
+	    bc_tx_query_text(f->tx, "SELECT data FROM inventory WHERE taken_at = 30", NULL, 0, &s),
+	    0);
+	assert_non_null(strstr(s, "\"macs\":[\"aa:bb:cc:dd:ee:0f\",\"not a mac\"]"));
+	free(s);
+
+	/* the newest BC_ROW_INVENTORY_KEEP records are kept */
+	for (int64_t at = 100; at < 100 + BC_ROW_INVENTORY_KEEP + 5; at++)
+		assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, at), 0);
+	int64_t kept = 0, oldest = 0;
+	assert_int_equal(bc_tx_query_int(f->tx, "SELECT COUNT(*) FROM inventory", NULL, 0, &kept),
+	                 0);
+	assert_int_equal(
+	    bc_tx_query_int(f->tx, "SELECT MIN(taken_at) FROM inventory", NULL, 0, &oldest), 0);
+	assert_true(kept == BC_ROW_INVENTORY_KEEP);
+	assert_true(oldest == 105);
+
+	/* workflows */
+	assert_int_equal(bc_row_workflow_running_for(f->tx, "node_a", "deploy", id), 0);
+	assert_int_equal(bc_row_workflow_insert(f->tx, "wf_1", "t1", "node_a", "deploy", "{}", 5),
+	                 0);
+	assert_int_equal(bc_row_workflow_insert(f->tx, "wf_1", "t1", NULL, "deploy", "{}", 5),
+	                 BC_ERR_CONFLICT);
+	assert_int_equal(bc_row_workflow_running_for(f->tx, "node_a", "deploy", id), 1);
+	assert_string_equal(id, "wf_1");
+	assert_int_equal(bc_row_workflow_running_for(f->tx, "node_a", "commission", id), 0);
+	assert_int_equal(bc_row_workflow_lock(f->tx, "t2", "wf_1", &w), 0);
+	assert_int_equal(bc_row_workflow_lock(f->tx, NULL, "wf_1", &w), 1);
+	assert_string_equal(w.state, "running");
+	assert_string_equal(w.data, "{}");
+	assert_string_equal(w.node_id, "node_a");
+	bc_row_workflow_clear(&w);
+	assert_int_equal(bc_row_workflow_set(f->tx, "wf_1", "cancelled", NULL, 6), 0);
+	assert_int_equal(bc_row_workflow_lock(f->tx, "t1", "wf_1", &w), 1);
+	assert_string_equal(w.state, "cancelled");
+	assert_string_equal(w.data, "{}");
+	assert_true(w.updated_at == 6 && w.created_at == 5);
+	bc_row_workflow_clear(&w);
+	assert_int_equal(bc_row_workflow_running_for(f->tx, "node_a", "deploy", id), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_token_insert_inventory_workflows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_certs_and_reclaim, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bindings_uses_tokens, setup, teardown),

@@ -68,7 +68,11 @@ static void test_mac(void **state)
 	mac_ok("aa:bb:cc:dd:ee:0f", "aa:bb:cc:dd:ee:0f");
 	mac_ok("AA:BB:CC:DD:EE:FF", "aa:bb:cc:dd:ee:ff");
 	mac_ok("02:00:00:00:00:01", "02:00:00:00:00:01");
-	mac_bad("aa-bb-cc-dd-ee-ff");
+	mac_ok("aa-bb-cc-dd-ee-ff", "aa:bb:cc:dd:ee:ff");
+	mac_ok("AA-BB-CC-DD-EE-0F", "aa:bb:cc:dd:ee:0f");
+	mac_bad("aa-bb:cc-dd-ee-ff");
+	mac_bad("aa:bb:cc:dd:ee-ff");
+	mac_bad("aa-bb-cc-dd-ee-ff-");
 	mac_bad("aabb.ccdd.eeff");
 	mac_bad("aa:bb:cc:dd:ee");
 	mac_bad("aa:bb:cc:dd:ee:fg");

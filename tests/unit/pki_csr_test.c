@@ -190,6 +190,80 @@ static void test_framing(void **state)
 	EVP_PKEY_free(key);
 }
 
+/* A CSR's bytes rewritten at one place: find the first occurrence of old (n bytes)
+ * and put new in its stead (the same length). */
+static void patch(uint8_t *der, size_t len, const uint8_t *old, const uint8_t *new, size_t n)
+{
+	uint8_t *at = memmem(der, len, old, n);
+
+	assert_non_null(at);
+	memcpy(at, new, n);
+}
+
+/* The DER reader: only the exact shapes of a P-256 ECDSA-SHA256 CSR. */
+static void test_der_shapes(void **state)
+{
+	static const uint8_t sha256[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02};
+	static const uint8_t sha384[] = {0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x03};
+	EVP_PKEY *key = NULL;
+	uint8_t *der, *copy, *longer;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(bc_key_generate(&key), 0);
+	/* SHA-1 and SHA-384 signatures are refused, whatever OpenSSL would verify */
+	der = raw_csr(key, key, EVP_sha1(), &len);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+	der = raw_csr(key, key, EVP_sha384(), &len);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+
+	assert_int_equal(bc_csr_make(key, CN, &der, &len), 0);
+	assert_int_equal(check(der, len), 0);
+	copy = malloc(len);
+	/* the signature algorithm named SHA-384 (the signature is then not looked at) */
+	memcpy(copy, der, len);
+	patch(copy, len, sha256, sha384, sizeof(sha256));
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* version 1 (v2) */
+	memcpy(copy, der, len);
+	patch(copy, len, (const uint8_t[]){0x02, 0x01, 0x00}, (const uint8_t[]){0x02, 0x01, 0x01},
+	      3);
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* unused bits in the signature's BIT STRING */
+	memcpy(copy, der, len);
+	{
+		uint8_t *bs = copy + len - 1;
+		/* the BIT STRING's first content byte follows 03 <len> before the SEQUENCE */
+		while (bs > copy && !(bs[0] == 0x03 && bs[2] == 0x00 && bs[3] == 0x30))
+			bs--;
+		assert_true(bs > copy);
+		bs[2] = 0x01;
+	}
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* a high tag number as the outer tag */
+	memcpy(copy, der, len);
+	copy[0] = 0x3f;
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* an indefinite length */
+	memcpy(copy, der, len);
+	copy[1] = 0x80;
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* the outer length in a longer form than needed: 0x82 00 nn */
+	longer = malloc(len + 1);
+	assert_true(der[1] == 0x81);
+	longer[0] = 0x30;
+	longer[1] = 0x82;
+	longer[2] = 0x00;
+	memcpy(longer + 3, der + 2, len - 2);
+	assert_int_equal(check(longer, len + 1), BC_ERR_INVALID);
+	free(longer);
+	free(copy);
+	free(der);
+	EVP_PKEY_free(key);
+}
+
 static void test_make_refusals(void **state)
 {
 	EVP_PKEY *key = NULL;
@@ -216,6 +290,7 @@ int main(void)
 	    cmocka_unit_test(test_good_csr),       cmocka_unit_test(test_other_key_types),
 	    cmocka_unit_test(test_explicit_curve), cmocka_unit_test(test_bad_signatures),
 	    cmocka_unit_test(test_framing),        cmocka_unit_test(test_make_refusals),
+	    cmocka_unit_test(test_der_shapes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
