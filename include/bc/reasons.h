@@ -76,6 +76,9 @@
 #define BC_R_X509POP_REPLAY "x509pop-replay"
 /* the leaf names a TPM AK: only the tpm attestor re-joins it, so the statement is never dropped */
 #define BC_R_X509POP_KEY_STATEMENT "x509pop-key-statement"
+/* a newer certificate of the node was used (renewed with, or presented to x509pop): the
+ * leaf's key was rotated away */
+#define BC_R_X509POP_SUPERSEDED "x509pop-superseded"
 
 /* provisioned */
 /* the token is not of role provisioned with exactly one use left */
@@ -106,6 +109,9 @@
 #define BC_R_RENEW_PROOF "renew-proof"
 /* client time more than 60 s from database time */
 #define BC_R_RENEW_CLIENT_TIME "renew-client-time"
+/* the leaf's successor was used, or the leaf spent its one extra renewal: renew with the
+ * newest certificate */
+#define BC_R_RENEW_SUPERSEDED "renew-superseded"
 /* a urn:bc: statement we do not know */
 #define BC_R_KEY_STATEMENT_UNKNOWN "key-statement-unknown"
 /* a statement this build cannot prove again */

@@ -7,9 +7,11 @@
  * The leaf must be byte for byte a node_certs row of that node, of its current identity
  * generation, not revoked; the node not retired; the certificate's role the requested
  * one (node-tenant re-joins as node and keeps its restriction); expired at most grace_ms
- * ago; the client time within window_ms of database time; the proof never used before
+ * ago; not superseded (a newer certificate of the node was used: its key was rotated
+ * away); the client time within window_ms of database time; the proof never used before
  * (an in-memory cache, and an attestation_uses row that every replica sees). The result
- * names the node, so JoinService reclaims it in place.
+ * names the node, so JoinService reclaims it in place. An accepted leaf counts as used
+ * in the node's lineage (join/rows.h), superseding every other certificate of it.
  *
  * check() (no store) decodes the evidence and verifies the leaf's identity, role and
  * the proof's signature; verify() (in the transaction, at database time) checks the
@@ -208,14 +210,17 @@ static int offline_checks(const struct bc_join_input *in, struct proven *p, cons
 /* The leaf against its row and the node at database time. 0 with *why set on a
  * refusal; < 0 on a database error. */
 static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct evidence *e,
-                         const struct bc_node_identity *id, const char **why)
+                         const struct bc_node_identity *id, char serial[65], const char **why)
 {
 	struct bc_cert_row c;
 	int rc;
 
 	*why = NULL;
-	if ((rc = bc_row_cert_find(tx, id->node_id, e->leaf, e->leaf_len, &c)) < 0)
+	/* the node's lineage is read and written under its lock (renew.c likewise) */
+	if ((rc = bc_row_node_lock(tx, id->node_id)) != 0 ||
+	    (rc = bc_row_cert_find(tx, id->node_id, e->leaf, e->leaf_len, &c)) < 0)
 		return rc;
+	snprintf(serial, 65, "%s", c.serial);
 	if (rc == 0)
 		*why = BC_R_X509POP_NOT_CURRENT;
 	else if (strcmp(c.node.state, "retired") == 0)
@@ -224,6 +229,8 @@ static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct
 		*why = BC_R_X509POP_GENERATION;
 	else if (c.revoked)
 		*why = BC_R_X509POP_REVOKED;
+	else if (c.superseded)
+		*why = BC_R_X509POP_SUPERSEDED;
 	else if (in->now_ms - c.not_after > state.grace_ms)
 		*why = BC_R_X509POP_EXPIRED;
 	return 0;
@@ -279,6 +286,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 {
 	const struct proven *p = in->check_state;
 	const char *why = NULL;
+	char serial[65] = "";
 	int rc = 0;
 
 	(void)self;
@@ -288,11 +296,13 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	if (p->e.client_time < in->now_ms - state.window_ms ||
 	    p->e.client_time > in->now_ms + state.window_ms)
 		why = BC_R_X509POP_CLIENT_TIME;
-	if (why == NULL && (rc = online_checks(tx, in, &p->e, &p->id, &why)) != 0)
+	if (why == NULL && (rc = online_checks(tx, in, &p->e, &p->id, serial, &why)) != 0)
 		return rc;
 	if (why == NULL && cache_seen(p->subject, in->request_nonce))
 		why = BC_R_X509POP_REPLAY;
 	if (why == NULL && (rc = record_use(tx, in, &p->e, p->subject, &why)) != 0)
+		return rc;
+	if (why == NULL && (rc = bc_row_cert_use(tx, p->id.node_id, serial, in->now_ms)) != 0)
 		return rc;
 	if (why) {
 		bc_refuse(out, why);

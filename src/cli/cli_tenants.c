@@ -75,6 +75,9 @@ int cli_cmd_api_keys_create(struct cli *c)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
+	/* the server refuses less than a minute (apiKey.ttlSeconds) */
+	if ((rc = cli_opt_ttl(c, body)) != 0)
+		goto out;
 	if ((rc = cli_api(c, "POST", path, body, &r)) != 0)
 		goto out;
 	if (c->json)
@@ -89,6 +92,49 @@ int cli_cmd_api_keys_create(struct cli *c)
 	cli_resp_free(&r);
 out:
 	json_decref(body);
+	free(path);
+	return rc;
+}
+
+static const struct cli_col key_cols[] = {
+    {"ID", "id", CLI_STR, 1, 0},
+    {"TENANT", "tenantId", CLI_STR, 0, 0},
+    {"NAME", "name", CLI_STR, 1, 40},
+    {"CREATED", "createdAt", CLI_TIME, 1, 0},
+    {"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
+    {"LAST USED", "lastUsedAt", CLI_TIME, 1, 0},
+    {"REVOKED", "revokedAt", CLI_TIME, 1, 0},
+};
+#define N_KEY_COLS (sizeof(key_cols) / sizeof(key_cols[0]))
+
+int cli_cmd_api_keys_list(struct cli *c)
+{
+	struct cli_resp r;
+	char *path = NULL;
+	int rc;
+
+	if ((rc = cli_tenant_path(c, &path, "api-keys", NULL)) != 0)
+		return rc;
+	if ((rc = cli_api(c, "GET", path, NULL, &r)) == 0) {
+		rc = cli_show_list(c, &r, "apiKeys", key_cols, N_KEY_COLS);
+		cli_resp_free(&r);
+	}
+	free(path);
+	return rc;
+}
+
+int cli_cmd_api_keys_revoke(struct cli *c)
+{
+	struct cli_resp r;
+	char *path = NULL;
+	int rc;
+
+	if ((rc = cli_tenant_path(c, &path, "api-keys", c->args[0], "revoke", NULL)) != 0)
+		return rc;
+	if ((rc = cli_api(c, "POST", path, NULL, &r)) == 0) {
+		rc = cli_show_object(c, &r, NULL, key_cols, N_KEY_COLS);
+		cli_resp_free(&r);
+	}
 	free(path);
 	return rc;
 }

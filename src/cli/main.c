@@ -51,10 +51,15 @@ static const struct cli_cmd commands[] = {
      "  --trust-domain NAME  the SPIFFE trust domain (default bc.internal)\n"
      "The secret is made when secret_file does not exist. Existing keys are never\n"
      "overwritten.\n"},
-    {"api-keys", "create", "--name N [--tenant T]", "create an API key (shown once)", "name=", 0, 0,
-     TNT, cli_cmd_api_keys_create,
+    {"api-keys", "create", "--name N [--ttl 720h] [--tenant T]", "create an API key (shown once)",
+     "name= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
      "  --name N             what the key is for (a person, a pipeline)\n"
+     "  --ttl DURATION       refuse the key after this long: 1h, 30d, 720h (default: never)\n"
      "The key is printed once; the server keeps only its hash.\n"},
+    {"api-keys", "list", "[--tenant T]", "list API keys: created, expires, last used, revoked", "",
+     0, 0, TNT, cli_cmd_api_keys_list, NULL},
+    {"api-keys", "revoke", "ID [--tenant T]", "revoke an API key: it is refused from now on", "", 1,
+     1, TNT, cli_cmd_api_keys_revoke, NULL},
     {"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list, NULL},
     {"tenants", "create", "NAME", "create a tenant (root key only)", "", 1, 1, API,
      cli_cmd_tenants_create, NULL},

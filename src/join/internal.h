@@ -38,6 +38,7 @@ struct bc_join_decision {
 	char node_id[BC_ID_MAX];        /* the issued identity */
 	int reclaimed;
 	char hwkey[BC_HWKEY_MAX];
+	int hwkey_claimed; /* hwkey comes from the claims: unique within the tenant only */
 	uint8_t *cert_der;
 	size_t cert_len;
 	int64_t now_ms;

@@ -198,7 +198,11 @@ static int named_node(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	return rc;
 }
 
-/* 3. The trusted hardware key: another node holding it is this machine's old self. */
+/* 3. The hardware key: another node holding it is this machine's old self. A key the
+ * attestor proves is unique across the fleet; one taken from the claims only within the
+ * tenant, so a machine of another tenant claiming the same UUID neither locks this one
+ * out nor learns that it exists. allowReclaim takes back a node of the token's own pool
+ * only. */
 static int hardware_key(bc_tx *tx, struct bc_join_state *st, int allow_reclaim, const char **reason)
 {
 	const struct bc_attest_result *r = &st->d.out.result;
@@ -206,20 +210,24 @@ static int hardware_key(bc_tx *tx, struct bc_join_state *st, int allow_reclaim, 
 	char *hwkey = st->d.hwkey;
 	int rc;
 
-	if (r->hardware_key[0])
+	st->d.hwkey_claimed = r->hardware_key[0] == 0;
+	if (!st->d.hwkey_claimed)
 		snprintf(hwkey, BC_HWKEY_MAX, "%s", r->hardware_key);
 	else
 		derive_hwkey(&st->in->claims, hwkey);
 	if (hwkey[0] == 0)
 		return 0;
-	if ((rc = bc_row_node_get(tx, BC_NODE_BY_HARDWARE_KEY, hwkey, &holder)) <= 0)
+	rc = st->d.hwkey_claimed ? bc_row_node_get_claimed(tx, r->tenant_id, hwkey, &holder)
+	                         : bc_row_node_get(tx, BC_NODE_BY_HARDWARE_KEY, hwkey, &holder);
+	if (rc <= 0)
 		return rc;
 	if (strcmp(holder.id, st->d.node_id) == 0)
 		return 0;
 	/* a reclaim takes back the same machine in the same role: a token of another
 	 * role would leave the certificate and the node row disagreeing */
 	if (st->d.node_id[0] || !allow_reclaim || strcmp(holder.tenant_id, r->tenant_id) != 0 ||
-	    strcmp(holder.state, "retired") == 0 || strcmp(holder.role, r->role) != 0) {
+	    strcmp(holder.pool_id, r->pool_id) != 0 || strcmp(holder.state, "retired") == 0 ||
+	    strcmp(holder.role, r->role) != 0) {
 		refuse_policy(st, reason, BC_R_RECLAIM, r->tenant_id);
 		return 0;
 	}

@@ -5,7 +5,15 @@
  * proof (purpose renew, over sha256(csr) || node id || client time) verifies under
  * the leaf's key, with the client's time within 60 s of database time. The new
  * certificate carries the leaf's statements forward, never the CSR's. Every refusal
- * answers the same bytes; the reason goes to the log and security.renew.refused. */
+ * answers the same bytes; the reason goes to the log and security.renew.refused.
+ *
+ * The lineage (docs/attestation.md): a renewal issues the leaf's successor and marks
+ * the leaf used; the first use of a certificate supersedes every other certificate of
+ * its node (renew-superseded, x509pop-superseded). Until its successor is used, the
+ * leaf may renew once more with another CSR (an agent that crashed before saving the
+ * successor): that re-issue supersedes the unused successor, and a third CSR is
+ * refused. A replayed request (the same leaf and CSR) answers the certificate already
+ * issued for that CSR and mints nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +43,8 @@ static const char *const known_schemes[] = {BC_WIRE_TPM_AK_URN_SCHEME};
 struct renew_decision {
 	const char *reason;
 	char tenant_id[BC_ID_MAX];
+	char serial[65];                /* the leaf's */
+	int replayed;                   /* answered the certificate issued before for this CSR */
 	struct bc_join_decision issued; /* the certificate, as Join answers one */
 };
 
@@ -181,13 +191,16 @@ static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
 	int rc;
 
 	*generation = 0;
-	if ((rc = bc_row_cert_find(tx, st->id.node_id, leaf->data, leaf->len, &c)) < 0)
+	/* one renewal of a node at a time: the lineage is read and written under the lock */
+	if ((rc = bc_row_node_lock(tx, st->id.node_id)) != 0 ||
+	    (rc = bc_row_cert_find(tx, st->id.node_id, leaf->data, leaf->len, &c)) < 0)
 		return rc;
 	if (rc == 0) {
 		*reason = BC_R_RENEW_NOT_CURRENT;
 		return 0;
 	}
 	snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", c.node.tenant_id);
+	snprintf(st->d.serial, sizeof(st->d.serial), "%s", c.serial);
 	*generation = c.node.generation;
 	if (strcmp(c.node.state, "retired") == 0)
 		*reason = BC_R_RENEW_RETIRED;
@@ -195,6 +208,8 @@ static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
 		*reason = BC_R_RENEW_GENERATION;
 	else if (c.revoked)
 		*reason = BC_R_RENEW_REVOKED;
+	else if (c.superseded)
+		*reason = BC_R_RENEW_SUPERSEDED;
 	else if (c.not_after <= st->d.issued.now_ms)
 		*reason = BC_R_RENEW_EXPIRED;
 	else if (st->rq->client_time_ms < st->d.issued.now_ms - RENEW_WINDOW_MS ||
@@ -219,6 +234,8 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 	    .not_after = not_after,
 	    .statements = (const char *const *)st->id.statements,
 	    .n_statements = st->id.n_statements,
+	    .predecessor = st->d.serial,
+	    .csr_sha256 = st->csr_sha256,
 	};
 	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
 		return rc;
@@ -231,6 +248,36 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 	return rc;
 }
 
+/* The leaf's place in its node's lineage, once check_current accepted it: 1 when the
+ * CSR was answered before (st->d.issued holds that certificate), 0 to issue a successor
+ * (the leaf marked used, an unused successor superseded), or a refusal. */
+static int lineage(bc_tx *tx, struct renew_state *st, const char **reason)
+{
+	struct bc_join_decision *is = &st->d.issued;
+	int64_t successors = 0;
+	int superseded = 0, rc;
+
+	rc = bc_row_cert_issued_for(tx, st->d.serial, st->csr_sha256, &is->cert_der, &is->cert_len,
+	                            &superseded);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && superseded)
+		*reason = BC_R_RENEW_SUPERSEDED;
+	if (rc == 1)
+		return *reason ? 0 : 1;
+	if ((rc = bc_row_cert_successors(tx, st->d.serial, &successors)) != 0)
+		return rc;
+	/* the one extra renewal is spent */
+	if (successors >= 2) {
+		*reason = BC_R_RENEW_SUPERSEDED;
+		return 0;
+	}
+	if (successors == 1 &&
+	    (rc = bc_row_cert_supersede_successors(tx, st->d.serial, is->now_ms)) != 0)
+		return rc;
+	return bc_row_cert_use(tx, st->id.node_id, st->d.serial, is->now_ms);
+}
+
 static int renew_steps(bc_tx *tx, struct renew_state *st, const char **reason)
 {
 	struct bc_join_decision *is = &st->d.issued;
@@ -241,6 +288,15 @@ static int renew_steps(bc_tx *tx, struct renew_state *st, const char **reason)
 	is->now_ms = bc_tx_now_ms(tx);
 	if ((rc = check_current(tx, st, &generation, reason)) != 0 || *reason)
 		return rc;
+	if ((rc = lineage(tx, st, reason)) < 0 || *reason)
+		return rc;
+	if (rc == 1) {
+		/* a replay: the same answer, nothing minted or recorded */
+		is->out.kind = BC_OUTCOME_RESULT;
+		snprintf(is->node_id, sizeof(is->node_id), "%s", st->id.node_id);
+		st->d.replayed = 1;
+		return 0;
+	}
 	struct bc_node_cert_req req = {
 	    .node_id = st->id.node_id,
 	    .role = st->id.role,
@@ -367,7 +423,8 @@ static enum bc_rpc_status answer(struct renew_state *st, int rc, uint8_t **resp,
 		struct bc_join_outcome o = {.type = BC_JOIN_OUTCOME_RENEWED, .attestor = "renew"};
 		st->svc->cfg.on_outcome(st->svc->cfg.on_outcome_ctx, &o);
 	}
-	bc_log(BC_LOG_INFO, "node renewed", "nodeId", st->id.node_id, NULL);
+	bc_log(BC_LOG_INFO, st->d.replayed ? "renewal answered again" : "node renewed", "nodeId",
+	       st->id.node_id, NULL);
 	return BC_RPC_OK;
 }
 

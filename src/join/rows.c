@@ -85,13 +85,40 @@ int bc_row_node_get(bc_tx *tx, enum bc_node_by by, const char *key, struct bc_no
 	return rc;
 }
 
-/* Runs the insert (placement first: tenant, pool, site, role, hardware key) or the
- * reclaim (hardware key last) with the parameters both write: $1 is the id, then the
- * claims, agent, attestor, node key and time. */
+int bc_row_node_get_claimed(bc_tx *tx, const char *tenant_id, const char *key,
+                            struct bc_node_row *row)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	bc_param p[] = {BC_TEXT(tenant_id), BC_TEXT(key)};
+	if ((rc = first_row(
+	         tx, "SELECT " NODE_COLS " FROM nodes WHERE tenant_id = $1 AND claimed_key = $2", p,
+	         2, &r)) == 1)
+		node_from(r, row);
+	bc_rows_free(r);
+	return rc;
+}
+
+int bc_row_node_lock(bc_tx *tx, const char *id)
+{
+	bc_rows *r = NULL;
+	int rc = first_row(tx, "SELECT id FROM nodes WHERE id = $1 FOR UPDATE",
+	                   (bc_param[]){BC_TEXT(id)}, 1, &r);
+
+	bc_rows_free(r);
+	return rc < 0 ? rc : 0;
+}
+
+/* Runs the insert (placement first: tenant, pool, site, role) or the reclaim with the
+ * parameters both write: $1 is the id, then the claims, agent, attestor, node key and
+ * time, then the proven and the claimed hardware key. */
 static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const char *sql)
 {
 	const struct bc_claims *c = n->claims;
-	bc_param p[15];
+	const char *key = none_if_empty(n->hardware_key);
+	bc_param p[16];
 	size_t k = 0;
 	char *macs;
 	int rc;
@@ -104,7 +131,6 @@ static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const
 		p[k++] = BC_TEXT(none_if_empty(n->pool_id));
 		p[k++] = BC_TEXT(none_if_empty(n->site_id));
 		p[k++] = BC_TEXT(n->role);
-		p[k++] = BC_TEXT(none_if_empty(n->hardware_key));
 	}
 	p[k++] = BC_TEXT(c->product_uuid);
 	p[k++] = BC_TEXT(c->serial);
@@ -115,8 +141,8 @@ static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const
 	p[k++] = BC_TEXT(n->attestor);
 	p[k++] = BC_TEXT(n->node_key_tpm ? "tpm" : "unattested");
 	p[k++] = BC_INT(n->now_ms);
-	if (!insert)
-		p[k++] = BC_TEXT(none_if_empty(n->hardware_key));
+	p[k++] = BC_TEXT(n->hardware_key_claimed ? NULL : key);
+	p[k++] = BC_TEXT(n->hardware_key_claimed ? key : NULL);
 	rc = bc_tx_exec(tx, sql, p, k, NULL);
 	free(macs);
 	return rc;
@@ -126,10 +152,10 @@ int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n)
 {
 	return node_exec(tx, n, 1,
 	                 "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
-	                 "generation, hardware_key, product_uuid, serial, macs, hostname, arch, "
-	                 "agent_version, attestor, node_key, joined_at, updated_at) VALUES "
-	                 "($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, $12, "
-	                 "$13, $14, $15, $15)");
+	                 "generation, product_uuid, serial, macs, hostname, arch, agent_version, "
+	                 "attestor, node_key, joined_at, updated_at, hardware_key, claimed_key) "
+	                 "VALUES ($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, "
+	                 "$12, $13, $14, $14, $15, $16)");
 }
 
 int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation)
@@ -141,7 +167,8 @@ int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *gener
 	                    "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
 	                    "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
 	                    "attestor = $8, node_key = $9, updated_at = $10, "
-	                    "hardware_key = COALESCE($11, hardware_key) WHERE id = $1")) != 0)
+	                    "hardware_key = COALESCE($11, hardware_key), "
+	                    "claimed_key = COALESCE($12, claimed_key) WHERE id = $1")) != 0)
 		return rc;
 	if ((rc = bc_row_cert_revoke_all(tx, n->id, n->now_ms, NULL)) != 0)
 		return rc;
@@ -153,26 +180,35 @@ int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *gener
 
 int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 {
-	char sha[65], *hex = NULL, *stmts = NULL;
+	char sha[65], csr[65], *hex = NULL, *stmts = NULL;
 	uint8_t d[32];
 	int rc;
 
 	if ((rc = bc_sha256(c->der, c->der_len, d)) != 0)
 		return rc;
 	bc_hex_encode_to(d, sizeof(d), sha);
+	if (c->csr_sha256)
+		bc_hex_encode_to(c->csr_sha256, 32, csr);
 	hex = bc_hex_encode(c->der, c->der_len);
 	stmts = string_array(c->statements, c->n_statements);
 	if (hex == NULL || stmts == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	bc_param p[] = {BC_TEXT(c->serial),   BC_TEXT(c->node_id), BC_INT(c->generation),
-	                BC_TEXT(hex),         BC_TEXT(sha),        BC_INT(c->not_before),
-	                BC_INT(c->not_after), BC_TEXT(stmts)};
+	bc_param p[] = {BC_TEXT(c->serial),
+	                BC_TEXT(c->node_id),
+	                BC_INT(c->generation),
+	                BC_TEXT(hex),
+	                BC_TEXT(sha),
+	                BC_INT(c->not_before),
+	                BC_INT(c->not_after),
+	                BC_TEXT(stmts),
+	                BC_TEXT(c->predecessor),
+	                BC_TEXT(c->csr_sha256 ? csr : NULL)};
 	rc = bc_tx_exec(tx,
 	                "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
-	                "der_sha256, not_before, not_after, statements, created_at) "
-	                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6)",
+	                "der_sha256, not_before, not_after, statements, created_at, predecessor, "
+	                "csr_sha256) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6, $9, $10)",
 	                p, sizeof(p) / sizeof(p[0]), NULL);
 out:
 	free(hex);
@@ -194,15 +230,17 @@ int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t 
 	bc_hex_encode_to(d, sizeof(d), sha);
 	/* found by the hash, then held to the same bytes */
 	bc_param p[] = {BC_TEXT(sha), BC_TEXT(node_id)};
-	if ((rc = first_row(tx,
-	                    "SELECT c.der_hex AS der_hex, c.serial AS serial, "
-	                    "c.generation AS cert_generation, c.not_after AS not_after, "
-	                    "c.revoked_at AS revoked_at, n.id AS id, n.tenant_id AS tenant_id, "
-	                    "n.pool_id AS pool_id, n.site_id AS site_id, n.role AS role, "
-	                    "n.state AS state, n.generation AS generation FROM node_certs c "
-	                    "JOIN nodes n ON n.id = c.node_id "
-	                    "WHERE c.der_sha256 = $1 AND c.node_id = $2",
-	                    p, 2, &r)) != 1)
+	if ((rc = first_row(
+	         tx,
+	         "SELECT c.der_hex AS der_hex, c.serial AS serial, "
+	         "c.generation AS cert_generation, c.not_after AS not_after, "
+	         "c.revoked_at AS revoked_at, c.used_at AS used_at, "
+	         "c.superseded_at AS superseded_at, n.id AS id, n.tenant_id AS tenant_id, "
+	         "n.pool_id AS pool_id, n.site_id AS site_id, n.role AS role, "
+	         "n.state AS state, n.generation AS generation FROM node_certs c "
+	         "JOIN nodes n ON n.id = c.node_id "
+	         "WHERE c.der_sha256 = $1 AND c.node_id = $2",
+	         p, 2, &r)) != 1)
 		return rc;
 	if ((hex = bc_hex_encode(der, len)) == NULL) {
 		rc = BC_ERR_NOMEM;
@@ -217,9 +255,70 @@ int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t 
 	row->not_after = bc_rows_int_named(r, "not_after");
 	row->revoked = !bc_rows_null_named(r, "revoked_at");
 	row->revoked_at = bc_rows_int_named(r, "revoked_at");
+	row->used = !bc_rows_null_named(r, "used_at");
+	row->superseded = !bc_rows_null_named(r, "superseded_at");
 	node_from(r, &row->node);
 out:
 	free(hex);
+	bc_rows_free(r);
+	return rc;
+}
+
+int bc_row_cert_use(bc_tx *tx, const char *node_id, const char *serial, int64_t now_ms)
+{
+	bc_param p[] = {BC_INT(now_ms), BC_TEXT(node_id), BC_TEXT(serial)};
+	int64_t first = 0;
+	int rc;
+
+	if ((rc =
+	         bc_tx_exec(tx,
+	                    "UPDATE node_certs SET used_at = $1 WHERE node_id = $2 AND serial = $3 "
+	                    "AND used_at IS NULL",
+	                    p, 3, &first)) != 0 ||
+	    first == 0)
+		return rc;
+	return bc_tx_exec(tx,
+	                  "UPDATE node_certs SET superseded_at = $1 WHERE node_id = $2 AND "
+	                  "serial <> $3 AND superseded_at IS NULL",
+	                  p, 3, NULL);
+}
+
+int bc_row_cert_successors(bc_tx *tx, const char *serial, int64_t *n)
+{
+	return bc_tx_query_int(tx, "SELECT COUNT(*) FROM node_certs WHERE predecessor = $1",
+	                       (bc_param[]){BC_TEXT(serial)}, 1, n);
+}
+
+int bc_row_cert_supersede_successors(bc_tx *tx, const char *serial, int64_t now_ms)
+{
+	bc_param p[] = {BC_INT(now_ms), BC_TEXT(serial)};
+
+	return bc_tx_exec(tx,
+	                  "UPDATE node_certs SET superseded_at = $1 WHERE predecessor = $2 AND "
+	                  "superseded_at IS NULL",
+	                  p, 2, NULL);
+}
+
+int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint8_t csr_sha256[32],
+                           uint8_t **der, size_t *len, int *superseded)
+{
+	char csr[65];
+	bc_rows *r = NULL;
+	int rc;
+
+	*der = NULL;
+	*len = 0;
+	*superseded = 0;
+	bc_hex_encode_to(csr_sha256, 32, csr);
+	bc_param p[] = {BC_TEXT(predecessor), BC_TEXT(csr)};
+	if ((rc = first_row(tx,
+	                    "SELECT der_hex, superseded_at FROM node_certs WHERE predecessor = $1 "
+	                    "AND csr_sha256 = $2",
+	                    p, 2, &r)) != 1)
+		return rc;
+	*superseded = !bc_rows_null_named(r, "superseded_at");
+	const char *hex = bc_rows_text_named(r, "der_hex");
+	rc = bc_hex_decode(hex, strlen(hex), der, len) == 0 ? 1 : BC_ERR_INTERNAL;
 	bc_rows_free(r);
 	return rc;
 }

@@ -32,8 +32,16 @@ struct bc_node_row {
 
 enum bc_node_by { BC_NODE_BY_ID = 1, BC_NODE_BY_HARDWARE_KEY = 2 };
 
-/* The node whose id, or whose trusted hardware key, is key. */
+/* The node whose id, or whose proven hardware key (unique across the fleet), is key. */
 BC_WUR int bc_row_node_get(bc_tx *tx, enum bc_node_by by, const char *key, struct bc_node_row *row);
+
+/* The node of tenant_id whose claimed hardware key (unique within its tenant) is key. */
+BC_WUR int bc_row_node_get_claimed(bc_tx *tx, const char *tenant_id, const char *key,
+                                   struct bc_node_row *row);
+
+/* Locks the node's row until the transaction ends: the renewals and x509pop joins of one
+ * node, and so its certificate lineage, run one at a time. 0 also when there is none. */
+BC_WUR int bc_row_node_lock(bc_tx *tx, const char *id);
 
 /* What a join writes of a node. Borrowed for the call. pool_id, site_id and
  * hardware_key: "" for none. */
@@ -43,7 +51,8 @@ struct bc_node_write {
 	const char *pool_id;
 	const char *site_id;
 	const char *role;
-	const char *hardware_key;
+	const char *hardware_key; /* proven by the attestor: unique across the fleet */
+	int hardware_key_claimed; /* hardware_key comes from the claims: unique in the tenant */
 	const struct bc_claims *claims; /* macs are stored as a JSON array */
 	const char *agent_version;
 	const char *attestor;
@@ -52,7 +61,7 @@ struct bc_node_write {
 };
 
 /* A new node, adopted, of generation 1. BC_ERR_CONFLICT when its id or hardware key
- * is already a node's. */
+ * is already a node's (a claimed key: a node's of the same tenant). */
 BC_WUR int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n);
 
 /* The node n->id taken back by the same machine: its claims, agent, attestor and node
@@ -74,6 +83,8 @@ struct bc_cert_write {
 	int64_t not_after;
 	const char *const *statements; /* urn:bc: URIs, stored as a JSON array */
 	size_t n_statements;
+	const char *predecessor;   /* a renewal's: the serial renewed; NULL for a join's */
+	const uint8_t *csr_sha256; /* the CSR it answers (32 bytes); may be NULL */
 };
 
 /* Inserts the row, computing the DER's hex and SHA-256 itself. BC_ERR_CONFLICT when
@@ -86,6 +97,8 @@ struct bc_cert_row {
 	int64_t not_after;
 	int revoked; /* revoked_at is set */
 	int64_t revoked_at;
+	int used;       /* used_at is set: renewed with, or presented to x509pop */
+	int superseded; /* superseded_at is set: a newer certificate of the node was used */
 	struct bc_node_row node; /* the node it belongs to */
 };
 
@@ -94,6 +107,26 @@ struct bc_cert_row {
  * no row of that node has these bytes. */
 BC_WUR int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len,
                             struct bc_cert_row *row);
+
+/* The lineage (renew.c, x509pop.c). A node's certificate is used when it is renewed
+ * with or presented to x509pop; its first use supersedes every other certificate of
+ * the node. */
+
+/* Marks serial used at now_ms; on its first use every other certificate of node_id is
+ * superseded at now_ms. */
+BC_WUR int bc_row_cert_use(bc_tx *tx, const char *node_id, const char *serial, int64_t now_ms);
+
+/* *n receives how many certificates were renewed from serial. */
+BC_WUR int bc_row_cert_successors(bc_tx *tx, const char *serial, int64_t *n);
+
+/* Supersedes, at now_ms, every certificate renewed from serial (the predecessor's one
+ * extra renewal replaces its unused successor). */
+BC_WUR int bc_row_cert_supersede_successors(bc_tx *tx, const char *serial, int64_t now_ms);
+
+/* The certificate renewed from predecessor for the CSR whose SHA-256 is csr_sha256: 1
+ * with *der (malloc'd: the caller frees it), *len and *superseded; 0 when none. */
+BC_WUR int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint8_t csr_sha256[32],
+                                  uint8_t **der, size_t *len, int *superseded);
 
 /* Revokes, at now_ms, every certificate of node_id not yet revoked. *revoked (may be
  * NULL) receives how many. */

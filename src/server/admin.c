@@ -8,17 +8,20 @@
 #include <strings.h>
 
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/log.h"
 #include "server/admin_internal.h"
+#include "server/admin_limit.h"
 
 #define ACCESS_DENIED_MSG "a valid API key is required"
 #define API_KEY_PREFIX    "bck_"
 #define KEY_ID_PREFIX     "key_"
 #define KEY_ID_LEN        ADMIN_KEY_ID_LEN
-#define SECRET_LEN        43 /* base64url of 32 bytes, unpadded */
+#define SECRET_LEN        43    /* base64url of 32 bytes, unpadded */
+#define LAST_USED_MS      60000 /* last_used_at is written at most this often per key */
 
 enum { R_BODY = 1, R_TENANT = 2 };
 
@@ -39,6 +42,9 @@ static const struct admin_route ROUTES[] = {
     {"GET", "/v1/daemon-config", BC_TX_READ, 0, admin_daemon_config, NULL},
     {"GET", "/v1/tenants", BC_TX_READ, 0, admin_tenants_list, NULL},
     {"POST", "/v1/tenants", BC_TX_WRITE, R_BODY, admin_tenants_create, NULL},
+    {"GET", "/v1/tenants/{t}/api-keys", BC_TX_READ, R_TENANT, admin_api_keys_list, NULL},
+    {"POST", "/v1/tenants/{t}/api-keys/{id}/revoke", BC_TX_WRITE, R_TENANT, admin_api_keys_revoke,
+     NULL},
     {"POST", "/v1/tenants/{t}/api-keys", BC_TX_WRITE, R_BODY | R_TENANT, admin_api_keys_create,
      NULL},
     {"GET", "/v1/tenants/{t}/pools", BC_TX_READ, R_TENANT, admin_pools_list, NULL},
@@ -181,29 +187,37 @@ static int parse_api_key(const char *authz, char key_id[ADMIN_ID_MAX], const cha
 	return 0;
 }
 
+/* The key's row: usable when neither revoked nor expired at database time; *last_used
+ * its last_used_at (0 when never). */
 static int load_key(bc_tx *tx, const char *id, char tenant[ADMIN_ID_MAX], char hash[65],
-                    int *usable)
+                    int *usable, int64_t *last_used)
 {
 	bc_rows *rows = NULL;
 	int rc;
 
 	*usable = 0;
+	*last_used = 0;
 	bc_param p[] = {BC_TEXT(id)};
 	if ((rc = bc_tx_query(tx,
-	                      "SELECT tenant_id, secret_hash, revoked_at FROM api_keys "
-	                      "WHERE id = $1",
+	                      "SELECT tenant_id, secret_hash, revoked_at, expires_at, last_used_at "
+	                      "FROM api_keys WHERE id = $1",
 	                      p, 1, &rows)) != 0)
 		return rc;
 	if ((rc = bc_rows_next(rows)) == 1) {
-		snprintf(tenant, ADMIN_ID_MAX, "%s", bc_rows_text(rows, 0));
-		snprintf(hash, 65, "%s", bc_rows_text(rows, 1));
-		*usable = bc_rows_is_null(rows, 2) && strlen(tenant) < ADMIN_ID_MAX - 1;
+		snprintf(tenant, ADMIN_ID_MAX, "%s", bc_rows_text_named(rows, "tenant_id"));
+		snprintf(hash, 65, "%s", bc_rows_text_named(rows, "secret_hash"));
+		*usable = bc_rows_null_named(rows, "revoked_at") &&
+		          (bc_rows_null_named(rows, "expires_at") ||
+		           bc_rows_int_named(rows, "expires_at") > bc_tx_now_ms(tx)) &&
+		          strlen(tenant) < ADMIN_ID_MAX - 1;
+		*last_used = bc_rows_int_named(rows, "last_used_at");
 	}
 	bc_rows_free(rows);
 	return rc < 0 ? rc : 0;
 }
 
-int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[64], char key_id[64])
+static int authenticate(bc_tx *tx, const char *authorization, char tenant_id[64], char key_id[64],
+                        int64_t *last_used)
 {
 	char id[ADMIN_ID_MAX], tenant[ADMIN_ID_MAX] = "", presented[65];
 	/* compared against when the key is unknown, so that both paths do the same work */
@@ -216,7 +230,7 @@ int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[6
 	key_id[0] = '\0';
 	if (authorization == NULL || parse_api_key(authorization, id, &secret) != 0)
 		return BC_ERR_DENIED;
-	if ((rc = load_key(tx, id, tenant, stored, &usable)) != 0)
+	if ((rc = load_key(tx, id, tenant, stored, &usable, last_used)) != 0)
 		return rc;
 	if ((rc = bc_sha256(secret, strlen(secret), d)) != 0)
 		goto out;
@@ -233,6 +247,13 @@ out:
 	OPENSSL_cleanse(presented, sizeof(presented));
 	OPENSSL_cleanse(stored, sizeof(stored));
 	return rc;
+}
+
+int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[64], char key_id[64])
+{
+	int64_t last_used;
+
+	return authenticate(tx, authorization, tenant_id, key_id, &last_used);
 }
 
 int bc_admin_create_api_key(bc_tx *tx, const char *tenant_id, const char *name, char **key_out)
@@ -322,6 +343,9 @@ struct admin_run {
 	struct admin_call *c;
 	const struct admin_route *route;
 	int known;
+	int authenticated; /* the key was good (whatever the handler then said) */
+	int64_t last_used; /* the key's last_used_at */
+	int64_t now_ms;
 };
 
 static void reset_call(struct admin_call *c)
@@ -344,8 +368,12 @@ static int run_call(bc_tx *tx, void *arg)
 	int rc;
 
 	reset_call(c);
-	if ((rc = bc_admin_authenticate(tx, c->req->authorization, c->tenant_id, c->key_id)) != 0)
+	run->authenticated = 0;
+	if ((rc = authenticate(tx, c->req->authorization, c->tenant_id, c->key_id,
+	                       &run->last_used)) != 0)
 		return rc;
+	run->authenticated = 1;
+	run->now_ms = bc_tx_now_ms(tx);
 	snprintf(c->actor, sizeof(c->actor), "api:%s", c->key_id);
 	if (run->route == NULL && run->known) {
 		c->err_status = 405;
@@ -392,46 +420,124 @@ static const struct admin_error *error_of(int rc)
 	return &INTERNAL;
 }
 
-static void answer_error(struct admin_call *c, int rc, struct bc_http_response *resp)
+/* {"error":{"code","message"}} with status; a 500 when out of memory. */
+static void answer_json_error(struct bc_http_response *resp, int status, const char *code,
+                              const char *msg)
 {
-	const struct admin_error *e = error_of(rc);
-	/* one message for every authentication failure: nothing to tell them apart */
-	const char *msg = e->message;
-	json_t *o;
-	char *s;
+	json_t *o = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+	char *s = o ? bc_json_dump(o) : NULL;
 
-	if (c->msg[0] && (rc != BC_ERR_DENIED || c->err_status == 403))
-		msg = c->msg;
-	if (e == &INTERNAL || e->status == 503)
-		bc_log(BC_LOG_ERROR, "admin api failed", "method", c->req->method, "path",
-		       c->req->path, "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
-	o = json_pack("{s:{s:s, s:s}}", "error", "code", e->code, "message", msg);
-	s = o ? bc_json_dump(o) : NULL;
 	json_decref(o);
 	if (s == NULL) {
 		bc_http_set_body(resp, 500, "application/json", INTERNAL_BODY,
 		                 strlen(INTERNAL_BODY));
 		return;
 	}
-	resp->status = c->err_status ? c->err_status : e->status;
+	resp->status = status;
 	resp->content_type = "application/json";
 	resp->body = (uint8_t *)s;
 	resp->body_len = strlen(s);
+}
+
+static void answer_error(struct admin_call *c, int rc, struct bc_http_response *resp)
+{
+	const struct admin_error *e = error_of(rc);
+	/* one message for every authentication failure: nothing to tell them apart */
+	const char *msg = e->message;
+
+	if (c->msg[0] && (rc != BC_ERR_DENIED || c->err_status == 403))
+		msg = c->msg;
+	if (e == &INTERNAL || e->status == 503)
+		bc_log(BC_LOG_ERROR, "admin api failed", "method", c->req->method, "path",
+		       c->req->path, "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
+	answer_json_error(resp, c->err_status ? c->err_status : e->status, e->code, msg);
+}
+
+/* Authentication alone, in a read transaction: a write route is only begun for a key
+ * that is good, so that unauthenticated requests take no write lock. */
+static int authenticate_tx(bc_tx *tx, void *arg)
+{
+	struct admin_run *run = arg;
+	struct admin_call *c = run->c;
+	int rc;
+
+	run->authenticated = 0;
+	if ((rc = authenticate(tx, c->req->authorization, c->tenant_id, c->key_id,
+	                       &run->last_used)) == 0)
+		run->authenticated = 1;
+	run->now_ms = bc_tx_now_ms(tx);
+	return rc;
+}
+
+static int touch_tx(bc_tx *tx, void *arg)
+{
+	const struct admin_run *run = arg;
+	int64_t now = bc_tx_now_ms(tx);
+	bc_param p[] = {BC_INT(now), BC_TEXT(run->c->key_id), BC_INT(now - LAST_USED_MS)};
+
+	return bc_tx_exec(tx,
+	                  "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND "
+	                  "(last_used_at IS NULL OR last_used_at <= $3)",
+	                  p, 3, NULL);
+}
+
+/* A failed authentication: counted against the client's address, and logged with it
+ * once per address and minute, and when the address reaches the limit. */
+static void auth_failed(const struct bc_admin_config *cfg, const struct bc_http_request *req)
+{
+	const char *peer = req->peer ? req->peer : "";
+	int said = cfg->limiter ? bc_admin_limiter_fail(cfg->limiter, peer, bc_now_ms())
+	                        : BC_ADMIN_LIMIT_FIRST;
+
+	if (said == BC_ADMIN_LIMIT_REACHED)
+		bc_log(BC_LOG_WARN, "admin authentication limited: too many failures", "peer", peer,
+		       NULL);
+	else if (said == BC_ADMIN_LIMIT_FIRST)
+		bc_log(BC_LOG_WARN, "admin authentication failed", "peer", peer, "method",
+		       req->method, NULL);
+}
+
+static void answer_limited(struct bc_http_response *resp, int64_t wait_s)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg),
+	         "too many failed authentications from this address; retry in %lld s",
+	         (long long)wait_s);
+	answer_json_error(resp, 429, "RESOURCE_EXHAUSTED", msg);
 }
 
 void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_request *req,
                      struct bc_http_response *resp)
 {
 	struct admin_call c;
-	struct admin_run run = {&c, NULL, 0};
+	struct admin_run run = {&c, NULL, 0, 0, 0, 0};
+	enum bc_tx_mode mode;
+	int64_t wait_s;
 	char *s = NULL;
 	int rc;
 
 	memset(&c, 0, sizeof(c));
 	c.cfg = cfg;
 	c.req = req;
+	if ((wait_s = bc_admin_limiter_blocked(cfg->limiter, req->peer, bc_now_ms())) > 0) {
+		answer_limited(resp, wait_s);
+		return;
+	}
 	run.route = find_route(&c, &run.known);
-	rc = bc_store_run(cfg->store, run.route ? run.route->mode : BC_TX_READ, run_call, &run);
+	mode = run.route ? run.route->mode : BC_TX_READ;
+	rc = 0;
+	if (mode == BC_TX_WRITE)
+		rc = bc_store_run(cfg->store, BC_TX_READ, authenticate_tx, &run);
+	if (rc == 0)
+		rc = bc_store_run(cfg->store, mode, run_call, &run);
+	if (rc == BC_ERR_DENIED && !run.authenticated)
+		auth_failed(cfg, req);
+	/* at most once a minute per key, and never for a key that failed */
+	if (run.authenticated && run.last_used <= run.now_ms - LAST_USED_MS &&
+	    bc_store_run(cfg->store, BC_TX_WRITE, touch_tx, &run) != 0)
+		bc_log(BC_LOG_WARN, "api key last use not recorded", "keyId", c.key_id, "detail",
+		       bc_store_errmsg(), NULL);
 	if (rc == 0 && (s = bc_json_dump(c.answer)) == NULL)
 		rc = BC_ERR_NOMEM;
 	if (rc == 0) {

@@ -14,6 +14,8 @@ struct bc_admin_config {
 	/* 1 when id names an attestor this server runs (pool policy validation) */
 	int (*attestor_known)(void *ctx, const char *id);
 	void *attestor_ctx;
+	/* failed authentication per client address (admin_limit.h); NULL: not limited */
+	struct bc_admin_limiter *limiter;
 };
 
 /* Handles any request whose path starts with /v1/. */
@@ -24,7 +26,8 @@ void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_req
  * the row in tx and returns the whole key (malloc'd, shown once). */
 BC_WUR int bc_admin_create_api_key(bc_tx *tx, const char *tenant_id, const char *name,
                                    char **key_out);
-/* The tenant of a presented key, or BC_ERR_DENIED. */
+/* The tenant of a presented key, or BC_ERR_DENIED (also when the key is revoked or
+ * expired at database time). */
 BC_WUR int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[64],
                                  char key_id[64]);
 

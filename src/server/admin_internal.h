@@ -95,6 +95,8 @@ int admin_daemon_config(bc_tx *tx, struct admin_call *c);
 int admin_tenants_list(bc_tx *tx, struct admin_call *c);
 int admin_tenants_create(bc_tx *tx, struct admin_call *c);
 int admin_api_keys_create(bc_tx *tx, struct admin_call *c);
+int admin_api_keys_list(bc_tx *tx, struct admin_call *c);
+int admin_api_keys_revoke(bc_tx *tx, struct admin_call *c);
 int admin_sites_list(bc_tx *tx, struct admin_call *c);
 int admin_sites_create(bc_tx *tx, struct admin_call *c);
 int admin_pools_list(bc_tx *tx, struct admin_call *c);

@@ -21,6 +21,7 @@
 #include "attest/attest.h"
 #include "bc/proc.h"
 #include "server/admin.h"
+#include "server/admin_limit.h"
 #include "server/connect.h"
 #include "server/metrics.h"
 #include "server/http.h"
@@ -386,6 +387,10 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 	s->admin.public_url = s->public_url;
 	s->admin.attestor_known = bc_join_attestor_known_cb;
 	s->admin.attestor_ctx = s->join;
+	if ((s->admin.limiter = bc_admin_limiter_new(0, 0, 0)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto fail;
+	}
 	if ((rc = start_http(s, cfg, err, errlen)) != 0)
 		goto fail;
 	*out = s;
@@ -425,6 +430,7 @@ void bc_server_stop(struct bc_server *s)
 	bc_proc_queue_free(s->on_refusal);
 	bc_join_service_free(s->join);
 	bc_metrics_free(s->metrics);
+	bc_admin_limiter_free(s->admin.limiter);
 	bc_store_close(s->store);
 	bc_pki_free(s->pki);
 	pthread_mutex_destroy(&s->drop_lock);

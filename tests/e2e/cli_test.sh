@@ -50,7 +50,7 @@ run 0 "$CLI" help tokens create
 out_has "expect-product-uuid"
 run 0 "$CLI" pools --help
 out_has "pools update"
-for c in init "pki init" "api-keys create" "tenants list" "tenants create" "pools create" \
+for c in init "pki init" "api-keys create" "api-keys list" "api-keys revoke" "tenants list" "tenants create" "pools create" \
 	"pools get" "pools list" "pools update" "sites create" "sites list" "tokens create" \
 	"tokens list" "tokens revoke" "nodes list" "nodes get" "nodes cordon" "nodes uncordon" \
 	"nodes delete" "nodes revoke-identity" "nodes retire" "events list" "daemon config"; do
@@ -202,6 +202,28 @@ run 1 "$CLI" --api-key-file acme.key pools list --tenant root
 err_has "NOT_FOUND"
 run 0 env BC_API_KEY="$ACME_KEY" "$CLI" pools create acme-pool
 out_has "^TENANT  *$ACME"
+# a key with a lifetime, listed with its last use; revoked, it is refused
+run 2 "$CLI" api-keys create --name short --ttl soon
+err_has "\-\-ttl: expected a duration"
+run 1 "$CLI" api-keys create --name short --ttl 10s
+err_has "apiKey.ttlSeconds"
+run 0 "$CLI" --json api-keys create --tenant "$ACME" --name temp --ttl 720h
+TEMP_ID="$(js 'd["id"]')"
+TEMP_KEY="$(js 'd["key"]')"
+js_is 'd["expiresAt"] is not None' True
+run 0 env BC_API_KEY="$TEMP_KEY" "$CLI" tenants list
+run 0 "$CLI" api-keys list --tenant "$ACME"
+out_has "^ID  *NAME  *CREATED  *EXPIRES  *LAST USED  *REVOKED"
+out_has "^$TEMP_ID  *temp"
+run 0 "$CLI" --json api-keys list --tenant "$ACME"
+js_is '[k["lastUsedAt"] is not None for k in d["apiKeys"] if k["id"] == "'"$TEMP_ID"'"]' '[True]'
+js_is '"key" in d["apiKeys"][0] or "secretHash" in d["apiKeys"][0]' False
+run 0 "$CLI" api-keys revoke "$TEMP_ID" --tenant "$ACME"
+out_has "^REVOKED  *[0-9]"
+run 1 env BC_API_KEY="$TEMP_KEY" "$CLI" tenants list
+err_has "ACCESS_DENIED"
+run 1 "$CLI" api-keys revoke key_00000000000000000000000000 --tenant "$ACME"
+err_has "NOT_FOUND"
 
 echo "== pools"
 run 0 "$CLI" pools create p1 --join-attestors join-token

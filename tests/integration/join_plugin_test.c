@@ -129,18 +129,25 @@ static int gate_join(struct bct_cp *cp, const char *word, uint64_t *writes)
 	return rc;
 }
 
+/* A control plane that loads the gate plugin. */
+static void start_gate(struct bct_cp *cp)
+{
+	char toml[512];
+
+	snprintf(toml, sizeof(toml), "plugins = [\"%s/plugin_gate.so\"]\n", BC_BINARY_DIR);
+	assert_int_equal(bct_cp_start(cp, toml), 0);
+}
+
 /* check() runs before the transaction: a check that refuses never opens one (the only
  * write is the refusal event's), while a refusal in verify() rolls one back first; and
  * verify() sees the state check() left. */
 static void test_plugin_check_runs_before_the_transaction(void **state)
 {
 	struct bct_cp cp;
-	char toml[512];
 	uint64_t writes = 0;
 	(void)state;
 
-	snprintf(toml, sizeof(toml), "plugins = [\"%s/plugin_gate.so\"]\n", BC_BINARY_DIR);
-	assert_int_equal(bct_cp_start(&cp, toml), 0);
+	start_gate(&cp);
 	assert_int_equal(gate_join(&cp, "stop", &writes), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "gate-check");
 	assert_int_equal(writes, 1);
@@ -156,6 +163,30 @@ static void test_plugin_check_runs_before_the_transaction(void **state)
 	assert_int_equal(writes, 1);
 	assert_int_equal(
 	    bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE attestor = 'gate'", NULL, 0), 1);
+	bct_cp_stop(&cp);
+}
+
+/* A hardware key the attestor proves stays unique across the fleet: the same machine
+ * joins one tenant, and another tenant cannot take it. */
+static void test_proven_hardware_key_is_unique_across_the_fleet(void **state)
+{
+	struct bct_cp cp;
+	uint64_t writes = 0;
+	(void)state;
+
+	start_gate(&cp);
+	assert_int_equal(bct_tenant(&cp, "tnt_gate_beta"), 0);
+	assert_int_equal(gate_join(&cp, "proven-root", &writes), 0);
+	assert_int_equal(gate_join(&cp, "proven-beta", &writes), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "join:reclaim");
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM nodes WHERE hardware_key = "
+	                           "'gate:one-machine' AND tenant_id = 'root'",
+	                           NULL, 0),
+	                 1);
+	assert_int_equal(
+	    bct_count(&cp, "SELECT COUNT(*) FROM nodes WHERE tenant_id = 'tnt_gate_beta'", NULL, 0),
+	    0);
 	bct_cp_stop(&cp);
 }
 
@@ -187,6 +218,7 @@ int main(void)
 	    cmocka_unit_test(test_plugin_admits_after_a_challenge),
 	    cmocka_unit_test(test_plugin_replaces_join_token),
 	    cmocka_unit_test(test_plugin_check_runs_before_the_transaction),
+	    cmocka_unit_test(test_proven_hardware_key_is_unique_across_the_fleet),
 	    cmocka_unit_test(test_bad_plugin_is_a_clear_error),
 	};
 	if (bct_engine_skip())

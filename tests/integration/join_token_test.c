@@ -370,6 +370,82 @@ static void test_reclaim_with_allow_reclaim(void **state)
 	free(t2);
 }
 
+/* A machine of tenant beta claiming acme's product UUID: acme's machine still joins
+ * (and reclaims itself), and acme's events say nothing of beta. */
+static void test_claimed_uuid_in_another_tenant_does_not_lock_out(void **state)
+{
+	const char *uuid = "6b1d0c3e-5555-4000-8000-000000000005";
+	char beta_pool[64];
+	struct bc_join_answer fake, real, again;
+	(void)state;
+
+	assert_int_equal(bct_tenant(&cp, "tnt_beta_claims"), 0);
+	assert_int_equal(bct_pool(&cp, "tnt_beta_claims", "beta", "{}", beta_pool), 0);
+	struct bct_token_opts tb = {.tenant = "tnt_beta_claims", .pool = beta_pool};
+	char *t1 = bct_token(&cp, &tb, NULL);
+	struct bct_join_opts j1 = {.token = t1, .product_uuid = uuid};
+	assert_int_equal(bct_join(&cp, &j1, &fake), 0);
+
+	int64_t refusals = bct_count(&cp,
+	                             "SELECT COUNT(*) FROM events WHERE tenant_id = 'root' AND "
+	                             "type = 'security.join.refused'",
+	                             NULL, 0);
+	struct bct_token_opts ta = {.pool = pool_id};
+	char *t2 = bct_token(&cp, &ta, NULL);
+	struct bct_join_opts j2 = {.token = t2, .product_uuid = uuid};
+	assert_int_equal(bct_join(&cp, &j2, &real), 0);
+	assert_string_not_equal(real.node_id, fake.node_id);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE tenant_id = 'root' AND "
+	                           "type = 'security.join.refused'",
+	                           NULL, 0),
+	                 refusals);
+	/* within acme the UUID still names acme's machine */
+	struct bct_token_opts tr = {.pool = pool_id, .allow_reclaim = 1};
+	char *t3 = bct_token(&cp, &tr, NULL);
+	struct bct_join_opts j3 = {.token = t3, .product_uuid = uuid};
+	assert_int_equal(bct_join(&cp, &j3, &again), 0);
+	assert_string_equal(again.node_id, real.node_id);
+	bc_join_answer_free(&fake);
+	bc_join_answer_free(&real);
+	bc_join_answer_free(&again);
+	free(t1);
+	free(t2);
+	free(t3);
+}
+
+/* An allowReclaim token of one pool takes back no machine of another pool. */
+static void test_reclaim_token_reclaims_only_in_its_pool(void **state)
+{
+	const char *uuid = "6b1d0c3e-6666-4000-8000-000000000006";
+	char other_pool[64], tok_id[64];
+	struct bc_join_answer a1, a2;
+	(void)state;
+
+	assert_int_equal(bct_pool(&cp, "root", "reclaim-elsewhere", "{}", other_pool), 0);
+	struct bct_token_opts to = {.pool = pool_id};
+	char *t1 = bct_token(&cp, &to, NULL);
+	struct bct_join_opts j1 = {.token = t1, .product_uuid = uuid};
+	assert_int_equal(bct_join(&cp, &j1, &a1), 0);
+	struct bct_token_opts tr = {.pool = other_pool, .allow_reclaim = 1};
+	char *t2 = bct_token(&cp, &tr, tok_id);
+	struct bct_join_opts j2 = {.token = t2, .product_uuid = uuid};
+	expect_refusal(&j2, "join:reclaim", tok_id);
+	bc_param p[] = {BC_TEXT(a1.node_id)};
+	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", p, 1), 1);
+	/* its own pool's token does */
+	struct bct_token_opts ts = {.pool = pool_id, .allow_reclaim = 1};
+	char *t3 = bct_token(&cp, &ts, NULL);
+	j2.token = t3;
+	assert_int_equal(bct_join(&cp, &j2, &a2), 0);
+	assert_string_equal(a2.node_id, a1.node_id);
+	bc_join_answer_free(&a1);
+	bc_join_answer_free(&a2);
+	free(t1);
+	free(t2);
+	free(t3);
+}
+
 /* allowReclaim takes back the same machine in the same role only */
 static void test_reclaim_keeps_the_role(void **state)
 {
@@ -488,6 +564,8 @@ int main(void)
 	    cmocka_unit_test(test_token_join_admits),
 	    cmocka_unit_test(test_every_refusal_by_name_same_bytes),
 	    cmocka_unit_test(test_reclaim_with_allow_reclaim),
+	    cmocka_unit_test(test_claimed_uuid_in_another_tenant_does_not_lock_out),
+	    cmocka_unit_test(test_reclaim_token_reclaims_only_in_its_pool),
 	    cmocka_unit_test(test_reclaim_keeps_the_role),
 	    cmocka_unit_test(test_placeholder_uuid_is_no_hardware_key),
 	    cmocka_unit_test(test_site_token_admits_site),

@@ -475,6 +475,41 @@ static void test_site_rejoins_as_site(void **state)
 	machine_free(&m);
 }
 
+/* A renewal of a's certificate with a's key, for a fresh key: the successor in *next. */
+static void renew_to(const struct machine *a, struct machine *next)
+{
+	memset(next, 0, sizeof(*next));
+	assert_int_equal(bc_key_generate(&next->key), 0);
+	assert_int_equal(bct_renew(&cp, &a->ans, a->key, next->key, &next->ans), 0);
+}
+
+/* A key the node rotated away (its successor renewed since) re-joins no more with
+ * x509pop, and the node keeps its identity. */
+static void test_rotated_away_key_cannot_x509pop(void **state)
+{
+	struct machine m, s, t;
+	struct pop p;
+	struct bc_join_answer ans;
+	(void)state;
+
+	token_join(&m, "node", NULL);
+	renew_to(&m, &s);
+	renew_to(&s, &t);
+	make_pop(&m, 0, NULL, &p);
+	expect_refused(&p, "node", "x509pop-superseded");
+	pop_free(&p);
+	/* the node is still generation 1, and its current certificate re-joins */
+	bc_param q[] = {BC_TEXT(m.ans.node_id)};
+	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", q, 1), 1);
+	make_pop(&t, 0, NULL, &p);
+	assert_int_equal(pop_join(&p, "node", &ans), 0);
+	bc_join_answer_free(&ans);
+	pop_free(&p);
+	machine_free(&m);
+	machine_free(&s);
+	machine_free(&t);
+}
+
 int main(void)
 {
 	if (bct_engine_skip())
@@ -486,6 +521,7 @@ int main(void)
 	    cmocka_unit_test(test_proof_bound_to_purpose_and_csr),
 	    cmocka_unit_test(test_two_replicas_accept_a_proof_once),
 	    cmocka_unit_test(test_site_rejoins_as_site),
+	    cmocka_unit_test(test_rotated_away_key_cannot_x509pop),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,19 +72,18 @@ struct renew_opts {
 	int key_attestation;
 };
 
-/* Sends a RenewRequest for a fresh next key; *next receives it. */
-static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_t *len,
-                 EVP_PKEY **next, uint8_t **csr_out, size_t *csr_len_out)
+/* A packed RenewRequest (*wire, malloc'd) for a fresh next key (*next) and its CSR
+ * (*csr, malloc'd). */
+static void renew_request(const struct renew_opts *o, EVP_PKEY **next, uint8_t **csr_out,
+                          size_t *csr_len_out, uint8_t **wire_out, size_t *wire_len_out)
 {
 	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
 	Bettercompute__Join__V1__TpmKeyAttestation ka =
 	    BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
 	ProtobufCBinaryData chain[1];
-	uint8_t *csr = NULL, d[32], sig[64], *wire;
-	size_t csr_len = 0, wire_len;
-	char err[256];
+	uint8_t *csr = NULL, d[32], sig[64];
+	size_t csr_len = 0;
 	bc_buf b;
-	int rc;
 
 	assert_int_equal(bc_key_generate(next), 0);
 	assert_int_equal(bc_csr_make(*next, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
@@ -108,9 +108,23 @@ static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_
 	rq.proof.len = 64;
 	if (o->key_attestation)
 		rq.key_attestation = &ka;
-	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
-	wire = malloc(wire_len);
-	bettercompute__join__v1__renew_request__pack(&rq, wire);
+	*wire_len_out = bettercompute__join__v1__renew_request__get_packed_size(&rq);
+	*wire_out = malloc(*wire_len_out);
+	bettercompute__join__v1__renew_request__pack(&rq, *wire_out);
+	*csr_out = csr;
+	*csr_len_out = csr_len;
+}
+
+/* Sends a RenewRequest for a fresh next key; *next receives it. */
+static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_t *len,
+                 EVP_PKEY **next, uint8_t **csr_out, size_t *csr_len_out)
+{
+	uint8_t *csr = NULL, *wire = NULL;
+	size_t csr_len = 0, wire_len = 0;
+	char err[256];
+	int rc;
+
+	renew_request(o, next, &csr, &csr_len, &wire, &wire_len);
 	rc = bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, wire, wire_len, status, body, len, err,
 	                    sizeof(err));
 	free(wire);
@@ -389,12 +403,173 @@ static void test_reclaimed_node_old_leaf_refused(void **state)
 	drop(&j);
 }
 
+/* ---- the lineage ---- */
+
+/* A renewal of a's certificate, with a's key, for a fresh next key: the successor in
+ * *next (its key and answer). */
+static int renew_to(const struct joined *a, struct joined *next)
+{
+	memset(next, 0, sizeof(*next));
+	assert_int_equal(bc_key_generate(&next->key), 0);
+	return bct_renew(&cp, &a->ans, a->key, next->key, &next->ans);
+}
+
+static struct renew_opts opts_of(const struct joined *a)
+{
+	return (struct renew_opts){.leaf = a->ans.chain[0],
+	                           .leaf_len = a->ans.chain_lens[0],
+	                           .signer = a->key,
+	                           .node_id = a->ans.node_id};
+}
+
+static int64_t node_certs(const char *node)
+{
+	bc_param p[] = {BC_TEXT(node)};
+	return bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1", p, 1);
+}
+
+/* A key stolen with its certificate renews no more once the node moved on: the
+ * successor renewed, and the older certificate is refused. */
+static void test_superseded_certificate_cannot_renew(void **state)
+{
+	struct joined j, s, t, u;
+	(void)state;
+
+	join_one(&j, NULL);
+	assert_int_equal(renew_to(&j, &s), 0);
+	/* the successor is used: renewed with */
+	assert_int_equal(renew_to(&s, &t), 0);
+	struct renew_opts o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	/* and so on down the line; the current one goes on */
+	assert_int_equal(renew_to(&t, &u), 0);
+	o = opts_of(&s);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	drop(&j);
+	drop(&s);
+	drop(&t);
+	drop(&u);
+}
+
+#define REPLAYERS     6
+#define REPLAYS_EACH  50
+#define REPLAYS_TOTAL (REPLAYERS * REPLAYS_EACH)
+
+/* One request's bytes, posted again and again by a thread; each answer's leaf hashed
+ * (cmocka's asserts belong to the main thread). */
+struct replayer {
+	const uint8_t *wire, *csr;
+	size_t wire_len, csr_len;
+	int ok[REPLAYS_EACH];
+	uint8_t leaf_sha256[REPLAYS_EACH][32];
+};
+
+static void *replay(void *arg)
+{
+	struct replayer *r = arg;
+	char err[256];
+
+	for (int i = 0; i < REPLAYS_EACH; i++) {
+		struct bc_join_answer ans;
+		long status = 0;
+		uint8_t *body = NULL;
+		size_t len = 0;
+		r->ok[i] = bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, r->wire, r->wire_len,
+		                          &status, &body, &len, err, sizeof(err)) == 0 &&
+		           status == 200 &&
+		           bc_client_open_join_response_csr(&cp.pins, body, len, r->csr, r->csr_len,
+		                                            &ans, err, sizeof(err)) == 0;
+		if (r->ok[i]) {
+			r->ok[i] =
+			    bc_sha256(ans.chain[0], ans.chain_lens[0], r->leaf_sha256[i]) == 0;
+			bc_join_answer_free(&ans);
+		}
+		free(body);
+	}
+	return NULL;
+}
+
+/* One RenewRequest sent 300 times, from 6 clients at once: 300 answers of the same
+ * certificate, one minted. */
+static void test_replayed_renew_request_answers_the_same_certificate(void **state)
+{
+	static struct replayer r[REPLAYERS];
+	pthread_t th[REPLAYERS];
+	struct joined j;
+	EVP_PKEY *next = NULL;
+	uint8_t *csr = NULL, *wire;
+	size_t csr_len = 0, wire_len;
+	(void)state;
+
+	join_one(&j, NULL);
+	struct renew_opts o = opts_of(&j);
+	renew_request(&o, &next, &csr, &csr_len, &wire, &wire_len);
+	for (int t = 0; t < REPLAYERS; t++) {
+		r[t] = (struct replayer){
+		    .wire = wire, .wire_len = wire_len, .csr = csr, .csr_len = csr_len};
+		assert_int_equal(pthread_create(&th[t], NULL, replay, &r[t]), 0);
+	}
+	for (int t = 0; t < REPLAYERS; t++)
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+	for (int t = 0; t < REPLAYERS; t++)
+		for (int i = 0; i < REPLAYS_EACH; i++) {
+			assert_true(r[t].ok[i]);
+			assert_memory_equal(r[t].leaf_sha256[i], r[0].leaf_sha256[0], 32);
+		}
+	/* the join's certificate and one successor; one node.renewed event */
+	assert_int_equal(node_certs(j.ans.node_id), 2);
+	bc_param p[] = {BC_TEXT(j.ans.node_id)};
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM events WHERE type = 'node.renewed' "
+	                           "AND subject = $1",
+	                           p, 1),
+	                 1);
+	free(wire);
+	free(csr);
+	EVP_PKEY_free(next);
+	drop(&j);
+}
+
+/* The agent renewed, crashed before saving the successor and renews again with a new
+ * key: once. That re-issue retires the lost successor; a third key is refused. */
+static void test_predecessor_renews_once_after_a_crash(void **state)
+{
+	struct joined j, lost, s2, t;
+	(void)state;
+
+	join_one(&j, NULL);
+	assert_int_equal(renew_to(&j, &lost), 0);
+	/* the crash: the successor never saved, the old certificate renews once more */
+	assert_int_equal(renew_to(&j, &s2), 0);
+	assert_true(s2.ans.chain_lens[0] != lost.ans.chain_lens[0] ||
+	            memcmp(s2.ans.chain[0], lost.ans.chain[0], lost.ans.chain_lens[0]) != 0);
+	assert_int_equal(node_certs(j.ans.node_id), 3);
+	/* not twice */
+	struct renew_opts o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	/* the successor it replaced is retired; the re-issued one is the node's */
+	o = opts_of(&lost);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	assert_int_equal(renew_to(&s2, &t), 0);
+	o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	drop(&j);
+	drop(&lost);
+	drop(&s2);
+	drop(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_renew_issues_the_next_certificate),
 	    cmocka_unit_test(test_each_refusal),
 	    cmocka_unit_test(test_reclaimed_node_old_leaf_refused),
+	    cmocka_unit_test(test_superseded_certificate_cannot_renew),
+	    cmocka_unit_test(test_replayed_renew_request_answers_the_same_certificate),
+	    cmocka_unit_test(test_predecessor_renews_once_after_a_crash),
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;

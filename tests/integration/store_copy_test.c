@@ -231,6 +231,73 @@ static void test_node_renews_after_the_move(void **state)
 	EVP_PKEY_free(key);
 }
 
+/* The lineage of a node's certificates, its claimed hardware key and an API key's
+ * lifetime move with the store: the old certificate stays superseded on the target. */
+static void test_lineage_and_key_scope_survive_the_move(void **state)
+{
+	struct bct_token_opts to = {.pool = pool_id};
+	struct bc_join_answer ans, s1, s2;
+	struct bc_copy_report r;
+	struct bc_server_config cfg;
+	struct bc_client_pins pins;
+	struct bc_server *srv;
+	bc_store *src, *dst;
+	EVP_PKEY *key = NULL, *k1 = NULL, *k2 = NULL;
+	char err[512], *t = bct_token(&cp, &to, NULL);
+	static const char *const checks[] = {
+	    "SELECT COUNT(*) FROM node_certs WHERE predecessor IS NOT NULL AND csr_sha256 IS NOT "
+	    "NULL",
+	    "SELECT COUNT(*) FROM node_certs WHERE used_at IS NOT NULL",
+	    "SELECT COUNT(*) FROM node_certs WHERE superseded_at IS NOT NULL",
+	    "SELECT COUNT(*) FROM nodes WHERE claimed_key IS NOT NULL AND hardware_key IS NULL",
+	    "SELECT COUNT(*) FROM api_keys WHERE expires_at = 4102444800000 AND last_used_at = 2",
+	};
+
+	(void)state;
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_key_generate(&k1), 0);
+	assert_int_equal(bc_key_generate(&k2), 0);
+	struct bct_join_opts jo = {
+	    .token = t, .key = key, .product_uuid = "6b1d0c3e-7777-4000-8000-000000000007"};
+	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+	free(t);
+	assert_int_equal(bc_client_renew(&cp.pins, (const uint8_t *const *)ans.chain,
+	                                 ans.chain_lens, ans.n_chain, key, k1, &s1, err,
+	                                 sizeof(err)),
+	                 0);
+	assert_int_equal(bc_client_renew(&cp.pins, (const uint8_t *const *)s1.chain, s1.chain_lens,
+	                                 s1.n_chain, k1, k2, &s2, err, sizeof(err)),
+	                 0);
+	bc_server_stop(cp.srv);
+	cp.srv = NULL;
+	src = open_source();
+	exec(src, "INSERT INTO api_keys (id, tenant_id, secret_hash, name, created_at, expires_at, "
+	          "last_used_at) VALUES ('key_copy', 'root', '00', 'ci', 1, 4102444800000, 2)");
+	dst = open_url(target_url);
+	assert_int_equal(bc_store_copy(src, dst, 2, &r, err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(checks) / sizeof(*checks); i++) {
+		if (count(src, checks[i]) < 1)
+			fail_msg("nothing to copy: %s", checks[i]);
+		assert_true(count(dst, checks[i]) == count(src, checks[i]));
+	}
+	bc_store_close(dst);
+	bc_store_close(src);
+
+	/* on the target the join's certificate is still superseded */
+	srv = start_on_target(&cfg, &pins);
+	assert_int_equal(renew(&pins, ans.chain[0], ans.chain_lens[0], key, ans.node_id), 403);
+	assert_int_equal(renew(&pins, s2.chain[0], s2.chain_lens[0], k2, ans.node_id), 200);
+	bc_server_stop(srv);
+	bc_server_config_free(&cfg);
+	free(pins.server_url);
+	bc_join_answer_free(&ans);
+	bc_join_answer_free(&s1);
+	bc_join_answer_free(&s2);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(k1);
+	EVP_PKEY_free(k2);
+}
+
 static void test_refusals(void **state)
 {
 	struct bc_copy_report r;
@@ -286,6 +353,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_node_renews_after_the_move, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lineage_and_key_scope_survive_the_move, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 	};
 

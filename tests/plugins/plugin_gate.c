@@ -2,7 +2,9 @@
  *   "stop":  check() refuses (gate-check): no transaction may begin;
  *   "late":  check() passes and leaves a state, verify() refuses (gate-verify);
  *   "open":  check() passes, verify() admits into the root tenant when it sees the
- *            state check() left (else gate-no-state).
+ *            state check() left (else gate-no-state);
+ *   "proven-root", "proven-beta": as "open", into the tenant root or tnt_gate_beta,
+ *            with a hardware key the attestor proves (the same machine each time).
  * The state is malloc'd, so a missing release() shows under LeakSanitizer. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +42,15 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 		bc_refuse(out, "gate-no-state");
 		return 0;
 	}
-	if (!is(in, "open")) {
+	int beta = is(in, "proven-beta");
+	if (!is(in, "open") && !is(in, "proven-root") && !beta) {
 		bc_refuse(out, "gate-verify");
 		return 0;
 	}
 	out->kind = BC_OUTCOME_RESULT;
-	snprintf(out->result.tenant_id, BC_ID_MAX, "root");
+	snprintf(out->result.tenant_id, BC_ID_MAX, "%s", beta ? "tnt_gate_beta" : "root");
+	if (!is(in, "open"))
+		snprintf(out->result.hardware_key, BC_HWKEY_MAX, "gate:one-machine");
 	return 0;
 }
 

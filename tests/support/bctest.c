@@ -523,3 +523,12 @@ struct bct_refusal bct_last_refusal(struct bct_cp *cp)
 	pthread_mutex_unlock(&cp->mu);
 	return r;
 }
+
+int bct_renew(struct bct_cp *cp, const struct bc_join_answer *ans, EVP_PKEY *key,
+              EVP_PKEY *next_key, struct bc_join_answer *out)
+{
+	char err[256];
+
+	return bc_client_renew(&cp->pins, (const uint8_t *const *)ans->chain, ans->chain_lens,
+	                       ans->n_chain, key, next_key, out, err, sizeof(err));
+}

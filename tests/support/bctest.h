@@ -98,6 +98,11 @@ int bct_race(struct bct_cp *cp, int n, const struct bct_join_opts *o, int *admit
 int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status, uint8_t **body,
                  size_t *len);
 
+/* A renewal through the real client of the certificate chain ans holds, proved by key,
+ * for next_key: 0 and the successor in *out, or as bc_client_renew. */
+int bct_renew(struct bct_cp *cp, const struct bc_join_answer *ans, EVP_PKEY *key,
+              EVP_PKEY *next_key, struct bc_join_answer *out);
+
 /* The newest refusal reason seen by the hook ("" when none), and how many. */
 const char *bct_last_reason(struct bct_cp *cp);
 size_t bct_refusal_count(struct bct_cp *cp);

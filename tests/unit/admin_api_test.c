@@ -13,12 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bc/clock.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "bc/store.h"
 #include "bc/wire.h"
 #include "server/admin.h"
+#include "server/admin_limit.h"
 
 #define PUBLIC_URL "https://cp.test.example:8443"
 
@@ -29,6 +31,7 @@ static struct {
 	bc_pki *pki;
 	struct bc_admin_config cfg;
 	char root_auth[192];
+	const char *peer; /* the client's address; NULL: 127.0.0.1 */
 } F;
 
 static int attestor_known(void *ctx, const char *id)
@@ -127,6 +130,10 @@ static int teardown(void **state)
 		unlink(path);
 	}
 	rmdir(F.dir);
+	bc_admin_limiter_free(F.cfg.limiter);
+	F.cfg.limiter = NULL;
+	F.peer = NULL;
+	bc_clock_set_offset_ms(0);
 	return 0;
 }
 
@@ -172,7 +179,7 @@ static int call(const char *auth, const char *method, const char *url, const cha
 	    .authorization = auth ? auth : "",
 	    .body = (const uint8_t *)body,
 	    .body_len = body ? strlen(body) : 0,
-	    .peer = "127.0.0.1",
+	    .peer = F.peer ? F.peer : "127.0.0.1",
 	    .query_keys = keys,
 	    .query_vals = vals,
 	    .n_query = n,
@@ -371,7 +378,7 @@ static void test_tenants(void **state)
 	create_tenant("acme", acme, acme_auth);
 	assert_int_equal(strncmp(acme, "tnt_", 4), 0);
 	assert_int_equal(count_audit(acme, "tenant.created"), 1);
-	assert_int_equal(count_audit(acme, "api-key.created"), 1);
+	assert_int_equal(count_audit(acme, "admin.key.created"), 1);
 	expect_error(F.root_auth, "POST", "/v1/tenants", "{\"name\":\"acme\"}", 409, "CONFLICT",
 	             "tenant.name");
 
@@ -1256,7 +1263,10 @@ static void test_events(void **state)
 	create_tenant("acme", acme, acme_auth);
 	snprintf(url, sizeof(url), "/v1/tenants/%s/events", acme);
 	l = ok(acme_auth, "GET", url, NULL, 200);
-	assert_int_equal(json_array_size(json_object_get(l, "events")), 0);
+	/* only the creation of its own key */
+	assert_int_equal(json_array_size(json_object_get(l, "events")), 1);
+	assert_string_equal(str(json_array_get(json_object_get(l, "events"), 0), "type"),
+	                    "admin.key.created");
 	json_decref(l);
 }
 
@@ -1289,6 +1299,198 @@ static void test_daemon_config(void **state)
 	assert_null(bc_admin_daemon_config_json(NULL, PUBLIC_URL));
 }
 
+/* ---- the API key lifecycle ---- */
+
+/* A new key of acme with that body; its id and "Bearer <key>". */
+static void acme_key(const char *acme, const char *body, char id[64], char auth[192])
+{
+	char url[128];
+
+	snprintf(url, sizeof(url), "/v1/tenants/%s/api-keys", acme);
+	json_t *k = ok(F.root_auth, "POST", url, body, 201);
+	snprintf(id, 64, "%s", str(k, "id"));
+	snprintf(auth, 192, "Bearer %s", str(k, "key"));
+	json_decref(k);
+}
+
+/* A leaked key, once revoked, opens nothing; the revocation is an event of the tenant. */
+static void test_revoked_api_key_is_refused(void **state)
+{
+	char acme[64], acme_auth[192], id[64], auth[192], url[192];
+
+	create_tenant("acme", acme, acme_auth);
+	acme_key(acme, "{\"name\":\"leaked\"}", id, auth);
+	json_decref(ok(auth, "GET", "/v1/whoami", NULL, 200));
+	/* another tenant's key cannot revoke it, nor see it */
+	char other[64], other_auth[192];
+	create_tenant("other", other, other_auth);
+	snprintf(url, sizeof(url), "/v1/tenants/%s/api-keys/%s/revoke", acme, id);
+	expect_error(other_auth, "POST", url, NULL, 404, "NOT_FOUND", "tenant not found");
+	snprintf(url, sizeof(url), "/v1/tenants/%s/api-keys/%s/revoke", other, id);
+	expect_error(other_auth, "POST", url, NULL, 404, "NOT_FOUND", "api key not found");
+
+	snprintf(url, sizeof(url), "/v1/tenants/%s/api-keys/%s/revoke", acme, id);
+	json_t *r = ok(acme_auth, "POST", url, NULL, 200);
+	assert_string_equal(str(r, "id"), id);
+	assert_true(json_is_string(json_object_get(r, "revokedAt")));
+	json_decref(r);
+	/* again: unchanged, one event */
+	json_decref(ok(acme_auth, "POST", url, NULL, 200));
+	assert_int_equal(count_events(acme, "admin.key.revoked"), 1);
+	assert_int_equal(count_events(acme, "admin.key.created"), 2);
+	expect_error(auth, "GET", "/v1/whoami", NULL, 401, "ACCESS_DENIED",
+	             "a valid API key is required");
+	expect_error(auth, "POST", url, NULL, 401, "ACCESS_DENIED", "a valid API key is required");
+
+	/* the list shows every key of the tenant, without secrets */
+	snprintf(url, sizeof(url), "/v1/tenants/%s/api-keys", acme);
+	json_t *l = ok(acme_auth, "GET", url, NULL, 200);
+	json_t *keys = json_object_get(l, "apiKeys");
+	assert_int_equal(json_array_size(keys), 2);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *k = json_array_get(keys, i);
+		assert_null(json_object_get(k, "key"));
+		assert_null(json_object_get(k, "secretHash"));
+		assert_int_equal(strcmp(str(k, "id"), id) == 0,
+		                 json_is_string(json_object_get(k, "revokedAt")));
+	}
+	json_decref(l);
+}
+
+/* A key made with a lifetime stops at its end, at database time. */
+static void test_expired_api_key_is_refused(void **state)
+{
+	char acme[64], acme_auth[192], id[64], auth[192], url[128];
+
+	create_tenant("acme", acme, acme_auth);
+	snprintf(url, sizeof(url), "/v1/tenants/%s/api-keys", acme);
+	expect_invalid(F.root_auth, "POST", url, "{\"name\":\"x\",\"ttlSeconds\":10}",
+	               "apiKey.ttlSeconds");
+	expect_invalid(F.root_auth, "POST", url, "{\"name\":\"x\",\"ttlSeconds\":\"1h\"}",
+	               "apiKey.ttlSeconds");
+	acme_key(acme, "{\"name\":\"ci\",\"ttlSeconds\":3600}", id, auth);
+	json_decref(ok(auth, "GET", "/v1/whoami", NULL, 200));
+	json_t *l = ok(acme_auth, "GET", url, NULL, 200);
+	json_t *keys = json_object_get(l, "apiKeys");
+	assert_int_equal(json_array_size(keys), 2);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *k = json_array_get(keys, i);
+		/* only the key made with a lifetime has an end */
+		assert_int_equal(strcmp(str(k, "id"), id) == 0,
+		                 json_is_string(json_object_get(k, "expiresAt")));
+	}
+	json_decref(l);
+	bc_clock_set_offset_ms(3599 * 1000);
+	json_decref(ok(auth, "GET", "/v1/whoami", NULL, 200));
+	bc_clock_set_offset_ms(3600 * 1000 + 1);
+	expect_error(auth, "GET", "/v1/whoami", NULL, 401, "ACCESS_DENIED",
+	             "a valid API key is required");
+	/* a key without a lifetime goes on */
+	json_decref(ok(acme_auth, "GET", "/v1/whoami", NULL, 200));
+}
+
+/* Guessing keys from one address: ten failures a minute, then 429 for that address only
+ * (even with a good key), and the table of addresses stays the size it was made. */
+static void test_failed_admin_auth_is_limited_per_address(void **state)
+{
+	static const char bad[] =
+	    "Bearer bck_key_00000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+	(void)state;
+
+	F.cfg.limiter = bc_admin_limiter_new(0, 0, 0);
+	assert_non_null(F.cfg.limiter);
+	F.peer = "127.0.0.9";
+	for (int i = 0; i < 10; i++)
+		expect_error(bad, "GET", "/v1/whoami", NULL, 401, "ACCESS_DENIED", NULL);
+	expect_error(bad, "GET", "/v1/whoami", NULL, 429, "RESOURCE_EXHAUSTED",
+	             "too many failed authentications from this address; retry in 60 s");
+	expect_error(F.root_auth, "GET", "/v1/whoami", NULL, 429, "RESOURCE_EXHAUSTED", NULL);
+	/* another address is not affected */
+	F.peer = "::1";
+	json_decref(ok(F.root_auth, "GET", "/v1/whoami", NULL, 200));
+	/* a minute later the address may try again */
+	bc_clock_set_offset_ms(61000);
+	F.peer = "127.0.0.9";
+	json_decref(ok(F.root_auth, "GET", "/v1/whoami", NULL, 200));
+
+	/* many addresses: bounded */
+	struct bc_admin_limiter *small = bc_admin_limiter_new(64, 0, 0);
+	char addr[64];
+	for (int i = 0; i < 20000; i++) {
+		snprintf(addr, sizeof(addr), "10.%d.%d.%d", (i >> 16) & 255, (i >> 8) & 255,
+		         i & 255);
+		for (int k = 0; k < 3; k++)
+			(void)bc_admin_limiter_fail(small, addr, bc_now_ms());
+	}
+	assert_true(bc_admin_limiter_used(small) <= 64);
+	/* an address at its limit is refused until its window ends */
+	/* said twice: the first failure and the one that reaches the limit */
+	for (int k = 0; k < 10; k++)
+		assert_int_equal(bc_admin_limiter_fail(small, "192.0.2.1", bc_now_ms()),
+		                 k == 0   ? BC_ADMIN_LIMIT_FIRST
+		                 : k == 9 ? BC_ADMIN_LIMIT_REACHED
+		                          : 0);
+	assert_int_equal(bc_admin_limiter_blocked(small, "192.0.2.1", bc_now_ms()), 60);
+	assert_int_equal(bc_admin_limiter_blocked(small, "192.0.2.1", bc_now_ms() + 60000), 0);
+	assert_int_equal(bc_admin_limiter_blocked(small, "192.0.2.2", bc_now_ms()), 0);
+	/* an IPv6 client counts by its /64: another address of it is refused too */
+	for (int k = 0; k < 10; k++) {
+		snprintf(addr, sizeof(addr), "2001:db8:1:2::%x", k + 1);
+		(void)bc_admin_limiter_fail(small, addr, bc_now_ms());
+	}
+	assert_int_equal(bc_admin_limiter_blocked(small, "2001:db8:1:2:ffff::1", bc_now_ms()), 60);
+	assert_int_equal(bc_admin_limiter_blocked(small, "2001:db8:1:3::1", bc_now_ms()), 0);
+	bc_admin_limiter_free(small);
+}
+
+/* A flood of unauthenticated writes cannot hold the database's write lock. */
+static void test_unauthenticated_write_takes_no_write_lock(void **state)
+{
+	static const char bad[] =
+	    "Bearer bck_key_00000000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+	char wrong[192];
+	size_t n = strlen(F.root_auth);
+	(void)state;
+
+	snprintf(wrong, sizeof(wrong), "%s", F.root_auth);
+	wrong[n - 1] = wrong[n - 1] == 'A' ? 'B' : 'A';
+	/* the key is used now: its last use is written, then not again within a minute */
+	json_decref(ok(F.root_auth, "GET", "/v1/whoami", NULL, 200));
+	uint64_t before = bc_store_tx_begun(F.store, BC_TX_WRITE);
+	expect_error(bad, "POST", "/v1/tenants", "{\"name\":\"x\"}", 401, "ACCESS_DENIED", NULL);
+	expect_error(wrong, "POST", "/v1/tenants", "{\"name\":\"x\"}", 401, "ACCESS_DENIED", NULL);
+	expect_error(NULL, "DELETE", "/v1/tenants/root/nodes/node_x", NULL, 401, "ACCESS_DENIED",
+	             NULL);
+	expect_error(wrong, "POST", "/v1/tenants/root/tokens", "{}", 401, "ACCESS_DENIED", NULL);
+	assert_int_equal(bc_store_tx_begun(F.store, BC_TX_WRITE), before);
+	/* a good key's write is one write transaction */
+	json_decref(ok(F.root_auth, "POST", "/v1/tenants", "{\"name\":\"x\"}", 201));
+	assert_int_equal(bc_store_tx_begun(F.store, BC_TX_WRITE), before + 1);
+}
+
+/* The last use of a key is listed, and written at most once a minute. */
+static void test_api_key_last_use_is_written_once_a_minute(void **state)
+{
+	(void)state;
+
+	int64_t t0 = sql_int("SELECT COUNT(*) FROM api_keys WHERE last_used_at IS NULL", NULL, 0);
+	assert_int_equal(t0, 1);
+	json_decref(ok(F.root_auth, "GET", "/v1/whoami", NULL, 200));
+	int64_t first = sql_int("SELECT last_used_at FROM api_keys", NULL, 0);
+	assert_true(first > 0);
+	uint64_t before = bc_store_tx_begun(F.store, BC_TX_WRITE);
+	for (int i = 0; i < 5; i++)
+		json_decref(ok(F.root_auth, "GET", "/v1/whoami", NULL, 200));
+	assert_int_equal(bc_store_tx_begun(F.store, BC_TX_WRITE), before);
+	bc_clock_set_offset_ms(61000);
+	json_decref(ok(F.root_auth, "GET", "/v1/whoami", NULL, 200));
+	assert_true(sql_int("SELECT last_used_at FROM api_keys", NULL, 0) >= first + 61000);
+	json_t *l = ok(F.root_auth, "GET", "/v1/tenants/root/api-keys", NULL, 200);
+	assert_true(json_is_string(
+	    json_object_get(json_array_get(json_object_get(l, "apiKeys"), 0), "lastUsedAt")));
+	json_decref(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1310,6 +1512,14 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_events, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_daemon_config, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_revoked_api_key_is_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_expired_api_key_is_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_failed_admin_auth_is_limited_per_address, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_unauthenticated_write_takes_no_write_lock, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_api_key_last_use_is_written_once_a_minute, setup,
+	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
