@@ -505,6 +505,7 @@ static void answer_limited(struct bc_http_response *resp, int64_t wait_s)
 	         "too many failed authentications from this address; retry in %lld s",
 	         (long long)wait_s);
 	answer_json_error(resp, 429, "RESOURCE_EXHAUSTED", msg);
+	resp->retry_after_s = wait_s > 0 ? (unsigned)wait_s : 1;
 }
 
 void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_request *req,

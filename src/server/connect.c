@@ -66,7 +66,11 @@ static void answer(const struct method *m, enum bc_rpc_status st, uint8_t *body,
 		return;
 	case BC_RPC_REFUSED: json(resp, 403, m->refused); break;
 	case BC_RPC_INVALID: json(resp, 400, m->invalid); break;
-	case BC_RPC_UNAVAILABLE: json(resp, 503, unavailable); break;
+	case BC_RPC_UNAVAILABLE:
+		json(resp, 503, unavailable);
+		/* the store is away: agents come back in a second or so, not at once */
+		resp->retry_after_s = 1;
+		break;
 	case BC_RPC_INTERNAL:
 	default: json(resp, 500, internal); break;
 	}

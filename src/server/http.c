@@ -171,7 +171,8 @@ static void free_owned_body(void *cls)
 
 /* Queues status with body; takes ownership of body (malloc'd, may be NULL). */
 static enum MHD_Result queue_owned(struct MHD_Connection *conn, int status, const char *ctype,
-                                   uint8_t *body, size_t len, int close_after)
+                                   uint8_t *body, size_t len, int close_after,
+                                   unsigned retry_after_s)
 {
 	struct MHD_Response *r;
 	struct owned_body *ob;
@@ -194,6 +195,11 @@ static enum MHD_Result queue_owned(struct MHD_Connection *conn, int status, cons
 	(void)MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	if (close_after)
 		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (retry_after_s > 0) {
+		char ra[16];
+		snprintf(ra, sizeof(ra), "%u", retry_after_s);
+		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
 	ret = MHD_queue_response(conn, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -208,7 +214,7 @@ static enum MHD_Result queue_static(struct MHD_Connection *conn, int status, con
 	if (copy == NULL)
 		return MHD_NO;
 	memcpy(copy, json, len);
-	return queue_owned(conn, status, JSON_TYPE, copy, len, close_after);
+	return queue_owned(conn, status, JSON_TYPE, copy, len, close_after, 0);
 }
 
 void bc_http_set_body(struct bc_http_response *resp, int status, const char *content_type,
@@ -505,7 +511,8 @@ static enum MHD_Result finish_request(struct http_req *r, struct MHD_Connection 
 		resp.body_len = 0;
 		resp.status = 500;
 	}
-	return queue_owned(conn, resp.status, resp.content_type, resp.body, resp.body_len, 0);
+	return queue_owned(conn, resp.status, resp.content_type, resp.body, resp.body_len, 0,
+	                   resp.retry_after_s);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,

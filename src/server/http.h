@@ -31,6 +31,7 @@ struct bc_http_response {
 	const char *content_type; /* static string */
 	uint8_t *body;            /* malloc'd; the HTTP layer frees it */
 	size_t body_len;
+	unsigned retry_after_s; /* > 0: a Retry-After header (429, 503) */
 };
 
 typedef void (*bc_http_handler)(void *ctx, const struct bc_http_request *req,

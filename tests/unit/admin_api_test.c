@@ -152,6 +152,9 @@ static int group_teardown(void **state)
 
 /* Calls method url (with an optional ?k=v&k=v query) and returns the status; *out is
  * the answer's JSON (the caller decrefs). */
+/* The Retry-After of the last answer call() got (0: none). */
+static unsigned last_retry_after;
+
 static int call(const char *auth, const char *method, const char *url, const char *body,
                 json_t **out)
 {
@@ -185,6 +188,7 @@ static int call(const char *auth, const char *method, const char *url, const cha
 	    .n_query = n,
 	};
 	bc_admin_handle(&F.cfg, &req, &resp);
+	last_retry_after = resp.retry_after_s;
 	assert_non_null(resp.body);
 	assert_string_equal(resp.content_type, "application/json");
 	*out = json_loadb((const char *)resp.body, resp.body_len, JSON_REJECT_DUPLICATES, &je);
@@ -1404,6 +1408,8 @@ static void test_failed_admin_auth_is_limited_per_address(void **state)
 		expect_error(bad, "GET", "/v1/whoami", NULL, 401, "ACCESS_DENIED", NULL);
 	expect_error(bad, "GET", "/v1/whoami", NULL, 429, "RESOURCE_EXHAUSTED",
 	             "too many failed authentications from this address; retry in 60 s");
+	/* and says when in a header too, as clients read it */
+	assert_int_equal(last_retry_after, 60);
 	expect_error(F.root_auth, "GET", "/v1/whoami", NULL, 429, "RESOURCE_EXHAUSTED", NULL);
 	/* another address is not affected */
 	F.peer = "::1";
