@@ -44,6 +44,11 @@ struct bc_http_config {
 	size_t max_body;  /* 0: 64 KiB */
 };
 
+/* The Content-Security-Policy header of every answer. */
+#define BC_HTTP_CSP                                                                                \
+	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "                \
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 struct bc_http;
 
 /* Starts listening. err says what failed ("listen 10.0.0.1:80: plain HTTP is only

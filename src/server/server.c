@@ -19,6 +19,7 @@
 #include "bc/proc.h"
 #include "server/admin.h"
 #include "server/connect.h"
+#include "server/console.h"
 #include "server/http.h"
 
 #define BUNDLE_MAX   (1 << 20)
@@ -63,6 +64,10 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 	}
 	if (strncmp(req->path, "/v1/", 4) == 0) {
 		bc_admin_handle(&s->admin, req, resp);
+		return;
+	}
+	if (bc_console_owns(req->path)) {
+		bc_console_serve(req, resp);
 		return;
 	}
 	if (bc_connect_owns(req->path)) {
