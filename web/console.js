@@ -152,7 +152,7 @@ const loaders = {
       cell(tr, n.certificate ? when(n.certificate.notAfter) : 'none');
       cell(tr, n.joinedAt);
       const td = cell(tr, '');
-      if (n.state === 'active') {
+      if (n.state !== 'cordoned' && n.state !== 'retired') {
         button(td, 'Cordon', async () => {
           await api('POST', t('/nodes/' + seg(n.id) + '/cordon'));
           status('Cordoned ' + n.id + '.');
@@ -332,6 +332,15 @@ document.addEventListener('DOMContentLoaded', () => {
     sessionStorage.setItem(TENANT, tenant);
     show(location.hash.slice(1));
   });
+  // the current page's link loads it again
+  for (const a of document.querySelectorAll('nav a')) {
+    a.addEventListener('click', (ev) => {
+      if (location.hash === '#' + a.dataset.page) {
+        ev.preventDefault();
+        show(a.dataset.page);
+      }
+    });
+  }
   window.addEventListener('hashchange', () => { if (apiKey()) show(location.hash.slice(1)); });
   $('token-role').addEventListener('change', () => {
     $('token-pool').disabled = $('token-role').value !== 'node';
