@@ -14,6 +14,9 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
 . "$(dirname "$0")/bcd_tpm_lib.sh"
+# a relative screenshot directory is the caller's
+SHOTS=${BC_CONSOLE_SCREENSHOTS:-}
+[ -z "$SHOTS" ] || { mkdir -p "$SHOTS"; SHOTS=$(cd "$SHOTS" && pwd); }
 cd "$T"
 
 CHROMIUM=${BC_CHROMIUM:-/usr/bin/chromium}
@@ -110,8 +113,6 @@ JOIN_PID=$!
 PIDS="$PIDS $JOIN_PID"
 
 # ---- the browser ----
-SHOTS=${BC_CONSOLE_SCREENSHOTS:-}
-[ -z "$SHOTS" ] || { mkdir -p "$SHOTS"; SHOTS=$(cd "$SHOTS" && pwd); }
 rc=0
 NODE_PATH="$NPM_DIR/node_modules" BC_URL=$URL BC_ROOT_KEY=$ROOT_KEY BC_TENANT_KEY=$TENANT_KEY \
 	BC_TENANT=$ACME BC_TENANT_NODE=$ACME_NODE BC_ROOT_NODE=$ROOT_NODE BC_REASON=$REASON BC_CHROMIUM=$CHROMIUM \
