@@ -68,6 +68,17 @@ function button(td, label, onClick) {
   return b;
 }
 
+// a button that POSTs to the tenant's PATH (after a confirmation when ask is given),
+// says done, and loads the page again
+function action(td, label, page, path, done, ask) {
+  return button(td, label, async () => {
+    if (ask && !confirm(ask)) return;
+    await api('POST', t(path));
+    status(done);
+    await show(page, true);
+  });
+}
+
 function fill(tbodyId, rows, columns, render) {
   const tb = $(tbodyId);
   tb.replaceChildren();
@@ -125,17 +136,10 @@ const loaders = {
       cell(tr, r.createdAt);
       cell(tr, when(r.expiresAt));
       const td = cell(tr, '');
-      button(td, 'Approve', async () => {
-        await api('POST', t('/join-requests/' + seg(r.id) + '/approve'));
-        status('Approved ' + r.id + ': the machine joins at its next attempt.');
-        await show('join-requests', true);
-      });
-      button(td, 'Deny', async () => {
-        if (!confirm('Deny join request ' + r.id + '? The machine will be refused.')) return;
-        await api('POST', t('/join-requests/' + seg(r.id) + '/deny'));
-        status('Denied ' + r.id + '.');
-        await show('join-requests', true);
-      });
+      const path = '/join-requests/' + seg(r.id);
+      action(td, 'Approve', 'join-requests', path + '/approve', 'Approved ' + r.id + ': the machine joins at its next attempt.');
+      action(td, 'Deny', 'join-requests', path + '/deny', 'Denied ' + r.id + '.',
+        'Deny join request ' + r.id + '? The machine will be refused.');
     });
   },
   nodes: async () => {
@@ -152,26 +156,12 @@ const loaders = {
       cell(tr, n.certificate ? when(n.certificate.notAfter) : 'none');
       cell(tr, n.joinedAt);
       const td = cell(tr, '');
-      if (n.state !== 'cordoned' && n.state !== 'retired') {
-        button(td, 'Cordon', async () => {
-          await api('POST', t('/nodes/' + seg(n.id) + '/cordon'));
-          status('Cordoned ' + n.id + '.');
-          await show('nodes', true);
-        });
-      } else if (n.state === 'cordoned') {
-        button(td, 'Uncordon', async () => {
-          await api('POST', t('/nodes/' + seg(n.id) + '/uncordon'));
-          status('Uncordoned ' + n.id + '.');
-          await show('nodes', true);
-        });
-      }
+      const path = '/nodes/' + seg(n.id);
+      if (n.state !== 'cordoned' && n.state !== 'retired') action(td, 'Cordon', 'nodes', path + '/cordon', 'Cordoned ' + n.id + '.');
+      if (n.state === 'cordoned') action(td, 'Uncordon', 'nodes', path + '/uncordon', 'Uncordoned ' + n.id + '.');
       if (n.state !== 'retired') {
-        button(td, 'Retire', async () => {
-          if (!confirm('Retire ' + n.id + '? Its certificates are revoked.')) return;
-          await api('POST', t('/nodes/' + seg(n.id) + '/retire'));
-          status('Retired ' + n.id + '.');
-          await show('nodes', true);
-        });
+        action(td, 'Retire', 'nodes', path + '/retire', 'Retired ' + n.id + '.',
+          'Retire ' + n.id + '? Its certificates are revoked.');
       }
     });
   },
@@ -192,11 +182,7 @@ const loaders = {
       cell(tr, k.description);
       const td = cell(tr, '');
       if (!k.revokedAt) {
-        button(td, 'Revoke', async () => {
-          await api('POST', t('/tokens/' + seg(k.id) + '/revoke'));
-          status('Revoked ' + k.id + '.');
-          await show('tokens', true);
-        });
+        action(td, 'Revoke', 'tokens', '/tokens/' + seg(k.id) + '/revoke', 'Revoked ' + k.id + '.');
       }
     });
   },
