@@ -32,6 +32,14 @@
  * bytes. BC_ERR_NOMEM; BC_ERR_IO for any other failure. */
 BC_WUR int bc_file_read(const char *path, size_t max, int flags, char **out, size_t *len);
 
+/* bc_file_check_mode flags */
+#define BC_MODE_SECRET 0x1 /* also refuse a file every user may read */
+/* Refuses a file (what a link names) that users besides its owner may change (group-
+ * or world-writable) or, BC_MODE_SECRET, that every user may read. BC_ERR_DENIED
+ * with err "PATH: mode 0644 lets every user read it; run `chmod 600 PATH`".
+ * 0 otherwise, a file that cannot be stat()ed included: its reader says why. */
+BC_WUR int bc_file_check_mode(const char *path, int flags, char *err, size_t errlen);
+
 /* write(2) until all n bytes are written, retrying on EINTR. BC_ERR_IO otherwise. */
 BC_WUR int bc_write_all(int fd, const void *p, size_t n);
 

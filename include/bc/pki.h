@@ -49,9 +49,10 @@ void bc_pki_free(bc_pki *pki); /* wipes the private keys */
 BC_WUR int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text);
 BC_WUR int bc_pki_open(const char *text, size_t len, const uint8_t secret[static 32], bc_pki **out);
 
-/* CSR checks: DER PKCS#10, a P-256 key, a self-signature that verifies; nothing
- * else is read from it. *pub receives the key (caller frees). Errors:
- * BC_ERR_INVALID (not a CSR, not a named-curve P-256 key), BC_ERR_TRAILING
+/* CSR checks: DER PKCS#10, a P-256 key, a self-signature (ECDSA with SHA-256, -384
+ * or -512) that verifies; nothing else is read from it. *pub receives the key
+ * (caller frees). Errors: BC_ERR_INVALID (not a CSR, not a named-curve P-256 key, a
+ * SHA-1 or other signature algorithm), BC_ERR_TRAILING
  * (bytes after the DER), BC_ERR_LIMIT (over 64 KiB), BC_ERR_VERIFY (signature). */
 BC_WUR int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub);
 /* A CSR for key (subject CN = cn, no extensions), DER malloc'd. */
@@ -119,6 +120,12 @@ void bc_node_identity_clear(struct bc_node_identity *id);
  * then the signature; validity times are the caller's to check against
  * database time). BC_ERR_VERIFY when it was not. */
 BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len);
+/* The same two on a certificate already parsed (bc_x509_from_der), so that a request
+ * that needs both decodes the leaf once: each parse decodes its key through OpenSSL's
+ * decoder framework, the costliest part of a renewal after the signatures. */
+BC_WUR int bc_pki_node_identity_x509(X509 *x, const char *trust_domain,
+                                     struct bc_node_identity *id);
+BC_WUR int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x);
 
 /* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM.
  * bc_x509_from_der refuses input over 64 KiB (BC_ERR_LIMIT) and bytes after

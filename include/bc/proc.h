@@ -30,4 +30,16 @@ BC_WUR int bc_proc_run_sh(const char *cmd, const void *in, size_t inlen, int tim
  * never delays the caller. stdout is the caller's. BC_ERR_IO: could not start it. */
 BC_WUR int bc_proc_start_sh(const char *cmd, const void *in, size_t inlen, int timeout_ms);
 
+/* A bounded dispatcher of one command: at most `workers` copies run at once (each
+ * waited for, killed past timeout_ms like bc_proc_run_sh), and at most `depth`
+ * inputs wait for one. */
+struct bc_proc_queue;
+BC_WUR int bc_proc_queue_new(const char *cmd, unsigned workers, unsigned depth, int timeout_ms,
+                             struct bc_proc_queue **out);
+/* Queues a copy of in[inlen] and returns at once. BC_ERR_LIMIT: the queue is full
+ * and the input dropped (the caller counts it). */
+BC_WUR int bc_proc_queue_push(struct bc_proc_queue *q, const void *in, size_t inlen);
+/* Drops what still waits, waits for the running commands, frees. */
+void bc_proc_queue_free(struct bc_proc_queue *q);
+
 #endif

@@ -12,7 +12,7 @@
 #define BC_R_ATTESTOR_UNKNOWN "attestor-unknown"
 /* the attestor does not admit that role */
 #define BC_R_ROLE_NOT_ADMITTED "role-not-admitted"
-/* not a P-256 CSR whose self-signature verifies */
+/* not a DER CSR of a P-256 key signed by it with ECDSA-SHA256 (SHA-1 and others refused) */
 #define BC_R_CSR_INVALID "csr-invalid"
 /* hardware claims out of shape */
 #define BC_R_CLAIMS_INVALID "claims-invalid"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "bc/files.h"
 #include "agent/keyops.h"
 #include "agent/nodekey.h"
 #include "bc/buf.h"
@@ -203,6 +204,8 @@ int bcd_nodekey_read(const struct bcd_config *cfg, const char *path, struct bcd_
 	int rc;
 
 	memset(k, 0, sizeof(*k));
+	if (bc_file_check_mode(path, BC_MODE_SECRET, m->text, sizeof(m->text)) != 0)
+		return BC_ERR_DENIED;
 	if ((rc = bcd_read_file(path, MAX_KEY_PEM, &pem, &len, m)) != 0)
 		return rc;
 	if (strstr(pem, TPM_KEY_PEM) != NULL) {

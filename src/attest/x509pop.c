@@ -157,52 +157,52 @@ static void proven_free(struct proven *p)
 }
 
 /* The proof under the leaf's key; *subject its hash. */
-static int check_signature(const struct bc_join_input *in, struct proven *p, const char **reason)
+static int check_signature(const struct bc_join_input *in, struct proven *p, X509 *leaf,
+                           const char **reason)
 {
-	X509 *leaf = NULL;
 	bc_buf b;
 	int rc;
 
-	if (bc_x509_from_der(p->e.leaf, p->e.leaf_len, &leaf) != 0) {
-		*reason = BC_R_X509POP_MALFORMED;
-		return 0;
-	}
-	if ((rc = payload(in, &p->e, &b)) != 0) {
-		X509_free(leaf);
+	if ((rc = payload(in, &p->e, &b)) != 0)
 		return rc;
-	}
 	if (bc_es256_verify(X509_get0_pubkey(leaf), BC_PURPOSE_X509POP, b.p, b.len, p->e.sig,
 	                    p->e.sig_len) != 0)
 		*reason = BC_R_X509POP_SIGNATURE;
 	else
 		rc = bc_sha256(b.p, b.len, p->subject);
 	bc_buf_free(&b);
-	X509_free(leaf);
 	return rc;
 }
 
 /* Checks that need no database: shape, identity, role, signature. */
-static int offline_checks(const struct bc_join_input *in, struct proven *p, const char **reason)
+/* What the leaf's identity rules out before its signature is looked at. */
+static const char *identity_refusal(const struct bc_join_input *in, const struct proven *p)
 {
-	if (parse(in, &p->e) != 0 ||
-	    bc_pki_node_identity(p->e.leaf, p->e.leaf_len, in->trust_domain, &p->id) != 0 ||
-	    strcmp(p->id.node_id, p->e.node_id) != 0) {
-		*reason = BC_R_X509POP_MALFORMED;
-		return 0;
-	}
 	/* a key the TPM certified re-joins only through the tpm attestor: an x509pop
 	 * re-join would issue a certificate without the AK statement, a downgrade */
-	if (p->id.n_statements > 0) {
-		*reason = BC_R_X509POP_KEY_STATEMENT;
-		return 0;
-	}
+	if (p->id.n_statements > 0)
+		return BC_R_X509POP_KEY_STATEMENT;
 	/* node-tenant re-joins as node; otherwise the roles must be the same */
-	if (strcmp(p->id.role, in->role) != 0 && !(strcmp(p->id.role, BC_ROLE_NODE_TENANT) == 0 &&
-	                                           strcmp(in->role, BC_ROLE_NODE) == 0)) {
-		*reason = BC_R_X509POP_ROLE;
-		return 0;
-	}
-	return check_signature(in, p, reason);
+	if (strcmp(p->id.role, in->role) != 0 &&
+	    !(strcmp(p->id.role, BC_ROLE_NODE_TENANT) == 0 && strcmp(in->role, BC_ROLE_NODE) == 0))
+		return BC_R_X509POP_ROLE;
+	return NULL;
+}
+
+/* The leaf is decoded once, for its identity and its key. */
+static int offline_checks(const struct bc_join_input *in, struct proven *p, const char **reason)
+{
+	X509 *leaf = NULL;
+	int rc = 0;
+
+	if (parse(in, &p->e) != 0 || bc_x509_from_der(p->e.leaf, p->e.leaf_len, &leaf) != 0 ||
+	    bc_pki_node_identity_x509(leaf, in->trust_domain, &p->id) != 0 ||
+	    strcmp(p->id.node_id, p->e.node_id) != 0)
+		*reason = BC_R_X509POP_MALFORMED;
+	else if ((*reason = identity_refusal(in, p)) == NULL)
+		rc = check_signature(in, p, leaf, reason);
+	X509_free(leaf);
+	return rc;
 }
 
 /* The leaf against its row and the node at database time. 0 with *why set on a

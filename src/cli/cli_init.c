@@ -160,6 +160,25 @@ static int init_options(struct cli *c, struct init *in)
 	return choose_url(c, in);
 }
 
+/* Any user may replace what is written into a world-writable directory: the secret,
+ * the bundle, server.toml (and so the commands the server runs). */
+static int dir_private(struct cli *c, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0)
+		return cli_fail(c, BC_ERR_IO, "cannot read %s: %s; check --dir", dir,
+		                strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return cli_fail(c, BC_ERR_INVALID, "%s is not a directory; check --dir", dir);
+	if (st.st_mode & S_IWOTH)
+		return cli_fail(c, BC_ERR_DENIED,
+		                "%s: mode %04o lets every user change what is in it; run `chmod "
+		                "700 %s`, or choose another --dir",
+		                dir, (unsigned)st.st_mode & 07777, dir);
+	return 0;
+}
+
 /* Refuses a finished init, and files a failed or foreign one left behind. */
 static int init_dir(struct cli *c, struct init *in)
 {
@@ -191,7 +210,7 @@ static int init_dir(struct cli *c, struct init *in)
 	else if (errno != EEXIST)
 		return cli_fail(c, BC_ERR_IO, "cannot create the directory %s: %s; check --dir",
 		                in->dir, strerror(errno));
-	return 0;
+	return dir_private(c, in->dir);
 }
 
 static int write_made(struct cli *c, struct init *in, const char *name, const char *text,

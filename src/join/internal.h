@@ -3,6 +3,7 @@
 #ifndef BC_JOIN_INTERNAL_H
 #define BC_JOIN_INTERNAL_H
 
+#include "join/refusal_summary.h"
 #include "join/join.h"
 
 #define BC_MAX_ATTESTORS  32
@@ -18,6 +19,7 @@ struct bc_join_service {
 	size_t n_plugins;
 	uint8_t *node_ca_der; /* the node CA, encoded once: every answer carries it */
 	size_t node_ca_der_len;
+	struct bc_refusal_summary refusals;
 };
 
 const struct bc_attestor *bc_join_find(const struct bc_join_service *s, const char *id);

@@ -22,13 +22,18 @@ struct bc_refusal {
 	const char *token_id; /* NULL when unknown */
 	const char *node_id;
 	const char *tenant_id;
+	/* Refusals no credential backs (naming no token, node or tenant) are summarized
+	 * (summarized = 1): count is how many this one publishes, at most once per reason
+	 * per minute, or 0 when it was only counted into a later one. Otherwise 1. */
+	unsigned long long count;
+	int summarized;
 };
 typedef void (*bc_refusal_fn)(void *ctx, const struct bc_refusal *r);
 
 struct bc_join_config {
 	bc_store *store;
 	const bc_pki *pki;
-	bc_refusal_fn on_refusal; /* may be NULL; called after the refusal event commits */
+	bc_refusal_fn on_refusal; /* may be NULL; called for every refusal, after its event */
 	void *on_refusal_ctx;
 };
 

@@ -170,8 +170,10 @@ int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return BC_ERR_NOMEM;
 	s->cfg = *cfg;
+	bc_refusal_summary_init(&s->refusals);
 	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0) {
 		free(s->node_ca_der);
+		bc_refusal_summary_destroy(&s->refusals);
 		free(s);
 		return rc;
 	}
@@ -188,5 +190,6 @@ void bc_join_service_free(struct bc_join_service *s)
 			s->attestors[i].destroy(&s->attestors[i]);
 	/* plugin handles are not closed: a plugin's threads or atexit hooks may outlive us */
 	free(s->node_ca_der);
+	bc_refusal_summary_destroy(&s->refusals);
 	free(s);
 }

@@ -141,13 +141,12 @@ static int precheck(struct renew_state *st, const char **reason)
 	X509 *leaf = NULL;
 	int rc = 0;
 
-	if (rq->n_chain == 0 ||
-	    bc_pki_node_identity(rq->chain[0].data, rq->chain[0].len, pki->trust_domain, &st->id) !=
-	        0 ||
-	    bc_pki_verify_node_cert(pki, rq->chain[0].data, rq->chain[0].len) != 0 ||
-	    bc_x509_from_der(rq->chain[0].data, rq->chain[0].len, &leaf) != 0) {
+	/* the leaf is decoded once, for its identity, its issuer and its key */
+	if (rq->n_chain == 0 || bc_x509_from_der(rq->chain[0].data, rq->chain[0].len, &leaf) != 0 ||
+	    bc_pki_node_identity_x509(leaf, pki->trust_domain, &st->id) != 0 ||
+	    bc_pki_verify_node_x509(pki, leaf) != 0) {
 		*reason = BC_R_RENEW_MALFORMED;
-		return 0;
+		goto out;
 	}
 	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0) {
 		*reason = BC_R_CSR_INVALID;

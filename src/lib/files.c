@@ -203,3 +203,27 @@ int bc_file_write_atomic(const char *dir, const char *name, const void *data, si
 	errno = e;
 	return rc;
 }
+
+int bc_file_check_mode(const char *path, int flags, char *err, size_t errlen)
+{
+	const char *what = NULL;
+	struct stat st;
+	unsigned mode;
+
+	if (stat(path, &st) != 0)
+		return 0;
+	mode = (unsigned)st.st_mode & 07777;
+	if (mode & (S_IWGRP | S_IWOTH))
+		what = mode & S_IWOTH ? "every user" : "its group";
+	if (what != NULL) {
+		snprintf(err, errlen, "%s: mode %04o lets %s change it; run `chmod %s %s`", path,
+		         mode, what, flags & BC_MODE_SECRET ? "600" : "go-w", path);
+		return BC_ERR_DENIED;
+	}
+	if ((flags & BC_MODE_SECRET) && (mode & S_IROTH)) {
+		snprintf(err, errlen, "%s: mode %04o lets every user read it; run `chmod 600 %s`",
+		         path, mode, path);
+		return BC_ERR_DENIED;
+	}
+	return 0;
+}

@@ -205,8 +205,19 @@ int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domai
 	memset(id, 0, sizeof(*id));
 	if (!bc_trust_domain_valid(trust_domain))
 		return BC_ERR_INVALID;
-	if ((rc = bc_x509_from_der(der, len, &x)) != 0)
-		goto out;
+	if ((rc = bc_x509_from_der(der, len, &x)) == 0)
+		rc = bc_pki_node_identity_x509(x, trust_domain, id);
+	X509_free(x);
+	return rc;
+}
+
+int bc_pki_node_identity_x509(X509 *x, const char *trust_domain, struct bc_node_identity *id)
+{
+	int rc;
+
+	memset(id, 0, sizeof(*id));
+	if (x == NULL || !bc_trust_domain_valid(trust_domain))
+		return BC_ERR_INVALID;
 	if ((rc = read_sans(x, trust_domain, id)) != 0)
 		goto out;
 	if ((rc = read_time(X509_get0_notBefore(x), &id->not_before_ms)) != 0 ||
@@ -216,7 +227,6 @@ int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domai
 out:
 	if (rc != 0)
 		bc_node_identity_clear(id);
-	X509_free(x);
 	ERR_clear_error();
 	return rc;
 }

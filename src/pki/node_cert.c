@@ -110,13 +110,23 @@ out:
 int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len)
 {
 	X509 *x = NULL;
-	EVP_PKEY *ca_pub;
 	int rc;
 
 	if (pki == NULL || pki->node_ca == NULL)
 		return BC_ERR_INVALID;
-	if ((rc = bc_x509_from_der(der, len, &x)) != 0)
-		return rc;
+	if ((rc = bc_x509_from_der(der, len, &x)) == 0)
+		rc = bc_pki_verify_node_x509(pki, x);
+	X509_free(x);
+	return rc;
+}
+
+int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x)
+{
+	EVP_PKEY *ca_pub;
+	int rc;
+
+	if (pki == NULL || pki->node_ca == NULL || x == NULL)
+		return BC_ERR_INVALID;
 	rc = BC_ERR_VERIFY;
 	/* names and key identifiers first, then the signature itself */
 	if (X509_check_issued(pki->node_ca, x) != X509_V_OK)
@@ -125,7 +135,6 @@ int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len)
 		goto out;
 	rc = 0;
 out:
-	X509_free(x);
 	ERR_clear_error();
 	return rc;
 }

@@ -7,7 +7,9 @@
 #include "server/admin_internal.h"
 
 #define JOIN_ATTESTORS_MAX 16
-#define BUILTIN_ATTESTOR   "join-token"
+/* the policy object is level 1; every object or array in it one more */
+#define POLICY_DEPTH_MAX 8
+#define BUILTIN_ATTESTOR "join-token"
 
 static const char *const POOL_FIELDS[] = {"name", "policy", NULL};
 
@@ -30,6 +32,33 @@ static int attestor_known(const struct bc_admin_config *cfg, const char *id)
 	return cfg->attestor_known(cfg->attestor_ctx, id);
 }
 
+/* 1 when v nests objects and arrays more than left levels deep (the parser bounds
+ * the recursion: 32 levels). */
+static int deeper_than(const json_t *v, int left)
+{
+	const json_t *x;
+	const char *k;
+	size_t i;
+	int deep = 0;
+
+	if (!json_is_object(v) && !json_is_array(v))
+		return 0;
+	if (left == 0)
+		return 1;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+		{
+			deep = deep || deeper_than(x, left - 1);
+		}
+		return deep;
+	}
+	json_object_foreach((json_t *)v, k, x)
+	{
+		deep = deep || deeper_than(x, left - 1);
+	}
+	return deep;
+}
+
 static int check_policy(struct admin_call *c, const json_t *policy)
 {
 	const json_t *list, *v;
@@ -37,6 +66,9 @@ static int check_policy(struct admin_call *c, const json_t *policy)
 
 	if (!json_is_object(policy))
 		return admin_fail(c, BC_ERR_INVALID, "pool.policy: expected an object");
+	if (deeper_than(policy, POLICY_DEPTH_MAX))
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "pool.policy: nested deeper than 8 levels of objects and arrays");
 	if ((list = json_object_get(policy, "joinAttestors")) == NULL)
 		return 0;
 	if (!json_is_array(list) || json_array_size(list) < 1 ||

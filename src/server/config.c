@@ -16,8 +16,25 @@
 #include <openssl/crypto.h>
 
 static const char *const top_keys[] = {
-    "listen",   "public_url", "database",   "secret_file", "pki_bundle", "threads",
-    "max_body", "log_level",  "log_format", "on_refusal",  "plugins",    "event_retention_days",
+    "listen",
+    "public_url",
+    "database",
+    "secret_file",
+    "pki_bundle",
+    "threads",
+    "max_body",
+    "log_level",
+    "log_format",
+    "on_refusal",
+    "plugins",
+    "event_retention_days",
+    "max_unauthenticated_body",
+    "unauthenticated_body_budget",
+    "request_timeout",
+    "max_connections",
+    "max_connections_per_address",
+    "on_refusal_processes",
+    "on_refusal_queue",
 };
 static const char *const top_tables[] = {"tls", "attestors"};
 
@@ -93,14 +110,17 @@ static int check_keys(const struct bc_server_config *c, char *err, size_t errlen
 	if (bc_toml_keys(c->toml, "", &names, &n) == 0)
 		for (size_t i = 0; i < n; i++)
 			if (!in_list(names[i], top_keys, sizeof(top_keys) / sizeof(*top_keys))) {
-				snprintf(
-				    err, errlen,
-				    "%s: %s: unknown key (known: listen, public_url, "
-				    "database, secret_file, pki_bundle, threads, max_body, "
-				    "log_level, "
-				    "log_format, on_refusal, plugins, event_retention_days, [tls], "
-				    "[attestors.<id>])",
-				    c->path, names[i]);
+				snprintf(err, errlen,
+				         "%s: %s: unknown key (known: listen, public_url, "
+				         "database, secret_file, pki_bundle, threads, max_body, "
+				         "log_level, "
+				         "log_format, on_refusal, plugins, event_retention_days, "
+				         "max_unauthenticated_body, unauthenticated_body_budget, "
+				         "request_timeout, max_connections, "
+				         "max_connections_per_address, "
+				         "on_refusal_processes, on_refusal_queue, [tls], "
+				         "[attestors.<id>])",
+				         c->path, names[i]);
 				return BC_ERR_CONFIG;
 			}
 	if (bc_toml_tables(c->toml, "", &names, &n) == 0)
@@ -119,6 +139,33 @@ static int check_keys(const struct bc_server_config *c, char *err, size_t errlen
 				         c->path, names[i]);
 				return BC_ERR_CONFIG;
 			}
+	return 0;
+}
+
+/* What one client may hold of the server (docs/server.md, "Limits"). */
+static int load_limits(struct bc_server_config *c, char *err, size_t errlen)
+{
+	int64_t v[7];
+	int rc;
+
+	if ((rc = get_num(c, "max_unauthenticated_body", 65536, 1024, 16 << 20, &v[0], err,
+	                  errlen)) != 0 ||
+	    (rc = get_num(c, "unauthenticated_body_budget", 64 << 20, 0, (int64_t)1 << 40, &v[1],
+	                  err, errlen)) != 0 ||
+	    (rc = get_num(c, "request_timeout", 10, 1, 3600, &v[2], err, errlen)) != 0 ||
+	    (rc = get_num(c, "max_connections", 4096, 16, 1 << 20, &v[3], err, errlen)) != 0 ||
+	    (rc = get_num(c, "max_connections_per_address", 64, 1, 1 << 20, &v[4], err, errlen)) !=
+	        0 ||
+	    (rc = get_num(c, "on_refusal_processes", 4, 1, 256, &v[5], err, errlen)) != 0 ||
+	    (rc = get_num(c, "on_refusal_queue", 256, 1, 65536, &v[6], err, errlen)) != 0)
+		return rc;
+	c->max_unauth_body = (size_t)v[0];
+	c->unauth_body_budget = (size_t)v[1];
+	c->request_timeout_s = (unsigned)v[2];
+	c->max_connections = (unsigned)v[3];
+	c->max_connections_per_address = (unsigned)v[4];
+	c->on_refusal_processes = (unsigned)v[5];
+	c->on_refusal_queue = (unsigned)v[6];
 	return 0;
 }
 
@@ -144,6 +191,8 @@ static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
 	if ((rc = get_num(c, "max_body", 65536, 1024, 16 << 20, &v, err, errlen)) != 0)
 		return rc;
 	c->max_body = (size_t)v;
+	if ((rc = load_limits(c, err, errlen)) != 0)
+		return rc;
 	/* 0 keeps every event; a century is as long as "forever" needs to be */
 	if ((rc = get_num(c, "event_retention_days", 90, 0, 36500, &v, err, errlen)) != 0)
 		return rc;
@@ -204,7 +253,10 @@ int bc_server_config_load(const char *path, struct bc_server_config *out, char *
 		bc_server_config_free(out);
 		return BC_ERR_NOMEM;
 	}
-	if ((rc = bc_toml_load(path, &out->toml, err, errlen)) != 0)
+	/* whoever may change server.toml chooses the commands the server runs */
+	if (bc_file_check_mode(path, 0, err, errlen) != 0)
+		rc = BC_ERR_CONFIG;
+	else if ((rc = bc_toml_load(path, &out->toml, err, errlen)) != 0)
 		rc = BC_ERR_CONFIG;
 	else if ((rc = check_keys(out, err, errlen)) == 0)
 		rc = load_fields(out, err, errlen);
@@ -239,6 +291,8 @@ int bc_server_secret_load(const char *path, uint8_t out[static 32], char *err, s
 	size_t len = 0, n;
 	int rc;
 
+	if (bc_file_check_mode(path, BC_MODE_SECRET, err, errlen) != 0)
+		return BC_ERR_CONFIG;
 	/* 64 hex characters and a newline; a little room for white space */
 	if ((rc = bc_file_read(path, 80, BC_FILE_TEXT | BC_FILE_FOLLOW, &text, &len)) != 0) {
 		if (rc == BC_ERR_LIMIT || (rc == BC_ERR_INVALID && errno == EILSEQ))

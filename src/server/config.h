@@ -6,7 +6,14 @@
  *   secret_file = "secret"                # 64 hex characters: the server secret
  *   pki_bundle  = "pki.bundle"            # written by `better-compute pki init`, sealed
  *   threads     = 8                       # HTTP worker threads
- *   max_body    = 65536                   # bytes per request body
+ *   max_body    = 65536                   # bytes per request body (an admin API key's)
+ *   max_unauthenticated_body = 65536      # bytes per body before authentication
+ *   unauthenticated_body_budget = 67108864 # bytes all such bodies hold at once
+ *   request_timeout = 10                  # seconds for a request's headers and body
+ *   max_connections = 4096                # open connections in all
+ *   max_connections_per_address = 64      # open connections from one client address
+ *   on_refusal_processes = 4              # on_refusal commands running at once
+ *   on_refusal_queue = 256                # refusals waiting for one
  *   log_level   = "info"                  # debug, info, warn, error
  *   log_format  = "logfmt"                # logfmt or json
  *   on_refusal  = ""                      # a command run with the refusal JSON on stdin
@@ -44,6 +51,13 @@ struct bc_server_config {
 	size_t n_plugins;
 	unsigned threads;
 	size_t max_body;
+	size_t max_unauth_body;
+	size_t unauth_body_budget;
+	unsigned request_timeout_s;
+	unsigned max_connections;
+	unsigned max_connections_per_address;
+	unsigned on_refusal_processes;
+	unsigned on_refusal_queue;
 	int64_t event_retention_days;
 	int log_level;  /* enum bc_log_level */
 	int log_format; /* enum bc_log_format */

@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "bc/log.h"
 #include "bc/net.h"
 
@@ -25,8 +27,14 @@
 /* Headers and MHD's read buffer live in this per-connection pool; the body is
  * copied out of it into our own bounded buffer. */
 #define HTTP_CONNECTION_MEMORY (128u * 1024)
-#define HTTP_CONNECTION_LIMIT  1000
 #define HTTP_MAX_QUERY         32
+/* Descriptors kept for everything but connections: the store, logs, hooks. */
+#define HTTP_FD_RESERVE 128
+/* The reaper's period, and the period of the summarized log lines. */
+#define HTTP_REAP_MS    1000
+#define HTTP_SUMMARY_MS 60000
+/* The request deadline when connections run short, at the least. */
+#define HTTP_MIN_DEADLINE_MS 1000
 /* A streamed (chunked) body over max_body is read and dropped so that the 413
  * reaches the client; past this many dropped bytes the connection is closed. */
 #define HTTP_MAX_DISCARD (1024u * 1024)
@@ -40,7 +48,28 @@ static const char BODY_TOO_LARGE[] =
 static const char TOO_MANY_ARGS[] =
     "{\"code\":\"invalid_argument\",\"message\":\"too many query arguments\"}";
 static const char STOPPING[] = "{\"code\":\"unavailable\",\"message\":\"server is stopping\"}";
+static const char BAD_REQUEST_LINE[] =
+    "{\"code\":\"invalid_argument\",\"message\":\"malformed request line\"}";
+static const char BAD_FRAMING[] =
+    "{\"code\":\"invalid_argument\",\"message\":\"ambiguous request framing (repeated "
+    "Content-Length, or Content-Length with Transfer-Encoding)\"}";
 
+/* One per TCP connection (MHD's socket_context), linked in bc_http.conns while open:
+ * the reaper closes one whose request has not fully arrived request_timeout after
+ * the connection opened or its previous request was answered. */
+struct http_conn {
+	struct http_conn *prev, *next;
+	MHD_socket fd;
+	uint64_t since_ms; /* monotonic */
+	int busy;          /* a request was read whole and is being answered */
+};
+
+/* Counts of what is logged once per HTTP_SUMMARY_MS instead of once each. */
+struct http_counts {
+	unsigned long reaped;      /* closed by the request deadline */
+	unsigned long over_budget; /* closed: the unauthenticated body budget was spent */
+	unsigned long mhd_lines;   /* libmicrohttpd's messages (aborted connections...) */
+};
 struct bc_http {
 	struct MHD_Daemon *d;
 	bc_http_handler handler;
@@ -54,15 +83,38 @@ struct bc_http {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	unsigned inflight;
+	/* limits (bc_http_config) */
+	size_t preauth_body;
+	size_t body_budget;
+	uint64_t request_timeout_ms;
+	unsigned max_connections;
+	unsigned per_address;
+	bc_http_authorize authorize;
+	atomic_size_t body_bytes; /* buffered in every request's body now */
+	/* the open connections and the reaper, under conns_lock */
+	pthread_mutex_t conns_lock;
+	pthread_cond_t reaper_wake;
+	struct http_conn *conns;
+	unsigned n_conns;
+	int reaper_running;
+	int reaper_stop;
+	pthread_t reaper;
+	struct http_counts counts;
+	char first_mhd_line[256]; /* the first of the window's libmicrohttpd messages */
+	uint64_t window_start_ms;
 };
 
 /* One per request: MHD's con_cls. Freed by on_completed(). */
 struct http_req {
 	struct bc_http *srv;
 	bc_buf body;
+	size_t reserved; /* of srv->body_bytes */
 	size_t discarded;
 	int too_large;
-	int answered; /* a response was queued before the body was read */
+	int authorized;      /* the authorize hook vouched for it: max_body, no budget */
+	int answered;        /* a response was queued before the body was read */
+	int begun;           /* begin_request() ran (counted in inflight) */
+	const char *uri_end; /* the request target's end as the request line had it */
 	size_t n_query;
 	int query_overflow;
 	const char *query_keys[HTTP_MAX_QUERY];
@@ -255,25 +307,150 @@ static void inflight_add(struct bc_http *s, int delta)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static enum MHD_Result begin_request(struct bc_http *s, struct MHD_Connection *conn, void **con_cls)
+/* Monotonic milliseconds, moved by the test clock's offset like bc_now_ms(). */
+static uint64_t mono_ms(void)
 {
-	struct http_req *r;
+	struct timespec ts;
 
-	if ((r = calloc(1, sizeof(*r))) == NULL)
-		return MHD_NO;
-	r->srv = s;
-	bc_buf_init(&r->body, s->max_body);
-	*con_cls = r;
-	inflight_add(s, 1);
-	if (atomic_load(&s->stopping)) {
-		r->answered = 1;
-		return queue_static(conn, 503, STOPPING, 1);
-	}
-	if (declared_too_large(conn, s->max_body)) {
-		r->answered = 1;
-		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
-	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u +
+	       (uint64_t)bc_clock_offset_ms();
+}
+
+static struct http_conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* busy: the request arrived whole (the deadline stops); idle again: it was answered
+ * (the deadline restarts for the next request on this connection). */
+static void conn_mark(struct bc_http *s, struct MHD_Connection *conn, int busy)
+{
+	struct http_conn *c = conn_of(conn);
+
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&s->conns_lock);
+	c->busy = busy;
+	c->since_ms = mono_ms();
+	pthread_mutex_unlock(&s->conns_lock);
+}
+
+struct framing {
+	unsigned content_length;
+	unsigned transfer_encoding;
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+	struct framing *f = cls;
+
+	(void)kind;
+	(void)value;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		f->content_length++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+		f->transfer_encoding++;
 	return MHD_YES;
+}
+
+/* A body framed two ways is read one way here and another by a proxy in front:
+ * refused (RFC 9112 section 6.3). */
+static int framing_ambiguous(struct MHD_Connection *conn, struct framing *f)
+{
+	memset(f, 0, sizeof(*f));
+	(void)MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, f);
+	return f->content_length > 1 || (f->content_length && f->transfer_encoding);
+}
+
+/* The most body this request may buffer: max_body once the authorize hook vouched
+ * for it (asked only when the request may be larger than preauth_body), else
+ * preauth_body. */
+static size_t body_cap(struct bc_http *s, struct http_req *r, struct MHD_Connection *conn,
+                       const char *url, const char *method, const struct framing *f)
+{
+	const char *authz;
+
+	if (s->preauth_body == 0 || s->max_body <= s->preauth_body)
+		return s->max_body;
+	if (!f->transfer_encoding && !declared_too_large(conn, s->preauth_body))
+		return s->preauth_body;
+	authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (s->authorize && s->authorize(s->ctx, method, url, authz ? authz : "") == 1) {
+		r->authorized = 1;
+		return s->max_body;
+	}
+	return s->preauth_body;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the request, made as soon as its request line is
+ * read. The target is a C string here; libmicrohttpd 0.9.x ends it in place with a
+ * NUL where the space before the version was, so the version follows it at once
+ * unless the target held a NUL byte of its own (checked in begin_request). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_req *r = calloc(1, sizeof(*r));
+
+	(void)conn;
+	if (r == NULL)
+		return NULL;
+	r->srv = cls;
+	r->uri_end = uri + strlen(uri);
+	return r;
+}
+
+static enum MHD_Result begin_request(struct bc_http *s, struct MHD_Connection *conn,
+                                     const char *url, const char *method, const char *version,
+                                     struct http_req *r)
+{
+	struct framing f;
+	size_t cap;
+
+	r->begun = 1;
+	inflight_add(s, 1);
+	r->answered = 1;
+	if (atomic_load(&s->stopping))
+		return queue_static(conn, 503, STOPPING, 1);
+	if (r->uri_end + 1 != version)
+		return queue_static(conn, 400, BAD_REQUEST_LINE, 1);
+	if (framing_ambiguous(conn, &f))
+		return queue_static(conn, 400, BAD_FRAMING, 1);
+	cap = body_cap(s, r, conn, url, method, &f);
+	if (declared_too_large(conn, cap))
+		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
+	bc_buf_init(&r->body, cap);
+	r->answered = 0;
+	return MHD_YES;
+}
+
+static void body_release(struct http_req *r)
+{
+	if (r->reserved)
+		atomic_fetch_sub(&r->srv->body_bytes, r->reserved);
+	r->reserved = 0;
+	bc_buf_free(&r->body);
+}
+
+/* Unauthenticated bodies share body_budget bytes: past it a request is dropped
+ * (its connection closed) rather than buffered. */
+static int body_reserve(struct http_req *r, size_t n)
+{
+	struct bc_http *s = r->srv;
+	size_t before;
+
+	if (r->authorized || s->body_budget == 0)
+		return 0;
+	before = atomic_fetch_add(&s->body_bytes, n);
+	if (before + n > s->body_budget) {
+		atomic_fetch_sub(&s->body_bytes, n);
+		return BC_ERR_LIMIT;
+	}
+	r->reserved += n;
+	return 0;
 }
 
 static enum MHD_Result take_upload(struct http_req *r, const char *data, size_t *size)
@@ -281,11 +458,17 @@ static enum MHD_Result take_upload(struct http_req *r, const char *data, size_t 
 	size_t n = *size;
 
 	*size = 0;
+	if (!r->too_large && n <= r->body.max - r->body.len && body_reserve(r, n) != 0) {
+		pthread_mutex_lock(&r->srv->conns_lock);
+		r->srv->counts.over_budget++;
+		pthread_mutex_unlock(&r->srv->conns_lock);
+		return MHD_NO;
+	}
 	if (!r->too_large && bc_buf_put(&r->body, data, n) == 0)
 		return MHD_YES;
 	if (!r->too_large) {
 		r->too_large = 1;
-		bc_buf_free(&r->body);
+		body_release(r);
 	}
 	r->discarded += n;
 	return r->discarded > HTTP_MAX_DISCARD ? MHD_NO : MHD_YES;
@@ -300,6 +483,7 @@ static enum MHD_Result finish_request(struct http_req *r, struct MHD_Connection 
 
 	/* whatever follows, this request is answered once */
 	r->answered = 1;
+	conn_mark(r->srv, conn, 1);
 	if (r->too_large)
 		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
 	(void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
@@ -336,7 +520,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct http_req *r = *con_cls;
 
 	if (r == NULL)
-		return begin_request(s, conn, con_cls);
+		return MHD_NO; /* on_uri() had no memory */
+	if (!r->begun)
+		return begin_request(s, conn, url, method, version, r);
 	if (r->answered) {
 		*upload_data_size = 0;
 		return MHD_YES;
@@ -351,24 +537,164 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct http_req *r = *con_cls;
 
+	(void)toe;
 	if (r == NULL)
 		return;
 	*con_cls = NULL;
-	bc_buf_free(&r->body);
-	inflight_add(r->srv, -1);
+	conn_mark(r->srv, conn, 0);
+	body_release(r);
+	if (r->begun)
+		inflight_add(r->srv, -1);
 	free(r);
 }
 
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+	struct bc_http *s = cls;
+	struct http_conn *c = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	switch (code) {
+	case MHD_CONNECTION_NOTIFY_STARTED:
+		/* without memory for it, the connection has the idle timeout only */
+		if ((c = calloc(1, sizeof(*c))) == NULL)
+			return;
+		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		c->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
+		c->since_ms = mono_ms();
+		pthread_mutex_lock(&s->conns_lock);
+		c->next = s->conns;
+		if (s->conns)
+			s->conns->prev = c;
+		s->conns = c;
+		s->n_conns++;
+		pthread_mutex_unlock(&s->conns_lock);
+		*socket_context = c;
+		break;
+	case MHD_CONNECTION_NOTIFY_CLOSED:
+		/* MHD calls this before it closes the socket: under conns_lock the reaper
+		 * never shuts down a descriptor that was reused */
+		if (c == NULL)
+			return;
+		pthread_mutex_lock(&s->conns_lock);
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			s->conns = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		s->n_conns--;
+		pthread_mutex_unlock(&s->conns_lock);
+		free(c);
+		*socket_context = NULL;
+		break;
+	default: break;
+	}
+}
+
+/* libmicrohttpd writes a line per aborted connection: the first of each minute is
+ * logged, the others counted into the reaper's summary. */
 __attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct bc_http *s = cls;
 	char buf[512];
 	size_t n;
+	int first;
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	n = strlen(buf);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';
-	bc_log(BC_LOG_WARN, "http", "detail", buf, NULL);
+	pthread_mutex_lock(&s->conns_lock);
+	first = s->counts.mhd_lines++ == 0;
+	if (first)
+		snprintf(s->first_mhd_line, sizeof(s->first_mhd_line), "%s", buf);
+	pthread_mutex_unlock(&s->conns_lock);
+	if (first)
+		bc_log(BC_LOG_WARN, "http", "detail", buf, NULL);
+}
+
+/* ---- the request deadline ---- */
+
+/* Under conns_lock: shuts down every connection whose request is overdue. MHD sees
+ * the end of the stream and closes it (and calls on_connection). */
+static void reap_overdue(struct bc_http *s, uint64_t now)
+{
+	uint64_t deadline = s->request_timeout_ms;
+
+	/* with the table three-quarters full, slow requests make room sooner */
+	if (s->n_conns > s->max_connections / 4 * 3)
+		deadline =
+		    deadline / 5 > HTTP_MIN_DEADLINE_MS ? deadline / 5 : HTTP_MIN_DEADLINE_MS;
+	for (struct http_conn *c = s->conns; c != NULL; c = c->next) {
+		/* now < since_ms: the test clock was set back; the connection counts as new */
+		if (c->busy || c->fd == MHD_INVALID_SOCKET || now < c->since_ms ||
+		    now - c->since_ms < deadline)
+			continue;
+		(void)shutdown(c->fd, SHUT_RDWR);
+		c->fd = MHD_INVALID_SOCKET;
+		s->counts.reaped++;
+	}
+}
+
+/* Under conns_lock: one line for the window's counts, then a new window. */
+static void log_summary(struct bc_http *s, uint64_t now)
+{
+	char reaped[24], budget[24], lines[24];
+	struct http_counts c = s->counts;
+
+	s->window_start_ms = now;
+	memset(&s->counts, 0, sizeof(s->counts));
+	if (c.reaped == 0 && c.over_budget == 0 && c.mhd_lines <= 1)
+		return;
+	snprintf(reaped, sizeof(reaped), "%lu", c.reaped);
+	snprintf(budget, sizeof(budget), "%lu", c.over_budget);
+	snprintf(lines, sizeof(lines), "%lu", c.mhd_lines);
+	bc_log(BC_LOG_WARN, "http connections closed in the last minute", "deadline", reaped,
+	       "bodyBudget", budget, "messages", lines, "firstMessage", s->first_mhd_line, NULL);
+}
+
+static void *reaper_main(void *arg)
+{
+	struct bc_http *s = arg;
+	struct timespec until;
+	uint64_t now;
+
+	pthread_mutex_lock(&s->conns_lock);
+	while (!s->reaper_stop) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += HTTP_REAP_MS / 1000;
+		(void)pthread_cond_timedwait(&s->reaper_wake, &s->conns_lock, &until);
+		now = mono_ms();
+		reap_overdue(s, now);
+		if (now < s->window_start_ms || now - s->window_start_ms >= HTTP_SUMMARY_MS)
+			log_summary(s, now);
+	}
+	log_summary(s, mono_ms());
+	pthread_mutex_unlock(&s->conns_lock);
+	return NULL;
+}
+
+/* The descriptors this process may open: the soft limit raised to the hard one when
+ * max_connections needs it. Returns how many connections fit. */
+static unsigned fit_fd_limit(unsigned want)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)want + HTTP_FD_RESERVE;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return want;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		rl.rlim_cur =
+		    rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return want;
+	return rl.rlim_cur > 2 * HTTP_FD_RESERVE ? (unsigned)(rl.rlim_cur - HTTP_FD_RESERVE)
+	                                         : (unsigned)(rl.rlim_cur / 2);
 }
 
 /* ---- start and stop ---- */
@@ -413,6 +739,13 @@ static struct MHD_Daemon *start_daemon(struct bc_http *s, unsigned threads)
 	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTP_TLS_PRIORITIES},
 	    {MHD_OPTION_END, 0, NULL},
 	};
+	struct MHD_OptionItem limits[] = {
+	    {MHD_OPTION_CONNECTION_LIMIT, s->max_connections, NULL},
+	    {MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->per_address, NULL},
+	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
+	    {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s},
+	    {MHD_OPTION_END, 0, NULL},
+	};
 
 	if (s->addr.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
@@ -421,14 +754,39 @@ static struct MHD_Daemon *start_daemon(struct bc_http *s, unsigned threads)
 	else
 		flags |= MHD_USE_TLS;
 	/* the logger first, so that MHD reports problems with the other options through it */
-	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
-	                        on_mhd_log, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->addr,
-	                        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-	                        (unsigned)HTTP_CONNECTION_TIMEOUT_S,
-	                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
-	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT,
-	                        MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_NOTIFY_COMPLETED,
-	                        on_completed, s, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+	return MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->addr, MHD_OPTION_THREAD_POOL_SIZE, threads,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONNECTION_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONNECTION_MEMORY,
+	    MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+	    MHD_OPTION_ARRAY, limits, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+}
+
+static void limits_of(const struct bc_http_config *cfg, struct bc_http *s)
+{
+	unsigned want = cfg->max_connections ? cfg->max_connections : BC_HTTP_DEFAULT_CONNECTIONS;
+
+	s->max_body = cfg->max_body ? cfg->max_body : HTTP_DEFAULT_MAX_BODY;
+	s->preauth_body = cfg->preauth_body;
+	s->body_budget = cfg->body_budget;
+	s->authorize = cfg->authorize;
+	s->request_timeout_ms =
+	    (uint64_t)(cfg->request_timeout_s ? cfg->request_timeout_s
+	                                      : BC_HTTP_DEFAULT_REQUEST_TIMEOUT_S) *
+	    1000u;
+	s->per_address = cfg->per_address ? cfg->per_address : BC_HTTP_DEFAULT_PER_ADDRESS;
+	s->max_connections = fit_fd_limit(want);
+	if (s->max_connections < want) {
+		char have[16], asked[16];
+
+		snprintf(have, sizeof(have), "%u", s->max_connections);
+		snprintf(asked, sizeof(asked), "%u", want);
+		bc_log(BC_LOG_WARN,
+		       "max_connections lowered to what the open-file limit allows; raise "
+		       "LimitNOFILE (ulimit -n)",
+		       "max_connections", asked, "allowed", have, NULL);
+	}
 }
 
 static void http_free(struct bc_http *s)
@@ -438,6 +796,8 @@ static void http_free(struct bc_http *s)
 	if (s->key_pem != NULL)
 		bc_freezero(s->key_pem, strlen(s->key_pem));
 	free(s->cert_pem);
+	pthread_cond_destroy(&s->reaper_wake);
+	pthread_mutex_destroy(&s->conns_lock);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -456,9 +816,11 @@ int bc_http_start(const struct bc_http_config *cfg, bc_http_handler h, void *ctx
 		return BC_ERR_NOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
+	pthread_mutex_init(&s->conns_lock, NULL);
+	pthread_cond_init(&s->reaper_wake, NULL);
 	s->handler = h;
 	s->ctx = ctx;
-	s->max_body = cfg->max_body ? cfg->max_body : HTTP_DEFAULT_MAX_BODY;
+	limits_of(cfg, s);
 	if ((rc = check_config(cfg, s, err, errlen)) != 0)
 		goto out;
 	if (cfg->tls_cert_pem != NULL && ((s->cert_pem = strdup(cfg->tls_cert_pem)) == NULL ||
@@ -477,6 +839,15 @@ int bc_http_start(const struct bc_http_config *cfg, bc_http_handler h, void *ctx
 	}
 	di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = di ? di->port : 0;
+	s->window_start_ms = mono_ms();
+	if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
+		snprintf(err, errlen, "listen %s: cannot start the request deadline thread",
+		         cfg->listen);
+		MHD_stop_daemon(s->d);
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	s->reaper_running = 1;
 	*out = s;
 	s = NULL;
 out:
@@ -512,6 +883,13 @@ void bc_http_stop(struct bc_http *s)
 	atomic_store(&s->stopping, 1);
 	fd = MHD_quiesce_daemon(s->d);
 	drain(s);
+	if (s->reaper_running) {
+		pthread_mutex_lock(&s->conns_lock);
+		s->reaper_stop = 1;
+		pthread_cond_signal(&s->reaper_wake);
+		pthread_mutex_unlock(&s->conns_lock);
+		pthread_join(s->reaper, NULL);
+	}
 	MHD_stop_daemon(s->d);
 	/* MHD's threads may use the listen socket until they are stopped. */
 	if (fd != MHD_INVALID_SOCKET)

@@ -36,12 +36,36 @@ struct bc_http_response {
 typedef void (*bc_http_handler)(void *ctx, const struct bc_http_request *req,
                                 struct bc_http_response *resp);
 
+/* Asked, before any byte of the body is read, whether a request that may carry more
+ * than preauth_body bytes comes from someone allowed to send that much (an admin API
+ * key): 1 yes, anything else no (the body is then capped at preauth_body). */
+typedef int (*bc_http_authorize)(void *ctx, const char *method, const char *path,
+                                 const char *authorization);
+
+#define BC_HTTP_DEFAULT_CONNECTIONS       4096
+#define BC_HTTP_DEFAULT_PER_ADDRESS       64
+#define BC_HTTP_DEFAULT_REQUEST_TIMEOUT_S 10
+
+/* What one client may hold. A connection whose request (headers and body) has not
+ * arrived whole request_timeout_s after the connection opened, or after its previous
+ * request was answered, is closed, however steadily its bytes trickle; a connection
+ * that sends nothing is closed after 30 s in any case. With more than three-quarters
+ * of max_connections open, the deadline is a fifth of request_timeout_s (1 s at
+ * least), so that slow clients make room for others sooner. The soft open-file limit is
+ * raised to fit max_connections (up to the hard limit; below it, fewer connections
+ * are accepted and a warning says so). */
 struct bc_http_config {
 	const char *listen;       /* "127.0.0.1:8080", "[::1]:0", "0.0.0.0:443" */
 	const char *tls_cert_pem; /* NULL: plain HTTP, refused unless listen is loopback */
 	const char *tls_key_pem;
-	unsigned threads; /* 0: 4 */
-	size_t max_body;  /* 0: 64 KiB */
+	unsigned threads;            /* 0: 4 */
+	size_t max_body;             /* 0: 64 KiB */
+	size_t preauth_body;         /* 0: max_body for every request; see bc_http_authorize */
+	size_t body_budget;          /* bytes all unauthorized bodies may hold at once; 0: no cap */
+	unsigned request_timeout_s;  /* 0: BC_HTTP_DEFAULT_REQUEST_TIMEOUT_S */
+	unsigned max_connections;    /* 0: BC_HTTP_DEFAULT_CONNECTIONS */
+	unsigned per_address;        /* connections from one client address; 0: the default */
+	bc_http_authorize authorize; /* called with the handler's ctx; may be NULL */
 };
 
 /* The Content-Security-Policy header of every answer. */

@@ -2,6 +2,7 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <jansson.h>
 
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "bc/files.h"
 #include "bc/json.h"
 #include "bc/log.h"
@@ -22,8 +24,11 @@
 #include "server/console.h"
 #include "server/http.h"
 
-#define BUNDLE_MAX   (1 << 20)
-#define HOOK_FEED_MS 1000 /* the refusal is a few hundred bytes */
+#define BUNDLE_MAX (1 << 20)
+/* an on_refusal command is killed past this (its process group too) */
+#define HOOK_TIMEOUT_MS 30000
+/* how often a full on_refusal queue is said in the log, at most */
+#define HOOK_DROP_LOG_MS 60000
 
 struct bc_server {
 	bc_store *store;
@@ -31,13 +36,19 @@ struct bc_server {
 	struct bc_join_service *join;
 	struct bc_http *http;
 	struct bc_admin_config admin;
-	char *on_refusal;
+	struct bc_proc_queue *on_refusal;
+	pthread_mutex_t drop_lock;
+	uint64_t dropped;       /* refusals on_refusal never saw: its queue was full */
+	uint64_t dropped_total; /* the same, since the start (bc_server_refusals_dropped) */
+	int64_t drop_logged_ms;
 	bc_refusal_fn hook;
 	void *hook_ctx;
 	char *public_url;
 };
 
 static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
+static const char healthz_method[] =
+    "{\"code\":\"method_not_allowed\",\"message\":\"/healthz answers GET and HEAD\"}";
 
 static void text(struct bc_http_response *resp, int status, const char *ct, const char *body)
 {
@@ -56,7 +67,9 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 	struct bc_server *s = ctx;
 
 	if (strcmp(req->path, "/healthz") == 0) {
-		if (bc_store_run(s->store, BC_TX_READ, healthz_tx, NULL) == 0)
+		if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+			text(resp, 405, "application/json", healthz_method);
+		else if (bc_store_run(s->store, BC_TX_READ, healthz_tx, NULL) == 0)
 			text(resp, 200, "application/json", "{\"status\":\"ok\"}");
 		else
 			text(resp, 503, "application/json", "{\"status\":\"store unavailable\"}");
@@ -77,15 +90,39 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 	text(resp, 404, "application/json", not_found);
 }
 
-/* on_refusal: the command gets the refusal as JSON on stdin. It runs detached
- * (bc_proc_start_sh), so a slow hook never delays the machine's answer, and so the
- * time of a refusal says nothing about its reason. */
-static void run_hook_command(const char *cmd, const char *json)
+/* Under drop_lock: one line for the refusals dropped since the last one, at most
+ * once per HOOK_DROP_LOG_MS. */
+static void log_dropped(struct bc_server *s, int64_t now)
 {
-	int rc = bc_proc_start_sh(cmd, json, strlen(json), HOOK_FEED_MS);
+	char n[24];
 
-	if (rc != 0)
-		bc_log(BC_LOG_ERROR, "on_refusal did not start", "error", bc_err_str(rc), NULL);
+	if (s->dropped == 0 || now - s->drop_logged_ms < HOOK_DROP_LOG_MS)
+		return;
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)s->dropped);
+	bc_log(BC_LOG_WARN,
+	       "on_refusal queue full: refusals not passed to the command (they are in the "
+	       "events); raise on_refusal_processes or on_refusal_queue, or make the command "
+	       "faster",
+	       "dropped", n, NULL);
+	s->dropped = 0;
+	s->drop_logged_ms = now;
+}
+
+/* on_refusal: the command gets the refusal as JSON on stdin, from a bounded queue
+ * served by on_refusal_processes commands at once, so a slow hook never delays the
+ * machine's answer and a flood never starts more processes. What does not fit is
+ * counted and said in the log. */
+static void run_hook_command(struct bc_server *s, const char *json)
+{
+	int rc = bc_proc_queue_push(s->on_refusal, json, strlen(json));
+
+	if (rc == 0)
+		return;
+	pthread_mutex_lock(&s->drop_lock);
+	s->dropped++;
+	s->dropped_total++;
+	log_dropped(s, bc_now_ms());
+	pthread_mutex_unlock(&s->drop_lock);
 }
 
 static void on_refusal(void *ctx, const struct bc_refusal *r)
@@ -96,15 +133,51 @@ static void on_refusal(void *ctx, const struct bc_refusal *r)
 
 	if (s->hook)
 		s->hook(s->hook_ctx, r);
-	if (s->on_refusal == NULL)
+	/* a refusal counted into a later summary is not passed on by itself */
+	if (s->on_refusal == NULL || r->count == 0)
 		return;
 	j = json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "attestor", r->attestor, "reason", r->reason,
 	              "tokenId", r->token_id, "nodeId", r->node_id, "tenantId", r->tenant_id);
+	if (j && r->summarized &&
+	    (json_object_set_new(j, "count", json_integer((json_int_t)r->count)) != 0 ||
+	     json_object_set_new(j, "summarized", json_true()) != 0)) {
+		json_decref(j);
+		return;
+	}
 	if (j && (js = bc_json_dump(j)) != NULL) {
-		run_hook_command(s->on_refusal, js);
+		run_hook_command(s, js);
 		free(js);
 	}
 	json_decref(j);
+}
+
+uint64_t bc_server_refusals_dropped(struct bc_server *s)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&s->drop_lock);
+	n = s->dropped_total;
+	pthread_mutex_unlock(&s->drop_lock);
+	return n;
+}
+
+static int authenticate_tx(bc_tx *tx, void *arg)
+{
+	char tenant[64], key[64];
+
+	return bc_admin_authenticate(tx, arg, tenant, key);
+}
+
+/* A body over max_unauthenticated_body is buffered for an admin API key only. */
+static int may_send_large_body(void *ctx, const char *method, const char *path,
+                               const char *authorization)
+{
+	struct bc_server *s = ctx;
+
+	(void)method;
+	if (strncmp(path, "/v1/", 4) != 0 || authorization[0] == 0)
+		return 0;
+	return bc_store_run(s->store, BC_TX_READ, authenticate_tx, (void *)authorization) == 0;
 }
 
 static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
@@ -114,6 +187,8 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 	size_t len = 0;
 	int rc;
 
+	if (bc_file_check_mode(cfg->pki_bundle, BC_MODE_SECRET, err, errlen) != 0)
+		return BC_ERR_CONFIG;
 	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
 		return rc;
 	if ((rc = bc_file_read(cfg->pki_bundle, BUNDLE_MAX, BC_FILE_TEXT | BC_FILE_FOLLOW, &text_,
@@ -187,6 +262,12 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	    .tls_key_pem = key,
 	    .threads = cfg->threads,
 	    .max_body = cfg->max_body,
+	    .preauth_body = cfg->max_unauth_body,
+	    .body_budget = cfg->unauth_body_budget,
+	    .request_timeout_s = cfg->request_timeout_s,
+	    .max_connections = cfg->max_connections,
+	    .per_address = cfg->max_connections_per_address,
+	    .authorize = may_send_large_body,
 	};
 	rc = bc_http_start(&hc, handle, s, &s->http, err, errlen);
 	free(cert);
@@ -204,11 +285,17 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 	*out = NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return BC_ERR_NOMEM;
+	pthread_mutex_init(&s->drop_lock, NULL);
 	s->hook = hook;
 	s->hook_ctx = hook_ctx;
-	if ((cfg->on_refusal && (s->on_refusal = strdup(cfg->on_refusal)) == NULL) ||
-	    (s->public_url = strdup(cfg->public_url)) == NULL) {
+	if ((s->public_url = strdup(cfg->public_url)) == NULL) {
 		rc = BC_ERR_NOMEM;
+		goto fail;
+	}
+	if (cfg->on_refusal &&
+	    (rc = bc_proc_queue_new(cfg->on_refusal, cfg->on_refusal_processes,
+	                            cfg->on_refusal_queue, HOOK_TIMEOUT_MS, &s->on_refusal)) != 0) {
+		snprintf(err, errlen, "on_refusal: cannot start its queue (%s)", bc_err_str(rc));
 		goto fail;
 	}
 	if ((rc = load_pki(cfg, &s->pki, err, errlen)) != 0)
@@ -257,10 +344,12 @@ void bc_server_stop(struct bc_server *s)
 		return;
 	if (s->http)
 		bc_http_stop(s->http);
+	/* the commands still running finish; those waiting are dropped */
+	bc_proc_queue_free(s->on_refusal);
 	bc_join_service_free(s->join);
 	bc_store_close(s->store);
 	bc_pki_free(s->pki);
-	free(s->on_refusal);
+	pthread_mutex_destroy(&s->drop_lock);
 	free(s->public_url);
 	free(s);
 }

@@ -4,7 +4,8 @@
  * bc_server_start() loads the secret and the PKI bundle named by the config, opens
  * the store (applying migrations), registers the built-in attestors and the plugins,
  * configures them, and listens. A refusal hook given here is called for every join
- * refusal in addition to the config's on_refusal command. */
+ * refusal in addition to the config's on_refusal command (the hook sees each one,
+ * summarized or not; the command, the published ones only). */
 #ifndef BC_SERVER_SERVER_H
 #define BC_SERVER_SERVER_H
 
@@ -21,6 +22,8 @@ uint16_t bc_server_port(const struct bc_server *s);
 struct bc_join_service *bc_server_join(struct bc_server *s);
 bc_store *bc_server_store(struct bc_server *s);
 const bc_pki *bc_server_pki(const struct bc_server *s);
+/* Refusals the on_refusal command never saw (its queue was full), since the start. */
+uint64_t bc_server_refusals_dropped(struct bc_server *s);
 /* Stops accepting, finishes in-flight requests, frees. */
 void bc_server_stop(struct bc_server *s);
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,13 +75,13 @@ static int write_secret_and_bundle(const char *dir)
 		return rc;
 	bc_hex_encode_to(secret, 32, hex);
 	snprintf(path, sizeof(path), "%s/secret", dir);
-	if (bct_write_file(path, hex) != 0)
+	if (bct_write_file(path, hex) != 0 || chmod(path, 0600) != 0)
 		return BC_ERR_IO;
 	if ((rc = bc_pki_generate("bc.test", &pki)) != 0)
 		return rc;
 	if ((rc = bc_pki_seal(pki, secret, &text)) == 0) {
 		snprintf(path, sizeof(path), "%s/pki.bundle", dir);
-		rc = bct_write_file(path, text) == 0 ? 0 : BC_ERR_IO;
+		rc = bct_write_file(path, text) == 0 && chmod(path, 0600) == 0 ? 0 : BC_ERR_IO;
 	}
 	free(text);
 	bc_pki_free(pki);

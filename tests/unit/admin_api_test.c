@@ -533,6 +533,37 @@ static void test_pools(void **state)
 	json_decref(p);
 }
 
+/* {"name":name,"policy":{"a":{"a":...leaf...}}} with levels objects around leaf. */
+static void nested_pool(char *body, size_t n, const char *name, int levels, const char *leaf)
+{
+	size_t at = (size_t)snprintf(body, n, "{\"name\":\"%s\",\"policy\":", name);
+
+	for (int i = 0; i < levels; i++)
+		at += (size_t)snprintf(body + at, n - at, "{\"a\":");
+	at += (size_t)snprintf(body + at, n - at, "%s", leaf);
+	for (int i = 0; i <= levels; i++)
+		at += (size_t)snprintf(body + at, n - at, "}");
+}
+
+/* A policy is stored and read back by every join of the pool: 8 levels at most. */
+static void test_pool_policy_deeper_than_8_levels_is_invalid_input(void **state)
+{
+	static const char *const pools = "/v1/tenants/root/pools";
+	char body[512];
+	(void)state;
+
+	/* the policy and 7 objects in it: 8 levels */
+	nested_pool(body, sizeof(body), "deep8", 8, "1");
+	json_decref(ok(F.root_auth, "POST", pools, body, 201));
+	/* 9: objects and arrays alike */
+	nested_pool(body, sizeof(body), "deep9", 8, "[1]");
+	expect_invalid(F.root_auth, "POST", pools, body,
+	               "pool.policy: nested deeper than 8 levels");
+	nested_pool(body, sizeof(body), "deep9", 9, "1");
+	expect_invalid(F.root_auth, "POST", pools, body,
+	               "pool.policy: nested deeper than 8 levels");
+}
+
 static void test_pool_validation(void **state)
 {
 	static const char *const pools = "/v1/tenants/root/pools";
@@ -1268,6 +1299,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_sites, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pools, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pool_validation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pool_policy_deeper_than_8_levels_is_invalid_input,
+	                                    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_scoping, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_token_validation, setup, teardown),

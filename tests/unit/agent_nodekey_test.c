@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +48,7 @@ static void write_key(const struct bcd_nodekey *k, const char *path)
 	assert_non_null(f = fopen(path, "w"));
 	fputs(pem, f);
 	fclose(f);
+	assert_int_equal(chmod(path, 0600), 0);
 	bc_freezero(pem, strlen(pem));
 }
 
@@ -168,6 +170,33 @@ static void test_file_key(void **state)
 	unsetenv("BCD_FAKEHW_TPM_KEYS");
 }
 
+/* A node key other users can read (or change) is refused, with the chmod to run. */
+static void test_node_key_readable_by_others_is_refused(void **state)
+{
+	struct bcd_config c;
+	struct bcd_msg m = {""};
+	struct bcd_nodekey k, back;
+	char path[512];
+	(void)state;
+
+	config(&c, tcti);
+	unsetenv("BCD_FAKEHW_TPM_KEYS");
+	assert_int_equal(bcd_nodekey_new(&c, 1, &k, &m), 0);
+	snprintf(path, sizeof(path), "%s/shared.key", dir);
+	write_key(&k, path);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(bcd_nodekey_read(&c, path, &back, &m), BC_ERR_DENIED);
+	assert_non_null(strstr(m.text, "lets every user read it; run `chmod 600"));
+	assert_null(back.key);
+	assert_int_equal(chmod(path, 0620), 0);
+	assert_int_equal(bcd_nodekey_read(&c, path, &back, &m), BC_ERR_DENIED);
+	assert_non_null(strstr(m.text, "lets its group change it"));
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(bcd_nodekey_read(&c, path, &back, &m), 0);
+	bcd_nodekey_free(&back);
+	bcd_nodekey_free(&k);
+}
+
 static void test_leaf_names_ak(void **state)
 {
 	char cmd[1024], path[512];
@@ -199,6 +228,7 @@ int main(void)
 	    cmocka_unit_test(test_tcti),
 	    cmocka_unit_test(test_key_in_tpm),
 	    cmocka_unit_test(test_file_key),
+	    cmocka_unit_test(test_node_key_readable_by_others_is_refused),
 	    cmocka_unit_test(test_leaf_names_ak),
 	};
 

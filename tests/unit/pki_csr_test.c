@@ -81,6 +81,28 @@ static void test_good_csr(void **state)
 	EVP_PKEY_free(key);
 }
 
+/* A SHA-1 self-signature (chosen-prefix collisions are practical) is refused, even
+ * though it verifies; SHA-384 and SHA-512 pass. */
+static void test_sha1_signed_csr_is_refused(void **state)
+{
+	EVP_PKEY *key = NULL;
+	uint8_t *der;
+	size_t len;
+
+	assert_int_equal(bc_key_generate(&key), 0);
+	der = raw_csr(key, key, EVP_sha1(), &len);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+	/* a P-256 key signs its CSR with SHA-256 (ES256): the longer digests are refused too */
+	der = raw_csr(key, key, EVP_sha384(), &len);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+	der = raw_csr(key, key, EVP_sha512(), &len);
+	assert_int_equal(check(der, len), BC_ERR_INVALID);
+	OPENSSL_free(der);
+	EVP_PKEY_free(key);
+}
+
 static void test_other_key_types(void **state)
 {
 	EVP_PKEY *p384 = EVP_EC_gen("secp384r1");
@@ -287,10 +309,14 @@ static void test_make_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_good_csr),       cmocka_unit_test(test_other_key_types),
-	    cmocka_unit_test(test_explicit_curve), cmocka_unit_test(test_bad_signatures),
-	    cmocka_unit_test(test_framing),        cmocka_unit_test(test_make_refusals),
+	    cmocka_unit_test(test_good_csr),
+	    cmocka_unit_test(test_other_key_types),
+	    cmocka_unit_test(test_explicit_curve),
+	    cmocka_unit_test(test_bad_signatures),
+	    cmocka_unit_test(test_framing),
+	    cmocka_unit_test(test_make_refusals),
 	    cmocka_unit_test(test_der_shapes),
+	    cmocka_unit_test(test_sha1_signed_csr_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

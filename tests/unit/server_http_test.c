@@ -15,6 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "bc/clock.h"
 #include "bc/pki.h"
 #include "server/http.h"
 
@@ -464,6 +471,284 @@ static void test_stop_lets_inflight_finish(void **state)
 	fetched_free(&c.f);
 }
 
+/* ---- raw sockets: what curl would never send ---- */
+
+static int raw_connect(struct bc_http *srv)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(bc_http_port(srv))};
+	struct timeval tv = {.tv_sec = 5};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	return fd;
+}
+
+static void raw_send(int fd, const char *p, size_t n)
+{
+	assert_int_equal(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* The status of the answer read from fd, 0 when it was closed without one, -1 when
+ * nothing came within the receive timeout. */
+static int raw_status(int fd)
+{
+	char buf[1024];
+	ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+	int status = 0;
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : 0;
+	if (n == 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+		return 0;
+	return status;
+}
+
+static int raw_request(struct bc_http *srv, const char *req, size_t len)
+{
+	int fd = raw_connect(srv), status;
+
+	raw_send(fd, req, len);
+	status = raw_status(fd);
+	close(fd);
+	return status;
+}
+
+/* A body framed two ways is read one way by us and another by a proxy in front of us
+ * (request smuggling): 400, and the handler never sees it. */
+static void test_ambiguous_framing_is_400(void **state)
+{
+	static const char dup_cl[] = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+	                             "Content-Length: 3\r\n\r\nabc";
+	static const char dup_cl_differ[] = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+	                                    "Content-Length: 8\r\n\r\nabcdefgh";
+	static const char cl_chunked[] = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+	                                 "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+	static const char nul_line[] = "GET /x\0y HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char fine[] = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc";
+	struct seen s = {0};
+	struct bc_http *srv = start("127.0.0.1:0", 1024, &s);
+	(void)state;
+
+	assert_int_equal(raw_request(srv, dup_cl, sizeof(dup_cl) - 1), 400);
+	assert_int_equal(raw_request(srv, dup_cl_differ, sizeof(dup_cl_differ) - 1), 400);
+	assert_int_equal(raw_request(srv, cl_chunked, sizeof(cl_chunked) - 1), 400);
+	assert_int_equal(raw_request(srv, nul_line, sizeof(nul_line) - 1), 400);
+	assert_int_equal(s.calls, 0);
+	assert_int_equal(raw_request(srv, fine, sizeof(fine) - 1), 201);
+	assert_int_equal(s.calls, 1);
+	bc_http_stop(srv);
+}
+
+static int authorize_yes(void *ctx, const char *method, const char *path, const char *authz)
+{
+	(void)ctx;
+	(void)method;
+	(void)path;
+	return strcmp(authz, "Bearer yes") == 0;
+}
+
+/* max_body (4096) only for what the authorize hook vouches for; preauth_body (1024)
+ * for the others, and a body budget (1500 bytes) all of them share. */
+static struct bc_http *start_limited(struct seen *s, unsigned request_timeout_s)
+{
+	struct bc_http_config cfg = {.listen = "127.0.0.1:0",
+	                             .threads = 2,
+	                             .max_body = 4096,
+	                             .preauth_body = 1024,
+	                             .body_budget = 1500,
+	                             .request_timeout_s = request_timeout_s,
+	                             .authorize = authorize_yes};
+	struct bc_http *srv = NULL;
+	char err[256];
+
+	assert_int_equal(bc_http_start(&cfg, handler, s, &srv, err, sizeof(err)), 0);
+	return srv;
+}
+
+static void test_unauthenticated_body_is_capped_before_buffering(void **state)
+{
+	static const char *const no_expect[] = {"Expect:", NULL};
+	static const char *const vouched[] = {"Expect:", "Authorization: Bearer yes", NULL};
+	static const char *const other[] = {"Expect:", "Authorization: Bearer no", NULL};
+	struct seen s = {0};
+	struct bc_http *srv = start_limited(&s, 0);
+	char big[2048], url[128];
+	struct fetched f;
+	(void)state;
+
+	memset(big, 'b', sizeof(big));
+	url_of(srv, "http", "/v1/x", url, sizeof(url));
+	struct request anon = {.url = url, .body = big, .body_len = 2048, .headers = no_expect};
+	assert_int_equal(fetch(&anon, &f), CURLE_OK);
+	assert_int_equal(f.status, 413);
+	fetched_free(&f);
+	struct request wrong = {.url = url, .body = big, .body_len = 2048, .headers = other};
+	assert_int_equal(fetch(&wrong, &f), CURLE_OK);
+	assert_int_equal(f.status, 413);
+	fetched_free(&f);
+	/* chunked, undeclared: the same cap */
+	struct request chunked = {.url = url, .stream_len = 2048, .headers = no_expect};
+	assert_int_equal(fetch(&chunked, &f), CURLE_OK);
+	assert_int_equal(f.status, 413);
+	fetched_free(&f);
+	assert_int_equal(s.calls, 0);
+	struct request ok = {.url = url, .body = big, .body_len = 2000, .headers = vouched};
+	assert_int_equal(fetch(&ok, &f), CURLE_OK);
+	assert_int_equal(f.status, 201);
+	assert_int_equal(s.body_len, 2000);
+	fetched_free(&f);
+	bc_http_stop(srv);
+}
+
+/* Two unauthenticated requests holding 1,000 body bytes each do not fit a budget of
+ * 1,500: the second is dropped (closed unanswered); once the first is answered, its
+ * bytes are free again. */
+static void test_unauthenticated_bodies_share_a_budget(void **state)
+{
+	static const char head[] = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n";
+	struct seen s = {0};
+	struct bc_http *srv = start_limited(&s, 0);
+	char body[1000];
+	int a, b;
+	(void)state;
+
+	memset(body, 'c', sizeof(body));
+	a = raw_connect(srv);
+	raw_send(a, head, sizeof(head) - 1);
+	raw_send(a, body, 900);
+	usleep(200 * 1000);
+	b = raw_connect(srv);
+	raw_send(b, head, sizeof(head) - 1);
+	raw_send(b, body, 900);
+	assert_int_equal(raw_status(b), 0);
+	close(b);
+	raw_send(a, body, 100);
+	assert_int_equal(raw_status(a), 201);
+	close(a);
+	assert_int_equal(raw_request(srv, head, sizeof(head) - 1), -1 /* waits for its body */);
+	b = raw_connect(srv);
+	raw_send(b, head, sizeof(head) - 1);
+	raw_send(b, body, 1000);
+	assert_int_equal(raw_status(b), 201);
+	close(b);
+	bc_http_stop(srv);
+}
+
+/* Headers that never end are closed at the request deadline (1 s here), however
+ * active: the test clock moves past it instead of waiting. A request that arrived
+ * whole is not. */
+static void test_request_deadline_closes_a_trickling_connection(void **state)
+{
+	static const char partial[] = "GET /x HTTP/1.1\r\nHost: a\r\nX-Slow: a";
+	static const char whole[] = "GET /x HTTP/1.1\r\nHost: a\r\n\r\n";
+	struct seen s = {0};
+	struct bc_http *srv = start_limited(&s, 1);
+	int slow, kept, status = -1;
+	(void)state;
+
+	slow = raw_connect(srv);
+	raw_send(slow, partial, sizeof(partial) - 1);
+	kept = raw_connect(srv);
+	raw_send(kept, whole, sizeof(whole) - 1);
+	assert_int_equal(raw_status(kept), 201);
+	/* a byte now and then resets an idle timeout, not this deadline */
+	for (int i = 0; i < 3 && status == -1; i++) {
+		raw_send(slow, "a", 1);
+		bc_clock_set_offset_ms((int64_t)(i + 1) * 2000);
+		struct timeval tv = {.tv_sec = 2};
+		assert_int_equal(setsockopt(slow, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+		status = raw_status(slow);
+	}
+	bc_clock_set_offset_ms(0);
+	assert_int_equal(status, 0);
+	assert_int_equal(s.calls, 1);
+	close(slow);
+	close(kept);
+	bc_http_stop(srv);
+}
+
+/* With more than three-quarters of max_connections (16) open, the deadline is a fifth
+ * of request_timeout (10 s): 13 slow connections are closed 3 s on (the test clock),
+ * where 3 are not. */
+static void test_deadline_shortens_when_connections_run_short(void **state)
+{
+	static const char partial[] = "GET /x HTTP/1.1\r\nHost: a\r\nX-Slow: a";
+	struct bc_http_config cfg = {
+	    .listen = "127.0.0.1:0", .threads = 2, .request_timeout_s = 10, .max_connections = 16};
+	struct seen s = {0};
+	struct bc_http *srv = NULL;
+	char err[256];
+	int fds[13], closed = 0;
+	(void)state;
+
+	assert_int_equal(bc_http_start(&cfg, handler, &s, &srv, err, sizeof(err)), 0);
+	for (int n = 3; n <= 13; n += 10) {
+		for (int i = 0; i < n; i++) {
+			fds[i] = raw_connect(srv);
+			raw_send(fds[i], partial, sizeof(partial) - 1);
+		}
+		usleep(200 * 1000);
+		bc_clock_set_offset_ms(3000);
+		usleep(2500 * 1000); /* the reaper runs every second */
+		closed = 0;
+		for (int i = 0; i < n; i++) {
+			char b;
+			closed += recv(fds[i], &b, 1, MSG_DONTWAIT) == 0;
+			close(fds[i]);
+		}
+		bc_clock_set_offset_ms(0);
+		assert_int_equal(closed, n == 3 ? 0 : 13);
+		usleep(1200 * 1000); /* the reaper sees the closed ones go */
+	}
+	bc_http_stop(srv);
+}
+
+/* Clients that hang up mid-request each make libmicrohttpd say so: one line is
+ * logged, the rest counted into one summary (here, at stop). */
+static void test_aborted_connections_log_is_summarized(void **state)
+{
+	static const char partial[] = "GET /x HTTP/1.1\r\nHost: a\r\nX-Half: ";
+	char path[] = "/tmp/bc-http-log.XXXXXX", line[1024];
+	struct seen s = {0};
+	struct bc_http *srv = start("127.0.0.1:0", 1024, &s);
+	int logfd = mkstemp(path), saved = dup(2), details = 0, summaries = 0;
+	FILE *f;
+	(void)state;
+
+	assert_true(logfd >= 0);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(logfd, 2), 2);
+	for (int i = 0; i < 20; i++) {
+		int fd = raw_connect(srv);
+		raw_send(fd, partial, sizeof(partial) - 1);
+		usleep(20 * 1000);
+		close(fd);
+	}
+	usleep(300 * 1000);
+	bc_http_stop(srv);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	assert_non_null(f = fopen(path, "r"));
+	while (fgets(line, sizeof(line), f)) {
+		details += strstr(line, "msg=http ") != NULL;
+		if (strstr(line, "msg=\"http connections closed in the last minute\"")) {
+			summaries++;
+			assert_non_null(strstr(line, "messages=20"));
+		}
+	}
+	fclose(f);
+	close(logfd);
+	unlink(path);
+	assert_int_equal(details, 1);
+	assert_int_equal(summaries, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -474,6 +759,12 @@ int main(void)
 	    cmocka_unit_test(test_helpers),
 	    cmocka_unit_test(test_tls_with_pinned_ca),
 	    cmocka_unit_test(test_stop_lets_inflight_finish),
+	    cmocka_unit_test(test_ambiguous_framing_is_400),
+	    cmocka_unit_test(test_unauthenticated_body_is_capped_before_buffering),
+	    cmocka_unit_test(test_unauthenticated_bodies_share_a_budget),
+	    cmocka_unit_test(test_request_deadline_closes_a_trickling_connection),
+	    cmocka_unit_test(test_aborted_connections_log_is_summarized),
+	    cmocka_unit_test(test_deadline_shortens_when_connections_run_short),
 	};
 	int rc;
 
