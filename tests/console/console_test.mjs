@@ -199,6 +199,8 @@ try {
   const refs = await rows('refusals-rows');
   check(refs.some((r) => r[1] === 'security.join.refused' && r[3] === REASON),
     'the refusal feed lacks ' + REASON + ': ' + JSON.stringify(refs));
+  check(refs.some((r) => r[1] === 'security.renew.refused' && r[3] !== '' && r[4] === env('BC_RETIRED_NODE')),
+    "the refusal feed lacks the retired node's renewal: " + JSON.stringify(refs));
   await shot('refusals');
   await signOut();
 

@@ -6,7 +6,8 @@
 #  - a real `bcd join --attestor tpm` against swtpm under [attestors.tpm] enrollment
 #    waits; the root key signs in, sees the pending join request, approves it in the
 #    console, and the node appears (tpm, adopted); tokens, pools, sites, the refusal feed
-#    (a refused join's reason) and cordon/retire work from the pages;
+#    (a refused join's and a retired node's renewal's reasons) and cordon/retire
+#    work from the pages;
 #  - a tenant key sees only its tenant's node;
 #  - the API key is never in a URL, the DOM (beyond the password field) or the log.
 # BC_CONSOLE_SCREENSHOTS=DIR writes a PNG of each page into DIR (docs/console/).
@@ -106,6 +107,28 @@ BCD_JOIN_TOKEN=$(cat root1.token) bcd join --config root1/config.toml >root1.out
 	fail "root join: $(cat root1.out)"
 ROOT_NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\)$/\1/p' root1.out)
 
+# a retired node's renewal is refused (security.renew.refused, for the feed)
+bcd_machine root2
+new_token root2.token
+BCD_JOIN_TOKEN=$(cat root2.token) bcd join --config root2/config.toml >root2.out 2>&1 ||
+	fail "root join: $(cat root2.out)"
+RETIRED=$(sed -n 's/^joined as \(node_[0-9a-z]*\)$/\1/p' root2.out)
+bc nodes retire "$RETIRED" >/dev/null
+BCD_RENEW_AFTER=1s BCD_RETRY_BASE=1s "$BIN/bcd" node --config root2/config.toml >root2.log 2>&1 &
+RENEW_PID=$!
+PIDS="$PIDS $RENEW_PID"
+renew_refusals() { bc --json events list --type security.renew.refused | python3 -c 'import json,sys
+d=json.load(sys.stdin); d=d if isinstance(d,list) else d["events"]; print(len(d))'; }
+for _ in $(seq 1 300); do
+	[ "$(renew_refusals)" -ge 1 ] && break
+	kill -0 "$RENEW_PID" 2>/dev/null || fail "bcd node exited: $(cat root2.log)"
+	sleep 0.1
+done
+[ "$(renew_refusals)" -ge 1 ] || fail "no security.renew.refused: $(tail -3 root2.log)"
+kill "$RENEW_PID"
+wait "$RENEW_PID" 2>/dev/null || true
+PIDS=$(echo "$PIDS" | sed "s/ $RENEW_PID//")
+
 # ---- the tpm machine waits for an operator ----
 tpm_machine m1 "$PORT_A"
 BCD_FAKEHW_TPM_KEYS=1 "$BIN/bcd" join --config m1/config.toml --attestor tpm >join.out 2>join.err &
@@ -115,7 +138,7 @@ PIDS="$PIDS $JOIN_PID"
 # ---- the browser ----
 rc=0
 NODE_PATH="$NPM_DIR/node_modules" BC_URL=$URL BC_ROOT_KEY=$ROOT_KEY BC_TENANT_KEY=$TENANT_KEY \
-	BC_TENANT=$ACME BC_TENANT_NODE=$ACME_NODE BC_ROOT_NODE=$ROOT_NODE BC_REASON=$REASON BC_CHROMIUM=$CHROMIUM \
+	BC_TENANT=$ACME BC_TENANT_NODE=$ACME_NODE BC_ROOT_NODE=$ROOT_NODE BC_RETIRED_NODE=$RETIRED BC_REASON=$REASON BC_CHROMIUM=$CHROMIUM \
 	BC_PROFILE="$T/chromium-profile" BC_SHOTS=$SHOTS \
 	node "$HERE/../console/console_test.mjs" "$NPM_DIR" 2>&1 | tee browser.out || rc=${PIPESTATUS[0]}
 [ "$rc" != 77 ] || exit 77
