@@ -1,11 +1,16 @@
 #!/bin/sh
 # Installs the Debian 12 packages that building, running and testing need, when
-# missing. Run as root (make does it for you); does nothing when all are present.
+# missing (Chromium, Node.js and npm for the web console's browser test too). Run
+# as root (make does it for you); does nothing when all are present.
 set -eu
 PKGS="build-essential cmake pkg-config clang clang-format libclang-rt-14-dev git curl ca-certificates openssl python3 procps
 libssl-dev libsqlite3-dev libpq-dev libprotobuf-c-dev protobuf-c-compiler
 libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libtss2-dev libcmocka-dev
-postgresql swtpm swtpm-tools tpm2-tools"
+postgresql swtpm swtpm-tools tpm2-tools
+chromium"
+# the console's browser test drives chromium with npm playwright-core (tests/console):
+# Debian's Node.js and npm unless a Node.js with npm is already installed
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""
 for p in $PKGS; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

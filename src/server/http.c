@@ -193,6 +193,10 @@ static enum MHD_Result queue_owned(struct MHD_Connection *conn, int status, cons
 		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	(void)MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	/* every answer, the web console's pages included: scripts and styles from this
+	 * origin only (no inline script), no frames, no forms sent anywhere, no referrer */
+	(void)MHD_add_response_header(r, "Content-Security-Policy", BC_HTTP_CSP);
+	(void)MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
 	if (close_after)
 		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (retry_after_s > 0) {

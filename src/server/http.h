@@ -69,6 +69,13 @@ struct bc_http_config {
 	bc_http_authorize authorize; /* called with the handler's ctx; may be NULL */
 };
 
+/* The Content-Security-Policy header of every answer (trusted types: a page of this
+ * origin cannot assign a string to innerHTML or any other script sink). */
+#define BC_HTTP_CSP                                                                                \
+	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "                \
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "        \
+	"require-trusted-types-for 'script'; trusted-types 'none'"
+
 struct bc_http;
 
 /* Starts listening. err says what failed ("listen 10.0.0.1:80: plain HTTP is only

@@ -23,6 +23,7 @@
 #include "server/admin.h"
 #include "server/admin_limit.h"
 #include "server/connect.h"
+#include "server/console.h"
 #include "server/metrics.h"
 #include "server/http.h"
 
@@ -138,6 +139,10 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 	}
 	if (strncmp(req->path, "/v1/", 4) == 0) {
 		bc_admin_handle(&s->admin, req, resp);
+		return;
+	}
+	if (bc_console_owns(req->path)) {
+		bc_console_serve(req, resp);
 		return;
 	}
 	if (bc_connect_owns(req->path)) {

@@ -1,0 +1,236 @@
+// The web console in headless Chromium, run by tests/e2e/console_test.sh (which starts
+// the control plane, the waiting tpm machine and the nodes named in the environment).
+// Exits 77 with a message when Chromium cannot start, 1 on any failure.
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const require = createRequire(path.join(process.argv[2], 'package.json'));
+const { chromium } = require('playwright-core');
+
+const env = (k) => {
+  if (!process.env[k]) throw new Error(k + ' is not set');
+  return process.env[k];
+};
+const URL = env('BC_URL');
+const ROOT_KEY = env('BC_ROOT_KEY');
+const TENANT_KEY = env('BC_TENANT_KEY');
+const TENANT_NODE = env('BC_TENANT_NODE');
+const ROOT_NODE = env('BC_ROOT_NODE');
+const REASON = env('BC_REASON');
+const SHOTS = process.env.BC_SHOTS || '';
+
+function fail(msg) {
+  throw new Error(msg);
+}
+function check(cond, msg) {
+  if (!cond) fail(msg);
+}
+
+let browser;
+try {
+  fs.rmSync(env('BC_PROFILE'), { recursive: true, force: true });
+  // a fresh profile (--user-data-dir): playwright passes it for a persistent context
+  browser = await chromium.launchPersistentContext(env('BC_PROFILE'), {
+    executablePath: env('BC_CHROMIUM'),
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1400, height: 800 },
+    timeout: 60000,
+  });
+} catch (e) {
+  console.log('SKIP: Chromium (' + env('BC_CHROMIUM') + ') cannot start: ' + String(e.message).split('\n')[0]);
+  process.exit(77);
+}
+
+const urls = [];
+const consoleErrors = [];
+let page;
+
+async function shot(name) {
+  if (!SHOTS) return;
+  await page.screenshot({ path: path.join(SHOTS, name + '.png'), fullPage: true });
+}
+
+// go to a page and wait until its loader finished
+async function open(name) {
+  await page.click('nav a[data-page="' + name + '"]');
+  await page.waitForSelector('body[data-loaded="' + name + '"]');
+  const err = await page.$eval('#status', (s) => (s.className === 'error' ? s.textContent : ''));
+  check(!err, name + ': ' + err);
+}
+
+async function rows(tbody) {
+  return page.$$eval('#' + tbody + ' tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+}
+
+async function signIn(key) {
+  await page.fill('#api-key', key);
+  await page.click('#sign-in-form button[type=submit]');
+  await page.waitForSelector('#nav:not([hidden])');
+  await page.waitForSelector('body:not([data-loaded=""]):not([data-loaded="sign-in"])');
+  check((await page.inputValue('#api-key')) === '', 'the password field still holds the key');
+  const html = await page.content();
+  check(!html.includes(key), 'the API key is in the DOM');
+  check((await page.evaluate(() => sessionStorage.getItem('bc.apiKey'))) === key, 'the key is not in sessionStorage');
+  check(!page.url().includes(key.slice(-20)), 'the key is in the URL');
+}
+
+async function signOut() {
+  await page.click('#sign-out');
+  await page.waitForSelector('body[data-loaded="sign-in"]');
+  check((await page.evaluate(() => sessionStorage.getItem('bc.apiKey'))) === null, 'sign out kept the key');
+}
+
+try {
+  page = browser.pages()[0] || (await browser.newPage());
+  page.on('request', (r) => urls.push(r.url()));
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+  page.on('dialog', (d) => d.accept());
+
+  const resp = await page.goto(URL + '/console/');
+  check(resp.status() === 200, '/console/ answered ' + resp.status());
+  check((resp.headers()['content-security-policy'] || '').includes("script-src 'self'"), 'no CSP on /console/');
+  await page.waitForSelector('body[data-loaded="sign-in"]');
+  await shot('sign-in');
+  // the CSP's trusted types: markup from a string cannot reach the page
+  const sink = await page.evaluate(() => {
+    try {
+      document.createElement('div').innerHTML = '<b>x</b>';
+      return 'allowed';
+    } catch (e) {
+      return 'blocked';
+    }
+  });
+  check(sink === 'blocked', 'innerHTML with a string was ' + sink + ' (no trusted types in the CSP)');
+
+  // a wrong key is refused and forgotten
+  await page.fill('#api-key', 'bck_key_01aaaaaaaaaaaaaaaaaaaaaaaa_wrongwrongwrongwrongwrong');
+  await page.click('#sign-in-form button[type=submit]');
+  await page.waitForFunction(() => document.getElementById('status').textContent.includes('refused'));
+  check((await page.evaluate(() => sessionStorage.getItem('bc.apiKey'))) === null, 'a refused key was kept');
+
+  // ---- root ----
+  await signIn(ROOT_KEY);
+  // the pending tpm request (bcd join is waiting): reload until it shows
+  let reqs = [];
+  for (let i = 0; i < 300; i++) {
+    await open('join-requests');
+    reqs = (await rows('join-requests-rows')).filter((r) => r[0].startsWith('jr_'));
+    if (reqs.length) break;
+    await page.waitForTimeout(100);
+  }
+  check(reqs.length === 1, 'no pending join request');
+  check(reqs[0][1] === 'tpm' && reqs[0][2] === 'tpm', 'join request row: ' + reqs[0]);
+  await shot('join-requests');
+  await page.click('#join-requests-rows button:text-is("Approve")');
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Approved jr_'));
+
+  // the machine joins at its next attempt
+  let tpmNode;
+  for (let i = 0; i < 300 && !tpmNode; i++) {
+    await open('nodes');
+    tpmNode = (await rows('nodes-rows')).find((r) => r[4] === 'tpm');
+    if (!tpmNode) await page.waitForTimeout(100);
+  }
+  check(tpmNode, 'the approved tpm machine never appeared in nodes');
+  check(tpmNode[3] === 'adopted' && tpmNode[5] === 'tpm' && tpmNode[2] === 'tpm', 'tpm node row: ' + tpmNode);
+  check(/^\d{4}-\d\d-\d\dT.*\(in /.test(tpmNode[6]), 'no certificate expiry: ' + tpmNode[6]);
+  let all = await rows('nodes-rows');
+  check(all.some((r) => r[0] === ROOT_NODE), 'root does not see its token node');
+  check(!all.some((r) => r[0] === TENANT_NODE), 'root tenant view shows the tenant node');
+  await open('join-requests');
+  check((await rows('join-requests-rows'))[0][0] === 'none', 'the approved request is still pending');
+  await open('nodes');
+  await shot('nodes');
+
+  // cordon, then retire, the token node
+  const row = '#nodes-rows tr[data-node="' + ROOT_NODE + '"]';
+  await page.click(row + ' button:text-is("Cordon")');
+  await page.waitForSelector('body[data-loaded="nodes"] ' + row + ' button:text-is("Uncordon")');
+  check((await page.textContent(row + ' td:nth-child(4)')) === 'cordoned', 'cordon did not cordon');
+  await page.click(row + ' button:text-is("Retire")');
+  await page.waitForFunction((sel) => {
+    const td = document.querySelector(sel + ' td:nth-child(4)');
+    return td && td.textContent === 'retired';
+  }, row);
+
+  // the root key's tenant selector lists acme: its nodes are there
+  await page.selectOption('#tenant', env('BC_TENANT'));
+  await page.waitForSelector('body[data-loaded="nodes"]');
+  all = await rows('nodes-rows');
+  check(all.length === 1 && all[0][0] === TENANT_NODE, 'root, tenant acme: ' + JSON.stringify(all));
+  await page.selectOption('#tenant', 'root');
+  await page.waitForSelector('body[data-loaded="nodes"]');
+
+  // tokens: create shows the secret once; values are text, never markup
+  await open('tokens');
+  await page.selectOption('#token-pool', await page.$eval('#token-pool',
+    (sel) => [...sel.options].find((o) => o.textContent.startsWith('web (')).value));
+  await page.fill('#token-description', '<img src=x id=xss>');
+  await page.click('#token-form button[type=submit]');
+  await page.waitForSelector('#token-secret-box:not([hidden])');
+  const secret = await page.textContent('#token-secret');
+  check(/^bct_/.test(secret), 'no token secret shown: ' + secret);
+  await page.waitForSelector('body[data-loaded="tokens"]');
+  await shot('tokens');
+  await page.click('#token-secret-done');
+  check((await page.textContent('#token-secret')) === '', 'the secret stayed in the page');
+  check((await page.$('#xss')) === null, 'a description became markup');
+  let toks = await rows('tokens-rows');
+  const mine = toks.find((r) => r[7] === '<img src=x id=xss>');
+  check(mine && mine[6] === '', 'the new token: ' + JSON.stringify(toks));
+  await page.click('#tokens-rows tr:has(td:text-is("' + mine[0] + '")) button:text-is("Revoke")');
+  await page.waitForFunction((id) => [...document.querySelectorAll('#tokens-rows tr')].some(
+    (tr) => tr.children[0].textContent === id && tr.children[6].textContent !== ''), mine[0]);
+  await open('tokens');
+  check(!(await page.content()).includes(secret), 'the secret is in the page after a reload');
+
+  await open('pools');
+  const ps = await rows('pools-rows');
+  check(ps.some((r) => r[1] === 'web') && ps.some((r) => r[1] === 'tpm'), 'pools: ' + JSON.stringify(ps));
+  await shot('pools');
+  await open('sites');
+  check((await rows('sites-rows')).some((r) => r[1] === 'lab'), 'no site lab');
+  await shot('sites');
+  await open('refusals');
+  const refs = await rows('refusals-rows');
+  check(refs.some((r) => r[1] === 'security.join.refused' && r[3] === REASON),
+    'the refusal feed lacks ' + REASON + ': ' + JSON.stringify(refs));
+  check(refs.some((r) => r[1] === 'security.renew.refused' && r[3] !== '' && r[4] === env('BC_RETIRED_NODE')),
+    "the refusal feed lacks the retired node's renewal: " + JSON.stringify(refs));
+  await shot('refusals');
+  await signOut();
+
+  // ---- a tenant key: its tenant only ----
+  await signIn(TENANT_KEY);
+  check(await page.$eval('#tenant', (s) => s.disabled && s.options.length === 1), 'a tenant key can pick tenants');
+  await open('nodes');
+  all = await rows('nodes-rows');
+  check(all.length === 1 && all[0][0] === TENANT_NODE, 'tenant key sees: ' + JSON.stringify(all));
+  await shot('nodes-tenant');
+  await open('join-requests');
+  check((await rows('join-requests-rows'))[0][0] === 'none', 'a tenant sees join requests of root');
+  await open('refusals');
+  check(!(await rows('refusals-rows')).some((r) => r[3] === REASON), "a tenant sees root's refusals");
+  // the API itself refuses another tenant's path to this key, from the browser
+  const st = await page.evaluate(async () => (await fetch('/v1/tenants/root/nodes', {
+    headers: { Authorization: 'Bearer ' + sessionStorage.getItem('bc.apiKey') } })).status);
+  check(st === 404, "the tenant key's GET of root's nodes answered " + st);
+  await signOut();
+
+  for (const u of urls) {
+    check(!u.includes(ROOT_KEY.slice(-20)) && !u.includes(TENANT_KEY.slice(-20)), 'a key in a URL: ' + u);
+  }
+  const errs = consoleErrors.filter((e) => !/status of 40[14]/.test(e) && !/TrustedHTML/.test(e));
+  check(errs.length === 0, 'errors in the page: ' + errs.join('; '));
+  console.log('console: ' + urls.length + ' requests, ' + (SHOTS ? 'screenshots in ' + SHOTS : 'no screenshots'));
+  await browser.close();
+} catch (e) {
+  console.error('FAIL: ' + (e.stack || e));
+  if (page && SHOTS) await page.screenshot({ path: path.join(SHOTS, 'failure.png') }).catch(() => {});
+  await browser.close().catch(() => {});
+  process.exit(1);
+}
