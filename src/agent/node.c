@@ -1,6 +1,7 @@
 /* bcd node: the daemon. It keeps the node's certificate fresh: a renewal at two thirds
  * of the certificate's life (BCD_RENEW_AFTER, e.g. "3s", overrides it for tests), a
- * failure retried with backoff from 30 s (BCD_RETRY_BASE) doubling to 10 minutes.
+ * failure retried with backoff from 30 s (BCD_RETRY_BASE) doubling to 10 minutes, each
+ * wait jittered by a quarter either way.
  * SIGTERM and SIGINT end it with status 0: they are blocked and waited for with
  * sigtimedwait, so every wait is interruptible and no handler runs mid-write.
  *
@@ -24,6 +25,7 @@
 
 #include "agent/agent.h"
 #include "agent/nodekey.h"
+#include "bc/crypto.h"
 #include "bc/clock.h"
 #include "bc/log.h"
 #include "bc/wire.h"
@@ -165,13 +167,20 @@ out:
 	return rc;
 }
 
+/* Doubling from the base to MAX_BACKOFF_MS, each wait drawn from [3/4, 5/4) of it: a
+ * fleet cut off at once does not come back at once. */
 static int64_t backoff_ms(const struct daemon *d)
 {
 	int64_t b = d->retry_base_ms;
+	uint32_t r = 0;
 
 	for (int i = 1; i < d->attempt && b < MAX_BACKOFF_MS; i++)
 		b *= 2;
-	return b > MAX_BACKOFF_MS ? MAX_BACKOFF_MS : b;
+	if (b > MAX_BACKOFF_MS)
+		b = MAX_BACKOFF_MS;
+	if (b < 4 || bc_random(&r, sizeof(r)) != 0)
+		return b;
+	return b - b / 4 + (int64_t)(r % (uint32_t)(b / 2));
 }
 
 static void log_failure(struct daemon *d, const char *what, const struct bcd_msg *m, int64_t retry)
