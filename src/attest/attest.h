@@ -18,6 +18,7 @@ const struct bc_attestor *bc_attestor_x509pop(void);
 const struct bc_attestor *bc_attestor_tpm(void);
 const struct bc_attestor *bc_attestor_cloud_iid(void);
 const struct bc_attestor *bc_attestor_provisioned(void);
+const struct bc_attestor *bc_attestor_discovery(void);
 /* The optional built-in of that id, or NULL. */
 const struct bc_attestor *bc_attestor_builtin(const char *id);
 /* "x509pop, tpm": for error messages. */

@@ -18,6 +18,7 @@ static const struct builtin builtins[] = {
     {"tpm", bc_attestor_tpm},
     {"cloud-iid", bc_attestor_cloud_iid},
     {"provisioned", bc_attestor_provisioned},
+    {"discovery", bc_attestor_discovery},
     {NULL, NULL},
 };
 
