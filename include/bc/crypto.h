@@ -168,6 +168,9 @@ typedef int (*bc_sign_fn)(void *ctx, const char *purpose, const uint8_t *payload
                           uint8_t sig[BC_SIG_LEN]);
 BC_WUR int bc_es256_digest(const char *purpose, const void *payload, size_t len,
                            uint8_t out[static 32]);
+/* A bc_sign_fn for a key in memory: ctx is its EVP_PKEY *. */
+int bc_es256_key_sign(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
+                      uint8_t sig[BC_SIG_LEN]);
 BC_WUR int bc_es256_sign_with(bc_sign_fn sign, void *ctx, EVP_PKEY *pub, const char *purpose,
                               const void *payload, size_t len, uint8_t sig[static BC_SIG_LEN]);
 

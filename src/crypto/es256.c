@@ -248,3 +248,9 @@ int bc_secret_payload(bc_buf *b, const char *workflow_id, const char *kind, cons
 		rc = bc_buf_put_u64(b, (uint64_t)client_time_ms);
 	return rc;
 }
+
+int bc_es256_key_sign(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
+                      uint8_t sig[BC_SIG_LEN])
+{
+	return bc_es256_sign(ctx, purpose, payload, len, sig);
+}
