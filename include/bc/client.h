@@ -221,7 +221,6 @@ struct bc_discovery_fields {
 /* A serialized SignedDiscoveryAssertion of f, signed by (sign, sign_ctx) under
  * discovery-assertion and checked under pub; key_id is pub's. *out malloc'd. */
 BC_WUR int bc_client_sign_assertion(const struct bc_discovery_fields *f, EVP_PKEY *pub,
-                                    bc_sign_fn sign, void *sign_ctx, uint8_t **out,
-                                    size_t *len);
+                                    bc_sign_fn sign, void *sign_ctx, uint8_t **out, size_t *len);
 
 #endif

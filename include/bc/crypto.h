@@ -87,8 +87,8 @@ BC_WUR int bc_lease_payload(bc_buf *b, const char *site_id, const char *name, ui
                             uint64_t ttl_seconds, int64_t client_time_ms);
 BC_WUR int bc_boot_entries_payload(bc_buf *b, const char *site_id, uint64_t epoch,
                                    int64_t client_time_ms);
-BC_WUR int bc_secret_payload(bc_buf *b, const char *workflow_id, const char *kind,
-                             const char *mac, int64_t client_time_ms);
+BC_WUR int bc_secret_payload(bc_buf *b, const char *workflow_id, const char *kind, const char *mac,
+                             int64_t client_time_ms);
 
 /* P1363 <-> DER ECDSA-Sig-Value for P-256. *der is malloc'd (free()). */
 BC_WUR int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *len);

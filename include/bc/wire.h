@@ -19,15 +19,15 @@
  * SecretResponseBody under secret-response). */
 #define BC_WIRE_PATH_FETCH_SECRET BC_WIRE_JOIN_SERVICE "FetchSecret"
 /* SiteService: a site's boot server (bcd site) and its site::boot lease. */
-#define BC_WIRE_SITE_SERVICE         "/bettercompute.site.v1.SiteService/"
-#define BC_WIRE_PATH_ACQUIRE_LEASE   BC_WIRE_SITE_SERVICE "AcquireLease"
-#define BC_WIRE_PATH_RENEW_LEASE     BC_WIRE_SITE_SERVICE "RenewLease"
-#define BC_WIRE_PATH_RELEASE_LEASE   BC_WIRE_SITE_SERVICE "ReleaseLease"
-#define BC_WIRE_PATH_LIST_BOOT       BC_WIRE_SITE_SERVICE "ListBootEntries"
+#define BC_WIRE_SITE_SERVICE       "/bettercompute.site.v1.SiteService/"
+#define BC_WIRE_PATH_ACQUIRE_LEASE BC_WIRE_SITE_SERVICE "AcquireLease"
+#define BC_WIRE_PATH_RENEW_LEASE   BC_WIRE_SITE_SERVICE "RenewLease"
+#define BC_WIRE_PATH_RELEASE_LEASE BC_WIRE_SITE_SERVICE "ReleaseLease"
+#define BC_WIRE_PATH_LIST_BOOT     BC_WIRE_SITE_SERVICE "ListBootEntries"
 /* The boot lease's name, and the kind of secret FetchSecret mints for a MAC. */
-#define BC_WIRE_LEASE_BOOT           "site::boot"
-#define BC_WIRE_SECRET_DISCOVERY     "discovery-token"
-#define BC_WIRE_ATTESTOR_DISCOVERY   "discovery"
+#define BC_WIRE_LEASE_BOOT         "site::boot"
+#define BC_WIRE_SECRET_DISCOVERY   "discovery-token"
+#define BC_WIRE_ATTESTOR_DISCOVERY "discovery"
 /* A discovery assertion (and its token) is valid at most this long after issued_at. */
 #define BC_WIRE_DISCOVERY_MAX_AGE_MS (15LL * 60 * 1000)
 /* The largest SignedDiscoveryAssertion either side reads, in bytes. */

@@ -14,12 +14,9 @@ struct builtin {
 };
 
 static const struct builtin builtins[] = {
-    {"x509pop", bc_attestor_x509pop},
-    {"tpm", bc_attestor_tpm},
-    {"cloud-iid", bc_attestor_cloud_iid},
-    {"provisioned", bc_attestor_provisioned},
-    {"discovery", bc_attestor_discovery},
-    {NULL, NULL},
+    {"x509pop", bc_attestor_x509pop},     {"tpm", bc_attestor_tpm},
+    {"cloud-iid", bc_attestor_cloud_iid}, {"provisioned", bc_attestor_provisioned},
+    {"discovery", bc_attestor_discovery}, {NULL, NULL},
 };
 
 const struct bc_attestor *bc_attestor_builtin(const char *id)

@@ -215,7 +215,8 @@ static int token_mac(bc_tx *tx, const char *token_id, const char *mac, const cha
 	if ((rc = bc_row_token_expect(tx, token_id, &expect, &reclaim)) != 1)
 		return rc < 0 ? rc : BC_ERR_INTERNAL; /* locked a moment ago */
 	if (bc_json_parse(expect, strlen(expect), 0, &e, NULL, 0) == 0 &&
-	    bc_json_get_string(e, "mac", &v) == 0 && (bc_mac_canon(v, m) != 0 || strcmp(m, mac) != 0))
+	    bc_json_get_string(e, "mac", &v) == 0 &&
+	    (bc_mac_canon(v, m) != 0 || strcmp(m, mac) != 0))
 		*reason = BC_R_DISCOVERY_TOKEN_MAC;
 	json_decref(e);
 	free(expect);
@@ -238,8 +239,9 @@ static int try_cert(void *ctx, const uint8_t *der, size_t len)
 		return 0;
 	if ((pub = X509_get0_pubkey(x)) != NULL && bc_key_id(pub, kid) == 0 &&
 	    strcmp(kid, sc->st->key_id) == 0)
-		sc->verified = bc_es256_verify(pub, BC_PURPOSE_DISCOVERY_ASSERTION, sc->st->assertion,
-		                               sc->st->assertion_len, sc->st->sig, BC_SIG_LEN) == 0;
+		sc->verified =
+		    bc_es256_verify(pub, BC_PURPOSE_DISCOVERY_ASSERTION, sc->st->assertion,
+		                    sc->st->assertion_len, sc->st->sig, BC_SIG_LEN) == 0;
 	X509_free(x);
 	return sc->verified;
 }
@@ -321,7 +323,8 @@ static int approval(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_in
 		snprintf(key, sizeof(key), "%s/%s", st->site, st->mac);
 	j = json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "siteId", st->site, "mac", st->mac,
 	              "productUuid", bc_uuid_canon(in->claims.product_uuid, u) == 0 ? u : NULL,
-	              "serial", in->claims.serial && in->claims.serial[0] ? in->claims.serial : NULL,
+	              "serial",
+	              in->claims.serial && in->claims.serial[0] ? in->claims.serial : NULL,
 	              "workflowId", st->workflow[0] ? st->workflow : NULL);
 	claims = j ? bc_json_dump(j) : NULL;
 	json_decref(j);
@@ -384,7 +387,8 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 		bc_refuse(out, reason);
 		return 0;
 	}
-	if (c->approval == APPROVE_ALWAYS || (c->approval == APPROVE_UNKNOWN && !t.workflow_id[0])) {
+	if (c->approval == APPROVE_ALWAYS ||
+	    (c->approval == APPROVE_UNKNOWN && !t.workflow_id[0])) {
 		if ((rc = approval(tx, c, in, st, &t, out)) != 0 || out->kind != BC_OUTCOME_RESULT)
 			return rc;
 		memset(&out->result, 0, sizeof(out->result));

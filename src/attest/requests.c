@@ -59,12 +59,13 @@ static int new_request(bc_tx *tx, const struct bc_join_request_place *p,
 	                BC_TEXT(p->detail ? p->detail : "{}"),
 	                BC_INT(in->now_ms),
 	                BC_INT(in->now_ms + p->pending_ttl_s * 1000)};
-	if ((rc = bc_tx_exec(tx,
-	                     "INSERT INTO join_requests (id, tenant_id, pool_id, site_id, attestor, "
-	                     "request_key, csr_sha256, claims, detail, state, created_at, "
-	                     "expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', "
-	                     "$10, $11)",
-	                     q, 11, NULL)) != 0 ||
+	if ((rc =
+	         bc_tx_exec(tx,
+	                    "INSERT INTO join_requests (id, tenant_id, pool_id, site_id, attestor, "
+	                    "request_key, csr_sha256, claims, detail, state, created_at, "
+	                    "expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', "
+	                    "$10, $11)",
+	                    q, 11, NULL)) != 0 ||
 	    (rc = created_event(tx, p, id)) != 0)
 		return rc;
 	defer(out, id, p->retry_after_s);
@@ -108,10 +109,11 @@ int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
 		return 0;
 	}
 	bc_hex_encode_to(in->csr_sha256, 32, csr_hex);
-	if (strcasecmp(csr, csr_hex) != 0 && p->renew_pending_csr && strcmp(state, "pending") == 0) {
+	if (strcasecmp(csr, csr_hex) != 0 && p->renew_pending_csr &&
+	    strcmp(state, "pending") == 0) {
 		bc_param c[] = {BC_TEXT(id), BC_TEXT(csr_hex)};
-		if ((rc = bc_tx_exec(tx, "UPDATE join_requests SET csr_sha256 = $2 WHERE id = $1", c,
-		                     2, NULL)) != 0)
+		if ((rc = bc_tx_exec(tx, "UPDATE join_requests SET csr_sha256 = $2 WHERE id = $1",
+		                     c, 2, NULL)) != 0)
 			return rc;
 		defer(out, id, p->retry_after_s);
 		return 0;

@@ -16,13 +16,13 @@
 #include "bettercompute/site/v1/site.pb-c.h"
 #include "client/internal.h"
 
-#define MAX_CHAIN 8
+#define MAX_CHAIN   8
 #define MAX_ENTRIES 1024
 
 static int caller_ok(const struct bc_client_pins *pins, const struct bc_site_caller *c)
 {
-	return pins && c && c->chain && c->chain_lens && c->n_chain > 0 && c->n_chain <= MAX_CHAIN &&
-	       c->pub && c->sign && c->site_id;
+	return pins && c && c->chain && c->chain_lens && c->n_chain > 0 &&
+	       c->n_chain <= MAX_CHAIN && c->pub && c->sign && c->site_id;
 }
 
 static int sign_payload(const struct bc_site_caller *c, const char *purpose, bc_buf *b,
@@ -184,7 +184,8 @@ int bc_client_boot_entries(const struct bc_client_pins *pins, const struct bc_si
 	rc = BC_ERR_VERIFY;
 	if ((b = bettercompute__site__v1__boot_entries_body__unpack(NULL, sr->body.len,
 	                                                            sr->body.data)) == NULL ||
-	    strcmp(b->site_id, c->site_id) != 0 || b->epoch != epoch || b->n_entries > MAX_ENTRIES) {
+	    strcmp(b->site_id, c->site_id) != 0 || b->epoch != epoch ||
+	    b->n_entries > MAX_ENTRIES) {
 		bc_client_errf(err, errlen, "boot entries answer: not a BootEntriesBody of site %s",
 		               c->site_id);
 		goto out;
@@ -256,8 +257,9 @@ int bc_client_fetch_secret(const struct bc_client_pins *pins, const struct bc_si
 	    strcmp(b->kind, BC_WIRE_SECRET_DISCOVERY) != 0 ||
 	    strcmp(b->workflow_id, workflow_id) != 0 || b->secret.len == 0 ||
 	    b->secret.len > BC_WIRE_TOKEN_MAX || memchr(b->secret.data, 0, b->secret.len) != NULL) {
-		bc_client_errf(err, errlen, "discovery token answer: not a SecretResponseBody for "
-		                            "that workflow");
+		bc_client_errf(err, errlen,
+		               "discovery token answer: not a SecretResponseBody for "
+		               "that workflow");
 		goto out;
 	}
 	if ((*token = malloc(b->secret.len + 1)) == NULL) {

@@ -526,8 +526,9 @@ int bc_row_lease_lock(bc_tx *tx, const char *name, struct bc_lease_row *row)
 	                     "($1, '', 0, 0) ON CONFLICT (name) DO NOTHING",
 	                     (bc_param[]){BC_TEXT(name)}, 1, NULL)) != 0)
 		return rc;
-	if ((rc = first_row(tx, "SELECT holder, epoch, expires_at FROM leases WHERE name = $1 FOR UPDATE",
-	                    (bc_param[]){BC_TEXT(name)}, 1, &r)) != 1)
+	if ((rc = first_row(
+	         tx, "SELECT holder, epoch, expires_at FROM leases WHERE name = $1 FOR UPDATE",
+	         (bc_param[]){BC_TEXT(name)}, 1, &r)) != 1)
 		return rc == 0 ? BC_ERR_INTERNAL : rc; /* inserted a moment ago */
 	copy_col(row->holder, sizeof(row->holder), r, "holder");
 	row->epoch = bc_rows_int_named(r, "epoch");

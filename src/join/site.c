@@ -103,8 +103,7 @@ static int check_current(bc_tx *tx, struct site_call *c, const char **reason)
 	struct bc_cert_row row;
 	int rc;
 
-	if ((rc = bc_row_cert_find(tx, c->id.node_id, c->chain[0].data, c->chain[0].len, &row)) <
-	    0)
+	if ((rc = bc_row_cert_find(tx, c->id.node_id, c->chain[0].data, c->chain[0].len, &row)) < 0)
 		return rc;
 	if (rc == 0) {
 		*reason = BC_R_SITE_NOT_CURRENT;
@@ -119,7 +118,8 @@ static int check_current(bc_tx *tx, struct site_call *c, const char **reason)
 	else if (c->client_time_ms < c->now_ms - CLIENT_WINDOW_MS ||
 	         c->client_time_ms > c->now_ms + CLIENT_WINDOW_MS)
 		*reason = BC_R_SITE_CLIENT_TIME;
-	else if (row.node.site_id[0] == 0 || (c->site_id && strcmp(c->site_id, row.node.site_id) != 0))
+	else if (row.node.site_id[0] == 0 ||
+	         (c->site_id && strcmp(c->site_id, row.node.site_id) != 0))
 		*reason = BC_R_SITE_WRONG_SITE;
 	return 0;
 }
@@ -150,9 +150,9 @@ static int refusal_tx(bc_tx *tx, void *arg)
 	json_t *data = json_pack("{s:s, s:s?, s:s?}", "reason", c->reason, "nodeId",
 	                         c->id.node_id[0] ? c->id.node_id : NULL, "siteId",
 	                         c->site[0] ? c->site : NULL);
-	int rc = bc_event_publish(tx, c->tenant_id[0] ? c->tenant_id : "root",
-	                          "security.site.refused", c->id.node_id[0] ? c->id.node_id : NULL,
-	                          data);
+	int rc =
+	    bc_event_publish(tx, c->tenant_id[0] ? c->tenant_id : "root", "security.site.refused",
+	                     c->id.node_id[0] ? c->id.node_id : NULL, data);
 	json_decref(data);
 	return rc;
 }
@@ -173,8 +173,7 @@ static void report(struct site_call *c)
 }
 
 /* Authenticates, runs op in one write transaction, signs what it packed. */
-static enum bc_rpc_status run_call(struct site_call *c, int payload_rc, uint8_t **resp,
-                                   size_t *len)
+static enum bc_rpc_status run_call(struct site_call *c, int payload_rc, uint8_t **resp, size_t *len)
 {
 	const char *reason = NULL;
 	enum bc_rpc_status st = BC_RPC_OK;
@@ -295,7 +294,8 @@ static int lease_op(bc_tx *tx, struct site_call *c, const char **reason)
 		break;
 	case LEASE_RELEASE:
 		if (mine && (uint64_t)l.epoch == rq->epoch) {
-			if ((rc = bc_row_lease_set(tx, c->lease, was, "", l.epoch, c->now_ms)) != 0 ||
+			if ((rc = bc_row_lease_set(tx, c->lease, was, "", l.epoch, c->now_ms)) !=
+			        0 ||
 			    (rc = lease_event(tx, c, "site.lease.released", l.epoch)) != 0)
 				return rc == BC_ERR_CONFLICT ? BC_ERR_RETRY : rc;
 			l.holder[0] = 0;
@@ -383,7 +383,8 @@ static int read_entry(const char *data, struct entry *e)
 		snprintf(e->site_id, sizeof(e->site_id), "%s", v);
 		ok = bc_json_get_string(be, "mac", &v) == 0 && bc_mac_canon(v, e->mac) == 0 &&
 		     bc_json_get_int(be, "notAfter", &e->not_after) == 0;
-		if (bc_json_get_string(be, "productUuid", &v) == 0 && bc_uuid_canon(v, e->uuid) != 0)
+		if (bc_json_get_string(be, "productUuid", &v) == 0 &&
+		    bc_uuid_canon(v, e->uuid) != 0)
 			e->uuid[0] = 0;
 		if (bc_json_get_string(be, "nodeId", &v) == 0 && strlen(v) < sizeof(e->node_id))
 			snprintf(e->node_id, sizeof(e->node_id), "%s", v);
@@ -395,7 +396,8 @@ static int read_entry(const char *data, struct entry *e)
 static int list_op(bc_tx *tx, struct site_call *c, const char **reason)
 {
 	const Bettercompute__Site__V1__BootEntriesRequest *rq = c->rq;
-	Bettercompute__Site__V1__BootEntriesBody b = BETTERCOMPUTE__SITE__V1__BOOT_ENTRIES_BODY__INIT;
+	Bettercompute__Site__V1__BootEntriesBody b =
+	    BETTERCOMPUTE__SITE__V1__BOOT_ENTRIES_BODY__INIT;
 	Bettercompute__Site__V1__BootEntry *items = NULL, **ptrs = NULL;
 	struct entry *es = NULL;
 	char(*ids)[BC_ID_MAX] = NULL;
@@ -425,8 +427,8 @@ static int list_op(bc_tx *tx, struct site_call *c, const char **reason)
 	                      p, 1, &rows)) != 0)
 		goto out;
 	while (n < BOOT_ENTRIES_MAX && (rc = bc_rows_next(rows)) == 1) {
-		if (!read_entry(bc_rows_text(rows, 1), &es[n]) || strcmp(es[n].site_id, c->site) != 0 ||
-		    es[n].not_after <= c->now_ms)
+		if (!read_entry(bc_rows_text(rows, 1), &es[n]) ||
+		    strcmp(es[n].site_id, c->site) != 0 || es[n].not_after <= c->now_ms)
 			continue;
 		snprintf(ids[n], BC_ID_MAX, "%s", bc_rows_text(rows, 0));
 		bettercompute__site__v1__boot_entry__init(&items[n]);
@@ -617,6 +619,9 @@ static int secret_op(bc_tx *tx, struct site_call *c, const char **reason)
 	                           .expires_at = not_after,
 	                           .expect = expect,
 	                           .workflow_id = rq->workflow_id,
+	                           /* the boot server vouches for the product UUID: the same
+	                              machine booting again takes its ramdisk node back */
+	                           .allow_reclaim = 1,
 	                           .description = "discovery token for a PXE boot",
 	                           .now_ms = c->now_ms};
 	if ((rc = bc_row_token_insert(tx, &t)) == 0)
