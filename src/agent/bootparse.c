@@ -4,6 +4,7 @@
  * long is refused, never guessed at. */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@ void bcd_cmdline_free(struct bcd_cmdline *c)
 	if (c == NULL)
 		return;
 	bc_freezero(c->assertion, c->assertion_len);
-	bc_freezero(c->token, sizeof(c->token));
+	OPENSSL_cleanse(c->token, sizeof(c->token));
 	c->assertion = NULL;
 	c->assertion_len = 0;
 }
