@@ -18,7 +18,7 @@ static int token_ok(const char *t, size_t n)
 {
 	size_t p = strlen(BC_WIRE_TOKEN_PREFIX);
 
-	if (n <= p || n > BC_WIRE_TOKEN_MAX || strncmp(t, BC_WIRE_TOKEN_PREFIX, p) != 0)
+	if (n <= p || n > BC_WIRE_TOKEN_MAX || memcmp(t, BC_WIRE_TOKEN_PREFIX, p) != 0)
 		return 0;
 	for (size_t i = p; i < n; i++)
 		if (!isalnum((unsigned char)t[i]) && t[i] != '_' && t[i] != '-')
@@ -28,8 +28,9 @@ static int token_ok(const char *t, size_t n)
 
 static int server_ok(const char *s, size_t n)
 {
+	/* s is not NUL-terminated: every comparison is bounded by n */
 	if (n >= sizeof(((struct bcd_cmdline *)0)->server) ||
-	    (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0))
+	    !((n > 8 && memcmp(s, "https://", 8) == 0) || (n > 7 && memcmp(s, "http://", 7) == 0)))
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (s[i] <= 0x20 || s[i] >= 0x7f)
