@@ -420,22 +420,6 @@ static int fail(char *err, size_t errlen, const char *table, const char *key, co
 	return BC_ERR_CONFIG;
 }
 
-static int opt_int(const bc_toml *t, const char *table, const char *key, int64_t min, int64_t max,
-                   int64_t *v)
-{
-	char path[256];
-	int64_t x;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	if ((rc = bc_toml_get_int(t, path, &x)) == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc != 0 || x < min || x > max)
-		return BC_ERR_INVALID;
-	*v = x;
-	return 0;
-}
-
 static int opt_choice(const bc_toml *t, const char *table, const char *key,
                       const char *const *names, int *v)
 {
@@ -495,11 +479,13 @@ static int read_cfg(const bc_toml *t, const char *table, struct disc_cfg *c, cha
 		return fail(err, errlen, table, "hardware_key",
 		            "expected \"product-uuid\", \"serial\" or \"none\"");
 	c->hwkey = (enum hwkey)v;
-	if (opt_int(t, table, "pending_ttl_seconds", 60, 30LL * 86400, &c->pending_ttl_s) != 0)
+	if (bc_attest_opt_int(t, table, "pending_ttl_seconds", 60, 30LL * 86400,
+	                      &c->pending_ttl_s) != 0)
 		return fail(err, errlen, table, "pending_ttl_seconds", "expected 60 to 2592000");
-	if (opt_int(t, table, "retry_after_seconds", 1, 3600, &c->retry_after_s) != 0)
+	if (bc_attest_opt_int(t, table, "retry_after_seconds", 1, 3600, &c->retry_after_s) != 0)
 		return fail(err, errlen, table, "retry_after_seconds", "expected 1 to 3600");
-	if (opt_int(t, table, "cert_ttl_seconds", 60, CERT_TTL_MAX_S, &c->cert_ttl_s) != 0)
+	if (bc_attest_opt_int(t, table, "cert_ttl_seconds", 60, CERT_TTL_MAX_S, &c->cert_ttl_s) !=
+	    0)
 		return fail(err, errlen, table, "cert_ttl_seconds",
 		            "expected 60 to 7200 (a ramdisk certificate lasts at most 2 hours)");
 	snprintf(path, sizeof(path), "%s.resolve_workflow_node", table);
