@@ -110,6 +110,9 @@ kill -STOP "$S1"
 "$BIN/bcd" site --config s2/config.toml 2>s2.log &
 S2=$!; PIDS="$PIDS $S2"
 wait_for s2.log "lease held"
+S2NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\) (site)$/\1/p' s2.join)
+[ "$(bc --json sites get "$SITE" | json_get '["lease"]["holder"]')" = "$S2NODE" ] || fail "sites get: $(bc sites get "$SITE")"
+bc sites get "$SITE" | grep -q "LEASE EPOCH" || fail "sites get: $(bc sites get "$SITE")"
 kill -CONT "$S1"
 wait_for s1.log "lease lost"
 script "$P1" "$MAC" >new1.ipxe || fail "s1 answers"
@@ -122,4 +125,10 @@ script "$P2" "$MAC" >r4.ipxe || fail "s2 script"
 cmdline_of r4.ipxe r4.cmdline
 ramdisk_machine r4 "$MAC" "$UUID"
 bcd ramdisk --config r4/config.toml --cmdline r4.cmdline >r4.out 2>&1 || fail "s2's ramdisk: $(cat r4.out)"
+# the operator ends s2's lease; s2 takes it again at the next epoch
+EPOCH=$(bc --json sites get "$SITE" | json_get '["lease"]["epoch"]')
+[ "$(bc --json sites release-lease "$SITE" | json_get '["lease"]["holder"]')" = None ] || fail "release-lease"
+wait_for s2.log "lease lost"
+for _ in $(seq 1 100); do [ "$(bc --json sites get "$SITE" | json_get '["lease"]["epoch"]')" -gt "$EPOCH" ] && break; sleep 0.1; done
+[ "$(bc --json sites get "$SITE" | json_get '["lease"]["epoch"]')" -gt "$EPOCH" ] || fail "the lease was not taken again"
 echo "ok: s2 fenced s1 (its new scripts fail, its old assertion is discovery-fenced); s2's ramdisk joined"
