@@ -336,6 +336,7 @@ static int approval(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_in
 	                                  .pool = t->pool_id,
 	                                  .site = t->site_id,
 	                                  .claims = claims,
+	                                  .detail = claims, /* what join-requests shows */
 	                                  .pending_ttl_s = c->pending_ttl_s,
 	                                  .retry_after_s = (uint32_t)c->retry_after_s,
 	                                  .renew_pending_csr = 1};

@@ -95,7 +95,7 @@ R2PID=$!; PIDS="$PIDS $R2PID"
 wait_for r2.out "pending (join request jr_"
 JR=$(sed -n 's/.*pending (join request \(jr_[0-9a-z]*\)).*/\1/p' r2.out | head -1)
 bc join-requests list >jr.list
-grep -q "$JR" jr.list || fail "join-requests list: $(cat jr.list)"
+grep "$JR" jr.list | grep -q "$UMAC.*$UUUID" || fail "join-requests list: $(cat jr.list)"
 bc join-requests approve "$JR" >/dev/null || fail "approve"
 wait "$R2PID" || fail "the waiting ramdisk did not join: $(cat r2.out)"
 PIDS=$(echo "$PIDS" | sed "s/ $R2PID//")
