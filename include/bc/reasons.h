@@ -135,7 +135,7 @@
 #define BC_R_SECRET_KIND "secret-kind"
 /* FetchSecret: the workflow is not a running commission of this site for that MAC */
 #define BC_R_SECRET_WORKFLOW "secret-workflow"
-/* FetchSecret: the site has BC_SITE_UNKNOWN_TOKENS_MAX live unknown-MAC tokens already */
+/* FetchSecret: the site has 64 live unknown-MAC tokens already, or the workflow 16 */
 #define BC_R_SECRET_LIMIT "secret-limit"
 
 /* Renew (published as security.renew.refused to the node's owner) */

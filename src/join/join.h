@@ -93,6 +93,8 @@ BC_WUR int bc_join_mint_secret(const char *prefix, const char *id, char **whole,
 #define BC_SITE_LEASE_TTL_MAX     300
 /* Live discovery tokens for MACs no workflow names, at most, per site. */
 #define BC_SITE_UNKNOWN_TOKENS_MAX 64
+/* Live discovery tokens of one commission workflow, at most. */
+#define BC_SITE_WORKFLOW_TOKENS_MAX 16
 BC_WUR enum bc_rpc_status bc_site_acquire_handle(struct bc_join_service *s, const uint8_t *body,
                                                  size_t len, uint8_t **resp, size_t *resp_len);
 BC_WUR enum bc_rpc_status bc_site_renew_handle(struct bc_join_service *s, const uint8_t *body,

@@ -544,19 +544,22 @@ static int check_workflow(bc_tx *tx, struct site_call *c, const char *wf, const 
 	return 0;
 }
 
-static int unknown_limit(bc_tx *tx, struct site_call *c, const char **reason)
+/* Live discovery tokens of the site for workflow wf ("" for unknown MACs) stay under
+ * their limit: a script request costs the server a row, so none is unbounded. */
+static int token_limit(bc_tx *tx, struct site_call *c, const char *wf, const char **reason)
 {
 	int64_t n = 0;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->site), BC_INT(c->now_ms)};
-	if ((rc = bc_tx_query_int(tx,
-	                          "SELECT COUNT(*) FROM join_tokens WHERE site_id = $1 AND role = "
-	                          "'discovery' AND workflow_id IS NULL AND uses_left > 0 AND "
-	                          "revoked_at IS NULL AND expires_at > $2",
-	                          p, 2, &n)) != 0)
+	bc_param p[] = {BC_TEXT(c->site), BC_INT(c->now_ms), BC_TEXT(wf)};
+	if ((rc =
+	         bc_tx_query_int(tx,
+	                         "SELECT COUNT(*) FROM join_tokens WHERE site_id = $1 AND role = "
+	                         "'discovery' AND COALESCE(workflow_id, '') = $3 AND uses_left > 0 "
+	                         "AND revoked_at IS NULL AND expires_at > $2",
+	                         p, 3, &n)) != 0)
 		return rc;
-	if (n >= BC_SITE_UNKNOWN_TOKENS_MAX)
+	if (n >= (wf[0] ? BC_SITE_WORKFLOW_TOKENS_MAX : BC_SITE_UNKNOWN_TOKENS_MAX))
 		*reason = BC_R_SECRET_LIMIT;
 	return 0;
 }
@@ -600,11 +603,11 @@ static int secret_op(bc_tx *tx, struct site_call *c, const char **reason)
 		*reason = BC_R_SITE_NOT_HOLDER;
 		return 0;
 	}
-	if (rq->workflow_id[0])
-		rc = check_workflow(tx, c, rq->workflow_id, mac, &not_after, reason);
-	else
-		rc = unknown_limit(tx, c, reason);
-	if (rc != 0 || *reason)
+	if (rq->workflow_id[0] &&
+	    ((rc = check_workflow(tx, c, rq->workflow_id, mac, &not_after, reason)) != 0 ||
+	     *reason))
+		return rc;
+	if ((rc = token_limit(tx, c, rq->workflow_id, reason)) != 0 || *reason)
 		return rc;
 	snprintf(expect, sizeof(expect), "{\"mac\":\"%s\"}", mac);
 	if ((rc = bc_new_id("tok", id, sizeof(id))) != 0 ||

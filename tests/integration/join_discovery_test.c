@@ -496,6 +496,11 @@ static void test_boot_entries_and_tokens_for_the_holder(void **state)
 	                          NULL, 0),
 	                 0);
 	free(token_for(&a, "", MAC_U));
+	/* a commission workflow: at most BC_SITE_WORKFLOW_TOKENS_MAX (16) live tokens */
+	for (int i = 0; i < 16; i++)
+		free(token_for(&a, wf2, "52:54:00:aa:00:22"));
+	assert_null(fetch(&cp, &a, wf2, "52:54:00:aa:00:22", &rc));
+	site_refused(rc, "secret-limit");
 	release(&a);
 	site_free(&a);
 }
