@@ -584,6 +584,27 @@ static void test_every_discovery_refusal_by_name(void **state)
 		assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
 		assert_string_equal(bct_last_reason(&cp), "discovery-malformed");
 	}
+	{
+		/* signed, but out of shape */
+		struct assertion x = as;
+		x.epoch = 0;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.mac = "52:54:00:aa:00";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.uuid = "not-a-uuid";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.not_after = x.issued_at;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.site = "";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.wf = "wf with spaces";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+	}
 	refused_with(&as, t, MAC_B, UUID_A, "discovery-mac-not-claimed");
 	refused_with(&as, t, MAC_A, UUID_B, "product-uuid-mismatch");
 	refused_with(&as, t, MAC_A, NULL, "product-uuid-mismatch");
