@@ -152,4 +152,75 @@ BC_WUR int bc_client_renew_attested(const struct bc_client_pins *pins, const uin
 BC_WUR int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, const char *url,
                               char *cerr);
 
+/* ---- a site node's calls: SiteService and JoinService/FetchSecret ---- */
+
+/* Who calls: a site node's current chain (DER, leaf first, 1 to 8) and its key, held
+ * wherever (sign, sign_ctx; pub its public half, the leaf's), and the site it serves. */
+struct bc_site_caller {
+	const uint8_t *const *chain;
+	const size_t *chain_lens;
+	size_t n_chain;
+	EVP_PKEY *pub;
+	bc_sign_fn sign;
+	void *sign_ctx;
+	const char *site_id;
+};
+
+enum bc_lease_call { BC_LEASE_ACQUIRE = 1, BC_LEASE_RENEW, BC_LEASE_RELEASE };
+
+/* A verified LeaseBody of the caller's site. */
+struct bc_lease_answer {
+	char holder[64]; /* "" when nobody holds it */
+	uint64_t epoch;
+	int64_t expires_at_ms; /* database time */
+	int held;              /* the caller holds it after the call */
+	int64_t issued_at_ms;  /* database time of the answer */
+};
+
+/* AcquireLease (epoch 0), RenewLease or ReleaseLease of site::boot, ttl_seconds asked
+ * (0: the server's default). The answer's signature (purpose site-response) and site
+ * are checked before anything in it is used. Returns as bc_client_join. */
+BC_WUR int bc_client_lease(const struct bc_client_pins *pins, const struct bc_site_caller *c,
+                           enum bc_lease_call call, uint64_t epoch, uint32_t ttl_seconds,
+                           struct bc_lease_answer *out, char *err, size_t errlen);
+
+struct bc_boot_entry {
+	char mac[18];
+	char workflow_id[64];
+	char product_uuid[37]; /* "" when none */
+	char node_id[64];      /* "" when none */
+	int64_t not_after_ms;
+};
+
+/* ListBootEntries for the holder of epoch: *entries malloc'd (free()), *n of them (at
+ * most 1024), *issued_at_ms the answer's database time. */
+BC_WUR int bc_client_boot_entries(const struct bc_client_pins *pins, const struct bc_site_caller *c,
+                                  uint64_t epoch, struct bc_boot_entry **entries, size_t *n,
+                                  int64_t *issued_at_ms, char *err, size_t errlen);
+
+/* FetchSecret(kind discovery-token) for mac and workflow_id ("" for a MAC no workflow
+ * names): *token the discovery token as minted (malloc'd; wipe and free it),
+ * *not_after_ms its end. The answer is verified under secret-response. */
+BC_WUR int bc_client_fetch_secret(const struct bc_client_pins *pins, const struct bc_site_caller *c,
+                                  const char *workflow_id, const char *mac, char **token,
+                                  int64_t *not_after_ms, char *err, size_t errlen);
+
+/* What a boot server vouches for (site.proto DiscoveryAssertion). */
+struct bc_discovery_fields {
+	const char *site_id;
+	const char *signer_node_id;
+	uint64_t lease_epoch;
+	const char *mac;
+	const char *ip;           /* "" or NULL for none */
+	const char *product_uuid; /* "" or NULL */
+	const char *workflow_id;  /* "" or NULL */
+	int64_t issued_at_ms;
+	int64_t not_after_ms;
+};
+
+/* A serialized SignedDiscoveryAssertion of f, signed by (sign, sign_ctx) under
+ * discovery-assertion and checked under pub; key_id is pub's. *out malloc'd. */
+BC_WUR int bc_client_sign_assertion(const struct bc_discovery_fields *f, EVP_PKEY *pub,
+                                    bc_sign_fn sign, void *sign_ctx, uint8_t **out, size_t *len);
+
 #endif

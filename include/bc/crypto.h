@@ -22,6 +22,9 @@
 #define BC_PURPOSE_RENEW               "renew"
 #define BC_PURPOSE_SECRET_REQUEST      "secret-request"
 #define BC_PURPOSE_DISCOVERY_ASSERTION "discovery-assertion"
+#define BC_PURPOSE_SITE_RESPONSE       "site-response"
+#define BC_PURPOSE_LEASE_REQUEST       "lease-request"
+#define BC_PURPOSE_BOOT_ENTRIES        "boot-entries-request"
 
 #define BC_SIG_LEN    64
 #define BC_KEY_ID_LEN 64 /* hex characters, without the NUL */
@@ -76,6 +79,16 @@ BC_WUR int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *paylo
  * (bc_buf_free) whatever the result. */
 BC_WUR int bc_proof_payload(bc_buf *b, const uint8_t csr_sha256[static 32], const char *node_id,
                             int64_t client_time_ms);
+/* The payloads of a site node's requests (DESIGN.md "Crypto conventions"), into b
+ * (initialised here; the caller frees it): lease-request site_id name epoch
+ * ttl_seconds client_time_ms; boot-entries-request site_id epoch client_time_ms;
+ * secret-request workflow_id kind mac client_time_ms. */
+BC_WUR int bc_lease_payload(bc_buf *b, const char *site_id, const char *name, uint64_t epoch,
+                            uint64_t ttl_seconds, int64_t client_time_ms);
+BC_WUR int bc_boot_entries_payload(bc_buf *b, const char *site_id, uint64_t epoch,
+                                   int64_t client_time_ms);
+BC_WUR int bc_secret_payload(bc_buf *b, const char *workflow_id, const char *kind, const char *mac,
+                             int64_t client_time_ms);
 
 /* P1363 <-> DER ECDSA-Sig-Value for P-256. *der is malloc'd (free()). */
 BC_WUR int bc_ecdsa_p1363_to_der(const uint8_t sig[static 64], uint8_t **der, size_t *len);
@@ -155,6 +168,9 @@ typedef int (*bc_sign_fn)(void *ctx, const char *purpose, const uint8_t *payload
                           uint8_t sig[BC_SIG_LEN]);
 BC_WUR int bc_es256_digest(const char *purpose, const void *payload, size_t len,
                            uint8_t out[static 32]);
+/* A bc_sign_fn for a key in memory: ctx is its EVP_PKEY *. */
+int bc_es256_key_sign(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
+                      uint8_t sig[BC_SIG_LEN]);
 BC_WUR int bc_es256_sign_with(bc_sign_fn sign, void *ctx, EVP_PKEY *pub, const char *purpose,
                               const void *payload, size_t len, uint8_t sig[static BC_SIG_LEN]);
 

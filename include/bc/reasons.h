@@ -92,6 +92,55 @@
 /* the deploy workflow that minted the token was cancelled (or is no longer running) */
 #define BC_R_WORKFLOW_NOT_RUNNING "workflow-not-running"
 
+/* discovery (a PXE-booted ramdisk vouched for by its site's boot server); the token
+ * checks are join-token's, not-single-use and product-uuid-mismatch provisioned's */
+/* the attestation is not a SignedDiscoveryAssertion, or a field is out of shape */
+#define BC_R_DISCOVERY_MALFORMED "discovery-malformed"
+/* the token is not for the assertion's site */
+#define BC_R_DISCOVERY_SITE "discovery-site-mismatch"
+/* the token's expect.mac is not the asserted MAC */
+#define BC_R_DISCOVERY_TOKEN_MAC "discovery-token-mac"
+/* the token was minted for another workflow than the asserted one */
+#define BC_R_DISCOVERY_WORKFLOW "discovery-workflow-mismatch"
+/* the signer is not a site node of the assertion's site */
+#define BC_R_DISCOVERY_SIGNER "discovery-signer-unknown"
+/* the signer's node is retired */
+#define BC_R_DISCOVERY_SIGNER_RETIRED "discovery-signer-retired"
+/* the signer does not hold site::boot at exactly the asserted epoch (fenced) */
+#define BC_R_DISCOVERY_FENCED "discovery-fenced"
+/* no unexpired certificate of the signer with that key id, or the signature does not verify */
+#define BC_R_DISCOVERY_SIGNATURE "discovery-signature"
+/* past not_after or 15 minutes after issued_at, or issued in the future */
+#define BC_R_DISCOVERY_EXPIRED "discovery-expired"
+/* the machine's claimed MACs do not include the asserted MAC */
+#define BC_R_DISCOVERY_MAC "discovery-mac-not-claimed"
+/* the signed assertion admitted a join before */
+#define BC_R_ASSERTION_REUSED "assertion-reused"
+/* an operator denied the machine's join request */
+#define BC_R_DISCOVERY_DENIED "discovery-denied"
+
+/* SiteService and FetchSecret (published as security.site.refused) */
+/* no chain, the leaf is not a node certificate of ours, or a field is out of shape */
+#define BC_R_SITE_MALFORMED "site-malformed"
+/* the caller's certificate is not a site certificate */
+#define BC_R_SITE_ROLE "site-role"
+/* the proof does not verify under the leaf's key */
+#define BC_R_SITE_PROOF "site-proof"
+/* the leaf is not a current, unrevoked, unexpired certificate of a node not retired */
+#define BC_R_SITE_NOT_CURRENT "site-not-current"
+/* client_time_ms is more than 60 s from database time */
+#define BC_R_SITE_CLIENT_TIME "site-client-time"
+/* the caller is not a node of the site it names */
+#define BC_R_SITE_WRONG_SITE "site-wrong-site"
+/* the caller does not hold site::boot (at that epoch): a fenced boot server */
+#define BC_R_SITE_NOT_HOLDER "site-not-holder"
+/* FetchSecret: a kind other than discovery-token, or a MAC that is not one */
+#define BC_R_SECRET_KIND "secret-kind"
+/* FetchSecret: the workflow is not a running commission of this site for that MAC */
+#define BC_R_SECRET_WORKFLOW "secret-workflow"
+/* FetchSecret: the site has 64 live unknown-MAC tokens already, or the workflow 16 */
+#define BC_R_SECRET_LIMIT "secret-limit"
+
 /* Renew (published as security.renew.refused to the node's owner) */
 /* no chain, or the leaf is not a node certificate of ours */
 #define BC_R_RENEW_MALFORMED "renew-malformed"

@@ -15,6 +15,28 @@
 #define BC_WIRE_PATH_JOIN BC_WIRE_JOIN_SERVICE "Join"
 /* POST path of JoinService.Renew (body: a RenewRequest, answer: a SignedResponse). */
 #define BC_WIRE_PATH_RENEW BC_WIRE_JOIN_SERVICE "Renew"
+/* POST path of JoinService.FetchSecret (a SecretRequest; a SignedResponse of a
+ * SecretResponseBody under secret-response). */
+#define BC_WIRE_PATH_FETCH_SECRET BC_WIRE_JOIN_SERVICE "FetchSecret"
+/* SiteService: a site's boot server (bcd site) and its site::boot lease. */
+#define BC_WIRE_SITE_SERVICE       "/bettercompute.site.v1.SiteService/"
+#define BC_WIRE_PATH_ACQUIRE_LEASE BC_WIRE_SITE_SERVICE "AcquireLease"
+#define BC_WIRE_PATH_RENEW_LEASE   BC_WIRE_SITE_SERVICE "RenewLease"
+#define BC_WIRE_PATH_RELEASE_LEASE BC_WIRE_SITE_SERVICE "ReleaseLease"
+#define BC_WIRE_PATH_LIST_BOOT     BC_WIRE_SITE_SERVICE "ListBootEntries"
+/* The boot lease's name, and the kind of secret FetchSecret mints for a MAC. */
+#define BC_WIRE_LEASE_BOOT         "site::boot"
+#define BC_WIRE_SECRET_DISCOVERY   "discovery-token"
+#define BC_WIRE_ATTESTOR_DISCOVERY "discovery"
+/* A discovery assertion (and its token) is valid at most this long after issued_at. */
+#define BC_WIRE_DISCOVERY_MAX_AGE_MS (15LL * 60 * 1000)
+/* The largest SignedDiscoveryAssertion either side reads, in bytes. */
+#define BC_WIRE_ASSERTION_MAX 2048
+/* On the ramdisk's kernel command line: the token as minted, the assertion base64url. */
+#define BC_WIRE_CMDLINE_TOKEN     "bc.token"
+#define BC_WIRE_CMDLINE_ASSERTION "bc.assertion"
+#define BC_WIRE_CMDLINE_SERVER    "bc.server"
+
 /* Content-Type of every Connect request and successful answer (a serialized message). */
 #define BC_WIRE_CONTENT_TYPE "application/proto"
 

@@ -18,6 +18,7 @@
 #include "agent/nodekey.h"
 #include "bc/client.h"
 #include "bc/err.h"
+#include "bc/wire.h"
 
 #define BCD_NAME           "bcd"
 #define BCD_VERSION        "bcd/0.1"
@@ -62,6 +63,15 @@ struct bcd_config {
 	char *cloud_token_file;    /* oidc: a file holding the identity token (resolved) */
 	char *cloud_token_command; /* oidc: prints the token for the audience in $BCD_AUDIENCE */
 	int has_cloud;
+	/* [site]: bcd site's boot server (site.c) */
+	char *site_id;
+	char *site_listen; /* host:port, loopback unless behind the site's own network */
+	char *site_kernel; /* URLs iPXE fetches */
+	char *site_initrd;
+	char *site_cmdline;   /* more kernel parameters */
+	char *site_unknown;   /* "true": script unknown MACs too (the server decides) */
+	char *site_lease_ttl; /* seconds, as text; default 30 */
+	int has_site;
 };
 #define BCD_HELPER_SOCKET     "/run/bcd/helper.sock"
 #define BCD_HELPER_USER       "bcd"
@@ -244,10 +254,42 @@ struct bcd_opts {
 	const char *provider;            /* cloud-iid: gcp, aws or oidc */
 	const char *identity_token_file; /* cloud-iid oidc */
 	const char *role;                /* bcd join --role: node (default) or site */
+	const char *cmdline;             /* bcd ramdisk --cmdline (default /proc/cmdline) */
 	int reset;
 	int yes;
 	int json;
 };
+/* ---- commissioning: the untrusted text (bootparse.c) ---- */
+#define BCD_CMDLINE_MAX 4096 /* /proc/cmdline is at most a page */
+#define BCD_QUERY_MAX   1024
+
+/* What bcd site put on the ramdisk's kernel command line. */
+struct bcd_cmdline {
+	char token[BC_WIRE_TOKEN_MAX + 1];
+	uint8_t *assertion; /* the SignedDiscoveryAssertion, decoded (malloc'd) */
+	size_t assertion_len;
+	char server[512]; /* bc.server=, or "" */
+};
+/* bc.token (a token's shape), bc.assertion (base64url, no padding, at most
+ * BC_WIRE_ASSERTION_MAX bytes decoded) and bc.server (an http(s) URL) from the words of
+ * text; each at most once; other words are ignored. BC_ERR_NOT_FOUND when bc.token or
+ * bc.assertion is missing, BC_ERR_INVALID for anything out of shape. Free (wipes) with
+ * bcd_cmdline_free. */
+BC_WUR int bcd_cmdline_parse(const char *text, size_t len, struct bcd_cmdline *c);
+void bcd_cmdline_free(struct bcd_cmdline *c);
+
+/* An iPXE script request's target: exactly /boot.ipxe?mac=...[&uuid=...][&ip=...]
+ * (percent-decoded, each at most once; other keys ignored): the MAC canonical, the UUID
+ * canonical or "", the IP an IPv4 or IPv6 address or "". BC_ERR_INVALID otherwise. */
+struct bcd_boot_query {
+	char mac[18];
+	char uuid[37];
+	char ip[46];
+};
+BC_WUR int bcd_boot_query_parse(const char *target, size_t len, struct bcd_boot_query *q);
+
+int bcd_cmd_site(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
+int bcd_cmd_ramdisk(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
 int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
 int bcd_cmd_node(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
 int bcd_cmd_status(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);

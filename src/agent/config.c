@@ -60,6 +60,15 @@ static const struct field cloud_fields[] = {
     F("identity_token_file", cloud_token_file, 0, 1),
     F("identity_token_command", cloud_token_command, 0, 0),
 };
+static const struct field site_fields[] = {
+    F("id", site_id, 1, 0),
+    F("listen", site_listen, 1, 0),
+    F("kernel", site_kernel, 1, 0),
+    F("initrd", site_initrd, 1, 0),
+    F("cmdline", site_cmdline, 0, 0),
+    F("unknown_machines", site_unknown, 0, 0),
+    F("lease_ttl_seconds", site_lease_ttl, 0, 0),
+};
 static const struct field helper_fields[] = {
     F("socket", helper_socket, 0, 0),
     F("user", helper_user, 0, 0),
@@ -80,6 +89,8 @@ void bcd_config_free(struct bcd_config *cfg)
 		free(*(char **)((char *)cfg + cloud_fields[i].off));
 	for (size_t i = 0; i < sizeof(helper_fields) / sizeof(helper_fields[0]); i++)
 		free(*(char **)((char *)cfg + helper_fields[i].off));
+	for (size_t i = 0; i < sizeof(site_fields) / sizeof(site_fields[0]); i++)
+		free(*(char **)((char *)cfg + site_fields[i].off));
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -163,6 +174,8 @@ static int check_tables(const bc_toml *t, struct bcd_config *cfg, struct bcd_msg
 			cfg->has_helper = 1;
 		} else if (strcmp(names[i], "cloud") == 0) {
 			cfg->has_cloud = 1;
+		} else if (strcmp(names[i], "site") == 0) {
+			cfg->has_site = 1;
 		} else {
 			bcd_say(m, "%s: unknown table [%s]; remove it (see docs/agent.md)",
 			        cfg->path, names[i]);
@@ -236,6 +249,10 @@ int bcd_config_load(const char *path, struct bcd_config *cfg, struct bcd_msg *m)
 	if (cfg->has_cloud &&
 	    (rc = read_table(t, "cloud", cloud_fields,
 	                     sizeof(cloud_fields) / sizeof(cloud_fields[0]), cfg, m)) != 0)
+		goto out;
+	if (cfg->has_site &&
+	    (rc = read_table(t, "site", site_fields, sizeof(site_fields) / sizeof(site_fields[0]),
+	                     cfg, m)) != 0)
 		goto out;
 	if (cfg->has_helper &&
 	    ((rc = read_table(t, "helper", helper_fields,

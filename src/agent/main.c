@@ -11,12 +11,14 @@
 #include "agent/agent.h"
 #include "bc/log.h"
 
-#define C_JOIN   0x1
-#define C_NODE   0x2
-#define C_STATUS 0x4
-#define C_DOCTOR 0x8
-#define C_HELPER 0x10
-#define C_ALL    0x1f
+#define C_JOIN    0x1
+#define C_NODE    0x2
+#define C_STATUS  0x4
+#define C_DOCTOR  0x8
+#define C_HELPER  0x10
+#define C_SITE    0x20
+#define C_RAMDISK 0x40
+#define C_ALL     0x7f
 
 struct bcd_cmd {
 	const char *name;
@@ -43,6 +45,14 @@ static const struct bcd_cmd commands[] = {
     {"helper", C_HELPER, "",
      "as root, serve the node keys in the TPM to an unprivileged bcd node ([helper])",
      bcd_cmd_helper},
+    {"site", C_SITE, "",
+     "on a site node: hold the site's boot lease and serve iPXE scripts that vouch for "
+     "the machines it boots ([site])",
+     bcd_cmd_site},
+    {"ramdisk", C_RAMDISK, "[--cmdline FILE]",
+     "in the commissioning ramdisk: join as a ramdisk node with the discovery token and "
+     "assertion on the kernel command line (default /proc/cmdline)",
+     bcd_cmd_ramdisk},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -57,7 +67,7 @@ static const struct opt options[] = {
     {"attestor", 1, C_JOIN}, {"reset", 0, C_JOIN},
     {"yes", 0, C_JOIN},      {"json", 0, C_STATUS},
     {"provider", 1, C_JOIN}, {"identity-token-file", 1, C_JOIN},
-    {"role", 1, C_JOIN},
+    {"role", 1, C_JOIN},     {"cmdline", 1, C_RAMDISK},
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -93,6 +103,8 @@ static int set_opt(struct bcd_opts *o, const char *name, const char *val)
 		o->identity_token_file = val;
 	else if (strcmp(name, "role") == 0)
 		o->role = val;
+	else if (strcmp(name, "cmdline") == 0)
+		o->cmdline = val;
 	else if (strcmp(name, "reset") == 0)
 		o->reset = 1;
 	else if (strcmp(name, "yes") == 0)

@@ -8,6 +8,7 @@
 #define BC_ATTEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "bc/attestor.h"
 #include "bc/toml.h"
@@ -18,6 +19,7 @@ const struct bc_attestor *bc_attestor_x509pop(void);
 const struct bc_attestor *bc_attestor_tpm(void);
 const struct bc_attestor *bc_attestor_cloud_iid(void);
 const struct bc_attestor *bc_attestor_provisioned(void);
+const struct bc_attestor *bc_attestor_discovery(void);
 /* The optional built-in of that id, or NULL. */
 const struct bc_attestor *bc_attestor_builtin(const char *id);
 /* "x509pop, tpm": for error messages. */
@@ -25,6 +27,11 @@ const char *bc_attestor_builtin_names(void);
 /* The verifier of urn:bc:tpm-ak: statements: the AK named in the leaf certifies the
  * next key at every renewal (tpm_renew.c). */
 const struct bc_statement_verifier *bc_attest_tpm_statements(void);
+
+/* [table] key, an integer from min to max, into *v; absent leaves *v. 0, or
+ * BC_ERR_INVALID for another type or a value out of range. */
+BC_WUR int bc_attest_opt_int(const bc_toml *t, const char *table, const char *key, int64_t min,
+                             int64_t max, int64_t *v);
 
 /* join-token, which always runs, and every statement verifier. */
 BC_WUR int bc_attest_register_defaults(struct bc_join_service *s);

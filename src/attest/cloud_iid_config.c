@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/attest.h"
 #include "attest/cloud_iid.h"
 #include "bc/files.h"
 
@@ -73,16 +74,8 @@ static const char *get_str(const bc_toml *t, const char *table, const char *key,
 static int get_ms(const bc_toml *t, const char *table, const char *key, int64_t *v, char *err,
                   size_t errlen)
 {
-	char path[256];
-	int64_t x;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	if ((rc = bc_toml_get_int(t, path, &x)) == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc != 0 || x < 1000 || x > 24LL * 3600 * 1000)
+	if (bc_attest_opt_int(t, table, key, 1000, 24LL * 3600 * 1000, v) != 0)
 		return fail(err, errlen, table, key, "expected 1000 to 86400000 (ms)");
-	*v = x;
 	return 0;
 }
 

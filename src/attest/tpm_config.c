@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attest/attest.h"
 #include "attest/tpm_internal.h"
 #include "bc/codec.h"
 #include "bc/files.h"
@@ -399,22 +400,6 @@ static int opt_string(const bc_toml *t, const char *table, const char *key, cons
 	return rc == BC_ERR_NOT_FOUND ? 0 : rc;
 }
 
-static int opt_int(const bc_toml *t, const char *table, const char *key, int64_t min, int64_t max,
-                   int64_t *v)
-{
-	char path[256];
-	int64_t x;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	if ((rc = bc_toml_get_int(t, path, &x)) == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc != 0 || x < min || x > max)
-		return BC_ERR_INVALID;
-	*v = x;
-	return 0;
-}
-
 static int opt_id(const bc_toml *t, const char *table, const char *key, char out[BC_ID_MAX])
 {
 	const char *s;
@@ -460,12 +445,13 @@ static int load_scalars(struct tpm_cfg *c, const bc_toml *t, const char *table, 
 		return fail(err, errlen, table, "pcr_policy_command", "expected a command");
 	if (s && (c->policy_cmd = strdup(s)) == NULL)
 		return BC_ERR_NOMEM;
-	if (opt_int(t, table, "pending_ttl_seconds", 60, 30LL * 86400, &c->pending_ttl_s) != 0)
+	if (bc_attest_opt_int(t, table, "pending_ttl_seconds", 60, 30LL * 86400,
+	                      &c->pending_ttl_s) != 0)
 		return fail(err, errlen, table, "pending_ttl_seconds", "expected 60 to 2592000");
-	if (opt_int(t, table, "retry_after_seconds", 1, 3600, &c->retry_after_s) != 0)
+	if (bc_attest_opt_int(t, table, "retry_after_seconds", 1, 3600, &c->retry_after_s) != 0)
 		return fail(err, errlen, table, "retry_after_seconds", "expected 1 to 3600");
-	if (opt_int(t, table, "challenge_ttl_ms", 1000, TPM_CHALLENGE_TTL_MAX_MS,
-	            &c->challenge_ttl_ms) != 0)
+	if (bc_attest_opt_int(t, table, "challenge_ttl_ms", 1000, TPM_CHALLENGE_TTL_MAX_MS,
+	                      &c->challenge_ttl_ms) != 0)
 		return fail(err, errlen, table, "challenge_ttl_ms",
 		            "expected 1000 to 300000 (at most 5 minutes)");
 	if (opt_id(t, table, "enrollment_tenant", c->enroll_tenant) != 0)

@@ -198,6 +198,8 @@ int cli_cmd_pools_list(struct cli *c);
 int cli_cmd_pools_update(struct cli *c);
 int cli_cmd_sites_create(struct cli *c);
 int cli_cmd_sites_list(struct cli *c);
+int cli_cmd_sites_get(struct cli *c);
+int cli_cmd_sites_release_lease(struct cli *c);
 int cli_cmd_tokens_create(struct cli *c);
 int cli_cmd_tokens_list(struct cli *c);
 int cli_cmd_tokens_revoke(struct cli *c);

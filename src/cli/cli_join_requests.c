@@ -12,6 +12,8 @@ static const struct cli_col jr_cols[] = {
     {"STATE", "state", CLI_STR, 1, 0},
     {"POOL/SITE", NULL, CLI_TARGET, 1, 0},
     {"KEY", "requestKey", CLI_STR, 1, 16},
+    {"MAC", "detail.mac", CLI_STR, 1, 0},
+    {"PRODUCT UUID", "detail.productUuid", CLI_STR, 1, 0},
     {"CREATED", "createdAt", CLI_TIME, 1, 0},
     {"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
     {"DECIDED BY", "decidedBy", CLI_STR, 0, 0},

@@ -78,6 +78,11 @@ static const struct cli_cmd commands[] = {
      "  --join-attestors a,b set only policy.joinAttestors and keep the rest of the policy\n"},
     {"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL},
     {"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL},
+    {"sites", "get", "ID", "show a site and who holds its boot lease (holder, epoch, expiry)", "",
+     1, 1, TNT, cli_cmd_sites_get, NULL},
+    {"sites", "release-lease", "ID",
+     "end the site's boot lease: another site node takes it at the next epoch", "", 1, 1, TNT,
+     cli_cmd_sites_release_lease, NULL},
     {"tokens", "create",
      "--role node|site|provisioned (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] "
      "[--expect-product-uuid U] "

@@ -79,6 +79,13 @@ static int copy_str(char *dst, size_t dstlen, const char *src)
 static int open_envelope(const struct bc_client_pins *pins, const uint8_t *resp, size_t len,
                          signed_response **out, char *err, size_t errlen)
 {
+	return bc_client_open_signed(pins, BC_PURPOSE_JOIN_RESPONSE, resp, len, out, err, errlen);
+}
+
+int bc_client_open_signed(const struct bc_client_pins *pins, const char *purpose,
+                          const uint8_t *resp, size_t len,
+                          Bettercompute__Join__V1__SignedResponse **out, char *err, size_t errlen)
+{
 	char got[BC_CLIENT_SHOW_LEN], want[BC_CLIENT_SHOW_LEN];
 	signed_response *sr;
 
@@ -101,8 +108,8 @@ static int open_envelope(const struct bc_client_pins *pins, const uint8_t *resp,
 		               got[0] != '\0' ? got : "(none)", want);
 		return BC_ERR_VERIFY;
 	}
-	if (bc_es256_verify(pins->join_signing, BC_PURPOSE_JOIN_RESPONSE, sr->body.data,
-	                    sr->body.len, sr->signature.data, sr->signature.len) != 0) {
+	if (bc_es256_verify(pins->join_signing, purpose, sr->body.data, sr->body.len,
+	                    sr->signature.data, sr->signature.len) != 0) {
 		bc_client_errf(err, errlen,
 		               "join answer: the signature does not verify under the "
 		               "pinned join signing key");

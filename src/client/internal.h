@@ -29,4 +29,14 @@ int bc_client_same_key(EVP_PKEY *a, EVP_PKEY *b);
 int bc_client_refused(const char *what, const char *event, long status, const uint8_t *resp,
                       size_t len, char *err, size_t errlen);
 
+/* A SignedResponse from the pinned join signing key under purpose: unpacked (free
+ * with bettercompute__join__v1__signed_response__free_unpacked, also on failure when
+ * *out is set), its key id the pinned one and its signature verified. 0,
+ * BC_ERR_LIMIT, BC_ERR_INVALID or BC_ERR_VERIFY, with err saying which. */
+#include "bc/client.h"
+#include "bettercompute/join/v1/join.pb-c.h"
+int bc_client_open_signed(const struct bc_client_pins *pins, const char *purpose,
+                          const uint8_t *resp, size_t len,
+                          Bettercompute__Join__V1__SignedResponse **out, char *err, size_t errlen);
+
 #endif

@@ -214,3 +214,43 @@ int bc_proof_payload(bc_buf *b, const uint8_t csr_sha256[static 32], const char 
 		rc = bc_buf_put_u64(b, (uint64_t)client_time_ms);
 	return rc;
 }
+
+int bc_lease_payload(bc_buf *b, const char *site_id, const char *name, uint64_t epoch,
+                     uint64_t ttl_seconds, int64_t client_time_ms)
+{
+	int rc;
+
+	bc_buf_init(b, 512);
+	if ((rc = bc_buf_put_cstr(b, site_id)) == 0 && (rc = bc_buf_put_cstr(b, name)) == 0 &&
+	    (rc = bc_buf_put_u64(b, epoch)) == 0 && (rc = bc_buf_put_u64(b, ttl_seconds)) == 0)
+		rc = bc_buf_put_u64(b, (uint64_t)client_time_ms);
+	return rc;
+}
+
+int bc_boot_entries_payload(bc_buf *b, const char *site_id, uint64_t epoch, int64_t client_time_ms)
+{
+	int rc;
+
+	bc_buf_init(b, 512);
+	if ((rc = bc_buf_put_cstr(b, site_id)) == 0 && (rc = bc_buf_put_u64(b, epoch)) == 0)
+		rc = bc_buf_put_u64(b, (uint64_t)client_time_ms);
+	return rc;
+}
+
+int bc_secret_payload(bc_buf *b, const char *workflow_id, const char *kind, const char *mac,
+                      int64_t client_time_ms)
+{
+	int rc;
+
+	bc_buf_init(b, 1024);
+	if ((rc = bc_buf_put_cstr(b, workflow_id)) == 0 && (rc = bc_buf_put_cstr(b, kind)) == 0 &&
+	    (rc = bc_buf_put_cstr(b, mac)) == 0)
+		rc = bc_buf_put_u64(b, (uint64_t)client_time_ms);
+	return rc;
+}
+
+int bc_es256_key_sign(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
+                      uint8_t sig[BC_SIG_LEN])
+{
+	return bc_es256_sign(ctx, purpose, payload, len, sig);
+}

@@ -66,4 +66,8 @@ BC_WUR int bc_join_sign_response(const struct bc_join_service *s, const uint8_t 
                                  const struct bc_attestor *attestor,
                                  const struct bc_join_decision *d, uint8_t **out, size_t *len);
 
+/* A SignedResponse of body under purpose, by the join signing key (malloc'd). */
+BC_WUR int bc_join_sign_body(const struct bc_join_service *s, const char *purpose,
+                             const uint8_t *body, size_t body_len, uint8_t **out, size_t *len);
+
 #endif

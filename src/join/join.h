@@ -99,4 +99,30 @@ BC_WUR enum bc_rpc_status bc_join_handle(struct bc_join_service *s, const uint8_
 BC_WUR enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8_t *body,
                                           size_t len, uint8_t **resp, size_t *resp_len);
 
+/* FetchSecret (site.c): a serialized SecretRequest from a site node holding its site's
+ * site::boot lease; answers a SecretResponseBody signed under secret-response. */
+BC_WUR enum bc_rpc_status bc_secret_handle(struct bc_join_service *s, const uint8_t *body,
+                                           size_t len, uint8_t **resp, size_t *resp_len);
+/* A token's secret: *whole = prefix + id + "_" + 32 random bytes base64url (malloc'd:
+ * wipe and free it), hash_hex the hex SHA-256 of the secret part, as stored. */
+BC_WUR int bc_join_mint_secret(const char *prefix, const char *id, char **whole, char hash_hex[65]);
+/* SiteService (site.c): serialized LeaseRequest / BootEntriesRequest; answers a
+ * LeaseBody / BootEntriesBody signed under site-response. The lease TTL is capped to
+ * BC_SITE_LEASE_TTL_MAX seconds (0 asks for BC_SITE_LEASE_TTL_DEFAULT). */
+#define BC_SITE_LEASE_TTL_DEFAULT 30
+#define BC_SITE_LEASE_TTL_MAX     300
+/* Live discovery tokens for MACs no workflow names, at most, per site. */
+#define BC_SITE_UNKNOWN_TOKENS_MAX 64
+/* Live discovery tokens of one commission workflow, at most. */
+#define BC_SITE_WORKFLOW_TOKENS_MAX 16
+BC_WUR enum bc_rpc_status bc_site_acquire_handle(struct bc_join_service *s, const uint8_t *body,
+                                                 size_t len, uint8_t **resp, size_t *resp_len);
+BC_WUR enum bc_rpc_status bc_site_renew_handle(struct bc_join_service *s, const uint8_t *body,
+                                               size_t len, uint8_t **resp, size_t *resp_len);
+BC_WUR enum bc_rpc_status bc_site_release_handle(struct bc_join_service *s, const uint8_t *body,
+                                                 size_t len, uint8_t **resp, size_t *resp_len);
+BC_WUR enum bc_rpc_status bc_site_boot_entries_handle(struct bc_join_service *s,
+                                                      const uint8_t *body, size_t len,
+                                                      uint8_t **resp, size_t *resp_len);
+
 #endif

@@ -62,12 +62,34 @@ static int pack_body(const struct bc_join_service *s, const uint8_t csr_sha256[3
 	return 0;
 }
 
+int bc_join_sign_body(const struct bc_join_service *s, const char *purpose, const uint8_t *body,
+                      size_t body_len, uint8_t **out, size_t *len)
+{
+	Bettercompute__Join__V1__SignedResponse sr = BETTERCOMPUTE__JOIN__V1__SIGNED_RESPONSE__INIT;
+	uint8_t sig[BC_SIG_LEN];
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	if ((rc = bc_es256_sign(s->cfg.pki->join_signing, purpose, body, body_len, sig)) != 0)
+		return rc;
+	sr.body.data = (uint8_t *)body;
+	sr.body.len = body_len;
+	sr.signature.data = sig;
+	sr.signature.len = sizeof(sig);
+	sr.key_id = (char *)s->cfg.pki->join_signing_kid;
+	*len = bettercompute__join__v1__signed_response__get_packed_size(&sr);
+	if ((*out = malloc(*len)) == NULL)
+		return BC_ERR_NOMEM;
+	bettercompute__join__v1__signed_response__pack(&sr, *out);
+	return 0;
+}
+
 int bc_join_sign_response(const struct bc_join_service *s, const uint8_t csr_sha256[32],
                           const struct bc_attestor *attestor, const struct bc_join_decision *d,
                           uint8_t **out, size_t *len)
 {
-	Bettercompute__Join__V1__SignedResponse sr = BETTERCOMPUTE__JOIN__V1__SIGNED_RESPONSE__INIT;
-	uint8_t *body = NULL, sig[BC_SIG_LEN];
+	uint8_t *body = NULL;
 	size_t body_len = 0;
 	int rc;
 
@@ -75,21 +97,7 @@ int bc_join_sign_response(const struct bc_join_service *s, const uint8_t csr_sha
 	*len = 0;
 	if ((rc = pack_body(s, csr_sha256, attestor, d, &body, &body_len)) != 0)
 		return rc;
-	if ((rc = bc_es256_sign(s->cfg.pki->join_signing, BC_PURPOSE_JOIN_RESPONSE, body, body_len,
-	                        sig)) != 0)
-		goto out;
-	sr.body.data = body;
-	sr.body.len = body_len;
-	sr.signature.data = sig;
-	sr.signature.len = sizeof(sig);
-	sr.key_id = (char *)s->cfg.pki->join_signing_kid;
-	*len = bettercompute__join__v1__signed_response__get_packed_size(&sr);
-	if ((*out = malloc(*len)) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	bettercompute__join__v1__signed_response__pack(&sr, *out);
-out:
+	rc = bc_join_sign_body(s, BC_PURPOSE_JOIN_RESPONSE, body, body_len, out, len);
 	free(body);
 	return rc;
 }

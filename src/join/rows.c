@@ -611,3 +611,84 @@ int bc_row_use_insert(bc_tx *tx, const char *attestor, const char *subject_hex, 
 	    "VALUES ($1, $2, $3, $4)",
 	    p, 4, NULL);
 }
+
+/* ---- leases ---- */
+
+int bc_row_lease_lock(bc_tx *tx, const char *name, struct bc_lease_row *row)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	if ((rc = bc_tx_exec(tx,
+	                     "INSERT INTO leases (name, holder, epoch, expires_at) VALUES "
+	                     "($1, '', 0, 0) ON CONFLICT (name) DO NOTHING",
+	                     (bc_param[]){BC_TEXT(name)}, 1, NULL)) != 0)
+		return rc;
+	if ((rc = first_row(
+	         tx, "SELECT holder, epoch, expires_at FROM leases WHERE name = $1 FOR UPDATE",
+	         (bc_param[]){BC_TEXT(name)}, 1, &r)) != 1)
+		return rc == 0 ? BC_ERR_INTERNAL : rc; /* inserted a moment ago */
+	copy_col(row->holder, sizeof(row->holder), r, "holder");
+	row->epoch = bc_rows_int_named(r, "epoch");
+	row->expires_at = bc_rows_int_named(r, "expires_at");
+	bc_rows_free(r);
+	return 1;
+}
+
+int bc_row_lease_set(bc_tx *tx, const char *name, int64_t was_epoch, const char *holder,
+                     int64_t epoch, int64_t expires_at)
+{
+	int64_t changed = 0;
+	int rc;
+
+	bc_param p[] = {BC_TEXT(name), BC_TEXT(holder), BC_INT(epoch), BC_INT(expires_at),
+	                BC_INT(was_epoch)};
+	if ((rc = bc_tx_exec(tx,
+	                     "UPDATE leases SET holder = $2, epoch = $3, expires_at = $4 "
+	                     "WHERE name = $1 AND epoch = $5",
+	                     p, 5, &changed)) != 0)
+		return rc;
+	return changed == 1 ? 0 : BC_ERR_CONFLICT;
+}
+
+int bc_row_lease_held(bc_tx *tx, const char *name, const char *holder, int64_t epoch,
+                      int64_t now_ms)
+{
+	int64_t n = 0;
+	int rc;
+
+	bc_param p[] = {BC_TEXT(name), BC_TEXT(holder), BC_INT(epoch), BC_INT(now_ms)};
+	if ((rc = bc_tx_query_int(tx,
+	                          "SELECT COUNT(*) FROM leases WHERE name = $1 AND holder = $2 "
+	                          "AND epoch = $3 AND expires_at > $4",
+	                          p, 4, &n)) != 0)
+		return rc;
+	return n > 0;
+}
+
+int bc_row_cert_each_live(bc_tx *tx, const char *node_id, int64_t now_ms,
+                          int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx)
+{
+	bc_rows *r = NULL;
+	int rc, stop = 0;
+
+	bc_param p[] = {BC_TEXT(node_id), BC_INT(now_ms)};
+	if ((rc = bc_tx_query(tx,
+	                      "SELECT c.der_hex FROM node_certs c JOIN nodes n ON n.id = c.node_id "
+	                      "WHERE c.node_id = $1 AND c.generation = n.generation AND "
+	                      "c.revoked_at IS NULL AND c.not_after > $2 ORDER BY c.not_after DESC",
+	                      p, 2, &r)) != 0)
+		return rc;
+	while (stop == 0 && (rc = bc_rows_next(r)) == 1) {
+		const char *hex = bc_rows_text(r, 0);
+		uint8_t *der = NULL;
+		size_t len = 0;
+		if (bc_hex_decode(hex, strlen(hex), &der, &len) != 0)
+			continue;
+		stop = fn(ctx, der, len);
+		free(der);
+	}
+	bc_rows_free(r);
+	return rc < 0 ? rc : stop;
+}

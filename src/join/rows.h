@@ -132,6 +132,12 @@ BC_WUR int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint
  * NULL) receives how many. */
 BC_WUR int bc_row_cert_revoke_all(bc_tx *tx, const char *node_id, int64_t now_ms, int64_t *revoked);
 
+/* Calls fn(ctx, der, len) for each certificate of node_id of its current generation,
+ * unrevoked and unexpired at now_ms, until fn returns non-zero (that value is
+ * returned; 0 when every one was seen). */
+BC_WUR int bc_row_cert_each_live(bc_tx *tx, const char *node_id, int64_t now_ms,
+                                 int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx);
+
 /* ---- node_bindings ---- */
 
 struct bc_binding_row {
@@ -253,6 +259,30 @@ BC_WUR int bc_row_workflow_running_for(bc_tx *tx, const char *node_id, const cha
 /* Sets the state (and, when data is not NULL, the data) of workflow id at now_ms. */
 BC_WUR int bc_row_workflow_set(bc_tx *tx, const char *id, const char *state, const char *data,
                                int64_t now_ms);
+
+/* ---- leases ---- */
+
+/* The row name of a site's site::boot lease: "site::boot/" + the site id. */
+#define BC_ROW_SITE_LEASE_FMT "site::boot/%s"
+
+struct bc_lease_row {
+	char holder[BC_ID_MAX]; /* "" when nobody holds it */
+	int64_t epoch;          /* the last epoch granted: 0 before the first */
+	int64_t expires_at;
+};
+
+/* The lease name, its row locked until the transaction ends; a lease never granted is
+ * made first (holder "", epoch 0), so two replicas racing lock the same row. 1. */
+BC_WUR int bc_row_lease_lock(bc_tx *tx, const char *name, struct bc_lease_row *row);
+
+/* Sets the locked lease name to (holder, epoch, expires_at), only while its epoch is
+ * still was_epoch: BC_ERR_CONFLICT when another transaction moved it. */
+BC_WUR int bc_row_lease_set(bc_tx *tx, const char *name, int64_t was_epoch, const char *holder,
+                            int64_t epoch, int64_t expires_at);
+
+/* 1 when holder holds the lease name at exactly epoch, unexpired at now_ms; else 0. */
+BC_WUR int bc_row_lease_held(bc_tx *tx, const char *name, const char *holder, int64_t epoch,
+                             int64_t now_ms);
 
 /* ---- attestation_uses ---- */
 

@@ -122,6 +122,10 @@ int admin_workflows_complete(bc_tx *tx, struct admin_call *c);
 int admin_machines_commission(bc_tx *tx, struct admin_call *c);
 int admin_machines_deploy(bc_tx *tx, struct admin_call *c);
 int admin_nodes_inventory(bc_tx *tx, struct admin_call *c);
+/* admin_sites.c */
+int admin_sites_get(bc_tx *tx, struct admin_call *c);
+int admin_sites_release_lease(bc_tx *tx, struct admin_call *c);
+
 /* admin_join_requests.c */
 int admin_join_requests_list(bc_tx *tx, struct admin_call *c);
 int admin_join_requests_approve(bc_tx *tx, struct admin_call *c);

@@ -12,6 +12,7 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "join/events.h"
+#include "join/join.h"
 #include "server/admin_internal.h"
 
 #define NAME_MAX_LEN 128
@@ -254,30 +255,5 @@ int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const c
 
 int admin_mint_secret(const char *prefix, const char *id, char **whole, char hash_hex[65])
 {
-	uint8_t raw[32], d[32];
-	char *b64 = NULL;
-	int rc;
-
-	*whole = NULL;
-	hash_hex[0] = '\0';
-	if ((rc = bc_random(raw, sizeof(raw))) != 0)
-		goto out;
-	if ((b64 = bc_b64url_encode(raw, sizeof(raw))) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	if ((rc = bc_sha256(b64, strlen(b64), d)) != 0)
-		goto out;
-	if (asprintf(whole, "%s%s_%s", prefix, id, b64) < 0) {
-		*whole = NULL;
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	bc_hex_encode_to(d, sizeof(d), hash_hex);
-out:
-	OPENSSL_cleanse(raw, sizeof(raw));
-	OPENSSL_cleanse(d, sizeof(d));
-	if (b64 != NULL)
-		bc_freezero(b64, strlen(b64));
-	return rc;
+	return bc_join_mint_secret(prefix, id, whole, hash_hex);
 }

@@ -21,6 +21,9 @@ static const char unimplemented[] =
 static const char bad_type[] =
     "{\"code\":\"invalid_argument\",\"message\":\"Content-Type must be " BC_WIRE_CONTENT_TYPE "\"}";
 
+static const char not_lease[] =
+    "{\"code\":\"invalid_argument\",\"message\":\"the request is not a LeaseRequest\"}";
+
 typedef enum bc_rpc_status (*rpc_fn)(struct bc_join_service *s, const uint8_t *body, size_t len,
                                      uint8_t **resp, size_t *resp_len);
 
@@ -36,6 +39,14 @@ static const struct method methods[] = {
      "{\"code\":\"invalid_argument\",\"message\":\"the request is not a JoinRequest\"}"},
     {BC_WIRE_PATH_RENEW, bc_renew_handle, bc_connect_renew_refused,
      "{\"code\":\"invalid_argument\",\"message\":\"the request is not a RenewRequest\"}"},
+    {BC_WIRE_PATH_FETCH_SECRET, bc_secret_handle, bc_connect_permission_denied,
+     "{\"code\":\"invalid_argument\",\"message\":\"the request is not a SecretRequest\"}"},
+    {BC_WIRE_PATH_ACQUIRE_LEASE, bc_site_acquire_handle, bc_connect_permission_denied, not_lease},
+    {BC_WIRE_PATH_RENEW_LEASE, bc_site_renew_handle, bc_connect_permission_denied, not_lease},
+    {BC_WIRE_PATH_RELEASE_LEASE, bc_site_release_handle, bc_connect_permission_denied, not_lease},
+    {BC_WIRE_PATH_LIST_BOOT, bc_site_boot_entries_handle, bc_connect_permission_denied,
+     "{\"code\":\"invalid_argument\",\"message\":\"the request is not a "
+     "BootEntriesRequest\"}"},
 };
 
 static void json(struct bc_http_response *resp, int status, const char *body)
@@ -51,7 +62,8 @@ static int is_proto(const char *ct)
 
 int bc_connect_owns(const char *path)
 {
-	return strncmp(path, BC_WIRE_JOIN_SERVICE, strlen(BC_WIRE_JOIN_SERVICE)) == 0;
+	return strncmp(path, BC_WIRE_JOIN_SERVICE, strlen(BC_WIRE_JOIN_SERVICE)) == 0 ||
+	       strncmp(path, BC_WIRE_SITE_SERVICE, strlen(BC_WIRE_SITE_SERVICE)) == 0;
 }
 
 static void answer(const struct method *m, enum bc_rpc_status st, uint8_t *body, size_t len,

@@ -1,6 +1,6 @@
-/* JoinService/Join and /Renew on arbitrary request bodies: decoding, every check
- * before the transaction, and the transaction itself against a real SQLite store.
- * Must never crash, leak or answer anything but the documented statuses. */
+/* JoinService/Join, /Renew, /FetchSecret and SiteService on arbitrary request bodies: decoding,
+ * every check before the transaction, and the transaction itself against a real SQLite store. Must
+ * never crash, leak or answer anything but the documented statuses. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +43,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		init();
 	if (size == 0)
 		return 0;
-	/* the first byte picks the method, so one target covers both decoders */
-	if (data[0] & 1)
-		status = bc_join_handle(svc, data + 1, size - 1, &resp, &len);
-	else
-		status = bc_renew_handle(svc, data + 1, size - 1, &resp, &len);
+	/* the first byte picks the method, so one target covers every decoder: Join,
+	 * Renew, FetchSecret and SiteService's */
+	static enum bc_rpc_status (*const methods[])(struct bc_join_service *, const uint8_t *,
+	                                             size_t, uint8_t **,
+	                                             size_t *) = {bc_renew_handle,
+	                                                          bc_join_handle,
+	                                                          bc_secret_handle,
+	                                                          bc_site_acquire_handle,
+	                                                          bc_site_renew_handle,
+	                                                          bc_site_release_handle,
+	                                                          bc_site_boot_entries_handle};
+	status = methods[data[0] % (sizeof(methods) / sizeof(*methods))](svc, data + 1, size - 1,
+	                                                                 &resp, &len);
 	/* an answer, a refusal or a body that does not decode: never a failure of ours,
 	 * and a response body only with an answer */
 	if ((status != BC_RPC_OK && status != BC_RPC_REFUSED && status != BC_RPC_INVALID &&

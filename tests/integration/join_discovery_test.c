@@ -1,0 +1,978 @@
+/* The site::boot lease (SiteService), FetchSecret and the discovery attestor,
+ * in-process over loopback HTTP with the real client: site nodes joined with site
+ * tokens hold and lose the lease, fetch discovery tokens and sign assertions, and
+ * ramdisks join with them. Every discovery refusal and every SiteService refusal by
+ * name; a fenced boot server can no longer vouch or fetch tokens; two replicas
+ * accept one assertion once and grant the lease once; unknown machines wait for an
+ * operator under approval = "unknown-machines". */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/x509.h>
+
+#include "bc/buf.h"
+#include "bc/clock.h"
+#include "bc/crypto.h"
+#include "bc/pki.h"
+#include "bc/wire.h"
+#include "bctest.h"
+#include "bettercompute/site/v1/site.pb-c.h"
+
+#define MAC_A  "52:54:00:aa:00:01"
+#define MAC_B  "52:54:00:aa:00:02"
+#define MAC_U  "52:54:00:aa:00:0f"
+#define UUID_A "6b1f3c52-0a4e-4d7b-9c1e-2f3a4b5c6d7e"
+#define UUID_B "0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a"
+#define MIN_MS (60LL * 1000)
+
+static struct bct_cp cp;
+static char site1[64], site2[64];
+
+/* A site node: its key, its chain and the caller the client library takes. */
+struct site_node {
+	EVP_PKEY *key;
+	struct bc_join_answer ans;
+	struct bc_site_caller c;
+	uint64_t epoch;
+};
+
+static void site_node(struct bct_cp *on, const char *site, struct site_node *s)
+{
+	struct bct_token_opts to = {.site = site, .role = "site"};
+	char *t = bct_token(on, &to, NULL);
+	struct bct_join_opts jo = {.token = t, .role = "site"};
+
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(bc_key_generate(&s->key), 0);
+	jo.key = s->key;
+	assert_int_equal(bct_join(on, &jo, &s->ans), 0);
+	free(t);
+	s->c = (struct bc_site_caller){.chain = (const uint8_t *const *)s->ans.chain,
+	                               .chain_lens = s->ans.chain_lens,
+	                               .n_chain = s->ans.n_chain,
+	                               .pub = s->key,
+	                               .sign = bc_es256_key_sign,
+	                               .sign_ctx = s->key,
+	                               .site_id = site};
+}
+
+static void site_free(struct site_node *s)
+{
+	bc_join_answer_free(&s->ans);
+	EVP_PKEY_free(s->key);
+}
+
+static int lease(struct bct_cp *on, struct site_node *s, enum bc_lease_call k, uint32_t ttl,
+                 struct bc_lease_answer *a)
+{
+	char err[256];
+	int rc = bc_client_lease(&on->pins, &s->c, k, s->epoch, ttl, a, err, sizeof(err));
+	if (rc == 0 && a->held)
+		s->epoch = a->epoch;
+	return rc;
+}
+
+/* s holds the site's lease (taking it, waiting out nobody). */
+static void hold(struct site_node *s)
+{
+	struct bc_lease_answer a;
+	assert_int_equal(lease(&cp, s, BC_LEASE_ACQUIRE, 0, &a), 0);
+	assert_true(a.held);
+}
+
+static void release(struct site_node *s)
+{
+	struct bc_lease_answer a;
+	assert_int_equal(lease(&cp, s, BC_LEASE_RELEASE, 0, &a), 0);
+	assert_false(a.held);
+}
+
+static char *fetch(struct bct_cp *on, struct site_node *s, const char *wf, const char *mac, int *rc)
+{
+	char err[256], *tok = NULL;
+	int64_t not_after = 0;
+
+	*rc = bc_client_fetch_secret(&on->pins, &s->c, wf, mac, &tok, &not_after, err, sizeof(err));
+	if (*rc == 0) {
+		int64_t now = bc_now_ms();
+		assert_true(not_after > now && not_after <= now + 15 * MIN_MS + 2000);
+	}
+	return tok;
+}
+
+static char *token_for(struct site_node *s, const char *wf, const char *mac)
+{
+	int rc;
+	char *t = fetch(&cp, s, wf, mac, &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(t);
+	return t;
+}
+
+/* A commission workflow of site for mac (its boot entry), running. */
+static void commission(const char *site, const char *mac, const char *uuid, const char *node,
+                       char wf[64])
+{
+	char data[512];
+
+	assert_int_equal(bc_new_id("wf", wf, 64), 0);
+	snprintf(data, sizeof(data),
+	         "{\"bootEntry\":{\"siteId\":\"%s\",\"mac\":\"%s\"%s%s%s%s%s%s,\"notAfter\":%lld}}",
+	         site, mac, uuid ? ",\"productUuid\":\"" : "", uuid ? uuid : "", uuid ? "\"" : "",
+	         node ? ",\"nodeId\":\"" : "", node ? node : "", node ? "\"" : "",
+	         (long long)(bc_now_ms() + 60 * MIN_MS));
+	bc_param w[] = {BC_TEXT(wf), BC_TEXT(data), BC_TEXT(node)};
+	assert_int_equal(
+	    bct_exec(&cp,
+	             "INSERT INTO workflows (id, tenant_id, node_id, kind, state, data, "
+	             "created_at, updated_at) VALUES ($1, 'root', $3, 'commission', "
+	             "'running', $2, 1, 1)",
+	             w, 3),
+	    0);
+}
+
+struct assertion {
+	const char *site;
+	const char *signer;
+	uint64_t epoch;
+	const char *mac;
+	const char *uuid;
+	const char *wf;
+	int64_t issued_at;
+	int64_t not_after;
+	EVP_PKEY *key;
+};
+
+/* The assertion s's boot server signs now for mac (and wf, uuid). */
+static struct assertion vouch(struct site_node *s, const char *mac, const char *wf,
+                              const char *uuid)
+{
+	int64_t now = bc_now_ms();
+	return (struct assertion){.site = s->c.site_id,
+	                          .signer = s->ans.node_id,
+	                          .epoch = s->epoch,
+	                          .mac = mac,
+	                          .uuid = uuid,
+	                          .wf = wf,
+	                          .issued_at = now,
+	                          .not_after = now + 10 * MIN_MS,
+	                          .key = s->key};
+}
+
+static uint8_t *sign(const struct assertion *a, size_t *len)
+{
+	struct bc_discovery_fields f = {.site_id = a->site,
+	                                .signer_node_id = a->signer,
+	                                .lease_epoch = a->epoch,
+	                                .mac = a->mac,
+	                                .ip = "192.0.2.10",
+	                                .product_uuid = a->uuid,
+	                                .workflow_id = a->wf,
+	                                .issued_at_ms = a->issued_at,
+	                                .not_after_ms = a->not_after};
+	uint8_t *out = NULL;
+	assert_int_equal(bc_client_sign_assertion(&f, a->key, bc_es256_key_sign, a->key, &out, len),
+	                 0);
+	return out;
+}
+
+struct ramdisk {
+	const char *token;
+	const uint8_t *att;
+	size_t att_len;
+	const char *mac;  /* claimed */
+	const char *uuid; /* claimed */
+	const uint8_t *csr;
+	size_t csr_len;
+};
+
+static int ramdisk_join(struct bct_cp *on, const struct ramdisk *r, struct bc_join_answer *ans)
+{
+	struct bct_join_opts jo = {.attestor = "discovery",
+	                           .role = "ramdisk",
+	                           .token = r->token,
+	                           .attestation = r->att,
+	                           .attestation_len = r->att_len,
+	                           .mac = r->mac,
+	                           .product_uuid = r->uuid,
+	                           .csr = r->csr,
+	                           .csr_len = r->csr_len};
+	int rc = bct_join(on, &jo, ans);
+	if (rc == BC_ERR_DENIED && getenv("BCT_LOG"))
+		fprintf(stderr, "refused: %s\n", bct_last_reason(on));
+	return rc;
+}
+
+/* A join with a freshly signed assertion a and the token, refused by name. */
+static void refused_with(const struct assertion *a, const char *token, const char *mac,
+                         const char *uuid, const char *reason)
+{
+	struct bc_join_answer ans;
+	size_t len;
+	uint8_t *att = sign(a, &len);
+	struct ramdisk r = {.token = token, .att = att, .att_len = len, .mac = mac, .uuid = uuid};
+
+	assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), reason);
+	free(att);
+}
+
+static int64_t uses_left_of(const char *token)
+{
+	char id[64];
+	memcpy(id, token + 4, 30);
+	id[30] = 0;
+	bc_param p[] = {BC_TEXT(id)};
+	return bct_count(&cp, "SELECT uses_left FROM join_tokens WHERE id = $1", p, 1);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (bct_cp_start(&cp, "[attestors.discovery]\n") != 0)
+		return -1;
+	if (bct_site(&cp, "root", "dc1", site1) != 0 || bct_site(&cp, "root", "dc2", site2) != 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	bct_cp_stop(&cp);
+	return 0;
+}
+
+/* Each test starts with nobody holding either site's lease. */
+static int fresh_leases(void **state)
+{
+	(void)state;
+	return bct_exec(&cp, "UPDATE leases SET holder = '', expires_at = 0", NULL, 0);
+}
+
+/* ---- the lease ---- */
+
+static void test_lease_epochs_grow_and_fence(void **state)
+{
+	struct site_node a, b;
+	struct bc_lease_answer l;
+	(void)state;
+
+	site_node(&cp, site1, &a);
+	site_node(&cp, site1, &b);
+	assert_int_equal(lease(&cp, &a, BC_LEASE_ACQUIRE, 1000, &l), 0);
+	assert_true(l.held);
+	uint64_t e1 = l.epoch;
+	assert_true(e1 >= 1);
+	assert_string_equal(l.holder, a.ans.node_id);
+	/* the server caps the TTL at 300 s */
+	assert_int_equal(l.expires_at_ms - l.issued_at_ms, 300000);
+	/* the holder asking again keeps its epoch; the default TTL is 30 s */
+	assert_int_equal(lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+	assert_int_equal(l.epoch, e1);
+	assert_int_equal(l.expires_at_ms - l.issued_at_ms, 30000);
+	/* another site node sees who holds it */
+	assert_int_equal(lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_false(l.held);
+	assert_string_equal(l.holder, a.ans.node_id);
+	assert_int_equal(l.epoch, e1);
+	/* renew by the holder of exactly that epoch */
+	assert_int_equal(lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
+	assert_true(l.held);
+	b.epoch = e1;
+	assert_int_equal(lease(&cp, &b, BC_LEASE_RENEW, 0, &l), 0);
+	assert_false(l.held);
+	/* released, then taken by b at the next epoch: a is fenced */
+	release(&a);
+	assert_int_equal(lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+	assert_int_equal(l.epoch, e1 + 1);
+	assert_int_equal(lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
+	assert_false(l.held);
+	assert_int_equal(l.epoch, e1 + 1);
+	/* a release by a fenced holder changes nothing */
+	assert_int_equal(lease(&cp, &a, BC_LEASE_RELEASE, 0, &l), 0);
+	assert_string_equal(l.holder, b.ans.node_id);
+	/* expired: b cannot renew it, a takes it at the next epoch */
+	bc_clock_set_offset_ms(31000);
+	assert_int_equal(lease(&cp, &b, BC_LEASE_RENEW, 0, &l), 0);
+	assert_false(l.held);
+	assert_int_equal(lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+	assert_int_equal(l.epoch, e1 + 2);
+	bc_clock_set_offset_ms(0);
+	/* the lease of another site is another row */
+	struct site_node c;
+	site_node(&cp, site2, &c);
+	assert_int_equal(lease(&cp, &c, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+	assert_int_equal(l.epoch, 1);
+	release(&c);
+	site_free(&a);
+	site_free(&b);
+	site_free(&c);
+}
+
+/* A LeaseRequest made by hand: name, client time and the signing key as given. */
+static int raw_lease(struct site_node *s, const char *site, const char *name, int64_t when,
+                     EVP_PKEY *signer)
+{
+	Bettercompute__Site__V1__LeaseRequest rq = BETTERCOMPUTE__SITE__V1__LEASE_REQUEST__INIT;
+	ProtobufCBinaryData chain = {.data = s->ans.chain[0], .len = s->ans.chain_lens[0]};
+	uint8_t sig[BC_SIG_LEN], *body, *resp = NULL;
+	size_t len, resp_len = 0;
+	long status = 0;
+	char err[256];
+	bc_buf p;
+
+	rq.chain = &chain;
+	rq.n_chain = 1;
+	rq.site_id = (char *)site;
+	rq.name = (char *)name;
+	rq.client_time_ms = when;
+	assert_int_equal(bc_lease_payload(&p, site, name, 0, 0, when), 0);
+	assert_int_equal(bc_es256_sign(signer, BC_PURPOSE_LEASE_REQUEST, p.p, p.len, sig), 0);
+	bc_buf_free(&p);
+	rq.proof.data = sig;
+	rq.proof.len = sizeof(sig);
+	len = bettercompute__site__v1__lease_request__get_packed_size(&rq);
+	body = malloc(len);
+	bettercompute__site__v1__lease_request__pack(&rq, body);
+	assert_int_equal(bc_client_post(&cp.pins, BC_WIRE_PATH_ACQUIRE_LEASE, body, len, &status,
+	                                &resp, &resp_len, err, sizeof(err)),
+	                 0);
+	free(body);
+	free(resp);
+	return (int)status;
+}
+
+static void site_refused(int rc, const char *reason)
+{
+	assert_int_equal(rc, BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), reason);
+}
+
+static void test_site_service_refusals_by_name(void **state)
+{
+	struct site_node a, other;
+	struct bc_lease_answer l;
+	struct bc_boot_entry *es = NULL;
+	size_t n;
+	int64_t at;
+	char err[256];
+	EVP_PKEY *stranger = NULL;
+	(void)state;
+
+	site_node(&cp, site1, &a);
+	site_node(&cp, site2, &other);
+	assert_int_equal(bc_key_generate(&stranger), 0);
+	/* the request's own shape: not the lease's name, a stale client time, a proof by
+	 * another key; every refusal is the same 403 */
+	assert_int_equal(raw_lease(&a, site1, "site::other", bc_now_ms(), a.key), 403);
+	assert_string_equal(bct_last_reason(&cp), "site-malformed");
+	assert_int_equal(raw_lease(&a, site1, BC_WIRE_LEASE_BOOT, bc_now_ms() - 2 * MIN_MS, a.key),
+	                 403);
+	assert_string_equal(bct_last_reason(&cp), "site-client-time");
+	assert_int_equal(raw_lease(&a, site1, BC_WIRE_LEASE_BOOT, bc_now_ms(), stranger), 403);
+	assert_string_equal(bct_last_reason(&cp), "site-proof");
+	/* a site node of another site */
+	a.c.site_id = site2;
+	site_refused(lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), "site-wrong-site");
+	a.c.site_id = site1;
+	/* a node certificate is no site certificate */
+	{
+		struct bct_token_opts to = {0};
+		char *t = bct_token(&cp, &to, NULL);
+		struct site_node nd;
+		memset(&nd, 0, sizeof(nd));
+		assert_int_equal(bc_key_generate(&nd.key), 0);
+		struct bct_join_opts jo = {.token = t, .key = nd.key};
+		assert_int_equal(bct_join(&cp, &jo, &nd.ans), 0);
+		nd.c = a.c;
+		nd.c.chain = (const uint8_t *const *)nd.ans.chain;
+		nd.c.chain_lens = nd.ans.chain_lens;
+		nd.c.n_chain = nd.ans.n_chain;
+		nd.c.pub = nd.c.sign_ctx = nd.key;
+		site_refused(lease(&cp, &nd, BC_LEASE_ACQUIRE, 0, &l), "site-role");
+		site_free(&nd);
+		free(t);
+	}
+	/* boot entries and tokens go only to the holder */
+	site_refused(bc_client_boot_entries(&cp.pins, &a.c, 1, &es, &n, &at, err, sizeof(err)),
+	             "site-not-holder");
+	int rc;
+	assert_null(fetch(&cp, &a, "", MAC_U, &rc));
+	site_refused(rc, "site-not-holder");
+	hold(&a);
+	site_refused(
+	    bc_client_boot_entries(&cp.pins, &a.c, a.epoch + 1, &es, &n, &at, err, sizeof(err)),
+	    "site-not-holder");
+	/* FetchSecret's own */
+	assert_null(fetch(&cp, &a, "", "not-a-mac", &rc));
+	site_refused(rc, "secret-kind");
+	char wf[64];
+	commission(site1, MAC_A, NULL, NULL, wf);
+	assert_null(fetch(&cp, &a, wf, MAC_B, &rc));
+	site_refused(rc, "secret-workflow");
+	assert_null(fetch(&cp, &a, "wf_00000000000000000000000000", MAC_A, &rc));
+	site_refused(rc, "secret-workflow");
+	/* a revoked certificate */
+	bc_param p[] = {BC_TEXT(a.ans.node_id)};
+	assert_int_equal(
+	    bct_exec(&cp, "UPDATE node_certs SET revoked_at = 1 WHERE node_id = $1", p, 1), 0);
+	site_refused(lease(&cp, &a, BC_LEASE_RENEW, 0, &l), "site-not-current");
+	EVP_PKEY_free(stranger);
+	site_free(&a);
+	site_free(&other);
+}
+
+static void test_boot_entries_and_tokens_for_the_holder(void **state)
+{
+	struct site_node a;
+	struct bc_boot_entry *es = NULL;
+	char wf[64], wf2[64], wf_other[64], err[256];
+	size_t n = 0;
+	int64_t at = 0;
+	int rc;
+	(void)state;
+
+	site_node(&cp, site1, &a);
+	hold(&a);
+	commission(site1, "52-54-00-AA-00-21", UUID_A, NULL, wf);
+	commission(site1, "52:54:00:aa:00:22", NULL, NULL, wf2);
+	commission(site2, "52:54:00:aa:00:23", NULL, NULL, wf_other);
+	assert_int_equal(
+	    bc_client_boot_entries(&cp.pins, &a.c, a.epoch, &es, &n, &at, err, sizeof(err)), 0);
+	int seen = 0;
+	for (size_t i = 0; i < n; i++) {
+		assert_string_not_equal(es[i].workflow_id, wf_other);
+		if (strcmp(es[i].workflow_id, wf) == 0) {
+			/* canonical, with the operator's product UUID */
+			assert_string_equal(es[i].mac, "52:54:00:aa:00:21");
+			assert_string_equal(es[i].product_uuid, UUID_A);
+			seen++;
+		}
+		seen += strcmp(es[i].workflow_id, wf2) == 0;
+	}
+	assert_int_equal(seen, 2);
+	free(es);
+	/* a token for the entry: single use, bound to the MAC, the site and the workflow */
+	char *t = token_for(&a, wf, "52:54:00:aa:00:21");
+	char id[64];
+	memcpy(id, t + 4, 30);
+	id[30] = 0;
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(site1), BC_TEXT(wf)};
+	assert_int_equal(
+	    bct_count(&cp,
+	              "SELECT COUNT(*) FROM join_tokens WHERE id = $1 AND site_id = $2 "
+	              "AND workflow_id = $3 AND role = 'discovery' AND uses_left = 1 "
+	              "AND expect = '{\"mac\":\"52:54:00:aa:00:21\"}'",
+	              p, 3),
+	    1);
+	free(t);
+	/* unknown MACs: at most BC_SITE_UNKNOWN_TOKENS_MAX (64) live tokens per site */
+	assert_int_equal(bct_exec(&cp, "DELETE FROM join_tokens WHERE role = 'discovery'", NULL, 0),
+	                 0);
+	for (int i = 0; i < 64; i++) {
+		char *u = fetch(&cp, &a, "", MAC_U, &rc);
+		assert_int_equal(rc, 0);
+		free(u);
+	}
+	assert_null(fetch(&cp, &a, "", MAC_U, &rc));
+	site_refused(rc, "secret-limit");
+	/* a token spent or expired no longer counts */
+	assert_int_equal(bct_exec(&cp,
+	                          "UPDATE join_tokens SET uses_left = 0 WHERE role = "
+	                          "'discovery'",
+	                          NULL, 0),
+	                 0);
+	free(token_for(&a, "", MAC_U));
+	/* a commission workflow: at most BC_SITE_WORKFLOW_TOKENS_MAX (16) live tokens */
+	for (int i = 0; i < 16; i++)
+		free(token_for(&a, wf2, "52:54:00:aa:00:22"));
+	assert_null(fetch(&cp, &a, wf2, "52:54:00:aa:00:22", &rc));
+	site_refused(rc, "secret-limit");
+	release(&a);
+	site_free(&a);
+}
+
+/* ---- the attestor ---- */
+
+static void test_a_vouched_ramdisk_joins_once(void **state)
+{
+	struct site_node a;
+	struct bc_join_answer ans, again;
+	struct bc_node_identity id;
+	char wf[64];
+	size_t len;
+	(void)state;
+
+	site_node(&cp, site1, &a);
+	hold(&a);
+	commission(site1, MAC_A, UUID_A, NULL, wf);
+	char *t = token_for(&a, wf, MAC_A);
+	struct assertion as = vouch(&a, MAC_A, wf, UUID_A);
+	uint8_t *att = sign(&as, &len);
+	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
+	assert_int_equal(ramdisk_join(&cp, &r, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_string_equal(id.role, "ramdisk");
+	assert_true(id.not_after_ms - id.not_before_ms <= 2LL * 3600 * 1000);
+	printf("ramdisk certificate: %lld s\n",
+	       (long long)((id.not_after_ms - id.not_before_ms) / 1000));
+	bc_node_identity_clear(&id);
+	assert_int_equal(uses_left_of(t), 0);
+	/* its site, its hardware key (the vouched product UUID) and its inventory */
+	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(site1)};
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND site_id = $2 AND "
+	                           "role = 'ramdisk' AND attestor = 'discovery' AND hardware_key = "
+	                           "'uuid:" UUID_A "'",
+	                           p, 2),
+	                 1);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM inventory WHERE node_id = $1", p, 1),
+	                 1);
+	/* the assertion admitted one join: a second token does not make it new */
+	char *t2 = token_for(&a, wf, MAC_A);
+	r.token = t2;
+	assert_int_equal(ramdisk_join(&cp, &r, &again), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "assertion-reused");
+	assert_int_equal(uses_left_of(t2), 1);
+	bc_join_answer_free(&ans);
+	free(att);
+	free(t);
+	free(t2);
+	release(&a);
+	site_free(&a);
+}
+
+static void test_every_discovery_refusal_by_name(void **state)
+{
+	struct site_node a, b, other;
+	struct bc_join_answer ans;
+	struct assertion as;
+	char wf[64], *t;
+	(void)state;
+
+	site_node(&cp, site1, &a);
+	site_node(&cp, site1, &b);
+	site_node(&cp, site2, &other);
+	hold(&a);
+	hold(&other);
+	commission(site1, MAC_A, UUID_A, NULL, wf);
+	t = token_for(&a, wf, MAC_A);
+	as = vouch(&a, MAC_A, wf, UUID_A);
+
+	/* check(): the bytes, and the machine against them */
+	{
+		static const uint8_t junk[] = {0x0a, 0xff, 0x01};
+		struct ramdisk r = {.token = t, .att = junk, .att_len = sizeof(junk), .mac = MAC_A};
+		assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+		assert_string_equal(bct_last_reason(&cp), "discovery-malformed");
+		r.att = NULL;
+		r.att_len = 0;
+		assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+		assert_string_equal(bct_last_reason(&cp), "discovery-malformed");
+	}
+	{
+		/* signed, but out of shape */
+		struct assertion x = as;
+		x.epoch = 0;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.mac = "52:54:00:aa:00";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.uuid = "not-a-uuid";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.not_after = x.issued_at;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.site = "";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+		x = as;
+		x.wf = "wf with spaces";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
+	}
+	refused_with(&as, t, MAC_B, UUID_A, "discovery-mac-not-claimed");
+	refused_with(&as, t, MAC_A, UUID_B, "product-uuid-mismatch");
+	refused_with(&as, t, MAC_A, NULL, "product-uuid-mismatch");
+	/* the token */
+	refused_with(&as, NULL, MAC_A, UUID_A, "token-missing");
+	{
+		struct bct_token_opts to = {.site = site1};
+		char *node_tok = bct_token(&cp, &to, NULL);
+		refused_with(&as, node_tok, MAC_A, UUID_A, "not-single-use");
+		free(node_tok);
+	}
+	{
+		char *t_other = token_for(&other, "", MAC_A);
+		refused_with(&as, t_other, MAC_A, UUID_A, "discovery-site-mismatch");
+		free(t_other);
+	}
+	{
+		char *t_b = token_for(&a, "", MAC_B);
+		struct assertion nowf = vouch(&a, MAC_A, NULL, UUID_A);
+		refused_with(&nowf, t_b, MAC_A, UUID_A, "discovery-token-mac");
+		free(t_b);
+		char *t_u = token_for(&a, "", MAC_A);
+		refused_with(&as, t_u, MAC_A, UUID_A, "discovery-workflow-mismatch");
+		free(t_u);
+	}
+	/* the signer */
+	{
+		struct assertion x = as;
+		x.signer = "node_00000000000000000000000000";
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-signer-unknown");
+		x.signer = other.ans.node_id; /* a site node of another site */
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-signer-unknown");
+		x = as;
+		x.epoch = as.epoch + 1;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-fenced");
+		x = vouch(&b, MAC_A, wf, UUID_A); /* b holds no lease at a's epoch */
+		x.epoch = as.epoch;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-fenced");
+		EVP_PKEY *k = NULL;
+		assert_int_equal(bc_key_generate(&k), 0);
+		x = as;
+		x.key = k; /* signed by a key that is not the signer's */
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-signature");
+		EVP_PKEY_free(k);
+		/* freshness: past not_after, or 15 minutes after issued_at */
+		x = as;
+		x.not_after = bc_now_ms() - 1;
+		x.issued_at = x.not_after - MIN_MS;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-expired");
+		x = as;
+		x.issued_at = bc_now_ms() - 16 * MIN_MS;
+		x.not_after = bc_now_ms() + MIN_MS;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-expired");
+		x = as;
+		x.issued_at = bc_now_ms() + 5 * MIN_MS;
+		x.not_after = x.issued_at + MIN_MS;
+		refused_with(&x, t, MAC_A, UUID_A, "discovery-expired");
+	}
+	/* a retired signer */
+	{
+		bc_param p[] = {BC_TEXT(a.ans.node_id)};
+		assert_int_equal(
+		    bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", p, 1), 0);
+		refused_with(&as, t, MAC_A, UUID_A, "discovery-signer-retired");
+		assert_int_equal(
+		    bct_exec(&cp, "UPDATE nodes SET state = 'adopted' WHERE id = $1", p, 1), 0);
+	}
+	/* a cancelled workflow */
+	{
+		bc_param p[] = {BC_TEXT(wf)};
+		assert_int_equal(
+		    bct_exec(&cp, "UPDATE workflows SET state = 'cancelled' WHERE id = $1", p, 1),
+		    0);
+		refused_with(&as, t, MAC_A, UUID_A, "workflow-not-running");
+		assert_int_equal(
+		    bct_exec(&cp, "UPDATE workflows SET state = 'running' WHERE id = $1", p, 1), 0);
+	}
+	/* after every refusal the token still admits the vouched machine, once */
+	assert_int_equal(uses_left_of(t), 1);
+	size_t len;
+	uint8_t *att = sign(&as, &len);
+	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
+	assert_int_equal(ramdisk_join(&cp, &r, &ans), 0);
+	bc_join_answer_free(&ans);
+	assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "token-used-up");
+	/* a ramdisk only */
+	{
+		struct bct_join_opts jo = {.attestor = "discovery",
+		                           .role = "node",
+		                           .token = t,
+		                           .attestation = att,
+		                           .attestation_len = len,
+		                           .mac = MAC_A};
+		assert_int_equal(bct_join(&cp, &jo, &ans), BC_ERR_DENIED);
+		assert_string_equal(bct_last_reason(&cp), "role-not-admitted");
+	}
+	free(att);
+	free(t);
+	release(&a);
+	release(&other);
+	site_free(&a);
+	site_free(&b);
+	site_free(&other);
+}
+
+static void test_a_fenced_boot_server_can_no_longer_vouch(void **state)
+{
+	struct site_node a, b;
+	struct bc_join_answer ans;
+	struct bc_lease_answer l;
+	struct bc_boot_entry *es = NULL;
+	char wf[64], err[256];
+	size_t n, len;
+	int64_t at;
+	int rc;
+	(void)state;
+
+	site_node(&cp, site1, &a);
+	site_node(&cp, site1, &b);
+	hold(&a);
+	commission(site1, MAC_A, NULL, NULL, wf);
+	char *t = token_for(&a, wf, MAC_A);
+	struct assertion as = vouch(&a, MAC_A, wf, NULL);
+	uint8_t *att = sign(&as, &len);
+	/* a's lease expires and b takes it */
+	bc_clock_set_offset_ms(31000);
+	assert_int_equal(lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+	assert_int_equal(l.epoch, a.epoch + 1);
+	/* a's assertion, its token fetches and its boot entries are refused */
+	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A};
+	assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "discovery-fenced");
+	assert_null(fetch(&cp, &a, wf, MAC_A, &rc));
+	site_refused(rc, "site-not-holder");
+	site_refused(
+	    bc_client_boot_entries(&cp.pins, &a.c, a.epoch, &es, &n, &at, err, sizeof(err)),
+	    "site-not-holder");
+	assert_int_equal(lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
+	assert_false(l.held);
+	/* b vouches now */
+	char *t2 = token_for(&b, wf, MAC_A);
+	struct assertion bs = vouch(&b, MAC_A, wf, NULL);
+	uint8_t *att2 = sign(&bs, &len);
+	struct ramdisk r2 = {.token = t2, .att = att2, .att_len = len, .mac = MAC_A};
+	assert_int_equal(ramdisk_join(&cp, &r2, &ans), 0);
+	bc_join_answer_free(&ans);
+	bc_clock_set_offset_ms(0);
+	free(att);
+	free(att2);
+	free(t);
+	free(t2);
+	site_free(&a);
+	site_free(&b);
+}
+
+/* ---- two replicas ---- */
+
+struct acquirer {
+	struct bct_cp *on;
+	struct site_node *s;
+	struct bc_lease_answer l;
+	int rc;
+};
+
+static void *acquire(void *arg)
+{
+	struct acquirer *q = arg;
+	char err[256];
+	q->rc = bc_client_lease(&q->on->pins, &q->s->c, BC_LEASE_ACQUIRE, 0, 0, &q->l, err,
+	                        sizeof(err));
+	return NULL;
+}
+
+static void test_two_replicas_grant_once_and_accept_once(void **state)
+{
+	struct bct_cp replica;
+	struct site_node a, b;
+	struct bc_join_answer ans;
+	char wf[64];
+	size_t len;
+	pthread_t th[2];
+	(void)state;
+
+	assert_int_equal(bct_cp_replica_toml(&cp, &replica, "[attestors.discovery]\n"), 0);
+	site_node(&cp, site1, &a);
+	site_node(&cp, site1, &b);
+	/* a and b ask two replicas at once: one of them holds it */
+	struct acquirer qa = {.on = &cp, .s = &a}, qb = {.on = &replica, .s = &b};
+	assert_int_equal(pthread_create(&th[0], NULL, acquire, &qa), 0);
+	assert_int_equal(pthread_create(&th[1], NULL, acquire, &qb), 0);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	assert_int_equal(qa.rc, 0);
+	assert_int_equal(qb.rc, 0);
+	assert_int_equal(qa.l.held + qb.l.held, 1);
+	assert_int_equal(qa.l.epoch, qb.l.epoch);
+	struct site_node *h = qa.l.held ? &a : &b;
+	h->epoch = qa.l.epoch;
+	/* one assertion, two tokens, two replicas: one join */
+	commission(site1, MAC_B, NULL, NULL, wf);
+	char *t1 = token_for(h, wf, MAC_B), *t2 = token_for(h, wf, MAC_B);
+	struct assertion as = vouch(h, MAC_B, wf, NULL);
+	uint8_t *att = sign(&as, &len);
+	struct ramdisk r = {.token = t1, .att = att, .att_len = len, .mac = MAC_B};
+	assert_int_equal(ramdisk_join(&replica, &r, &ans), 0);
+	bc_join_answer_free(&ans);
+	r.token = t2;
+	assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "assertion-reused");
+	/* racing: 8 joins of one assertion with 8 tokens through both replicas */
+	struct assertion as2 = vouch(h, MAC_B, wf, NULL);
+	as2.issued_at -= 1; /* another assertion */
+	uint8_t *att2 = sign(&as2, &len);
+	char *tok[8];
+	for (int i = 0; i < 8; i++)
+		tok[i] = token_for(h, wf, MAC_B);
+	int admitted = 0, denied = 0;
+	for (int i = 0; i < 8; i++) {
+		struct ramdisk ri = {.token = tok[i], .att = att2, .att_len = len, .mac = MAC_B};
+		int rc = ramdisk_join(i % 2 ? &replica : &cp, &ri, &ans);
+		if (rc == 0) {
+			admitted++;
+			bc_join_answer_free(&ans);
+		}
+		denied += rc == BC_ERR_DENIED;
+		free(tok[i]);
+	}
+	assert_int_equal(admitted, 1);
+	assert_int_equal(denied, 7);
+	printf("one assertion over two replicas: %d admitted, %d refused\n", admitted, denied);
+	free(att);
+	free(att2);
+	free(t1);
+	free(t2);
+	bct_cp_stop(&replica);
+	site_free(&a);
+	site_free(&b);
+}
+
+/* ---- approvals ---- */
+
+static void test_unknown_machines_wait_for_an_operator(void **state)
+{
+	struct bct_cp ap;
+	struct site_node a;
+	struct bc_join_answer ans;
+	EVP_PKEY *key = NULL, *key2 = NULL;
+	uint8_t *csr = NULL, *csr2 = NULL;
+	size_t csr_len, csr2_len, len;
+	char site[64], wf[64];
+	(void)state;
+
+	assert_int_equal(bct_cp_start(&ap, "[attestors.discovery]\n"
+	                                   "approval = \"unknown-machines\"\n"
+	                                   "retry_after_seconds = 5\n"),
+	                 0);
+	assert_int_equal(bct_site(&ap, "root", "dc-ap", site), 0);
+	site_node(&ap, site, &a);
+	struct bc_lease_answer l;
+	assert_int_equal(lease(&ap, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_csr_make(key, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
+	int rc;
+	char *t = fetch(&ap, &a, "", MAC_U, &rc);
+	assert_int_equal(rc, 0);
+	struct assertion as = vouch(&a, MAC_U, NULL, NULL);
+	uint8_t *att = sign(&as, &len);
+	struct ramdisk r = {.token = t,
+	                    .att = att,
+	                    .att_len = len,
+	                    .mac = MAC_U,
+	                    .uuid = UUID_B,
+	                    .csr = csr,
+	                    .csr_len = csr_len};
+	/* pending: a join request, nothing spent */
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_PENDING);
+	assert_int_equal(ans.retry_after_seconds, 5);
+	char jr[64];
+	snprintf(jr, sizeof(jr), "%s", ans.request_id);
+	bc_join_answer_free(&ans);
+	bc_param p[] = {BC_TEXT(jr), BC_TEXT(site)};
+	char *claims =
+	    bct_text(&ap,
+	             "SELECT claims FROM join_requests WHERE id = $1 AND site_id = $2 AND "
+	             "attestor = 'discovery' AND state = 'pending'",
+	             p, 2);
+	assert_non_null(claims);
+	assert_non_null(strstr(claims, MAC_U));
+	assert_non_null(strstr(claims, UUID_B));
+	free(claims);
+	assert_int_equal(
+	    bct_count(&ap,
+	              "SELECT COUNT(*) FROM events WHERE type = 'join.request.created' "
+	              "AND subject = $1",
+	              p, 1),
+	    1);
+	/* asking again waits on the same request */
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_PENDING);
+	assert_string_equal(ans.request_id, jr);
+	bc_join_answer_free(&ans);
+	/* a restarted ramdisk with a new CSR and fresh evidence takes the request over */
+	assert_int_equal(bc_key_generate(&key2), 0);
+	assert_int_equal(bc_csr_make(key2, BC_WIRE_CSR_CN, &csr2, &csr2_len), 0);
+	r.csr = csr2;
+	r.csr_len = csr2_len;
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_PENDING);
+	assert_string_equal(ans.request_id, jr);
+	bc_join_answer_free(&ans);
+	/* approved: the same CSR joins, once */
+	assert_int_equal(
+	    bct_exec(&ap, "UPDATE join_requests SET state = 'approved' WHERE id = $1", p, 1), 0);
+	r.csr = csr;
+	r.csr_len = csr_len;
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&ap), "enrollment-csr");
+	r.csr = csr2;
+	r.csr_len = csr2_len;
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	bc_join_answer_free(&ans);
+	free(att);
+	free(t);
+	/* denied: refused by name */
+	t = fetch(&ap, &a, "", MAC_B, &rc);
+	assert_int_equal(rc, 0);
+	as = vouch(&a, MAC_B, NULL, NULL);
+	att = sign(&as, &len);
+	r = (struct ramdisk){
+	    .token = t, .att = att, .att_len = len, .mac = MAC_B, .csr = csr, .csr_len = csr_len};
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_PENDING);
+	snprintf(jr, sizeof(jr), "%s", ans.request_id);
+	bc_param d[] = {BC_TEXT(jr)};
+	bc_join_answer_free(&ans);
+	assert_int_equal(
+	    bct_exec(&ap, "UPDATE join_requests SET state = 'denied' WHERE id = $1", d, 1), 0);
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&ap), "discovery-denied");
+	(void)wf;
+	free(att);
+	free(t);
+	free(csr);
+	free(csr2);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(key2);
+	site_free(&a);
+	bct_cp_stop(&ap);
+}
+
+int main(void)
+{
+	if (bct_engine_skip())
+		return BCT_SKIP;
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_lease_epochs_grow_and_fence, fresh_leases),
+	    cmocka_unit_test_setup(test_site_service_refusals_by_name, fresh_leases),
+	    cmocka_unit_test_setup(test_boot_entries_and_tokens_for_the_holder, fresh_leases),
+	    cmocka_unit_test_setup(test_a_vouched_ramdisk_joins_once, fresh_leases),
+	    cmocka_unit_test_setup(test_every_discovery_refusal_by_name, fresh_leases),
+	    cmocka_unit_test_setup(test_a_fenced_boot_server_can_no_longer_vouch, fresh_leases),
+	    cmocka_unit_test_setup(test_two_replicas_grant_once_and_accept_once, fresh_leases),
+	    cmocka_unit_test(test_unknown_machines_wait_for_an_operator),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
