@@ -45,6 +45,11 @@
 #define BC_ID_MAX       64
 #define BC_HWKEY_MAX    160
 #define BC_REASON_MAX   64
+/* allowed command kinds: at most BC_ALLOWED_KINDS_MAX of at most BC_ALLOWED_KIND_LEN
+ * characters each; the JSON array of them fits BC_ALLOWED_KINDS_JSON_MAX with its NUL */
+#define BC_ALLOWED_KINDS_MAX      32
+#define BC_ALLOWED_KIND_LEN       64
+#define BC_ALLOWED_KINDS_JSON_MAX (2 + BC_ALLOWED_KINDS_MAX * (BC_ALLOWED_KIND_LEN + 3) + 1)
 
 struct bc_claims {
 	const char *const *macs;
@@ -125,6 +130,12 @@ struct bc_attest_outcome {
 	char tenant_id[BC_ID_MAX];
 	char token_id[BC_ID_MAX];
 	char node_id[BC_ID_MAX];
+	/* Appended after ABI 2's members, so an older plugin's layout is a prefix of this
+	 * one. A result: the command kinds the node may run, as a JSON array of strings
+	 * (lower-case dotted words, an optional trailing ".*"), NUL-terminated. JoinService
+	 * zeroes the outcome before every verify(): "" (an older plugin's, or one that
+	 * sets none) is stored as []. A reclaim replaces the node's kinds with these. */
+	char allowed_kinds_json[BC_ALLOWED_KINDS_JSON_MAX];
 };
 
 struct bc_attestor {

@@ -44,11 +44,16 @@ struct disc_cfg {
 	int64_t pending_ttl_s;
 	int64_t retry_after_s;
 	int resolve_workflow_node;
-	int64_t cert_ttl_s; /* 0: the ramdisk default, 2 hours */
+	int64_t cert_ttl_s;                            /* 0: the ramdisk default, 2 hours */
+	char allowed_kinds[BC_ALLOWED_KINDS_JSON_MAX]; /* a JSON array, for the result */
 };
 
 static const struct disc_cfg defaults = {
-    .pending_ttl_s = 86400, .retry_after_s = 30, .resolve_workflow_node = 1};
+    .pending_ttl_s = 86400,
+    .retry_after_s = 30,
+    .resolve_workflow_node = 1,
+    .allowed_kinds = "[\"inventory.refresh\",\"logs.collect\",\"diag.*\",\"disk.wipe\","
+                     "\"deploy.*\",\"boot.kexec\"]"};
 
 /* What check() read, for verify(). */
 struct disc_state {
@@ -410,6 +415,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	if (st->uuid[0])
 		snprintf(out->result.hardware_key, BC_HWKEY_MAX, "uuid:%s", st->uuid);
 	out->result.cert_ttl_ms = c->cert_ttl_s * 1000;
+	snprintf(out->allowed_kinds_json, sizeof(out->allowed_kinds_json), "%s", c->allowed_kinds);
 	return 0;
 }
 
@@ -447,7 +453,74 @@ static const char *const known_keys[] = {"approval",
                                          "retry_after_seconds",
                                          "resolve_workflow_node",
                                          "cert_ttl_seconds",
+                                         "allowed_kinds",
                                          NULL};
+
+/* A command kind: lower-case dotted words ("disk.wipe"), the last of which may be "*"
+ * ("diag.*"); a word is [a-z0-9] and may hold '-' or '_' inside it. */
+static int kind_ok(const char *s)
+{
+	size_t n = strlen(s), w = 0;
+
+	if (n == 0 || n > BC_ALLOWED_KIND_LEN)
+		return 0;
+	for (size_t i = 0; i <= n; i++) {
+		char ch = s[i];
+		if (ch == '.' || ch == 0) {
+			/* an empty word, or a word ending in '-' or '_' */
+			if (w == 0 || s[i - 1] == '-' || s[i - 1] == '_')
+				return 0;
+			w = 0;
+		} else if (ch == '*') {
+			/* "*" only as the whole last word, after at least one word */
+			if (w != 0 || i == 0 || s[i + 1] != 0)
+				return 0;
+			return 1;
+		} else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')) {
+			w++;
+		} else if ((ch == '-' || ch == '_') && w > 0) {
+			w++;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* allowed_kinds: 1 to BC_ALLOWED_KINDS_MAX valid kinds, as the JSON array of them. */
+static int read_kinds(const bc_toml *t, const char *table, struct disc_cfg *c, char *err,
+                      size_t errlen)
+{
+	char path[256];
+	const char *const *v;
+	size_t n, off = 0;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s.allowed_kinds", table);
+	if ((rc = bc_toml_get_strings(t, path, &v, &n)) == BC_ERR_NOT_FOUND)
+		return 0;
+	if (rc != 0 || n == 0 || n > BC_ALLOWED_KINDS_MAX)
+		return fail(err, errlen, table, "allowed_kinds",
+		            "expected an array of 1 to 32 command kinds, such as [\"disk.wipe\", "
+		            "\"diag.*\"]");
+	c->allowed_kinds[off++] = '[';
+	for (size_t i = 0; i < n; i++) {
+		if (!kind_ok(v[i])) {
+			char what[200];
+			snprintf(
+			    what, sizeof(what),
+			    "\"%.64s\" is not a command kind: expected lower-case dotted words "
+			    "of at most 64 characters, the last of which may be \"*\"",
+			    v[i]);
+			return fail(err, errlen, table, "allowed_kinds", what);
+		}
+		/* bounded by BC_ALLOWED_KINDS_JSON_MAX; a kind needs no JSON escaping */
+		off += (size_t)snprintf(c->allowed_kinds + off, sizeof(c->allowed_kinds) - off,
+		                        "%s\"%s\"", i ? "," : "", v[i]);
+	}
+	snprintf(c->allowed_kinds + off, sizeof(c->allowed_kinds) - off, "]");
+	return 0;
+}
 
 static int read_cfg(const bc_toml *t, const char *table, struct disc_cfg *c, char *err,
                     size_t errlen)
@@ -468,7 +541,8 @@ static int read_cfg(const bc_toml *t, const char *table, struct disc_cfg *c, cha
 				return fail(err, errlen, table, keys[i],
 				            "unknown key (known: approval, hardware_key, "
 				            "pending_ttl_seconds, retry_after_seconds, "
-				            "resolve_workflow_node, cert_ttl_seconds)");
+				            "resolve_workflow_node, cert_ttl_seconds, "
+				            "allowed_kinds)");
 		}
 	v = (int)c->approval;
 	if (opt_choice(t, table, "approval", approvals, &v) != 0)
@@ -494,7 +568,7 @@ static int read_cfg(const bc_toml *t, const char *table, struct disc_cfg *c, cha
 		c->resolve_workflow_node = v;
 	else if (rc != BC_ERR_NOT_FOUND)
 		return fail(err, errlen, table, "resolve_workflow_node", "expected true or false");
-	return 0;
+	return read_kinds(t, table, c, err, errlen);
 }
 
 static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *table, char *err,

@@ -222,6 +222,7 @@ int cli_cmd_events_list(struct cli *c);
 int cli_cmd_join_requests_list(struct cli *c);
 int cli_cmd_join_requests_approve(struct cli *c);
 int cli_cmd_join_requests_deny(struct cli *c);
+int cli_cmd_join_requests_delete(struct cli *c);
 int cli_cmd_prune(struct cli *c);
 int cli_cmd_store_copy(struct cli *c);
 

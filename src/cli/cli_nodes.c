@@ -18,6 +18,7 @@ static const struct cli_col node_cols[] = {
     {"PRODUCT UUID", "productUuid", CLI_STR, 0, 0},
     {"SERIAL", "serial", CLI_STR, 0, 0},
     {"MACS", "macs", CLI_LIST, 0, 0},
+    {"ALLOWED KINDS", "allowedKinds", CLI_LIST, 0, 0},
     {"ARCH", "arch", CLI_STR, 0, 0},
     {"AGENT", "agentVersion", CLI_STR, 0, 0},
     {"NODE KEY", "nodeKey", CLI_STR, 0, 0},

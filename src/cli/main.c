@@ -110,6 +110,8 @@ static const struct cli_cmd commands[] = {
      1, TNT, cli_cmd_join_requests_approve, NULL},
     {"join-requests", "deny", "ID", "deny a pending join request: the machine stops", "", 1, 1, TNT,
      cli_cmd_join_requests_deny, NULL},
+    {"join-requests", "delete", "ID", "delete a join request: the machine's next round starts over",
+     "", 1, 1, TNT, cli_cmd_join_requests_delete, NULL},
     {"nodes", "list", "", "list nodes", "", 0, 0, TNT, cli_cmd_nodes_list, NULL},
     {"nodes", "get", "ID", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL},
     {"nodes", "cordon", "ID", "cordon a node", "", 1, 1, TNT, cli_cmd_nodes_cordon, NULL},

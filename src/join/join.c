@@ -141,6 +141,26 @@ out:
 	return rc;
 }
 
+/* The attestor's allowed kinds, at the seam: NUL-terminated inside their buffer, and
+ * "" or a JSON array of strings. Anything else is the attestor's bug. */
+static int kinds_ok(const struct bc_attest_outcome *out)
+{
+	const char *k = out->allowed_kinds_json;
+	json_t *v;
+	int ok = 1;
+
+	if (memchr(k, 0, sizeof(out->allowed_kinds_json)) == NULL)
+		return 0;
+	if (k[0] == 0)
+		return 1;
+	if ((v = json_loads(k, JSON_REJECT_DUPLICATES, NULL)) == NULL || !json_is_array(v))
+		ok = 0;
+	for (size_t i = 0; ok && i < json_array_size(v); i++)
+		ok = json_is_string(json_array_get(v, i));
+	json_decref(v);
+	return ok;
+}
+
 /* A node row for a new node, or the reclaimed node raised to its next generation with
  * every older certificate revoked. *generation receives the identity generation. */
 static int write_node(bc_tx *tx, struct bc_join_state *st, int64_t *generation, const char **reason)
@@ -148,6 +168,13 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, int64_t *generation, 
 	const struct bc_attest_result *r = &st->d.out.result;
 	int rc;
 
+	if (!kinds_ok(&st->d.out)) {
+		bc_log(BC_LOG_ERROR,
+		       "attestor result refused: allowed kinds are not a JSON array of "
+		       "strings",
+		       "attestor", st->attestor->id, NULL);
+		return BC_ERR_INTERNAL;
+	}
 	struct bc_node_write n = {
 	    .id = st->d.node_id,
 	    .tenant_id = r->tenant_id,
@@ -160,6 +187,7 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, int64_t *generation, 
 	    .agent_version = st->in->agent_version,
 	    .attestor = st->attestor->id,
 	    .node_key_tpm = r->node_key_tpm,
+	    .allowed_kinds = st->d.out.allowed_kinds_json,
 	    .now_ms = st->d.now_ms,
 	};
 	/* a reclaim keeps the node's state, pool and site; the identity moves on */

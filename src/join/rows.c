@@ -113,12 +113,13 @@ int bc_row_node_lock(bc_tx *tx, const char *id)
 
 /* Runs the insert (placement first: tenant, pool, site, role) or the reclaim with the
  * parameters both write: $1 is the id, then the claims, agent, attestor, node key and
- * time, then the proven and the claimed hardware key. */
+ * time, then the proven and the claimed hardware key, then the allowed kinds. */
 static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const char *sql)
 {
 	const struct bc_claims *c = n->claims;
 	const char *key = none_if_empty(n->hardware_key);
-	bc_param p[16];
+	const char *kinds = n->allowed_kinds && n->allowed_kinds[0] ? n->allowed_kinds : "[]";
+	bc_param p[17];
 	size_t k = 0;
 	char *macs;
 	int rc;
@@ -143,6 +144,7 @@ static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const
 	p[k++] = BC_INT(n->now_ms);
 	p[k++] = BC_TEXT(n->hardware_key_claimed ? NULL : key);
 	p[k++] = BC_TEXT(n->hardware_key_claimed ? key : NULL);
+	p[k++] = BC_TEXT(kinds);
 	rc = bc_tx_exec(tx, sql, p, k, NULL);
 	free(macs);
 	return rc;
@@ -153,9 +155,9 @@ int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n)
 	return node_exec(tx, n, 1,
 	                 "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
 	                 "generation, product_uuid, serial, macs, hostname, arch, agent_version, "
-	                 "attestor, node_key, joined_at, updated_at, hardware_key, claimed_key) "
-	                 "VALUES ($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, $9, $10, $11, "
-	                 "$12, $13, $14, $14, $15, $16)");
+	                 "attestor, node_key, joined_at, updated_at, hardware_key, claimed_key, "
+	                 "allowed_kinds) VALUES ($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, "
+	                 "$9, $10, $11, $12, $13, $14, $14, $15, $16, $17)");
 }
 
 int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation)
@@ -168,7 +170,8 @@ int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *gener
 	                    "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
 	                    "attestor = $8, node_key = $9, updated_at = $10, "
 	                    "hardware_key = COALESCE($11, hardware_key), "
-	                    "claimed_key = COALESCE($12, claimed_key) WHERE id = $1")) != 0)
+	                    "claimed_key = COALESCE($12, claimed_key), allowed_kinds = $13 "
+	                    "WHERE id = $1")) != 0)
 		return rc;
 	if ((rc = bc_row_cert_revoke_all(tx, n->id, n->now_ms, NULL)) != 0)
 		return rc;

@@ -56,7 +56,8 @@ struct bc_node_write {
 	const struct bc_claims *claims; /* macs are stored as a JSON array */
 	const char *agent_version;
 	const char *attestor;
-	int node_key_tpm; /* node_key "tpm", else "unattested" */
+	int node_key_tpm;          /* node_key "tpm", else "unattested" */
+	const char *allowed_kinds; /* a JSON array of command kinds; "" or NULL: [] */
 	int64_t now_ms;
 };
 
@@ -64,9 +65,9 @@ struct bc_node_write {
  * is already a node's (a claimed key: a node's of the same tenant). */
 BC_WUR int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n);
 
-/* The node n->id taken back by the same machine: its claims, agent, attestor and node
- * key replaced, its hardware key set when n has one, its identity generation raised by
- * one and every older certificate revoked at n->now_ms. Tenant, pool, site, role and
+/* The node n->id taken back by the same machine: its claims, agent, attestor, node
+ * key and allowed kinds replaced, its hardware key set when n has one, its identity generation
+ * raised by one and every older certificate revoked at n->now_ms. Tenant, pool, site, role and
  * state stay the node's. *generation receives the new generation. */
 BC_WUR int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation);
 

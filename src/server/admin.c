@@ -89,6 +89,8 @@ static const struct admin_route ROUTES[] = {
      admin_join_requests_approve, NULL},
     {"POST", "/v1/tenants/{t}/join-requests/{id}/deny", BC_TX_WRITE, R_TENANT,
      admin_join_requests_deny, NULL},
+    {"DELETE", "/v1/tenants/{t}/join-requests/{id}", BC_TX_WRITE, R_TENANT,
+     admin_join_requests_delete, NULL},
 };
 
 /* ---- routing ---- */

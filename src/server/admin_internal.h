@@ -130,5 +130,6 @@ int admin_sites_release_lease(bc_tx *tx, struct admin_call *c);
 int admin_join_requests_list(bc_tx *tx, struct admin_call *c);
 int admin_join_requests_approve(bc_tx *tx, struct admin_call *c);
 int admin_join_requests_deny(bc_tx *tx, struct admin_call *c);
+int admin_join_requests_delete(bc_tx *tx, struct admin_call *c);
 
 #endif

@@ -98,3 +98,30 @@ int admin_join_requests_deny(bc_tx *tx, struct admin_call *c)
 {
 	return decide(tx, c, "denied", "join-request.denied");
 }
+
+/* Any request of the tenant, in any state: the machine's next round finds none. */
+int admin_join_requests_delete(bc_tx *tx, struct admin_call *c)
+{
+	json_t *jr = NULL, *data = NULL;
+	int rc;
+
+	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
+	if ((rc = admin_query_one(tx, JR_ONE, q, 2, jr_json, &jr)) != 0)
+		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "join request not found") : rc;
+	data = json_pack("{s:s, s:O, s:O}", "requestId", c->arg[1], "attestor",
+	                 json_object_get(jr, "attestor"), "state", json_object_get(jr, "state"));
+	if (data == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if ((rc = bc_tx_exec(tx, "DELETE FROM join_requests WHERE tenant_id = $1 AND id = $2", q, 2,
+	                     NULL)) != 0)
+		goto out;
+	if ((rc = admin_record(tx, c, c->arg[0], "join-request.deleted", c->arg[1], data, 1)) != 0)
+		goto out;
+	rc = admin_answer(c, 200, json_pack("{s:s}", "deleted", c->arg[1]));
+out:
+	json_decref(data);
+	json_decref(jr);
+	return rc;
+}

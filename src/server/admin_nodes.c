@@ -19,13 +19,15 @@
 #define NEWEST_INVENTORY(col)                                                                      \
 	"(SELECT i." col                                                                           \
 	" FROM inventory i WHERE i.node_id = n.id ORDER BY i.taken_at DESC LIMIT 1)"
-#define NODE_SELECT                                                                                                \
-	"SELECT n.id, n.tenant_id, n.pool_id, n.site_id, n.role, n.state, n.generation, "                          \
-	"n.product_uuid, n.serial, n.macs, n.hostname, n.arch, n.agent_version, n.attestor, "                      \
-	"n.node_key, n.joined_at, n.updated_at, n.identity_revoked_at, " CURRENT_CERT("serial") ", " CURRENT_CERT( \
-	    "not_after") ", " NEWEST_INVENTORY("taken_at") ", " NEWEST_INVENTORY("data") " FROM "                  \
-	                                                                                 "nodes "                  \
-	                                                                                 "n "
+/* clang-format off */
+#define NODE_SELECT                                                                           \
+	"SELECT n.id, n.tenant_id, n.pool_id, n.site_id, n.role, n.state, n.generation, "     \
+	"n.product_uuid, n.serial, n.macs, n.hostname, n.arch, n.agent_version, n.attestor, " \
+	"n.node_key, n.joined_at, n.updated_at, n.identity_revoked_at, "                      \
+	CURRENT_CERT("serial") ", " CURRENT_CERT("not_after") ", "                            \
+	NEWEST_INVENTORY("taken_at") ", " NEWEST_INVENTORY("data") ", "                       \
+	"n.allowed_kinds FROM nodes n "
+/* clang-format on */
 #define NODE_ONE NODE_SELECT "WHERE n.tenant_id = $1 AND n.id = $2"
 
 #define EVENT_SELECT "SELECT id, tenant_id, type, subject, data, created_at FROM events "
@@ -49,7 +51,7 @@ static json_t *inventory_json(bc_rows *r)
 static json_t *node_json(bc_rows *r)
 {
 	return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s, "
-	                 "s:s, s:o, s:o, s:o, s:o, s:o}",
+	                 "s:s, s:o, s:o, s:o, s:o, s:o, s:o}",
 	                 "id", bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
 	                 admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "role",
 	                 bc_rows_text(r, 4), "state", bc_rows_text(r, 5), "generation",
@@ -60,7 +62,7 @@ static json_t *node_json(bc_rows *r)
 	                 "nodeKey", bc_rows_text(r, 14), "joinedAt", admin_time(bc_rows_int(r, 15)),
 	                 "updatedAt", admin_time(bc_rows_int(r, 16)), "identityRevokedAt",
 	                 admin_col_time(r, 17), "certificate", cert_json(r), "inventory",
-	                 inventory_json(r));
+	                 inventory_json(r), "allowedKinds", admin_col_json(r, 22, "[]"));
 }
 
 static int answer_node(bc_tx *tx, struct admin_call *c)

@@ -1087,6 +1087,9 @@ static void test_nodes_read(void **state)
 	assert_string_equal(str(n, "agentVersion"), "0.1.0");
 	assert_string_equal(str(n, "attestor"), "join-token");
 	assert_string_equal(str(n, "nodeKey"), "unattested");
+	/* a node no attestor gave kinds to: [] */
+	assert_true(json_is_array(json_object_get(n, "allowedKinds")));
+	assert_int_equal(json_array_size(json_object_get(n, "allowedKinds")), 0);
 	assert_string_equal(str(n, "joinedAt"), "1970-01-01T00:00:02.000Z");
 	assert_true(json_is_null(json_object_get(n, "identityRevokedAt")));
 	/* the newest unrevoked certificate */
@@ -1104,6 +1107,78 @@ static void test_nodes_read(void **state)
 	json_decref(l);
 	expect_error(F.root_auth, "GET", "/v1/tenants/root/nodes/node_nope", NULL, 404, "NOT_FOUND",
 	             "node not found");
+
+	/* the kinds its attestor recorded */
+	sql("UPDATE nodes SET allowed_kinds = '[\"disk.wipe\",\"diag.*\"]' WHERE id = '" NODE_A "'",
+	    NULL, 0);
+	n = ok(F.root_auth, "GET", "/v1/tenants/root/nodes/" NODE_A, NULL, 200);
+	json_t *kinds = json_object_get(n, "allowedKinds");
+	assert_int_equal(json_array_size(kinds), 2);
+	assert_string_equal(json_string_value(json_array_get(kinds, 0)), "disk.wipe");
+	assert_string_equal(json_string_value(json_array_get(kinds, 1)), "diag.*");
+	json_decref(n);
+}
+
+static void insert_join_request(const char *id, const char *tenant, const char *key)
+{
+	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant), BC_TEXT(key)};
+	sql("INSERT INTO join_requests (id, tenant_id, attestor, request_key, csr_sha256, state, "
+	    "created_at, expires_at) VALUES ($1, $2, 'discovery', $3, 'aa', 'pending', 1000, "
+	    "999999999999)",
+	    p, 3);
+}
+
+static void test_join_requests_delete(void **state)
+{
+	char acme[64], acme_auth[192], url[192];
+
+	create_tenant("acme", acme, acme_auth);
+	insert_join_request("jr_root1", "root", "k1");
+	insert_join_request("jr_root2", "root", "k2");
+	insert_join_request("jr_acme1", acme, "k3");
+
+	/* another tenant's request is not found under this tenant's path */
+	snprintf(url, sizeof(url), "/v1/tenants/%s/join-requests/jr_root1", acme);
+	expect_error(acme_auth, "DELETE", url, NULL, 404, "NOT_FOUND", "join request not found");
+	expect_error(F.root_auth, "DELETE", url, NULL, 404, "NOT_FOUND", "join request not found");
+	/* nor acme's under root's, by root's own key */
+	expect_error(F.root_auth, "DELETE", "/v1/tenants/root/join-requests/jr_acme1", NULL, 404,
+	             "NOT_FOUND", "join request not found");
+	expect_error(F.root_auth, "DELETE", "/v1/tenants/root/join-requests/jr_nope", NULL, 404,
+	             "NOT_FOUND", "join request not found");
+	assert_int_equal(sql_int("SELECT COUNT(*) FROM join_requests", NULL, 0), 3);
+
+	json_t *d = ok(F.root_auth, "DELETE", "/v1/tenants/root/join-requests/jr_root1", NULL, 200);
+	assert_string_equal(str(d, "deleted"), "jr_root1");
+	json_decref(d);
+	/* gone from the list; the others stay */
+	json_t *l = ok(F.root_auth, "GET", "/v1/tenants/root/join-requests", NULL, 200);
+	json_t *arr = json_object_get(l, "joinRequests");
+	assert_int_equal(json_array_size(arr), 1);
+	assert_string_equal(str(json_array_get(arr, 0), "id"), "jr_root2");
+	json_decref(l);
+	snprintf(url, sizeof(url), "/v1/tenants/%s/join-requests", acme);
+	l = ok(acme_auth, "GET", url, NULL, 200);
+	assert_int_equal(json_array_size(json_object_get(l, "joinRequests")), 1);
+	json_decref(l);
+	/* a second delete finds nothing */
+	expect_error(F.root_auth, "DELETE", "/v1/tenants/root/join-requests/jr_root1", NULL, 404,
+	             "NOT_FOUND", "join request not found");
+
+	/* its event and audit row */
+	assert_int_equal(sql_int("SELECT COUNT(*) FROM events WHERE type = 'join-request.deleted' "
+	                         "AND subject = 'jr_root1' AND tenant_id = 'root'",
+	                         NULL, 0),
+	                 1);
+	assert_int_equal(sql_int("SELECT COUNT(*) FROM audit WHERE action = 'join-request.deleted' "
+	                         "AND subject = 'jr_root1'",
+	                         NULL, 0),
+	                 1);
+	char *data =
+	    sql_text("SELECT data FROM events WHERE type = 'join-request.deleted'", NULL, 0);
+	assert_non_null(strstr(data, "\"state\":\"pending\""));
+	assert_non_null(strstr(data, "\"attestor\":\"discovery\""));
+	free(data);
 }
 
 static void test_node_operations(void **state)
@@ -1513,6 +1588,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_token_validation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nodes_read, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_join_requests_delete, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_workflows, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_commission, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_node_operations, setup, teardown),
