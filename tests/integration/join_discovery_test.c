@@ -542,6 +542,13 @@ static void test_a_vouched_ramdisk_joins_once(void **state)
 	                 1);
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM inventory WHERE node_id = $1", p, 1),
 	                 1);
+	/* the command kinds a ramdisk may run, by default */
+	char *kinds = bct_text(&cp, "SELECT allowed_kinds FROM nodes WHERE id = $1", p, 1);
+	assert_non_null(kinds);
+	printf("ramdisk allowed kinds: %s\n", kinds);
+	assert_string_equal(kinds, "[\"inventory.refresh\",\"logs.collect\",\"diag.*\","
+	                           "\"disk.wipe\",\"deploy.*\",\"boot.kexec\"]");
+	free(kinds);
 	/* the assertion admitted one join: a second token does not make it new */
 	char *t2 = token_for(&a, wf, MAC_A);
 	r.token = t2;
@@ -960,6 +967,51 @@ static void test_unknown_machines_wait_for_an_operator(void **state)
 	bct_cp_stop(&ap);
 }
 
+static void test_configured_allowed_kinds_are_the_nodes(void **state)
+{
+	struct bct_cp kp;
+	struct site_node a;
+	struct bc_join_answer ans;
+	char site[64], wf[64];
+	size_t len;
+	(void)state;
+
+	assert_int_equal(bct_cp_start(&kp, "[attestors.discovery]\n"
+	                                   "allowed_kinds = [\"inventory.refresh\", \"disk.wipe\", "
+	                                   "\"diag.*\"]\n"),
+	                 0);
+	assert_int_equal(bct_site(&kp, "root", "dc-kinds", site), 0);
+	site_node(&kp, site, &a);
+	struct bc_lease_answer l;
+	assert_int_equal(lease(&kp, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+	int rc;
+	char *t = fetch(&kp, &a, "", MAC_B, &rc);
+	assert_int_equal(rc, 0);
+	struct assertion as = vouch(&a, MAC_B, NULL, UUID_B);
+	uint8_t *att = sign(&as, &len);
+	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_B, .uuid = UUID_B};
+	assert_int_equal(ramdisk_join(&kp, &r, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	bc_param p[] = {BC_TEXT(ans.node_id)};
+	char *kinds = bct_text(&kp, "SELECT allowed_kinds FROM nodes WHERE id = $1", p, 1);
+	assert_non_null(kinds);
+	printf("configured allowed kinds: %s\n", kinds);
+	assert_string_equal(kinds, "[\"inventory.refresh\",\"disk.wipe\",\"diag.*\"]");
+	free(kinds);
+	/* a node another attestor admitted has none */
+	char *other = bct_text(&kp, "SELECT allowed_kinds FROM nodes WHERE id <> $1 LIMIT 1", p, 1);
+	assert_non_null(other);
+	assert_string_equal(other, "[]");
+	free(other);
+	(void)wf;
+	bc_join_answer_free(&ans);
+	free(att);
+	free(t);
+	site_free(&a);
+	bct_cp_stop(&kp);
+}
+
 int main(void)
 {
 	if (bct_engine_skip())
@@ -973,6 +1025,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_a_fenced_boot_server_can_no_longer_vouch, fresh_leases),
 	    cmocka_unit_test_setup(test_two_replicas_grant_once_and_accept_once, fresh_leases),
 	    cmocka_unit_test(test_unknown_machines_wait_for_an_operator),
+	    cmocka_unit_test(test_configured_allowed_kinds_are_the_nodes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,116 @@
+/* [attestors.discovery] allowed_kinds in server.toml (src/attest/discovery.c): good
+ * lists load, and each mistake an operator can make is an error that names the key
+ * and the kind at fault. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/attest.h"
+#include "bc/attestor.h"
+#include "bc/toml.h"
+
+/* Configures a copy of the discovery attestor from text; 0 or the error into err. */
+static int load(const char *text, char *err, size_t errlen)
+{
+	struct bc_attestor a = *bc_attestor_discovery();
+	char perr[256];
+	bc_toml *t = NULL;
+	int rc;
+
+	assert_int_equal(bc_toml_parse(text, strlen(text), &t, perr, sizeof(perr)), 0);
+	err[0] = 0;
+	rc = a.configure(&a, t, "attestors.discovery", err, errlen);
+	if (a.destroy)
+		a.destroy(&a);
+	bc_toml_free(t);
+	return rc;
+}
+
+static void loads(const char *kinds)
+{
+	char text[4096], err[512];
+
+	snprintf(text, sizeof(text), "[attestors.discovery]\nallowed_kinds = %s\n", kinds);
+	assert_int_equal(load(text, err, sizeof(err)), 0);
+}
+
+static void refused(const char *kinds, const char *want)
+{
+	char text[4096], err[512];
+
+	snprintf(text, sizeof(text), "[attestors.discovery]\nallowed_kinds = %s\n", kinds);
+	assert_int_equal(load(text, err, sizeof(err)), BC_ERR_CONFIG);
+	printf("allowed_kinds = %.60s: %s\n", kinds, err);
+	assert_non_null(strstr(err, "[attestors.discovery] allowed_kinds: "));
+	assert_non_null(strstr(err, want));
+}
+
+static void test_good_lists_load(void **state)
+{
+	(void)state;
+	loads("[\"disk.wipe\"]");
+	loads("[\"inventory.refresh\", \"diag.*\", \"deploy.os-image\", \"boot.kexec_v2\"]");
+	loads("[\"reboot\"]");
+	/* 32 kinds, the longest of 64 characters */
+	char list[4096] = "[", kind[80];
+	size_t n = 1;
+	for (int i = 0; i < 32; i++) {
+		memset(kind, 'a', 62);
+		snprintf(kind + 62, sizeof(kind) - 62, "%02d", i);
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s\"%s\"", i ? "," : "", kind);
+	}
+	snprintf(list + n, sizeof(list) - n, "]");
+	loads(list);
+	/* with no allowed_kinds the table loads with the defaults */
+	char err[512];
+	assert_int_equal(load("[attestors.discovery]\napproval = \"never\"\n", err, sizeof(err)),
+	                 0);
+}
+
+static void test_each_mistake_names_the_key(void **state)
+{
+	(void)state;
+	refused("\"disk.wipe\"", "expected an array of 1 to 32 command kinds");
+	refused("[]", "expected an array of 1 to 32 command kinds");
+	refused("true", "expected an array of 1 to 32 command kinds");
+	refused("[\"Disk.wipe\"]", "\"Disk.wipe\" is not a command kind");
+	refused("[\"disk..wipe\"]", "\"disk..wipe\" is not a command kind");
+	refused("[\".disk\"]", "\".disk\" is not a command kind");
+	refused("[\"disk.\"]", "\"disk.\" is not a command kind");
+	refused("[\"*\"]", "\"*\" is not a command kind");
+	refused("[\"diag*\"]", "\"diag*\" is not a command kind");
+	refused("[\"diag.*.x\"]", "\"diag.*.x\" is not a command kind");
+	refused("[\"diag.**\"]", "\"diag.**\" is not a command kind");
+	refused("[\"disk wipe\"]", "\"disk wipe\" is not a command kind");
+	refused("[\"disk.-wipe\"]", "\"disk.-wipe\" is not a command kind");
+	refused("[\"disk.wipe_\"]", "\"disk.wipe_\" is not a command kind");
+	refused("[\"disk\\\"x\"]", "is not a command kind");
+	refused("[\"ok\", \"\"]", "\"\" is not a command kind");
+	/* longer than 64 characters */
+	char list[256] = "[\"", *p = list + 2;
+	memset(p, 'a', 65);
+	snprintf(p + 65, sizeof(list) - 67, "\"]");
+	refused(list, "at most 64 characters");
+	/* more than 32 */
+	char many[1024] = "[";
+	size_t n = 1;
+	for (int i = 0; i < 33; i++)
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"k%d\"", i ? "," : "", i);
+	snprintf(many + n, sizeof(many) - n, "]");
+	refused(many, "expected an array of 1 to 32 command kinds");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_good_lists_load),
+	    cmocka_unit_test(test_each_mistake_names_the_key),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
