@@ -555,6 +555,34 @@ static void test_a_vouched_ramdisk_joins_once(void **state)
 	assert_int_equal(ramdisk_join(&cp, &r, &again), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "assertion-reused");
 	assert_int_equal(uses_left_of(t2), 1);
+	/* re-commissioned: the reclaim gives the node what this result says, whatever
+	 * another attestor recorded before */
+	assert_int_equal(bct_exec(&cp,
+	                          "UPDATE nodes SET allowed_kinds = '[\"old.kind\"]', attestor = "
+	                          "'join-token' WHERE id = $1",
+	                          p, 1),
+	                 0);
+	char wf2[64];
+	commission(site1, MAC_A, UUID_A, ans.node_id, wf2);
+	char *t3 = token_for(&a, wf2, MAC_A);
+	struct assertion as3 = vouch(&a, MAC_A, wf2, UUID_A);
+	uint8_t *att3 = sign(&as3, &len);
+	struct ramdisk r3 = {
+	    .token = t3, .att = att3, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
+	assert_int_equal(ramdisk_join(&cp, &r3, &again), 0);
+	assert_int_equal(again.state, BC_JOIN_JOINED);
+	assert_string_equal(again.node_id, ans.node_id);
+	kinds = bct_text(&cp,
+	                 "SELECT allowed_kinds FROM nodes WHERE id = $1 AND attestor = 'discovery' "
+	                 "AND generation = 2",
+	                 p, 1);
+	assert_non_null(kinds);
+	assert_string_equal(kinds, "[\"inventory.refresh\",\"logs.collect\",\"diag.*\","
+	                           "\"disk.wipe\",\"deploy.*\",\"boot.kexec\"]");
+	free(kinds);
+	bc_join_answer_free(&again);
+	free(att3);
+	free(t3);
 	bc_join_answer_free(&ans);
 	free(att);
 	free(t);
