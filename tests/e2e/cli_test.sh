@@ -32,6 +32,11 @@ js_is() {
 	got="$(js "$1")"
 	[ "$got" = "$2" ] || { cat "$W/out" >&2; fail "$1 is '$got', expected '$2'"; }
 }
+# sql STATEMENT: runs it on the server's SQLite store, as a join would have written it
+sql() {
+	python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10); c.execute(sys.argv[2]); c.commit()' \
+		"$W/var/bc.db" "$1"
+}
 mode_is() {
 	local m
 	m="$(stat -c %a "$1")"
@@ -53,7 +58,8 @@ out_has "pools update"
 for c in init "pki init" "api-keys create" "api-keys list" "api-keys revoke" "tenants list" "tenants create" "pools create" \
 	"pools get" "pools list" "pools update" "sites create" "sites list" "tokens create" \
 	"tokens list" "tokens revoke" "nodes list" "nodes get" "nodes cordon" "nodes uncordon" \
-	"nodes delete" "nodes revoke-identity" "nodes retire" "events list" "daemon config"; do
+	"nodes delete" "nodes revoke-identity" "nodes retire" "events list" "daemon config" \
+	"join-requests delete"; do
 	# shellcheck disable=SC2086
 	run 0 "$CLI" $c --help
 	out_has "usage: better-compute $c"
@@ -318,6 +324,13 @@ if [ -x "$JOIN" ]; then
 	out_has "^CERT EXPIRES  *20"
 	run 0 "$CLI" nodes get "$N" --json
 	js_is 'd["hostname"]' cli-host
+	# a join-token node has no allowed command kinds; the discovery attestor's do
+	js_is 'd["allowedKinds"]' "[]"
+	sql "UPDATE nodes SET allowed_kinds = '[\"disk.wipe\",\"diag.*\"]' WHERE id = '$N'"
+	run 0 "$CLI" nodes get "$N"
+	out_has "^ALLOWED KINDS  *disk\.wipe,diag\.\*$"
+	run 0 "$CLI" nodes get "$N" --json
+	js_is 'd["allowedKinds"]' "['disk.wipe', 'diag.*']"
 	run 1 "$CLI" nodes delete "$N" --yes
 	err_has "CONFLICT"
 	run 0 "$CLI" nodes cordon "$N"
@@ -341,6 +354,19 @@ else
 	run 1 "$CLI" nodes cordon node_nosuch
 	err_has "NOT_FOUND"
 fi
+
+echo "== join-requests delete"
+sql "INSERT INTO join_requests (id, tenant_id, attestor, request_key, csr_sha256, state, created_at, expires_at) VALUES ('jr_cli1', 'root', 'discovery', 'site:x/mac:aa', 'aa', 'pending', 1000, 99999999999999)"
+run 0 "$CLI" join-requests list
+out_has "jr_cli1"
+run 0 "$CLI" join-requests delete jr_cli1
+out_has "join request jr_cli1 deleted"
+run 0 "$CLI" join-requests list --json
+js_is 'len(d["joinRequests"])' 0
+run 1 "$CLI" join-requests delete jr_cli1
+err_has "NOT_FOUND"
+run 2 "$CLI" join-requests delete
+err_has "missing argument"
 
 echo "== events"
 run 0 "$CLI" events list
