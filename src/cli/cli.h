@@ -119,6 +119,8 @@ BC_WUR int cli_query(struct cli *c, char **out, const char *const *kv, size_t n)
 void cli_wipe_member(json_t *obj, const char *key);
 /* Prints the answer's JSON as it came (--json). */
 void cli_print_raw(const struct cli_resp *r);
+/* DELETE path (freed here): the answer with --json, else "<what> <id> deleted". */
+BC_WUR int cli_delete(struct cli *c, char *path, const char *what, const char *id);
 
 /* output for people (cli_print.c) */
 enum cli_fmt {

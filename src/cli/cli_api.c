@@ -379,3 +379,19 @@ void cli_print_raw(const struct cli_resp *r)
 	if (r->len == 0 || r->body[r->len - 1] != '\n')
 		fputc('\n', stdout);
 }
+
+int cli_delete(struct cli *c, char *path, const char *what, const char *id)
+{
+	struct cli_resp r;
+	int rc;
+
+	if ((rc = cli_api(c, "DELETE", path, NULL, &r)) == 0) {
+		if (c->json)
+			cli_print_raw(&r);
+		else
+			printf("%s %s deleted\n", what, id);
+		cli_resp_free(&r);
+	}
+	free(path);
+	return rc;
+}

@@ -80,19 +80,10 @@ int cli_cmd_join_requests_deny(struct cli *c)
 
 int cli_cmd_join_requests_delete(struct cli *c)
 {
-	struct cli_resp r;
 	char *path = NULL;
 	int rc;
 
 	if ((rc = cli_tenant_path(c, &path, "join-requests", c->args[0], NULL)) != 0)
 		return rc;
-	if ((rc = cli_api(c, "DELETE", path, NULL, &r)) == 0) {
-		if (c->json)
-			cli_print_raw(&r);
-		else
-			printf("join request %s deleted\n", c->args[0]);
-		cli_resp_free(&r);
-	}
-	free(path);
-	return rc;
+	return cli_delete(c, path, "join request", c->args[0]);
 }

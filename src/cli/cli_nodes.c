@@ -126,7 +126,6 @@ int cli_cmd_nodes_retire(struct cli *c)
 
 int cli_cmd_nodes_delete(struct cli *c)
 {
-	struct cli_resp r;
 	char *path = NULL;
 	int rc;
 
@@ -142,15 +141,7 @@ int cli_cmd_nodes_delete(struct cli *c)
 	}
 	if ((rc = cli_tenant_path(c, &path, "nodes", c->args[0], NULL)) != 0)
 		return rc;
-	if ((rc = cli_api(c, "DELETE", path, NULL, &r)) == 0) {
-		if (c->json)
-			cli_print_raw(&r);
-		else
-			printf("node %s deleted\n", c->args[0]);
-		cli_resp_free(&r);
-	}
-	free(path);
-	return rc;
+	return cli_delete(c, path, "node", c->args[0]);
 }
 
 int cli_cmd_events_list(struct cli *c)

@@ -883,6 +883,20 @@ static void test_two_replicas_grant_once_and_accept_once(void **state)
 
 /* ---- approvals ---- */
 
+/* A control plane of its own with the discovery options in toml, a site named name
+ * and a site node a of it holding the site's lease. */
+static void own_boot_server(struct bct_cp *on, const char *toml, const char *name, char site[64],
+                            struct site_node *a)
+{
+	struct bc_lease_answer l;
+
+	assert_int_equal(bct_cp_start(on, toml), 0);
+	assert_int_equal(bct_site(on, "root", name, site), 0);
+	site_node(on, site, a);
+	assert_int_equal(lease(on, a, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+}
+
 static void test_unknown_machines_wait_for_an_operator(void **state)
 {
 	struct bct_cp ap;
@@ -894,15 +908,11 @@ static void test_unknown_machines_wait_for_an_operator(void **state)
 	char site[64], wf[64];
 	(void)state;
 
-	assert_int_equal(bct_cp_start(&ap, "[attestors.discovery]\n"
-	                                   "approval = \"unknown-machines\"\n"
-	                                   "retry_after_seconds = 5\n"),
-	                 0);
-	assert_int_equal(bct_site(&ap, "root", "dc-ap", site), 0);
-	site_node(&ap, site, &a);
-	struct bc_lease_answer l;
-	assert_int_equal(lease(&ap, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
-	assert_true(l.held);
+	own_boot_server(&ap,
+	                "[attestors.discovery]\n"
+	                "approval = \"unknown-machines\"\n"
+	                "retry_after_seconds = 5\n",
+	                "dc-ap", site, &a);
 	assert_int_equal(bc_key_generate(&key), 0);
 	assert_int_equal(bc_csr_make(key, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
 	int rc;
@@ -1004,15 +1014,10 @@ static void test_configured_allowed_kinds_are_the_nodes(void **state)
 	size_t len;
 	(void)state;
 
-	assert_int_equal(bct_cp_start(&kp, "[attestors.discovery]\n"
-	                                   "allowed_kinds = [\"inventory.refresh\", \"disk.wipe\", "
-	                                   "\"diag.*\"]\n"),
-	                 0);
-	assert_int_equal(bct_site(&kp, "root", "dc-kinds", site), 0);
-	site_node(&kp, site, &a);
-	struct bc_lease_answer l;
-	assert_int_equal(lease(&kp, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
-	assert_true(l.held);
+	own_boot_server(&kp,
+	                "[attestors.discovery]\n"
+	                "allowed_kinds = [\"inventory.refresh\", \"disk.wipe\", \"diag.*\"]\n",
+	                "dc-kinds", site, &a);
 	int rc;
 	char *t = fetch(&kp, &a, "", MAC_B, &rc);
 	assert_int_equal(rc, 0);
