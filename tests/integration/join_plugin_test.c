@@ -17,6 +17,31 @@
 #include "bctest.h"
 #include "join/join.h"
 
+/* Both rounds of a lab join with a fresh key, claiming serial. */
+static int lab_join(struct bct_cp *cp, const char *serial, struct bc_join_answer *ans)
+{
+	struct bc_join_answer first;
+	uint8_t *csr = NULL, answer[32];
+	size_t csr_len = 0;
+	EVP_PKEY *key = NULL;
+	int rc;
+
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_csr_make(key, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
+	struct bct_join_opts jo = {
+	    .attestor = "lab", .key = key, .csr = csr, .csr_len = csr_len, .serial = serial};
+	assert_int_equal(bct_join(cp, &jo, &first), 0);
+	assert_int_equal(first.state, BC_JOIN_CHALLENGE);
+	memcpy(answer, first.challenge, 32);
+	bc_join_answer_free(&first);
+	jo.attestation = answer;
+	jo.attestation_len = 32;
+	rc = bct_join(cp, &jo, ans);
+	free(csr);
+	EVP_PKEY_free(key);
+	return rc;
+}
+
 static void test_plugin_admits_after_a_challenge(void **state)
 {
 	struct bct_cp cp;
@@ -66,7 +91,26 @@ static void test_plugin_admits_after_a_challenge(void **state)
 	                           "AND attestor = 'lab'",
 	                           p, 2),
 	                 1);
+	/* a plugin that sets no allowed kinds (as one built before them): none */
+	char *kinds = bct_text(&cp, "SELECT allowed_kinds FROM nodes WHERE id = $1", p, 1);
+	assert_non_null(kinds);
+	assert_string_equal(kinds, "[]");
+	free(kinds);
 	bc_join_answer_free(&ans);
+
+	/* the kinds a plugin's result names are the node's */
+	assert_int_equal(lab_join(&cp, "lab-kinds", &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	bc_param k[] = {BC_TEXT(ans.node_id)};
+	kinds = bct_text(&cp, "SELECT allowed_kinds FROM nodes WHERE id = $1", k, 1);
+	assert_non_null(kinds);
+	assert_string_equal(kinds, "[\"lab.run\"]");
+	free(kinds);
+	bc_join_answer_free(&ans);
+	/* a malformed list is the plugin's bug: nothing is written */
+	int64_t nodes = bct_count(&cp, "SELECT COUNT(*) FROM nodes", NULL, 0);
+	assert_int_not_equal(lab_join(&cp, "lab-bad-kinds", &ans), 0);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM nodes", NULL, 0), nodes);
 
 	/* the lab pool takes only lab: a token into it is pool-attestor */
 	struct bct_token_opts to = {.pool = pool};

@@ -1,7 +1,9 @@
 /* A test attestor plugin, "lab": admits a node into the root tenant's pool named
  * "lab" after one challenge round. Round 1 (no evidence): a challenge whose payload
  * is sha256("lab" || sha256(csr)). Round 2: the evidence must be that payload, so the
- * answer is bound to the CSR of round 1. Refuses "lab-answer" otherwise. */
+ * answer is bound to the CSR of round 1. Refuses "lab-answer" otherwise. Allowed
+ * kinds: none, but ["lab.run"] for a machine whose claimed serial is "lab-kinds" and
+ * a malformed list for "lab-bad-kinds". */
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,11 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	snprintf(out->result.tenant_id, BC_ID_MAX, "root");
 	snprintf(out->result.pool_id, BC_ID_MAX, "%s", pool);
 	free(pool);
+	if (in->claims.serial && strcmp(in->claims.serial, "lab-kinds") == 0)
+		snprintf(out->allowed_kinds_json, sizeof(out->allowed_kinds_json), "[\"lab.run\"]");
+	else if (in->claims.serial && strcmp(in->claims.serial, "lab-bad-kinds") == 0)
+		snprintf(out->allowed_kinds_json, sizeof(out->allowed_kinds_json),
+		         "[\"lab.run\", 7]");
 	return 0;
 }
 
