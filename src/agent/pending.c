@@ -162,10 +162,9 @@ int bcd_pending_load(const struct bcd_config *cfg, const char *attestor, const c
 	}
 	if (rc != 0) {
 		fprintf(stderr,
-		        BCD_NAME
-		        ": %s/%s: %s; ignored: a new key and CSR replace it (a join request "
-		        "still pending for the old one refuses them until it expires)\n",
-		        cfg->data_dir, BCD_PENDING, why.text[0] ? why.text : bc_err_str(rc));
+		        BCD_NAME ": %s: %s; ignored: a new key and CSR replace it (a join request "
+		                 "still pending for the old one refuses them until it expires)\n",
+		        cfg->data_dir, why.text[0] ? why.text : bc_err_str(rc));
 		bcd_pending_drop(cfg);
 		return BC_ERR_NOT_FOUND;
 	}
