@@ -327,6 +327,11 @@ int bcd_join_kept(const struct bcd_config *cfg, const struct bc_client_pins *pin
 	 * clean */
 	if (rc == BC_ERR_DENIED)
 		bcd_pending_drop(cfg);
+	else if (rc != 0 && kc.kept)
+		fprintf(stderr,
+		        BCD_NAME ": the key and CSR of the join request stay in %s/%s: run it "
+		                 "again to ask with them\n",
+		        cfg->data_dir, BCD_PENDING);
 	if (rc != 0)
 		goto out;
 	if ((rc = bcd_identity_save(cfg, &key, a, NULL, m)) == 0)
