@@ -289,6 +289,17 @@ static int keep_pending(void *ctx, struct bcd_msg *m)
 	return 0;
 }
 
+/* A new node key (in the TPM when node keys may use it) and its CSR. */
+static int new_key(const struct bcd_config *cfg, int tpm_required, struct bcd_nodekey *key,
+                   uint8_t **csr, size_t *csr_len, struct bcd_msg *m)
+{
+	int rc;
+
+	if ((rc = bcd_nodekey_new(cfg, tpm_required, key, m)) == 0)
+		rc = bcd_nodekey_csr(key, BC_WIRE_CSR_CN, csr, csr_len, m);
+	return rc;
+}
+
 int bcd_join_kept(const struct bcd_config *cfg, const struct bc_client_pins *pins,
                   struct bcd_join_req *r, int tpm_required, struct bc_join_answer *a,
                   struct bcd_msg *m)
@@ -303,8 +314,18 @@ int bcd_join_kept(const struct bcd_config *cfg, const struct bc_client_pins *pin
 	/* a join request that waits for this key and CSR: ask again with them */
 	rc = bcd_pending_load(cfg, r->attestor, r->role, &key, &csr, &csr_len, m);
 	if (rc == BC_ERR_NOT_FOUND) {
-		if ((rc = bcd_nodekey_new(cfg, tpm_required, &key, m)) == 0)
-			rc = bcd_nodekey_csr(&key, BC_WIRE_CSR_CN, &csr, &csr_len, m);
+		rc = new_key(cfg, tpm_required, &key, &csr, &csr_len, m);
+	} else if (rc == 0 && tpm_required && !key.in_tpm) {
+		/* a tpm join's key is never a file: not one bcd kept */
+		fprintf(stderr,
+		        BCD_NAME ": %s: %s: a file key for a tpm join; ignored: a new key and CSR "
+		                 "replace it\n",
+		        cfg->data_dir, BCD_NODE_KEY_PENDING);
+		bcd_pending_drop(cfg);
+		bcd_nodekey_free(&key);
+		free(csr);
+		csr = NULL;
+		rc = new_key(cfg, tpm_required, &key, &csr, &csr_len, m);
 	} else if (rc == 0) {
 		kc.kept = 1;
 	}
