@@ -130,6 +130,7 @@ int bcd_pending_load(const struct bcd_config *cfg, const char *attestor, const c
 	int rc;
 
 	memset(k, 0, sizeof(*k));
+	memset(&p, 0, sizeof(p));
 	*csr = NULL;
 	*csr_len = 0;
 	if (!bcd_exists(cfg->data_dir, BCD_PENDING) &&
@@ -165,6 +166,7 @@ int bcd_pending_load(const struct bcd_config *cfg, const char *attestor, const c
 		        BCD_NAME ": %s: %s; ignored: a new key and CSR replace it (a join request "
 		                 "still pending for the old one refuses them until it expires)\n",
 		        cfg->data_dir, why.text[0] ? why.text : bc_err_str(rc));
+		bcd_pending_free(&p);
 		bcd_pending_drop(cfg);
 		return BC_ERR_NOT_FOUND;
 	}
