@@ -26,13 +26,15 @@
 #define BCD_EXIT_USAGE     2
 
 /* data directory file names */
-#define BCD_IDENTITY      "identity.json"
-#define BCD_NODE_KEY      "node.key"
-#define BCD_NODE_KEY_NEXT "node.key.next"
-#define BCD_NODE_CRT      "node.crt"
-#define BCD_NODE_CRT_NEXT "node.crt.next"
-#define BCD_CA            "ca.pem"
-#define BCD_JOURNAL       "journal.db"
+#define BCD_IDENTITY         "identity.json"
+#define BCD_NODE_KEY         "node.key"
+#define BCD_NODE_KEY_NEXT    "node.key.next"
+#define BCD_NODE_CRT         "node.crt"
+#define BCD_NODE_CRT_NEXT    "node.crt.next"
+#define BCD_CA               "ca.pem"
+#define BCD_JOURNAL          "journal.db"
+#define BCD_PENDING          "pending.json"
+#define BCD_NODE_KEY_PENDING "node.key.pending"
 
 struct bcd_msg {
 	char text[1024];
@@ -188,6 +190,38 @@ BC_WUR int bcd_chain_pem(uint8_t *const *ders, const size_t *lens, size_t n, cha
 /* The node key as a PKCS#8 PEM file body; wipe with bc_freezero(p, strlen(p)). */
 BC_WUR int bcd_key_pem(EVP_PKEY *key, char **out);
 
+/* ---- a join waiting for an operator's approval (pending.c) ---- */
+/* The server's default pending_ttl_seconds: a pending.json older than this is for a
+ * join request that has expired. */
+#define BCD_PENDING_MAX_AGE_S 86400
+struct bcd_pending {
+	char attestor[64];
+	char role[16];
+	int64_t created_ms;
+	uint8_t *csr; /* DER, checked */
+	size_t csr_len;
+};
+/* pending.json's text for a join of attestor and role at now_ms: 0 with p filled
+ * (free with bcd_pending_free); BC_ERR_INVALID malformed (or made in the future),
+ * BC_ERR_CONFLICT for another attestor or role, BC_ERR_EXPIRED older than
+ * BCD_PENDING_MAX_AGE_S. m says which. */
+BC_WUR int bcd_pending_parse(const char *text, size_t len, const char *attestor, const char *role,
+                             int64_t now_ms, struct bcd_pending *p, struct bcd_msg *m);
+void bcd_pending_free(struct bcd_pending *p);
+/* The kept key (k, bcd_nodekey_free) and CSR (*csr malloc'd) for this attestor and
+ * role: 0; BC_ERR_NOT_FOUND when there are none, or when they were ignored (said on
+ * stderr, the files removed); BC_ERR_UNAVAILABLE when the key's TPM cannot be
+ * reached (kept, m says so). */
+BC_WUR int bcd_pending_load(const struct bcd_config *cfg, const char *attestor, const char *role,
+                            struct bcd_nodekey *k, uint8_t **csr, size_t *csr_len,
+                            struct bcd_msg *m);
+/* node.key.pending (0600) then pending.json, each atomically. */
+BC_WUR int bcd_pending_save(const struct bcd_config *cfg, const char *attestor, const char *role,
+                            const struct bcd_nodekey *k, const uint8_t *csr, size_t csr_len,
+                            struct bcd_msg *m);
+/* Both files removed (those that exist). */
+void bcd_pending_drop(const struct bcd_config *cfg);
+
 /* ---- one join request (join.c) ---- */
 struct bcd_producer;
 struct bcd_join_req {
@@ -199,6 +233,10 @@ struct bcd_join_req {
 	const uint8_t *csr;            /* NULL, or the CSR of key made already (a TPM key) */
 	size_t csr_len;
 	int wait_pending; /* 0: a pending answer is an error (bcd node) */
+	/* NULL, or called once at the first pending answer that is waited out (bcd join
+	 * keeps its key and CSR there); an error ends the join */
+	int (*on_pending)(void *ctx, struct bcd_msg *m);
+	void *on_pending_ctx;
 };
 /* The claims, a CSR for r->key, and the rounds until a JOINED answer (*a, freed with
  * bc_join_answer_free). Nothing is written. BC_ERR_DENIED when the server refused,
@@ -206,6 +244,16 @@ struct bcd_join_req {
 BC_WUR int bcd_join_request(const struct bcd_config *cfg, const struct bc_client_pins *pins,
                             const struct bcd_join_req *r, struct bc_join_answer *a,
                             struct bcd_msg *m);
+
+/* A first join that keeps what it waits with: the key and CSR of pending.json when
+ * they are for r's attestor and role (bcd_pending_load), else a new key (in the TPM
+ * when node keys may use it; tpm_required: never a file key) and CSR; r->key, csr and
+ * on_pending are set for the rounds and cleared after. The first pending answer saves
+ * them (bcd_pending_save); a refusal (BC_ERR_DENIED) removes them, and so does success,
+ * after the identity is saved (bcd_identity_save). *a as bcd_join_request's. */
+BC_WUR int bcd_join_kept(const struct bcd_config *cfg, const struct bc_client_pins *pins,
+                         struct bcd_join_req *r, int tpm_required, struct bc_join_answer *a,
+                         struct bcd_msg *m);
 
 /* ---- x509pop: re-joining as the same node (x509pop.c) ---- */
 /* Re-joins the node of id (loaded, even with an expired certificate) with x509pop:
@@ -237,7 +285,8 @@ BC_WUR int bcd_healthz(const struct bc_client_pins *pins, long *status, int64_t 
 
 /* ---- bcd join --reset (reset.c) ---- */
 /* Without yes: prints what it would move and sets *exit_status to 2. With yes: moves
- * identity.json, node.key, node.key.next and journal.db (those that exist) to
+ * identity.json, node.key, node.key.next, journal.db, pending.json and node.key.pending
+ * (those that exist) to
  * <name>.reset-<UTC yyyymmddThhmmssZ>, never over an existing name. */
 BC_WUR int bcd_reset(const struct bcd_config *cfg, int yes, struct bcd_msg *m, int *exit_status);
 

@@ -175,9 +175,10 @@ static void refused_after_wait(const char *request, struct bcd_msg *m)
 }
 
 static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params *p,
-                       struct bcd_producer *pr, int wait, struct bc_join_answer *a,
-                       struct bcd_msg *m)
+                       const struct bcd_join_req *r, struct bc_join_answer *a, struct bcd_msg *m)
 {
+	struct bcd_producer *pr = r->producer;
+	int wait = r->wait_pending;
 	uint8_t h[32], *att = NULL;
 	size_t att_len = 0;
 	char err[512], request[64] = "";
@@ -202,6 +203,9 @@ static int join_rounds(const struct bc_client_pins *pins, struct bc_join_params 
 			rc = answer_challenge(pr, a, h, &challenges, &att, &att_len, m);
 		else if (a->state == BC_JOIN_PENDING && !wait)
 			rc = no_wait(a, m);
+		else if (a->state == BC_JOIN_PENDING && pendings == 0 && r->on_pending != NULL &&
+		         (rc = r->on_pending(r->on_pending_ctx, m)) != 0)
+			; /* nothing kept: the join ends here */
 		else if (a->state == BC_JOIN_PENDING && (rc = wait_pending(a, &pendings, m)) == 0) {
 			snprintf(request, sizeof(request), "%s",
 			         a->request_id[0] ? a->request_id : "without an id");
@@ -246,14 +250,125 @@ int bcd_join_request(const struct bcd_config *cfg, const struct bc_client_pins *
 	p.csr = r->csr != NULL ? r->csr : csr;
 	p.csr_len = r->csr != NULL ? r->csr_len : csr_len;
 	p.agent_version = BCD_VERSION;
-	rc = join_rounds(pins, &p, r->producer, r->wait_pending, a, m);
+	rc = join_rounds(pins, &p, r, a, m);
 out:
 	bcd_claims_free(&claims);
 	free(csr);
 	return rc;
 }
 
-/* A first join: a new key, the rounds, then the files. */
+/* What bcd join keeps while it waits: the first pending answer writes the key and
+ * CSR to pending.json and node.key.pending (once). */
+struct keep_ctx {
+	const struct bcd_config *cfg;
+	const char *attestor, *role;
+	const struct bcd_nodekey *key;
+	const uint8_t *csr;
+	size_t csr_len;
+	int kept; /* already there: read back from them */
+};
+
+static int keep_pending(void *ctx, struct bcd_msg *m)
+{
+	struct keep_ctx *k = ctx;
+
+	if (k->kept)
+		return 0;
+	if (bcd_pending_save(k->cfg, k->attestor, k->role, k->key, k->csr, k->csr_len, m) != 0) {
+		/* waiting without them would lock a rerun out until the request expires */
+		fprintf(stderr, BCD_NAME ": %s; waiting anyway: do not restart bcd join\n",
+		        m->text);
+		m->text[0] = '\0';
+		return 0;
+	}
+	k->kept = 1;
+	fprintf(stderr,
+	        BCD_NAME ": keeping the key and CSR of this join request in %s/%s until it is "
+	                 "decided\n",
+	        k->cfg->data_dir, BCD_PENDING);
+	return 0;
+}
+
+/* A new node key (in the TPM when node keys may use it) and its CSR. */
+static int new_key(const struct bcd_config *cfg, int tpm_required, struct bcd_nodekey *key,
+                   uint8_t **csr, size_t *csr_len, struct bcd_msg *m)
+{
+	int rc;
+
+	if ((rc = bcd_nodekey_new(cfg, tpm_required, key, m)) == 0)
+		rc = bcd_nodekey_csr(key, BC_WIRE_CSR_CN, csr, csr_len, m);
+	return rc;
+}
+
+int bcd_join_kept(const struct bcd_config *cfg, const struct bc_client_pins *pins,
+                  struct bcd_join_req *r, int tpm_required, struct bc_join_answer *a,
+                  struct bcd_msg *m)
+{
+	struct keep_ctx kc = {.cfg = cfg, .attestor = r->attestor, .role = r->role};
+	struct bcd_nodekey key;
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	/* a join request that waits for this key and CSR: ask again with them */
+	rc = bcd_pending_load(cfg, r->attestor, r->role, &key, &csr, &csr_len, m);
+	if (rc == BC_ERR_NOT_FOUND) {
+		rc = new_key(cfg, tpm_required, &key, &csr, &csr_len, m);
+	} else if (rc == 0 && tpm_required && !key.in_tpm) {
+		/* a tpm join's key is never a file: not one bcd kept */
+		fprintf(stderr,
+		        BCD_NAME ": %s: %s: a file key for a tpm join; ignored: a new key and CSR "
+		                 "replace it\n",
+		        cfg->data_dir, BCD_NODE_KEY_PENDING);
+		bcd_pending_drop(cfg);
+		bcd_nodekey_free(&key);
+		free(csr);
+		csr = NULL;
+		rc = new_key(cfg, tpm_required, &key, &csr, &csr_len, m);
+	} else if (rc == 0) {
+		kc.kept = 1;
+	}
+	if (rc != 0)
+		goto out;
+	kc.key = &key;
+	kc.csr = csr;
+	kc.csr_len = csr_len;
+	r->key = key.key;
+	r->csr = csr;
+	r->csr_len = csr_len;
+	r->on_pending = keep_pending;
+	r->on_pending_ctx = &kc;
+	if (r->producer != NULL && r->producer->hold_node_key != NULL)
+		r->producer->hold_node_key(r->producer->ctx, &key);
+	rc = bcd_join_request(cfg, pins, r, a, m);
+	if (r->producer != NULL && r->producer->hold_node_key != NULL)
+		r->producer->hold_node_key(r->producer->ctx, NULL);
+	/* refused (an operator denied it, or the request is gone): the next run starts
+	 * clean */
+	if (rc == BC_ERR_DENIED)
+		bcd_pending_drop(cfg);
+	else if (rc != 0 && kc.kept)
+		fprintf(stderr,
+		        BCD_NAME ": the key and CSR of the join request stay in %s/%s: run it "
+		                 "again to ask with them\n",
+		        cfg->data_dir, BCD_PENDING);
+	if (rc != 0)
+		goto out;
+	if ((rc = bcd_identity_save(cfg, &key, a, NULL, m)) == 0)
+		bcd_pending_drop(cfg);
+out:
+	r->key = NULL;
+	r->csr = NULL;
+	r->on_pending = NULL;
+	r->on_pending_ctx = NULL;
+	free(csr);
+	bcd_nodekey_free(&key);
+	return rc;
+}
+
+/* A first join: a key (new, or the one a pending request waits for), the rounds, then
+ * the files. */
 static int join_now(const struct bcd_config *cfg, const char *attestor, const char *role,
                     const char *token, struct bcd_producer *pr, char node_id[static 64],
                     struct bcd_msg *m)
@@ -262,34 +377,16 @@ static int join_now(const struct bcd_config *cfg, const char *attestor, const ch
 	struct bc_join_answer a;
 	struct bcd_join_req r = {
 	    .attestor = attestor, .role = role, .token = token, .producer = pr, .wait_pending = 1};
-	struct bcd_nodekey key;
-	uint8_t *csr = NULL;
 	int rc;
 
 	memset(&a, 0, sizeof(a));
-	memset(&key, 0, sizeof(key));
 	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
 		return rc;
 	/* in the TPM when there is one for node keys; a tpm join never falls back */
-	if ((rc = bcd_nodekey_new(cfg, strcmp(attestor, "tpm") == 0, &key, m)) != 0 ||
-	    (rc = bcd_nodekey_csr(&key, BC_WIRE_CSR_CN, &csr, &r.csr_len, m)) != 0)
-		goto out;
-	r.key = key.key;
-	r.csr = csr;
-	if (pr != NULL && pr->hold_node_key != NULL)
-		pr->hold_node_key(pr->ctx, &key);
-	if ((rc = bcd_join_request(cfg, &pins, &r, &a, m)) != 0)
-		goto out;
-	if ((rc = bcd_identity_save(cfg, &key, &a, NULL, m)) != 0)
-		goto out;
-	memcpy(node_id, a.node_id, 64);
-out:
-	if (pr != NULL && pr->hold_node_key != NULL)
-		pr->hold_node_key(pr->ctx, NULL);
+	if ((rc = bcd_join_kept(cfg, &pins, &r, strcmp(attestor, "tpm") == 0, &a, m)) == 0)
+		memcpy(node_id, a.node_id, 64);
 	bc_join_answer_free(&a);
 	bc_client_pins_free(&pins);
-	free(csr);
-	bcd_nodekey_free(&key);
 	return rc;
 }
 

@@ -75,26 +75,15 @@ static int join(const struct bcd_config *cfg, struct bc_client_pins *pins,
 	                         .producer = &pr,
 	                         .wait_pending = 1};
 	struct bc_join_answer a;
-	struct bcd_nodekey key;
-	uint8_t *csr = NULL;
 	int rc;
 
-	memset(&a, 0, sizeof(a));
-	memset(&key, 0, sizeof(key));
-	/* one key and one CSR for every round: a deferral is retried with the same */
-	if ((rc = bcd_nodekey_new(cfg, 0, &key, m)) != 0 ||
-	    (rc = bcd_nodekey_csr(&key, BC_WIRE_CSR_CN, &csr, &r.csr_len, m)) != 0)
-		goto out;
-	r.key = key.key;
-	r.csr = csr;
-	if ((rc = bcd_join_request(cfg, pins, &r, &a, m)) != 0 ||
-	    (rc = bcd_identity_save(cfg, &key, &a, NULL, m)) != 0)
+	/* one key and one CSR for every round: a deferral is retried with the same, and
+	 * a data directory that persists keeps them across a restart (pending.json) */
+	if ((rc = bcd_join_kept(cfg, pins, &r, 0, &a, m)) != 0)
 		goto out;
 	printf("joined as %s (ramdisk)\n", a.node_id);
 out:
 	bc_join_answer_free(&a);
-	free(csr);
-	bcd_nodekey_free(&key);
 	return rc;
 }
 

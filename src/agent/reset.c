@@ -1,5 +1,6 @@
 /* bcd join --reset: move the old identity aside before a join, so a machine whose
- * identity still loads (or whose TPM changed) can join again. Nothing is deleted:
+ * identity still loads (or whose TPM changed), or whose join request waits with a
+ * key it no longer wants (pending.json, node.key.pending), can join again. Nothing is deleted:
  * each file becomes <name>.reset-<UTC yyyymmddThhmmssZ> in the data directory, and
  * a name that already exists is never overwritten. */
 #include <errno.h>
@@ -12,7 +13,7 @@
 #include "bc/clock.h"
 
 static const char *const reset_files[] = {BCD_IDENTITY, BCD_NODE_KEY, BCD_NODE_KEY_NEXT,
-                                          BCD_JOURNAL};
+                                          BCD_JOURNAL,  BCD_PENDING,  BCD_NODE_KEY_PENDING};
 #define N_RESET (sizeof(reset_files) / sizeof(reset_files[0]))
 
 static void stamp(char out[static 20])

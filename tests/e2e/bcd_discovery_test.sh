@@ -3,9 +3,11 @@
 # site node joined with a site token) serving iPXE scripts, and bcd ramdisk booted with
 # the kernel command line of a script the test fetched over HTTP. A commissioned MAC
 # joins as a ramdisk node with a certificate of at most 2 h; under approval =
-# "unknown-machines" an unknown MAC waits until the operator approves it with the CLI,
-# and the same process then joins; a second bcd site that takes the lease over fences
-# the first: its new scripts fail and its old assertion is refused (discovery-fenced).
+# "unknown-machines" an unknown MAC waits, keeping its key and CSR in its data
+# directory: killed and started again it asks with them, the operator approves with
+# the CLI while it waits, and that process then joins with the kept key; a second bcd
+# site that takes the lease over fences the first: its new scripts fail and its old
+# assertion is refused (discovery-fenced).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
 cd "$T"
@@ -96,11 +98,25 @@ wait_for r2.out "pending (join request jr_"
 JR=$(sed -n 's/.*pending (join request \(jr_[0-9a-z]*\)).*/\1/p' r2.out | head -1)
 bc join-requests list >jr.list
 grep "$JR" jr.list | grep -q "$UMAC.*$UUUID" || fail "join-requests list: $(cat jr.list)"
-bc join-requests approve "$JR" >/dev/null || fail "approve"
-wait "$R2PID" || fail "the waiting ramdisk did not join: $(cat r2.out)"
+# a data directory that persists keeps the request's key and CSR: a restarted bcd
+# ramdisk asks again with them, and the approval admits it
+grep -q "keeping the key and CSR of this join request" r2.out || fail "r2 kept nothing: $(cat r2.out)"
+kill -KILL "$R2PID"
+wait "$R2PID" || true
 PIDS=$(echo "$PIDS" | sed "s/ $R2PID//")
-grep -q "joined as node_.* (ramdisk)" r2.out || fail "r2: $(cat r2.out)"
-echo "unknown MAC $UMAC waited for $JR, approved, joined"
+cp r2/data/node.key.pending r2.kept.key
+"$BIN/bcd" ramdisk --config r2/config.toml --cmdline r2.cmdline >r2b.out 2>&1 &
+R2PID=$!; PIDS="$PIDS $R2PID"
+wait_for r2b.out "pending (join request $JR)"
+grep -q "asking again with the key and CSR kept in" r2b.out || fail "r2 restarted with a new CSR: $(cat r2b.out)"
+bc join-requests approve "$JR" >/dev/null || fail "approve"
+wait "$R2PID" || fail "the waiting ramdisk did not join: $(cat r2b.out)"
+PIDS=$(echo "$PIDS" | sed "s/ $R2PID//")
+grep -q "joined as node_.* (ramdisk)" r2b.out || fail "r2: $(cat r2b.out)"
+cmp -s <(openssl pkey -in r2.kept.key -pubout) <(openssl x509 -in r2/data/node.crt -noout -pubkey) ||
+	fail "r2's certificate is not for the kept key"
+[ ! -e r2/data/pending.json ] && [ ! -e r2/data/node.key.pending ] || fail "r2's pending files outlived the join"
+echo "unknown MAC $UMAC waited for $JR, restarted, approved, joined with the kept key"
 
 # an old script of s1, then s2 takes the lease over while s1 is stopped
 script "$P1" "$MAC" >old.ipxe || fail "old script"

@@ -6,8 +6,10 @@
 #    nodeKey tpm, the certificate carrying the AK statement; status and doctor say so;
 #    a root bcd node renews that certificate with the AK certifying the next key;
 #  - a reinstall (identity removed, or --reset --yes): the same TPM joins as the same node;
-#  - enrollment: an unknown EK waits; `join-requests approve` lets the waiting bcd
-#    finish, `deny` makes it stop with a clear error;
+#  - enrollment: an unknown EK waits, bcd keeping its key and CSR (pending.json): killed
+#    and started again it asks with them, `join-requests approve` lets it finish with a
+#    certificate for the kept key; `deny` makes it stop with a clear error, the kept
+#    files removed;
 #  - a file key (a token join without BCD_FAKEHW_TPM_KEYS) moves into the TPM at its
 #    next renewal.
 # Skipped (77) without swtpm or tpm2-tools.
@@ -146,20 +148,49 @@ print(d[0]["id"] if d else "")')
 	done
 	fail "no pending join request"
 }
+# bcd join keeps the request's key and CSR while it waits: killed and started again,
+# it asks with the same CSR (no enrollment-csr), and the approved certificate is for
+# the kept key
 tpm_machine m2 "$PORT_B"
-BCD_FAKEHW_TPM_KEYS=1 "$BIN/bcd" join --config m2/config.toml --attestor tpm >join4.out 2>join4.err &
+BCD_FAKEHW_TPM_KEYS=1 "$BIN/bcd" join --config m2/config.toml --attestor tpm >join4a.out 2>join4a.err &
 JOIN_PID=$!
 PIDS="$PIDS $JOIN_PID"
 REQ=$(wait_request "$JOIN_PID")
+for _ in $(seq 1 300); do grep -q "keeping the key and CSR" join4a.err && break; sleep 0.1; done
+grep -q "keeping the key and CSR of this join request in $T/m2/data/pending.json" join4a.err ||
+	fail "no keeping line: $(cat join4a.err)"
+[ "$(stat -c %a m2/data/node.key.pending)" = 600 ] || fail "node.key.pending is not 0600"
+grep -q "BEGIN BCD TPM NODE KEY" m2/data/node.key.pending || fail "the kept key is not a TPM record"
+kill -KILL "$JOIN_PID"
+wait "$JOIN_PID" || true
+PIDS=$(echo "$PIDS" | sed "s/ $JOIN_PID//")
+python3 -c 'import base64, json, sys
+c = json.load(open(sys.argv[1]))["csr"]
+sys.stdout.buffer.write(base64.urlsafe_b64decode(c + "=" * (-len(c) % 4)))' m2/data/pending.json >kept.csr
+openssl req -inform DER -in kept.csr -noout -pubkey >kept.pub || fail "the kept CSR does not parse"
+R0=$(grep -c 'reason=enrollment-csr' var/serve.log || true)
+BCD_FAKEHW_TPM_KEYS=1 "$BIN/bcd" join --config m2/config.toml --attestor tpm >join4.out 2>join4.err &
+JOIN_PID=$!
+PIDS="$PIDS $JOIN_PID"
+for _ in $(seq 1 300); do grep -q "pending (join request" join4.err && break; sleep 0.1; done
+grep -q "asking again with the key and CSR kept in $T/m2/data/pending.json" join4.err ||
+	fail "the restarted join did not reuse the kept CSR: $(cat join4.err)"
+[ "$(wait_request "$JOIN_PID")" = "$REQ" ] || fail "the restarted join made another request"
 bc join-requests approve "$REQ" >/dev/null
 rc=0
 wait "$JOIN_PID" || rc=$?
 PIDS=$(echo "$PIDS" | sed "s/ $JOIN_PID//")
 [ "$rc" = 0 ] || fail "approved join exited $rc: $(cat join4.out join4.err)"
 grep -q "pending (join request $REQ)" join4.err || fail "no pending line: $(cat join4.err)"
+[ "$(grep -c 'reason=enrollment-csr' var/serve.log || true)" = "$R0" ] ||
+	fail "the restarted join was refused enrollment-csr"
 NODE2=$(sed -n 's/^joined as \(node_[0-9a-z]*\)$/\1/p' join4.out)
 [ -n "$NODE2" ] && [ "$NODE2" != "$NODE" ] || fail "approved join: $(cat join4.out)"
 [ "$(status_field m2 nodeKey)" = tpm ] || fail "the approved node's key is not in the TPM"
+openssl x509 -in m2/data/node.crt -noout -pubkey >cert.pub
+cmp -s kept.pub cert.pub || fail "the certificate is not for the kept key"
+[ ! -e m2/data/pending.json ] && [ ! -e m2/data/node.key.pending ] ||
+	fail "the pending files outlived the join: $(listing m2/data)"
 
 tpm_machine m3 "$PORT_C"
 BCD_FAKEHW_TPM_KEYS=1 "$BIN/bcd" join --config m3/config.toml --attestor tpm >join5.out 2>join5.err &
@@ -173,6 +204,8 @@ PIDS=$(echo "$PIDS" | sed "s/ $JOIN_PID//")
 [ "$rc" = 1 ] || fail "denied join exited $rc: $(cat join5.out join5.err)"
 grep -q "^bcd join: the control plane refused the join after join request $REQ waited: an operator denied it" join5.err ||
 	fail "denied join: no clear error: $(cat join5.err)"
+grep -q "keeping the key and CSR" join5.err || fail "the denied join kept nothing: $(cat join5.err)"
+# the pending files are removed: the next run starts clean
 [ "$(listing m3/data)" = "" ] || fail "a denied join wrote $(listing m3/data)"
 
 # ---- a file key moves into the TPM at the next renewal ----
