@@ -40,6 +40,11 @@ BC_WUR int bc_key_generate(EVP_PKEY **out);
 BC_WUR int bc_key_spki(EVP_PKEY *key, uint8_t **der, size_t *len);
 /* Lower-case hex SHA-256 of the SPKI DER, into out[65]. */
 BC_WUR int bc_key_id(EVP_PKEY *key, char out[static BC_KEY_ID_LEN + 1]);
+/* SHA-256 of bc_key_spki's DER: what a key id spells in hex, as raw bytes. */
+BC_WUR int bc_key_spki_sha256(EVP_PKEY *key, uint8_t out[static 32]);
+/* 1 when a and b have the same DER SubjectPublicKeyInfo; 0 when they differ or either
+ * is NULL or cannot be encoded (so a failure never reads as a match). */
+int bc_key_same(EVP_PKEY *a, EVP_PKEY *b);
 /* A P-256 public key from SPKI DER; BC_ERR_INVALID for any other curve or type.
  * Only the encoding bc_key_spki writes is accepted (named curve, uncompressed
  * point), so a key has one key id; BC_ERR_TRAILING for bytes after the DER. */

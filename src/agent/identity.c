@@ -35,20 +35,6 @@ void bcd_identity_free(struct bcd_identity *id)
 	memset(id, 0, sizeof(*id));
 }
 
-static int same_key(EVP_PKEY *a, EVP_PKEY *b)
-{
-	uint8_t *da = NULL, *db = NULL;
-	size_t la = 0, lb = 0;
-	int same = 0;
-
-	if (a != NULL && b != NULL && bc_key_spki(a, &da, &la) == 0 &&
-	    bc_key_spki(b, &db, &lb) == 0)
-		same = la == lb && memcmp(da, db, la) == 0;
-	free(da);
-	free(db);
-	return same;
-}
-
 static const char *const identity_keys[] = {"nodeId",   "role",   "trustDomain",
                                             "notAfter", "serial", "joinedAt"};
 #define N_IDENTITY_KEYS (sizeof(identity_keys) / sizeof(identity_keys[0]))
@@ -227,12 +213,12 @@ static int read_node_key(const struct bcd_config *cfg, struct bcd_identity *id, 
 		return rc;
 	if ((rc = bcd_nodekey_read(cfg, path, &k, m)) != 0)
 		goto out;
-	if (same_key(k.key, X509_get0_pubkey(leaf))) {
+	if (bc_key_same(k.key, X509_get0_pubkey(leaf))) {
 		take_key(id, &k);
 		goto out;
 	}
 	if (bcd_nodekey_read(cfg, next, &kn, &ignored) == 0 &&
-	    same_key(kn.key, X509_get0_pubkey(leaf))) {
+	    bc_key_same(kn.key, X509_get0_pubkey(leaf))) {
 		/* the renewal had committed its certificate; only bcd node finishes the
 		 * swap (bcd_identity_finish_swap), so a status run beside it never races it */
 		take_key(id, &kn);

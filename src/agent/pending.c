@@ -115,7 +115,7 @@ static int same_key(const struct bcd_nodekey *k, const struct bcd_pending *p)
 
 	if (bc_csr_check(p->csr, p->csr_len, &pub) != 0)
 		return 0;
-	same = EVP_PKEY_eq(pub, k->key) == 1;
+	same = bc_key_same(pub, k->key);
 	EVP_PKEY_free(pub);
 	return same;
 }

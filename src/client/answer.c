@@ -232,7 +232,7 @@ static int check_leaf(const response_body *b, const char *trust_domain, EVP_PKEY
 	}
 	if (csr_key != NULL) {
 		if (bc_x509_from_der(b->chain[0].data, b->chain[0].len, &x) != 0 ||
-		    !bc_client_same_key(X509_get0_pubkey(x), csr_key)) {
+		    !bc_key_same(X509_get0_pubkey(x), csr_key)) {
 			bc_client_errf(err, errlen,
 			               "join answer: the leaf certificate is for another "
 			               "key than the CSR's");

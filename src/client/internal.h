@@ -17,10 +17,6 @@ void bc_client_errf(char *err, size_t errlen, const char *fmt, ...)
 #define BC_CLIENT_SHOW_LEN 72
 void bc_client_show(const char *s, char out[static BC_CLIENT_SHOW_LEN]);
 
-/* 1 when both keys have the same DER SubjectPublicKeyInfo; 0 when they differ or
- * either cannot be encoded (so a failure never reads as a match). */
-int bc_client_same_key(EVP_PKEY *a, EVP_PKEY *b);
-
 /* A non-200 answer from JoinService, in one line: what ("join", "renewal") was refused
  * or failed. The Connect message is not shown: every refusal reads the same on purpose,
  * and the reason is in the server's event (named by event). BC_ERR_DENIED for

@@ -44,7 +44,7 @@ static int request_csr(const struct bc_join_params *p, const uint8_t **csr, size
 			bc_client_errf(err, errlen, "join: the CSR does not check");
 			return BC_ERR_INVALID;
 		}
-		rc = p->key == NULL || bc_client_same_key(pub, p->key) ? 0 : BC_ERR_INVALID;
+		rc = p->key == NULL || bc_key_same(pub, p->key) ? 0 : BC_ERR_INVALID;
 		EVP_PKEY_free(pub);
 		if (rc != 0) {
 			bc_client_errf(err, errlen, "join: the CSR is not for the given key");

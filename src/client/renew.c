@@ -97,7 +97,7 @@ static int current_node(const struct bc_client_pins *pins, const uint8_t *leaf, 
 	}
 	memcpy(node_id, id.node_id, 64);
 	bc_node_identity_clear(&id);
-	if (bc_x509_from_der(leaf, len, &x) != 0 || !bc_client_same_key(X509_get0_pubkey(x), key)) {
+	if (bc_x509_from_der(leaf, len, &x) != 0 || !bc_key_same(X509_get0_pubkey(x), key)) {
 		bc_client_errf(err, errlen, "renew: the current key is not the certificate's");
 		rc = BC_ERR_INVALID;
 	}

@@ -34,21 +34,6 @@ void bc_client_show(const char *s, char out[static BC_CLIENT_SHOW_LEN])
 	out[i] = '\0';
 }
 
-int bc_client_same_key(EVP_PKEY *a, EVP_PKEY *b)
-{
-	uint8_t *da = NULL, *db = NULL;
-	size_t la = 0, lb = 0;
-	int same = 0;
-
-	if (a == NULL || b == NULL)
-		return 0;
-	if (bc_key_spki(a, &da, &la) == 0 && bc_key_spki(b, &db, &lb) == 0)
-		same = la == lb && memcmp(da, db, la) == 0;
-	free(da);
-	free(db);
-	return same;
-}
-
 #define MAX_ERROR_JSON (64u * 1024)
 
 int bc_client_refused(const char *what, const char *event, long status, const uint8_t *resp,

@@ -106,25 +106,47 @@ out:
 	return rc;
 }
 
-int bc_key_id(EVP_PKEY *key, char out[static BC_KEY_ID_LEN + 1])
+int bc_key_spki_sha256(EVP_PKEY *key, uint8_t out[static 32])
 {
-	static const char hex[] = "0123456789abcdef";
-	uint8_t *der = NULL, h[32];
+	uint8_t *der = NULL;
 	size_t len = 0;
 	int rc;
 
+	memset(out, 0, 32);
+	if ((rc = bc_key_spki(key, &der, &len)) == 0)
+		rc = bc_sha256(der, len, out);
+	free(der);
+	return rc;
+}
+
+int bc_key_same(EVP_PKEY *a, EVP_PKEY *b)
+{
+	uint8_t *da = NULL, *db = NULL;
+	size_t la = 0, lb = 0;
+	int same = 0;
+
+	if (a != NULL && b != NULL && bc_key_spki(a, &da, &la) == 0 &&
+	    bc_key_spki(b, &db, &lb) == 0)
+		same = la == lb && memcmp(da, db, la) == 0;
+	free(da);
+	free(db);
+	return same;
+}
+
+int bc_key_id(EVP_PKEY *key, char out[static BC_KEY_ID_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t h[32];
+	int rc;
+
 	memset(out, 0, BC_KEY_ID_LEN + 1);
-	if ((rc = bc_key_spki(key, &der, &len)) != 0)
-		goto out;
-	if ((rc = bc_sha256(der, len, h)) != 0)
-		goto out;
+	if ((rc = bc_key_spki_sha256(key, h)) != 0)
+		return rc;
 	for (size_t i = 0; i < sizeof(h); i++) {
 		out[2 * i] = hex[h[i] >> 4];
 		out[2 * i + 1] = hex[h[i] & 0x0f];
 	}
-out:
-	free(der);
-	return rc;
+	return 0;
 }
 
 /* Only the one DER encoding bc_key_spki writes is accepted (named curve,

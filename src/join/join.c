@@ -391,15 +391,9 @@ static void report_refusal(struct bc_join_service *s, struct bc_join_state *st)
 static int csr_hashes(const Bettercompute__Join__V1__JoinRequest *rq, struct bc_join_state *st,
                       struct bc_join_input *in)
 {
-	uint8_t *spki = NULL;
-	size_t spki_len = 0;
-	int rc;
+	int rc = bc_sha256(rq->csr.data, rq->csr.len, in->csr_sha256);
 
-	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, in->csr_sha256)) == 0 &&
-	    (rc = bc_key_spki(st->csr_key, &spki, &spki_len)) == 0)
-		rc = bc_sha256(spki, spki_len, in->csr_spki_sha256);
-	free(spki);
-	return rc;
+	return rc != 0 ? rc : bc_key_spki_sha256(st->csr_key, in->csr_spki_sha256);
 }
 
 /* The sealed token, opened: text of at most BC_WIRE_TOKEN_MAX bytes without NUL. */

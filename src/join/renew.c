@@ -116,18 +116,6 @@ static int check_statements(const struct renew_state *st, const char **reason)
 	return 0;
 }
 
-static int csr_spki_sha256(struct renew_state *st)
-{
-	uint8_t *spki = NULL;
-	size_t len = 0;
-	int rc;
-
-	if ((rc = bc_key_spki(st->csr_key, &spki, &len)) == 0)
-		rc = bc_sha256(spki, len, st->csr_spki_sha256);
-	free(spki);
-	return rc;
-}
-
 static int verify_proof(struct renew_state *st, X509 *leaf)
 {
 	EVP_PKEY *pub = X509_get0_pubkey(leaf);
@@ -167,7 +155,7 @@ static int precheck(struct renew_state *st, const char **reason)
 		goto out;
 	}
 	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256)) != 0 ||
-	    (rc = csr_spki_sha256(st)) != 0)
+	    (rc = bc_key_spki_sha256(st->csr_key, st->csr_spki_sha256)) != 0)
 		goto out;
 	/* the proof first: what follows is reported as the node's own */
 	if (verify_proof(st, leaf) != 0) {

@@ -8,8 +8,7 @@
 /* The key's SubjectPublicKeyInfo, hashed, compared with the CSR's. */
 static int same_spki(const TPMT_PUBLIC *pub, const uint8_t spki_sha256[32], int *same)
 {
-	uint8_t *spki = NULL, d[32];
-	size_t len = 0;
+	uint8_t d[32];
 	EVP_PKEY *key = NULL;
 	int rc;
 
@@ -19,9 +18,8 @@ static int same_spki(const TPMT_PUBLIC *pub, const uint8_t spki_sha256[32], int 
 		EVP_PKEY_free(key);
 		return 0;
 	}
-	if ((rc = bc_key_spki(key, &spki, &len)) == 0 && (rc = bc_sha256(spki, len, d)) == 0)
+	if ((rc = bc_key_spki_sha256(key, d)) == 0)
 		*same = bc_ct_equal(d, spki_sha256, 32);
-	free(spki);
 	EVP_PKEY_free(key);
 	return rc == BC_ERR_NOMEM ? rc : 0;
 }
