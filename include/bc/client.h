@@ -110,6 +110,12 @@ BC_WUR int bc_client_post(const struct bc_client_pins *pins, const char *path, c
                           size_t len, long *status, uint8_t **resp, size_t *resp_len, char *err,
                           size_t errlen);
 
+/* The Retry-After (in seconds, at most 3600) of the last answer this thread had from
+ * bc_client_post, and so from bc_client_join, bc_client_renew and the site calls: 0
+ * when it had none (or no answer). A caller that failed with BC_ERR_UNAVAILABLE waits
+ * at least this long before it tries again. */
+unsigned bc_client_retry_after_s(void);
+
 /* One Renew round trip (JoinService/Renew). chain is the node's current chain (DER,
  * leaf first, 1 to 8 certificates), key the current leaf's key (the key must be the
  * leaf's: BC_ERR_INVALID otherwise) and next_key the key the new certificate is for.

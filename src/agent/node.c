@@ -1,7 +1,8 @@
 /* bcd node: the daemon. It keeps the node's certificate fresh: a renewal at two thirds
  * of the certificate's life (BCD_RENEW_AFTER, e.g. "3s", overrides it for tests), a
  * failure retried with backoff from 30 s (BCD_RETRY_BASE) doubling to 10 minutes, each
- * wait jittered by a quarter either way.
+ * wait jittered by a quarter either way; a control plane that answers unavailable with
+ * a Retry-After (it sheds load) is tried again after that long, plus up to a quarter.
  * SIGTERM and SIGINT end it with status 0: they are blocked and waited for with
  * sigtimedwait, so every wait is interruptible and no handler runs mid-write.
  *
@@ -40,8 +41,9 @@ struct daemon {
 	sigset_t sigs;
 	int64_t renew_after_ms; /* 0: two thirds of the certificate's life */
 	int64_t retry_base_ms;
-	int64_t last_ok_ms; /* start, or the last renewal */
-	int attempt;        /* failed renewals since the last success */
+	int64_t retry_in_ms; /* the wait the last failed step chose */
+	int64_t last_ok_ms;  /* start, or the last renewal */
+	int attempt;         /* failed renewals since the last success */
 };
 
 static void fmt_duration(int64_t ms, char *out, size_t len)
@@ -183,6 +185,22 @@ static int64_t backoff_ms(const struct daemon *d)
 	return b - b / 4 + (int64_t)(r % (uint32_t)(b / 2));
 }
 
+/* The wait before the next attempt after a failure rc: what the server asked for when
+ * it answered unavailable with a Retry-After (drawn from [1, 5/4) of it, so that the
+ * agents it told the same come back spread), the backoff otherwise. */
+static int64_t retry_wait_ms(const struct daemon *d, int rc)
+{
+	unsigned ra = rc == BC_ERR_UNAVAILABLE ? bc_client_retry_after_s() : 0;
+	int64_t w = (int64_t)ra * 1000;
+	uint32_t r = 0;
+
+	if (ra == 0)
+		return backoff_ms(d);
+	if (bc_random(&r, sizeof(r)) != 0)
+		return w;
+	return w + (int64_t)(r % (uint32_t)(w / 4 + 1));
+}
+
 static void log_failure(struct daemon *d, const char *what, const struct bcd_msg *m, int64_t retry)
 {
 	char attempt[16], expires[32], retry_in[32];
@@ -240,7 +258,8 @@ static int step(struct daemon *d)
 	bcd_unlock_dir(lock);
 	if (rc != 0) {
 		d->attempt++;
-		log_failure(d, failed, &m, backoff_ms(d));
+		d->retry_in_ms = retry_wait_ms(d, rc);
+		log_failure(d, failed, &m, d->retry_in_ms);
 		return rc;
 	}
 	d->attempt = 0;
@@ -265,7 +284,7 @@ static int run_loop(struct daemon *d)
 		}
 		if (d->id.key == NULL)
 			return BC_ERR_INVALID; /* the identity no longer loads */
-		when = bc_now_ms() + backoff_ms(d);
+		when = bc_now_ms() + d->retry_in_ms;
 	}
 }
 

@@ -149,6 +149,26 @@ static int make_url(const struct bc_client_pins *pins, const char *path, char ur
 	return (n < 0 || n >= MAX_URL) ? BC_ERR_LIMIT : 0;
 }
 
+/* the longest wait a server may ask for: a bad or hostile header parks no agent */
+#define MAX_RETRY_AFTER_S 3600
+
+static _Thread_local unsigned last_retry_after_s;
+
+unsigned bc_client_retry_after_s(void)
+{
+	return last_retry_after_s;
+}
+
+/* Retry-After of the answer (seconds or an HTTP date; libcurl reads both). */
+static void note_retry_after(CURL *c)
+{
+	curl_off_t ra = 0;
+
+	if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra <= 0)
+		return;
+	last_retry_after_s = ra > MAX_RETRY_AFTER_S ? MAX_RETRY_AFTER_S : (unsigned)ra;
+}
+
 int bc_client_post(const struct bc_client_pins *pins, const char *path, const void *body,
                    size_t len, long *status, uint8_t **resp, size_t *resp_len, char *err,
                    size_t errlen)
@@ -163,6 +183,7 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 	*status = 0;
 	*resp = NULL;
 	*resp_len = 0;
+	last_retry_after_s = 0;
 	bc_buf_init(&s.buf, BC_CLIENT_MAX_RESPONSE);
 	bc_client_errf(err, errlen, "%s", "");
 	if (pins == NULL || (body == NULL && len > 0)) {
@@ -208,6 +229,7 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 		rc = BC_ERR_INTERNAL;
 		goto out;
 	}
+	note_retry_after(c);
 	if ((*resp = bc_buf_steal(&s.buf, resp_len)) == NULL) {
 		*resp_len = 0;
 		rc = BC_ERR_NOMEM;

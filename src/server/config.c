@@ -35,6 +35,7 @@ static const char *const top_keys[] = {
     "max_connections_per_address",
     "on_refusal_processes",
     "on_refusal_queue",
+    "max_queue_wait_ms",
 };
 static const char *const top_tables[] = {"tls", "attestors"};
 
@@ -118,7 +119,8 @@ static int check_keys(const struct bc_server_config *c, char *err, size_t errlen
 				         "max_unauthenticated_body, unauthenticated_body_budget, "
 				         "request_timeout, max_connections, "
 				         "max_connections_per_address, "
-				         "on_refusal_processes, on_refusal_queue, [tls], "
+				         "on_refusal_processes, on_refusal_queue, "
+				         "max_queue_wait_ms, [tls], "
 				         "[attestors.<id>])",
 				         c->path, names[i]);
 				return BC_ERR_CONFIG;
@@ -145,7 +147,7 @@ static int check_keys(const struct bc_server_config *c, char *err, size_t errlen
 /* What one client may hold of the server (docs/server.md, "Limits"). */
 static int load_limits(struct bc_server_config *c, char *err, size_t errlen)
 {
-	int64_t v[7];
+	int64_t v[8];
 	int rc;
 
 	if ((rc = get_num(c, "max_unauthenticated_body", 65536, 1024, 16 << 20, &v[0], err,
@@ -157,7 +159,8 @@ static int load_limits(struct bc_server_config *c, char *err, size_t errlen)
 	    (rc = get_num(c, "max_connections_per_address", 64, 1, 1 << 20, &v[4], err, errlen)) !=
 	        0 ||
 	    (rc = get_num(c, "on_refusal_processes", 4, 1, 256, &v[5], err, errlen)) != 0 ||
-	    (rc = get_num(c, "on_refusal_queue", 256, 1, 65536, &v[6], err, errlen)) != 0)
+	    (rc = get_num(c, "on_refusal_queue", 256, 1, 65536, &v[6], err, errlen)) != 0 ||
+	    (rc = get_num(c, "max_queue_wait_ms", 3000, 0, 60000, &v[7], err, errlen)) != 0)
 		return rc;
 	c->max_unauth_body = (size_t)v[0];
 	c->unauth_body_budget = (size_t)v[1];
@@ -166,6 +169,7 @@ static int load_limits(struct bc_server_config *c, char *err, size_t errlen)
 	c->max_connections_per_address = (unsigned)v[4];
 	c->on_refusal_processes = (unsigned)v[5];
 	c->on_refusal_queue = (unsigned)v[6];
+	c->max_queue_wait_ms = (unsigned)v[7];
 	return 0;
 }
 

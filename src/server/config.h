@@ -14,6 +14,8 @@
  *   max_connections_per_address = 64      # open connections from one client address
  *   on_refusal_processes = 4              # on_refusal commands running at once
  *   on_refusal_queue = 256                # refusals waiting for one
+ *   max_queue_wait_ms = 3000              # a JoinService request that waited longer for a
+ *                                         # worker is shed: 503 with Retry-After; 0 never
  *   log_level   = "info"                  # debug, info, warn, error
  *   log_format  = "logfmt"                # logfmt or json
  *   on_refusal  = ""                      # a command run with the refusal JSON on stdin
@@ -58,6 +60,7 @@ struct bc_server_config {
 	unsigned max_connections_per_address;
 	unsigned on_refusal_processes;
 	unsigned on_refusal_queue;
+	unsigned max_queue_wait_ms;
 	int64_t event_retention_days;
 	int log_level;  /* enum bc_log_level */
 	int log_format; /* enum bc_log_format */

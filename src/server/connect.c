@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/crypto.h"
 #include "bc/wire.h"
 
 #define PROTO BC_WIRE_CONTENT_TYPE
@@ -15,6 +16,9 @@ const char bc_connect_renew_refused[] =
     "{\"code\":\"permission_denied\",\"message\":\"Renew refused\"}";
 static const char unavailable[] =
     "{\"code\":\"unavailable\",\"message\":\"the control plane cannot reach its store; retry\"}";
+static const char overloaded[] =
+    "{\"code\":\"unavailable\",\"message\":\"the control plane is overloaded; retry after "
+    "the seconds Retry-After says\"}";
 static const char internal[] = "{\"code\":\"internal\",\"message\":\"internal error\"}";
 static const char unimplemented[] =
     "{\"code\":\"unimplemented\",\"message\":\"this control plane does not serve that method\"}";
@@ -87,6 +91,24 @@ static void answer(const struct method *m, enum bc_rpc_status st, uint8_t *body,
 	default: json(resp, 500, internal); break;
 	}
 	free(body);
+}
+
+/* The longest Retry-After a shed request is told: a backlog of seconds is spread over
+ * twice its length, never over more than this. */
+#define SHED_RETRY_MAX_S 60
+
+void bc_connect_shed(uint64_t waited_ms, struct bc_http_response *resp)
+{
+	uint64_t spread = 2 * (waited_ms / 1000) + 1;
+	uint32_t r = 0;
+
+	json(resp, 503, overloaded);
+	if (spread > SHED_RETRY_MAX_S - 1)
+		spread = SHED_RETRY_MAX_S - 1;
+	/* no randomness: everyone is told the same, which still holds them off a second */
+	if (bc_random(&r, sizeof(r)) != 0)
+		r = 0;
+	resp->retry_after_s = 1 + (unsigned)(r % (spread + 1));
 }
 
 void bc_connect_serve(struct bc_join_service *join, const struct bc_http_request *req,

@@ -24,4 +24,9 @@ int bc_connect_owns(const char *path);
 void bc_connect_serve(struct bc_join_service *join, const struct bc_http_request *req,
                       struct bc_http_response *resp);
 
+/* A request shed before it is read, having waited waited_ms for a worker: 503
+ * unavailable with a Retry-After drawn from 1 s to about twice the wait (at most 60 s),
+ * so that the agents told come back spread over the time the backlog needs. */
+void bc_connect_shed(uint64_t waited_ms, struct bc_http_response *resp);
+
 #endif

@@ -62,6 +62,7 @@ struct http_conn {
 	MHD_socket fd;
 	uint64_t since_ms; /* monotonic */
 	int busy;          /* a request was read whole and is being answered */
+	int fresh;         /* no request answered yet: since_ms is when it was accepted */
 };
 
 /* Counts of what is logged once per HTTP_SUMMARY_MS instead of once each. */
@@ -332,17 +333,26 @@ static struct http_conn *conn_of(struct MHD_Connection *conn)
 }
 
 /* busy: the request arrived whole (the deadline stops); idle again: it was answered
- * (the deadline restarts for the next request on this connection). */
-static void conn_mark(struct bc_http *s, struct MHD_Connection *conn, int busy)
+ * (the deadline restarts for the next request on this connection). Returns, when the
+ * request becomes busy on a connection that has had none answered, how long ago the
+ * connection was accepted: the time it waited for a worker. A later request on a
+ * kept-alive connection reports 0, since its idle time is the client's, not a queue. */
+static uint64_t conn_mark(struct bc_http *s, struct MHD_Connection *conn, int busy)
 {
 	struct http_conn *c = conn_of(conn);
+	uint64_t now = mono_ms(), waited = 0;
 
 	if (c == NULL)
-		return;
+		return 0;
 	pthread_mutex_lock(&s->conns_lock);
+	if (busy && c->fresh && now > c->since_ms)
+		waited = now - c->since_ms;
+	if (!busy)
+		c->fresh = 0;
 	c->busy = busy;
-	c->since_ms = mono_ms();
+	c->since_ms = now;
 	pthread_mutex_unlock(&s->conns_lock);
+	return waited;
 }
 
 struct framing {
@@ -489,7 +499,7 @@ static enum MHD_Result finish_request(struct http_req *r, struct MHD_Connection 
 
 	/* whatever follows, this request is answered once */
 	r->answered = 1;
-	conn_mark(r->srv, conn, 1);
+	req.queued_ms = conn_mark(r->srv, conn, 1);
 	if (r->too_large)
 		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
 	(void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
@@ -548,7 +558,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (r == NULL)
 		return;
 	*con_cls = NULL;
-	conn_mark(r->srv, conn, 0);
+	(void)conn_mark(r->srv, conn, 0);
 	body_release(r);
 	if (r->begun)
 		inflight_add(r->srv, -1);
@@ -570,6 +580,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		c->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
 		c->since_ms = mono_ms();
+		c->fresh = 1;
 		pthread_mutex_lock(&s->conns_lock);
 		c->next = s->conns;
 		if (s->conns)

@@ -24,6 +24,9 @@ struct bc_http_request {
 	const char *const *query_keys; /* decoded query arguments */
 	const char *const *query_vals;
 	size_t n_query;
+	/* how long the request's connection waited, accepted, for a worker to read it: the
+	 * server's own queue (0 for a later request on a kept-alive connection) */
+	uint64_t queued_ms;
 };
 
 struct bc_http_response {

@@ -49,6 +49,7 @@ struct bc_metrics {
 	struct histogram rpc[MAX_RPC_SERIES];
 	size_t n_rpc;
 	uint64_t rpc_other;
+	uint64_t shed[3]; /* Join, Renew, any other method */
 	int64_t started_ms;
 };
 
@@ -116,6 +117,19 @@ void bc_metrics_outcome(struct bc_metrics *m, const struct bc_join_outcome *o)
 {
 	pthread_mutex_lock(&m->mu);
 	bump(&m->outcomes, o->attestor ? o->attestor : "", outcome_name(o->type));
+	pthread_mutex_unlock(&m->mu);
+}
+
+static const char *const shed_methods[] = {"Join", "Renew", "(other)"};
+
+void bc_metrics_shed(struct bc_metrics *m, const char *method)
+{
+	size_t i = 0;
+
+	while (i < 2 && strcmp(method, shed_methods[i]) != 0)
+		i++;
+	pthread_mutex_lock(&m->mu);
+	m->shed[i]++;
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -262,9 +276,14 @@ static int put_store(bc_buf *b, const struct bc_metrics_extra *x)
 		          "# HELP bc_store_transactions_total Transactions begun on the store\n"
 		          "# TYPE bc_store_transactions_total counter\n"
 		          "bc_store_transactions_total{mode=\"read\"} %llu\n"
-		          "bc_store_transactions_total{mode=\"write\"} %llu\n",
+		          "bc_store_transactions_total{mode=\"write\"} %llu\n"
+		          "# HELP bc_store_statements_total SQL statements sent to the store, "
+		          "besides each transaction's begin and commit\n"
+		          "# TYPE bc_store_statements_total counter\n"
+		          "bc_store_statements_total %llu\n",
 		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_READ),
-		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_WRITE));
+		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_WRITE),
+		          (unsigned long long)bc_store_statements(x->store));
 	if (rc == 0 && up)
 		rc = putf(b,
 		          "# HELP bc_join_requests_pending Join requests waiting for an operator\n"
@@ -299,6 +318,14 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 		               "attestor", "outcome");
 	if (rc == 0)
 		rc = put_histograms(&b, m);
+	if (rc == 0)
+		rc = putf(&b,
+		          "# HELP bc_requests_shed_total JoinService requests answered unavailable "
+		          "because they waited longer than max_queue_wait_ms for a worker\n"
+		          "# TYPE bc_requests_shed_total counter\n");
+	for (size_t i = 0; rc == 0 && i < 3; i++)
+		rc = putf(&b, "bc_requests_shed_total{method=\"%s\"} %llu\n", shed_methods[i],
+		          (unsigned long long)m->shed[i]);
 	pthread_mutex_unlock(&m->mu);
 	if (rc == 0)
 		rc = put_store(&b, x);

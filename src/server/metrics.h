@@ -29,6 +29,10 @@ void bc_metrics_outcome(struct bc_metrics *m, const struct bc_join_outcome *o);
 /* One JoinService RPC: method "Join" or "Renew", the HTTP status it was answered. */
 void bc_metrics_rpc(struct bc_metrics *m, const char *method, int status, double seconds);
 
+/* A JoinService request shed unread (it waited past max_queue_wait_ms): method
+ * "Join", "Renew" or anything else. */
+void bc_metrics_shed(struct bc_metrics *m, const char *method);
+
 /* What a scrape reads besides the counters. */
 struct bc_metrics_extra {
 	bc_store *store;

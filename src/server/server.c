@@ -48,6 +48,7 @@ struct bc_server {
 	void *hook_ctx;
 	char *public_url;
 	struct bc_metrics *metrics;
+	unsigned max_queue_wait_ms; /* 0: never shed */
 };
 
 static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
@@ -114,12 +115,20 @@ static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
 	struct timespec a, b;
 	const char *method = strrchr(req->path, '/') + 1;
 
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	bc_connect_serve(s->join, req, resp);
-	clock_gettime(CLOCK_MONOTONIC, &b);
 	/* only the methods served are series: any other path costs no new one */
 	if (strcmp(method, "Join") != 0 && strcmp(method, "Renew") != 0)
 		method = "(other)";
+	/* A request that waited this long for a worker has a backlog in front of it: it is
+	 * answered before any crypto or store work, and its agent comes back later, rather
+	 * than the backlog growing past what the agents wait for. */
+	if (s->max_queue_wait_ms > 0 && req->queued_ms > s->max_queue_wait_ms) {
+		bc_connect_shed(req->queued_ms, resp);
+		bc_metrics_shed(s->metrics, method);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	bc_connect_serve(s->join, req, resp);
+	clock_gettime(CLOCK_MONOTONIC, &b);
 	bc_metrics_rpc(s->metrics, method, resp->status,
 	               (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
 }
@@ -367,6 +376,7 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 	pthread_mutex_init(&s->drop_lock, NULL);
 	s->hook = hook;
 	s->hook_ctx = hook_ctx;
+	s->max_queue_wait_ms = cfg->max_queue_wait_ms;
 	if ((s->public_url = strdup(cfg->public_url)) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto fail;

@@ -31,8 +31,9 @@ struct bc_store {
 	int sync_ready;    /* mu and cv were initialised */
 	struct bc_conn *idle[POOL_MAX];
 	size_t nidle;
-	size_t nopen;                  /* idle or held by a transaction */
-	atomic_uint_fast64_t begun[2]; /* transactions begun, by mode */
+	size_t nopen;                    /* idle or held by a transaction */
+	atomic_uint_fast64_t begun[2];   /* transactions begun, by mode */
+	atomic_uint_fast64_t statements; /* bc_tx_exec and bc_tx_query calls sent */
 };
 
 struct bc_tx {
@@ -332,6 +333,11 @@ uint64_t bc_store_tx_begun(bc_store *s, enum bc_tx_mode mode)
 	return (mode == BC_TX_READ || mode == BC_TX_WRITE) ? atomic_load(&s->begun[mode]) : 0;
 }
 
+uint64_t bc_store_statements(bc_store *s)
+{
+	return s != NULL ? atomic_load(&s->statements) : 0;
+}
+
 int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out)
 {
 	struct bc_conn *c = NULL;
@@ -428,6 +434,7 @@ int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n, int
 		*changes = 0;
 	if ((rc = check_call(tx, sql, params, n)) != 0)
 		return rc;
+	atomic_fetch_add_explicit(&tx->s->statements, 1, memory_order_relaxed);
 	return tx->s->eng->exec(tx->c, sql, params, n, changes);
 }
 
@@ -440,6 +447,7 @@ int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc
 	*out = NULL;
 	if ((rc = check_call(tx, sql, params, n)) != 0)
 		return rc;
+	atomic_fetch_add_explicit(&tx->s->statements, 1, memory_order_relaxed);
 	return tx->s->eng->query(tx->c, sql, params, n, out);
 }
 

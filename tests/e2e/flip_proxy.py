@@ -9,11 +9,15 @@ to UPSTREAM_URL (http://127.x.x.x:N). MODE_FILE holds the mode, read on each req
   flip    flip one bit in the middle of a 200 answer (inside the signed body)
   record  forward, and keep the 200 answer's body
   replay  answer with the body kept by record, without asking upstream
+  shed    answer 503 unavailable with Retry-After: 2, as an overloaded control plane
+          sheds, without asking upstream
+Each request's arrival (monotonic seconds), path and mode go to PORT_FILE.log.
 """
 import http.client
 import http.server
 import os
 import sys
+import time
 import urllib.parse
 
 upstream = urllib.parse.urlsplit(sys.argv[1])
@@ -29,6 +33,18 @@ class Proxy(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         mode = open(mode_file).read().strip()
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        with open(port_file + ".log", "a") as log:
+            log.write("%.3f %s %s\n" % (time.monotonic(), self.path, mode))
+        if mode == "shed":
+            answer = (b'{"code":"unavailable","message":"the control plane is overloaded; '
+                      b'retry after the seconds Retry-After says"}')
+            self.send_response(503)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", "2")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+            return
         if mode == "replay" and self.path in kept:
             status, ctype, answer = 200, "application/proto", kept[self.path]
         else:

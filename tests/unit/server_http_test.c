@@ -39,6 +39,7 @@ struct seen {
 	char q_b[64];
 	int q_missing_is_null;
 	int delay_ms;
+	uint64_t queued_ms;
 	atomic_int started;
 	atomic_int finished;
 };
@@ -67,6 +68,7 @@ static void handler(void *ctx, const struct bc_http_request *req, struct bc_http
 	copy(s->q_a, sizeof(s->q_a), bc_http_query(req, "a"));
 	copy(s->q_b, sizeof(s->q_b), bc_http_query(req, "b"));
 	s->q_missing_is_null = bc_http_query(req, "missing") == NULL;
+	s->queued_ms = req->queued_ms;
 	if (s->delay_ms)
 		usleep((useconds_t)s->delay_ms * 1000);
 	bc_http_set_body(resp, 201, "application/json", answer, sizeof(answer) - 1);
@@ -673,6 +675,34 @@ static void test_request_deadline_closes_a_trickling_connection(void **state)
 	bc_http_stop(srv);
 }
 
+/* A connection's first request reports how long the connection waited, accepted, to be
+ * read (the test clock moves 4 s between the accept and the request); a later request
+ * on the same kept-alive connection reports 0, its idle time being the client's. */
+static void test_first_request_reports_its_queue_wait(void **state)
+{
+	static const char req[] = "GET /x HTTP/1.1\r\nHost: a\r\n\r\n";
+	struct seen s = {0};
+	struct bc_http *srv = start("127.0.0.1:0", 1024, &s);
+	int fd;
+	(void)state;
+
+	fd = raw_connect(srv);
+	usleep(200 * 1000); /* the accept, before the clock moves */
+	bc_clock_set_offset_ms(4000);
+	raw_send(fd, req, sizeof(req) - 1);
+	assert_int_equal(raw_status(fd), 201);
+	assert_true(s.queued_ms >= 4000);
+	assert_true(s.queued_ms < 10000);
+	bc_clock_set_offset_ms(8000);
+	raw_send(fd, req, sizeof(req) - 1);
+	assert_int_equal(raw_status(fd), 201);
+	assert_int_equal(s.calls, 2);
+	assert_int_equal(s.queued_ms, 0);
+	bc_clock_set_offset_ms(0);
+	close(fd);
+	bc_http_stop(srv);
+}
+
 /* With more than three-quarters of max_connections (16) open, the deadline is a fifth
  * of request_timeout (10 s): 13 slow connections are closed 3 s on (the test clock),
  * where 3 are not. */
@@ -763,6 +793,7 @@ int main(void)
 	    cmocka_unit_test(test_unauthenticated_body_is_capped_before_buffering),
 	    cmocka_unit_test(test_unauthenticated_bodies_share_a_budget),
 	    cmocka_unit_test(test_request_deadline_closes_a_trickling_connection),
+	    cmocka_unit_test(test_first_request_reports_its_queue_wait),
 	    cmocka_unit_test(test_aborted_connections_log_is_summarized),
 	    cmocka_unit_test(test_deadline_shortens_when_connections_run_short),
 	};
