@@ -12,7 +12,12 @@
  *
  *   bc-load --pins FILE --database URL --url URL [--url URL]... [--tokens N]
  *           [--uses K] [--joins J] [--clients C] [--retry-unavailable SECONDS]
- *           [--renew] [--server-pid PID]...
+ *           [--renew] [--server-pid PID]... [--metrics-key FILE]
+ *
+ * --metrics-key: a root API key (in FILE) to read every server's /metrics around each
+ * phase: the SQL statements sent to the store per operation (statements_per_join,
+ * statements_per_renew; bc_store_statements_total, besides each transaction's begin and
+ * commit) and the requests shed (shed_joins, shed_renews; bc_requests_shed_total).
  *
  * --renew: after the joins, every admitted node renews once (its next key made before
  * the clock starts), timed apart. --server-pid: the servers' processes (on this
@@ -27,8 +32,10 @@
  * --joins defaults to N*K. Keys and CSRs are made before the clock starts and every
  * client starts at once (a barrier), so a race of C clients for one token is a race.
  * refused: permission_denied. unavailable: HTTP 503 answers (counted each time);
- * with --retry-unavailable the join is sent again (same CSR, same token) every 100 ms
- * until it gets another answer or the seconds run out. errors: anything else (a
+ * with --retry-unavailable the join (and the renewal: renew_unavailable) is sent again
+ * (the same CSR, token and keys) after the answer's Retry-After, drawn from [1, 5/4) of
+ * it as bcd does, or after 100 ms without one, until it gets another answer or the
+ * seconds run out. errors: anything else (a
  * connection refused, a bad answer). The figures are printed, never judged: exit 0
  * when the run happened, 1 when it could not be set up, 2 on a usage error. */
 #include <errno.h>
@@ -40,6 +47,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "bc/buf.h"
 #include "bc/client.h"
@@ -63,6 +72,7 @@ struct opts {
 	int renew;
 	long pids[MAX_URLS];
 	size_t n_pids;
+	char *metrics_key; /* NULL: /metrics is not read */
 };
 
 struct job {
@@ -82,7 +92,7 @@ struct run {
 	pthread_barrier_t start;
 	pthread_mutex_t mu;
 	long admitted, refused, unavailable, errors;
-	long renewed, renew_refused, renew_errors;
+	long renewed, renew_refused, renew_errors, renew_unavailable;
 	char first_error[512];
 	int setup_failed;
 };
@@ -218,6 +228,20 @@ static int is_503(int rc, const char *err)
 	return rc == BC_ERR_UNAVAILABLE && strstr(err, "HTTP 503") != NULL;
 }
 
+/* The pause before sending a 503'd request again: the answer's Retry-After, as bcd
+ * takes it (bc_client_retry_after_s, same thread), else RETRY_PAUSE_MS. */
+static long retry_pause_ms(void)
+{
+	long w = (long)bc_client_retry_after_s() * 1000;
+	uint32_t r = 0;
+
+	if (w == 0)
+		return RETRY_PAUSE_MS;
+	if (bc_random(&r, sizeof(r)) != 0)
+		return w;
+	return w + (long)(r % (uint32_t)(w / 4 + 1));
+}
+
 static void join_one(struct run *r, long i)
 {
 	const struct opts *o = r->o;
@@ -255,7 +279,7 @@ static void join_one(struct run *r, long i)
 		if (mono_ms() >= deadline) {
 			break;
 		}
-		sleep_ms(RETRY_PAUSE_MS);
+		sleep_ms(retry_pause_ms());
 	}
 	r->jobs[i].join_us = rc == 0 ? mono_us() - t0 : -1;
 	count(r, rc, err, unavailable);
@@ -267,21 +291,30 @@ static void renew_one(struct run *r, long i)
 	struct bc_client_pins pins = r->pins;
 	struct bc_join_answer a;
 	char err[512] = "";
-	int64_t t0;
-	int rc;
+	int64_t t0, deadline = mono_ms() + r->o->retry_s * 1000;
+	int unavailable = 0, rc;
 
 	j->renew_us = -1;
 	if (!j->joined)
 		return;
 	pins.server_url = (char *)r->o->urls[i % (long)r->o->n_urls];
-	memset(&a, 0, sizeof(a));
 	t0 = mono_us();
-	rc = bc_client_renew(&pins, (const uint8_t *const *)j->ans.chain, j->ans.chain_lens,
-	                     j->ans.n_chain, j->key, j->next_key, &a, err, sizeof(err));
+	for (;;) {
+		memset(&a, 0, sizeof(a));
+		rc = bc_client_renew(&pins, (const uint8_t *const *)j->ans.chain, j->ans.chain_lens,
+		                     j->ans.n_chain, j->key, j->next_key, &a, err, sizeof(err));
+		bc_join_answer_free(&a);
+		if (!is_503(rc, err))
+			break;
+		unavailable++;
+		if (mono_ms() >= deadline)
+			break;
+		sleep_ms(retry_pause_ms());
+	}
 	if (rc == 0)
 		j->renew_us = mono_us() - t0;
-	bc_join_answer_free(&a);
 	pthread_mutex_lock(&r->mu);
+	r->renew_unavailable += unavailable;
 	if (rc == 0)
 		r->renewed++;
 	else if (rc == BC_ERR_DENIED)
@@ -401,19 +434,99 @@ static long servers_peak_rss_kb(const struct opts *o)
 	return peak;
 }
 
+/* What every server's /metrics says, summed; -1 when one could not be read. */
+struct scraped {
+	double statements, shed_join, shed_renew;
+};
+
+struct scrape_buf {
+	char p[1 << 20];
+	size_t n;
+};
+
+static size_t scrape_sink(char *p, size_t size, size_t n, void *arg)
+{
+	struct scrape_buf *b = arg;
+	size_t len = size * n;
+
+	if (len > sizeof(b->p) - 1 - b->n)
+		return 0;
+	memcpy(b->p + b->n, p, len);
+	b->n += len;
+	return len;
+}
+
+/* The sample of the series named exactly (name and labels) in text, -1 when absent. */
+static double sample(const char *text, const char *series)
+{
+	size_t n = strlen(series);
+
+	for (const char *l = text; l != NULL && *l != '\0'; l = strchr(l, '\n'), l = l ? l + 1 : l)
+		if (strncmp(l, series, n) == 0 && l[n] == ' ')
+			return strtod(l + n + 1, NULL);
+	return -1;
+}
+
+static void scrape_all(const struct opts *o, struct scraped *out)
+{
+	static struct scrape_buf b; /* the main thread's, between phases */
+	char auth[256];
+
+	*out = (struct scraped){0, 0, 0};
+	if (o->metrics_key == NULL) {
+		*out = (struct scraped){-1, -1, -1};
+		return;
+	}
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", o->metrics_key);
+	for (size_t i = 0; i < o->n_urls; i++) {
+		char url[512];
+		CURL *c = curl_easy_init();
+		struct curl_slist *h = curl_slist_append(NULL, auth);
+		long status = 0;
+		int ok;
+		b.n = 0;
+		snprintf(url, sizeof(url), "%s/metrics", o->urls[i]);
+		ok = c != NULL && h != NULL && curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK &&
+		     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
+		     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, scrape_sink) == CURLE_OK &&
+		     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b) == CURLE_OK &&
+		     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L) == CURLE_OK &&
+		     curl_easy_perform(c) == CURLE_OK &&
+		     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+		     status == 200;
+		curl_slist_free_all(h);
+		curl_easy_cleanup(c);
+		b.p[b.n] = '\0';
+		double st = ok ? sample(b.p, "bc_store_statements_total") : -1;
+		double sj = ok ? sample(b.p, "bc_requests_shed_total{method=\"Join\"}") : -1;
+		double sr = ok ? sample(b.p, "bc_requests_shed_total{method=\"Renew\"}") : -1;
+		out->statements = st < 0 || out->statements < 0 ? -1 : out->statements + st;
+		out->shed_join = sj < 0 || out->shed_join < 0 ? -1 : out->shed_join + sj;
+		out->shed_renew = sr < 0 || out->shed_renew < 0 ? -1 : out->shed_renew + sr;
+	}
+}
+
 struct phase {
 	double seconds;
 	double cpu_ms; /* the servers', -1 unknown */
+	struct scraped before, after;
 };
 
 /* Between the two waits on the barrier the clients stand ready; the clock and the
  * servers' CPU are read around the phase that follows. */
-static void phase_start(struct run *r, int64_t *t0, double *cpu0)
+static void phase_start(struct run *r, struct phase *ph, int64_t *t0, double *cpu0)
 {
 	pthread_barrier_wait(&r->start);
+	scrape_all(r->o, &ph->before);
 	*cpu0 = servers_cpu_ms(r->o);
 	*t0 = mono_us();
 	pthread_barrier_wait(&r->start);
+}
+
+/* the difference of one scraped figure over a phase, -1 unknown */
+static double delta(double a, double b)
+{
+	return a < 0 || b < 0 ? -1 : b - a;
 }
 
 static void phase_end(struct run *r, int64_t t0, double cpu0, struct phase *ph)
@@ -422,6 +535,7 @@ static void phase_end(struct run *r, int64_t t0, double cpu0, struct phase *ph)
 
 	ph->seconds = (double)(mono_us() - t0) / 1e6;
 	ph->cpu_ms = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
+	scrape_all(r->o, &ph->after);
 }
 
 static int run_clients(struct run *r, struct phase *join, struct phase *renew)
@@ -449,12 +563,13 @@ static int run_clients(struct run *r, struct phase *join, struct phase *renew)
 		}
 	}
 	pthread_attr_destroy(&attr);
-	phase_start(r, &t0, &cpu0); /* keys and CSRs made: go */
+	phase_start(r, join, &t0, &cpu0); /* keys and CSRs made: go */
 	/* a client whose setup failed has returned: there is no renewal phase */
 	if (o->renew && !r->setup_failed) {
 		/* the joins are over when every client stands at the next barrier */
 		pthread_barrier_wait(&r->start);
 		phase_end(r, t0, cpu0, join);
+		scrape_all(o, &renew->before);
 		cpu0 = servers_cpu_ms(o);
 		t0 = mono_us();
 		pthread_barrier_wait(&r->start);
@@ -563,10 +678,10 @@ static int crypto_cost(double *sign_ms, double *verify_ms, double *ecdh_ms)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: bc-load --pins FILE --database URL --url URL [--url URL]...\n"
-	        "               [--tokens N] [--uses K] [--joins J] [--clients C]\n"
-	        "               [--retry-unavailable SECONDS] [--renew] [--server-pid PID]...\n");
+	fprintf(f, "usage: bc-load --pins FILE --database URL --url URL [--url URL]...\n"
+	           "               [--tokens N] [--uses K] [--joins J] [--clients C]\n"
+	           "               [--retry-unavailable SECONDS] [--renew] [--server-pid PID]...\n"
+	           "               [--metrics-key FILE]\n");
 }
 
 static int num(const char *name, const char *v, long lo, long hi, long *out)
@@ -583,6 +698,25 @@ static int num(const char *name, const char *v, long lo, long hi, long *out)
 	return 0;
 }
 
+/* the first line of path, the API key (kept for the run) */
+static int read_key(const char *path, char **out)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL || fgets(line, sizeof(line), f) == NULL) {
+		fprintf(stderr, "bc-load: --metrics-key %s: %s\n", path,
+		        f == NULL ? strerror(errno) : "empty");
+		if (f != NULL)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	line[strcspn(line, "\r\n")] = '\0';
+	free(*out);
+	return (*out = strdup(line)) != NULL ? 0 : -1;
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {{"pins", required_argument, NULL, 'p'},
@@ -595,6 +729,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	                                   {"retry-unavailable", required_argument, NULL, 'r'},
 	                                   {"renew", no_argument, NULL, 'R'},
 	                                   {"server-pid", required_argument, NULL, 'P'},
+	                                   {"metrics-key", required_argument, NULL, 'M'},
 	                                   {NULL, 0, NULL, 0}};
 	int c, rc = 0;
 
@@ -623,6 +758,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			}
 			rc = num("server-pid", optarg, 1, 1L << 30, &o->pids[o->n_pids++]);
 			break;
+		case 'M': rc = read_key(optarg, &o->metrics_key); break;
 		default: return -1;
 		}
 	}
@@ -658,6 +794,19 @@ static void run_free(struct run *r)
 	pthread_mutex_destroy(&r->mu);
 }
 
+/* statements_per_OP and shed_OPs of a phase of n operations, when /metrics was read */
+static void print_scraped(const char *op, const struct phase *ph, long n)
+{
+	double st = delta(ph->before.statements, ph->after.statements);
+	double shed = !strcmp(op, "join") ? delta(ph->before.shed_join, ph->after.shed_join)
+	                                  : delta(ph->before.shed_renew, ph->after.shed_renew);
+
+	if (st >= 0 && n > 0)
+		printf(" statements_per_%s=%.1f", op, st / (double)n);
+	if (shed >= 0)
+		printf(" shed_%ss=%.0f", op, shed);
+}
+
 static void print_run(const struct run *r, const struct phase *join, const struct phase *renew)
 {
 	const struct opts *o = r->o;
@@ -670,6 +819,7 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 	       r->unavailable, r->errors, percentile(r, 0, 50), percentile(r, 0, 99));
 	if (join->cpu_ms >= 0 && o->joins > 0)
 		printf(" server_cpu_ms_per_join=%.3f", join->cpu_ms / (double)o->joins);
+	print_scraped("join", join, o->joins);
 	if (o->renew) {
 		printf(" renews=%ld renew_seconds=%.3f renews_per_s=%.1f renewed=%ld "
 		       "renew_refused=%ld "
@@ -681,6 +831,8 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 		if (renew->cpu_ms >= 0 && r->admitted > 0)
 			printf(" server_cpu_ms_per_renew=%.3f",
 			       renew->cpu_ms / (double)r->admitted);
+		printf(" renew_unavailable=%ld", r->renew_unavailable);
+		print_scraped("renew", renew, r->admitted);
 	}
 	if (servers_peak_rss_kb(o) >= 0)
 		printf(" server_peak_rss_kb=%ld", servers_peak_rss_kb(o));
@@ -694,7 +846,7 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	struct run r;
-	struct phase join = {0, -1}, renew = {0, -1};
+	struct phase join = {.cpu_ms = -1}, renew = {.cpu_ms = -1};
 	int rc;
 
 	if (parse(argc, argv, &o) != 0) {
@@ -719,5 +871,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bc-load: first error: %s\n", r.first_error);
 	}
 	run_free(&r);
+	if (o.metrics_key != NULL)
+		bc_freezero(o.metrics_key, strlen(o.metrics_key));
 	return rc == 0 ? 0 : 1;
 }
