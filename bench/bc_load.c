@@ -12,8 +12,11 @@
  *
  *   bc-load --pins FILE --database URL --url URL [--url URL]... [--tokens N]
  *           [--uses K] [--joins J] [--clients C] [--retry-unavailable SECONDS]
- *           [--renew] [--server-pid PID]... [--metrics-key FILE]
+ *           [--renew] [--server-pid PID]... [--metrics-key FILE] [--rate R]
  *
+ * --rate: the operations of each phase are offered at that many a second (operation i
+ * starts i / rate seconds into it, or when a client is free, whichever is later),
+ * rather than as fast as answers come back: the latency at a given load.
  * --metrics-key: a root API key (in FILE) to read every server's /metrics around each
  * phase: the SQL statements sent to the store per operation (statements_per_join,
  * statements_per_renew; bc_store_statements_total, besides each transaction's begin and
@@ -42,6 +45,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +73,7 @@ struct opts {
 	const char *urls[MAX_URLS];
 	size_t n_urls;
 	long tokens, uses, joins, clients, retry_s;
+	long rate; /* operations offered per second; 0: as fast as they are answered */
 	int renew;
 	long pids[MAX_URLS];
 	size_t n_pids;
@@ -95,6 +100,7 @@ struct run {
 	long renewed, renew_refused, renew_errors, renew_unavailable;
 	char first_error[512];
 	int setup_failed;
+	_Atomic int64_t phase_t0_us; /* when the phase running started (--rate) */
 };
 
 struct worker {
@@ -327,6 +333,19 @@ static void renew_one(struct run *r, long i)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* With --rate, operation i of a phase starts no sooner than i / rate seconds into it:
+ * the load is offered at that rate, not as fast as answers come back. */
+static void pace(struct run *r, long i)
+{
+	int64_t at, now;
+
+	if (r->o->rate <= 0)
+		return;
+	at = atomic_load(&r->phase_t0_us) + (int64_t)((double)i * 1e6 / (double)r->o->rate);
+	if ((now = mono_us()) < at)
+		sleep_ms((long)((at - now + 999) / 1000));
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -351,15 +370,19 @@ static void *worker_main(void *arg)
 	pthread_barrier_wait(&r->start);
 	if (r->setup_failed)
 		return NULL;
-	for (long i = w->id; i < o->joins; i += o->clients)
+	for (long i = w->id; i < o->joins; i += o->clients) {
+		pace(r, i);
 		join_one(r, i);
+	}
 	if (!o->renew)
 		return NULL;
 	/* the renewals start together too, timed apart from the joins */
 	pthread_barrier_wait(&r->start);
 	pthread_barrier_wait(&r->start);
-	for (long i = w->id; i < o->joins; i += o->clients)
+	for (long i = w->id; i < o->joins; i += o->clients) {
+		pace(r, i);
 		renew_one(r, i);
+	}
 	return NULL;
 }
 
@@ -520,6 +543,7 @@ static void phase_start(struct run *r, struct phase *ph, int64_t *t0, double *cp
 	scrape_all(r->o, &ph->before);
 	*cpu0 = servers_cpu_ms(r->o);
 	*t0 = mono_us();
+	atomic_store(&r->phase_t0_us, *t0);
 	pthread_barrier_wait(&r->start);
 }
 
@@ -572,6 +596,7 @@ static int run_clients(struct run *r, struct phase *join, struct phase *renew)
 		scrape_all(o, &renew->before);
 		cpu0 = servers_cpu_ms(o);
 		t0 = mono_us();
+		atomic_store(&r->phase_t0_us, t0);
 		pthread_barrier_wait(&r->start);
 	}
 	for (long i = 0; i < o->clients; i++)
@@ -730,6 +755,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	                                   {"renew", no_argument, NULL, 'R'},
 	                                   {"server-pid", required_argument, NULL, 'P'},
 	                                   {"metrics-key", required_argument, NULL, 'M'},
+	                                   {"rate", required_argument, NULL, 'T'},
 	                                   {NULL, 0, NULL, 0}};
 	int c, rc = 0;
 
@@ -758,6 +784,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			}
 			rc = num("server-pid", optarg, 1, 1L << 30, &o->pids[o->n_pids++]);
 			break;
+		case 'T': rc = num("rate", optarg, 1, 1000000, &o->rate); break;
 		case 'M': rc = read_key(optarg, &o->metrics_key); break;
 		default: return -1;
 		}

@@ -83,35 +83,38 @@ ratio() {
 	if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1fx", a / b }'; fi
 }
 
-# report LABEL DATABASE URL...: one bc-load run (joins, then renewals) and its rows.
+# report LABEL DATABASE KEYFILE URL...: one bc-load run (joins, then renewals) and its
+# rows. BC_LOAD_EXTRA: more bc-load arguments (--rate). Sets OUT to bc-load's line.
 report() {
-	local label=$1 db=$2 out
-	shift 2
+	local label=$1 db=$2 key=$3 out
+	shift 3
 	local args=()
 	for u in "$@"; do args+=(--url "$u"); done
 	for p in $RUNNING; do args+=(--server-pid "$p"); done
+	# shellcheck disable=SC2086
 	out=$("$BIN/bc-load" --pins "$T/pins.json" --database "$db" --tokens "$JOINS" \
-		--clients "$CLIENTS" --renew "${args[@]}")
+		--clients "$CLIENTS" --renew --metrics-key "$key" ${BC_LOAD_EXTRA:-} "${args[@]}")
+	OUT=$out
 	local jc rc cj cr
 	jc=$(field "$out" server_cpu_ms_per_join)
 	rc=$(field "$out" server_cpu_ms_per_renew)
 	cj=$(field "$out" crypto_ms_per_join)
 	cr=$(field "$out" crypto_ms_per_renew)
-	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s   %s\n' "$label" join \
+	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s %6s   %s\n' "$label" join \
 		"$(field "$out" joins_per_s)" "$(field "$out" join_p50_ms)" "$(field "$out" join_p99_ms)" \
-		"$jc" "$cj" "$(ratio "$jc" "$cj")" \
+		"$jc" "$cj" "$(ratio "$jc" "$cj")" "$(field "$out" statements_per_join)" \
 		"admitted $(field "$out" admitted), refused $(field "$out" refused), errors $(field "$out" errors)"
-	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s   %s\n' "" renew \
+	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s %6s   %s\n' "" renew \
 		"$(field "$out" renews_per_s)" "$(field "$out" renew_p50_ms)" "$(field "$out" renew_p99_ms)" \
-		"$rc" "$cr" "$(ratio "$rc" "$cr")" \
+		"$rc" "$cr" "$(ratio "$rc" "$cr")" "$(field "$out" statements_per_renew)" \
 		"renewed $(field "$out" renewed), refused $(field "$out" renew_refused), errors $(field "$out" renew_errors)"
 	ROWS="$ROWS${ROWS:+,}
   {\"store\": \"$label\", \"line\": \"$out\"}"
 }
 
 header() {
-	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s\n' "" "" "per s" "p50 ms" "p99 ms" \
-		"CPU ms/op" "crypto ms" "ratio"
+	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s %6s\n' "" "" "per s" "p50 ms" "p99 ms" \
+		"CPU ms/op" "crypto ms" "ratio" "SQL/op"
 }
 
 write_json() {
@@ -122,38 +125,59 @@ write_json() {
 trap 'write_json; cleanup' EXIT
 
 echo "Token joins, then a renewal of each node (bench/bc_load.c over loopback HTTP; $(nproc) CPUs;"
-echo "CPU: the servers' user + system time per operation; crypto: the ECDH and ECDSA it cannot avoid):"
+echo "CPU: the servers' user + system time per operation; crypto: the ECDH and ECDSA it cannot avoid;"
+echo "SQL/op: statements sent to the store per operation, besides each transaction's begin and commit):"
 header
 
 # SQLite, one replica
 U=$(init sq)
 serve sq
 "$BIN/better-compute" daemon config --server "$U" --api-key-file sq/admin.key --out pins.json >/dev/null
-report "SQLite, 1 replica" "$T/sq/bc.db" "$U"
+report "SQLite, 1 replica" "$T/sq/bc.db" "$T/sq/admin.key" "$U"
+# the same server offered half of the throughput it reached, paced: the latency an
+# agent sees when the server is not saturated
+PEAK_J=$(field "$OUT" joins_per_s)
+PEAK_R=$(field "$OUT" renews_per_s)
+HALF=$(awk -v j="$PEAK_J" -v r="$PEAK_R" 'BEGIN { m = j < r ? j : r; h = int(m / 2); print h < 1 ? 1 : h }')
+BC_LOAD_EXTRA="--rate $HALF" report "SQLite, at $HALF/s" "$T/sq/bc.db" "$T/sq/admin.key" "$U"
 stop_all
 
 # PostgreSQL, one replica then two
-PGDIR=$(mktemp -d /tmp/bc-bench-pg.XXXXXX)
-if ! PGURL=$("$SRC/scripts/pg.sh" start "$PGDIR" 2>"$T/pg.err"); then
-	echo "  PostgreSQL: not measured ($(tail -n 1 "$T/pg.err"))"
-	exit 0
+pg_runs() {
+	PGDIR=$(mktemp -d /tmp/bc-bench-pg.XXXXXX)
+	if ! PGURL=$("$SRC/scripts/pg.sh" start "$PGDIR" 2>"$T/pg.err"); then
+		echo "  PostgreSQL: not measured ($(tail -n 1 "$T/pg.err"))"
+		return 0
+	fi
+	U1=$(init pg)
+	"$BIN/better-compute" store copy --from pg/bc.db --to "$PGURL" >/dev/null
+	sed -i "s|^database *=.*|database    = \"$PGURL\"|" pg/server.toml
+	P2=$(free_port)
+	U2="http://127.0.0.1:$P2"
+	mkdir pg2
+	cat >pg2/server.toml <<-TOML
+	listen      = "127.0.0.1:$P2"
+	public_url  = "$U2"
+	database    = "$PGURL"
+	secret_file = "$T/pg/secret"
+	pki_bundle  = "$T/pg/pki.bundle"
+	TOML
+	serve pg
+	"$BIN/better-compute" daemon config --server "$U1" --api-key-file pg/admin.key --out pins.json >/dev/null
+	report "PostgreSQL, 1 replica" "$PGURL" "$T/pg/admin.key" "$U1"
+	serve pg2
+	report "PostgreSQL, 2 replicas" "$PGURL" "$T/pg/admin.key" "$U1" "$U2"
+	stop_all
+}
+pg_runs
+
+# tpm joins against swtpm: the server's CPU for each of the two rounds
+echo
+echo "tpm joins, one at a time through bench/cpu_proxy.py (scripts/bench-tpm.sh):"
+if TPM=$(BC_BINARY_DIR=$BIN "$SRC/scripts/bench-tpm.sh" 2>"$T/tpm.err"); then
+	echo "  $TPM"
+	ROWS="$ROWS${ROWS:+,}
+  {\"store\": \"SQLite, tpm\", \"line\": \"$TPM\"}"
+else
+	echo "  tpm: not measured ($(tail -n 1 "$T/tpm.err"))"
 fi
-U1=$(init pg)
-"$BIN/better-compute" store copy --from pg/bc.db --to "$PGURL" >/dev/null
-sed -i "s|^database *=.*|database    = \"$PGURL\"|" pg/server.toml
-P2=$(free_port)
-U2="http://127.0.0.1:$P2"
-mkdir pg2
-cat >pg2/server.toml <<TOML
-listen      = "127.0.0.1:$P2"
-public_url  = "$U2"
-database    = "$PGURL"
-secret_file = "$T/pg/secret"
-pki_bundle  = "$T/pg/pki.bundle"
-TOML
-serve pg
-"$BIN/better-compute" daemon config --server "$U1" --api-key-file pg/admin.key --out pins.json >/dev/null
-report "PostgreSQL, 1 replica" "$PGURL" "$U1"
-serve pg2
-report "PostgreSQL, 2 replicas" "$PGURL" "$U1" "$U2"
-stop_all
