@@ -2,9 +2,12 @@
 # A fleet renewing (`make bench-fleet`; not in CI's time budget): one server on SQLite
 # joins FLEET_NODES nodes (default 10,000), then every one of them renews at once, as
 # a fleet does after a day-long partition; then a herd: FLEET_HERD agents (default
-# 5,000) join and renew all at the same moment. It prints the time, the refusals, the
-# errors (answers the server shed) and the server's peak resident set. Figures only;
-# loopback only, in a temporary directory.
+# 5,000) join and renew all at the same moment. The server sheds what waited longer
+# than max_queue_wait_ms (FLEET_QUEUE_WAIT_MS, default 3000 as the server's) with 503
+# and a Retry-After; the agents
+# (bc-load --retry-unavailable) come back after it, as bcd does. It prints the time
+# until every agent was served, the refusals, the errors, the requests shed and the
+# server's peak resident set. Figures only; loopback only, in a temporary directory.
 set -euo pipefail
 BUILD=${1:?usage: scripts/bench-fleet.sh BUILD_DIR}
 BIN=$(cd "$BUILD" && pwd)
@@ -28,6 +31,7 @@ URL="http://127.0.0.1:$PORT"
 cat >>sq/server.toml <<TOML
 max_connections = 16384
 max_connections_per_address = 16384
+max_queue_wait_ms = ${FLEET_QUEUE_WAIT_MS:-3000}
 TOML
 "$BIN/better-compute" serve --config sq/server.toml >serve.log 2>&1 &
 PID=$!
@@ -38,14 +42,15 @@ field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 run() {
 	local label=$1 n=$2 c=$3 out
 	out=$("$BIN/bc-load" --pins pins.json --database sq/bc.db --url "$URL" --tokens "$n" \
-		--clients "$c" --renew --retry-unavailable 60 --server-pid "$PID")
+		--clients "$c" --renew --retry-unavailable 300 --server-pid "$PID" \
+		--metrics-key sq/admin.key)
 	printf '%s: %s nodes, %s clients\n' "$label" "$n" "$c"
-	printf '  joins:    %6ss  %7s/s  admitted %s, refused %s, errors %s, unavailable %s\n' \
+	printf '  joins:    %6ss  %7s/s  admitted %s, refused %s, errors %s, shed %s\n' \
 		"$(field "$out" seconds)" "$(field "$out" joins_per_s)" "$(field "$out" admitted)" \
-		"$(field "$out" refused)" "$(field "$out" errors)" "$(field "$out" unavailable)"
-	printf '  renewals: %6ss  %7s/s  renewed %s, refused %s, errors %s\n' \
+		"$(field "$out" refused)" "$(field "$out" errors)" "$(field "$out" shed_joins)"
+	printf '  renewals: %6ss  %7s/s  renewed %s, refused %s, errors %s, shed %s\n' \
 		"$(field "$out" renew_seconds)" "$(field "$out" renews_per_s)" "$(field "$out" renewed)" \
-		"$(field "$out" renew_refused)" "$(field "$out" renew_errors)"
+		"$(field "$out" renew_refused)" "$(field "$out" renew_errors)" "$(field "$out" shed_renews)"
 	printf '  server CPU per renewal %s ms, p99 %s ms; peak RSS %s kB\n' \
 		"$(field "$out" server_cpu_ms_per_renew)" "$(field "$out" renew_p99_ms)" \
 		"$(field "$out" server_peak_rss_kb)"

@@ -41,6 +41,9 @@ static void test_counters_and_histogram(void **state)
 	bc_metrics_outcome(m, &joined);
 	bc_metrics_rpc(m, "Join", 200, 0.003);
 	bc_metrics_rpc(m, "Join", 200, 7.0);
+	bc_metrics_shed(m, "Renew");
+	bc_metrics_shed(m, "Renew");
+	bc_metrics_shed(m, "Other");
 	t = render(m);
 	assert_non_null(strstr(
 	    t, "bc_join_refusals_total{attestor=\"join-token\",reason=\"token-unknown\"} 2\n"));
@@ -58,6 +61,9 @@ static void test_counters_and_histogram(void **state)
 	assert_non_null(
 	    strstr(t, "bc_rpc_duration_seconds_count{method=\"Join\",code=\"200\"} 2\n"));
 	assert_non_null(strstr(t, "bc_store_up 0\n"));
+	assert_non_null(strstr(t, "bc_requests_shed_total{method=\"Join\"} 0\n"));
+	assert_non_null(strstr(t, "bc_requests_shed_total{method=\"Renew\"} 2\n"));
+	assert_non_null(strstr(t, "bc_requests_shed_total{method=\"(other)\"} 1\n"));
 	assert_non_null(strstr(t, "bc_on_refusal_dropped_total 3\n"));
 	assert_non_null(strstr(t, "bc_build_info{version=\"9.9\"} 1\n"));
 	free(t);
