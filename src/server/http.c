@@ -26,7 +26,7 @@
 #define HTTP_CONNECTION_TIMEOUT_S 30
 /* Headers and MHD's read buffer live in this per-connection pool; the body is
  * copied out of it into our own bounded buffer. */
-#define HTTP_CONNECTION_MEMORY (128u * 1024)
+#define HTTP_CONNECTION_MEMORY (32u * 1024)
 #define HTTP_MAX_QUERY         32
 /* Descriptors kept for everything but connections: the store, logs, hooks. */
 #define HTTP_FD_RESERVE 128

@@ -1,6 +1,8 @@
 /* The SQLite engine: one database file in WAL mode, synchronous=FULL, foreign keys
- * on; one sqlite3 handle per pooled connection (no SQLite mutex: a connection is
- * used by one thread at a time), each with a cache of prepared statements. */
+ * on; one sqlite3 handle per pooled connection for reads (no SQLite mutex: a handle
+ * is used by one thread at a time), and one for every write transaction of the
+ * process, which commits concurrent writers together (group commit, see sl_state);
+ * each handle with a cache of prepared statements. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +19,29 @@
 #define BUSY_TIMEOUT_MS 5000
 #define STMT_CACHE_SIZE 64
 
+/* A slot of the statement cache. */
+struct sl_stmt {
+	char *key;     /* the SQL as the caller gave it; NULL: an empty slot */
+	uint64_t hash; /* of key */
+	sqlite3_stmt *st;
+	uint64_t used; /* the handle's tick when last taken */
+	int in_use;    /* a result holds st */
+};
+
+/* One sqlite3 handle and its prepared statements. */
+struct sl_handle {
+	sqlite3 *db;
+	uint64_t tick;
+	struct sl_stmt cache[STMT_CACHE_SIZE];
+};
+
+/* A write transaction waiting, its work done, for the batch it joined to commit. */
+struct sl_member {
+	struct sl_member *next;
+	int done;
+	int rc;
+};
+
 struct sl_state {
 	char *path;
 	/* SQLite lets one writer at a time in. Writers of this process queue here,
@@ -25,25 +50,31 @@ struct sl_state {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int writing;
+	/* Group commit. Every write transaction of this process runs on one handle,
+	 * inside a savepoint of one SQLite transaction, the batch. A writer done with its
+	 * work hands the handle to the next one waiting and waits for the batch; the
+	 * last (no writer waiting, or MAX_BATCH in) commits it once, with one WAL write
+	 * and one fsync for all, and tells each member the result. A member's work is
+	 * durable when its commit returns, as before; a batch whose commit fails fails
+	 * for every member, so none is told of a write that was lost. */
+	struct sl_handle *writer; /* opened at the first write transaction */
+	unsigned waiting;         /* writers waiting in writer_lock */
+	int batch_open;           /* BEGIN IMMEDIATE done, COMMIT not yet */
+	unsigned batch_members;   /* savepoints released into the open batch */
+	int batch_broken;         /* SQLite ended the batch itself (an I/O error...): its rc */
+	struct sl_member *members;
+	pthread_cond_t done_cv; /* broadcast when a batch ended */
 };
 
-/* A slot of the statement cache. */
-struct sl_stmt {
-	char *key;     /* the SQL as the caller gave it; NULL: an empty slot */
-	uint64_t hash; /* of key */
-	sqlite3_stmt *st;
-	uint64_t used; /* the connection's tick when last taken */
-	int in_use;    /* a result holds st */
-};
+#define MAX_BATCH 32
 
 struct sl_conn {
 	struct bc_conn base;
 	struct sl_state *state;
-	sqlite3 *db;
+	struct sl_handle own;
+	struct sl_handle *h; /* &own, or the state's writer in a write transaction */
 	enum bc_tx_mode mode;
 	int holds_writer;
-	uint64_t tick;
-	struct sl_stmt cache[STMT_CACHE_SIZE];
 };
 
 struct sl_rows {
@@ -83,107 +114,20 @@ static int sl_invalid(const char *msg)
 	return BC_ERR_INVALID;
 }
 
-/* ---- the store-wide state and its writer lock ---- */
+/* ---- handles ---- */
 
-static void sl_close(void *state)
+static void handle_close(struct sl_handle *h)
 {
-	struct sl_state *st = state;
-
-	if (st == NULL)
+	if (h == NULL)
 		return;
-	pthread_cond_destroy(&st->cv);
-	pthread_mutex_destroy(&st->mu);
-	free(st->path);
-	free(st);
-}
-
-/* The file is made here, mode 0600, so that it is private from the start; SQLite
- * gives the -wal and -shm files the mode of the database. */
-static int sl_create_file(const char *path, char *err, size_t errlen)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-
-	if (fd < 0) {
-		bc_store_set_errmsg("cannot open the database %s: %s", path, strerror(errno));
-		if (err != NULL && errlen > 0)
-			snprintf(err, errlen, "%s", bc_store_errmsg());
-		return BC_ERR_IO;
-	}
-	close(fd);
-	return 0;
-}
-
-static int sl_open(const char *target, void **state, char *err, size_t errlen)
-{
-	struct sl_state *st = NULL;
-	int rc;
-
-	*state = NULL;
-	if ((rc = sl_create_file(target, err, errlen)) != 0)
-		return rc;
-	if ((st = calloc(1, sizeof(*st))) == NULL)
-		return BC_ERR_NOMEM;
-	if ((st->path = strdup(target)) == NULL) {
-		free(st);
-		return BC_ERR_NOMEM;
-	}
-	if (pthread_mutex_init(&st->mu, NULL) != 0 || bc_store_cond_init(&st->cv) != 0) {
-		/* mu is left behind if only cv failed: not worth a second path */
-		free(st->path);
-		free(st);
-		return BC_ERR_INTERNAL;
-	}
-	*state = st;
-	return 0;
-}
-
-static int writer_lock(struct sl_state *st)
-{
-	struct timespec deadline;
-	int wrc = 0, rc = 0;
-
-	bc_store_deadline(&deadline, BUSY_TIMEOUT_MS);
-	pthread_mutex_lock(&st->mu);
-	while (st->writing && wrc == 0)
-		wrc = pthread_cond_timedwait(&st->cv, &st->mu, &deadline);
-	if (st->writing) {
-		bc_store_set_errmsg("sqlite: another write transaction held the database for %d ms",
-		                    BUSY_TIMEOUT_MS);
-		rc = BC_ERR_BUSY;
-	} else {
-		st->writing = 1;
-	}
-	pthread_mutex_unlock(&st->mu);
-	return rc;
-}
-
-static void writer_unlock(struct sl_conn *c)
-{
-	if (!c->holds_writer)
-		return;
-	pthread_mutex_lock(&c->state->mu);
-	c->state->writing = 0;
-	pthread_cond_signal(&c->state->cv);
-	pthread_mutex_unlock(&c->state->mu);
-	c->holds_writer = 0;
-}
-
-/* ---- connections ---- */
-
-static void sl_disconnect(struct bc_conn *bc)
-{
-	struct sl_conn *c = (struct sl_conn *)bc;
-
-	if (c == NULL)
-		return;
-	writer_unlock(c);
 	for (size_t i = 0; i < STMT_CACHE_SIZE; i++) {
-		sqlite3_finalize(c->cache[i].st);
-		free(c->cache[i].key);
+		sqlite3_finalize(h->cache[i].st);
+		free(h->cache[i].key);
+		h->cache[i] = (struct sl_stmt){0};
 	}
 	/* _v2: a statement a leaked result still holds keeps the handle alive */
-	sqlite3_close_v2(c->db);
-	free(c);
+	sqlite3_close_v2(h->db);
+	h->db = NULL;
 }
 
 static int sl_set_wal(sqlite3 *db)
@@ -230,31 +174,196 @@ static int sl_configure(sqlite3 *db)
 	return 0;
 }
 
+static int handle_open(const char *path, struct sl_handle *h)
+{
+	int src = sqlite3_open_v2(
+	    path, &h->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	int rc;
+
+	if (src != SQLITE_OK)
+		rc = sl_err(h->db, src, "open");
+	else
+		rc = sl_configure(h->db);
+	if (rc != 0)
+		handle_close(h);
+	return rc;
+}
+
+/* ---- the store-wide state and its writer lock ---- */
+
+static void sl_close(void *state)
+{
+	struct sl_state *st = state;
+
+	if (st == NULL)
+		return;
+	if (st->writer != NULL) {
+		handle_close(st->writer);
+		free(st->writer);
+	}
+	pthread_cond_destroy(&st->done_cv);
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st->path);
+	free(st);
+}
+
+/* The file is made here, mode 0600, so that it is private from the start; SQLite
+ * gives the -wal and -shm files the mode of the database. */
+static int sl_create_file(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		bc_store_set_errmsg("cannot open the database %s: %s", path, strerror(errno));
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "%s", bc_store_errmsg());
+		return BC_ERR_IO;
+	}
+	close(fd);
+	return 0;
+}
+
+static int sl_open(const char *target, void **state, char *err, size_t errlen)
+{
+	struct sl_state *st = NULL;
+	int rc;
+
+	*state = NULL;
+	if ((rc = sl_create_file(target, err, errlen)) != 0)
+		return rc;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return BC_ERR_NOMEM;
+	if ((st->path = strdup(target)) == NULL) {
+		free(st);
+		return BC_ERR_NOMEM;
+	}
+	if (pthread_mutex_init(&st->mu, NULL) != 0 || bc_store_cond_init(&st->cv) != 0 ||
+	    pthread_cond_init(&st->done_cv, NULL) != 0) {
+		/* mu or cv is left behind if only a later one failed: not worth a second path */
+		free(st->path);
+		free(st);
+		return BC_ERR_INTERNAL;
+	}
+	*state = st;
+	return 0;
+}
+
+static int writer_lock(struct sl_state *st)
+{
+	struct timespec deadline;
+	int wrc = 0, rc = 0;
+
+	bc_store_deadline(&deadline, BUSY_TIMEOUT_MS);
+	pthread_mutex_lock(&st->mu);
+	st->waiting++;
+	while (st->writing && wrc == 0)
+		wrc = pthread_cond_timedwait(&st->cv, &st->mu, &deadline);
+	st->waiting--;
+	if (st->writing) {
+		bc_store_set_errmsg("sqlite: another write transaction held the database for %d ms",
+		                    BUSY_TIMEOUT_MS);
+		rc = BC_ERR_BUSY;
+	} else {
+		st->writing = 1;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* The end of a write transaction's turn on the writer handle. member (NULL for a
+ * transaction rolled back, whose work is no longer in the batch) joins the batch.
+ * With a writer waiting and room in the batch, the turn passes to it and this waits
+ * for the batch's end; otherwise this commits the batch. Returns the batch's result
+ * for a member, 0 otherwise. Called with st->writing held by this thread. */
+static int writer_finish(struct sl_conn *c, struct sl_member *member)
+{
+	struct sl_state *st = c->state;
+	struct sl_handle *w = st->writer;
+	int rc = 0;
+
+	c->h = &c->own;
+	c->holds_writer = 0;
+	pthread_mutex_lock(&st->mu);
+	if (member != NULL) {
+		*member = (struct sl_member){.next = st->members};
+		st->members = member;
+		st->batch_members++;
+	}
+	if (st->batch_open && !st->batch_broken && st->waiting > 0 &&
+	    st->batch_members < MAX_BATCH) {
+		st->writing = 0;
+		pthread_cond_signal(&st->cv);
+		while (member != NULL && !member->done)
+			pthread_cond_wait(&st->done_cv, &st->mu);
+		rc = member != NULL ? member->rc : 0;
+		pthread_mutex_unlock(&st->mu);
+		return rc;
+	}
+	pthread_mutex_unlock(&st->mu);
+	/* the turn is still this thread's: the commit runs without the mutex held */
+	if (st->batch_broken) {
+		rc = st->batch_broken;
+	} else if (st->batch_open) {
+		int src = sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL);
+		if (src != SQLITE_OK)
+			rc = sl_err(w->db, src, "commit");
+	}
+	if (!sqlite3_get_autocommit(w->db)) {
+		/* a failed COMMIT may leave the transaction open: nothing of it stays */
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", bc_store_errmsg());
+		(void)sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+		bc_store_set_errmsg("%s", msg);
+	}
+	pthread_mutex_lock(&st->mu);
+	for (struct sl_member *m = st->members; m != NULL; m = m->next) {
+		m->rc = rc;
+		m->done = 1;
+	}
+	st->members = NULL;
+	st->batch_members = 0;
+	st->batch_open = 0;
+	st->batch_broken = 0;
+	st->writing = 0;
+	pthread_cond_signal(&st->cv);
+	pthread_cond_broadcast(&st->done_cv);
+	pthread_mutex_unlock(&st->mu);
+	return member != NULL ? member->rc : 0;
+}
+
+/* ---- connections ---- */
+
+static void sl_disconnect(struct bc_conn *bc)
+{
+	struct sl_conn *c = (struct sl_conn *)bc;
+
+	if (c == NULL)
+		return;
+	if (c->holds_writer)
+		(void)writer_finish(c, NULL);
+	handle_close(&c->own);
+	free(c);
+}
+
 static int sl_connect(void *state, struct bc_conn **out)
 {
 	struct sl_state *st = state;
 	struct sl_conn *c;
-	int src, rc;
+	int rc;
 
 	*out = NULL;
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return BC_ERR_NOMEM;
 	c->base.eng = &bc_engine_sqlite;
 	c->state = st;
-	src =
-	    sqlite3_open_v2(st->path, &c->db,
-	                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-	if (src != SQLITE_OK) {
-		rc = sl_err(c->db, src, "open");
-		goto out;
+	c->h = &c->own;
+	if ((rc = handle_open(st->path, &c->own)) != 0) {
+		free(c);
+		return rc;
 	}
-	if ((rc = sl_configure(c->db)) != 0)
-		goto out;
 	*out = &c->base;
-	c = NULL;
-out:
-	sl_disconnect(c != NULL ? &c->base : NULL);
-	return rc;
+	return 0;
 }
 
 /* ---- transactions ---- */
@@ -263,26 +372,54 @@ static int sl_run(struct sl_conn *c, const char *sql, const char *what)
 {
 	int src;
 
-	if ((src = sqlite3_exec(c->db, sql, NULL, NULL, NULL)) != SQLITE_OK)
-		return sl_err(c->db, src, what);
+	if ((src = sqlite3_exec(c->h->db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+		return sl_err(c->h->db, src, what);
 	return 0;
+}
+
+/* A write transaction: the writer's turn, the batch begun if none is open, and a
+ * savepoint of its own in it. */
+static int begin_write(struct sl_conn *c)
+{
+	struct sl_state *st = c->state;
+	int rc;
+
+	if ((rc = writer_lock(st)) != 0)
+		return rc;
+	c->holds_writer = 1;
+	if (st->writer == NULL) {
+		struct sl_handle *w = calloc(1, sizeof(*w));
+		if (w == NULL || (rc = handle_open(st->path, w)) != 0) {
+			free(w);
+			(void)writer_finish(c, NULL);
+			return rc != 0 ? rc : BC_ERR_NOMEM;
+		}
+		st->writer = w;
+	}
+	c->h = st->writer;
+	if (!st->batch_open) {
+		if ((rc = sl_run(c, "BEGIN IMMEDIATE", "begin")) != 0) {
+			(void)writer_finish(c, NULL);
+			return rc;
+		}
+		st->batch_open = 1;
+	}
+	if ((rc = sl_run(c, "SAVEPOINT bc_tx", "begin")) != 0) {
+		if (sqlite3_get_autocommit(st->writer->db))
+			st->batch_broken = rc;
+		(void)writer_finish(c, NULL);
+	}
+	return rc;
 }
 
 static int sl_begin(struct bc_conn *bc, enum bc_tx_mode mode)
 {
 	struct sl_conn *c = (struct sl_conn *)bc;
-	int rc;
 
 	c->mode = mode;
 	switch (mode) {
 	case BC_TX_READ: return sl_run(c, "BEGIN", "begin");
-	case BC_TX_WRITE:
-		if ((rc = writer_lock(c->state)) != 0)
-			return rc;
-		c->holds_writer = 1;
-		if ((rc = sl_run(c, "BEGIN IMMEDIATE", "begin")) != 0)
-			writer_unlock(c);
-		return rc;
+	case BC_TX_WRITE: return begin_write(c);
 	default: return sl_invalid("unknown transaction mode");
 	}
 }
@@ -290,37 +427,54 @@ static int sl_begin(struct bc_conn *bc, enum bc_tx_mode mode)
 static int sl_rollback(struct bc_conn *bc)
 {
 	struct sl_conn *c = (struct sl_conn *)bc;
+	struct sl_state *st = c->state;
 	int rc = 0;
 
-	/* SQLite ends the transaction itself on some errors */
-	if (!sqlite3_get_autocommit(c->db))
-		rc = sl_run(c, "ROLLBACK", "rollback");
-	writer_unlock(c);
+	if (!c->holds_writer) {
+		/* SQLite ends the transaction itself on some errors */
+		if (!sqlite3_get_autocommit(c->h->db))
+			rc = sl_run(c, "ROLLBACK", "rollback");
+		return rc;
+	}
+	/* SQLite ended the whole batch (an I/O error, a full disk): the other members'
+	 * work went with it, and the batch fails for them too */
+	if (sqlite3_get_autocommit(c->h->db)) {
+		if (st->batch_broken == 0)
+			st->batch_broken = BC_ERR_DB;
+	} else if ((rc = sl_run(c, "ROLLBACK TO bc_tx", "rollback")) != 0 ||
+	           (rc = sl_run(c, "RELEASE bc_tx", "rollback")) != 0) {
+		st->batch_broken = rc;
+	}
+	(void)writer_finish(c, NULL);
 	return rc;
 }
 
 static int sl_commit(struct bc_conn *bc)
 {
 	struct sl_conn *c = (struct sl_conn *)bc;
+	struct sl_member me;
 	int rc;
 
-	if ((rc = sl_run(c, "COMMIT", "commit")) != 0 && !sqlite3_get_autocommit(c->db)) {
-		/* keep the commit's message, not the rollback's */
+	if (!c->holds_writer) {
+		if ((rc = sl_run(c, "COMMIT", "commit")) != 0 && !sqlite3_get_autocommit(c->h->db))
+			(void)sl_run(c, "ROLLBACK", "rollback");
+		return rc;
+	}
+	if ((rc = sl_run(c, "RELEASE bc_tx", "commit")) != 0) {
 		char msg[512];
-
 		snprintf(msg, sizeof(msg), "%s", bc_store_errmsg());
 		(void)sl_rollback(bc);
 		bc_store_set_errmsg("%s", msg);
+		return rc;
 	}
-	writer_unlock(c);
-	return rc;
+	return writer_finish(c, &me);
 }
 
 static int sl_reusable(struct bc_conn *bc)
 {
 	struct sl_conn *c = (struct sl_conn *)bc;
 
-	return sqlite3_get_autocommit(c->db) && !c->holds_writer;
+	return sqlite3_get_autocommit(c->own.db) && !c->holds_writer;
 }
 
 static int sl_now_ms(struct bc_conn *bc, int64_t *out)
@@ -352,8 +506,8 @@ static int stmt_prepare(struct sl_conn *c, const char *sql, unsigned flags, sqli
 	*out = NULL;
 	if (len > INT_MAX)
 		return sl_invalid("SQL text too long");
-	if ((src = sqlite3_prepare_v3(c->db, sql, (int)len, flags, out, &tail)) != SQLITE_OK)
-		return sl_err(c->db, src, "prepare");
+	if ((src = sqlite3_prepare_v3(c->h->db, sql, (int)len, flags, out, &tail)) != SQLITE_OK)
+		return sl_err(c->h->db, src, "prepare");
 	if (*out == NULL)
 		return sl_invalid("no statement in the SQL");
 	if (tail != NULL && !bc_sql_is_blank(tail, len - (size_t)(tail - sql))) {
@@ -371,7 +525,7 @@ static struct sl_stmt *stmt_victim(struct sl_conn *c)
 	struct sl_stmt *v = NULL, *e;
 
 	for (size_t i = 0; i < STMT_CACHE_SIZE; i++) {
-		e = &c->cache[i];
+		e = &c->h->cache[i];
 		if (e->in_use)
 			continue;
 		if (e->key == NULL)
@@ -385,9 +539,9 @@ static struct sl_stmt *stmt_victim(struct sl_conn *c)
 static struct sl_stmt *stmt_find(struct sl_conn *c, const char *sql, uint64_t h)
 {
 	for (size_t i = 0; i < STMT_CACHE_SIZE; i++)
-		if (c->cache[i].key != NULL && c->cache[i].hash == h &&
-		    strcmp(c->cache[i].key, sql) == 0)
-			return &c->cache[i];
+		if (c->h->cache[i].key != NULL && c->h->cache[i].hash == h &&
+		    strcmp(c->h->cache[i].key, sql) == 0)
+			return &c->h->cache[i];
 	return NULL;
 }
 
@@ -404,7 +558,7 @@ static int stmt_get(struct sl_conn *c, const char *sql, sqlite3_stmt **out, stru
 	*slot = NULL;
 	if (e != NULL && !e->in_use) {
 		e->in_use = 1;
-		e->used = ++c->tick;
+		e->used = ++c->h->tick;
 		*out = e->st;
 		*slot = e;
 		return 0;
@@ -418,7 +572,7 @@ static int stmt_get(struct sl_conn *c, const char *sql, sqlite3_stmt **out, stru
 	}
 	sqlite3_finalize(e->st);
 	free(e->key);
-	*e = (struct sl_stmt){.key = key, .hash = h, .st = *out, .used = ++c->tick, .in_use = 1};
+	*e = (struct sl_stmt){.key = key, .hash = h, .st = *out, .used = ++c->h->tick, .in_use = 1};
 	*slot = e;
 	return 0;
 }
@@ -465,7 +619,7 @@ static int bind_one(struct sl_conn *c, sqlite3_stmt *st, int idx, const bc_param
 	default: return sl_invalid("unknown parameter type");
 	}
 	if (src != SQLITE_OK)
-		return sl_err(c->db, src, "bind");
+		return sl_err(c->h->db, src, "bind");
 	return 0;
 }
 
@@ -522,7 +676,7 @@ static int sl_exec(struct bc_conn *bc, const char *sql, const bc_param *params, 
 	struct sl_conn *c = (struct sl_conn *)bc;
 	sqlite3_stmt *st = NULL;
 	struct sl_stmt *slot = NULL;
-	int64_t before = sqlite3_total_changes64(c->db);
+	int64_t before = sqlite3_total_changes64(c->h->db);
 	int src, rc;
 
 	if (changes != NULL)
@@ -532,13 +686,13 @@ static int sl_exec(struct bc_conn *bc, const char *sql, const bc_param *params, 
 	while ((src = sqlite3_step(st)) == SQLITE_ROW)
 		;
 	if (src != SQLITE_DONE) {
-		rc = sl_err(c->db, src, "exec");
+		rc = sl_err(c->h->db, src, "exec");
 		goto out;
 	}
 	/* sqlite3_changes() keeps the last INSERT/UPDATE/DELETE's count through
 	 * other statements: 0 for a statement that changed nothing */
-	if (changes != NULL && sqlite3_total_changes64(c->db) != before)
-		*changes = sqlite3_changes64(c->db);
+	if (changes != NULL && sqlite3_total_changes64(c->h->db) != before)
+		*changes = sqlite3_changes64(c->h->db);
 out:
 	stmt_put(st, slot);
 	return rc;
@@ -590,7 +744,7 @@ static int sl_rows_next(struct bc_rows *br)
 	}
 	r->on_row = 0;
 	r->done = 1;
-	r->err = src == SQLITE_DONE ? 0 : sl_err(r->c->db, src, "query");
+	r->err = src == SQLITE_DONE ? 0 : sl_err(r->c->h->db, src, "query");
 	return r->err;
 }
 

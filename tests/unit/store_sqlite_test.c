@@ -224,6 +224,89 @@ static void test_for_update_stripped(void **state)
 	assert_int_equal(bc_sql_strip_for_update("x for update ; ;"), strlen("x for update ; ;"));
 }
 
+/* Group commit: concurrent write transactions share one SQLite transaction each
+ * batch, each in a savepoint. One that fails (a unique conflict, every fifth) leaves
+ * nothing of its own and nothing of the others' undone; one whose commit returned is
+ * visible at once to a read on another connection. */
+#define GC_THREADS 8
+#define GC_TXS     100
+
+struct gc_arg {
+	bc_store *s;
+	int id;
+	int wrong; /* a commit not seen, a failure seen, an unexpected result */
+};
+
+struct gc_tx {
+	int64_t id;
+	int fail;
+};
+
+static int gc_insert(bc_tx *tx, void *p)
+{
+	const struct gc_tx *t = p;
+	int rc;
+
+	if ((rc = bc_tx_exec(tx, "INSERT INTO t (id, i) VALUES ($1, $1)",
+	                     (bc_param[]){BC_INT(t->id)}, 1, NULL)) != 0)
+		return rc;
+	if (!t->fail)
+		return 0;
+	/* 'dup' is there from the start: a conflict, after this transaction's insert */
+	return bc_tx_exec(tx, "INSERT INTO t (id, u) VALUES ($1, 'dup')",
+	                  (bc_param[]){BC_INT(-t->id)}, 1, NULL);
+}
+
+static void *gc_thread(void *p)
+{
+	struct gc_arg *a = p;
+
+	for (int i = 0; i < GC_TXS; i++) {
+		struct gc_tx t = {.id = (int64_t)a->id * 1000 + i + 1, .fail = i % 5 == 0};
+		int rc = bc_store_run(a->s, BC_TX_WRITE, gc_insert, &t);
+		bc_tx *tx = NULL;
+		int64_t n = -1;
+
+		if (rc != (t.fail ? BC_ERR_CONFLICT : 0))
+			a->wrong++;
+		if (bc_tx_begin(a->s, BC_TX_READ, &tx) != 0 ||
+		    bc_tx_query_int(tx, "SELECT COUNT(*) FROM t WHERE id = $1",
+		                    (bc_param[]){BC_INT(t.id)}, 1, &n) != 0 ||
+		    n != (t.fail ? 0 : 1))
+			a->wrong++;
+		bc_tx_rollback(tx);
+	}
+	return NULL;
+}
+
+static void test_group_commit_isolates_failures(void **state)
+{
+	struct fx *f = *state;
+	struct gc_arg args[GC_THREADS];
+	pthread_t th[GC_THREADS];
+
+	make_table(f->s);
+	assert_int_equal(exec1(f->s, "INSERT INTO t (id, u) VALUES (0, 'dup')", NULL, 0), 0);
+	for (int i = 0; i < GC_THREADS; i++) {
+		args[i] = (struct gc_arg){.s = f->s, .id = i + 1};
+		assert_int_equal(pthread_create(&th[i], NULL, gc_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < GC_THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(args[i].wrong, 0);
+	}
+	assert_true(count1(f->s, "SELECT COUNT(*) FROM t WHERE id > 0", NULL, 0) ==
+	            GC_THREADS * (GC_TXS - GC_TXS / 5));
+	assert_true(count1(f->s, "SELECT COUNT(*) FROM t WHERE id < 0", NULL, 0) == 0);
+	/* and all of it is in the file: another store sees it */
+	bc_store *other = NULL;
+	char err[256];
+	assert_int_equal(bc_store_open(f->url, &other, err, sizeof(err)), 0);
+	assert_true(count1(other, "SELECT COUNT(*) FROM t WHERE id > 0", NULL, 0) ==
+	            GC_THREADS * (GC_TXS - GC_TXS / 5));
+	bc_store_close(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +314,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_concurrent_open_processes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_urls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_for_update_stripped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_group_commit_isolates_failures, setup, teardown),
 	    STORE_SHARED_CASES(setup, teardown),
 	};
 
