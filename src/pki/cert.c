@@ -11,21 +11,28 @@
 
 /* A positive 16-byte serial. A first byte of 0 is drawn again: the serial
  * then always encodes as 16 bytes and reads back as the same 32 hex digits. */
+int pki_serial_draw(uint8_t s[static PKI_SERIAL_LEN])
+{
+	int rc;
+
+	for (int tries = 0; tries < 64; tries++) {
+		if ((rc = bc_random(s, PKI_SERIAL_LEN)) != 0)
+			return rc;
+		s[0] &= 0x7f;
+		if (s[0] != 0)
+			return 0;
+	}
+	return BC_ERR_CRYPTO;
+}
+
 static int random_serial(uint8_t s[static PKI_SERIAL_LEN], ASN1_INTEGER **out)
 {
 	ASN1_INTEGER *ai = NULL;
 	int rc;
 
 	*out = NULL;
-	for (int tries = 0; tries < 64; tries++) {
-		if ((rc = bc_random(s, PKI_SERIAL_LEN)) != 0)
-			return rc;
-		s[0] &= 0x7f;
-		if (s[0] != 0)
-			break;
-	}
-	if (s[0] == 0)
-		return BC_ERR_CRYPTO;
+	if ((rc = pki_serial_draw(s)) != 0)
+		return rc;
 	if ((ai = ASN1_INTEGER_new()) == NULL)
 		return BC_ERR_NOMEM;
 	if (ASN1_STRING_set(ai, s, PKI_SERIAL_LEN) != 1) {

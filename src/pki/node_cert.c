@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bc/codec.h"
+#include "bc/crypto.h"
 #include "bc/pki.h"
 #include "pki/pki_internal.h"
 
@@ -37,40 +38,11 @@ static int req_valid(const struct bc_node_cert_req *req)
 	return 0;
 }
 
-/* The SPIFFE ID first, then the statements in the order given. */
-static int node_sans(const char *td, const struct bc_node_cert_req *req, GENERAL_NAMES **out)
-{
-	GENERAL_NAMES *gens = NULL;
-	char *spiffe = NULL;
-	int rc = BC_ERR_NOMEM;
-
-	*out = NULL;
-	if ((spiffe = bc_spiffe_id(td, req->role, req->node_id)) == NULL)
-		return BC_ERR_INVALID;
-	if ((gens = sk_GENERAL_NAME_new_null()) == NULL)
-		goto out;
-	if ((rc = pki_gens_add(gens, GEN_URI, spiffe, strlen(spiffe))) != 0)
-		goto out;
-	for (size_t i = 0; i < req->n_statements; i++) {
-		const char *s = req->statements[i];
-		if ((rc = pki_gens_add(gens, GEN_URI, s, strlen(s))) != 0)
-			goto out;
-	}
-	*out = gens;
-	gens = NULL;
-out:
-	GENERAL_NAMES_free(gens);
-	free(spiffe);
-	return rc;
-}
-
 int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req, uint8_t **der,
                            size_t *len, char serial_hex[static 33], int64_t *not_after_ms)
 {
-	struct pki_cert_spec spec = {0};
-	uint8_t serial[PKI_SERIAL_LEN];
-	GENERAL_NAMES *gens = NULL;
-	X509 *x = NULL;
+	struct pki_node_fields f = {0};
+	char *spiffe = NULL;
 	int rc;
 
 	*der = NULL;
@@ -81,29 +53,24 @@ int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req
 		return BC_ERR_INVALID;
 	if ((rc = req_valid(req)) != 0)
 		return rc;
-	if ((rc = node_sans(pki->trust_domain, req, &gens)) != 0)
+	/* the SPIFFE ID first, then the statements in the order given */
+	if ((spiffe = bc_spiffe_id(pki->trust_domain, req->role, req->node_id)) == NULL)
+		return BC_ERR_INVALID;
+	f.uris[f.n_uris++] = spiffe;
+	for (size_t i = 0; i < req->n_statements; i++)
+		f.uris[f.n_uris++] = req->statements[i];
+	f.cn = req->node_id;
+	f.not_before_ms = req->not_before_ms;
+	f.not_after_ms = req->not_before_ms + effective_ttl(req->role, req->ttl_ms);
+	if ((rc = pki_serial_draw(f.serial)) != 0 || (rc = bc_key_to_point(req->pub, f.point)) != 0)
 		goto out;
-	spec.pub = req->pub;
-	spec.cn = req->node_id;
-	spec.issuer = pki->node_ca;
-	spec.issuer_key = pki->node_ca_key;
-	spec.not_before_ms = req->not_before_ms;
-	spec.not_after_ms = req->not_before_ms + effective_ttl(req->role, req->ttl_ms);
-	spec.basic_constraints = "critical,CA:FALSE";
-	spec.key_usage = "critical,digitalSignature";
-	spec.ext_key_usage = "clientAuth";
-	spec.san = gens;
-	spec.encode_only = 1;
-	if ((rc = pki_cert_build(&spec, &x, serial)) != 0)
+	if ((rc = pki_node_cert_der(&f, pki->node_ca, pki->node_ca_key, der, len)) != 0)
 		goto out;
-	if ((rc = bc_x509_to_der(x, der, len)) != 0)
-		goto out;
-	bc_hex_encode_to(serial, sizeof(serial), serial_hex);
+	bc_hex_encode_to(f.serial, sizeof(f.serial), serial_hex);
 	/* what the certificate says: whole seconds */
-	*not_after_ms = spec.not_after_ms / 1000 * 1000;
+	*not_after_ms = f.not_after_ms / 1000 * 1000;
 out:
-	GENERAL_NAMES_free(gens);
-	X509_free(x);
+	free(spiffe);
 	return rc;
 }
 

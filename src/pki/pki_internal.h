@@ -50,6 +50,26 @@ BC_WUR int pki_gens_add(GENERAL_NAMES *gens, int type, const void *p, size_t len
 #define PKI_STATEMENT_MAX 1024
 int pki_statement_valid(const char *s, size_t n);
 
+/* A random positive serial whose first byte is never 0 (see pki_cert_spec). */
+BC_WUR int pki_serial_draw(uint8_t s[static PKI_SERIAL_LEN]);
+
+/* What a node certificate says beyond its fixed form (node_der.c): the SPIFFE ID
+ * first among the URIs, then the statements. */
+struct pki_node_fields {
+	uint8_t serial[PKI_SERIAL_LEN];
+	int64_t not_before_ms, not_after_ms;
+	const char *cn;    /* the node id */
+	uint8_t point[65]; /* the P-256 key, uncompressed */
+	const char *uris[4];
+	size_t n_uris; /* 1 to 4 (BC_MAX_URIS) */
+};
+/* The node certificate for f issued by ca (its subject and subject key identifier)
+ * and signed with ca_key, as DER (malloc'd): byte for byte what pki_cert_build()
+ * makes from the same fields with the node extensions. BC_ERR_INVALID when ca has no
+ * subject key identifier. */
+BC_WUR int pki_node_cert_der(const struct pki_node_fields *f, X509 *ca, EVP_PKEY *ca_key,
+                             uint8_t **der, size_t *len);
+
 /* Latest time a certificate may carry (9999-12-31T23:59:59Z). */
 #define PKI_MAX_TIME_MS 253402300799000LL
 

@@ -20,6 +20,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "bc/wire.h"
+#include "pki/pki_internal.h"
 
 #define TD      "example.org"
 #define NODE_ID "node_01hzx3k9q8w7e6r5t4y3u2i1o0"
@@ -148,6 +149,104 @@ static void test_issue_and_read(void **state)
 
 	assert_int_equal(bc_pki_verify_node_cert(f->pki, der, len), 0);
 	free(der);
+}
+
+/* The node certificate written as DER (node_der.c) is, field for field and byte for
+ * byte, the one OpenSSL's X509 API builds (pki_cert_build) with the same serial, for
+ * one URI and for four, and in both time encodings (UTCTime before 2050,
+ * GeneralizedTime from 2050), and it is canonical DER: re-encoded after parsing it
+ * does not change. */
+/* The to-be-signed part of a certificate's DER: the first element inside its outer
+ * SEQUENCE, headers in short or two-byte long form. */
+static const uint8_t *tbs_of(const uint8_t *der, size_t len, int *n)
+{
+	size_t off = der[1] == 0x82 ? 4 : der[1] == 0x81 ? 3 : 2, hdr, body;
+
+	assert_true(len > off + 4 && der[0] == 0x30 && der[off] == 0x30);
+	if (der[off + 1] == 0x82) {
+		hdr = 4;
+		body = (size_t)der[off + 2] << 8 | der[off + 3];
+	} else if (der[off + 1] == 0x81) {
+		hdr = 3;
+		body = der[off + 2];
+	} else {
+		hdr = 2;
+		body = der[off + 1];
+	}
+	assert_true(off + hdr + body <= len);
+	*n = (int)(hdr + body);
+	return der + off;
+}
+
+static void der_matches_openssl(struct fixture *f, int64_t nb_ms, size_t n_uris)
+{
+	static const char *const uris[] = {SPIFFE, BC_WIRE_TPM_AK_URN_SHA256 "00ff", "urn:bc:a",
+	                                   "urn:bc:pool:pool_01hzx3k9q8w7e6r5t4y3u2i1o0"};
+	struct pki_node_fields nf = {.cn = NODE_ID,
+	                             .not_before_ms = nb_ms,
+	                             .not_after_ms = nb_ms + BC_NODE_CERT_TTL_MS,
+	                             .n_uris = n_uris};
+	struct pki_cert_spec spec = {0};
+	GENERAL_NAMES *gens = sk_GENERAL_NAME_new_null();
+	uint8_t serial[PKI_SERIAL_LEN], *der = NULL, *a = NULL, *b = NULL, *c = NULL;
+	const unsigned char *p;
+	size_t len = 0;
+	X509 *ref = NULL, *ours;
+	int an, bn, cn;
+
+	assert_non_null(gens);
+	for (size_t i = 0; i < n_uris; i++) {
+		nf.uris[i] = uris[i];
+		assert_int_equal(pki_gens_add(gens, GEN_URI, uris[i], strlen(uris[i])), 0);
+	}
+	assert_int_equal(pki_serial_draw(nf.serial), 0);
+	assert_int_equal(bc_key_to_point(f->key, nf.point), 0);
+	assert_int_equal(pki_node_cert_der(&nf, f->pki->node_ca, f->pki->node_ca_key, &der, &len),
+	                 0);
+	spec = (struct pki_cert_spec){.pub = f->key,
+	                              .cn = NODE_ID,
+	                              .issuer = f->pki->node_ca,
+	                              .issuer_key = f->pki->node_ca_key,
+	                              .not_before_ms = nf.not_before_ms,
+	                              .not_after_ms = nf.not_after_ms,
+	                              .basic_constraints = "critical,CA:FALSE",
+	                              .key_usage = "critical,digitalSignature",
+	                              .ext_key_usage = "clientAuth",
+	                              .san = gens,
+	                              .encode_only = 1};
+	assert_int_equal(pki_cert_build(&spec, &ref, serial), 0);
+	/* the reference with our serial, its to-be-signed part encoded again */
+	ASN1_INTEGER *ai = ASN1_INTEGER_new();
+	assert_int_equal(ASN1_STRING_set(ai, nf.serial, PKI_SERIAL_LEN), 1);
+	assert_int_equal(X509_set_serialNumber(ref, ai), 1);
+	ASN1_INTEGER_free(ai);
+	assert_true((an = i2d_re_X509_tbs(ref, &a)) > 0);
+	p = der;
+	assert_non_null(ours = d2i_X509(NULL, &p, (long)len));
+	assert_ptr_equal(p, der + len);
+	b = (uint8_t *)tbs_of(der, len, &bn); /* as written */
+	assert_int_equal(an, bn);
+	assert_memory_equal(a, b, (size_t)an);
+	assert_true((cn = i2d_re_X509_tbs(ours, &c)) > 0); /* encoded again */
+	assert_int_equal(cn, bn);
+	assert_memory_equal(c, b, (size_t)cn);
+	assert_int_equal(bc_pki_verify_node_cert(f->pki, der, len), 0);
+	OPENSSL_free(a);
+	OPENSSL_free(c);
+	X509_free(ours);
+	X509_free(ref);
+	GENERAL_NAMES_free(gens);
+	free(der);
+}
+
+static void test_node_cert_der_is_what_openssl_builds(void **state)
+{
+	struct fixture *f = *state;
+
+	der_matches_openssl(f, NB_MS, 1);
+	der_matches_openssl(f, NB_MS, 4);
+	der_matches_openssl(f, 2524608000000LL /* 2050-01-01 */, 2);
+	der_matches_openssl(f, 2524607999000LL /* 2049-12-31T23:59:59Z */, 1);
 }
 
 static void test_roles_and_ttl(void **state)
@@ -722,6 +821,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_issue_and_read),
+	    cmocka_unit_test(test_node_cert_der_is_what_openssl_builds),
 	    cmocka_unit_test(test_roles_and_ttl),
 	    cmocka_unit_test(test_times_whole_seconds),
 	    cmocka_unit_test(test_serials_differ),
