@@ -235,17 +235,12 @@ static int is_503(int rc, const char *err)
 }
 
 /* The pause before sending a 503'd request again: the answer's Retry-After, as bcd
- * takes it (bc_client_retry_after_s, same thread), else RETRY_PAUSE_MS. */
+ * takes it, else RETRY_PAUSE_MS. */
 static long retry_pause_ms(void)
 {
-	long w = (long)bc_client_retry_after_s() * 1000;
-	uint32_t r = 0;
+	int64_t w = bc_client_retry_after_wait_ms();
 
-	if (w == 0)
-		return RETRY_PAUSE_MS;
-	if (bc_random(&r, sizeof(r)) != 0)
-		return w;
-	return w + (long)(r % (uint32_t)(w / 4 + 1));
+	return w > 0 ? (long)w : RETRY_PAUSE_MS;
 }
 
 static void join_one(struct run *r, long i)

@@ -115,6 +115,10 @@ BC_WUR int bc_client_post(const struct bc_client_pins *pins, const char *path, c
  * when it had none (or no answer). A caller that failed with BC_ERR_UNAVAILABLE waits
  * at least this long before it tries again. */
 unsigned bc_client_retry_after_s(void);
+/* The wait that Retry-After asks for, as every agent takes it: drawn from [1, 5/4) of
+ * it, so that the agents a server told the same come back spread; 0 when there was
+ * none. */
+int64_t bc_client_retry_after_wait_ms(void);
 
 /* One Renew round trip (JoinService/Renew). chain is the node's current chain (DER,
  * leaf first, 1 to 8 certificates), key the current leaf's key (the key must be the

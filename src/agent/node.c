@@ -186,19 +186,13 @@ static int64_t backoff_ms(const struct daemon *d)
 }
 
 /* The wait before the next attempt after a failure rc: what the server asked for when
- * it answered unavailable with a Retry-After (drawn from [1, 5/4) of it, so that the
- * agents it told the same come back spread), the backoff otherwise. */
+ * it answered unavailable with a Retry-After (plus up to a quarter), the backoff
+ * otherwise. */
 static int64_t retry_wait_ms(const struct daemon *d, int rc)
 {
-	unsigned ra = rc == BC_ERR_UNAVAILABLE ? bc_client_retry_after_s() : 0;
-	int64_t w = (int64_t)ra * 1000;
-	uint32_t r = 0;
+	int64_t w = rc == BC_ERR_UNAVAILABLE ? bc_client_retry_after_wait_ms() : 0;
 
-	if (ra == 0)
-		return backoff_ms(d);
-	if (bc_random(&r, sizeof(r)) != 0)
-		return w;
-	return w + (int64_t)(r % (uint32_t)(w / 4 + 1));
+	return w > 0 ? w : backoff_ms(d);
 }
 
 static void log_failure(struct daemon *d, const char *what, const struct bcd_msg *m, int64_t retry)

@@ -9,6 +9,7 @@
 
 #include "bc/buf.h"
 #include "bc/client.h"
+#include "bc/crypto.h"
 #include "bc/wire.h"
 #include "client/internal.h"
 
@@ -157,6 +158,16 @@ static _Thread_local unsigned last_retry_after_s;
 unsigned bc_client_retry_after_s(void)
 {
 	return last_retry_after_s;
+}
+
+int64_t bc_client_retry_after_wait_ms(void)
+{
+	int64_t w = (int64_t)last_retry_after_s * 1000;
+	uint32_t r = 0;
+
+	if (w == 0 || bc_random(&r, sizeof(r)) != 0)
+		return w;
+	return w + (int64_t)(r % (uint32_t)(w / 4 + 1));
 }
 
 /* Retry-After of the answer (seconds or an HTTP date; libcurl reads both). */
