@@ -51,6 +51,7 @@ struct cli {
 	const char *opt_tenant;
 	char *opt_api_key; /* a copy: the argv string is wiped */
 	int json;
+	int json_errors; /* --json somewhere on the line: errors as JSON */
 
 	/* resolved on the first API call */
 	int resolved;

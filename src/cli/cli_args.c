@@ -57,7 +57,7 @@ __attribute__((format(printf, 4, 0))) static int vemit(struct cli *c, int rc, co
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	c->reported = 1;
-	if (c->json &&
+	if ((c->json || c->json_errors) &&
 	    (e = json_pack("{s:{s:s, s:s}}", "error", "code", code ? code : code_of(c, rc),
 	                   "message", msg)) != NULL &&
 	    (text = json_dumps(e, JSON_COMPACT)) != NULL)

@@ -11,17 +11,18 @@
 
 struct kind {
 	const char *word;   /* "pool" */
-	const char *list;   /* "pools": the path segment and the answer's array */
+	const char *list;   /* "pools": the path segment */
+	const char *key;    /* the answer's array: "pools", "apiKeys" */
 	const char *prefix; /* "pool_"; NULL: ids have no prefix (tenants) */
 	const char *field;  /* what a name matches: "name", "hostname" */
 };
 
 static const struct kind KINDS[] = {
-    [CLI_K_TENANT] = {"tenant", "tenants", NULL, "name"},
-    [CLI_K_POOL] = {"pool", "pools", "pool_", "name"},
-    [CLI_K_SITE] = {"site", "sites", "site_", "name"},
-    [CLI_K_NODE] = {"node", "nodes", "node_", "hostname"},
-    [CLI_K_API_KEY] = {"API key", "api-keys", "key_", "name"},
+    [CLI_K_TENANT] = {"tenant", "tenants", "tenants", NULL, "name"},
+    [CLI_K_POOL] = {"pool", "pools", "pools", "pool_", "name"},
+    [CLI_K_SITE] = {"site", "sites", "sites", "site_", "name"},
+    [CLI_K_NODE] = {"node", "nodes", "nodes", "node_", "hostname"},
+    [CLI_K_API_KEY] = {"API key", "api-keys", "apiKeys", "key_", "name"},
 };
 
 /* GET the list the name is looked up in; nodes are filtered on the server. */
@@ -98,13 +99,15 @@ int cli_resolve(struct cli *c, enum cli_kind kind, const char *v, char **id)
 	*id = NULL;
 	if (v == NULL || kind == CLI_K_NONE)
 		return v == NULL || (*id = strdup(v)) != NULL ? 0 : BC_ERR_NOMEM;
+	if (v[0] == '\0' || strcmp(v, ".") == 0 || strcmp(v, "..") == 0)
+		return cli_usage(c, "\"%s\" is not an id or a name", v);
 	if (k->prefix != NULL && strncmp(v, k->prefix, strlen(k->prefix)) == 0)
 		return (*id = strdup(v)) ? 0 : BC_ERR_NOMEM;
 	if ((rc = fetch(c, k, v, &r)) != 0)
 		return rc;
-	arr = json_object_get(r.json, k->list);
+	arr = json_object_get(r.json, k->key);
 	if (!json_is_array(arr)) {
-		rc = cli_fail(c, BC_ERR_IO, "GET %s answered without a %s list", k->list, k->list);
+		rc = cli_fail(c, BC_ERR_IO, "GET %s answered without a %s list", k->list, k->key);
 		goto out;
 	}
 	/* a tenant's id ("root") is no prefix's: an id match wins over a name */

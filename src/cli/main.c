@@ -551,6 +551,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, CLI_NAME ": cannot initialize libcurl; check the installation\n");
 		return 1;
 	}
+	/* --json anywhere shapes even the errors of the options before it */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0 && strcmp(argv[i], "serve") != 0;
+	     i++)
+		c.json_errors |= strcmp(argv[i], "--json") == 0;
 	rc = dispatch(&c, argc, argv);
 	if (rc != 0 && !c.reported)
 		cli_fail(&c, rc, "%s%s%s: %s", c.cmd ? c.cmd->group : "",
