@@ -367,10 +367,10 @@ err_has "INVALID_INPUT"
 run 0 "$CLI" tokens list
 out_has "^ID  *ROLE  *POOL/SITE  *USES  *STATE  *EXPIRES  *DESCRIPTION"
 out_has "  p1  *3/3  *active .*rack 7"
+out_lacks "bct_"
 run 0 "$CLI" tokens create --role node --pool p1 --json
 js_is 'd["token"]["poolId"]' "$P1"
 js_is 'd["token"]["poolName"]' p1
-out_lacks "bct_"
 run 0 "$CLI" tokens revoke "$T2"
 out_has "^STATE  *revoked"
 run 0 "$CLI" tokens list --json
@@ -446,9 +446,9 @@ if [ -x "$JOIN" ]; then
 	run 0 "$CLI" nodes cordon cli-host2
 	out_has "node $N2 cordoned"
 	run 0 "$CLI" events list --node cli-host2 --json
-	js_is '[e["type"] for e in d["events"]]' "['node.cordoned']"
+	js_is '[e["type"] for e in d["events"]]' "['node.cordoned', 'node.joined']"
 	run 0 "$CLI" audit list --node "$N2" --json
-	js_is '[a["action"] for a in d["audit"]]' "['node.cordoned']"
+	js_is '[a["action"] for a in d["audit"]]' "['node.cordoned', 'node.joined']"
 	js_is 'd["audit"][0]["actor"].startswith("api:key_")' True
 	run 0 "$CLI" nodes retire cli-host2
 	run 0 "$CLI" nodes delete cli-host2 --yes
