@@ -3,6 +3,10 @@
 # loopback port and every admin command against it, as tables and as --json; last,
 # an https server on loopback found through ./var/tls-ca.pem.
 . "$(dirname "$0")/lib.sh"
+# cli_pg_test.sh runs this same test with the server's store on PostgreSQL
+if [ "${CLI_ON_PG:-0}" = 1 ]; then
+	. "$(dirname "$0")/pg_lib.sh"
+fi
 CLI="$BIN/better-compute"
 JOIN="$BIN/bc-join"
 W="$T"
@@ -32,8 +36,12 @@ js_is() {
 	got="$(js "$1")"
 	[ "$got" = "$2" ] || { cat "$W/out" >&2; fail "$1 is '$got', expected '$2'"; }
 }
-# sql STATEMENT: runs it on the server's SQLite store, as a join would have written it
+# sql STATEMENT: runs it on the server's store, as a join would have written it
 sql() {
+	if [ "${CLI_ON_PG:-0}" = 1 ]; then
+		psql "$PGURL" -X -q -tA -v ON_ERROR_STOP=1 -c "$1" >/dev/null
+		return
+	fi
 	python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10); c.execute(sys.argv[2]); c.commit()' \
 		"$W/var/bc.db" "$1"
 }
@@ -213,6 +221,10 @@ cmp -s pk/pki.bundle pk/bundle.before || fail "pki init overwrote a bundle"
 run 1 "$CLI" pki init --config pk/nonexistent.toml
 
 echo "== serve"
+if [ "${CLI_ON_PG:-0}" = 1 ]; then
+	"$CLI" store copy --from var/bc.db --to "$PGURL" >/dev/null || fail "store copy to PostgreSQL"
+	sed -i "s|^database *=.*|database    = \"$PGURL\"|" var/server.toml
+fi
 start_server var
 
 echo "== transport and key errors"
