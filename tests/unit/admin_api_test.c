@@ -1371,6 +1371,28 @@ static void test_events(void **state)
 	expect_invalid(F.root_auth, "GET", "/v1/tenants/root/audit?limit=0", NULL, "limit");
 	expect_invalid(F.root_auth, "GET", "/v1/tenants/root/audit?type=x", NULL, "query.type");
 
+	/* the nodes list's filters and page, each refused by name when out of shape */
+	const char *bad_nodes[][2] = {
+	    {"limit=0", "limit"},
+	    {"limit=501", "limit"},
+	    {"state=", "state"},
+	    {"pool=", "pool"},
+	    {"after=", "after"},
+	    {"expiringWithin=soon", "expiringWithin"},
+	    {"expiringWithin=400d", "expiringWithin"},
+	    {"hostname=", "hostname"},
+	    {"role=node", "query.role"},
+	};
+	for (size_t i = 0; i < sizeof(bad_nodes) / sizeof(bad_nodes[0]); i++) {
+		snprintf(url, sizeof(url), "/v1/tenants/root/nodes?%s", bad_nodes[i][0]);
+		expect_invalid(F.root_auth, "GET", url, NULL, bad_nodes[i][1]);
+	}
+	l = ok(F.root_auth, "GET",
+	       "/v1/tenants/root/nodes?state=adopted&limit=500&expiringWithin=2h", NULL, 200);
+	assert_true(json_is_array(json_object_get(l, "nodes")));
+	assert_true(json_is_null(json_object_get(l, "nextCursor")));
+	json_decref(l);
+
 	/* another tenant's events are its own */
 	char acme[64], acme_auth[192];
 	create_tenant("acme", acme, acme_auth);
