@@ -35,6 +35,7 @@ struct cli_cmd {
 	unsigned flags;
 	int (*fn)(struct cli *c);
 	const char *help; /* the options explained, or NULL */
+	int arg_kind;     /* enum cli_kind: the first argument names one (resolved first) */
 };
 
 struct cli_kv {
@@ -50,6 +51,7 @@ struct cli {
 	const char *opt_tenant;
 	char *opt_api_key; /* a copy: the argv string is wiped */
 	int json;
+	int json_errors; /* --json somewhere on the line: errors as JSON */
 
 	/* resolved on the first API call */
 	int resolved;
@@ -65,11 +67,13 @@ struct cli {
 	size_t n_args;
 
 	int help;        /* --help: print the usage and run nothing */
+	int version;     /* --version */
 	int usage_error; /* exit 2 rather than 1 */
 	int reported;    /* a message was printed */
 	int exit_direct; /* serve: exit with exit_status */
 	int exit_status;
-	void *curl; /* CURL *, reused across calls */
+	void *curl;                        /* CURL *, reused across calls */
+	char *resolved_args[CLI_MAX_ARGS]; /* ids of names given as arguments */
 };
 
 void cli_free(struct cli *c);
@@ -91,6 +95,9 @@ BC_WUR int cli_opt_ttl(struct cli *c, json_t *body);
 
 /* messages: "better-compute: ..." on stderr, one line */
 int cli_fail(struct cli *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same with a code of its own ("NOT_FOUND"): "better-compute: CODE: message". */
+int cli_error(struct cli *c, int rc, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* A usage error (exit 2): the message, then the command's usage. */
 int cli_usage(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -122,15 +129,28 @@ void cli_print_raw(const struct cli_resp *r);
 /* DELETE path (freed here): the answer with --json, else "<what> <id> deleted". */
 BC_WUR int cli_delete(struct cli *c, char *path, const char *what, const char *id);
 
+/* Names where ids are accepted (cli_resolve.c): the one resolver of every command.
+ * v is returned as is when it has the kind's id prefix ("pool_"); otherwise the one
+ * object of the tenant whose name (a node: hostname; a tenant: id or name) is v.
+ * None: NOT_FOUND naming v; several: CONFLICT naming their ids (exit 1). *id is
+ * malloc'd; v NULL gives *id NULL. */
+enum cli_kind { CLI_K_NONE, CLI_K_TENANT, CLI_K_POOL, CLI_K_SITE, CLI_K_NODE, CLI_K_API_KEY };
+BC_WUR int cli_resolve(struct cli *c, enum cli_kind kind, const char *v, char **id);
+/* args[i] resolved in place (kept in c, freed by cli_free). */
+BC_WUR int cli_resolve_arg(struct cli *c, enum cli_kind kind, size_t i);
+/* "2026-11-29T10:00:00[.123]Z" as Unix milliseconds; -1 when it is not one. */
+int64_t cli_parse_time(const char *s);
+
 /* output for people (cli_print.c) */
 enum cli_fmt {
-	CLI_STR = 0,    /* string, number or boolean; "-" when null */
-	CLI_TIME,       /* RFC 3339 shortened to "2026-11-29 10:00:00Z" */
-	CLI_LIST,       /* array of strings joined by "," */
-	CLI_JSON,       /* compact JSON */
-	CLI_USES,       /* usesLeft/usesTotal */
-	CLI_TARGET,     /* poolId or siteId */
-	CLI_TOKEN_STATE /* active, used, expired or revoked */
+	CLI_STR = 0,     /* string, number or boolean; "-" when null */
+	CLI_TIME,        /* RFC 3339 shortened to "2026-11-29 10:00:00Z" */
+	CLI_LIST,        /* array of strings joined by "," */
+	CLI_JSON,        /* compact JSON */
+	CLI_USES,        /* usesLeft/usesTotal */
+	CLI_TARGET,      /* poolId or siteId */
+	CLI_TOKEN_STATE, /* active, used, expired or revoked */
+	CLI_EXPIRY       /* a time as "in 23h59m" or "expired 2h ago" */
 };
 struct cli_col {
 	const char *header;
@@ -226,6 +246,7 @@ int cli_cmd_join_requests_approve(struct cli *c);
 int cli_cmd_join_requests_deny(struct cli *c);
 int cli_cmd_join_requests_delete(struct cli *c);
 int cli_cmd_prune(struct cli *c);
+int cli_cmd_audit_list(struct cli *c);
 int cli_cmd_store_copy(struct cli *c);
 
 #endif

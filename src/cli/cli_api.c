@@ -163,10 +163,10 @@ static int report_api_error(struct cli *c, const struct cli_resp *r)
 	}
 	cli_sanitize(scode);
 	cli_sanitize(smsg);
-	rc = cli_fail(c, code_to_err(code), "%s: %s%s", scode, smsg,
-	              r->status == 401 ? " (check the API key: --api-key-file, BC_API_KEY_FILE, "
-	                                 "BC_API_KEY)"
-	                               : "");
+	rc = cli_error(c, code_to_err(code), scode, "%s%s", smsg,
+	               r->status == 401 ? " (check the API key: --api-key-file, BC_API_KEY_FILE, "
+	                                  "BC_API_KEY)"
+	                                : "");
 	free(scode);
 	free(smsg);
 	return rc;
@@ -255,9 +255,10 @@ int cli_tenant(struct cli *c, const char **out)
 	int rc;
 
 	*out = NULL;
+	/* --tenant takes a name too: resolved once, through /v1/tenants */
 	if (c->tenant == NULL && c->opt_tenant != NULL &&
-	    (c->tenant = strdup(c->opt_tenant)) == NULL)
-		return BC_ERR_NOMEM;
+	    (rc = cli_resolve(c, CLI_K_TENANT, c->opt_tenant, &c->tenant)) != 0)
+		return rc;
 	if (c->tenant != NULL) {
 		*out = c->tenant;
 		return 0;

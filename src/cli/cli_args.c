@@ -22,6 +22,8 @@ void cli_free(struct cli *c)
 	free(c->server);
 	free(c->ca_file);
 	free(c->tenant);
+	for (size_t k = 0; k < CLI_MAX_ARGS; k++)
+		free(c->resolved_args[k]);
 	for (size_t k = 0; k < c->n_opts; k++)
 		free(c->opts[k].name);
 	if (c->curl != NULL)
@@ -29,14 +31,42 @@ void cli_free(struct cli *c)
 	memset(c, 0, sizeof(*c));
 }
 
-__attribute__((format(printf, 2, 0))) static void vreport(const struct cli *c, const char *fmt,
-                                                          va_list ap)
+/* The code of a failure for --json: the server's, or one that says what kind. */
+static const char *code_of(const struct cli *c, int rc)
 {
-	fputs(CLI_NAME ": ", stderr);
-	if (c->cmd != NULL)
-		fprintf(stderr, "%s%s%s: ", c->cmd->group, c->cmd->name ? " " : "",
-		        c->cmd->name ? c->cmd->name : "");
-	vfprintf(stderr, fmt, ap);
+	if (c->usage_error)
+		return "USAGE";
+	switch (rc) {
+	case BC_ERR_INVALID: return "INVALID_INPUT";
+	case BC_ERR_NOT_FOUND: return "NOT_FOUND";
+	case BC_ERR_CONFLICT: return "CONFLICT";
+	case BC_ERR_DENIED: return "ACCESS_DENIED";
+	case BC_ERR_UNAVAILABLE: return "UNAVAILABLE";
+	default: return "FAILED";
+	}
+}
+
+/* One line on stderr: "better-compute: [CODE: ]message", or under --json
+ * {"error":{"code","message"}}. */
+__attribute__((format(printf, 4, 0))) static int vemit(struct cli *c, int rc, const char *code,
+                                                       const char *fmt, va_list ap)
+{
+	char msg[2048];
+	json_t *e = NULL;
+	char *text = NULL;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	c->reported = 1;
+	if ((c->json || c->json_errors) &&
+	    (e = json_pack("{s:{s:s, s:s}}", "error", "code", code ? code : code_of(c, rc),
+	                   "message", msg)) != NULL &&
+	    (text = json_dumps(e, JSON_COMPACT)) != NULL)
+		fprintf(stderr, "%s\n", text);
+	else
+		fprintf(stderr, CLI_NAME ": %s%s%s\n", code ? code : "", code ? ": " : "", msg);
+	free(text);
+	json_decref(e);
+	return rc;
 }
 
 int cli_fail(struct cli *c, int rc, const char *fmt, ...)
@@ -44,30 +74,36 @@ int cli_fail(struct cli *c, int rc, const char *fmt, ...)
 	va_list ap;
 
 	/* no command prefix: an API error reads "better-compute: CODE: message" */
-	fputs(CLI_NAME ": ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vemit(c, rc, NULL, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	c->reported = 1;
+	return rc;
+}
+
+int cli_error(struct cli *c, int rc, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vemit(c, rc, code, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 
 int cli_usage(struct cli *c, const char *fmt, ...)
 {
+	char what[64] = "", msg[1024];
 	va_list ap;
 
-	va_start(ap, fmt);
-	vreport(c, fmt, ap);
-	va_end(ap);
 	if (c->cmd != NULL)
-		fprintf(stderr, "; see `" CLI_NAME " %s%s%s --help`\n", c->cmd->group,
-		        c->cmd->name ? " " : "", c->cmd->name ? c->cmd->name : "");
-	else
-		fprintf(stderr, "; see `" CLI_NAME " --help`\n");
+		snprintf(what, sizeof(what), "%s%s%s", c->cmd->group, c->cmd->name ? " " : "",
+		         c->cmd->name ? c->cmd->name : "");
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	c->usage_error = 1;
-	c->reported = 1;
-	return BC_ERR_INVALID;
+	return cli_fail(c, BC_ERR_INVALID, "%s%s%s; see `" CLI_NAME "%s%s --help`", what,
+	                what[0] ? ": " : "", msg, what[0] ? " " : "", what);
 }
 
 /* "--name=value" or "--name value": the value and how many argv slots were used. */
@@ -121,6 +157,11 @@ int cli_parse_global(struct cli *c, int argc, char **argv, int i, int *consumed)
 	char *val;
 
 	*consumed = 0;
+	if (strcmp(a, "--version") == 0) {
+		c->version = 1;
+		*consumed = 1;
+		return 0;
+	}
 	if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 		c->help = 1;
 		*consumed = 1;

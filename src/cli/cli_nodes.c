@@ -3,18 +3,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/clock.h"
 #include "cli/cli.h"
 
+/* The table fits 100 columns: a node id (31), state, pool, hostname, expiry. */
 static const struct cli_col node_cols[] = {
     {"ID", "id", CLI_STR, 1, 0},
     {"TENANT", "tenantId", CLI_STR, 0, 0},
-    {"ROLE", "role", CLI_STR, 1, 0},
-    {"STATE", "state", CLI_STR, 1, 0},
-    {"POOL", "poolId", CLI_STR, 1, 0},
-    {"SITE", "siteId", CLI_STR, 0, 0},
-    {"HOSTNAME", "hostname", CLI_STR, 1, 32},
-    {"ATTESTOR", "attestor", CLI_STR, 1, 0},
-    {"GEN", "generation", CLI_STR, 1, 0},
+    {"ROLE", "role", CLI_STR, 0, 0},
+    {"STATE", "state", CLI_STR, 1, 9},
+    {"POOL", "poolName", CLI_STR, 1, 12},
+    {"POOL ID", "poolId", CLI_STR, 0, 0},
+    {"SITE", "siteName", CLI_STR, 0, 0},
+    {"SITE ID", "siteId", CLI_STR, 0, 0},
+    {"HOSTNAME", "hostname", CLI_STR, 1, 16},
+    {"EXPIRES", "certificate.notAfter", CLI_EXPIRY, 1, 16},
+    {"ATTESTOR", "attestor", CLI_STR, 0, 0},
+    {"GEN", "generation", CLI_STR, 0, 0},
     {"PRODUCT UUID", "productUuid", CLI_STR, 0, 0},
     {"SERIAL", "serial", CLI_STR, 0, 0},
     {"MACS", "macs", CLI_LIST, 0, 0},
@@ -22,7 +27,7 @@ static const struct cli_col node_cols[] = {
     {"ARCH", "arch", CLI_STR, 0, 0},
     {"AGENT", "agentVersion", CLI_STR, 0, 0},
     {"NODE KEY", "nodeKey", CLI_STR, 0, 0},
-    {"JOINED", "joinedAt", CLI_TIME, 1, 0},
+    {"JOINED", "joinedAt", CLI_TIME, 0, 0},
     {"UPDATED", "updatedAt", CLI_TIME, 0, 0},
     {"IDENTITY REVOKED", "identityRevokedAt", CLI_TIME, 0, 0},
     {"CERT SERIAL", "certificate.serial", CLI_STR, 0, 0},
@@ -32,6 +37,13 @@ static const struct cli_col node_cols[] = {
 };
 #define N_NODE_COLS (sizeof(node_cols) / sizeof(node_cols[0]))
 
+static const struct cli_col audit_cols[] = {
+    {"TIME", "createdAt", CLI_TIME, 1, 0}, {"ACTOR", "actor", CLI_STR, 1, 0},
+    {"ACTION", "action", CLI_STR, 1, 0},   {"SUBJECT", "subject", CLI_STR, 1, 0},
+    {"DATA", "data", CLI_JSON, 1, 60},
+};
+#define N_AUDIT_COLS (sizeof(audit_cols) / sizeof(audit_cols[0]))
+
 static const struct cli_col event_cols[] = {
     {"TIME", "createdAt", CLI_TIME, 1, 0},
     {"TYPE", "type", CLI_STR, 1, 0},
@@ -40,19 +52,87 @@ static const struct cli_col event_cols[] = {
 };
 #define N_EVENT_COLS (sizeof(event_cols) / sizeof(event_cols[0]))
 
-int cli_cmd_nodes_list(struct cli *c)
+/* GET path + query of the pairs given, shown as the list under key. */
+static int get_list(struct cli *c, const char *what, const char *const *kv, size_t n,
+                    const char *key, const struct cli_col *cols, size_t ncols,
+                    struct cli_resp *keep)
 {
 	struct cli_resp r;
-	char *path = NULL;
+	char *path = NULL, *q = NULL, *full = NULL;
 	int rc;
 
-	if ((rc = cli_tenant_path(c, &path, "nodes", NULL)) != 0)
-		return rc;
-	if ((rc = cli_api(c, "GET", path, NULL, &r)) == 0) {
-		rc = cli_show_list(c, &r, "nodes", node_cols, N_NODE_COLS);
-		cli_resp_free(&r);
+	if ((rc = cli_tenant_path(c, &path, what, NULL)) != 0 ||
+	    (rc = cli_query(c, &q, kv, n)) != 0)
+		goto out;
+	if (asprintf(&full, "%s%s", path, q) < 0) {
+		full = NULL;
+		rc = BC_ERR_NOMEM;
+		goto out;
 	}
+	if ((rc = cli_api(c, "GET", full, NULL, &r)) == 0) {
+		rc = cli_show_list(c, &r, key, cols, ncols);
+		if (keep != NULL)
+			*keep = r;
+		else
+			cli_resp_free(&r);
+	}
+out:
+	free(full);
+	free(q);
 	free(path);
+	return rc;
+}
+
+/* --since 1h | RFC 3339: the server takes a duration back from its own now, or ms. */
+static int since_param(struct cli *c, char buf[static 24], const char **out)
+{
+	const char *v = cli_opt(c, "since");
+	int64_t ms;
+
+	*out = NULL;
+	if (v == NULL)
+		return 0;
+	if (bc_duration_parse_ms(v, &ms) == 0 && ms >= 0 && strspn(v, "0123456789") != strlen(v)) {
+		*out = v;
+		return 0;
+	}
+	if ((ms = cli_parse_time(v)) < 0)
+		return cli_usage(c,
+		                 "--since: expected a duration like 1h or 30m, or a time like "
+		                 "2026-11-29T10:00:00Z, got \"%s\"",
+		                 v);
+	snprintf(buf, 24, "%lld", (long long)ms);
+	*out = buf;
+	return 0;
+}
+
+int cli_cmd_nodes_list(struct cli *c)
+{
+	const char *kv[14] = {"pool",           NULL,
+	                      "state",          cli_opt(c, "state"),
+	                      "attestor",       cli_opt(c, "attestor"),
+	                      "expiringWithin", cli_opt(c, "expiring-within"),
+	                      "limit",          cli_opt(c, "limit"),
+	                      "after",          cli_opt(c, "after")};
+	struct cli_resp r = {0};
+	char *pool = NULL;
+	const char *next;
+	int64_t limit, ms;
+	int present, rc;
+
+	if ((rc = cli_opt_int(c, "limit", 1, 500, &limit, &present)) != 0)
+		return rc;
+	if (kv[7] != NULL && (bc_duration_parse_ms(kv[7], &ms) != 0 || ms <= 0))
+		return cli_usage(
+		    c, "--expiring-within: expected a duration like 2h or 7d, got \"%s\"", kv[7]);
+	if ((rc = cli_resolve(c, CLI_K_POOL, cli_opt(c, "pool"), &pool)) != 0)
+		return rc;
+	kv[1] = pool;
+	rc = get_list(c, "nodes", kv, 6, "nodes", node_cols, N_NODE_COLS, &r);
+	if (rc == 0 && !c->json && (next = cli_jstr(r.json, "nextCursor")) != NULL)
+		fprintf(stderr, "more nodes: add --after %s\n", next);
+	cli_resp_free(&r);
+	free(pool);
 	return rc;
 }
 
@@ -144,30 +224,34 @@ int cli_cmd_nodes_delete(struct cli *c)
 	return cli_delete(c, path, "node", c->args[0]);
 }
 
-int cli_cmd_events_list(struct cli *c)
+/* events list and audit list: the same filters, newest first. */
+static int history(struct cli *c, const char *what, const char *kind, const struct cli_col *cols,
+                   size_t n)
 {
-	const char *kv[4] = {"type", cli_opt(c, "type"), "limit", cli_opt(c, "limit")};
-	struct cli_resp r;
-	char *path = NULL, *q = NULL, *full = NULL;
+	const char *kv[8] = {
+	    kind, cli_opt(c, "type"), "limit", cli_opt(c, "limit"), "since", NULL, "node", NULL};
+	char buf[24], *node = NULL;
 	int64_t limit;
 	int present, rc;
 
-	if ((rc = cli_opt_int(c, "limit", 1, 1000, &limit, &present)) != 0)
+	if (strcmp(kind, "action") == 0)
+		kv[1] = cli_opt(c, "action");
+	if ((rc = cli_opt_int(c, "limit", 1, 1000, &limit, &present)) != 0 ||
+	    (rc = since_param(c, buf, &kv[5])) != 0 ||
+	    (rc = cli_resolve(c, CLI_K_NODE, cli_opt(c, "node"), &node)) != 0)
 		return rc;
-	if ((rc = cli_tenant_path(c, &path, "events", NULL)) != 0 ||
-	    (rc = cli_query(c, &q, kv, 2)) != 0)
-		goto out;
-	if (asprintf(&full, "%s%s", path, q) < 0) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	if ((rc = cli_api(c, "GET", full, NULL, &r)) == 0) {
-		rc = cli_show_list(c, &r, "events", event_cols, N_EVENT_COLS);
-		cli_resp_free(&r);
-	}
-out:
-	free(full);
-	free(q);
-	free(path);
+	kv[7] = node;
+	rc = get_list(c, what, kv, 4, what, cols, n, NULL);
+	free(node);
 	return rc;
+}
+
+int cli_cmd_events_list(struct cli *c)
+{
+	return history(c, "events", "type", event_cols, N_EVENT_COLS);
+}
+
+int cli_cmd_audit_list(struct cli *c)
+{
+	return history(c, "audit", "action", audit_cols, N_AUDIT_COLS);
 }

@@ -138,6 +138,35 @@ static char *token_state(const json_t *obj)
 	return strdup("active");
 }
 
+/* "in 23h59m", "in 6d23h", "expired 2h ago": the two largest units ahead, one behind. */
+static char *expiry_text(const json_t *v)
+{
+	int64_t at = json_is_string(v) ? cli_parse_time(json_string_value(v)) : -1, d, s;
+	char buf[48];
+
+	if (at < 0)
+		return strdup("-");
+	d = at - bc_now_ms();
+	s = (d < 0 ? -d : d) / 1000;
+	if (d < 0) {
+		if (s >= 86400)
+			snprintf(buf, sizeof(buf), "expired %lldd ago", (long long)(s / 86400));
+		else if (s >= 3600)
+			snprintf(buf, sizeof(buf), "expired %lldh ago", (long long)(s / 3600));
+		else
+			snprintf(buf, sizeof(buf), "expired %lldm ago", (long long)(s / 60));
+	} else if (s >= 86400) {
+		snprintf(buf, sizeof(buf), "in %lldd%lldh", (long long)(s / 86400),
+		         (long long)(s % 86400 / 3600));
+	} else if (s >= 3600) {
+		snprintf(buf, sizeof(buf), "in %lldh%02lldm", (long long)(s / 3600),
+		         (long long)(s % 3600 / 60));
+	} else {
+		snprintf(buf, sizeof(buf), "in %lldm", (long long)(s / 60));
+	}
+	return strdup(buf);
+}
+
 static char *cell_text(const json_t *obj, const struct cli_col *col)
 {
 	const json_t *a, *b;
@@ -151,8 +180,13 @@ static char *cell_text(const json_t *obj, const struct cli_col *col)
 		         json_integer_value(a), json_integer_value(b));
 		return strdup(buf);
 	case CLI_TARGET:
-		a = json_object_get(obj, "poolId");
-		return scalar_text(json_is_string(a) ? a : json_object_get(obj, "siteId"), CLI_STR);
+		/* the name, else the id: a pool's, else a site's */
+		a = json_object_get(
+		    obj, json_is_string(json_object_get(obj, "poolId")) ? "poolName" : "siteName");
+		b = json_object_get(obj, json_is_string(json_object_get(obj, "poolId")) ? "poolId"
+		                                                                        : "siteId");
+		return scalar_text(json_is_string(a) ? a : b, CLI_STR);
+	case CLI_EXPIRY: return expiry_text(lookup(obj, col->key));
 	case CLI_TOKEN_STATE: return token_state(obj);
 	case CLI_STR:
 	case CLI_TIME:

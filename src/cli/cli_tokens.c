@@ -79,52 +79,6 @@ static int add_limits(struct cli *c, json_t *body)
 	return cli_opt_ttl(c, body);
 }
 
-/* --pool and --site take an id or a name: a name is looked up in the tenant's list
- * (operators remember "web", not pool_01k...). *id is malloc'd. */
-static int resolve_named(struct cli *c, const char *kind, const char *prefix, const char *v,
-                         char **id)
-{
-	struct cli_resp r = {0};
-	char *path = NULL;
-	json_t *arr;
-	size_t i, hits = 0;
-	int rc;
-
-	*id = NULL;
-	if (v == NULL)
-		return 0;
-	if (strncmp(v, prefix, strlen(prefix)) == 0)
-		return (*id = strdup(v)) ? 0 : BC_ERR_NOMEM;
-	if ((rc = cli_tenant_path(c, &path, kind, NULL)) != 0 ||
-	    (rc = cli_api(c, "GET", path, NULL, &r)) != 0)
-		goto out;
-	arr = json_object_get(r.json, kind);
-	for (i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
-		const json_t *o = json_array_get(arr, i);
-		const char *name = cli_jstr(o, "name"), *oid = cli_jstr(o, "id");
-		if (name && oid && strcmp(name, v) == 0) {
-			hits++;
-			free(*id);
-			if ((*id = strdup(oid)) == NULL) {
-				rc = BC_ERR_NOMEM;
-				goto out;
-			}
-		}
-	}
-	if (hits != 1) {
-		free(*id);
-		*id = NULL;
-		rc = cli_usage(c,
-		               "--%.*s %s: no %.*s of that name or id in this tenant (see "
-		               "`better-compute %s list`)",
-		               (int)strlen(kind) - 1, kind, v, (int)strlen(kind) - 1, kind, kind);
-	}
-out:
-	free(path);
-	cli_resp_free(&r);
-	return rc;
-}
-
 static int token_body(struct cli *c, json_t **out)
 {
 	const char *role = cli_opt(c, "role"), *pool_arg = cli_opt(c, "pool"),
@@ -152,8 +106,8 @@ static int token_body(struct cli *c, json_t **out)
 	if ((rc = add_limits(c, b)) != 0 || (rc = add_expect(c, b)) != 0 ||
 	    (rc = set_str(b, "description", cli_opt(c, "description"))) != 0)
 		goto out;
-	if ((rc = resolve_named(c, "pools", "pool_", pool_arg, &pool)) != 0 ||
-	    (rc = resolve_named(c, "sites", "site_", site_arg, &site)) != 0 ||
+	if ((rc = cli_resolve(c, CLI_K_POOL, pool_arg, &pool)) != 0 ||
+	    (rc = cli_resolve(c, CLI_K_SITE, site_arg, &site)) != 0 ||
 	    (rc = set_str(b, "poolId", pool)) != 0 || (rc = set_str(b, "siteId", site)) != 0)
 		goto out;
 	if (cli_flag(c, "allow-reclaim") &&

@@ -100,20 +100,29 @@ static int set_opt(json_t *b, const char *key, const char *v)
 
 int cli_cmd_machines_commission(struct cli *c)
 {
-	const char *site = cli_opt(c, "site"), *mac = cli_opt(c, "mac");
-	json_t *b;
+	const char *mac = cli_opt(c, "mac");
+	char *site = NULL, *node = NULL;
+	json_t *b = NULL;
 	int rc;
 
-	if (site == NULL || mac == NULL)
+	if (cli_opt(c, "site") == NULL || mac == NULL)
 		return cli_usage(c, "give --site ID and --mac M");
+	if ((rc = cli_resolve(c, CLI_K_SITE, cli_opt(c, "site"), &site)) != 0 ||
+	    (rc = cli_resolve(c, CLI_K_NODE, cli_opt(c, "node"), &node)) != 0)
+		goto out;
 	/* the server canonicalizes the MAC and UUID and names a malformed one */
-	if ((b = json_pack("{s:s, s:s}", "siteId", site, "mac", mac)) == NULL)
-		return BC_ERR_NOMEM;
+	if ((b = json_pack("{s:s, s:s}", "siteId", site, "mac", mac)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
 	if ((rc = set_opt(b, "productUuid", cli_opt(c, "product-uuid"))) == 0 &&
-	    (rc = set_opt(b, "nodeId", cli_opt(c, "node"))) == 0 && (rc = cli_opt_ttl(c, b)) == 0)
+	    (rc = set_opt(b, "nodeId", node)) == 0 && (rc = cli_opt_ttl(c, b)) == 0)
 		rc = call_show(c, "POST", b, NULL, wf_cols, N_WF_COLS, "machines", "commission",
 		               NULL);
+out:
 	json_decref(b);
+	free(site);
+	free(node);
 	return rc;
 }
 
@@ -294,7 +303,8 @@ static int deliver(struct cli *c, const json_t *ans, char *text, size_t len)
 
 int cli_cmd_machines_deploy(struct cli *c)
 {
-	const char *node = cli_opt(c, "node"), *file = cli_opt(c, "out");
+	const char *file = cli_opt(c, "out");
+	char *node = NULL;
 	struct deploy_parts p;
 	struct cli_resp r = {0};
 	char *path = NULL, *text = NULL;
@@ -302,11 +312,13 @@ int cli_cmd_machines_deploy(struct cli *c)
 	json_t *b = NULL;
 	int rc, have = 0;
 
-	if (node == NULL)
+	if (cli_opt(c, "node") == NULL)
 		return cli_usage(c, "give --node ID: the node whose OS the deploy installs");
 	if (file != NULL && cli_exists(file))
 		return cli_fail(c, BC_ERR_CONFLICT, "%s exists; give --out a new file", file);
 	if ((rc = read_parts(c, &p)) != 0)
+		goto out;
+	if ((rc = cli_resolve(c, CLI_K_NODE, cli_opt(c, "node"), &node)) != 0)
 		goto out;
 	if ((b = json_pack("{s:s, s:b}", "nodeId", node, "userDataTemplate", p.tmpl != NULL)) ==
 	    NULL) {
@@ -335,6 +347,7 @@ out:
 	}
 	json_decref(b);
 	free(path);
+	free(node);
 	parts_free(&p);
 	return rc;
 }

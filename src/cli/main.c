@@ -12,6 +12,9 @@
 #include "cli/cli.h"
 #include "server/serve.h"
 
+static int cli_cmd_version(struct cli *c);
+static int cli_cmd_completion(struct cli *c);
+
 #define API CLI_F_API
 #define TNT (CLI_F_API | CLI_F_TENANT)
 
@@ -25,8 +28,14 @@ static const struct cli_cmd commands[] = {
      "  --trust-domain NAME  the SPIFFE trust domain of node certificates (default bc.internal)\n"
      "  --listen HOST:PORT   the server's address (default 127.0.0.1:8080); TLS unless loopback\n"
      "  --public-url URL     what agents use (default http://LISTEN on loopback, else https://)\n"
-     "It refuses a DIR that holds a server.toml. On failure it removes what it wrote.\n"},
-    {"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL},
+     "It refuses a DIR that holds a server.toml. On failure it removes what it wrote.\n",
+     0},
+    {"version", NULL, "", "print the version of better-compute", "", 0, 0, 0, cli_cmd_version, NULL,
+     0},
+    {"completion", NULL, "bash",
+     "print a bash completion script (source it, or put it in /etc/bash_completion.d)", "", 1, 1, 0,
+     cli_cmd_completion, NULL, 0},
+    {"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL, 0},
     {"prune", NULL, "--config server.toml [--batch 5000] [--events-days N]",
      "delete expired and spent rows and old events from the store (no server needed)",
      "config= batch= events-days=", 0, 0, 0, cli_cmd_prune,
@@ -35,7 +44,8 @@ static const struct cli_cmd commands[] = {
      "  --events-days N      delete events older than N days (default: event_retention_days\n"
      "                       of server.toml, 90; 0 keeps every event)\n"
      "Deletes expired attestation uses, expired, spent or revoked tokens, decided or\n"
-     "expired join requests and old events, at database time, and prints the counts.\n"},
+     "expired join requests and old events, at database time, and prints the counts.\n",
+     0},
     {"store", "copy", "--from <sqlite path> --to <postgres url> [--batch 500]",
      "copy a whole store into a new, empty database (no server needed)", "from= to= batch=", 0, 0,
      0, cli_cmd_store_copy,
@@ -43,46 +53,51 @@ static const struct cli_cmd commands[] = {
      "  --to URL             the target, e.g. postgres://bc@db.example/bc: migrated, and\n"
      "                       refused unless every table is empty\n"
      "  --batch N            rows per INSERT (default 500)\n"
-     "The target is written in one transaction: a copy that fails leaves it empty.\n"},
+     "The target is written in one transaction: a copy that fails leaves it empty.\n",
+     0},
     {"pki", "init", "--config server.toml [--trust-domain bc.internal]",
      "write the PKI bundle server.toml names, if it does not exist yet", "config= trust-domain=", 0,
      0, 0, cli_cmd_pki_init,
      "  --config FILE        the server.toml whose pki_bundle (and secret_file) to write\n"
      "  --trust-domain NAME  the SPIFFE trust domain (default bc.internal)\n"
      "The secret is made when secret_file does not exist. Existing keys are never\n"
-     "overwritten.\n"},
+     "overwritten.\n",
+     0},
     {"api-keys", "create", "--name N [--ttl 720h] [--tenant T]", "create an API key (shown once)",
      "name= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
      "  --name N             what the key is for (a person, a pipeline)\n"
      "  --ttl DURATION       refuse the key after this long: 1h, 30d, 720h (default: never)\n"
-     "The key is printed once; the server keeps only its hash.\n"},
+     "The key is printed once; the server keeps only its hash.\n",
+     0},
     {"api-keys", "list", "[--tenant T]", "list API keys: created, expires, last used, revoked", "",
-     0, 0, TNT, cli_cmd_api_keys_list, NULL},
-    {"api-keys", "revoke", "ID [--tenant T]", "revoke an API key: it is refused from now on", "", 1,
-     1, TNT, cli_cmd_api_keys_revoke, NULL},
-    {"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list, NULL},
+     0, 0, TNT, cli_cmd_api_keys_list, NULL, 0},
+    {"api-keys", "revoke", "ID|NAME [--tenant T]", "revoke an API key: it is refused from now on",
+     "", 1, 1, TNT, cli_cmd_api_keys_revoke, NULL, CLI_K_API_KEY},
+    {"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list, NULL, 0},
     {"tenants", "create", "NAME", "create a tenant (root key only)", "", 1, 1, API,
-     cli_cmd_tenants_create, NULL},
+     cli_cmd_tenants_create, NULL, 0},
     {"pools", "create", "NAME [--join-attestors a,b] [--policy JSON]", "create a pool",
      "join-attestors= policy=", 1, 1, TNT, cli_cmd_pools_create,
      "  --join-attestors a,b the attestors that may admit machines into the pool\n"
      "                       (policy.joinAttestors), e.g. tpm,x509pop\n"
-     "  --policy JSON        the whole policy object, e.g. '{\"joinAttestors\":[\"tpm\"]}'\n"},
-    {"pools", "get", "ID", "show a pool", "", 1, 1, TNT, cli_cmd_pools_get, NULL},
-    {"pools", "list", "", "list pools", "", 0, 0, TNT, cli_cmd_pools_list, NULL},
+     "  --policy JSON        the whole policy object, e.g. '{\"joinAttestors\":[\"tpm\"]}'\n",
+     0},
+    {"pools", "get", "ID|NAME", "show a pool", "", 1, 1, TNT, cli_cmd_pools_get, NULL, CLI_K_POOL},
+    {"pools", "list", "", "list pools", "", 0, 0, TNT, cli_cmd_pools_list, NULL, 0},
     {"pools", "update", "ID [--name N] [--policy JSON] [--join-attestors a,b]",
      "rename a pool or change its policy (--join-attestors keeps the rest of the policy)",
      "name= policy= join-attestors=", 1, 1, TNT, cli_cmd_pools_update,
      "  --name N             a new name\n"
      "  --policy JSON        a new policy object: it replaces the old one whole\n"
-     "  --join-attestors a,b set only policy.joinAttestors and keep the rest of the policy\n"},
-    {"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL},
-    {"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL},
-    {"sites", "get", "ID", "show a site and who holds its boot lease (holder, epoch, expiry)", "",
-     1, 1, TNT, cli_cmd_sites_get, NULL},
-    {"sites", "release-lease", "ID",
+     "  --join-attestors a,b set only policy.joinAttestors and keep the rest of the policy\n",
+     CLI_K_POOL},
+    {"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL, 0},
+    {"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL, 0},
+    {"sites", "get", "ID|NAME", "show a site and who holds its boot lease (holder, epoch, expiry)",
+     "", 1, 1, TNT, cli_cmd_sites_get, NULL, CLI_K_SITE},
+    {"sites", "release-lease", "ID|NAME",
      "end the site's boot lease: another site node takes it at the next epoch", "", 1, 1, TNT,
-     cli_cmd_sites_release_lease, NULL},
+     cli_cmd_sites_release_lease, NULL, CLI_K_SITE},
     {"tokens", "create",
      "--role node|site|provisioned (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] "
      "[--expect-product-uuid U] "
@@ -100,41 +115,57 @@ static const struct cli_cmd commands[] = {
      "                       admit only a machine that reports these\n"
      "  --allow-reclaim      let the token re-join a machine another node holds\n"
      "  --description D      a note shown in `tokens list`\n"
-     "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n"},
-    {"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL},
-    {"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL},
+     "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n",
+     0},
+    {"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL, 0},
+    {"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL,
+     0},
     {"join-requests", "list", "[--state pending|approved|denied|used]",
      "list join requests (machines waiting for an operator, such as tpm enrollment)", "state=", 0,
-     0, TNT, cli_cmd_join_requests_list, "  --state S            only requests in this state\n"},
+     0, TNT, cli_cmd_join_requests_list, "  --state S            only requests in this state\n", 0},
     {"join-requests", "approve", "ID", "approve a pending join request: the machine joins", "", 1,
-     1, TNT, cli_cmd_join_requests_approve, NULL},
+     1, TNT, cli_cmd_join_requests_approve, NULL, 0},
     {"join-requests", "deny", "ID", "deny a pending join request: the machine stops", "", 1, 1, TNT,
-     cli_cmd_join_requests_deny, NULL},
+     cli_cmd_join_requests_deny, NULL, 0},
     {"join-requests", "delete", "ID", "delete a join request: the machine's next round starts over",
-     "", 1, 1, TNT, cli_cmd_join_requests_delete, NULL},
-    {"nodes", "list", "", "list nodes", "", 0, 0, TNT, cli_cmd_nodes_list, NULL},
-    {"nodes", "get", "ID", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL},
-    {"nodes", "cordon", "ID", "cordon a node", "", 1, 1, TNT, cli_cmd_nodes_cordon, NULL},
-    {"nodes", "uncordon", "ID", "uncordon a node", "", 1, 1, TNT, cli_cmd_nodes_uncordon, NULL},
-    {"nodes", "delete", "ID --yes",
+     "", 1, 1, TNT, cli_cmd_join_requests_delete, NULL, 0},
+    {"nodes", "list",
+     "[--pool P] [--state S] [--attestor A] [--expiring-within 2h] [--limit N] [--after ID]",
+     "list nodes, a page at a time, with when their certificates expire",
+     "pool= state= attestor= expiring-within= limit= after=", 0, 0, TNT, cli_cmd_nodes_list,
+     "  --pool P             only nodes of this pool (id or name)\n"
+     "  --state S            only nodes in this state: adopted, cordoned, retired, ...\n"
+     "  --attestor A         only nodes that joined through this attestor, e.g. tpm\n"
+     "  --expiring-within D  only nodes whose certificate expires within D (2h, 7d), or has\n"
+     "  --limit N            at most N nodes (1 to 500; default 100)\n"
+     "  --after ID           the page after this node id (the hint a full page prints)\n"
+     "Nodes come in id order; a full page prints the next --after on stderr.\n",
+     0},
+    {"nodes", "get", "ID|HOSTNAME", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL,
+     CLI_K_NODE},
+    {"nodes", "cordon", "ID|HOSTNAME", "cordon a node", "", 1, 1, TNT, cli_cmd_nodes_cordon, NULL,
+     CLI_K_NODE},
+    {"nodes", "uncordon", "ID|HOSTNAME", "uncordon a node", "", 1, 1, TNT, cli_cmd_nodes_uncordon,
+     NULL, CLI_K_NODE},
+    {"nodes", "delete", "ID|HOSTNAME --yes",
      "delete a cordoned or retired node: revoke its certificates, free its bindings", "yes", 1, 1,
      TNT, cli_cmd_nodes_delete,
-     "  --yes                do it; without it, say what it would do and exit 2\n"},
-    {"nodes", "revoke-identity", "ID",
+     "  --yes                do it; without it, say what it would do and exit 2\n", CLI_K_NODE},
+    {"nodes", "revoke-identity", "ID|HOSTNAME",
      "revoke every certificate of a node and raise its identity generation", "", 1, 1, TNT,
-     cli_cmd_nodes_revoke_identity, NULL},
-    {"nodes", "retire", "ID", "retire a node and revoke its certificates", "", 1, 1, TNT,
-     cli_cmd_nodes_retire, NULL},
-    {"nodes", "inventory", "ID", "show what each of a node's joins claimed, oldest first", "", 1, 1,
-     TNT, cli_cmd_nodes_inventory, NULL},
+     cli_cmd_nodes_revoke_identity, NULL, CLI_K_NODE},
+    {"nodes", "retire", "ID|HOSTNAME", "retire a node and revoke its certificates", "", 1, 1, TNT,
+     cli_cmd_nodes_retire, NULL, CLI_K_NODE},
+    {"nodes", "inventory", "ID|HOSTNAME", "show what each of a node's joins claimed, oldest first",
+     "", 1, 1, TNT, cli_cmd_nodes_inventory, NULL, CLI_K_NODE},
     {"workflows", "list", "", "list commission and deploy workflows", "", 0, 0, TNT,
-     cli_cmd_workflows_list, NULL},
-    {"workflows", "get", "ID", "show a workflow", "", 1, 1, TNT, cli_cmd_workflows_get, NULL},
+     cli_cmd_workflows_list, NULL, 0},
+    {"workflows", "get", "ID", "show a workflow", "", 1, 1, TNT, cli_cmd_workflows_get, NULL, 0},
     {"workflows", "cancel", "ID", "cancel a running workflow (a deploy's token is then refused)",
-     "", 1, 1, TNT, cli_cmd_workflows_cancel, NULL},
+     "", 1, 1, TNT, cli_cmd_workflows_cancel, NULL, 0},
     {"workflows", "complete", "ID [--failed]", "end a running workflow as succeeded (or failed)",
      "failed", 1, 1, TNT, cli_cmd_workflows_complete,
-     "  --failed             end it as failed rather than succeeded\n"},
+     "  --failed             end it as failed rather than succeeded\n", 0},
     {"machines", "commission", "--site S --mac M [--product-uuid U] [--node N] [--ttl 1h]",
      "create a commission workflow and its boot entry for a MAC at a site",
      "site= mac= product-uuid= node= ttl=", 0, 0, TNT, cli_cmd_machines_commission,
@@ -142,7 +173,8 @@ static const struct cli_cmd commands[] = {
      "  --mac M              its MAC address, any case, ':' or '-' between octets\n"
      "  --product-uuid U     the product UUID it must report, when known\n"
      "  --node N             the node it is, when it was one before\n"
-     "  --ttl DURATION       how long the boot entry lives (default 1h, at most 7d)\n"},
+     "  --ttl DURATION       how long the boot entry lives (default 1h, at most 7d)\n",
+     0},
     {"machines", "deploy",
      "--node N [--user-data FILE] [--out FILE] [--bcd-url URL] [--data-dir DIR] [--ttl 24h]",
      "create a deploy workflow: a single-use provisioned token in the node's user data",
@@ -155,17 +187,31 @@ static const struct cli_cmd commands[] = {
      "  --bcd-url URL        cloud-init downloads bcd from this https:// URL first\n"
      "  --data-dir DIR       bcd's data directory in the config (default /var/lib/bcd)\n"
      "  --ttl DURATION       how long the token is valid (default 24h, at most 7d)\n"
-     "The user data holds the token's secret: it is shown once.\n"},
-    {"events", "list", "[--type T] [--limit N]", "list events, newest first", "type= limit=", 0, 0,
-     TNT, cli_cmd_events_list,
+     "The user data holds the token's secret: it is shown once.\n",
+     0},
+    {"events", "list", "[--type T] [--since 1h|TIME] [--node N] [--limit N]",
+     "list events, newest first", "type= since= node= limit=", 0, 0, TNT, cli_cmd_events_list,
      "  --type T             only events of this type, e.g. security.join.refused\n"
-     "  --limit N            at most N events (1 to 1000; default 100)\n"},
+     "  --since D|TIME       only events of the last D (1h, 30m, 7d) or since an RFC 3339\n"
+     "                       time (2026-11-29T10:00:00Z)\n"
+     "  --node N             only events about this node (id or hostname)\n"
+     "  --limit N            at most N events (1 to 1000; default 100)\n",
+     0},
+    {"audit", "list", "[--action A] [--since 1h|TIME] [--node N] [--limit N]",
+     "list the audit trail (who changed what through the admin API), newest first",
+     "action= since= node= limit=", 0, 0, TNT, cli_cmd_audit_list,
+     "  --action A           only rows of this action, e.g. pool.updated\n"
+     "  --since D|TIME       only rows of the last D (1h, 30m, 7d) or since an RFC 3339 time\n"
+     "  --node N             only rows about this node (id or hostname)\n"
+     "  --limit N            at most N rows (1 to 1000; default 100)\n",
+     0},
     {"daemon", "config", "[--out FILE | --bcd-dir DIR [--data-dir DIR]]",
      "print the agent's pins (server, keys, CA bundle) as JSON, or write them to FILE",
      "out= bcd-dir= data-dir=", 0, 0, API, cli_cmd_daemon_config,
      "  --out FILE           write the JSON to FILE instead of printing it\n"
      "  --bcd-dir DIR        write bcd's DIR/config.toml and DIR/ca.pem instead\n"
-     "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n"},
+     "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n",
+     0},
     {"daemon", "install-script",
      "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm|provisioned|cloud-iid "
      "[--provider gcp|aws|oidc] [--audience A]] [--data-dir DIR]",
@@ -183,7 +229,8 @@ static const struct cli_cmd commands[] = {
      "                       identity_token_command in the config before the join)\n"
      "  --audience A         cloud-iid gcp and oidc: [attestors.cloud-iid.P] audience\n"
      "  --data-dir DIR       bcd's data directory (default /var/lib/bcd)\n"
-     "Run the script as root: sh install-bcd.sh < token. Again to upgrade, without a token.\n"},
+     "Run the script as root: sh install-bcd.sh < token. Again to upgrade, without a token.\n",
+     0},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -196,8 +243,94 @@ static const char global_help[] =
     "                       default: ./var/admin.key when it exists)\n"
     "  --ca-file PEM        CA certificates for an https server (default: ./var/tls-ca.pem)\n"
     "  --tenant T           the tenant of a tenant-scoped command (default: the key's own)\n"
-    "  --json               print the API's JSON as is, for scripts\n"
-    "  --help               help for any command\n";
+    "  --json               print the API's JSON as is, for scripts; errors as\n"
+    "                       {\"error\":{\"code\",\"message\"}} on stderr\n"
+    "  --help               help for any command\n"
+    "  --version            print the version\n"
+    "Names work wherever ids do: pools, sites, tenants and API keys by name, nodes by\n"
+    "hostname (an ambiguous or unknown name is refused, naming what matched).\n"
+    "Exit status: 0 done; 1 the server refused or the operation failed; 2 usage (an\n"
+    "unknown command or option, a missing or malformed value).\n";
+
+static int cli_cmd_version(struct cli *c)
+{
+	if (c->json)
+		printf("{\"version\":\"%s\"}\n", BC_VERSION);
+	else
+		printf(CLI_NAME " %s\n", BC_VERSION);
+	return 0;
+}
+
+/* The global options that take a value, for completion to skip their values. */
+static const char completion_valued[] = "--server|--api-key|--api-key-file|--ca-file|--tenant";
+static const char completion_globals[] =
+    "--server --api-key --api-key-file --ca-file --tenant --json --help --version";
+
+/* "--a --b" of a command's "a= b" options. */
+static void print_opts(const char *opts)
+{
+	const char *p = opts;
+
+	while (*p != '\0') {
+		size_t n = strcspn(p, " =");
+
+		printf(" --%.*s", (int)n, p);
+		p += strcspn(p, " ");
+		p += strspn(p, " ");
+	}
+}
+
+/* Generated from the command table: the words, then each command's options. */
+static int cli_cmd_completion(struct cli *c)
+{
+	if (strcmp(c->args[0], "bash") != 0)
+		return cli_usage(c, "only bash is supported, got \"%s\"", c->args[0]);
+	printf("# bash completion for " CLI_NAME " %s, generated by `" CLI_NAME
+	       " completion bash`\n"
+	       "_better_compute()\n{\n"
+	       "\tlocal cur=${COMP_WORDS[COMP_CWORD]} g='' v='' i w opts=''\n"
+	       "\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
+	       "\t\tw=${COMP_WORDS[i]}\n"
+	       "\t\tcase $w in\n"
+	       "\t\t%s) i=$((i + 1)) ;;\n"
+	       "\t\t-*) ;;\n"
+	       "\t\t*) if [ -z \"$g\" ]; then g=$w; elif [ -z \"$v\" ]; then v=$w; fi ;;\n"
+	       "\t\tesac\n"
+	       "\tdone\n"
+	       "\tcase \"$g\" in\n"
+	       "\t'')\n\t\tCOMPREPLY=($(compgen -W '",
+	       BC_VERSION, completion_valued);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (i == 0 || strcmp(commands[i].group, commands[i - 1].group) != 0)
+			printf("%s%s", i ? " " : "", commands[i].group);
+	printf(" help' -- \"$cur\"))\n\t\treturn ;;\n");
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		if (commands[i].name == NULL ||
+		    (i > 0 && strcmp(commands[i].group, commands[i - 1].group) == 0))
+			continue;
+		printf("\t%s)\n\t\tif [ -z \"$v\" ]; then\n\t\t\tCOMPREPLY=($(compgen -W '",
+		       commands[i].group);
+		for (size_t k = i;
+		     k < N_COMMANDS && strcmp(commands[k].group, commands[i].group) == 0; k++)
+			printf("%s%s", k > i ? " " : "", commands[k].name);
+		printf("' -- \"$cur\"))\n\t\t\treturn\n\t\tfi ;;\n");
+	}
+	printf("\tesac\n\tcase \"$g:$v\" in\n");
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		const struct cli_cmd *cmd = &commands[i];
+
+		printf("\t'%s:%s'%s) opts='", cmd->group, cmd->name ? cmd->name : "",
+		       cmd->name ? "" : "*");
+		print_opts(cmd->opts);
+		printf("' ;;\n");
+	}
+	printf("\tesac\n"
+	       "\tCOMPREPLY=($(compgen -W \"$opts %s\" -- \"$cur\"))\n"
+	       "}\n"
+	       "complete -F _better_compute " CLI_NAME "\n",
+	       completion_globals);
+	return 0;
+}
 
 static int group_exists(const char *group)
 {
@@ -366,6 +499,8 @@ static int dispatch(struct cli *c, int argc, char **argv)
 
 	if ((rc = skip_globals(c, argc, argv, &i)) != 0)
 		return rc;
+	if (c->version && !c->help)
+		return cli_cmd_version(c);
 	if (i < argc && strcmp(argv[i], "help") == 0) {
 		c->help = 1;
 		i++;
@@ -395,7 +530,13 @@ static int dispatch(struct cli *c, int argc, char **argv)
 		print_usage(c->cmd);
 		return 0;
 	}
+	if (c->version)
+		return cli_cmd_version(c);
 	if ((rc = check_command(c)) != 0)
+		return rc;
+	/* a name given where an id goes: the one resolver, before the command runs */
+	if (c->cmd->arg_kind != CLI_K_NONE &&
+	    (rc = cli_resolve_arg(c, (enum cli_kind)c->cmd->arg_kind, 0)) != 0)
 		return rc;
 	return c->cmd->fn(c);
 }
@@ -410,11 +551,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, CLI_NAME ": cannot initialize libcurl; check the installation\n");
 		return 1;
 	}
+	/* --json anywhere shapes even the errors of the options before it */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0 && strcmp(argv[i], "serve") != 0;
+	     i++)
+		c.json_errors |= strcmp(argv[i], "--json") == 0;
 	rc = dispatch(&c, argc, argv);
 	if (rc != 0 && !c.reported)
-		fprintf(stderr, CLI_NAME ": %s%s%s: %s\n", c.cmd ? c.cmd->group : "",
-		        c.cmd && c.cmd->name ? " " : "", c.cmd && c.cmd->name ? c.cmd->name : "",
-		        bc_err_str(rc));
+		cli_fail(&c, rc, "%s%s%s: %s", c.cmd ? c.cmd->group : "",
+		         c.cmd && c.cmd->name ? " " : "", c.cmd && c.cmd->name ? c.cmd->name : "",
+		         bc_err_str(rc));
 	if (rc != 0)
 		status = c.usage_error ? 2 : 1;
 	else

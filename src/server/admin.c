@@ -34,7 +34,10 @@ struct admin_route {
 	const char *const *query; /* allowed query parameters, NULL-terminated; NULL: none */
 };
 
-static const char *const EVENTS_QUERY[] = {"type", "limit", NULL};
+static const char *const EVENTS_QUERY[] = {"type", "limit", "since", "node", NULL};
+static const char *const AUDIT_QUERY[] = {"action", "limit", "since", "node", NULL};
+static const char *const NODES_QUERY[] = {"pool",  "state", "attestor",       "hostname",
+                                          "after", "limit", "expiringWithin", NULL};
 static const char *const JOIN_REQUESTS_QUERY[] = {"state", NULL};
 
 static const struct admin_route ROUTES[] = {
@@ -61,7 +64,7 @@ static const struct admin_route ROUTES[] = {
     {"POST", "/v1/tenants/{t}/tokens", BC_TX_WRITE, R_BODY | R_TENANT, admin_tokens_create, NULL},
     {"POST", "/v1/tenants/{t}/tokens/{id}/revoke", BC_TX_WRITE, R_TENANT, admin_tokens_revoke,
      NULL},
-    {"GET", "/v1/tenants/{t}/nodes", BC_TX_READ, R_TENANT, admin_nodes_list, NULL},
+    {"GET", "/v1/tenants/{t}/nodes", BC_TX_READ, R_TENANT, admin_nodes_list, NODES_QUERY},
     {"GET", "/v1/tenants/{t}/nodes/{n}", BC_TX_READ, R_TENANT, admin_nodes_get, NULL},
     {"DELETE", "/v1/tenants/{t}/nodes/{n}", BC_TX_WRITE, R_TENANT, admin_nodes_delete, NULL},
     {"POST", "/v1/tenants/{t}/nodes/{n}/cordon", BC_TX_WRITE, R_TENANT, admin_nodes_cordon, NULL},
@@ -83,6 +86,7 @@ static const struct admin_route ROUTES[] = {
     {"POST", "/v1/tenants/{t}/machines/deploy", BC_TX_WRITE, R_BODY | R_TENANT,
      admin_machines_deploy, NULL},
     {"GET", "/v1/tenants/{t}/events", BC_TX_READ, R_TENANT, admin_events_list, EVENTS_QUERY},
+    {"GET", "/v1/tenants/{t}/audit", BC_TX_READ, R_TENANT, admin_audit_list, AUDIT_QUERY},
     {"GET", "/v1/tenants/{t}/join-requests", BC_TX_READ, R_TENANT, admin_join_requests_list,
      JOIN_REQUESTS_QUERY},
     {"POST", "/v1/tenants/{t}/join-requests/{id}/approve", BC_TX_WRITE, R_TENANT,

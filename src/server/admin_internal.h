@@ -80,6 +80,32 @@ json_t *admin_col_time(bc_rows *r, int col);
 /* A JSON text column parsed; fallback ("{}" or "[]") when it does not parse. */
 json_t *admin_col_json(bc_rows *r, int col, const char *fallback);
 
+/* A list query with optional filters: the base SQL (its WHERE and $1 included), then
+ * " AND <cond> $k" for each filter given and a tail " ... $k" (ORDER BY, LIMIT).
+ * Only constant SQL goes in; every value is a parameter. */
+#define ADMIN_WHERE_MAX 12
+struct admin_where {
+	char sql[4096];
+	bc_param p[ADMIN_WHERE_MAX];
+	size_t n;
+	int overflow;
+};
+void admin_where_init(struct admin_where *w, const char *base, bc_param first);
+/* cond ends with the operator: "n.pool_id =". */
+void admin_where_add(struct admin_where *w, const char *cond, bc_param v);
+/* tail ends where the parameter goes: " ORDER BY n.id LIMIT". */
+void admin_where_tail(struct admin_where *w, const char *tail, bc_param v);
+/* The rows of w (BC_ERR_LIMIT if w overflowed: a bug, never the caller's input). */
+int admin_where_list(bc_tx *tx, const struct admin_where *w, admin_row_fn fn, json_t **out);
+
+/* Query parameters of list routes, each refused by name when out of shape:
+ * limit (1..max, def when absent); a text value of 1..maxlen bytes (NULL when absent);
+ * since, a duration back from now ("1h", "30m", "7d") or milliseconds since the epoch
+ * (*present 0 when absent). */
+int admin_query_limit(struct admin_call *c, int64_t def, int64_t max, int64_t *out);
+int admin_query_text(struct admin_call *c, const char *key, size_t maxlen, const char **out);
+int admin_query_since(struct admin_call *c, int64_t now_ms, int64_t *out, int *present);
+
 /* Events and audit of one change, both in tx: type is the event type and audit action. */
 int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const char *type,
                  const char *subject, json_t *data, int event);
@@ -114,6 +140,7 @@ int admin_nodes_revoke_identity(bc_tx *tx, struct admin_call *c);
 int admin_nodes_retire(bc_tx *tx, struct admin_call *c);
 int admin_nodes_delete(bc_tx *tx, struct admin_call *c);
 int admin_events_list(bc_tx *tx, struct admin_call *c);
+int admin_audit_list(bc_tx *tx, struct admin_call *c);
 /* admin_workflows.c */
 int admin_workflows_list(bc_tx *tx, struct admin_call *c);
 int admin_workflows_get(bc_tx *tx, struct admin_call *c);

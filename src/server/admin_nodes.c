@@ -3,12 +3,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/clock.h"
 #include "join/rows.h"
 #include "server/admin_internal.h"
 
 #define EVENTS_LIMIT_DEFAULT 100
 #define EVENTS_LIMIT_MAX     1000
 #define EVENT_TYPE_MAX       64
+#define NODES_LIMIT_DEFAULT  100
+#define NODES_LIMIT_MAX      500
+#define FILTER_MAX           64
 
 /* The current certificate is the newest unrevoked one; both subqueries pick the same
  * row (created_at then serial break ties). */
@@ -26,7 +30,8 @@
 	"n.node_key, n.joined_at, n.updated_at, n.identity_revoked_at, "                      \
 	CURRENT_CERT("serial") ", " CURRENT_CERT("not_after") ", "                            \
 	NEWEST_INVENTORY("taken_at") ", " NEWEST_INVENTORY("data") ", "                       \
-	"n.allowed_kinds FROM nodes n "
+	"n.allowed_kinds, (SELECT p.name FROM pools p WHERE p.id = n.pool_id), "              \
+	"(SELECT s.name FROM sites s WHERE s.id = n.site_id) FROM nodes n "
 /* clang-format on */
 #define NODE_ONE NODE_SELECT "WHERE n.tenant_id = $1 AND n.id = $2"
 
@@ -51,7 +56,7 @@ static json_t *inventory_json(bc_rows *r)
 static json_t *node_json(bc_rows *r)
 {
 	return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:s, "
-	                 "s:s, s:o, s:o, s:o, s:o, s:o, s:o}",
+	                 "s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 	                 "id", bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
 	                 admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "role",
 	                 bc_rows_text(r, 4), "state", bc_rows_text(r, 5), "generation",
@@ -62,7 +67,8 @@ static json_t *node_json(bc_rows *r)
 	                 "nodeKey", bc_rows_text(r, 14), "joinedAt", admin_time(bc_rows_int(r, 15)),
 	                 "updatedAt", admin_time(bc_rows_int(r, 16)), "identityRevokedAt",
 	                 admin_col_time(r, 17), "certificate", cert_json(r), "inventory",
-	                 inventory_json(r), "allowedKinds", admin_col_json(r, 22, "[]"));
+	                 inventory_json(r), "allowedKinds", admin_col_json(r, 22, "[]"), "poolName",
+	                 admin_col_text(r, 23), "siteName", admin_col_text(r, 24));
 }
 
 static int answer_node(bc_tx *tx, struct admin_call *c)
@@ -77,17 +83,52 @@ static int answer_node(bc_tx *tx, struct admin_call *c)
 	return rc != 0 ? rc : admin_answer(c, 200, node);
 }
 
+/* Filters (pool, state, attestor, hostname, expiringWithin seconds) and a page of
+ * at most limit rows in id order after the cursor `after`, all in SQL; nextCursor is
+ * the last id when another page may follow. */
 int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 {
-	json_t *arr = NULL;
+	const char *pool, *state, *attestor, *hostname, *after, *expiring;
+	struct admin_where w;
+	json_t *arr = NULL, *last;
+	int64_t limit, within_ms = 0;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx,
-	                           NODE_SELECT "WHERE n.tenant_id = $1 ORDER BY n.joined_at, n.id",
-	                           p, 1, node_json, &arr)) != 0)
+	if ((rc = admin_query_text(c, "pool", FILTER_MAX, &pool)) != 0 ||
+	    (rc = admin_query_text(c, "state", FILTER_MAX, &state)) != 0 ||
+	    (rc = admin_query_text(c, "attestor", FILTER_MAX, &attestor)) != 0 ||
+	    (rc = admin_query_text(c, "hostname", 255, &hostname)) != 0 ||
+	    (rc = admin_query_text(c, "after", FILTER_MAX, &after)) != 0 ||
+	    (rc = admin_query_text(c, "expiringWithin", 16, &expiring)) != 0 ||
+	    (rc = admin_query_limit(c, NODES_LIMIT_DEFAULT, NODES_LIMIT_MAX, &limit)) != 0)
 		return rc;
-	return admin_answer(c, 200, json_pack("{s:o}", "nodes", arr));
+	if (expiring != NULL && (bc_duration_parse_ms(expiring, &within_ms) != 0 || within_ms < 0 ||
+	                         within_ms > 366LL * 86400 * 1000))
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "expiringWithin: expected a duration such as 2h or 7d");
+	admin_where_init(&w, NODE_SELECT "WHERE n.tenant_id = $1", BC_TEXT(c->arg[0]));
+	if (pool != NULL)
+		admin_where_add(&w, "n.pool_id =", BC_TEXT(pool));
+	if (state != NULL)
+		admin_where_add(&w, "n.state =", BC_TEXT(state));
+	if (attestor != NULL)
+		admin_where_add(&w, "n.attestor =", BC_TEXT(attestor));
+	if (hostname != NULL)
+		admin_where_add(&w, "n.hostname =", BC_TEXT(hostname));
+	if (expiring != NULL)
+		admin_where_add(
+		    &w, CURRENT_CERT("not_after") " <=", BC_INT(bc_tx_now_ms(tx) + within_ms));
+	if (after != NULL)
+		admin_where_add(&w, "n.id >", BC_TEXT(after));
+	admin_where_tail(&w, " ORDER BY n.id LIMIT", BC_INT(limit));
+	if ((rc = admin_where_list(tx, &w, node_json, &arr)) != 0)
+		return rc;
+	last = (int64_t)json_array_size(arr) == limit
+	           ? json_array_get(arr, json_array_size(arr) - 1)
+	           : NULL;
+	return admin_answer(c, 200,
+	                    json_pack("{s:o, s:O}", "nodes", arr, "nextCursor",
+	                              last ? json_object_get(last, "id") : json_null()));
 }
 
 int admin_nodes_get(bc_tx *tx, struct admin_call *c)
@@ -299,50 +340,61 @@ static json_t *event_json(bc_rows *r)
 	                 admin_time(bc_rows_int(r, 5)));
 }
 
-static int read_limit(struct admin_call *c, int64_t *limit)
+/* Events or audit rows of the tenant, newest first: since (a duration back or ms),
+ * subject (node), type or action, limit. */
+static int history_list(bc_tx *tx, struct admin_call *c, const char *select, const char *kind,
+                        const char *what, admin_row_fn fn, json_t **out)
 {
-	const char *s = bc_http_query(c->req, "limit");
-	int64_t v = 0;
+	const char *type, *node;
+	struct admin_where w;
+	int64_t limit, since;
+	int present, rc;
 
-	*limit = EVENTS_LIMIT_DEFAULT;
-	if (s == NULL)
-		return 0;
-	for (size_t i = 0; s[i] != '\0'; i++) {
-		if (s[i] < '0' || s[i] > '9' || i >= 4)
-			return admin_fail(c, BC_ERR_INVALID,
-			                  "limit: expected an integer from 1 to 1000");
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v < 1 || v > EVENTS_LIMIT_MAX)
-		return admin_fail(c, BC_ERR_INVALID, "limit: expected an integer from 1 to 1000");
-	*limit = v;
-	return 0;
+	*out = NULL;
+	if ((rc = admin_query_limit(c, EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX, &limit)) != 0 ||
+	    (rc = admin_query_text(c, kind, EVENT_TYPE_MAX, &type)) != 0 ||
+	    (rc = admin_query_text(c, "node", FILTER_MAX, &node)) != 0 ||
+	    (rc = admin_query_since(c, bc_tx_now_ms(tx), &since, &present)) != 0)
+		return rc;
+	admin_where_init(&w, select, BC_TEXT(c->arg[0]));
+	if (type != NULL)
+		admin_where_add(&w, what, BC_TEXT(type));
+	if (node != NULL)
+		admin_where_add(&w, "subject =", BC_TEXT(node));
+	if (present)
+		admin_where_add(&w, "created_at >=", BC_INT(since));
+	admin_where_tail(&w, " ORDER BY created_at DESC, id DESC LIMIT", BC_INT(limit));
+	return admin_where_list(tx, &w, fn, out);
 }
 
 int admin_events_list(bc_tx *tx, struct admin_call *c)
 {
-	const char *type = bc_http_query(c->req, "type");
 	json_t *arr = NULL;
-	int64_t limit;
 	int rc;
 
-	if ((rc = read_limit(c, &limit)) != 0)
+	if ((rc = history_list(tx, c, EVENT_SELECT "WHERE tenant_id = $1", "type",
+	                       "type =", event_json, &arr)) != 0)
 		return rc;
-	if (type != NULL && (type[0] == '\0' || strlen(type) > EVENT_TYPE_MAX))
-		return admin_fail(c, BC_ERR_INVALID,
-		                  "type: expected an event type of 1 to 64 bytes");
-	if (type != NULL) {
-		bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(type), BC_INT(limit)};
-		rc = admin_query_list(tx,
-		                      EVENT_SELECT "WHERE tenant_id = $1 AND type = $2 "
-		                                   "ORDER BY created_at DESC, id DESC LIMIT $3",
-		                      p, 3, event_json, &arr);
-	} else {
-		bc_param p[] = {BC_TEXT(c->arg[0]), BC_INT(limit)};
-		rc = admin_query_list(tx,
-		                      EVENT_SELECT "WHERE tenant_id = $1 "
-		                                   "ORDER BY created_at DESC, id DESC LIMIT $2",
-		                      p, 2, event_json, &arr);
-	}
-	return rc != 0 ? rc : admin_answer(c, 200, json_pack("{s:o}", "events", arr));
+	return admin_answer(c, 200, json_pack("{s:o}", "events", arr));
+}
+
+static json_t *audit_json(bc_rows *r)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "id", bc_rows_text(r, 0),
+	                 "tenantId", bc_rows_text(r, 1), "actor", bc_rows_text(r, 6), "action",
+	                 bc_rows_text(r, 2), "subject", admin_col_text(r, 3), "data",
+	                 admin_col_json(r, 4, "{}"), "createdAt", admin_time(bc_rows_int(r, 5)));
+}
+
+int admin_audit_list(bc_tx *tx, struct admin_call *c)
+{
+	json_t *arr = NULL;
+	int rc;
+
+	if ((rc = history_list(tx, c,
+	                       "SELECT id, tenant_id, action, subject, data, created_at, actor "
+	                       "FROM audit WHERE tenant_id = $1",
+	                       "action", "action =", audit_json, &arr)) != 0)
+		return rc;
+	return admin_answer(c, 200, json_pack("{s:o}", "audit", arr));
 }

@@ -24,7 +24,9 @@ static const char *const EXPECT_FIELDS[] = {"productUuid", "mac", "serial", NULL
 
 #define TOKEN_SELECT                                                                               \
 	"SELECT id, tenant_id, pool_id, site_id, role, uses_left, uses_total, expires_at, "        \
-	"revoked_at, expect, allow_reclaim, description, created_at, last_used_at "                \
+	"revoked_at, expect, allow_reclaim, description, created_at, last_used_at, "               \
+	"(SELECT p.name FROM pools p WHERE p.id = join_tokens.pool_id), "                          \
+	"(SELECT s.name FROM sites s WHERE s.id = join_tokens.site_id) "                           \
 	"FROM join_tokens "
 #define TOKEN_ONE TOKEN_SELECT "WHERE tenant_id = $1 AND id = $2"
 
@@ -52,15 +54,16 @@ static json_t *expect_json(bc_rows *r, int col)
 
 static json_t *token_json(bc_rows *r)
 {
-	return json_pack("{s:s, s:s, s:o, s:o, s:s, s:I, s:I, s:o, s:o, s:o, s:b, s:o, s:o, s:o}",
-	                 "id", bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
-	                 admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "role",
-	                 bc_rows_text(r, 4), "usesLeft", (json_int_t)bc_rows_int(r, 5), "usesTotal",
-	                 (json_int_t)bc_rows_int(r, 6), "expiresAt", admin_time(bc_rows_int(r, 7)),
-	                 "revokedAt", admin_col_time(r, 8), "expect", expect_json(r, 9),
-	                 "allowReclaim", bc_rows_int(r, 10) != 0, "description",
-	                 admin_col_text(r, 11), "createdAt", admin_time(bc_rows_int(r, 12)),
-	                 "lastUsedAt", admin_col_time(r, 13));
+	return json_pack(
+	    "{s:s, s:s, s:o, s:o, s:s, s:I, s:I, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o}",
+	    "id", bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
+	    admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "role", bc_rows_text(r, 4),
+	    "usesLeft", (json_int_t)bc_rows_int(r, 5), "usesTotal", (json_int_t)bc_rows_int(r, 6),
+	    "expiresAt", admin_time(bc_rows_int(r, 7)), "revokedAt", admin_col_time(r, 8), "expect",
+	    expect_json(r, 9), "allowReclaim", bc_rows_int(r, 10) != 0, "description",
+	    admin_col_text(r, 11), "createdAt", admin_time(bc_rows_int(r, 12)), "lastUsedAt",
+	    admin_col_time(r, 13), "poolName", admin_col_text(r, 14), "siteName",
+	    admin_col_text(r, 15));
 }
 
 /* ---- expect ---- */

@@ -257,3 +257,107 @@ int admin_mint_secret(const char *prefix, const char *id, char **whole, char has
 {
 	return bc_join_mint_secret(prefix, id, whole, hash_hex);
 }
+
+/* ---- filtered lists ---- */
+
+static void where_append(struct admin_where *w, const char *a, const char *b, bc_param v)
+{
+	size_t len = strlen(w->sql);
+	int n;
+
+	if (w->overflow || w->n == ADMIN_WHERE_MAX) {
+		w->overflow = 1;
+		return;
+	}
+	w->p[w->n++] = v;
+	n = snprintf(w->sql + len, sizeof(w->sql) - len, "%s%s $%zu", a, b, w->n);
+	if (n < 0 || (size_t)n >= sizeof(w->sql) - len)
+		w->overflow = 1;
+}
+
+void admin_where_init(struct admin_where *w, const char *base, bc_param first)
+{
+	memset(w, 0, sizeof(*w));
+	if (snprintf(w->sql, sizeof(w->sql), "%s", base) >= (int)sizeof(w->sql))
+		w->overflow = 1;
+	w->p[w->n++] = first;
+}
+
+void admin_where_add(struct admin_where *w, const char *cond, bc_param v)
+{
+	where_append(w, " AND ", cond, v);
+}
+
+void admin_where_tail(struct admin_where *w, const char *tail, bc_param v)
+{
+	where_append(w, "", tail, v);
+}
+
+int admin_where_list(bc_tx *tx, const struct admin_where *w, admin_row_fn fn, json_t **out)
+{
+	*out = NULL;
+	if (w->overflow)
+		return BC_ERR_LIMIT;
+	return admin_query_list(tx, w->sql, w->p, w->n, fn, out);
+}
+
+int admin_query_limit(struct admin_call *c, int64_t def, int64_t max, int64_t *out)
+{
+	const char *s = bc_http_query(c->req, "limit");
+	int64_t v = 0;
+
+	*out = def;
+	if (s == NULL)
+		return 0;
+	for (size_t i = 0; s[i] != '\0'; i++) {
+		if (s[i] < '0' || s[i] > '9' || i >= 6)
+			return admin_fail(c, BC_ERR_INVALID,
+			                  "limit: expected an integer from 1 to %lld",
+			                  (long long)max);
+		v = v * 10 + (s[i] - '0');
+	}
+	if (s[0] == '\0' || v < 1 || v > max)
+		return admin_fail(c, BC_ERR_INVALID, "limit: expected an integer from 1 to %lld",
+		                  (long long)max);
+	*out = v;
+	return 0;
+}
+
+int admin_query_text(struct admin_call *c, const char *key, size_t maxlen, const char **out)
+{
+	const char *s = bc_http_query(c->req, key);
+
+	*out = NULL;
+	if (s == NULL)
+		return 0;
+	if (s[0] == '\0' || strlen(s) > maxlen)
+		return admin_fail(c, BC_ERR_INVALID, "%s: expected 1 to %zu bytes", key, maxlen);
+	*out = s;
+	return 0;
+}
+
+int admin_query_since(struct admin_call *c, int64_t now_ms, int64_t *out, int *present)
+{
+	const char *s = bc_http_query(c->req, "since");
+	int64_t v = 0, d;
+	size_t i;
+
+	*out = 0;
+	*present = 0;
+	if (s == NULL)
+		return 0;
+	for (i = 0; s[i] >= '0' && s[i] <= '9' && i < 15; i++)
+		v = v * 10 + (s[i] - '0');
+	if (i > 0 && s[i] == '\0') {
+		*out = v;
+		*present = 1;
+		return 0;
+	}
+	if (bc_duration_parse_ms(s, &d) != 0 || d < 0 || d > now_ms)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "since: expected a duration back from now (1h, 30m, 7d) or "
+		                  "milliseconds since the epoch");
+	*out = now_ms - d;
+	*present = 1;
+	return 0;
+}

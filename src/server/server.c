@@ -141,7 +141,8 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 		if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
 			text(resp, 405, "application/json", healthz_method);
 		else if (bc_store_run(s->store, BC_TX_READ, healthz_tx, NULL) == 0)
-			text(resp, 200, "application/json", "{\"status\":\"ok\"}");
+			text(resp, 200, "application/json",
+			     "{\"status\":\"ok\",\"version\":\"" BC_VERSION "\"}");
 		else
 			text(resp, 503, "application/json", "{\"status\":\"store unavailable\"}");
 		return;

@@ -3,6 +3,10 @@
 # loopback port and every admin command against it, as tables and as --json; last,
 # an https server on loopback found through ./var/tls-ca.pem.
 . "$(dirname "$0")/lib.sh"
+# cli_pg_test.sh runs this same test with the server's store on PostgreSQL
+if [ "${CLI_ON_PG:-0}" = 1 ]; then
+	. "$(dirname "$0")/pg_lib.sh"
+fi
 CLI="$BIN/better-compute"
 JOIN="$BIN/bc-join"
 W="$T"
@@ -32,8 +36,12 @@ js_is() {
 	got="$(js "$1")"
 	[ "$got" = "$2" ] || { cat "$W/out" >&2; fail "$1 is '$got', expected '$2'"; }
 }
-# sql STATEMENT: runs it on the server's SQLite store, as a join would have written it
+# sql STATEMENT: runs it on the server's store, as a join would have written it
 sql() {
+	if [ "${CLI_ON_PG:-0}" = 1 ]; then
+		psql "$PGURL" -X -q -tA -v ON_ERROR_STOP=1 -c "$1" >/dev/null
+		return
+	fi
 	python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10); c.execute(sys.argv[2]); c.commit()' \
 		"$W/var/bc.db" "$1"
 }
@@ -65,6 +73,54 @@ for c in init "pki init" "api-keys create" "api-keys list" "api-keys revoke" "te
 	out_has "usage: better-compute $c"
 done
 run 0 "$CLI" serve --help
+run 0 "$CLI" audit list --help
+out_has "\-\-since D|TIME"
+run 0 "$CLI" nodes list --help
+out_has "\-\-expiring-within"
+
+echo "== version, completion and man pages"
+VERSION="$(sed -n 's/^project(better_compute VERSION \([0-9.]*\).*/\1/p' "$BC_SOURCE_DIR/CMakeLists.txt")"
+[ -n "$VERSION" ] || VERSION="$(grep -o 'VERSION [0-9][0-9.]*' "$BC_SOURCE_DIR/CMakeLists.txt" | head -n 1 | cut -d' ' -f2)"
+run 0 "$CLI" --version
+out_has "^better-compute $VERSION$"
+run 0 "$CLI" version --json
+js_is 'd["version"]' "$VERSION"
+run 0 "$CLI" completion bash
+cp "$W/out" completion.bash
+bash -n completion.bash || fail "the completion script does not parse"
+[ "$(bash -c '. ./completion.bash; complete -p better-compute')" = "complete -F _better_compute better-compute" ] ||
+	fail "the completion script does not register"
+# complete_words WORD...: what the script offers for the last word
+complete_words() {
+	bash -c '. ./completion.bash; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _better_compute; echo "${COMPREPLY[*]}"' _ "$@"
+}
+[ "$(complete_words better-compute pools up)" = update ] || fail "completion of pools up"
+[ "$(complete_words better-compute --tenant acme nodes li)" = list ] || fail "completion after --tenant"
+case " $(complete_words better-compute nodes list --exp) " in *" --expiring-within "*) ;; *) fail "completion of nodes list options" ;; esac
+case " $(complete_words better-compute au) " in *" audit "*) ;; *) fail "completion of the groups" ;; esac
+run 2 "$CLI" completion zsh
+err_has "only bash"
+bash "$BC_SOURCE_DIR/scripts/manpages.sh" "$BIN" man >/dev/null || fail "manpages.sh"
+grep -q '^\.SS pools update$' man/better-compute.1 || fail "the man page lacks pools update"
+if command -v groff >/dev/null; then
+	groff -man -Tutf8 -ww -z man/better-compute.1 2>groff.err || fail "groff: $(cat groff.err)"
+	[ ! -s groff.err ] || fail "groff warns: $(cat groff.err)"
+	groff -man -Tutf8 man/better-compute.1 | grep -q "expiring-within" || fail "the rendered man page"
+fi
+[ ! -e "$BIN/bcd" ] || [ -s man/bcd.1 ] || fail "manpages.sh wrote no bcd.1"
+
+echo "== --json errors and exit codes"
+run 2 "$CLI" --json frobnicate
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; assert e["code"] == "USAGE", e; assert "frobnicate" in e["message"], e' "$W/err" ||
+	fail "a usage error under --json is not JSON"
+run 2 "$CLI" pools list --frob --json
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["error"]["code"] == "USAGE"' "$W/err" || fail "--frob under --json"
+run 2 "$CLI" nodes list --expiring-within soon
+err_has "\-\-expiring-within"
+run 2 "$CLI" nodes list --limit 501
+err_has "\-\-limit"
+run 2 "$CLI" events list --since yesterday
+err_has "\-\-since"
 run 2 "$CLI" frobnicate
 err_has "unknown command"
 run 2 "$CLI" pools
@@ -78,7 +134,7 @@ err_has "unknown option --frob"
 run 2 "$CLI" pools list --json=yes
 err_has "takes no value"
 run 2 "$CLI" pools get ..
-err_has "is not an id"
+err_has "is not an id or a name"
 run 2 "$CLI" pools create p --policy '{"joinAttestors":'
 err_has "\-\-policy is not valid JSON"
 run 2 "$CLI" pools create p --policy '[1]'
@@ -165,6 +221,10 @@ cmp -s pk/pki.bundle pk/bundle.before || fail "pki init overwrote a bundle"
 run 1 "$CLI" pki init --config pk/nonexistent.toml
 
 echo "== serve"
+if [ "${CLI_ON_PG:-0}" = 1 ]; then
+	"$CLI" store copy --from var/bc.db --to "$PGURL" >/dev/null || fail "store copy to PostgreSQL"
+	sed -i "s|^database *=.*|database    = \"$PGURL\"|" var/server.toml
+fi
 start_server var
 
 echo "== transport and key errors"
@@ -254,11 +314,39 @@ run 0 "$CLI" pools get "$P2" --json
 js_is 'd["name"]' p2b
 run 1 "$CLI" pools get pool_nosuch
 err_has "NOT_FOUND"
+run 1 "$CLI" --json pools get pool_nosuch
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; assert e["code"] == "NOT_FOUND", e' "$W/err" ||
+	fail "a server refusal under --json is not JSON"
+[ ! -s "$W/out" ] || fail "an error printed on stdout"
+echo "== names where ids go"
+# the docs' own example: a pool by name
+run 0 "$CLI" pools create web
+run 0 "$CLI" pools update web --join-attestors join-token
+out_has "^ATTESTORS  *join-token$"
+run 0 "$CLI" pools get web --json
+js_is 'd["policy"]["joinAttestors"]' "['join-token']"
+run 1 "$CLI" pools get nosuch
+err_has 'NOT_FOUND: no pool with the name or id "nosuch"'
+run 1 "$CLI" --json pools update nosuch --name x
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; assert e["code"] == "NOT_FOUND" and "nosuch" in e["message"], e' "$W/err" ||
+	fail "an unknown name under --json"
+# a tenant by name, in --tenant and api-keys create --tenant
+run 0 "$CLI" pools list --tenant acme --json
+js_is '[p["name"] for p in d["pools"]]' "['acme-pool']"
+run 0 "$CLI" --json api-keys create --tenant acme --name by-name
+js_is 'd["tenantId"]' "$ACME"
+BYNAME_ID="$(js 'd["id"]')"
+run 0 "$CLI" api-keys revoke by-name --tenant acme --json
+js_is 'd["id"]' "$BYNAME_ID"
+run 1 "$CLI" pools list --tenant nosuch-tenant
+err_has 'NOT_FOUND: no tenant with the name or id "nosuch-tenant"'
+run 1 "$CLI" --api-key-file acme.key pools get web
+err_has 'NOT_FOUND: no pool with the name or id "web" in tenant'
 run 0 "$CLI" pools list
 out_has "^ID  *NAME  *ATTESTORS  *CREATED"
 out_has "  p2b  "
 run 0 "$CLI" pools list --json --tenant root
-js_is 'len(d["pools"])' 2
+js_is 'len(d["pools"])' 3
 P1="$(js '[p["id"] for p in d["pools"] if p["name"] == "p1"][0]')"
 
 echo "== sites"
@@ -290,8 +378,11 @@ run 1 "$CLI" tokens create --role node --site "$S1"
 err_has "INVALID_INPUT"
 run 0 "$CLI" tokens list
 out_has "^ID  *ROLE  *POOL/SITE  *USES  *STATE  *EXPIRES  *DESCRIPTION"
-out_has "3/3  *active .*rack 7"
+out_has "  p1  *3/3  *active .*rack 7"
 out_lacks "bct_"
+run 0 "$CLI" tokens create --role node --pool p1 --json
+js_is 'd["token"]["poolId"]' "$P1"
+js_is 'd["token"]["poolName"]' p1
 run 0 "$CLI" tokens revoke "$T2"
 out_has "^STATE  *revoked"
 run 0 "$CLI" tokens list --json
@@ -309,7 +400,7 @@ python3 -c 'import json, sys; json.load(open(sys.argv[1]))' pins.json || fail "p
 
 echo "== nodes"
 run 0 "$CLI" nodes list
-out_has "^ID  *ROLE  *STATE"
+out_has "^ID  *STATE  *POOL  *HOSTNAME  *EXPIRES$"
 run 1 "$CLI" nodes get node_nosuch
 err_has "NOT_FOUND"
 if [ -x "$JOIN" ]; then
@@ -318,7 +409,61 @@ if [ -x "$JOIN" ]; then
 	run 0 "$CLI" nodes list --json
 	N="$(js 'd["nodes"][0]["id"]')"
 	run 0 "$CLI" nodes list
-	out_has "^$N  *node  *adopted .*cli-host"
+	out_has "^$N  *adopted  *p1  *cli-host  *in 2[34]h[0-9][0-9]m$"
+	awk 'length > 100 { exit 1 }' "$W/out" || fail "nodes list is wider than 100 columns"
+	# the CLI's clock 26 hours on: the certificate lapsed 2 hours ago
+	run 0 env BC_TEST_CLOCK_OFFSET_MS=$((26 * 3600 * 1000)) "$CLI" nodes list
+	out_has "^$N .* expired [12]h ago$"
+	run 0 "$CLI" tokens create --role node --pool "$P1" --out tok2.secret
+	run 0 "$JOIN" --pins pins.json --token-file tok2.secret --out n2 --hostname cli-host2 \
+		--mac aa:bb:cc:00:00:02
+	run 0 "$CLI" nodes get cli-host2 --json
+	N2="$(js 'd["id"]')"
+	js_is 'd["poolName"]' p1
+	# filters, in SQL on the server
+	run 0 "$CLI" nodes list --pool p1 --state adopted --attestor join-token --json
+	js_is 'len(d["nodes"])' 2
+	run 0 "$CLI" nodes list --pool web --json
+	js_is 'len(d["nodes"])' 0
+	run 0 "$CLI" nodes list --state retired --json
+	js_is 'len(d["nodes"])' 0
+	run 0 "$CLI" nodes list --attestor tpm --json
+	js_is 'len(d["nodes"])' 0
+	run 0 "$CLI" nodes list --expiring-within 2h --json
+	js_is 'len(d["nodes"])' 0
+	run 0 "$CLI" nodes list --expiring-within 25h --json
+	js_is 'len(d["nodes"])' 2
+	run 1 "$CLI" nodes list --pool nosuch
+	err_has 'NOT_FOUND: no pool with the name or id "nosuch"'
+	# pages: a full page names the next cursor
+	run 0 "$CLI" nodes list --limit 1
+	FIRST="$(awk 'NR == 2 { print $1 }' "$W/out")"
+	err_has "more nodes: add \-\-after $FIRST"
+	run 0 "$CLI" nodes list --limit 1 --after "$FIRST" --json
+	js_is 'len(d["nodes"])' 1
+	js_is 'd["nodes"][0]["id"] > "'"$FIRST"'"' True
+	js_is 'd["nextCursor"] == d["nodes"][0]["id"]' True
+	run 0 "$CLI" nodes list --limit 2 --after "$(js 'd["nodes"][0]["id"]')" --json
+	js_is 'd["nodes"]' "[]"
+	js_is 'd["nextCursor"]' None
+	# an ambiguous hostname names the nodes it matches
+	sql "UPDATE nodes SET hostname = 'cli-host' WHERE id = '$N2'"
+	run 1 "$CLI" nodes get cli-host
+	err_has "AMBIGUOUS: 2 nodes have the hostname \"cli-host\": "
+	err_has "$N"
+	err_has "$N2"
+	run 1 "$CLI" nodes cordon no-such-host
+	err_has 'NOT_FOUND: no node with the hostname or id "no-such-host"'
+	sql "UPDATE nodes SET hostname = 'cli-host2' WHERE id = '$N2'"
+	run 0 "$CLI" nodes cordon cli-host2
+	out_has "node $N2 cordoned"
+	run 0 "$CLI" events list --node cli-host2 --json
+	js_is '[e["type"] for e in d["events"]]' "['node.cordoned', 'node.joined']"
+	run 0 "$CLI" audit list --node "$N2" --json
+	js_is '[a["action"] for a in d["audit"]]' "['node.cordoned', 'node.joined']"
+	js_is 'd["audit"][0]["actor"].startswith("api:key_")' True
+	run 0 "$CLI" nodes retire cli-host2
+	run 0 "$CLI" nodes delete cli-host2 --yes
 	run 0 "$CLI" nodes get "$N"
 	out_has "^MACS  *aa:bb:cc:00:00:01"
 	out_has "^CERT EXPIRES  *20"
@@ -375,6 +520,29 @@ out_has "pool.created"
 run 0 "$CLI" events list --type pool.created --limit 1 --json
 js_is 'len(d["events"])' 1
 js_is 'd["events"][0]["type"]' pool.created
+run 0 "$CLI" events list --since 1h --type pool.created --json
+js_is 'len(d["events"]) >= 3' True
+run 0 "$CLI" events list --since 2000-01-01T00:00:00Z --type pool.created --json
+js_is 'len(d["events"]) >= 3' True
+run 0 "$CLI" events list --since "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" --json
+js_is 'len(d["events"])' 0
+run 0 "$CLI" events list --tenant acme --type pool.created --json
+js_is '[e["tenantId"] for e in d["events"]]' "['$ACME']"
+
+echo "== audit"
+run 0 "$CLI" audit list
+out_has "^TIME  *ACTOR  *ACTION  *SUBJECT  *DATA"
+out_has "pool.updated"
+run 0 "$CLI" audit list --action pool.created --since 1h --limit 2 --json
+js_is 'len(d["audit"])' 2
+js_is 'set(a["action"] for a in d["audit"])' "{'pool.created'}"
+run 2 "$CLI" audit list --limit 0
+err_has "\-\-limit"
+
+echo "== /healthz names the version"
+curl -sf "http://127.0.0.1:$PORT/healthz" >"$W/out" || fail "/healthz"
+js_is 'd["version"]' "$VERSION"
+js_is 'd["status"]' ok
 
 echo "== SIGTERM"
 stop_server var

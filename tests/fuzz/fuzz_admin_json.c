@@ -2,7 +2,9 @@
  * take the most structured JSON: POST tokens (expect, bounds), PATCH and POST pools
  * (the policy and joinAttestors), machines commission (MAC, UUID) and deploy (a node
  * with inventory: site_fuzz and node_fuzz are seeded). The first byte picks the
- * route; the rest is the body. The store is one SQLite file under /tmp, created at the first input.
+ * route; the rest is the body. Routes 5 to 7 are the list routes with query arguments
+ * (nodes, events, audit): the rest is "key=value" pairs split at '&', NUL-terminated.
+ * The store is one SQLite file under /tmp, created at the first input.
  *
  * Every answer must be JSON with a status the API documents; a 500 is a finding. */
 #include <jansson.h>
@@ -66,6 +68,44 @@ static int seed(bc_tx *tx, void *arg)
 	return bc_admin_create_api_key(tx, "root", "fuzz", key);
 }
 
+#define MAX_QUERY 8
+
+/* GET path with the query arguments of text ("a=1&b=2"). */
+static void handle_query(const char *path, const uint8_t *data, size_t len,
+                         struct bc_http_response *resp)
+{
+	const char *keys[MAX_QUERY], *vals[MAX_QUERY];
+	char *text = strndup((const char *)data, len), *p = text, *amp;
+	size_t n = 0;
+
+	if (text == NULL)
+		abort();
+	while (p != NULL && n < MAX_QUERY) {
+		char *eq;
+
+		if ((amp = strchr(p, '&')) != NULL)
+			*amp = '\0';
+		eq = strchr(p, '=');
+		if (eq != NULL)
+			*eq = '\0';
+		keys[n] = p;
+		vals[n++] = eq ? eq + 1 : "";
+		p = amp ? amp + 1 : NULL;
+	}
+	struct bc_http_request req = {
+	    .method = "GET",
+	    .path = path,
+	    .authorization = auth,
+	    .peer = "127.0.0.1",
+	    .query_keys = keys,
+	    .query_vals = vals,
+	    .n_query = n,
+	};
+	memset(resp, 0, sizeof(*resp));
+	bc_admin_handle(&cfg, &req, resp);
+	free(text);
+}
+
 static void handle(const char *method, const char *path, const uint8_t *body, size_t len,
                    struct bc_http_response *resp)
 {
@@ -126,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size == 0)
 		return 0;
-	switch (data[0] % 5) {
+	switch (data[0] % 8) {
 	case 0: handle("POST", "/v1/tenants/root/tokens", data + 1, size - 1, &resp); break;
 	case 1: handle("PATCH", pool_path, data + 1, size - 1, &resp); break;
 	case 2:
@@ -135,6 +175,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3:
 		handle("POST", "/v1/tenants/root/machines/deploy", data + 1, size - 1, &resp);
 		break;
+	case 5: handle_query("/v1/tenants/root/nodes", data + 1, size - 1, &resp); break;
+	case 6: handle_query("/v1/tenants/root/events", data + 1, size - 1, &resp); break;
+	case 7: handle_query("/v1/tenants/root/audit", data + 1, size - 1, &resp); break;
 	default: handle("POST", "/v1/tenants/root/pools", data + 1, size - 1, &resp); break;
 	}
 	if (resp.status != 200 && resp.status != 201 && resp.status != 400 && resp.status != 409)

@@ -1335,7 +1335,63 @@ static void test_events(void **state)
 		snprintf(url, sizeof(url), "/v1/tenants/root/events?%s", bad[i]);
 		expect_invalid(F.root_auth, "GET", url, NULL, bad[i][0] == 'l' ? "limit" : "type");
 	}
-	expect_invalid(F.root_auth, "GET", "/v1/tenants/root/events?since=1", NULL, "query.since");
+	expect_invalid(F.root_auth, "GET", "/v1/tenants/root/events?frob=1", NULL, "query.frob");
+
+	/* since: milliseconds since the epoch, or a duration back from now; node: the subject */
+	l = ok(F.root_auth, "GET", "/v1/tenants/root/events?since=20000&node=node_x", NULL, 200);
+	ev = json_object_get(l, "events");
+	assert_int_equal(json_array_size(ev), 2);
+	assert_string_equal(str(json_array_get(ev, 0), "id"), "evt_c");
+	assert_string_equal(str(json_array_get(ev, 1), "id"), "evt_b");
+	json_decref(l);
+	l = ok(F.root_auth, "GET", "/v1/tenants/root/events?since=1h", NULL, 200);
+	ev = json_object_get(l, "events");
+	for (size_t i = 0; i < json_array_size(ev); i++)
+		assert_string_not_equal(str(json_array_get(ev, i), "subject"), "node_x");
+	assert_true(json_array_size(ev) >= 2);
+	json_decref(l);
+	l = ok(F.root_auth, "GET", "/v1/tenants/root/events?node=node_y", NULL, 200);
+	assert_int_equal(json_array_size(json_object_get(l, "events")), 0);
+	json_decref(l);
+	const char *bad_since[] = {"since=", "since=yesterday", "since=-1h", "node="};
+	for (size_t i = 0; i < sizeof(bad_since) / sizeof(bad_since[0]); i++) {
+		snprintf(url, sizeof(url), "/v1/tenants/root/events?%s", bad_since[i]);
+		expect_invalid(F.root_auth, "GET", url, NULL,
+		               bad_since[i][0] == 's' ? "since" : "node");
+	}
+
+	/* the audit trail: the same filters, with the actor */
+	l = ok(F.root_auth, "GET", "/v1/tenants/root/audit?action=pool.updated&since=1h", NULL,
+	       200);
+	ev = json_object_get(l, "audit");
+	assert_int_equal(json_array_size(ev), 1);
+	assert_string_equal(str(json_array_get(ev, 0), "subject"), id);
+	assert_int_equal(strncmp(str(json_array_get(ev, 0), "actor"), "api:key_", 8), 0);
+	json_decref(l);
+	expect_invalid(F.root_auth, "GET", "/v1/tenants/root/audit?limit=0", NULL, "limit");
+	expect_invalid(F.root_auth, "GET", "/v1/tenants/root/audit?type=x", NULL, "query.type");
+
+	/* the nodes list's filters and page, each refused by name when out of shape */
+	const char *bad_nodes[][2] = {
+	    {"limit=0", "limit"},
+	    {"limit=501", "limit"},
+	    {"state=", "state"},
+	    {"pool=", "pool"},
+	    {"after=", "after"},
+	    {"expiringWithin=soon", "expiringWithin"},
+	    {"expiringWithin=400d", "expiringWithin"},
+	    {"hostname=", "hostname"},
+	    {"role=node", "query.role"},
+	};
+	for (size_t i = 0; i < sizeof(bad_nodes) / sizeof(bad_nodes[0]); i++) {
+		snprintf(url, sizeof(url), "/v1/tenants/root/nodes?%s", bad_nodes[i][0]);
+		expect_invalid(F.root_auth, "GET", url, NULL, bad_nodes[i][1]);
+	}
+	l = ok(F.root_auth, "GET",
+	       "/v1/tenants/root/nodes?state=adopted&limit=500&expiringWithin=2h", NULL, 200);
+	assert_true(json_is_array(json_object_get(l, "nodes")));
+	assert_true(json_is_null(json_object_get(l, "nextCursor")));
+	json_decref(l);
 
 	/* another tenant's events are its own */
 	char acme[64], acme_auth[192];
