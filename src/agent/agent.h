@@ -304,9 +304,10 @@ struct bcd_opts {
 	const char *identity_token_file; /* cloud-iid oidc */
 	const char *role;                /* bcd join --role: node (default) or site */
 	const char *cmdline;             /* bcd ramdisk --cmdline (default /proc/cmdline) */
+	const char *shell; /* bcd completion SHELL */
 	int reset;
 	int yes;
-	int json;
+	int json; /* bcd status, bcd doctor */
 };
 /* ---- commissioning: the untrusted text (bootparse.c) ---- */
 #define BCD_CMDLINE_MAX 4096 /* /proc/cmdline is at most a page */
