@@ -9,6 +9,7 @@
  * control character the formats would have to escape. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #include "cli/cli.h"
 
 #define DEFAULT_DATA_DIR "/var/lib/bcd"
+/* the unit's data directory line, replaced by --data-dir's */
+#define UNIT_DATA_DIR DEFAULT_DATA_DIR
 
 /* A copy of packaging/bcd.service: keep the two in step. */
 static const char unit_text[] =
@@ -37,7 +40,7 @@ static const char unit_text[] =
     "Group=bcd\n"
     "StateDirectory=bcd\n"
     "StateDirectoryMode=0700\n"
-    "ReadWritePaths=/var/lib/bcd\n"
+    "ReadWritePaths=" UNIT_DATA_DIR "\n"
     "UMask=0077\n"
     "NoNewPrivileges=yes\n"
     "ProtectSystem=strict\n"
@@ -273,6 +276,10 @@ static const char script_head[] =
 
 static const char script_body[] =
     "ROOT=${BCD_ROOT:-}\n"
+    "# the data directory is under BCD_ROOT too (in the config this script writes and runs)\n"
+    "case $ROOT in *[!A-Za-z0-9._/+-]*) echo \"install-bcd: BCD_ROOT: letters, digits and ._/+- "
+    "only\" >&2; exit 2 ;; esac\n"
+    "DATA=$ROOT$DATA_DIR\n"
     "SYSTEMCTL=${SYSTEMCTL:-systemctl}\n"
     "CONFIG=$ROOT/etc/bcd/config.toml\n"
     "BCD=$ROOT/usr/local/bin/bcd\n"
@@ -320,21 +327,39 @@ static const char script_body[] =
     "umask 022\n"
     "mkdir -p \"$ROOT/usr/local/bin\" \"$ROOT/etc/bcd\" \"$ROOT/etc/systemd/system\" || die "
     "\"cannot make the directories under ${ROOT:-/}\"\n"
-    "mkdir -p -m 0700 \"$DATA_DIR\" || die \"cannot make $DATA_DIR\"\n"
+    "mkdir -p -m 0700 \"$DATA\" || die \"cannot make $DATA\"\n"
     "# every file through a temporary name and a rename: an upgrade never leaves half a file\n"
     "put() {\n"
     "\tt=$1.new.$$\n"
     "\tcat >\"$t\" && chmod \"$2\" \"$t\" && mv -f \"$t\" \"$1\" || { rm -f \"$t\"; die \"cannot "
     "write $1\"; }\n"
     "}\n"
+    "sha256_of() {\n"
+    "\tif command -v sha256sum >/dev/null 2>&1; then sha256sum <\"$1\" | cut -d' ' -f1\n"
+    "\telse openssl dgst -sha256 -r <\"$1\" | cut -d' ' -f1; fi\n"
+    "}\n"
+    "# the binary pinned by its SHA-256: anything else is removed, not installed\n"
+    "pinned() {\n"
+    "\t[ -z \"$BCD_SHA256\" ] && return 0\n"
+    "\tgot=$(sha256_of \"$1\") || got=\n"
+    "\t[ \"$got\" = \"$BCD_SHA256\" ] && return 0\n"
+    "\trm -f \"$1\"\n"
+    "\tdie \"refusing to install bcd from $2: its SHA-256 is ${got:-unknown}, not the pinned "
+    "$BCD_SHA256 (a different or tampered binary: print a new script for this release)\"\n"
+    "}\n"
     "if [ -n \"$BCD_URL\" ]; then\n"
-    "\tcurl -fsSL --proto '=https,http' --proto-redir '=https' -o \"$BCD.new.$$\" \"$BCD_URL\" || "
+    "\tcurl -fsSL --proto '=https' --proto-redir '=https' -o \"$BCD.new.$$\" \"$BCD_URL\" || "
     "{ rm -f \"$BCD.new.$$\"; die \"cannot download bcd from $BCD_URL\"; }\n"
+    "\tpinned \"$BCD.new.$$\" \"$BCD_URL\"\n"
     "\tchmod 0755 \"$BCD.new.$$\" && mv -f \"$BCD.new.$$\" \"$BCD\" || die \"cannot install "
     "$BCD\"\n"
     "else\n"
     "\t[ -r \"$BCD_PATH\" ] || die \"cannot read $BCD_PATH (--bcd-path)\"\n"
-    "\tput \"$BCD\" 0755 <\"$BCD_PATH\"\n"
+    "\tcat <\"$BCD_PATH\" >\"$BCD.new.$$\" || { rm -f \"$BCD.new.$$\"; die \"cannot copy "
+    "$BCD_PATH\"; }\n"
+    "\tpinned \"$BCD.new.$$\" \"$BCD_PATH\"\n"
+    "\tchmod 0755 \"$BCD.new.$$\" && mv -f \"$BCD.new.$$\" \"$BCD\" || die \"cannot install "
+    "$BCD\"\n"
     "fi\n";
 
 static const char script_tail[] =
@@ -361,7 +386,7 @@ static const char script_tail[] =
     "fi\n"
     "TOKEN=\n"
     "# bcd join ran as root: the identity is bcd node's\n"
-    "$CHOWN -R bcd:bcd \"$DATA_DIR\" || die \"cannot give $DATA_DIR to the user bcd\"\n"
+    "$CHOWN -R bcd:bcd \"$DATA\" || die \"cannot give $DATA to the user bcd\"\n"
     "$SYSTEMCTL daemon-reload\n"
     "$SYSTEMCTL enable bcd-helper.service bcd.service\n"
     "$SYSTEMCTL restart bcd-helper.service\n"

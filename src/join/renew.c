@@ -158,6 +158,11 @@ static int precheck(struct renew_state *st, const char **reason)
 		*reason = BC_R_CSR_INVALID;
 		goto out;
 	}
+	/* a check is answered with the leaf itself: its CSR is for the leaf's key */
+	if (rq->check_only && !bc_key_same(st->csr_key, X509_get0_pubkey(leaf))) {
+		*reason = BC_R_RENEW_MALFORMED;
+		goto out;
+	}
 	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256)) != 0 ||
 	    (rc = bc_key_spki_sha256(st->csr_key, st->csr_spki_sha256)) != 0)
 		goto out;
