@@ -171,8 +171,7 @@ static const struct cli_cmd commands[] = {
      "join-token|tpm|provisioned|cloud-iid [--provider gcp|aws|oidc] [--audience A]] "
      "[--data-dir DIR]",
      "print a sh script that installs or upgrades bcd on a machine and joins it",
-     "bcd-url= bcd-path= bcd-sha256= bcd-file= attestor= provider= audience= data-dir=", 0,
-     0, API,
+     "bcd-url= bcd-path= bcd-sha256= bcd-file= attestor= provider= audience= data-dir=", 0, 0, API,
      cli_cmd_daemon_install_script,
      "  --bcd-url URL        where the machine downloads the bcd binary (https:// only)\n"
      "  --bcd-sha256 HEX     the binary's SHA-256: the script installs nothing else\n"
