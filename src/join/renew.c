@@ -335,13 +335,18 @@ static int check_tx(bc_tx *tx, void *arg)
 	const ProtobufCBinaryData *leaf = &st->rq->chain[0];
 	struct bc_join_decision *is = &st->d.issued;
 	const char *reason = NULL;
-	int64_t generation = 0;
+	int64_t generation = 0, successors = 0;
 	int rc;
 
 	renew_decision_reset(&st->d);
 	is->now_ms = bc_tx_now_ms(tx);
 	if ((rc = check_current(tx, st, &generation, &reason)) != 0)
 		return rc;
+	/* as lineage(): a leaf whose one extra renewal is spent renews no more */
+	if (reason == NULL && (rc = bc_row_cert_successors(tx, st->d.serial, &successors)) != 0)
+		return rc;
+	if (reason == NULL && successors >= 2)
+		reason = BC_R_RENEW_SUPERSEDED;
 	if (reason != NULL) {
 		st->d.reason = reason;
 		return BC_ERR_DENIED;
