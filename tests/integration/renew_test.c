@@ -618,9 +618,12 @@ static void test_predecessor_renews_once_after_a_crash(void **state)
 	assert_true(s2.ans.chain_lens[0] != lost.ans.chain_lens[0] ||
 	            memcmp(s2.ans.chain[0], lost.ans.chain[0], lost.ans.chain_lens[0]) != 0);
 	assert_int_equal(node_certs(j.ans.node_id), 3);
-	/* not twice */
+	/* not twice, and a check (bcd doctor) of it says so too */
 	struct renew_opts o = opts_of(&j);
 	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	o.check_only = 1;
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	o.check_only = 0;
 	/* the successor it replaced is retired; the re-issued one is the node's */
 	o = opts_of(&lost);
 	expect_refused(&o, "renew-superseded", j.ans.node_id);
