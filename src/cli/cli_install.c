@@ -277,8 +277,8 @@ static const char script_body[] =
     "ROOT=${BCD_ROOT:-}\n"
     "# the data directory is under BCD_ROOT too (in the config this script writes and runs)\n"
     "DATA=$ROOT$DATA_DIR\n"
-    "case $DATA in *[!A-Za-z0-9._/+-]*) echo \"install-bcd: BCD_ROOT: letters, digits and ._/+- "
-    "only\" >&2; exit 2 ;; esac\n"
+    "case $DATA in *[!A-Za-z0-9._/+-]*) echo \"install-bcd: the data directory $DATA (BCD_ROOT "
+    "and --data-dir): letters, digits and ._/+- only\" >&2; exit 2 ;; esac\n"
     "SYSTEMCTL=${SYSTEMCTL:-systemctl}\n"
     "CONFIG=$ROOT/etc/bcd/config.toml\n"
     "BCD=$ROOT/usr/local/bin/bcd\n"
@@ -542,6 +542,12 @@ int cli_cmd_daemon_install_script(struct cli *c)
 	if ((rc = script_opts(c, &attestor, &url, &path, pin)) != 0 ||
 	    (rc = data_dir_opt(c, &data_dir)) != 0)
 		return rc;
+	/* the script puts it into sed and the unit: what needs no quoting anywhere */
+	if (strspn(data_dir,
+	           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/+-") !=
+	    strlen(data_dir))
+		return cli_usage(c,
+		                 "--data-dir: letters, digits and ._/+- only in an install script");
 	if ((rc = fetch_files(c, &toml, &ca)) != 0 || (rc = add_helper(&toml)) != 0 ||
 	    (rc = add_cloud(c, attestor, &toml)) != 0)
 		goto out;

@@ -42,6 +42,8 @@ grep -q -- "--bcd-sha256: 64 hex digits" bad.out || fail "short pin: $(cat bad.o
 usage --bcd-url https://example.com/bcd --bcd-sha256 "$SUM" --bcd-file "$BIN/bcd"
 usage --bcd-url https://example.com/bcd --bcd-file "$T/nowhere"
 grep -q -- "--bcd-file $T/nowhere: cannot read it" bad.out || fail "missing --bcd-file: $(cat bad.out)"
+usage --bcd-path "$BIN/bcd" --data-dir "/srv/b|cd"
+grep -q -- "--data-dir: letters, digits and ._/+- only" bad.out || fail "--data-dir b|cd: $(cat bad.out)"
 UPPER=$(echo "$SUM" | tr a-f A-F)
 bc daemon install-script --bcd-url https://example.com/bcd --bcd-sha256 "$UPPER" >good.sh 2>good.out ||
 	fail "https refused: $(cat good.out)"
@@ -143,6 +145,12 @@ grep -q "refusing to install bcd from $BIN/bcd: its SHA-256 is $SUM, not the pin
 [ ! -e "$R5/usr/local/bin/bcd" ] || fail "the refused binary was installed"
 ls -A "$R5/usr/local/bin" | grep -q . && fail "the refused binary was left: $(ls -A "$R5/usr/local/bin")"
 [ ! -e "$R5/etc/bcd/config.toml" ] || fail "the refused install wrote its config"
+
+# a BCD_ROOT the script cannot put into its config and unit as it is: exit 2, nothing made
+rc=0; BCD_ROOT="$T/root 6" SYSTEMCTL=true sh install.sh <var/t2 >root6.out 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "install-bcd: the data directory $T/root 6/srv/bcd (BCD_ROOT and --data-dir)" root6.out ||
+	fail "BCD_ROOT with a space: $rc $(cat root6.out)"
+[ ! -e "$T/root 6" ] || fail "BCD_ROOT with a space made something"
 
 # tpm: no TPM under the root: fails before installing anything
 bc daemon install-script --attestor tpm --bcd-path "$BIN/bcd" >tpm.sh
