@@ -155,6 +155,18 @@ BC_WUR int bc_client_renew_attested(const struct bc_client_pins *pins, const uin
                                     size_t next_csr_len, const struct bc_key_attestation *ka,
                                     struct bc_join_answer *out, char *err, size_t errlen);
 
+/* Asks whether chain's leaf is still current (RenewRequest.check_only): the proof as
+ * bc_client_renew_with's, csr a CSR for the leaf's own key (DER), nothing issued. 0
+ * when the server answered the same leaf, signed; BC_ERR_DENIED when it refused
+ * (revoked, superseded, another identity generation, the node retired, expired, or
+ * the client's time out of the window: the reason is only in the server's
+ * security.renew.refused event); BC_ERR_VERIFY for an answer that is not for this
+ * leaf; BC_ERR_UNAVAILABLE when unreachable. err says what happened. */
+BC_WUR int bc_client_renew_check(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                                 const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
+                                 bc_sign_fn sign, void *sign_ctx, const uint8_t *csr,
+                                 size_t csr_len, char *err, size_t errlen);
+
 /* Sets on a libcurl easy handle (CURL *) what every call to the control plane shares:
  * the URL, http/https only, no redirects, the pinned CA bundle alone, peer and host
  * verified, TLS 1.2 at least, no proxy for loopback http; cerr (CURL_ERROR_SIZE

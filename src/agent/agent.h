@@ -270,6 +270,11 @@ BC_WUR int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_clie
 	"more than the grace period ago, revoked, or the node was retired); join again with a "    \
 	"new token: bcd join --reset --yes --token-file FILE"
 
+/* What to do when the server no longer holds this node's certificate as current. */
+#define BCD_REJOIN_HINT                                                                            \
+	"join again with a new join token from the operator (better-compute tokens create): "      \
+	"bcd join --reset --yes --token-file FILE"
+
 /* ---- hardware claims (claims.c) ---- */
 /* From [fakehw] claims when set, otherwise from /sys, uname and the host name.
  * Free with bcd_claims_free. */
@@ -304,9 +309,10 @@ struct bcd_opts {
 	const char *identity_token_file; /* cloud-iid oidc */
 	const char *role;                /* bcd join --role: node (default) or site */
 	const char *cmdline;             /* bcd ramdisk --cmdline (default /proc/cmdline) */
+	const char *shell;               /* bcd completion SHELL */
 	int reset;
 	int yes;
-	int json;
+	int json; /* bcd status, bcd doctor */
 };
 /* ---- commissioning: the untrusted text (bootparse.c) ---- */
 #define BCD_CMDLINE_MAX 4096 /* /proc/cmdline is at most a page */

@@ -1,6 +1,8 @@
 /* bcd status (the identity in one line, or JSON) and bcd doctor (checks, each ok, warn
- * or fail with a hint). Both only read: neither writes to the data directory, except
- * that loading an identity finishes a renewal whose certificate was already swapped. */
+ * or fail with a hint, as lines or JSON; one check asks the server whether the
+ * certificate is still current, RenewRequest.check_only, proven by the node key). Both
+ * only read: neither writes to the data directory, except that loading an identity
+ * finishes a renewal whose certificate was already swapped. */
 #include <grp.h>
 #include <jansson.h>
 #include <pwd.h>
@@ -75,23 +77,34 @@ out:
 
 enum verdict { OK = 0, WARN = 1, FAIL = 2 };
 
+static const char *const verdict_words[] = {"ok", "warn", "fail"};
+
 struct report {
 	int worst;
+	json_t *checks; /* --json: the checks, printed at the end; NULL: lines as they come */
+	int nomem;
 };
 
 static void check(struct report *r, enum verdict v, const char *name, const char *what,
                   const char *hint)
 {
-	static const char *const words[] = {"ok", "warn", "fail"};
-
-	printf("%-4s  %-18s %s\n", words[v], name, what);
-	if (v != OK && hint != NULL)
-		printf("      %-18s hint: %s\n", "", hint);
 	if ((int)v > r->worst)
 		r->worst = v;
+	if (r->checks != NULL) {
+		json_t *c =
+		    json_pack("{s:s, s:s, s:s, s:s?}", "name", name, "status", verdict_words[v],
+		              "message", what, "hint", v != OK ? hint : NULL);
+		if (c == NULL || json_array_append_new(r->checks, c) != 0)
+			r->nomem = 1;
+		return;
+	}
+	printf("%-4s  %-18s %s\n", verdict_words[v], name, what);
+	if (v != OK && hint != NULL)
+		printf("      %-18s hint: %s\n", "", hint);
 }
 
-static void check_server(struct report *r, const struct bc_client_pins *pins)
+/* 1 when the server answered /healthz (whatever its status). */
+static int check_server(struct report *r, const struct bc_client_pins *pins)
 {
 	struct bcd_msg m = {""};
 	char what[1200];
@@ -102,14 +115,14 @@ static void check_server(struct report *r, const struct bc_client_pins *pins)
 		check(r, FAIL, "server reachable", m.text,
 		      "check the server URL in the config, the network and the server's TLS");
 		check(r, WARN, "clock skew", "not measured (no answer from the server)", NULL);
-		return;
+		return 0;
 	}
 	snprintf(what, sizeof(what), "%s/healthz answered HTTP %ld", pins->server_url, status);
 	check(r, status == 200 ? OK : FAIL, "server reachable", what,
 	      "the server is up but unhealthy: ask the operator (its store may be down)");
 	if (date == 0) {
 		check(r, WARN, "clock skew", "the server sent no Date header", NULL);
-		return;
+		return 1;
 	}
 	/* against the system clock: the server's Date is its system clock too */
 	skew = (int64_t)time(NULL) * 1000 - date;
@@ -120,6 +133,7 @@ static void check_server(struct report *r, const struct bc_client_pins *pins)
 	                                                 : OK,
 	      "clock skew", what,
 	      "fix this machine's time (NTP): renewals are refused beyond 60 s of skew");
+	return 1;
 }
 
 static void check_window(struct report *r, const struct bcd_identity *id)
@@ -215,7 +229,48 @@ static void check_tpm(struct report *r, const struct bcd_config *cfg)
 	bcd_keyops_close(s);
 }
 
-static void check_identity(struct report *r, const struct bcd_config *cfg)
+/* The server asked whether the certificate is still current, proven by the node key
+ * (the proof of a renewal; nothing is issued). pins NULL: the server did not answer. */
+static void check_current(struct report *r, const struct bc_client_pins *pins,
+                          struct bcd_identity *id)
+{
+	static const char name[] = "identity current";
+	struct bcd_msg m = {""};
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
+	char err[512] = "";
+	int rc;
+
+	if (pins == NULL) {
+		check(r, WARN, name, "not asked (no answer from the server)",
+		      "run bcd doctor again once the server answers");
+		return;
+	}
+	if (bc_now_ms() >= id->not_after_ms)
+		return; /* the certificate check failed already, and says what to do */
+	if (bcd_nodekey_csr(&id->nk, BC_WIRE_CSR_CN, &csr, &csr_len, &m) != 0) {
+		check(r, FAIL, name, m.text, "see the node key and tpm checks");
+		return;
+	}
+	rc = bc_client_renew_check(pins, (const uint8_t *const *)id->chain, id->chain_lens,
+	                           id->n_chain, id->key, bcd_nodekey_sign, &id->nk, csr, csr_len,
+	                           err, sizeof(err));
+	free(csr);
+	if (rc == 0)
+		check(r, OK, name, "the server holds this certificate as the node's current one",
+		      NULL);
+	else if (rc == BC_ERR_DENIED)
+		check(r, FAIL, name,
+		      "the server refused this certificate: it was revoked, a newer certificate of "
+		      "this node superseded it (a re-join or a reclaim), or the node was retired "
+		      "(or this machine's clock is more than 60 s off: see clock skew)",
+		      BCD_REJOIN_HINT);
+	else
+		check(r, WARN, name, err, "run bcd doctor again once the server answers");
+}
+
+static void check_identity(struct report *r, const struct bcd_config *cfg,
+                           const struct bc_client_pins *pins)
 {
 	struct bcd_identity id;
 	struct bcd_msg m = {""};
@@ -232,35 +287,62 @@ static void check_identity(struct report *r, const struct bcd_config *cfg)
 	check(r, OK, "identity", what, NULL);
 	check_window(r, &id);
 	check_node_key(r, cfg, &id);
+	check_current(r, pins, &id);
 	bcd_identity_free(&id);
+}
+
+/* --json: {"status": worst, "ok": no failure, "checks": [{name, status, message,
+ * hint}]}. */
+static int print_json(struct report *r)
+{
+	json_t *j = json_pack("{s:s, s:b, s:O}", "status", verdict_words[r->worst], "ok",
+	                      r->worst != FAIL, "checks", r->checks);
+	char *text = j != NULL && !r->nomem ? bc_json_dump(j) : NULL;
+
+	if (text != NULL)
+		printf("%s\n", text);
+	free(text);
+	json_decref(j);
+	return text != NULL ? 0 : BC_ERR_NOMEM;
+}
+
+static void run_checks(struct report *r, const char *path)
+{
+	struct bcd_config cfg;
+	struct bc_client_pins pins;
+	struct bcd_msg why = {""};
+	int answered = 0;
+
+	memset(&pins, 0, sizeof(pins));
+	if (bcd_config_load(path, &cfg, &why) != 0) {
+		check(r, FAIL, "config", why.text,
+		      "write it with better-compute daemon config --bcd-dir");
+		return;
+	}
+	if (bcd_pins_from_config(&cfg, &pins, &why) != 0) {
+		check(r, FAIL, "config", why.text,
+		      "write it with better-compute daemon config --bcd-dir");
+	} else {
+		check(r, OK, "config", cfg.path, NULL);
+		answered = check_server(r, &pins);
+	}
+	check_tpm(r, &cfg);
+	check_identity(r, &cfg, answered ? &pins : NULL);
+	bc_client_pins_free(&pins);
+	bcd_config_free(&cfg);
 }
 
 int bcd_cmd_doctor(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 {
-	struct report r = {OK};
-	struct bcd_config cfg;
-	struct bc_client_pins pins;
-	struct bcd_msg why = {""};
+	struct report r = {OK, NULL, 0};
+	int rc = 0;
 
-	(void)m;
-	memset(&pins, 0, sizeof(pins));
-	if (bcd_config_load(o->config, &cfg, &why) != 0) {
-		check(&r, FAIL, "config", why.text,
-		      "write it with better-compute daemon config --bcd-dir");
-		*exit_status = 1;
-		return 0;
-	}
-	if (bcd_pins_from_config(&cfg, &pins, &why) != 0) {
-		check(&r, FAIL, "config", why.text,
-		      "write it with better-compute daemon config --bcd-dir");
-	} else {
-		check(&r, OK, "config", cfg.path, NULL);
-		check_server(&r, &pins);
-	}
-	check_tpm(&r, &cfg);
-	check_identity(&r, &cfg);
-	bc_client_pins_free(&pins);
-	bcd_config_free(&cfg);
+	if (o->json && (r.checks = json_array()) == NULL)
+		return BC_ERR_NOMEM;
+	run_checks(&r, o->config);
+	if (r.checks != NULL && (rc = print_json(&r)) != 0)
+		bcd_say(m, "out of memory printing the checks");
+	json_decref(r.checks);
 	*exit_status = r.worst == FAIL ? 1 : 0;
-	return 0;
+	return rc;
 }

@@ -7,8 +7,8 @@
  * line base64 of their SPKI DER. Everything from the server is checked before it is
  * written into a file or a script: keys parse, strings hold no quote, backslash or
  * control character the formats would have to escape. */
-#include <arpa/inet.h>
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +19,8 @@
 #include "cli/cli.h"
 
 #define DEFAULT_DATA_DIR "/var/lib/bcd"
+/* the unit's data directory line, replaced by --data-dir's */
+#define UNIT_DATA_DIR DEFAULT_DATA_DIR
 
 /* A copy of packaging/bcd.service: keep the two in step. */
 static const char unit_text[] =
@@ -37,7 +39,7 @@ static const char unit_text[] =
     "Group=bcd\n"
     "StateDirectory=bcd\n"
     "StateDirectoryMode=0700\n"
-    "ReadWritePaths=/var/lib/bcd\n"
+    "ReadWritePaths=" UNIT_DATA_DIR "\n"
     "UMask=0077\n"
     "NoNewPrivileges=yes\n"
     "ProtectSystem=strict\n"
@@ -273,6 +275,10 @@ static const char script_head[] =
 
 static const char script_body[] =
     "ROOT=${BCD_ROOT:-}\n"
+    "# the data directory is under BCD_ROOT too (in the config this script writes and runs)\n"
+    "DATA=$ROOT$DATA_DIR\n"
+    "case $DATA in *[!A-Za-z0-9._/+-]*) echo \"install-bcd: the data directory $DATA (BCD_ROOT "
+    "and --data-dir): letters, digits and ._/+- only\" >&2; exit 2 ;; esac\n"
     "SYSTEMCTL=${SYSTEMCTL:-systemctl}\n"
     "CONFIG=$ROOT/etc/bcd/config.toml\n"
     "BCD=$ROOT/usr/local/bin/bcd\n"
@@ -320,21 +326,39 @@ static const char script_body[] =
     "umask 022\n"
     "mkdir -p \"$ROOT/usr/local/bin\" \"$ROOT/etc/bcd\" \"$ROOT/etc/systemd/system\" || die "
     "\"cannot make the directories under ${ROOT:-/}\"\n"
-    "mkdir -p -m 0700 \"$DATA_DIR\" || die \"cannot make $DATA_DIR\"\n"
+    "mkdir -p -m 0700 \"$DATA\" || die \"cannot make $DATA\"\n"
     "# every file through a temporary name and a rename: an upgrade never leaves half a file\n"
     "put() {\n"
     "\tt=$1.new.$$\n"
     "\tcat >\"$t\" && chmod \"$2\" \"$t\" && mv -f \"$t\" \"$1\" || { rm -f \"$t\"; die \"cannot "
     "write $1\"; }\n"
     "}\n"
+    "sha256_of() {\n"
+    "\tif command -v sha256sum >/dev/null 2>&1; then sha256sum <\"$1\" | cut -d' ' -f1\n"
+    "\telse openssl dgst -sha256 -r <\"$1\" | cut -d' ' -f1; fi\n"
+    "}\n"
+    "# the binary pinned by its SHA-256: anything else is removed, not installed\n"
+    "pinned() {\n"
+    "\t[ -z \"$BCD_SHA256\" ] && return 0\n"
+    "\tgot=$(sha256_of \"$1\") || got=\n"
+    "\t[ \"$got\" = \"$BCD_SHA256\" ] && return 0\n"
+    "\trm -f \"$1\"\n"
+    "\tdie \"refusing to install bcd from $2: its SHA-256 is ${got:-unknown}, not the pinned "
+    "$BCD_SHA256 (a different or tampered binary: print a new script for this release)\"\n"
+    "}\n"
     "if [ -n \"$BCD_URL\" ]; then\n"
-    "\tcurl -fsSL --proto '=https,http' --proto-redir '=https' -o \"$BCD.new.$$\" \"$BCD_URL\" || "
+    "\tcurl -fsSL --proto '=https' --proto-redir '=https' -o \"$BCD.new.$$\" \"$BCD_URL\" || "
     "{ rm -f \"$BCD.new.$$\"; die \"cannot download bcd from $BCD_URL\"; }\n"
+    "\tpinned \"$BCD.new.$$\" \"$BCD_URL\"\n"
     "\tchmod 0755 \"$BCD.new.$$\" && mv -f \"$BCD.new.$$\" \"$BCD\" || die \"cannot install "
     "$BCD\"\n"
     "else\n"
     "\t[ -r \"$BCD_PATH\" ] || die \"cannot read $BCD_PATH (--bcd-path)\"\n"
-    "\tput \"$BCD\" 0755 <\"$BCD_PATH\"\n"
+    "\tcat <\"$BCD_PATH\" >\"$BCD.new.$$\" || { rm -f \"$BCD.new.$$\"; die \"cannot copy "
+    "$BCD_PATH\"; }\n"
+    "\tpinned \"$BCD.new.$$\" \"$BCD_PATH\"\n"
+    "\tchmod 0755 \"$BCD.new.$$\" && mv -f \"$BCD.new.$$\" \"$BCD\" || die \"cannot install "
+    "$BCD\"\n"
     "fi\n";
 
 static const char script_tail[] =
@@ -361,7 +385,7 @@ static const char script_tail[] =
     "fi\n"
     "TOKEN=\n"
     "# bcd join ran as root: the identity is bcd node's\n"
-    "$CHOWN -R bcd:bcd \"$DATA_DIR\" || die \"cannot give $DATA_DIR to the user bcd\"\n"
+    "$CHOWN -R bcd:bcd \"$DATA\" || die \"cannot give $DATA to the user bcd\"\n"
     "$SYSTEMCTL daemon-reload\n"
     "$SYSTEMCTL enable bcd-helper.service bcd.service\n"
     "$SYSTEMCTL restart bcd-helper.service\n"
@@ -369,8 +393,10 @@ static const char script_tail[] =
     "echo \"install-bcd: bcd is installed and running; check it with: bcd doctor --config "
     "$CONFIG\"\n";
 
-/* One heredoc that writes a file; its text must not hold the end marker's line. */
-static int heredoc(FILE *f, const char *dest, const char *mode, const char *text)
+/* One heredoc that writes a file through filter (a command the text is piped through,
+ * or NULL); its text must not hold the end marker's line. */
+static int heredoc_via(FILE *f, const char *filter, const char *dest, const char *mode,
+                       const char *text)
 {
 	/* no line of the text may be the marker, last line included */
 	for (const char *l = text; *l != '\0';) {
@@ -382,51 +408,69 @@ static int heredoc(FILE *f, const char *dest, const char *mode, const char *text
 			break;
 		l = nl + 1;
 	}
-	fprintf(f, "put \"%s\" %s <<'BCD_EOF'\n%s%sBCD_EOF\n", dest, mode, text,
+	if (filter != NULL)
+		fprintf(f, "%s <<'BCD_EOF' | put \"%s\" %s\n", filter, dest, mode);
+	else
+		fprintf(f, "put \"%s\" %s <<'BCD_EOF'\n", dest, mode);
+	fprintf(f, "%s%sBCD_EOF\n", text,
 	        text[0] != '\0' && text[strlen(text) - 1] == '\n' ? "" : "\n");
 	return 0;
 }
 
-/* http://HOST[:PORT][/PATH] whose HOST is a loopback address or localhost: the whole
- * host, not a prefix of it (http://localhost.example.com is another machine). */
-static int loopback_http(const char *url)
+static int heredoc(FILE *f, const char *dest, const char *mode, const char *text)
 {
-	const char *a = url + 7, *p;
-	char host[64];
-	size_t n, h;
-	struct in_addr a4;
-	struct in6_addr a6;
+	return heredoc_via(f, NULL, dest, mode, text);
+}
 
-	if (strncmp(url, "http://", 7) != 0)
-		return 0;
-	n = strcspn(a, "/?#");
-	if (n == 0 || n >= sizeof(host) || memchr(a, '@', n) != NULL)
-		return 0;
-	memcpy(host, a, n);
-	host[n] = '\0';
-	/* the port, when there is one: digits after the host's first ':' (or its ']') */
-	p = host[0] == '[' ? strchr(host, ']') : strchr(host, ':');
-	if (p == NULL && host[0] == '[')
-		return 0;
-	h = p == NULL ? n : (size_t)(p - host) + (host[0] == '[');
-	if (h < n) {
-		if (host[h] != ':' || host[h + 1] == '\0' ||
-		    strspn(host + h + 1, "0123456789") != n - h - 1)
-			return 0;
-		host[h] = '\0';
-	}
-	if (strcmp(host, "localhost") == 0)
-		return 1;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (host[0] == '[' && (h = strlen(host)) > 2 && host[h - 1] == ']') {
-		host[h - 1] = '\0';
-		return inet_pton(AF_INET6, host + 1, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
-	}
+/* The SHA-256 of a local file, in lower-case hex, into out[65]. */
+static int file_sha256(struct cli *c, const char *path, char out[static 65])
+{
+	unsigned char buf[65536], md[32];
+	unsigned mdlen = 0;
+	EVP_MD_CTX *x = EVP_MD_CTX_new();
+	FILE *f = fopen(path, "rb");
+	size_t n;
+	int ok = x != NULL && f != NULL && EVP_DigestInit_ex(x, bc_crypto_sha256(), NULL) == 1;
+
+	while (ok && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		ok = EVP_DigestUpdate(x, buf, n) == 1;
+	ok = ok && !ferror(f) && EVP_DigestFinal_ex(x, md, &mdlen) == 1 && mdlen == 32;
+	if (f != NULL)
+		fclose(f);
+	EVP_MD_CTX_free(x);
+	if (!ok)
+		return cli_usage(c, "--bcd-file %s: cannot read it (%s)", path,
+		                 errno ? strerror(errno) : "read error");
+	for (size_t i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
 	return 0;
 }
 
-static int script_opts(struct cli *c, const char **attestor, const char **url, const char **path)
+/* --bcd-sha256 HEX or --bcd-file FILE: the binary's pin, lower-case hex into out[65];
+ * "" when neither (only with --bcd-path). */
+static int pin_opt(struct cli *c, const char *url, char out[static 65])
+{
+	const char *hex = cli_opt(c, "bcd-sha256"), *file = cli_opt(c, "bcd-file");
+
+	out[0] = '\0';
+	if (hex != NULL && file != NULL)
+		return cli_usage(c, "--bcd-sha256 and --bcd-file do not go together");
+	if (file != NULL)
+		return file_sha256(c, file, out);
+	if (hex == NULL)
+		return url == NULL
+		           ? 0
+		           : cli_usage(c, "--bcd-url needs the binary's pin: --bcd-sha256 HEX "
+		                          "or --bcd-file FILE (a local copy of that binary)");
+	if (strlen(hex) != 64 || strspn(hex, "0123456789abcdefABCDEF") != 64)
+		return cli_usage(c, "--bcd-sha256: 64 hex digits (sha256sum bcd)");
+	for (size_t i = 0; i <= 64; i++)
+		out[i] = (char)(hex[i] >= 'A' && hex[i] <= 'F' ? hex[i] - 'A' + 'a' : hex[i]);
+	return 0;
+}
+
+static int script_opts(struct cli *c, const char **attestor, const char **url, const char **path,
+                       char pin[static 65])
 {
 	*attestor = cli_opt(c, "attestor") != NULL ? cli_opt(c, "attestor") : "join-token";
 	*url = cli_opt(c, "bcd-url");
@@ -438,12 +482,13 @@ static int script_opts(struct cli *c, const char **attestor, const char **url, c
 		return cli_usage(c, "give --bcd-url URL (where the machine downloads bcd) or "
 		                    "--bcd-path PATH (a bcd already on the machine)");
 	if (*url != NULL &&
-	    (!plain(*url) || (strncmp(*url, "https://", 8) != 0 && !loopback_http(*url))))
-		return cli_usage(c, "--bcd-url: an https:// URL (http:// only on loopback) without "
-		                    "quotes or backslashes");
+	    (!plain(*url) || strncmp(*url, "https://", 8) != 0 || (*url)[8] == '\0'))
+		return cli_usage(c,
+		                 "--bcd-url: an https:// URL (never http://: the download must be "
+		                 "authenticated) without quotes or backslashes");
 	if (*path != NULL && (!plain(*path) || (*path)[0] != '/'))
 		return cli_usage(c, "--bcd-path: an absolute path without quotes or backslashes");
-	return 0;
+	return pin_opt(c, *url, pin);
 }
 
 /* cloud-iid: [cloud] provider (and audience) in the config, so bcd join and bcd node's
@@ -489,14 +534,20 @@ static int add_helper(char **toml)
 int cli_cmd_daemon_install_script(struct cli *c)
 {
 	const char *attestor, *url, *path, *data_dir;
-	char *toml = NULL, *ca = NULL, *text = NULL;
+	char *toml = NULL, *ca = NULL, *text = NULL, pin[65];
 	size_t len = 0;
 	FILE *f = NULL;
 	int rc;
 
-	if ((rc = script_opts(c, &attestor, &url, &path)) != 0 ||
+	if ((rc = script_opts(c, &attestor, &url, &path, pin)) != 0 ||
 	    (rc = data_dir_opt(c, &data_dir)) != 0)
 		return rc;
+	/* the script puts it into sed and the unit: what needs no quoting anywhere */
+	if (strspn(data_dir,
+	           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/+-") !=
+	    strlen(data_dir))
+		return cli_usage(c,
+		                 "--data-dir: letters, digits and ._/+- only in an install script");
 	if ((rc = fetch_files(c, &toml, &ca)) != 0 || (rc = add_helper(&toml)) != 0 ||
 	    (rc = add_cloud(c, attestor, &toml)) != 0)
 		goto out;
@@ -505,13 +556,18 @@ int cli_cmd_daemon_install_script(struct cli *c)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	fprintf(f, "%sATTESTOR='%s'\nBCD_URL='%s'\nBCD_PATH='%s'\nDATA_DIR='%s'\n%s", script_head,
-	        attestor, url ? url : "", path ? path : "", data_dir, script_body);
-	if ((rc = heredoc(f, "$CONFIG", "0644", toml)) != 0 ||
+	fprintf(
+	    f, "%sATTESTOR='%s'\nBCD_URL='%s'\nBCD_PATH='%s'\nBCD_SHA256='%s'\nDATA_DIR='%s'\n%s",
+	    script_head, attestor, url ? url : "", path ? path : "", pin, data_dir, script_body);
+	/* the data directory under BCD_ROOT in the config, the machine's in the unit */
+	if ((rc = heredoc_via(f, "sed \"s|^data_dir = .*|data_dir = \\\"$DATA\\\"|\"", "$CONFIG",
+	                      "0644", toml)) != 0 ||
 	    (rc = heredoc(f, "$ROOT/etc/bcd/ca.pem", "0644", ca)) != 0 ||
 	    (rc = heredoc(f, "$ROOT/etc/systemd/system/bcd-helper.service", "0644",
 	                  helper_unit_text)) != 0 ||
-	    (rc = heredoc(f, "$ROOT/etc/systemd/system/bcd.service", "0644", unit_text)) != 0) {
+	    (rc = heredoc_via(
+	         f, "sed \"s|^ReadWritePaths=" UNIT_DATA_DIR "$|ReadWritePaths=$DATA_DIR|\"",
+	         "$ROOT/etc/systemd/system/bcd.service", "0644", unit_text)) != 0) {
 		rc = cli_fail(c, rc, "the server's daemon config cannot be embedded in a script");
 		goto out;
 	}

@@ -213,13 +213,17 @@ static const struct cli_cmd commands[] = {
      "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n",
      0},
     {"daemon", "install-script",
-     "(--bcd-url URL | --bcd-path PATH) [--attestor join-token|tpm|provisioned|cloud-iid "
-     "[--provider gcp|aws|oidc] [--audience A]] [--data-dir DIR]",
+     "(--bcd-url URL (--bcd-sha256 HEX | --bcd-file FILE) | --bcd-path PATH) [--attestor "
+     "join-token|tpm|provisioned|cloud-iid [--provider gcp|aws|oidc] [--audience A]] "
+     "[--data-dir DIR]",
      "print a sh script that installs or upgrades bcd on a machine and joins it",
-     "bcd-url= bcd-path= attestor= provider= audience= data-dir=", 0, 0, API,
+     "bcd-url= bcd-path= bcd-sha256= bcd-file= attestor= provider= audience= data-dir=", 0, 0, API,
      cli_cmd_daemon_install_script,
-     "  --bcd-url URL        where the machine downloads the bcd binary (https://)\n"
-     "  --bcd-path PATH      or a bcd binary already on the machine\n"
+     "  --bcd-url URL        where the machine downloads the bcd binary (https:// only)\n"
+     "  --bcd-sha256 HEX     the binary's SHA-256: the script installs nothing else\n"
+     "  --bcd-file FILE      or a local copy of the binary, whose SHA-256 is pinned\n"
+     "  --bcd-path PATH      or a bcd binary already on the machine (pinned too with\n"
+     "                       --bcd-sha256 or --bcd-file)\n"
      "  --attestor A         join-token (default: the token on stdin or --token-file) or\n"
      "                       tpm (no token; the script fails early without /dev/tpmrm0)\n"
      "                       or provisioned (the token from machines deploy in\n"

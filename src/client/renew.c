@@ -43,7 +43,7 @@ static int proof(const struct signer *s, const uint8_t csr_sha256[static 32], co
 
 static int pack(const uint8_t *const *chain, const size_t *lens, size_t n, const uint8_t *csr,
                 size_t csr_len, int64_t t, const uint8_t sig[static BC_SIG_LEN],
-                const struct bc_key_attestation *ka, uint8_t **out, size_t *outlen)
+                const struct bc_key_attestation *ka, int check_only, uint8_t **out, size_t *outlen)
 {
 	Bettercompute__Join__V1__RenewRequest req = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
 	Bettercompute__Join__V1__TpmKeyAttestation att =
@@ -64,6 +64,7 @@ static int pack(const uint8_t *const *chain, const size_t *lens, size_t n, const
 	req.client_time_ms = t;
 	req.proof.data = (uint8_t *)sig;
 	req.proof.len = BC_SIG_LEN;
+	req.check_only = check_only != 0;
 	if (ka != NULL) {
 		att.ak_public.data = (uint8_t *)ka->ak_public;
 		att.ak_public.len = ka->ak_public_len;
@@ -124,7 +125,7 @@ static int args_ok(const struct bc_client_pins *pins, const uint8_t *const *chai
 static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *chain,
                      const size_t *chain_lens, size_t n_chain, const struct signer *cur,
                      const uint8_t *csr, size_t csr_len, const struct bc_key_attestation *ka,
-                     struct bc_join_answer *out, char *err, size_t errlen)
+                     int check_only, struct bc_join_answer *out, char *err, size_t errlen)
 {
 	uint8_t *req = NULL, *resp = NULL, h[32], sig[BC_SIG_LEN];
 	size_t req_len = 0, resp_len = 0;
@@ -139,8 +140,8 @@ static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *ch
 		goto out;
 	t = bc_now_ms();
 	if ((rc = proof(cur, h, node_id, t, sig)) != 0 ||
-	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, ka, &req, &req_len)) !=
-	        0) {
+	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, ka, check_only, &req,
+	               &req_len)) != 0) {
 		bc_client_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
 		               bc_err_str(rc));
 		goto out;
@@ -185,8 +186,8 @@ int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *cha
 		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
 		return rc;
 	}
-	rc =
-	    renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, NULL, out, err, errlen);
+	rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, NULL, 0, out, err,
+	               errlen);
 	free(csr);
 	return rc;
 }
@@ -237,7 +238,36 @@ int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *c
 	}
 	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, next, out, err, errlen)) == 0)
 		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len, ka,
-		               out, err, errlen);
+		               0, out, err, errlen);
 	EVP_PKEY_free(next);
+	return rc;
+}
+
+int bc_client_renew_check(const struct bc_client_pins *pins, const uint8_t *const *chain,
+                          const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub, bc_sign_fn sign,
+                          void *sign_ctx, const uint8_t *csr, size_t csr_len, char *err,
+                          size_t errlen)
+{
+	struct signer cur = {.key = pub, .sign = sign, .ctx = sign_ctx};
+	struct bc_join_answer a;
+	EVP_PKEY *k = NULL;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	if (sign == NULL || csr == NULL || bc_csr_check(csr, csr_len, &k) != 0) {
+		bc_client_errf(err, errlen, "renew check: no signer, or a CSR that does not check");
+		return BC_ERR_INVALID;
+	}
+	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, k, &a, err, errlen)) == 0)
+		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, NULL, 1, &a,
+		               err, errlen);
+	/* the answer names the leaf sent, nothing else */
+	if (rc == 0 && (a.n_chain == 0 || a.chain_lens[0] != chain_lens[0] ||
+	                memcmp(a.chain[0], chain[0], chain_lens[0]) != 0)) {
+		bc_client_errf(err, errlen, "renew check: the answer is not for this certificate");
+		rc = BC_ERR_VERIFY;
+	}
+	bc_join_answer_free(&a);
+	EVP_PKEY_free(k);
 	return rc;
 }

@@ -13,7 +13,11 @@
  * leaf may renew once more with another CSR (an agent that crashed before saving the
  * successor): that re-issue supersedes the unused successor, and a third CSR is
  * refused. A replayed request (the same leaf and CSR) answers the certificate already
- * issued for that CSR and mints nothing. */
+ * issued for that CSR and mints nothing.
+ *
+ * check_only (bcd doctor): the same proof and the same checks of the leaf against its
+ * row, in a read transaction, without the statements (nothing is issued); the answer
+ * is the presented leaf itself, signed as a renewal's, or the same refusal. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +158,11 @@ static int precheck(struct renew_state *st, const char **reason)
 		*reason = BC_R_CSR_INVALID;
 		goto out;
 	}
+	/* a check is answered with the leaf itself: its CSR is for the leaf's key */
+	if (rq->check_only && !bc_key_same(st->csr_key, X509_get0_pubkey(leaf))) {
+		*reason = BC_R_RENEW_MALFORMED;
+		goto out;
+	}
 	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256)) != 0 ||
 	    (rc = bc_key_spki_sha256(st->csr_key, st->csr_spki_sha256)) != 0)
 		goto out;
@@ -163,7 +172,9 @@ static int precheck(struct renew_state *st, const char **reason)
 		goto out;
 	}
 	st->backed = 1;
-	rc = check_statements(st, reason);
+	/* a check issues nothing, so no statement is carried forward to prove */
+	if (!rq->check_only)
+		rc = check_statements(st, reason);
 out:
 	X509_free(leaf);
 	return rc;
@@ -180,7 +191,7 @@ static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
 
 	*generation = 0;
 	/* one renewal of a node at a time: the lineage is read and written under the lock */
-	if ((rc = bc_row_node_lock(tx, st->id.node_id)) != 0 ||
+	if ((!st->rq->check_only && (rc = bc_row_node_lock(tx, st->id.node_id)) != 0) ||
 	    (rc = bc_row_cert_find(tx, st->id.node_id, leaf->data, leaf->len, &c)) < 0)
 		return rc;
 	if (rc == 0) {
@@ -317,6 +328,38 @@ static int renew_tx(bc_tx *tx, void *arg)
 	return BC_ERR_DENIED;
 }
 
+/* check_only: the leaf current or a refusal; the answer is the leaf itself. */
+static int check_tx(bc_tx *tx, void *arg)
+{
+	struct renew_state *st = arg;
+	const ProtobufCBinaryData *leaf = &st->rq->chain[0];
+	struct bc_join_decision *is = &st->d.issued;
+	const char *reason = NULL;
+	int64_t generation = 0, successors = 0;
+	int rc;
+
+	renew_decision_reset(&st->d);
+	is->now_ms = bc_tx_now_ms(tx);
+	if ((rc = check_current(tx, st, &generation, &reason)) != 0)
+		return rc;
+	/* as lineage(): a leaf whose one extra renewal is spent renews no more */
+	if (reason == NULL && (rc = bc_row_cert_successors(tx, st->d.serial, &successors)) != 0)
+		return rc;
+	if (reason == NULL && successors >= 2)
+		reason = BC_R_RENEW_SUPERSEDED;
+	if (reason != NULL) {
+		st->d.reason = reason;
+		return BC_ERR_DENIED;
+	}
+	if ((is->cert_der = malloc(leaf->len)) == NULL)
+		return BC_ERR_NOMEM;
+	memcpy(is->cert_der, leaf->data, leaf->len);
+	is->cert_len = leaf->len;
+	is->out.kind = BC_OUTCOME_RESULT;
+	snprintf(is->node_id, sizeof(is->node_id), "%s", st->id.node_id);
+	return 0;
+}
+
 static int refusal_tx(bc_tx *tx, void *arg)
 {
 	struct renew_state *st = arg;
@@ -326,6 +369,10 @@ static int refusal_tx(bc_tx *tx, void *arg)
 
 	if (data == NULL)
 		return BC_ERR_NOMEM;
+	if (st->rq->check_only && json_object_set_new(data, "checkOnly", json_true()) != 0) {
+		json_decref(data);
+		return BC_ERR_NOMEM;
+	}
 	if (st->summarized &&
 	    (json_object_set_new(data, "count", json_integer((json_int_t)st->count)) != 0 ||
 	     json_object_set_new(data, "summarized", json_true()) != 0)) {
@@ -387,6 +434,8 @@ static int decide(struct renew_state *st)
 
 	if ((rc = precheck(st, &reason)) != 0)
 		return rc;
+	if (reason == NULL && st->rq->check_only)
+		return bc_store_run(st->svc->cfg.store, BC_TX_READ, check_tx, st);
 	if (reason == NULL)
 		return bc_store_run(st->svc->cfg.store, BC_TX_WRITE, renew_tx, st);
 	st->d.reason = reason;
@@ -407,6 +456,10 @@ static enum bc_rpc_status answer(struct renew_state *st, int rc, uint8_t **resp,
 	}
 	if (bc_join_sign_response(st->svc, st->csr_sha256, NULL, &st->d.issued, resp, len) != 0)
 		return BC_RPC_INTERNAL;
+	if (st->rq->check_only) {
+		bc_log(BC_LOG_INFO, "renewal check: current", "nodeId", st->id.node_id, NULL);
+		return BC_RPC_OK;
+	}
 	if (st->svc->cfg.on_outcome) {
 		struct bc_join_outcome o = {.type = BC_JOIN_OUTCOME_RENEWED, .attestor = "renew"};
 		st->svc->cfg.on_outcome(st->svc->cfg.on_outcome_ctx, &o);

@@ -97,8 +97,7 @@ cat >usertool <<'SH'
 exit 0
 SH
 chmod +x usertool
-bc daemon install-script --attestor cloud-iid --provider aws --bcd-path "$BIN/bcd" \
-	--data-dir "$T/root/var/lib/bcd" >install.sh
+bc daemon install-script --attestor cloud-iid --provider aws --bcd-path "$BIN/bcd" >install.sh
 grep -q '^provider = "aws"$' install.sh || fail "no [cloud] provider in the script's config"
 sed -i "s|^provider = \"aws\"\$|&\nmetadata_url = \"http://127.0.0.1:$MPORT/i2\"|" install.sh
 mkdir -p root

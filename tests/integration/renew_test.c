@@ -70,6 +70,8 @@ struct renew_opts {
 	int64_t client_time_ms; /* 0: now */
 	int corrupt_proof;
 	int key_attestation;
+	int check_only; /* the CSR is then for signer, the leaf's key, unless other_key */
+	int other_key;
 };
 
 /* A packed RenewRequest (*wire, malloc'd) for a fresh next key (*next) and its CSR
@@ -86,7 +88,9 @@ static void renew_request(const struct renew_opts *o, EVP_PKEY **next, uint8_t *
 	bc_buf b;
 
 	assert_int_equal(bc_key_generate(next), 0);
-	assert_int_equal(bc_csr_make(*next, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
+	assert_int_equal(bc_csr_make(o->check_only && !o->other_key ? o->signer : *next,
+	                             BC_WIRE_CSR_CN, &csr, &csr_len),
+	                 0);
 	assert_int_equal(bc_sha256(csr, csr_len, d), 0);
 	int64_t t = o->client_time_ms ? o->client_time_ms : bc_now_ms();
 	bc_buf_init(&b, 0);
@@ -108,6 +112,7 @@ static void renew_request(const struct renew_opts *o, EVP_PKEY **next, uint8_t *
 	rq.proof.len = 64;
 	if (o->key_attestation)
 		rq.key_attestation = &ka;
+	rq.check_only = o->check_only != 0;
 	*wire_len_out = bettercompute__join__v1__renew_request__get_packed_size(&rq);
 	*wire_out = malloc(*wire_len_out);
 	bettercompute__join__v1__renew_request__pack(&rq, *wire_out);
@@ -453,6 +458,73 @@ static void test_superseded_certificate_cannot_renew(void **state)
 	drop(&u);
 }
 
+static int64_t renewed_events(const char *node)
+{
+	bc_param p[] = {BC_TEXT(node)};
+	return bct_count(
+	    &cp, "SELECT COUNT(*) FROM events WHERE type = 'node.renewed' AND subject = $1", p, 1);
+}
+
+/* check_only (bcd doctor): a current leaf is answered with itself, signed, and nothing
+ * is issued, used or recorded (the leaf renews as before); a leaf no longer current is
+ * refused with the renewal's reason and bytes, the event marked checkOnly; a check
+ * whose CSR is not for the leaf's key, or whose proof fails, is refused the same. */
+static void test_check_only_answers_the_leaf_and_issues_nothing(void **state)
+{
+	struct joined j, s, t;
+	struct bc_join_answer a;
+	uint8_t *body = NULL, *csr = NULL;
+	size_t len = 0, csr_len = 0;
+	long status = 0;
+	EVP_PKEY *next = NULL;
+	char err[256];
+	(void)state;
+
+	join_one(&j, NULL);
+	struct renew_opts o = opts_of(&j);
+	o.check_only = 1;
+	int64_t certs = node_certs(j.ans.node_id), renewed = renewed_events(j.ans.node_id);
+	assert_int_equal(renew(&o, &status, &body, &len, &next, &csr, &csr_len), 0);
+	assert_int_equal(status, 200);
+	assert_int_equal(bc_client_open_join_response_csr(&cp.pins, body, len, csr, csr_len, &a,
+	                                                  err, sizeof(err)),
+	                 0);
+	assert_int_equal(a.state, BC_JOIN_JOINED);
+	assert_string_equal(a.node_id, j.ans.node_id);
+	assert_int_equal(a.chain_lens[0], j.ans.chain_lens[0]);
+	assert_memory_equal(a.chain[0], j.ans.chain[0], a.chain_lens[0]);
+	assert_int_equal(node_certs(j.ans.node_id), certs);
+	assert_int_equal(renewed_events(j.ans.node_id), renewed);
+	bc_join_answer_free(&a);
+	free(body);
+	free(csr);
+	EVP_PKEY_free(next);
+	/* the check used nothing up: two renewals of the lineage as before */
+	assert_int_equal(renew_to(&j, &s), 0);
+	assert_int_equal(renew_to(&s, &t), 0);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	bc_param p[] = {BC_TEXT(j.ans.node_id)};
+	assert_true(bct_count(&cp,
+	                      "SELECT COUNT(*) FROM events WHERE type = 'security.renew.refused' "
+	                      "AND subject = $1 AND data LIKE '%\"checkOnly\":true%'",
+	                      p, 1) >= 1);
+	/* the current one checks; with a CSR of another key, or a bad proof, it is refused */
+	o = opts_of(&t);
+	o.check_only = 1;
+	o.other_key = 1;
+	expect_refused_unattributed(&o);
+	o.other_key = 0;
+	o.corrupt_proof = 1;
+	expect_refused_unattributed(&o);
+	o.corrupt_proof = 0;
+	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", p, 1),
+	                 0);
+	expect_refused(&o, "renew-retired", j.ans.node_id);
+	drop(&j);
+	drop(&s);
+	drop(&t);
+}
+
 #define REPLAYERS     6
 #define REPLAYS_EACH  50
 #define REPLAYS_TOTAL (REPLAYERS * REPLAYS_EACH)
@@ -546,9 +618,12 @@ static void test_predecessor_renews_once_after_a_crash(void **state)
 	assert_true(s2.ans.chain_lens[0] != lost.ans.chain_lens[0] ||
 	            memcmp(s2.ans.chain[0], lost.ans.chain[0], lost.ans.chain_lens[0]) != 0);
 	assert_int_equal(node_certs(j.ans.node_id), 3);
-	/* not twice */
+	/* not twice, and a check (bcd doctor) of it says so too */
 	struct renew_opts o = opts_of(&j);
 	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	o.check_only = 1;
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	o.check_only = 0;
 	/* the successor it replaced is retired; the re-issued one is the node's */
 	o = opts_of(&lost);
 	expect_refused(&o, "renew-superseded", j.ans.node_id);
@@ -570,6 +645,7 @@ int main(void)
 	    cmocka_unit_test(test_superseded_certificate_cannot_renew),
 	    cmocka_unit_test(test_replayed_renew_request_answers_the_same_certificate),
 	    cmocka_unit_test(test_predecessor_renews_once_after_a_crash),
+	    cmocka_unit_test(test_check_only_answers_the_leaf_and_issues_nothing),
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;
