@@ -732,7 +732,7 @@ static int check_config(const struct bc_http_config *cfg, struct bc_http *s, cha
 		snprintf(err, errlen, "listen %s: TLS needs both a certificate and a key", listen);
 		return BC_ERR_CONFIG;
 	}
-	if (cfg->tls_cert_pem == NULL &&
+	if (cfg->tls_cert_pem == NULL && !cfg->plain_anywhere &&
 	    !bc_net_addr_is_loopback((const struct sockaddr *)&s->addr)) {
 		snprintf(err, errlen,
 		         "listen %s: plain HTTP is only allowed on a loopback address; set [tls] "

@@ -284,6 +284,15 @@ static int put_store(bc_buf *b, const struct bc_metrics_extra *x)
 		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_READ),
 		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_WRITE),
 		          (unsigned long long)bc_store_statements(x->store));
+	if (rc == 0 && x->store != NULL)
+		rc = putf(b,
+		          "# HELP bc_store_transaction_seconds_total Time spent in store "
+		          "transactions, from the begin to the commit or rollback\n"
+		          "# TYPE bc_store_transaction_seconds_total counter\n"
+		          "bc_store_transaction_seconds_total{mode=\"read\"} %.6f\n"
+		          "bc_store_transaction_seconds_total{mode=\"write\"} %.6f\n",
+		          (double)bc_store_tx_us(x->store, BC_TX_READ) / 1e6,
+		          (double)bc_store_tx_us(x->store, BC_TX_WRITE) / 1e6);
 	if (rc == 0 && up)
 		rc = putf(b,
 		          "# HELP bc_join_requests_pending Join requests waiting for an operator\n"

@@ -66,7 +66,8 @@ int bc_cmd_serve(int argc, char **argv)
 	char port[8];
 	snprintf(port, sizeof(port), "%u", bc_server_port(srv));
 	bc_log(BC_LOG_INFO, "control plane listening", "listen", cfg.listen, "port", port, "url",
-	       cfg.public_url, "tls", cfg.tls_cert ? "on" : "off", NULL);
+	       cfg.public_url, "tls", cfg.tls_cert ? "on" : "off", "metrics_listen",
+	       cfg.metrics_listen ? cfg.metrics_listen : "none", NULL);
 	sigwait(&set, &sig);
 	bc_log(BC_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
 	bc_server_stop(srv);

@@ -63,6 +63,8 @@ inf=$(value after.txt 'bc_rpc_duration_seconds_bucket{method="Join",code="200",l
 w0=$(value before.txt 'bc_store_transactions_total{mode="write"}')
 w1=$(value after.txt 'bc_store_transactions_total{mode="write"}')
 [ "$w1" -gt "$w0" ] || fail "write transactions did not move ($w0, $w1)"
+ws=$(value after.txt 'bc_store_transaction_seconds_total{mode="write"}')
+awk -v v="$ws" 'BEGIN { exit !(v > 0) }' || fail "no time spent in write transactions: $ws"
 stop_server var
 echo "ok: /metrics for a root key only; joined $j0 -> $j1, token-used-up $r1, renewed $n1, Join 200/403 $c200/$c403"
 echo "--- excerpt"
