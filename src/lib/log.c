@@ -27,6 +27,12 @@
 
 static atomic_int log_level = BC_LOG_INFO;
 static atomic_int log_format = BC_LOG_LOGFMT;
+static _Thread_local const char *log_client;
+
+void bc_log_set_client(const char *addr)
+{
+	log_client = addr;
+}
 
 void bc_log_set_level(enum bc_log_level lvl)
 {
@@ -201,6 +207,8 @@ static int put_head(bc_buf *b, enum bc_log_level lvl, const char *msg, int json)
 	if ((rc = put_field(b, "ts", ts, json, 1)) != 0 ||
 	    (rc = put_field(b, "level", level_name(lvl), json, 0)) != 0 ||
 	    (rc = put_field(b, "msg", msg, json, 0)) != 0)
+		return rc;
+	if (log_client != NULL && (rc = put_field(b, "client", log_client, json, 0)) != 0)
 		return rc;
 	return 0;
 }

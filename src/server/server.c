@@ -378,6 +378,7 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	    .max_connections = cfg->max_connections,
 	    .per_address = cfg->max_connections_per_address,
 	    .authorize = may_send_large_body,
+	    .access_log = cfg->access_log,
 	};
 	rc = bc_http_start(&hc, handle, s, &s->http, err, errlen);
 	free(cert);
@@ -393,6 +394,7 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	    .request_timeout_s = cfg->request_timeout_s,
 	    .max_connections = 64,
 	    .per_address = 16,
+	    .access_log = cfg->access_log,
 	    .plain_anywhere = 1,
 	};
 	char merr[256];
@@ -456,6 +458,20 @@ fail:
 uint16_t bc_server_port(const struct bc_server *s)
 {
 	return bc_http_port(s->http);
+}
+
+void bc_server_attestors(const struct bc_server *s, char *out, size_t outlen)
+{
+	size_t used = 0;
+	const char *id;
+
+	out[0] = 0;
+	for (size_t i = 0; (id = bc_join_attestor_id(s->join, i)) != NULL; i++) {
+		int n = snprintf(out + used, outlen - used, "%s%s", used ? "," : "", id);
+		if (n < 0 || (size_t)n >= outlen - used)
+			break;
+		used += (size_t)n;
+	}
 }
 
 uint16_t bc_server_metrics_port(const struct bc_server *s)
