@@ -13,12 +13,7 @@ bc() { "$BIN/better-compute" "$@"; }
 bc init --dir var --listen "127.0.0.1:$PORT" >init.out
 URL="http://127.0.0.1:$PORT"
 start_server var
-bc pools create web >/dev/null
-POOL=$(bc --json pools list | json_get '["pools"][0]["id"]')
-bc tokens create --role node --pool "$POOL" --out var/token >/dev/null
-bc daemon config --out var/pins.json
-"$BIN/bc-join" --pins var/pins.json --token-file var/token --out var/m1 >join.out ||
-	fail "join failed: $(cat join.out)"
+token_join var
 grep -q 'msg=request ' var/serve.log && fail "a request line without access_log: $(grep 'msg=request' var/serve.log)"
 stop_server var
 
