@@ -60,5 +60,18 @@ for want in bc_join_refusals_total bc_join_outcomes_total bc_rpc_duration_second
 	echo "$names" | grep -qx "$want" || fail "the dashboard has no panel on $want"
 done
 stop_server var
+
+# what a wrong setting says, before anything listens
+refused_config() { # KEY=VALUE LINE, the message expected
+	cp var/server.toml bad.toml
+	sed -i '/^metrics_listen\|^access_log/d' bad.toml
+	echo "$1" >>bad.toml
+	sed -i "s|^database *=.*|database = \"$T/var/bc.db\"|; s|^secret_file *=.*|secret_file = \"$T/var/secret\"|; s|^pki_bundle *=.*|pki_bundle = \"$T/var/pki.bundle\"|" bad.toml
+	"$BIN/better-compute" serve --config bad.toml >bad.out 2>&1 && fail "serve started with $1"
+	grep -qF "$2" bad.out || fail "serve with $1 said: $(cat bad.out)"
+}
+refused_config 'metrics_listen = "127.0.0.1"' "metrics_listen: listen 127.0.0.1: expected host:port"
+refused_config 'metrics_listen = 9464' "metrics_listen: expected a string"
+refused_config 'access_log = "yes"' "access_log: expected true or false"
 echo "ok: /metrics without a key on $MURL only (404 elsewhere, 405 for POST), main listener 401 without a key; the dashboard's $n metric names are all exported:"
 echo "$names"
