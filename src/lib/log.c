@@ -208,8 +208,6 @@ static int put_head(bc_buf *b, enum bc_log_level lvl, const char *msg, int json)
 	    (rc = put_field(b, "level", level_name(lvl), json, 0)) != 0 ||
 	    (rc = put_field(b, "msg", msg, json, 0)) != 0)
 		return rc;
-	if (log_client != NULL && (rc = put_field(b, "client", log_client, json, 0)) != 0)
-		return rc;
 	return 0;
 }
 
@@ -241,6 +239,9 @@ void bc_log(enum bc_log_level lvl, const char *msg, ...)
 		rc = put_field(&b, k, v, json, 0);
 	}
 	va_end(ap);
+	/* last, so that what a line says first stays as its caller wrote it */
+	if (rc == 0 && log_client != NULL)
+		rc = put_field(&b, "client", log_client, json, 0);
 	if (rc == 0)
 		rc = put_tail(&b, json);
 	if (rc != 0) {

@@ -335,7 +335,7 @@ static void *log_unset(void *arg)
 	return NULL;
 }
 
-/* bc_log_set_client: the lines of this thread carry client= after msg, until cleared;
+/* bc_log_set_client: the lines of this thread end with client=, until cleared;
  * another thread's do not; a value with a line break cannot forge a line. */
 static void test_client_per_thread(void **state)
 {
@@ -364,8 +364,8 @@ static void test_client_per_thread(void **state)
 	l3[0] = '\0';
 	assert_string_equal(after_ts(l2), "level=info msg=\"other thread\"\n");
 	l2[0] = '\0';
-	assert_string_equal(after_ts(out), "level=warn msg=\"join refused\" client=192.0.2.7 "
-	                                   "reason=token-used-up\n");
+	assert_string_equal(after_ts(out), "level=warn msg=\"join refused\" reason=token-used-up "
+	                                   "client=192.0.2.7\n");
 	free(out);
 }
 
