@@ -68,7 +68,7 @@ fi
 grep -q "does not go with --attestor tpm" usage.out || fail "usage: $(cat usage.out)"
 # joins the server logged: "join deferred", "node joined", "join refused"
 joins() { grep -c 'msg="\(join deferred\|node joined\|join refused\)"' var/serve.log || true; }
-challenges() { grep -c 'msg="join deferred" client=[^ ]* attestor=tpm kind=challenge' var/serve.log || true; }
+challenges() { grep -c 'msg="join deferred" attestor=tpm kind=challenge' var/serve.log || true; }
 J0=$(joins)
 C0=$(challenges)
 BCD_JOIN_TOKEN=$(cat var/t1) BCD_FAKEHW_TPM_KEYS=1 bcd join --config m1/config.toml --attestor tpm \
