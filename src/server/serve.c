@@ -21,15 +21,19 @@ static void usage(void)
  * (user:secret@ -> user@; a password=... parameter -> password=xxx). */
 static void store_shown(const char *db, char *out, size_t outlen)
 {
-	const char *scheme = strstr(db, "://"), *at, *colon, *pw;
+	const char *scheme = strstr(db, "://"), *host, *at = NULL, *colon, *pw;
 	char tmp[512];
 
 	snprintf(out, outlen, "%s", db);
 	if (scheme == NULL)
 		return;
-	at = strchr(scheme + 3, '@');
-	colon = strchr(scheme + 3, ':');
-	if (at != NULL && colon != NULL && colon < at)
+	/* the userinfo ends at the authority's last '@' (a password may hold one) */
+	host = scheme + 3;
+	for (const char *p = host; p < host + strcspn(host, "/?"); p++)
+		if (*p == '@')
+			at = p;
+	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (colon != NULL)
 		snprintf(out, outlen, "%.*s%s", (int)(colon - db), db, at);
 	if ((pw = strstr(out, "password=")) != NULL) {
 		snprintf(tmp, sizeof(tmp), "%.*spassword=xxx%s", (int)(pw - out), out,

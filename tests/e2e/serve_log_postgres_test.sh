@@ -7,7 +7,7 @@ cd "$T"
 PORT=$(free_port)
 "$BIN/better-compute" init --dir var --listen "127.0.0.1:$PORT" >init.out
 # the same URL with a password in it (the throwaway cluster trusts loopback)
-SECRETURL=$(echo "$PGURL" | sed 's|^postgres\(ql\)\?://\([^@:/]*\)@|postgres://\2:s3cr3tpw@|')
+SECRETURL=$(echo "$PGURL" | sed 's|^postgres\(ql\)\?://\([^@:/]*\)@|postgres://\2:s3cr3tpw%40x@|')
 case "$SECRETURL" in *s3cr3tpw*) ;; *) fail "cannot put a password into $PGURL" ;; esac
 case "$SECRETURL" in *\?*) SECRETURL="$SECRETURL&password=s3cr3tpw" ;; *) SECRETURL="$SECRETURL?password=s3cr3tpw" ;; esac
 sed -i "s|^database *=.*|database = \"$SECRETURL\"|" var/server.toml
