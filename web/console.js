@@ -201,9 +201,16 @@ const loaders = {
   },
   sites: async () => {
     const j = await api('GET', t('/sites'));
-    fill('sites-rows', j.sites, 3, (tr, s) => {
+    // each site's boot lease is in its own answer (GET .../sites/{id}); the first 200
+    const shown = j.sites.slice(0, 200);
+    const full = await Promise.all(shown.map((s) => api('GET', t('/sites/' + seg(s.id)))));
+    fill('sites-rows', full, 6, (tr, s) => {
+      const l = s.lease || {};
       cell(tr, s.id, 'mono');
       cell(tr, s.name);
+      cell(tr, l.holder || 'none', 'mono');
+      cell(tr, l.epoch);
+      cell(tr, l.expiresAt);
       cell(tr, s.createdAt);
     });
   },

@@ -21,5 +21,10 @@ void bc_log_set_format(enum bc_log_format f);
 int bc_log_parse_level(const char *s, enum bc_log_level *out);
 int bc_log_parse_format(const char *s, enum bc_log_format *out);
 void bc_log(enum bc_log_level lvl, const char *msg, ...) __attribute__((sentinel));
+/* The client address of the request this thread serves now: while set (not NULL),
+ * every line this thread logs ends with client=<addr>, so that a refusal's
+ * line names who sent it. The HTTP layer sets it around each handler call; the
+ * string must outlive the setting. */
+void bc_log_set_client(const char *addr);
 
 #endif

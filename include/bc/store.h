@@ -47,6 +47,9 @@ void bc_tx_rollback(bc_tx *tx);     /* frees tx; NULL is fine */
 bc_store *bc_tx_store(bc_tx *tx);
 /* Transactions of that mode begun on s since it opened: for metrics and tests. */
 uint64_t bc_store_tx_begun(bc_store *s, enum bc_tx_mode mode);
+/* Microseconds those transactions took, from the begin (waiting for a connection
+ * included) to the commit or rollback, summed: for metrics. */
+uint64_t bc_store_tx_us(bc_store *s, enum bc_tx_mode mode);
 /* SQL statements (bc_tx_exec, bc_tx_query and the helpers over them) sent on s since
  * it opened, not counting each transaction's begin and commit. */
 uint64_t bc_store_statements(bc_store *s);

@@ -77,7 +77,9 @@ BC_WUR int bc_join_configure(struct bc_join_service *s, const bc_toml *cfg, char
                              size_t errlen);
 /* 1 when an attestor with that id runs here. */
 int bc_join_attestor_known(const struct bc_join_service *s, const char *id);
-/* Same, with the signature of bc_admin_config.attestor_known. */
+/* The id of the i-th attestor registered, or NULL past the last: for the startup log. */
+const char *bc_join_attestor_id(const struct bc_join_service *s, size_t i);
+/* Same as bc_join_attestor_known, with the signature of bc_admin_config.attestor_known. */
 int bc_join_attestor_known_cb(void *svc, const char *id);
 
 /* What JoinService answered, for the transport (src/server/connect.c) to map onto

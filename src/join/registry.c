@@ -154,6 +154,11 @@ int bc_join_attestor_known(const struct bc_join_service *s, const char *id)
 	return id != NULL && bc_join_find(s, id) != NULL;
 }
 
+const char *bc_join_attestor_id(const struct bc_join_service *s, size_t i)
+{
+	return i < s->n_attestors ? s->attestors[i].id : NULL;
+}
+
 int bc_join_attestor_known_cb(void *svc, const char *id)
 {
 	return bc_join_attestor_known(svc, id);

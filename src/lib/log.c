@@ -27,6 +27,12 @@
 
 static atomic_int log_level = BC_LOG_INFO;
 static atomic_int log_format = BC_LOG_LOGFMT;
+static _Thread_local const char *log_client;
+
+void bc_log_set_client(const char *addr)
+{
+	log_client = addr;
+}
 
 void bc_log_set_level(enum bc_log_level lvl)
 {
@@ -233,6 +239,9 @@ void bc_log(enum bc_log_level lvl, const char *msg, ...)
 		rc = put_field(&b, k, v, json, 0);
 	}
 	va_end(ap);
+	/* last, so that what a line says first stays as its caller wrote it */
+	if (rc == 0 && log_client != NULL)
+		rc = put_field(&b, "client", log_client, json, 0);
 	if (rc == 0)
 		rc = put_tail(&b, json);
 	if (rc != 0) {

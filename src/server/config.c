@@ -36,6 +36,8 @@ static const char *const top_keys[] = {
     "on_refusal_processes",
     "on_refusal_queue",
     "max_queue_wait_ms",
+    "metrics_listen",
+    "access_log",
 };
 static const char *const top_tables[] = {"tls", "attestors"};
 
@@ -120,7 +122,7 @@ static int check_keys(const struct bc_server_config *c, char *err, size_t errlen
 				         "request_timeout, max_connections, "
 				         "max_connections_per_address, "
 				         "on_refusal_processes, on_refusal_queue, "
-				         "max_queue_wait_ms, [tls], "
+				         "max_queue_wait_ms, metrics_listen, access_log, [tls], "
 				         "[attestors.<id>])",
 				         c->path, names[i]);
 				return BC_ERR_CONFIG;
@@ -187,8 +189,17 @@ static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
 	    (rc = get_str(c, "pki_bundle", "pki.bundle", 1, &c->pki_bundle, err, errlen)) ||
 	    (rc = get_str(c, "tls.cert", NULL, 1, &c->tls_cert, err, errlen)) ||
 	    (rc = get_str(c, "tls.key", NULL, 1, &c->tls_key, err, errlen)) ||
-	    (rc = get_str(c, "on_refusal", NULL, 0, &c->on_refusal, err, errlen)))
+	    (rc = get_str(c, "on_refusal", NULL, 0, &c->on_refusal, err, errlen)) ||
+	    (rc = get_str(c, "metrics_listen", NULL, 0, &c->metrics_listen, err, errlen)))
 		return rc;
+	if (c->metrics_listen && c->metrics_listen[0] == 0) {
+		free(c->metrics_listen);
+		c->metrics_listen = NULL;
+	}
+	if ((rc = bc_toml_get_bool(c->toml, "access_log", &c->access_log)) == BC_ERR_INVALID) {
+		snprintf(err, errlen, "%s: access_log: expected true or false", c->path);
+		return BC_ERR_CONFIG;
+	}
 	if ((rc = get_num(c, "threads", 8, 1, 256, &v, err, errlen)) != 0)
 		return rc;
 	c->threads = (unsigned)v;
@@ -282,6 +293,7 @@ void bc_server_config_free(struct bc_server_config *c)
 	free(c->tls_cert);
 	free(c->tls_key);
 	free(c->on_refusal);
+	free(c->metrics_listen);
 	for (size_t i = 0; i < c->n_plugins; i++)
 		free(c->plugins ? c->plugins[i] : NULL);
 	free(c->plugins);

@@ -20,6 +20,11 @@
  *   log_format  = "logfmt"                # logfmt or json
  *   on_refusal  = ""                      # a command run with the refusal JSON on stdin
  *   plugins     = []                      # attestor plugins: shared objects
+ *   metrics_listen = ""                   # host:port of a plain-HTTP listener serving only
+ *                                         # GET /metrics, without an API key: bind it to
+ *                                         # loopback or a scrape network
+ *   access_log  = false                   # one line per request (client, method, path,
+ *                                         # status, duration)
  *   event_retention_days = 90             # `better-compute prune` deletes older events;
  *                                         # 0 keeps them all
  *   [tls]
@@ -48,7 +53,9 @@ struct bc_server_config {
 	char *pki_bundle;
 	char *tls_cert; /* NULL: plain HTTP (loopback only) */
 	char *tls_key;
-	char *on_refusal; /* NULL: none */
+	char *on_refusal;     /* NULL: none */
+	char *metrics_listen; /* NULL: /metrics on the main listener only */
+	int access_log;       /* 1: one log line per request */
 	char **plugins;
 	size_t n_plugins;
 	unsigned threads;

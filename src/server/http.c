@@ -75,6 +75,7 @@ struct bc_http {
 	struct MHD_Daemon *d;
 	bc_http_handler handler;
 	void *ctx;
+	int access_log;
 	size_t max_body;
 	uint16_t port;
 	struct sockaddr_storage addr;
@@ -490,22 +491,41 @@ static enum MHD_Result take_upload(struct http_req *r, const char *data, size_t 
 	return r->discarded > HTTP_MAX_DISCARD ? MHD_NO : MHD_YES;
 }
 
+/* access_log: one line per answered request, from its last byte read to its answer */
+static void access_line(const struct http_req *r, const char *method, const char *path, int status,
+                        uint64_t t0)
+{
+	char st[8], ms[24];
+
+	if (!r->srv->access_log)
+		return;
+	snprintf(st, sizeof(st), "%d", status);
+	snprintf(ms, sizeof(ms), "%llu", (unsigned long long)(mono_ms() - t0));
+	bc_log(BC_LOG_INFO, "request", "client", r->peer, "method", method, "path", path, "status",
+	       st, "duration_ms", ms, NULL);
+}
+
 static enum MHD_Result finish_request(struct http_req *r, struct MHD_Connection *conn,
                                       const char *url, const char *method)
 {
 	struct bc_http_response resp = {0};
 	struct bc_http_request req = {0};
+	uint64_t t0 = mono_ms();
 	const char *v;
 
 	/* whatever follows, this request is answered once */
 	r->answered = 1;
 	req.queued_ms = conn_mark(r->srv, conn, 1);
-	if (r->too_large)
-		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
-	(void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
-	if (r->query_overflow)
-		return queue_static(conn, 400, TOO_MANY_ARGS, 0);
 	peer_of(conn, r->peer, sizeof(r->peer));
+	if (r->too_large) {
+		access_line(r, method, url, 413, t0);
+		return queue_static(conn, 413, BODY_TOO_LARGE, 1);
+	}
+	(void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
+	if (r->query_overflow) {
+		access_line(r, method, url, 400, t0);
+		return queue_static(conn, 400, TOO_MANY_ARGS, 0);
+	}
 	req.method = method;
 	req.path = url;
 	v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -518,13 +538,17 @@ static enum MHD_Result finish_request(struct http_req *r, struct MHD_Connection 
 	req.query_keys = r->query_keys;
 	req.query_vals = r->query_vals;
 	req.n_query = r->n_query;
+	/* every line the handler logs (a refusal's) names the client */
+	bc_log_set_client(r->peer);
 	r->srv->handler(r->srv->ctx, &req, &resp);
+	bc_log_set_client(NULL);
 	if (resp.status < 100 || resp.status > 599) {
 		bc_freezero(resp.body, resp.body_len);
 		resp.body = NULL;
 		resp.body_len = 0;
 		resp.status = 500;
 	}
+	access_line(r, method, url, resp.status, t0);
 	return queue_owned(conn, resp.status, resp.content_type, resp.body, resp.body_len, 0,
 	                   resp.retry_after_s);
 }
@@ -732,7 +756,7 @@ static int check_config(const struct bc_http_config *cfg, struct bc_http *s, cha
 		snprintf(err, errlen, "listen %s: TLS needs both a certificate and a key", listen);
 		return BC_ERR_CONFIG;
 	}
-	if (cfg->tls_cert_pem == NULL &&
+	if (cfg->tls_cert_pem == NULL && !cfg->plain_anywhere &&
 	    !bc_net_addr_is_loopback((const struct sockaddr *)&s->addr)) {
 		snprintf(err, errlen,
 		         "listen %s: plain HTTP is only allowed on a loopback address; set [tls] "
@@ -786,6 +810,7 @@ static void limits_of(const struct bc_http_config *cfg, struct bc_http *s)
 	unsigned want = cfg->max_connections ? cfg->max_connections : BC_HTTP_DEFAULT_CONNECTIONS;
 
 	s->max_body = cfg->max_body ? cfg->max_body : HTTP_DEFAULT_MAX_BODY;
+	s->access_log = cfg->access_log;
 	s->preauth_body = cfg->preauth_body;
 	s->body_budget = cfg->body_budget;
 	s->authorize = cfg->authorize;

@@ -70,6 +70,10 @@ struct bc_http_config {
 	unsigned max_connections;    /* 0: BC_HTTP_DEFAULT_CONNECTIONS */
 	unsigned per_address;        /* connections from one client address; 0: the default */
 	bc_http_authorize authorize; /* called with the handler's ctx; may be NULL */
+	int access_log;     /* 1: one info line per request, msg="request" (client, method, path,
+	                       status, duration_ms) */
+	int plain_anywhere; /* 1: plain HTTP on any address (a listener that serves nothing
+	                     * secret or that the operator binds to a trusted network) */
 };
 
 /* The Content-Security-Policy header of every answer (trusted types: a page of this

@@ -182,7 +182,7 @@ static int putf(bc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2
 
 static int putf(bc_buf *b, const char *fmt, ...)
 {
-	char line[512];
+	char line[1024];
 	va_list ap;
 	int n;
 
@@ -280,10 +280,17 @@ static int put_store(bc_buf *b, const struct bc_metrics_extra *x)
 		          "# HELP bc_store_statements_total SQL statements sent to the store, "
 		          "besides each transaction's begin and commit\n"
 		          "# TYPE bc_store_statements_total counter\n"
-		          "bc_store_statements_total %llu\n",
+		          "bc_store_statements_total %llu\n"
+		          "# HELP bc_store_transaction_seconds_total Time spent in store "
+		          "transactions, from the begin to the commit or rollback\n"
+		          "# TYPE bc_store_transaction_seconds_total counter\n"
+		          "bc_store_transaction_seconds_total{mode=\"read\"} %.6f\n"
+		          "bc_store_transaction_seconds_total{mode=\"write\"} %.6f\n",
 		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_READ),
 		          (unsigned long long)bc_store_tx_begun(x->store, BC_TX_WRITE),
-		          (unsigned long long)bc_store_statements(x->store));
+		          (unsigned long long)bc_store_statements(x->store),
+		          (double)bc_store_tx_us(x->store, BC_TX_READ) / 1e6,
+		          (double)bc_store_tx_us(x->store, BC_TX_WRITE) / 1e6);
 	if (rc == 0 && up)
 		rc = putf(b,
 		          "# HELP bc_join_requests_pending Join requests waiting for an operator\n"

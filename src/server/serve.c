@@ -17,6 +17,31 @@ static void usage(void)
 	                "  `better-compute init --dir var` writes a server.toml to start from.\n");
 }
 
+/* The database setting as the log may show it: a postgres:// URL without its password
+ * (user:secret@ -> user@; a password=... parameter -> password=xxx). */
+static void store_shown(const char *db, char *out, size_t outlen)
+{
+	const char *scheme = strstr(db, "://"), *host, *at = NULL, *colon, *pw;
+	char tmp[512];
+
+	snprintf(out, outlen, "%s", db);
+	if (scheme == NULL)
+		return;
+	/* the userinfo ends at the authority's last '@' (a password may hold one) */
+	host = scheme + 3;
+	for (const char *p = host; p < host + strcspn(host, "/?"); p++)
+		if (*p == '@')
+			at = p;
+	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (colon != NULL)
+		snprintf(out, outlen, "%.*s%s", (int)(colon - db), db, at);
+	if ((pw = strstr(out, "password=")) != NULL) {
+		snprintf(tmp, sizeof(tmp), "%.*spassword=xxx%s", (int)(pw - out), out,
+		         pw + 9 + strcspn(pw + 9, "&"));
+		snprintf(out, outlen, "%s", tmp);
+	}
+}
+
 int bc_cmd_serve(int argc, char **argv)
 {
 	struct bc_server_config cfg;
@@ -63,10 +88,18 @@ int bc_cmd_serve(int argc, char **argv)
 		bc_server_config_free(&cfg);
 		return 1;
 	}
-	char port[8];
+	char port[8], mport[8], store[512], attestors[512];
 	snprintf(port, sizeof(port), "%u", bc_server_port(srv));
-	bc_log(BC_LOG_INFO, "control plane listening", "listen", cfg.listen, "port", port, "url",
-	       cfg.public_url, "tls", cfg.tls_cert ? "on" : "off", NULL);
+	snprintf(mport, sizeof(mport), "%u", bc_server_metrics_port(srv));
+	bc_server_attestors(srv, attestors, sizeof(attestors));
+	store_shown(cfg.database, store, sizeof(store));
+	bc_log(BC_LOG_INFO, "control plane listening", "version", BC_VERSION, "store",
+	       strncmp(cfg.database, "postgres", 8) == 0 ? "postgresql" : "sqlite", "database",
+	       store, "listen", cfg.listen, "port", port, "url", cfg.public_url, "tls",
+	       cfg.tls_cert ? "on" : "off", "metrics_listen",
+	       cfg.metrics_listen ? cfg.metrics_listen : "none", "metrics_port",
+	       cfg.metrics_listen ? mport : "", "attestors", attestors, "access_log",
+	       cfg.access_log ? "on" : "off", NULL);
 	sigwait(&set, &sig);
 	bc_log(BC_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
 	bc_server_stop(srv);

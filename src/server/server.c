@@ -38,6 +38,7 @@ struct bc_server {
 	bc_pki *pki;
 	struct bc_join_service *join;
 	struct bc_http *http;
+	struct bc_http *metrics_http; /* metrics_listen: GET /metrics only, no key */
 	struct bc_admin_config admin;
 	struct bc_proc_queue *on_refusal;
 	pthread_mutex_t drop_lock;
@@ -80,17 +81,28 @@ static int metrics_auth_tx(bc_tx *tx, void *arg)
 	return rc != 0 ? rc : (strcmp(tenant, "root") == 0 ? 0 : BC_ERR_DENIED);
 }
 
-/* GET /metrics: for a root API key only (Authorization: Bearer bck_..., as Prometheus'
- * authorization.credentials_file sends it). The refusal reasons in it are what the
- * machine is never told, so an unauthenticated scrape would undo that. */
-static void serve_metrics(struct bc_server *s, const struct bc_http_request *req,
-                          struct bc_http_response *resp)
+static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
 {
 	struct bc_metrics_extra x = {.store = s->store,
 	                             .refusals_dropped = bc_server_refusals_dropped(s),
 	                             .version = BC_VERSION};
 	char *body;
 
+	if ((body = bc_metrics_render(s->metrics, &x)) == NULL) {
+		text(resp, 500, "application/json",
+		     "{\"code\":\"internal\",\"message\":\"out of memory\"}");
+		return;
+	}
+	bc_http_set_body(resp, 200, "text/plain; version=0.0.4; charset=utf-8", body, strlen(body));
+	free(body);
+}
+
+/* GET /metrics: for a root API key only (Authorization: Bearer bck_..., as Prometheus'
+ * authorization.credentials_file sends it). The refusal reasons in it are what the
+ * machine is never told, so an unauthenticated scrape would undo that. */
+static void serve_metrics(struct bc_server *s, const struct bc_http_request *req,
+                          struct bc_http_response *resp)
+{
 	if (strcmp(req->method, "GET") != 0) {
 		text(resp, 405, "application/json", metrics_method);
 		return;
@@ -99,13 +111,23 @@ static void serve_metrics(struct bc_server *s, const struct bc_http_request *req
 		text(resp, 401, "application/json", metrics_denied);
 		return;
 	}
-	if ((body = bc_metrics_render(s->metrics, &x)) == NULL) {
-		text(resp, 500, "application/json",
-		     "{\"code\":\"internal\",\"message\":\"out of memory\"}");
-		return;
-	}
-	bc_http_set_body(resp, 200, "text/plain; version=0.0.4; charset=utf-8", body, strlen(body));
-	free(body);
+	render_metrics(s, resp);
+}
+
+/* The metrics_listen listener: GET /metrics without a key, nothing else. Whoever can
+ * reach it reads the refusal reasons, so it is bound to loopback or a scrape network
+ * (docs/server.md). */
+static void handle_metrics_only(void *ctx, const struct bc_http_request *req,
+                                struct bc_http_response *resp)
+{
+	struct bc_server *s = ctx;
+
+	if (strcmp(req->path, "/metrics") != 0)
+		text(resp, 404, "application/json", not_found);
+	else if (strcmp(req->method, "GET") != 0)
+		text(resp, 405, "application/json", metrics_method);
+	else
+		render_metrics(s, resp);
 }
 
 /* A JoinService RPC, timed for the metrics. */
@@ -357,11 +379,29 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	    .max_connections = cfg->max_connections,
 	    .per_address = cfg->max_connections_per_address,
 	    .authorize = may_send_large_body,
+	    .access_log = cfg->access_log,
 	};
 	rc = bc_http_start(&hc, handle, s, &s->http, err, errlen);
 	free(cert);
 	if (key)
 		bc_freezero(key, strlen(key));
+	if (rc != 0 || cfg->metrics_listen == NULL)
+		return rc;
+	/* a scraper needs little: two workers, small requests, few connections */
+	struct bc_http_config mc = {
+	    .listen = cfg->metrics_listen,
+	    .threads = 2,
+	    .max_body = 1024,
+	    .request_timeout_s = cfg->request_timeout_s,
+	    .max_connections = 64,
+	    .per_address = 16,
+	    .access_log = cfg->access_log,
+	    .plain_anywhere = 1,
+	};
+	char merr[256];
+	if ((rc = bc_http_start(&mc, handle_metrics_only, s, &s->metrics_http, merr,
+	                        sizeof(merr))) != 0)
+		snprintf(err, errlen, "metrics_listen: %s", merr);
 	return rc;
 }
 
@@ -421,6 +461,25 @@ uint16_t bc_server_port(const struct bc_server *s)
 	return bc_http_port(s->http);
 }
 
+void bc_server_attestors(const struct bc_server *s, char *out, size_t outlen)
+{
+	size_t used = 0;
+	const char *id;
+
+	out[0] = 0;
+	for (size_t i = 0; (id = bc_join_attestor_id(s->join, i)) != NULL; i++) {
+		int n = snprintf(out + used, outlen - used, "%s%s", used ? "," : "", id);
+		if (n < 0 || (size_t)n >= outlen - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+uint16_t bc_server_metrics_port(const struct bc_server *s)
+{
+	return s->metrics_http ? bc_http_port(s->metrics_http) : 0;
+}
+
 struct bc_join_service *bc_server_join(struct bc_server *s)
 {
 	return s->join;
@@ -440,6 +499,8 @@ void bc_server_stop(struct bc_server *s)
 {
 	if (s == NULL)
 		return;
+	if (s->metrics_http)
+		bc_http_stop(s->metrics_http);
 	if (s->http)
 		bc_http_stop(s->http);
 	/* the commands still running finish; those waiting are dropped */

@@ -19,6 +19,10 @@ struct bc_server;
 BC_WUR int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void *hook_ctx,
                            struct bc_server **out, char *err, size_t errlen);
 uint16_t bc_server_port(const struct bc_server *s);
+/* The ids of the attestors that run, comma-separated, into out (cut at outlen). */
+void bc_server_attestors(const struct bc_server *s, char *out, size_t outlen);
+/* The metrics_listen listener's bound port; 0 without one. */
+uint16_t bc_server_metrics_port(const struct bc_server *s);
 struct bc_join_service *bc_server_join(struct bc_server *s);
 bc_store *bc_server_store(struct bc_server *s);
 const bc_pki *bc_server_pki(const struct bc_server *s);

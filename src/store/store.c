@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bc/clock.h"
 #include "bc/log.h"
@@ -34,12 +35,15 @@ struct bc_store {
 	size_t nopen;                    /* idle or held by a transaction */
 	atomic_uint_fast64_t begun[2];   /* transactions begun, by mode */
 	atomic_uint_fast64_t statements; /* bc_tx_exec and bc_tx_query calls sent */
+	atomic_uint_fast64_t tx_us[2];   /* microseconds from begin to commit/rollback */
 };
 
 struct bc_tx {
 	bc_store *s;
 	struct bc_conn *c;
-	int failed; /* an error that must keep the transaction from committing */
+	enum bc_tx_mode mode;
+	uint64_t t0_us; /* CLOCK_MONOTONIC at the begin */
+	int failed;     /* an error that must keep the transaction from committing */
 };
 
 static _Thread_local char tls_errmsg[512];
@@ -333,6 +337,26 @@ uint64_t bc_store_tx_begun(bc_store *s, enum bc_tx_mode mode)
 	return (mode == BC_TX_READ || mode == BC_TX_WRITE) ? atomic_load(&s->begun[mode]) : 0;
 }
 
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The transaction's time, from its begin to its end, into the store's sum. */
+static void tx_timed(bc_tx *tx)
+{
+	atomic_fetch_add_explicit(&tx->s->tx_us[tx->mode], mono_us() - tx->t0_us,
+	                          memory_order_relaxed);
+}
+
+uint64_t bc_store_tx_us(bc_store *s, enum bc_tx_mode mode)
+{
+	return (mode == BC_TX_READ || mode == BC_TX_WRITE) ? atomic_load(&s->tx_us[mode]) : 0;
+}
+
 uint64_t bc_store_statements(bc_store *s)
 {
 	return s != NULL ? atomic_load(&s->statements) : 0;
@@ -353,6 +377,7 @@ int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
+	tx->t0_us = mono_us();
 	if ((rc = pool_get(s, &c)) != 0)
 		goto out;
 	if ((rc = s->eng->begin(c, mode)) != 0)
@@ -360,6 +385,7 @@ int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out)
 	atomic_fetch_add(&s->begun[mode], 1);
 	tx->s = s;
 	tx->c = c;
+	tx->mode = mode;
 	c = NULL;
 	*out = tx;
 	tx = NULL;
@@ -382,6 +408,7 @@ int bc_tx_commit(bc_tx *tx)
 	} else {
 		rc = tx->s->eng->commit(tx->c);
 	}
+	tx_timed(tx);
 	pool_put(tx->s, tx->c);
 	free(tx);
 	return rc;
@@ -393,6 +420,7 @@ void bc_tx_rollback(bc_tx *tx)
 		return;
 	/* a failed rollback leaves the connection unfit, which pool_put sees */
 	(void)tx->s->eng->rollback(tx->c);
+	tx_timed(tx);
 	pool_put(tx->s, tx->c);
 	free(tx);
 }

@@ -193,7 +193,18 @@ try {
   check(ps.some((r) => r[1] === 'web') && ps.some((r) => r[1] === 'tpm'), 'pools: ' + JSON.stringify(ps));
   await shot('pools');
   await open('sites');
-  check((await rows('sites-rows')).some((r) => r[1] === 'lab'), 'no site lab');
+  const srows = await rows('sites-rows');
+  const lab = srows.find((r) => r[1] === 'lab');
+  check(lab, 'no site lab: ' + JSON.stringify(srows));
+  // the lease columns say what the admin API's sites get says
+  const sg = await page.evaluate(async (id) => {
+    const r = await fetch('/v1/tenants/root/sites/' + encodeURIComponent(id), {
+      headers: { Authorization: 'Bearer ' + sessionStorage.getItem('bc.apiKey') } });
+    return r.json();
+  }, lab[0]);
+  check(lab[2] === (sg.lease.holder || 'none') && lab[3] === String(sg.lease.epoch) &&
+        lab[4] === (sg.lease.expiresAt || ''), 'the lease cells ' + JSON.stringify(lab) +
+        ' are not sites get ' + JSON.stringify(sg.lease));
   await shot('sites');
   await open('refusals');
   const refs = await rows('refusals-rows');

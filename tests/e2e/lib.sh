@@ -44,3 +44,15 @@ stop_server() {
 }
 
 json_get() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d"+sys.argv[1]))' "$1"; }
+
+# token_join DIR: with the server of DIR running, a pool web, a one-use node token in
+# DIR/token, the agent's pins in DIR/pins.json, and a bc-join with it into DIR/m1.
+token_join() {
+	local dir=$1 pool
+	"$BIN/better-compute" pools create web >/dev/null
+	pool=$("$BIN/better-compute" --json pools list | json_get '["pools"][0]["id"]')
+	"$BIN/better-compute" tokens create --role node --pool "$pool" --out "$dir/token" >/dev/null
+	"$BIN/better-compute" daemon config --out "$dir/pins.json"
+	"$BIN/bc-join" --pins "$dir/pins.json" --token-file "$dir/token" --out "$dir/m1" >"$dir/join.out" ||
+		fail "join failed: $(cat "$dir/join.out")"
+}

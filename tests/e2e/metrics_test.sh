@@ -33,12 +33,7 @@ curl -fsS -H "Authorization: Bearer $KEY" -D headers.txt -o /dev/null "$URL/metr
 grep -qi '^content-type: text/plain; version=0.0.4' headers.txt || fail "not the text format"
 
 # traffic: a join, a refusal (the spent token again), then bc-load's join and renewal
-bc pools create web >/dev/null
-POOL=$(bc --json pools list | json_get '["pools"][0]["id"]')
-bc tokens create --role node --pool "$POOL" --out var/token >/dev/null
-bc daemon config --out var/pins.json
-"$BIN/bc-join" --pins var/pins.json --token-file var/token --out var/m1 >join.out ||
-	fail "join failed: $(cat join.out)"
+token_join var
 "$BIN/bc-join" --pins var/pins.json --token-file var/token --out var/m2 >join2.out 2>&1 &&
 	fail "a spent token joined again"
 "$BIN/bc-load" --pins var/pins.json --database var/bc.db --url "$URL" --tokens 1 --clients 1 \
@@ -63,6 +58,8 @@ inf=$(value after.txt 'bc_rpc_duration_seconds_bucket{method="Join",code="200",l
 w0=$(value before.txt 'bc_store_transactions_total{mode="write"}')
 w1=$(value after.txt 'bc_store_transactions_total{mode="write"}')
 [ "$w1" -gt "$w0" ] || fail "write transactions did not move ($w0, $w1)"
+ws=$(value after.txt 'bc_store_transaction_seconds_total{mode="write"}')
+awk -v v="$ws" 'BEGIN { exit !(v > 0) }' || fail "no time spent in write transactions: $ws"
 stop_server var
 echo "ok: /metrics for a root key only; joined $j0 -> $j1, token-used-up $r1, renewed $n1, Join 200/403 $c200/$c403"
 echo "--- excerpt"

@@ -328,6 +328,47 @@ static void test_threads_whole_lines(void **state)
 	free(out);
 }
 
+static void *log_unset(void *arg)
+{
+	(void)arg;
+	bc_log(BC_LOG_INFO, "other thread", NULL);
+	return NULL;
+}
+
+/* bc_log_set_client: the lines of this thread end with client=, until cleared;
+ * another thread's do not; a value with a line break cannot forge a line. */
+static void test_client_per_thread(void **state)
+{
+	pthread_t th;
+	char *out, *l2, *l3, *l4;
+
+	(void)state;
+	capture_begin();
+	bc_log_set_client("192.0.2.7");
+	bc_log(BC_LOG_WARN, "join refused", "reason", "token-used-up", NULL);
+	assert_int_equal(pthread_create(&th, NULL, log_unset, NULL), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	bc_log_set_client("x\nts=forged level=info msg=evil");
+	bc_log(BC_LOG_INFO, "forge", NULL);
+	bc_log_set_client(NULL);
+	bc_log(BC_LOG_INFO, "after", NULL);
+	out = capture_end();
+	assert_int_equal(count_char(out, '\n'), 4);
+	l2 = strchr(out, '\n') + 1;
+	l3 = strchr(l2, '\n') + 1;
+	l4 = strchr(l3, '\n') + 1;
+	assert_string_equal(after_ts(l4), "level=info msg=after\n");
+	l4[0] = '\0';
+	assert_string_equal(after_ts(l3), "level=info msg=forge client=\"x\\nts=forged level=info "
+	                                  "msg=evil\"\n");
+	l3[0] = '\0';
+	assert_string_equal(after_ts(l2), "level=info msg=\"other thread\"\n");
+	l2[0] = '\0';
+	assert_string_equal(after_ts(out), "level=warn msg=\"join refused\" reason=token-used-up "
+	                                   "client=192.0.2.7\n");
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,6 +383,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_errno_preserved, setup),
 	    cmocka_unit_test_setup(test_parse, setup),
 	    cmocka_unit_test_setup(test_threads_whole_lines, setup),
+	    cmocka_unit_test_setup(test_client_per_thread, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
