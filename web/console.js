@@ -44,6 +44,9 @@ async function api(method, path, body) {
   return j;
 }
 
+// the most nodes the nodes page lists; past it, `better-compute nodes list --after`
+const MAX_NODES = 5000;
+
 function t(path) { return '/v1/tenants/' + encodeURIComponent(tenant) + path; }
 function seg(id) { return encodeURIComponent(id); }
 
@@ -144,8 +147,15 @@ const loaders = {
   },
   nodes: async () => {
     await loadPools();
-    const j = await api('GET', t('/nodes'));
-    fill('nodes-rows', j.nodes, 9, (tr, n) => {
+    // the API pages nodes (500 at most a page): follow its cursor, up to MAX_NODES
+    const nodes = [];
+    let after = null;
+    do {
+      const j = await api('GET', t('/nodes?limit=500' + (after ? '&after=' + encodeURIComponent(after) : '')));
+      nodes.push(...j.nodes);
+      after = j.nextCursor;
+    } while (after && nodes.length < MAX_NODES);
+    fill('nodes-rows', nodes, 9, (tr, n) => {
       tr.dataset.node = n.id;
       cell(tr, n.id, 'mono');
       cell(tr, n.hostname);
