@@ -9,7 +9,8 @@
 #
 # Covered now: README.md "A tour" (tour: pools, tokens, daemon config, bcd join, nodes
 # list, bcd status; second-machine: the same token refused, events list), docs/
-# attestation.md "Certificates" (certificate: openssl on the node certificate),
+# attestation.md "Certificates" (certificate: openssl on the node certificate) and its
+# pool policy (pool-policy: pools create and update by name with --join-attestors),
 # docs/commissioning.md "commission" (commission: sites create, machines commission,
 # workflows list). To cover a procedure, mark its block; when a CLI command changes,
 # fix the documented command, not this walker.
@@ -23,7 +24,7 @@ export PATH="$BIN:$PATH"
 	fail "doc_walk.py: cannot extract the blocks"
 # what the walk must hold at least: losing a marker is a failure too
 for b in "README.md: tour" "README.md: second-machine" "docs/attestation.md: certificate" \
-	"docs/commissioning.md: commission"; do
+	"docs/attestation.md: pool-policy" "docs/commissioning.md: commission"; do
 	grep -qF "echo '== $b'" walk.sh || fail "no walk block $b"
 done
 "$BIN/better-compute" init --dir var --listen "127.0.0.1:$PORT" >init.out
