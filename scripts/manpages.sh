@@ -18,7 +18,7 @@ verbatim() {
 # the command words of a "Commands:" section: a line's text up to its first two spaces
 commands_of() {
 	awk '/^Commands:/ { on = 1; next } on && /^[^ ]/ { on = 0 }
-		on && /^  [^ ]/ { sub(/^  /, ""); sub(/  .*/, ""); sub(/ +\[.*/, ""); if ($0 != "") print }'
+		on && /^  [^ -]/ { sub(/^  /, ""); sub(/  .*/, ""); sub(/ +\[.*/, ""); if ($0 != "") print }'
 }
 
 page() {

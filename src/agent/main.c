@@ -103,7 +103,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: " BCD_NAME " COMMAND [--config FILE] [options]\n\nCommands:\n");
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-11s  %s\n", commands[i].name, commands[i].summary);
 	fprintf(f,
 	        "\n  --config FILE  the config (default " BCD_DEFAULT_CONFIG ")\n"
 	        "  --version      print bcd's version\n"
