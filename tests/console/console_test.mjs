@@ -205,6 +205,8 @@ try {
   check(lab[2] === (sg.lease.holder || 'none') && lab[3] === String(sg.lease.epoch) &&
         lab[4] === (sg.lease.expiresAt || ''), 'the lease cells ' + JSON.stringify(lab) +
         ' are not sites get ' + JSON.stringify(sg.lease));
+  check(lab[2] === env('BC_SITE_NODE') && /^[0-9]+$/.test(lab[3]) && lab[4] !== '',
+        'the site node holding the lease is not shown: ' + JSON.stringify(lab));
   await shot('sites');
   await open('refusals');
   const refs = await rows('refusals-rows');
