@@ -7,7 +7,8 @@
 #    waits; the root key signs in, sees the pending join request, approves it in the
 #    console, and the node appears (tpm, adopted); tokens, pools, sites, the refusal feed
 #    (a refused join's and a retired node's renewal's reasons) and cordon/retire
-#    work from the pages;
+#    work from the pages; a site node of lab (bcd site) holds its boot lease, which the
+#    sites page shows;
 #  - a tenant key sees only its tenant's node;
 #  - the API key is never in a URL, the DOM (beyond the password field) or the log.
 # BC_CONSOLE_SCREENSHOTS=DIR writes a PNG of each page into DIR (docs/console/).
@@ -129,6 +130,28 @@ kill "$RENEW_PID"
 wait "$RENEW_PID" 2>/dev/null || true
 PIDS=$(echo "$PIDS" | sed "s/ $RENEW_PID//")
 
+# ---- a site node of lab holds its boot lease (the sites page shows it) ----
+bc tokens create --role site --site "$SITE" --out site.token >/dev/null || fail "site token"
+bcd_machine s1
+bcd join --config s1/config.toml --role site --token-file site.token >s1.join 2>&1 ||
+	fail "site join: $(cat s1.join)"
+SITE_NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\).*/\1/p' s1.join)
+[ -n "$SITE_NODE" ] || fail "no site node: $(cat s1.join)"
+cat >>s1/config.toml <<TOML
+
+[site]
+id = "$SITE"
+listen = "127.0.0.1:$(free_port)"
+kernel = "http://boot.example/vmlinuz"
+initrd = "http://boot.example/initrd.img"
+cmdline = "console=ttyS0"
+TOML
+"$BIN/bcd" site --config s1/config.toml 2>s1.log &
+SITE_PID=$!
+PIDS="$PIDS $SITE_PID"
+for _ in $(seq 1 100); do grep -q "lease held" s1.log && break; sleep 0.1; done
+grep -q "lease held" s1.log || fail "the site node took no lease: $(cat s1.log)"
+
 # ---- the tpm machine waits for an operator ----
 tpm_machine m1 "$PORT_A"
 BCD_FAKEHW_TPM_KEYS=1 "$BIN/bcd" join --config m1/config.toml --attestor tpm >join.out 2>join.err &
@@ -137,7 +160,7 @@ PIDS="$PIDS $JOIN_PID"
 
 # ---- the browser ----
 rc=0
-NODE_PATH="$NPM_DIR/node_modules" BC_URL=$URL BC_ROOT_KEY=$ROOT_KEY BC_TENANT_KEY=$TENANT_KEY \
+NODE_PATH="$NPM_DIR/node_modules" BC_SITE_NODE=$SITE_NODE BC_URL=$URL BC_ROOT_KEY=$ROOT_KEY BC_TENANT_KEY=$TENANT_KEY \
 	BC_TENANT=$ACME BC_TENANT_NODE=$ACME_NODE BC_ROOT_NODE=$ROOT_NODE BC_RETIRED_NODE=$RETIRED BC_REASON=$REASON BC_CHROMIUM=$CHROMIUM \
 	BC_PROFILE="$T/chromium-profile" BC_SHOTS=$SHOTS \
 	node "$HERE/../console/console_test.mjs" "$NPM_DIR" 2>&1 | tee browser.out || rc=${PIPESTATUS[0]}
