@@ -250,6 +250,17 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 /* The leaf's place in its node's lineage, once check_current accepted it: 1 when the
  * CSR was answered before (st->d.issued holds that certificate), 0 to issue a successor
  * (the leaf marked used, an unused successor superseded), or a refusal. */
+/* How many certificates the leaf has been renewed into; *reason renew-superseded once
+ * its one extra renewal is spent. */
+static int successors_of(bc_tx *tx, struct renew_state *st, int64_t *n, const char **reason)
+{
+	int rc = bc_row_cert_successors(tx, st->d.serial, n);
+
+	if (rc == 0 && *n >= 2)
+		*reason = BC_R_RENEW_SUPERSEDED;
+	return rc;
+}
+
 static int lineage(bc_tx *tx, struct renew_state *st, const char **reason)
 {
 	struct bc_join_decision *is = &st->d.issued;
@@ -264,13 +275,8 @@ static int lineage(bc_tx *tx, struct renew_state *st, const char **reason)
 		*reason = BC_R_RENEW_SUPERSEDED;
 	if (rc == 1)
 		return *reason ? 0 : 1;
-	if ((rc = bc_row_cert_successors(tx, st->d.serial, &successors)) != 0)
+	if ((rc = successors_of(tx, st, &successors, reason)) != 0 || *reason)
 		return rc;
-	/* the one extra renewal is spent */
-	if (successors >= 2) {
-		*reason = BC_R_RENEW_SUPERSEDED;
-		return 0;
-	}
 	if (successors == 1 &&
 	    (rc = bc_row_cert_supersede_successors(tx, st->d.serial, is->now_ms)) != 0)
 		return rc;
@@ -343,10 +349,8 @@ static int check_tx(bc_tx *tx, void *arg)
 	if ((rc = check_current(tx, st, &generation, &reason)) != 0)
 		return rc;
 	/* as lineage(): a leaf whose one extra renewal is spent renews no more */
-	if (reason == NULL && (rc = bc_row_cert_successors(tx, st->d.serial, &successors)) != 0)
+	if (reason == NULL && (rc = successors_of(tx, st, &successors, &reason)) != 0)
 		return rc;
-	if (reason == NULL && successors >= 2)
-		reason = BC_R_RENEW_SUPERSEDED;
 	if (reason != NULL) {
 		st->d.reason = reason;
 		return BC_ERR_DENIED;

@@ -74,31 +74,6 @@ static int set_times(X509 *x, int64_t nb_ms, int64_t na_ms)
 	return 0;
 }
 
-/* The subject key as its algorithm and point, which is all the certificate holds:
- * X509_set_pubkey would run OpenSSL's encoder framework for every certificate. */
-static int set_point(X509 *x, EVP_PKEY *pub)
-{
-	uint8_t *point = NULL;
-	int rc;
-
-	if (!pki_key_is_p256(pub))
-		return X509_set_pubkey(x, pub) == 1 ? 0 : BC_ERR_CRYPTO;
-	if ((point = OPENSSL_malloc(65)) == NULL)
-		return BC_ERR_NOMEM;
-	if ((rc = bc_key_to_point(pub, point)) != 0) {
-		OPENSSL_free(point);
-		return rc;
-	}
-	/* on success the X509_PUBKEY owns point */
-	if (X509_PUBKEY_set0_param(X509_get_X509_PUBKEY(x), OBJ_nid2obj(NID_X9_62_id_ecPublicKey),
-	                           V_ASN1_OBJECT, OBJ_nid2obj(NID_X9_62_prime256v1), point,
-	                           65) != 1) {
-		OPENSSL_free(point);
-		return BC_ERR_CRYPTO;
-	}
-	return 0;
-}
-
 /* Version, serial, names, validity and key. */
 static int cert_base(const struct pki_cert_spec *spec, X509 *x,
                      uint8_t serial[static PKI_SERIAL_LEN])
@@ -120,8 +95,7 @@ static int cert_base(const struct pki_cert_spec *spec, X509 *x,
 		goto out;
 	if ((rc = set_times(x, spec->not_before_ms, spec->not_after_ms)) != 0)
 		goto out;
-	rc = spec->encode_only ? set_point(x, spec->pub)
-	                       : (X509_set_pubkey(x, spec->pub) == 1 ? 0 : BC_ERR_CRYPTO);
+	rc = X509_set_pubkey(x, spec->pub) == 1 ? 0 : BC_ERR_CRYPTO;
 out:
 	ASN1_INTEGER_free(ai);
 	return rc;

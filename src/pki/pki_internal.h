@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "bc/err.h"
+#include "bc/pki.h"
 
 /* Refuse DER certificates and CSRs larger than this before parsing them. */
 #define PKI_MAX_DER    (64u * 1024)
@@ -31,10 +32,6 @@ struct pki_cert_spec {
 	const char *key_usage;
 	const char *ext_key_usage;
 	GENERAL_NAMES *san;
-	/* 1: the certificate is only signed and encoded, never read back in memory (a
-	 * node certificate): a P-256 key goes in as its bare point, skipping OpenSSL's
-	 * encoder framework, and X509_get0_pubkey() of the result is NULL. */
-	int encode_only;
 };
 BC_WUR int pki_cert_build(const struct pki_cert_spec *spec, X509 **out,
                           uint8_t serial[static PKI_SERIAL_LEN]);
@@ -60,8 +57,8 @@ struct pki_node_fields {
 	int64_t not_before_ms, not_after_ms;
 	const char *cn;    /* the node id */
 	uint8_t point[65]; /* the P-256 key, uncompressed */
-	const char *uris[4];
-	size_t n_uris; /* 1 to 4 (BC_MAX_URIS) */
+	const char *uris[BC_MAX_URIS];
+	size_t n_uris; /* 1 to BC_MAX_URIS */
 };
 /* The node certificate for f issued by ca (its subject and subject key identifier)
  * and signed with ca_key, as DER (malloc'd): byte for byte what pki_cert_build()

@@ -212,8 +212,7 @@ static void der_matches_openssl(struct fixture *f, int64_t nb_ms, size_t n_uris)
 	                              .basic_constraints = "critical,CA:FALSE",
 	                              .key_usage = "critical,digitalSignature",
 	                              .ext_key_usage = "clientAuth",
-	                              .san = gens,
-	                              .encode_only = 1};
+	                              .san = gens};
 	assert_int_equal(pki_cert_build(&spec, &ref, serial), 0);
 	/* the reference with our serial, its to-be-signed part encoded again */
 	ASN1_INTEGER *ai = ASN1_INTEGER_new();
