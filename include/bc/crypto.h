@@ -73,12 +73,41 @@ BC_WUR int bc_key_from_raw(const uint8_t raw[static 32], EVP_PKEY **out);
 BC_WUR int bc_key_to_point(EVP_PKEY *key, uint8_t out[static 65]);
 BC_WUR int bc_key_from_point(const uint8_t point[static 65], EVP_PKEY **out);
 
+/* P-256 by bare points (src/crypto/p256.c), for a key used once, where making an
+ * EVP_PKEY of it would cost a quarter of the operation. A point is the 65-byte
+ * uncompressed form; one that is not on the curve is BC_ERR_INVALID.
+ * bc_p256_point_check: 0 for a point on P-256 (coordinates below p, not infinity).
+ * bc_p256_verify: ECDSA-SHA256 over msg by point's key; sig is a DER ECDSA-Sig-Value
+ *   (at most BC_ECDSA_DER_MAX bytes), exactly DER. BC_ERR_VERIFY when it does not
+ *   verify. _digest takes the SHA-256 already made.
+ * bc_p256_verify_p1363: the same over a digest, sig r||s (64 bytes).
+ * bc_p256_ecdh: the x coordinate of sk times peer (sk a P-256 private key);
+ *   BC_ERR_INVALID for a bad point or a zero output; out is wiped on error.
+ * bc_p256_public_point: a P-256 EVP_PKEY's public point.
+ * bc_p256_spki_sha256: SHA-256 of the point's SPKI DER (bc_key_spki_sha256's value). */
+#define BC_ECDSA_DER_MAX 72
+BC_WUR int bc_p256_point_check(const uint8_t point[static 65]);
+BC_WUR int bc_p256_verify(const uint8_t point[static 65], const void *msg, size_t len,
+                          const uint8_t *sig, size_t siglen);
+BC_WUR int bc_p256_verify_digest(const uint8_t point[static 65], const uint8_t digest[static 32],
+                                 const uint8_t *sig, size_t siglen);
+BC_WUR int bc_p256_verify_p1363(const uint8_t point[static 65], const uint8_t digest[static 32],
+                                const uint8_t sig[static BC_SIG_LEN]);
+BC_WUR int bc_p256_ecdh(EVP_PKEY *sk, const uint8_t peer[static 65], uint8_t out[static 32]);
+BC_WUR int bc_p256_public_point(EVP_PKEY *key, uint8_t out[static 65]);
+BC_WUR int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32]);
+
 /* ES256 under a purpose. bc_es256_verify returns BC_ERR_VERIFY for a bad
  * signature (any length other than 64 included). */
 BC_WUR int bc_es256_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_t len,
                          uint8_t sig[static BC_SIG_LEN]);
 BC_WUR int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *payload, size_t len,
                            const uint8_t *sig, size_t siglen);
+/* The same by a key given as its uncompressed point (bc_p256_verify_p1363);
+ * BC_ERR_INVALID when the point is not on P-256. */
+BC_WUR int bc_es256_verify_point(const uint8_t point[static 65], const char *purpose,
+                                 const void *payload, size_t len, const uint8_t *sig,
+                                 size_t siglen);
 /* The payload of the x509pop and renew proofs: sha256(csr) || node id || 0x00 ||
  * client time (8 bytes big-endian). b is initialized here; the caller frees it
  * (bc_buf_free) whatever the result. */

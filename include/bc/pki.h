@@ -49,12 +49,15 @@ void bc_pki_free(bc_pki *pki); /* wipes the private keys */
 BC_WUR int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text);
 BC_WUR int bc_pki_open(const char *text, size_t len, const uint8_t secret[static 32], bc_pki **out);
 
-/* CSR checks: DER PKCS#10, a P-256 key, a self-signature (ECDSA with SHA-256, -384
- * or -512) that verifies; nothing else is read from it. *pub receives the key
- * (caller frees). Errors: BC_ERR_INVALID (not a CSR, not a named-curve P-256 key, a
- * SHA-1 or other signature algorithm), BC_ERR_TRAILING
- * (bytes after the DER), BC_ERR_LIMIT (over 64 KiB), BC_ERR_VERIFY (signature). */
+/* CSR checks: DER PKCS#10, a P-256 key, a self-signature (ECDSA with SHA-256) that
+ * verifies; nothing else is read from it. *pub receives the key (caller frees);
+ * bc_csr_check_point gives it as its uncompressed point instead (zeroed on error), for
+ * a server that only puts it in a certificate. Errors: BC_ERR_INVALID (not a CSR, not
+ * a named-curve P-256 key with an uncompressed point, another signature algorithm),
+ * BC_ERR_TRAILING (bytes after the DER), BC_ERR_LIMIT (over 64 KiB), BC_ERR_VERIFY
+ * (signature). */
 BC_WUR int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub);
+BC_WUR int bc_csr_check_point(const uint8_t *der, size_t len, uint8_t point[static 65]);
 /* A CSR for key (subject CN = cn, no extensions), DER malloc'd. */
 BC_WUR int bc_csr_make(EVP_PKEY *key, const char *cn, uint8_t **der, size_t *len);
 
@@ -74,7 +77,8 @@ char *bc_spiffe_id(const char *trust_domain, const char *role, const char *node_
 struct bc_node_cert_req {
 	const char *node_id;
 	const char *role;              /* node, site, ramdisk, node-tenant */
-	EVP_PKEY *pub;                 /* the CSR's key */
+	EVP_PKEY *pub;                 /* the CSR's key, or NULL and: */
+	const uint8_t *point;          /* its uncompressed point (65 bytes) */
 	const char *const *statements; /* urn:bc: URIs, at most BC_MAX_URIS - 1 */
 	size_t n_statements;
 	int64_t not_before_ms; /* database time */
@@ -87,8 +91,9 @@ struct bc_node_cert_req {
  * whole seconds: notBefore is not_before_ms rounded down, and *not_after_ms
  * receives notAfter as the certificate says it (not_before_ms + ttl, rounded
  * down). BC_ERR_INVALID for an invalid node id or role, a key that is not
- * P-256, a statement that is not urn:bc: (printable, at most 1024 bytes) or
- * more than BC_MAX_URIS - 1 statements. */
+ * P-256 (or both pub and point given, or neither), a statement that is not
+ * urn:bc: (printable, at most 1024 bytes) or more than BC_MAX_URIS - 1
+ * statements. */
 BC_WUR int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req,
                                   uint8_t **der, size_t *len, char serial_hex[static 33],
                                   int64_t *not_after_ms);

@@ -96,6 +96,19 @@ out:
 	return rc;
 }
 
+int bc_es256_verify_point(const uint8_t point[static 65], const char *purpose, const void *payload,
+                          size_t len, const uint8_t *sig, size_t siglen)
+{
+	uint8_t digest[32];
+	int rc;
+
+	if (sig == NULL || siglen != BC_SIG_LEN)
+		return BC_ERR_VERIFY;
+	if ((rc = purpose_digest(purpose, payload, len, digest)) != 0)
+		return rc;
+	return bc_p256_verify_p1363(point, digest, sig);
+}
+
 int bc_ecdsa_rs_to_der(const uint8_t *r, size_t rlen, const uint8_t *s, size_t slen, uint8_t **der,
                        size_t *len)
 {

@@ -92,9 +92,9 @@ out:
 	return rc;
 }
 
-/* ECDH: the x coordinate. pk was checked when it was made (bc_key_from_point: on the
- * curve, not infinity); P-256's cofactor is 1, so such a point has the group's order
- * and OpenSSL's own peer check (a second scalar multiplication, as costly as the
+/* ECDH (the sender's; the receiver's is bc_p256_ecdh): the x coordinate. pk was checked when it was
+ * made (bc_key_from_point: on the curve, not infinity); P-256's cofactor is 1, so such a point has
+ * the group's order and OpenSSL's own peer check (a second scalar multiplication, as costly as the
  * ECDH) adds nothing. The zero check is RFC 9180's for a DH output that carries no
  * secret. */
 static int dh(EVP_PKEY *sk, EVP_PKEY *pk, uint8_t out[static 32])
@@ -212,7 +212,6 @@ int bc_hpke_setup_receiver(EVP_PKEY *skR, const uint8_t enc[static 65], uint16_t
                            const void *info, size_t infolen, struct bc_hpke_ctx *ctx)
 {
 	uint8_t encbuf[65], pkRm[65], dhv[32] = {0};
-	EVP_PKEY *pkE = NULL;
 	int rc;
 
 	/* copied before ctx is cleared: enc may be ctx->enc */
@@ -220,24 +219,22 @@ int bc_hpke_setup_receiver(EVP_PKEY *skR, const uint8_t enc[static 65], uint16_t
 	OPENSSL_cleanse(ctx, sizeof(*ctx));
 	if ((rc = aead_key_len(aead_id, &ctx->key_len)) != 0)
 		goto out;
-	if (!bc_crypto_is_p256(skR) || (info == NULL && infolen != 0)) {
+	if (info == NULL && infolen != 0) {
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
-	/* enc is untrusted: on the curve, not infinity, uncompressed */
-	if ((rc = bc_key_from_point(encbuf, &pkE)) != 0)
+	/* skR must be a P-256 private key; enc is untrusted, and bc_p256_ecdh takes it as a
+	 * bare point (on the curve, not infinity, uncompressed) rather than as a key made
+	 * only to be used once */
+	if ((rc = bc_p256_public_point(skR, pkRm)) != 0 ||
+	    (rc = bc_p256_ecdh(skR, encbuf, dhv)) != 0)
 		goto out;
 	memcpy(ctx->enc, encbuf, sizeof(ctx->enc));
-	if ((rc = bc_key_to_point(skR, pkRm)) != 0)
-		goto out;
-	if ((rc = dh(skR, pkE, dhv)) != 0)
-		goto out;
 	rc = setup_common(dhv, pkRm, aead_id, info, infolen, ctx);
 out:
 	OPENSSL_cleanse(dhv, sizeof(dhv));
 	if (rc != 0)
 		OPENSSL_cleanse(ctx, sizeof(*ctx));
-	EVP_PKEY_free(pkE);
 	return rc;
 }
 

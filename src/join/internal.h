@@ -52,7 +52,7 @@ struct bc_join_state {
 	const struct bc_join_input *in;
 	const struct bc_attestor *attestor;
 	struct bc_join_service *svc;
-	EVP_PKEY *csr_key;
+	uint8_t csr_point[65]; /* the CSR's key, checked */
 	struct bc_join_decision d;
 };
 

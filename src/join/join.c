@@ -245,7 +245,7 @@ static int issue(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	struct bc_node_cert_req req = {
 	    .node_id = st->d.node_id,
 	    .role = r->role,
-	    .pub = st->csr_key,
+	    .point = st->csr_point,
 	    .statements = stmts,
 	    .n_statements = r->node_key_uri[0] ? 1 : 0,
 	    .not_before_ms = st->d.now_ms,
@@ -393,7 +393,7 @@ static int csr_hashes(const Bettercompute__Join__V1__JoinRequest *rq, struct bc_
 {
 	int rc = bc_sha256(rq->csr.data, rq->csr.len, in->csr_sha256);
 
-	return rc != 0 ? rc : bc_key_spki_sha256(st->csr_key, in->csr_spki_sha256);
+	return rc != 0 ? rc : bc_p256_spki_sha256(st->csr_point, in->csr_spki_sha256);
 }
 
 /* The sealed token, opened: text of at most BC_WIRE_TOKEN_MAX bytes without NUL. */
@@ -446,7 +446,7 @@ static int precheck(struct bc_join_service *s, const Bettercompute__Join__V1__Jo
 		*reason = BC_R_ROLE_NOT_ADMITTED;
 		return 0;
 	}
-	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0) {
+	if (bc_csr_check_point(rq->csr.data, rq->csr.len, st->csr_point) != 0) {
 		*reason = BC_R_CSR_INVALID;
 		return 0;
 	}
@@ -583,7 +583,6 @@ enum bc_rpc_status bc_join_handle(struct bc_join_service *s, const uint8_t *body
 		st.attestor->release((struct bc_attestor *)st.attestor, check_state);
 	bc_freezero(token, token_len + 1);
 	bc_join_decision_reset(&st.d);
-	EVP_PKEY_free(st.csr_key);
 	bettercompute__join__v1__join_request__free_unpacked(rq, NULL);
 	return status;
 }

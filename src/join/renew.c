@@ -56,7 +56,8 @@ struct renew_state {
 	struct bc_join_service *svc;
 	const Bettercompute__Join__V1__RenewRequest *rq;
 	struct bc_node_identity id;
-	EVP_PKEY *csr_key;
+	uint8_t csr_point[65];  /* the CSR's key */
+	uint8_t leaf_point[65]; /* the current leaf's key */
 	uint8_t csr_sha256[32];
 	uint8_t csr_spki_sha256[32];
 	int backed; /* the leaf is ours and the proof verified under its key */
@@ -120,21 +121,18 @@ static int check_statements(const struct renew_state *st, const char **reason)
 	return 0;
 }
 
-static int verify_proof(struct renew_state *st, X509 *leaf)
+static int verify_proof(struct renew_state *st)
 {
-	EVP_PKEY *pub = X509_get0_pubkey(leaf);
 	bc_buf b;
 	int rc;
 
-	if (pub == NULL)
-		return BC_ERR_VERIFY;
 	if ((rc = bc_proof_payload(&b, st->csr_sha256, st->id.node_id, st->rq->client_time_ms)) !=
 	    0) {
 		bc_buf_free(&b);
 		return rc;
 	}
-	rc = bc_es256_verify(pub, BC_PURPOSE_RENEW, b.p, b.len, st->rq->proof.data,
-	                     st->rq->proof.len);
+	rc = bc_es256_verify_point(st->leaf_point, BC_PURPOSE_RENEW, b.p, b.len, st->rq->proof.data,
+	                           st->rq->proof.len);
 	bc_buf_free(&b);
 	return rc;
 }
@@ -150,24 +148,25 @@ static int precheck(struct renew_state *st, const char **reason)
 	/* the leaf is decoded once, for its identity, its issuer and its key */
 	if (rq->n_chain == 0 || bc_x509_from_der(rq->chain[0].data, rq->chain[0].len, &leaf) != 0 ||
 	    bc_pki_node_identity_x509(leaf, pki->trust_domain, &st->id) != 0 ||
-	    bc_pki_verify_node_x509(pki, leaf) != 0) {
+	    bc_pki_verify_node_x509(pki, leaf) != 0 ||
+	    bc_key_to_point(X509_get0_pubkey(leaf), st->leaf_point) != 0) {
 		*reason = BC_R_RENEW_MALFORMED;
 		goto out;
 	}
-	if (bc_csr_check(rq->csr.data, rq->csr.len, &st->csr_key) != 0) {
+	if (bc_csr_check_point(rq->csr.data, rq->csr.len, st->csr_point) != 0) {
 		*reason = BC_R_CSR_INVALID;
 		goto out;
 	}
 	/* a check is answered with the leaf itself: its CSR is for the leaf's key */
-	if (rq->check_only && !bc_key_same(st->csr_key, X509_get0_pubkey(leaf))) {
+	if (rq->check_only && memcmp(st->csr_point, st->leaf_point, 65) != 0) {
 		*reason = BC_R_RENEW_MALFORMED;
 		goto out;
 	}
 	if ((rc = bc_sha256(rq->csr.data, rq->csr.len, st->csr_sha256)) != 0 ||
-	    (rc = bc_key_spki_sha256(st->csr_key, st->csr_spki_sha256)) != 0)
+	    (rc = bc_p256_spki_sha256(st->csr_point, st->csr_spki_sha256)) != 0)
 		goto out;
 	/* the proof first: what follows is reported as the node's own */
-	if (verify_proof(st, leaf) != 0) {
+	if (verify_proof(st) != 0) {
 		*reason = BC_R_RENEW_PROOF;
 		goto out;
 	}
@@ -305,7 +304,7 @@ static int renew_steps(bc_tx *tx, struct renew_state *st, const char **reason)
 	struct bc_node_cert_req req = {
 	    .node_id = st->id.node_id,
 	    .role = st->id.role,
-	    .pub = st->csr_key,
+	    .point = st->csr_point,
 	    .statements = (const char *const *)st->id.statements,
 	    .n_statements = st->id.n_statements,
 	    .not_before_ms = is->now_ms,
@@ -489,7 +488,6 @@ enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8_t *bod
 	st.rq = rq;
 	status = answer(&st, decide(&st), resp, resp_len);
 	renew_decision_reset(&st.d);
-	EVP_PKEY_free(st.csr_key);
 	bc_node_identity_clear(&st.id);
 	bettercompute__join__v1__renew_request__free_unpacked(rq, NULL);
 	return status;

@@ -6,6 +6,7 @@
 
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "crypto/internal.h" /* the fixed P-256 SPKI prefix */
 #include "pki/pki_internal.h"
 
 #define CN_MAX 255
@@ -147,47 +148,55 @@ static int parse_csr(const uint8_t *der, size_t len, struct csr_parts *c)
 	return 0;
 }
 
-/* The self-signature: ECDSA-SHA256 over the info's DER by the CSR's own key. */
-static int verify_self(const struct csr_parts *c, EVP_PKEY *key)
+/* The self-signature: ECDSA-SHA256 over the info's DER by the CSR's own key, taken
+ * as its bare point (no EVP_PKEY is made for a key used once here). */
+static int verify_self(const struct csr_parts *c, const uint8_t point[static 65])
 {
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	int ok;
+	int rc =
+	    bc_p256_verify(point, c->info.start, c->info.total, c->sig.body + 1, c->sig.len - 1);
 
-	if (md == NULL)
-		return BC_ERR_NOMEM;
-	ok = EVP_DigestVerifyInit(md, NULL, bc_crypto_sha256(), NULL, key) == 1 &&
-	     EVP_DigestVerify(md, c->sig.body + 1, c->sig.len - 1, c->info.start, c->info.total) ==
-	         1;
-	EVP_MD_CTX_free(md);
-	return ok ? 0 : BC_ERR_VERIFY;
+	return rc == BC_ERR_NOMEM ? rc : rc != 0 ? BC_ERR_VERIFY : 0;
 }
 
-int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub)
+int bc_csr_check_point(const uint8_t *der, size_t len, uint8_t point[static 65])
 {
 	struct csr_parts c;
-	EVP_PKEY *key = NULL;
 	int rc;
 
-	*pub = NULL;
+	memset(point, 0, 65);
 	if (der == NULL || len == 0)
 		return BC_ERR_INVALID;
 	if (len > PKI_MAX_DER)
 		return BC_ERR_LIMIT;
 	if ((rc = parse_csr(der, len, &c)) != 0)
 		goto out;
-	/* id-ecPublicKey on the named curve P-256 with an uncompressed point, exactly */
-	if ((rc = bc_key_from_spki(c.spki.start, c.spki.total, &key)) != 0) {
+	/* id-ecPublicKey on the named curve P-256 with an uncompressed point, exactly: the
+	 * fixed prefix and a point on the curve */
+	if (c.spki.total != BC_P256_SPKI_LEN ||
+	    memcmp(c.spki.start, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN) != 0 ||
+	    (rc = bc_p256_point_check(c.spki.start + BC_P256_SPKI_PREFIX_LEN)) != 0) {
 		rc = rc == BC_ERR_NOMEM ? rc : BC_ERR_INVALID;
 		goto out;
 	}
-	if ((rc = verify_self(&c, key)) != 0)
+	if ((rc = verify_self(&c, c.spki.start + BC_P256_SPKI_PREFIX_LEN)) != 0)
 		goto out;
-	*pub = key;
-	key = NULL;
+	memcpy(point, c.spki.start + BC_P256_SPKI_PREFIX_LEN, 65);
 out:
-	EVP_PKEY_free(key);
 	ERR_clear_error();
 	return rc;
+}
+
+int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub)
+{
+	uint8_t point[65];
+	int rc;
+
+	*pub = NULL;
+	if ((rc = bc_csr_check_point(der, len, point)) != 0)
+		return rc;
+	if ((rc = bc_key_from_point(point, pub)) != 0)
+		return rc == BC_ERR_NOMEM ? rc : BC_ERR_INVALID;
+	return 0;
 }
 
 int bc_csr_make(EVP_PKEY *key, const char *cn, uint8_t **der, size_t *len)

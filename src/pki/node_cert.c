@@ -22,7 +22,9 @@ static int req_valid(const struct bc_node_cert_req *req)
 {
 	if (!bc_node_id_valid(req->node_id) || !bc_role_valid(req->role))
 		return BC_ERR_INVALID;
-	if (!pki_key_is_p256(req->pub))
+	if ((req->pub == NULL) == (req->point == NULL))
+		return BC_ERR_INVALID;
+	if (req->pub != NULL ? !pki_key_is_p256(req->pub) : bc_p256_point_check(req->point) != 0)
 		return BC_ERR_INVALID;
 	if (req->not_before_ms < 0 || req->ttl_ms < 0 ||
 	    req->not_before_ms > PKI_MAX_TIME_MS - BC_NODE_CERT_TTL_MS)
@@ -62,7 +64,11 @@ int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req
 	f.cn = req->node_id;
 	f.not_before_ms = req->not_before_ms;
 	f.not_after_ms = req->not_before_ms + effective_ttl(req->role, req->ttl_ms);
-	if ((rc = pki_serial_draw(f.serial)) != 0 || (rc = bc_key_to_point(req->pub, f.point)) != 0)
+	if (req->point != NULL)
+		memcpy(f.point, req->point, sizeof(f.point));
+	else if ((rc = bc_key_to_point(req->pub, f.point)) != 0)
+		goto out;
+	if ((rc = pki_serial_draw(f.serial)) != 0)
 		goto out;
 	if ((rc = pki_node_cert_der(&f, pki->node_ca, pki->node_ca_key, der, len)) != 0)
 		goto out;

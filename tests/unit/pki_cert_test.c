@@ -132,6 +132,40 @@ static void test_issue_and_read(void **state)
 	assert_node_cert_shape(x, f->pki);
 	assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(x), f->key), 1);
 	X509_free(x);
+	/* the key as its bare point gives the same certificate but for serial and signature;
+	 * a point off the curve, or both forms, or neither, is refused */
+	{
+		uint8_t pt[65], *d2 = NULL;
+		size_t l2 = 0;
+		char s2[33];
+		int64_t na2 = 0;
+		EVP_PKEY *k = r.pub;
+
+		assert_int_equal(bc_key_to_point(f->key, pt), 0);
+		r.pub = NULL;
+		r.point = pt;
+		assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &d2, &l2, s2, &na2), 0);
+		assert_int_equal(na2, na);
+		x = parse(d2, l2);
+		assert_node_cert_shape(x, f->pki);
+		assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(x), f->key), 1);
+		X509_free(x);
+		free(d2);
+		r.pub = k;
+		assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &d2, &l2, s2, &na2),
+		                 BC_ERR_INVALID);
+		r.pub = NULL;
+		r.point = NULL;
+		assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &d2, &l2, s2, &na2),
+		                 BC_ERR_INVALID);
+		pt[64] ^= 1;
+		r.point = pt;
+		assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &d2, &l2, s2, &na2),
+		                 BC_ERR_INVALID);
+		assert_null(d2);
+		r.point = NULL;
+		r.pub = k;
+	}
 
 	assert_int_equal(bc_pki_node_identity(der, len, TD, &id), 0);
 	assert_string_equal(id.node_id, NODE_ID);

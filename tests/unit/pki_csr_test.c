@@ -39,13 +39,24 @@ static uint8_t *raw_csr(EVP_PKEY *pub, EVP_PKEY *signer, const EVP_MD *md, size_
 	return der;
 }
 
+/* bc_csr_check, and bc_csr_check_point on the same bytes: the same answer, and the
+ * same key (or a zeroed point) */
 static int check(const uint8_t *der, size_t len)
 {
+	static const uint8_t zero[65];
 	EVP_PKEY *pub = (EVP_PKEY *)0x1;
 	int rc = bc_csr_check(der, len, &pub);
+	uint8_t pt[65], want[65];
 
-	if (rc != 0)
+	memset(pt, 0xaa, sizeof(pt));
+	assert_int_equal(bc_csr_check_point(der, len, pt), rc);
+	if (rc != 0) {
 		assert_null(pub);
+		assert_memory_equal(pt, zero, 65);
+	} else {
+		assert_int_equal(bc_key_to_point(pub, want), 0);
+		assert_memory_equal(pt, want, 65);
+	}
 	EVP_PKEY_free(pub);
 	return rc;
 }
