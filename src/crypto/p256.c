@@ -104,8 +104,8 @@ int bc_p256_verify_digest(const uint8_t point[static 65], const uint8_t digest[s
 	return rc;
 }
 
-int bc_p256_verify(const uint8_t point[static 65], const void *msg, size_t len,
-                   const uint8_t *sig, size_t siglen)
+int bc_p256_verify(const uint8_t point[static 65], const void *msg, size_t len, const uint8_t *sig,
+                   size_t siglen)
 {
 	uint8_t digest[32];
 	int rc;

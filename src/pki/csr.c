@@ -148,19 +148,10 @@ static int parse_csr(const uint8_t *der, size_t len, struct csr_parts *c)
 	return 0;
 }
 
-/* The self-signature: ECDSA-SHA256 over the info's DER by the CSR's own key, taken
- * as its bare point (no EVP_PKEY is made for a key used once here). */
-static int verify_self(const struct csr_parts *c, const uint8_t point[static 65])
-{
-	int rc =
-	    bc_p256_verify(point, c->info.start, c->info.total, c->sig.body + 1, c->sig.len - 1);
-
-	return rc == BC_ERR_NOMEM ? rc : rc != 0 ? BC_ERR_VERIFY : 0;
-}
-
 int bc_csr_check_point(const uint8_t *der, size_t len, uint8_t point[static 65])
 {
 	struct csr_parts c;
+	const uint8_t *pt;
 	int rc;
 
 	memset(point, 0, 65);
@@ -171,16 +162,21 @@ int bc_csr_check_point(const uint8_t *der, size_t len, uint8_t point[static 65])
 	if ((rc = parse_csr(der, len, &c)) != 0)
 		goto out;
 	/* id-ecPublicKey on the named curve P-256 with an uncompressed point, exactly: the
-	 * fixed prefix and a point on the curve */
+	 * fixed prefix and the point */
 	if (c.spki.total != BC_P256_SPKI_LEN ||
-	    memcmp(c.spki.start, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN) != 0 ||
-	    (rc = bc_p256_point_check(c.spki.start + BC_P256_SPKI_PREFIX_LEN)) != 0) {
-		rc = rc == BC_ERR_NOMEM ? rc : BC_ERR_INVALID;
+	    memcmp(c.spki.start, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN) != 0) {
+		rc = BC_ERR_INVALID;
 		goto out;
 	}
-	if ((rc = verify_self(&c, c.spki.start + BC_P256_SPKI_PREFIX_LEN)) != 0)
-		goto out;
-	memcpy(point, c.spki.start + BC_P256_SPKI_PREFIX_LEN, 65);
+	pt = c.spki.start + BC_P256_SPKI_PREFIX_LEN;
+	/* The self-signature: ECDSA-SHA256 over the info's DER by the key as its bare point
+	 * (no EVP_PKEY is made for a key used once here); a point off the curve is
+	 * BC_ERR_INVALID, a signature that does not verify BC_ERR_VERIFY. */
+	rc = bc_p256_verify(pt, c.info.start, c.info.total, c.sig.body + 1, c.sig.len - 1);
+	if (rc != 0 && rc != BC_ERR_NOMEM && rc != BC_ERR_INVALID)
+		rc = BC_ERR_VERIFY;
+	if (rc == 0)
+		memcpy(point, pt, 65);
 out:
 	ERR_clear_error();
 	return rc;

@@ -28,11 +28,18 @@ struct sl_stmt {
 	int in_use;    /* a result holds st */
 };
 
+/* The transaction statements every write runs (group commit: a savepoint in a batch),
+ * prepared once per handle rather than parsed by sqlite3_exec on every call. */
+enum sl_ctl { CTL_BEGIN, CTL_BEGIN_IMMEDIATE, CTL_COMMIT, CTL_SAVEPOINT, CTL_RELEASE, CTL_N };
+static const char *const ctl_sql[CTL_N] = {"BEGIN", "BEGIN IMMEDIATE", "COMMIT", "SAVEPOINT bc_tx",
+                                           "RELEASE bc_tx"};
+
 /* One sqlite3 handle and its prepared statements. */
 struct sl_handle {
 	sqlite3 *db;
 	uint64_t tick;
 	struct sl_stmt cache[STMT_CACHE_SIZE];
+	sqlite3_stmt *ctl[CTL_N];
 };
 
 /* A write transaction waiting, its work done, for the batch it joined to commit. */
@@ -125,9 +132,32 @@ static void handle_close(struct sl_handle *h)
 		free(h->cache[i].key);
 		h->cache[i] = (struct sl_stmt){0};
 	}
+	for (size_t i = 0; i < CTL_N; i++) {
+		sqlite3_finalize(h->ctl[i]);
+		h->ctl[i] = NULL;
+	}
 	/* _v2: a statement a leaked result still holds keeps the handle alive */
 	sqlite3_close_v2(h->db);
 	h->db = NULL;
+}
+
+/* One of the transaction statements on h, prepared on its first use. */
+static int ctl_run(struct sl_handle *h, enum sl_ctl which, const char *what)
+{
+	int src;
+
+	if (h->ctl[which] == NULL &&
+	    (src = sqlite3_prepare_v3(h->db, ctl_sql[which], -1, SQLITE_PREPARE_PERSISTENT,
+	                              &h->ctl[which], NULL)) != SQLITE_OK)
+		return sl_err(h->db, src, what);
+	src = sqlite3_step(h->ctl[which]);
+	if (src != SQLITE_DONE) {
+		int rc = sl_err(h->db, src, what);
+		sqlite3_reset(h->ctl[which]);
+		return rc;
+	}
+	sqlite3_reset(h->ctl[which]);
+	return 0;
 }
 
 static int sl_set_wal(sqlite3 *db)
@@ -312,9 +342,7 @@ static int writer_finish(struct sl_conn *c, struct sl_member *member)
 	if (st->batch_broken) {
 		rc = st->batch_broken;
 	} else if (st->batch_open) {
-		int src = sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL);
-		if (src != SQLITE_OK)
-			rc = sl_err(w->db, src, "commit");
+		rc = ctl_run(w, CTL_COMMIT, "commit");
 	}
 	if (!sqlite3_get_autocommit(w->db)) {
 		/* a failed COMMIT may leave the transaction open: nothing of it stays */
@@ -405,13 +433,13 @@ static int begin_write(struct sl_conn *c)
 	}
 	c->h = st->writer;
 	if (!st->batch_open) {
-		if ((rc = sl_run(c, "BEGIN IMMEDIATE", "begin")) != 0) {
+		if ((rc = ctl_run(c->h, CTL_BEGIN_IMMEDIATE, "begin")) != 0) {
 			(void)writer_finish(c, NULL);
 			return rc;
 		}
 		st->batch_open = 1;
 	}
-	if ((rc = sl_run(c, "SAVEPOINT bc_tx", "begin")) != 0) {
+	if ((rc = ctl_run(c->h, CTL_SAVEPOINT, "begin")) != 0) {
 		if (sqlite3_get_autocommit(st->writer->db))
 			st->batch_broken = rc;
 		(void)writer_finish(c, NULL);
@@ -425,7 +453,7 @@ static int sl_begin(struct bc_conn *bc, enum bc_tx_mode mode)
 
 	c->mode = mode;
 	switch (mode) {
-	case BC_TX_READ: return sl_run(c, "BEGIN", "begin");
+	case BC_TX_READ: return ctl_run(c->h, CTL_BEGIN, "begin");
 	case BC_TX_WRITE: return begin_write(c);
 	default: return sl_invalid("unknown transaction mode");
 	}
@@ -463,11 +491,12 @@ static int sl_commit(struct bc_conn *bc)
 	int rc;
 
 	if (!c->holds_writer) {
-		if ((rc = sl_run(c, "COMMIT", "commit")) != 0 && !sqlite3_get_autocommit(c->h->db))
+		if ((rc = ctl_run(c->h, CTL_COMMIT, "commit")) != 0 &&
+		    !sqlite3_get_autocommit(c->h->db))
 			(void)sl_run(c, "ROLLBACK", "rollback");
 		return rc;
 	}
-	if ((rc = sl_run(c, "RELEASE bc_tx", "commit")) != 0) {
+	if ((rc = ctl_run(c->h, CTL_RELEASE, "commit")) != 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", bc_store_errmsg());
 		(void)sl_rollback(bc);

@@ -145,9 +145,9 @@ static void test_verify_p1363(void **state)
 	point_of(k, pt);
 	point_of(other, opt);
 	assert_int_equal(bc_es256_sign(k, BC_PURPOSE_RENEW, payload, sizeof(payload), sig), 0);
-	assert_int_equal(bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), sig,
-	                                       sizeof(sig)),
-	                 0);
+	assert_int_equal(
+	    bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), sig, sizeof(sig)),
+	    0);
 	/* what bc_es256_verify says for the same inputs */
 	assert_int_equal(
 	    bc_es256_verify(k, BC_PURPOSE_RENEW, payload, sizeof(payload), sig, sizeof(sig)), 0);
@@ -163,23 +163,23 @@ static void test_verify_p1363(void **state)
 	/* r = 0, s = 0, s = n: never a signature */
 	memcpy(bad, sig, sizeof(bad));
 	memset(bad, 0, 32);
-	assert_int_equal(bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), bad,
-	                                       sizeof(bad)),
-	                 BC_ERR_VERIFY);
+	assert_int_equal(
+	    bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), bad, sizeof(bad)),
+	    BC_ERR_VERIFY);
 	memcpy(bad, sig, sizeof(bad));
 	memset(bad + 32, 0, 32);
-	assert_int_equal(bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), bad,
-	                                       sizeof(bad)),
-	                 BC_ERR_VERIFY);
+	assert_int_equal(
+	    bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), bad, sizeof(bad)),
+	    BC_ERR_VERIFY);
 	assert_non_null(g = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1));
 	assert_non_null(n = EC_GROUP_get0_order(g));
 	assert_int_equal(BN_bn2binpad(n, order, 32), 32);
 	EC_GROUP_free(g);
 	memcpy(bad, sig, sizeof(bad));
 	memcpy(bad + 32, order, 32);
-	assert_int_equal(bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), bad,
-	                                       sizeof(bad)),
-	                 BC_ERR_VERIFY);
+	assert_int_equal(
+	    bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), bad, sizeof(bad)),
+	    BC_ERR_VERIFY);
 	EVP_PKEY_free(other);
 	EVP_PKEY_free(k);
 }
