@@ -9,10 +9,11 @@
  *   [renews=N renew_seconds=T renews_per_s=R renewed=A renew_refused=D renew_errors=E
  *    renew_p50_ms=.. renew_p99_ms=.. [server_cpu_ms_per_renew=..]]
  *   crypto_ms_per_join=.. crypto_ms_per_renew=..
+ *   [floor_server_cpu_ms_per_request=.. floor_cpu_ms_per_commit=..]
  *
  *   bc-load --pins FILE --database URL --url URL [--url URL]... [--tokens N]
  *           [--uses K] [--joins J] [--clients C] [--retry-unavailable SECONDS]
- *           [--renew] [--server-pid PID]... [--metrics-key FILE] [--rate R]
+ *           [--renew] [--server-pid PID]... [--metrics-key FILE] [--rate R] [--floor]
  *
  * --rate: the operations of each phase are offered at that many a second (operation i
  * starts i / rate seconds into it, or when a client is free, whichever is later),
@@ -31,6 +32,14 @@
  * process on this machine: a join is one ECDH (the sealed token), one ECDSA verify
  * (the CSR) and two ECDSA signs (the certificate, the answer); a renewal three
  * verifies (the CSR, the leaf under the CA, the proof) and two signs.
+ *
+ * --floor: last, what any operation costs here besides its own work, in the same run:
+ * floor_server_cpu_ms_per_request, the servers' CPU per HTTP request on a fresh
+ * connection to a path no route serves (404: accept, parse, answer, close; at least
+ * 2000 of them, from the clients at once); floor_cpu_ms_per_commit (SQLite only), this
+ * process's CPU per durable one-row commit to a new database beside --database (WAL,
+ * synchronous=FULL, as the server's store): the write and fsync of a commit on this
+ * disk, before group commit shares it among the writers.
  *
  * --joins defaults to N*K. Keys and CSRs are made before the clock starts and every
  * client starts at once (a barrier), so a race of C clients for one token is a race.
@@ -53,6 +62,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <sqlite3.h>
 
 #include "bc/buf.h"
 #include "bc/client.h"
@@ -75,6 +85,7 @@ struct opts {
 	long tokens, uses, joins, clients, retry_s;
 	long rate; /* operations offered per second; 0: as fast as they are answered */
 	int renew;
+	int floor; /* --floor */
 	long pids[MAX_URLS];
 	size_t n_pids;
 	char *metrics_key; /* NULL: /metrics is not read */
@@ -696,12 +707,125 @@ static int crypto_cost(double *sign_ms, double *verify_ms, double *ecdh_ms)
 	return ok ? 0 : BC_ERR_CRYPTO;
 }
 
+/* ---- the floor: what any request and any durable write cost here ---- */
+
+#define FLOOR_COMMITS 300
+
+struct floor_worker {
+	const struct opts *o;
+	long n;
+	long failed;
+};
+
+static size_t floor_sink(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * n;
+}
+
+/* n requests to a path no route serves, each on a fresh connection as an agent's is:
+ * the server's accept, HTTP parsing, answer and close, with nothing else done. */
+static void *floor_main(void *arg)
+{
+	struct floor_worker *w = arg;
+	char url[512];
+
+	/* the server closes its end with the answer, as the client its own, so neither
+	 * holds the connection open after the exchange */
+	struct curl_slist *close_hdr = curl_slist_append(NULL, "Connection: close");
+
+	for (long i = 0; i < w->n; i++) {
+		CURL *c = curl_easy_init();
+		CURLcode cc = CURLE_FAILED_INIT;
+		long status = 0;
+		snprintf(url, sizeof(url), "%s/bench-floor", w->o->urls[(size_t)i % w->o->n_urls]);
+		if (c != NULL && curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, floor_sink) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_HTTPHEADER, close_hdr) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L) == CURLE_OK &&
+		    (cc = curl_easy_perform(c)) == CURLE_OK)
+			(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		if (status != 404 && w->failed++ == 0)
+			fprintf(stderr, "bc-load: --floor: %s: %s, HTTP %ld\n", url,
+			        curl_easy_strerror(cc), status);
+		curl_easy_cleanup(c);
+	}
+	curl_slist_free_all(close_hdr);
+	return NULL;
+}
+
+/* The servers' CPU per request answered, over n requests from the clients at once;
+ * -1 unknown. A request that got no 404 (said on stderr) is left out of the count. */
+static double http_floor(const struct opts *o, long n)
+{
+	struct floor_worker w[64];
+	pthread_t th[64];
+	long k = o->clients < 64 ? o->clients : 64, failed = 0;
+	double cpu0 = servers_cpu_ms(o), cpu1;
+
+	for (long i = 0; i < k; i++) {
+		w[i] = (struct floor_worker){.o = o, .n = n / k + (i < n % k)};
+		if (pthread_create(&th[i], NULL, floor_main, &w[i]) != 0)
+			return -1;
+	}
+	for (long i = 0; i < k; i++) {
+		pthread_join(th[i], NULL);
+		failed += w[i].failed;
+	}
+	cpu1 = servers_cpu_ms(o);
+	if (failed > 0)
+		fprintf(stderr, "bc-load: --floor: %ld of %ld requests got no 404\n", failed, n);
+	if (failed * 2 > n || cpu0 < 0 || cpu1 < 0)
+		return -1;
+	return (cpu1 - cpu0) / (double)(n - failed);
+}
+
+/* This thread's CPU (user and system) per durable one-row commit to a SQLite database
+ * in WAL mode with synchronous=FULL, as the server's store is, in a new file beside
+ * path (so on the same file system): the write and the fsync any committed operation
+ * pays on this disk, before group commit shares it. -1 unknown. */
+static double commit_floor(const char *path)
+{
+	char file[4096];
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t t0;
+	int ok;
+
+	if (snprintf(file, sizeof(file), "%s.floor", path) >= (int)sizeof(file))
+		return -1;
+	(void)unlink(file);
+	ok = sqlite3_open(file, &db) == SQLITE_OK &&
+	     sqlite3_exec(db,
+	                  "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+	                  "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)",
+	                  NULL, NULL, NULL) == SQLITE_OK &&
+	     sqlite3_prepare_v2(db, "INSERT INTO t (v) VALUES ('a node and its certificate')", -1,
+	                        &st, NULL) == SQLITE_OK;
+	t0 = cpu_us();
+	for (int i = 0; ok && i < FLOOR_COMMITS; i++) {
+		ok = sqlite3_step(st) == SQLITE_DONE;
+		sqlite3_reset(st);
+	}
+	double ms = ms_per(t0, FLOOR_COMMITS);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	(void)unlink(file);
+	snprintf(file, sizeof(file), "%s.floor-wal", path);
+	(void)unlink(file);
+	snprintf(file, sizeof(file), "%s.floor-shm", path);
+	(void)unlink(file);
+	return ok ? ms : -1;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: bc-load --pins FILE --database URL --url URL [--url URL]...\n"
 	           "               [--tokens N] [--uses K] [--joins J] [--clients C]\n"
 	           "               [--retry-unavailable SECONDS] [--renew] [--server-pid PID]...\n"
-	           "               [--metrics-key FILE]\n");
+	           "               [--metrics-key FILE] [--rate R] [--floor]\n");
 }
 
 static int num(const char *name, const char *v, long lo, long hi, long *out)
@@ -751,6 +875,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	                                   {"server-pid", required_argument, NULL, 'P'},
 	                                   {"metrics-key", required_argument, NULL, 'M'},
 	                                   {"rate", required_argument, NULL, 'T'},
+	                                   {"floor", no_argument, NULL, 'F'},
 	                                   {NULL, 0, NULL, 0}};
 	int c, rc = 0;
 
@@ -772,6 +897,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'c': rc = num("clients", optarg, 1, MAX_CLIENTS, &o->clients); break;
 		case 'r': rc = num("retry-unavailable", optarg, 0, 3600, &o->retry_s); break;
 		case 'R': o->renew = 1; break;
+		case 'F': o->floor = 1; break;
 		case 'P':
 			if (o->n_pids == MAX_URLS) {
 				fprintf(stderr, "bc-load: at most %d --server-pid\n", MAX_URLS);
@@ -861,6 +987,15 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 	if (crypto_cost(&sign, &verify, &ecdh) == 0)
 		printf(" crypto_ms_per_join=%.3f crypto_ms_per_renew=%.3f",
 		       ecdh + verify + 2 * sign, 3 * verify + 2 * sign);
+	if (o->floor) {
+		double http = o->n_pids > 0 ? http_floor(o, o->joins < 2000 ? 2000 : o->joins) : -1;
+		double commit =
+		    strncmp(o->database, "postgres", 8) != 0 ? commit_floor(o->database) : -1;
+		if (http >= 0)
+			printf(" floor_server_cpu_ms_per_request=%.3f", http);
+		if (commit >= 0)
+			printf(" floor_cpu_ms_per_commit=%.3f", commit);
+	}
 	printf("\n");
 }
 

@@ -133,7 +133,10 @@ header
 U=$(init sq)
 serve sq
 "$BIN/better-compute" daemon config --server "$U" --api-key-file sq/admin.key --out pins.json >/dev/null
-report "SQLite, 1 replica" "$T/sq/bc.db" "$T/sq/admin.key" "$U"
+BC_LOAD_EXTRA="--floor" report "SQLite, 1 replica" "$T/sq/bc.db" "$T/sq/admin.key" "$U"
+# what any request and any durable commit cost on this machine, from the same run
+FLOOR_REQ=$(field "$OUT" floor_server_cpu_ms_per_request)
+FLOOR_COMMIT=$(field "$OUT" floor_cpu_ms_per_commit)
 # the same server offered half of the throughput it reached, paced: the latency an
 # agent sees when the server is not saturated
 PEAK_J=$(field "$OUT" joins_per_s)
@@ -170,6 +173,8 @@ pg_runs() {
 	stop_all
 }
 pg_runs
+echo "  floor, in the same run: a request on a fresh connection answered with nothing done costs"
+echo "  $FLOOR_REQ ms of server CPU; a durable one-row SQLite commit $FLOOR_COMMIT ms (bc-load --floor)"
 
 # tpm joins against swtpm: the server's CPU for each of the two rounds
 echo
