@@ -131,6 +131,23 @@ BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t
 BC_WUR int bc_pki_node_identity_x509(X509 *x, const char *trust_domain,
                                      struct bc_node_identity *id);
 BC_WUR int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x);
+/* A node certificate in the one form bc_pki_issue_node_cert writes, read and checked
+ * without OpenSSL's X509 decoder (the renewal fast path). 0 only when der is exactly
+ * that form in strict DER (minimal definite lengths, nothing after it, at most 64 KiB),
+ * its issuer name is the node CA's subject, its AKI the node CA's SKI, its SKI the
+ * SHA-1 of its key, its SANs obey bc_pki_node_identity's rules for pki->trust_domain,
+ * its key is a point on P-256 and its signature verifies under the node CA's key:
+ * then id holds what bc_pki_node_identity_x509 gives for the same bytes and point the
+ * key, uncompressed. It never accepts what bc_x509_from_der, bc_pki_node_identity_x509
+ * and bc_pki_verify_node_x509 together refuse. Errors: BC_ERR_UNSUPPORTED for strict
+ * DER shaped as a certificate but not in this form (the caller may try the X509 path),
+ * BC_ERR_VERIFY when in this form but the issuer, AKI or signature is not the node
+ * CA's, BC_ERR_INVALID for anything else malformed (bad DER, trailing bytes, a bad
+ * time, an invalid SAN identity, a point off the curve), BC_ERR_LIMIT over 64 KiB,
+ * BC_ERR_NOMEM, BC_ERR_CRYPTO when OpenSSL fails. On any error id is cleared and
+ * point zeroed. */
+BC_WUR int bc_pki_node_cert_read(const bc_pki *pki, const uint8_t *der, size_t len,
+                                 struct bc_node_identity *id, uint8_t point[static 65]);
 
 /* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM.
  * bc_x509_from_der refuses input over 64 KiB (BC_ERR_LIMIT) and bytes after

@@ -52,7 +52,7 @@ int bc_node_id_valid(const char *node_id)
 
 /* Printable ASCII without spaces: no NUL can cut a name short when it is
  * later read as a C string. */
-static int printable(const char *s, size_t n)
+int printable(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] < 0x21 || s[i] > 0x7e)
@@ -84,7 +84,7 @@ char *bc_spiffe_id(const char *trust_domain, const char *role, const char *node_
 }
 
 /* spiffe://<td>/<role>/<node id>, exactly, into id. */
-static int parse_spiffe(const char *s, size_t n, const char *td, struct bc_node_identity *id)
+int parse_spiffe(const char *s, size_t n, const char *td, struct bc_node_identity *id)
 {
 	const size_t plen = strlen(SPIFFE_PREFIX), tdlen = strlen(td);
 	const char *role, *slash, *end = s + n;

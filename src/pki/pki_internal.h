@@ -47,6 +47,13 @@ BC_WUR int pki_gens_add(GENERAL_NAMES *gens, int type, const void *p, size_t len
 #define PKI_STATEMENT_MAX 1024
 int pki_statement_valid(const char *s, size_t n);
 
+/* identity.c's rules, shared with node_read.c. printable: 1 when the n bytes at s
+ * are printable ASCII without spaces (0x21..0x7e), else 0. parse_spiffe: 0 when the
+ * n bytes at s are exactly spiffe://<td>/<role>/<node id> with a valid role and
+ * node id, which it copies into id->role and id->node_id; else BC_ERR_INVALID. */
+int printable(const char *s, size_t n);
+int parse_spiffe(const char *s, size_t n, const char *td, struct bc_node_identity *id);
+
 /* A random positive serial whose first byte is never 0 (see pki_cert_spec). */
 BC_WUR int pki_serial_draw(uint8_t s[static PKI_SERIAL_LEN]);
 
