@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <semaphore.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,10 +43,12 @@ struct sl_handle {
 	sqlite3_stmt *ctl[CTL_N];
 };
 
-/* A write transaction waiting, its work done, for the batch it joined to commit. */
+/* A write transaction waiting, its work done, for the batch it joined to commit. It
+ * waits on a semaphore of its own, which the committer posts once rc is set: one
+ * wake-up each, and none contends for the state's mutex to return. */
 struct sl_member {
 	struct sl_member *next;
-	int done;
+	sem_t sem;
 	int rc;
 };
 
@@ -70,7 +73,6 @@ struct sl_state {
 	unsigned batch_members;   /* savepoints released into the open batch */
 	int batch_broken;         /* SQLite ended the batch itself (an I/O error...): its rc */
 	struct sl_member *members;
-	pthread_cond_t done_cv; /* broadcast when a batch ended */
 };
 
 #define MAX_BATCH 32
@@ -238,7 +240,6 @@ static void sl_close(void *state)
 		handle_close(st->writer);
 		free(st->writer);
 	}
-	pthread_cond_destroy(&st->done_cv);
 	pthread_cond_destroy(&st->cv);
 	pthread_mutex_destroy(&st->mu);
 	free(st->path);
@@ -275,9 +276,8 @@ static int sl_open(const char *target, void **state, char *err, size_t errlen)
 		free(st);
 		return BC_ERR_NOMEM;
 	}
-	if (pthread_mutex_init(&st->mu, NULL) != 0 || bc_store_cond_init(&st->cv) != 0 ||
-	    pthread_cond_init(&st->done_cv, NULL) != 0) {
-		/* mu or cv is left behind if only a later one failed: not worth a second path */
+	if (pthread_mutex_init(&st->mu, NULL) != 0 || bc_store_cond_init(&st->cv) != 0) {
+		/* mu is left behind if only cv failed: not worth a second path */
 		free(st->path);
 		free(st);
 		return BC_ERR_INTERNAL;
@@ -317,24 +317,35 @@ static int writer_finish(struct sl_conn *c, struct sl_member *member)
 {
 	struct sl_state *st = c->state;
 	struct sl_handle *w = st->writer;
+	struct sl_member *list, *next;
 	int rc = 0;
 
 	c->h = &c->own;
 	c->holds_writer = 0;
+	/* a member that cannot wait for the batch (no semaphore) commits it itself */
+	int can_pass = 1;
+
+	if (member != NULL) {
+		*member = (struct sl_member){0};
+		can_pass = sem_init(&member->sem, 0, 0) == 0;
+	}
 	pthread_mutex_lock(&st->mu);
 	if (member != NULL) {
-		*member = (struct sl_member){.next = st->members};
+		member->next = st->members;
 		st->members = member;
 		st->batch_members++;
 	}
-	if (st->batch_open && !st->batch_broken && st->waiting > 0 &&
+	if (can_pass && st->batch_open && !st->batch_broken && st->waiting > 0 &&
 	    st->batch_members < MAX_BATCH) {
 		st->writing = 0;
 		pthread_cond_signal(&st->cv);
-		while (member != NULL && !member->done)
-			pthread_cond_wait(&st->done_cv, &st->mu);
-		rc = member != NULL ? member->rc : 0;
 		pthread_mutex_unlock(&st->mu);
+		if (member == NULL)
+			return 0;
+		while (sem_wait(&member->sem) != 0 && errno == EINTR)
+			;
+		rc = member->rc;
+		sem_destroy(&member->sem);
 		return rc;
 	}
 	pthread_mutex_unlock(&st->mu);
@@ -352,19 +363,24 @@ static int writer_finish(struct sl_conn *c, struct sl_member *member)
 		bc_store_set_errmsg("%s", msg);
 	}
 	pthread_mutex_lock(&st->mu);
-	for (struct sl_member *m = st->members; m != NULL; m = m->next) {
-		m->rc = rc;
-		m->done = 1;
-	}
+	list = st->members;
 	st->members = NULL;
 	st->batch_members = 0;
 	st->batch_open = 0;
 	st->batch_broken = 0;
 	st->writing = 0;
 	pthread_cond_signal(&st->cv);
-	pthread_cond_broadcast(&st->done_cv);
 	pthread_mutex_unlock(&st->mu);
-	return member != NULL ? member->rc : 0;
+	/* a member's frame may be gone once it is posted: its next is read first */
+	for (struct sl_member *m = list; m != NULL; m = next) {
+		next = m->next;
+		m->rc = rc;
+		if (m != member)
+			sem_post(&m->sem);
+	}
+	if (member != NULL && can_pass)
+		sem_destroy(&member->sem);
+	return rc;
 }
 
 /* ---- connections ---- */
