@@ -48,10 +48,16 @@ int bc_es256_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_
 	int rc;
 
 	memset(sig, 0, BC_SIG_LEN);
-	if (!bc_crypto_is_p256(key))
+	if (key == NULL)
 		return BC_ERR_INVALID;
 	if ((rc = purpose_digest(purpose, payload, len, digest)) != 0)
 		return rc;
+	/* a P-256 key OpenSSL can give as an EC_KEY signs without an EVP context of its
+	 * own; any other goes through EVP (and anything but P-256 is refused there) */
+	if ((rc = bc_p256_sign_p1363(key, digest, sig)) != BC_ERR_UNSUPPORTED)
+		return rc;
+	if (!bc_crypto_is_p256(key))
+		return BC_ERR_INVALID;
 	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL)) == NULL ||
 	    EVP_PKEY_sign_init(ctx) != 1 ||
 	    EVP_PKEY_sign(ctx, der, &derlen, digest, sizeof(digest)) != 1) {

@@ -200,6 +200,59 @@ out:
 	return rc;
 }
 
+/* The private EC_KEY of a P-256 EVP_PKEY, or NULL when OpenSSL cannot give one (a key
+ * held by another provider): the caller then signs through EVP. */
+static const EC_KEY *private_ec_of(EVP_PKEY *key)
+{
+	const EC_KEY *k = ec_of(key);
+
+	return k != NULL && EC_KEY_get0_private_key(k) != NULL ? k : NULL;
+}
+
+int bc_p256_sign_p1363(EVP_PKEY *key, const uint8_t digest[static 32],
+                       uint8_t sig[static BC_SIG_LEN])
+{
+	const EC_KEY *k = private_ec_of(key);
+	const BIGNUM *r, *s;
+	ECDSA_SIG *es;
+	int rc = 0;
+
+	memset(sig, 0, BC_SIG_LEN);
+	if (k == NULL)
+		return BC_ERR_UNSUPPORTED;
+	/* the same signer the default provider runs, with its nonce from the DRBG */
+	if ((es = ECDSA_do_sign(digest, 32, (EC_KEY *)k)) == NULL)
+		return bc_ossl_err();
+	ECDSA_SIG_get0(es, &r, &s);
+	if (BN_bn2binpad(r, sig, 32) != 32 || BN_bn2binpad(s, sig + 32, 32) != 32) {
+		memset(sig, 0, BC_SIG_LEN);
+		rc = BC_ERR_INTERNAL;
+	}
+	ECDSA_SIG_free(es);
+	return rc;
+}
+
+int bc_p256_sign_der(EVP_PKEY *key, const uint8_t digest[static 32], uint8_t *der, size_t cap,
+                     size_t *len)
+{
+	const EC_KEY *k = private_ec_of(key);
+	ECDSA_SIG *es;
+	unsigned char *p = der;
+	int n, rc = 0;
+
+	*len = 0;
+	if (k == NULL)
+		return BC_ERR_UNSUPPORTED;
+	if ((es = ECDSA_do_sign(digest, 32, (EC_KEY *)k)) == NULL)
+		return bc_ossl_err();
+	if ((n = i2d_ECDSA_SIG(es, NULL)) <= 0 || (size_t)n > cap || i2d_ECDSA_SIG(es, &p) != n)
+		rc = n > 0 && (size_t)n > cap ? BC_ERR_LIMIT : bc_ossl_err();
+	else
+		*len = (size_t)n;
+	ECDSA_SIG_free(es);
+	return rc;
+}
+
 int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32])
 {
 	uint8_t spki[BC_P256_SPKI_LEN];

@@ -235,7 +235,7 @@ int pki_node_cert_der(const struct pki_node_fields *f, X509 *ca, EVP_PKEY *ca_ke
 {
 	struct der tbs = {0}, body = {0}, cert = {0};
 	EVP_MD_CTX *md = NULL;
-	uint8_t sig[1 + 72];
+	uint8_t sig[1 + BC_ECDSA_DER_MAX], digest[32];
 	size_t sig_len = sizeof(sig) - 1;
 	int rc;
 
@@ -247,15 +247,23 @@ int pki_node_cert_der(const struct pki_node_fields *f, X509 *ca, EVP_PKEY *ca_ke
 		goto out;
 	/* BIT STRING content: no unused bits, then the DER ECDSA-Sig-Value */
 	sig[0] = 0x00;
-	if ((md = EVP_MD_CTX_new()) == NULL) {
-		rc = BC_ERR_NOMEM;
+	/* the CA key signs through its EC_KEY when OpenSSL can give one, else through EVP */
+	if ((rc = bc_sha256(tbs.p, tbs.len, digest)) != 0)
 		goto out;
+	rc = bc_p256_sign_der(ca_key, digest, sig + 1, sizeof(sig) - 1, &sig_len);
+	if (rc == BC_ERR_UNSUPPORTED) {
+		sig_len = sizeof(sig) - 1;
+		if ((md = EVP_MD_CTX_new()) == NULL) {
+			rc = BC_ERR_NOMEM;
+			goto out;
+		}
+		rc = EVP_DigestSignInit(md, NULL, bc_crypto_sha256(), NULL, ca_key) == 1 &&
+		             EVP_DigestSign(md, sig + 1, &sig_len, tbs.p, tbs.len) == 1
+		         ? 0
+		         : bc_ossl_err();
 	}
-	if (EVP_DigestSignInit(md, NULL, bc_crypto_sha256(), NULL, ca_key) != 1 ||
-	    EVP_DigestSign(md, sig + 1, &sig_len, tbs.p, tbs.len) != 1) {
-		rc = bc_ossl_err();
+	if (rc != 0)
 		goto out;
-	}
 	der_put(&body, tbs.p, tbs.len);
 	der_put(&body, ecdsa_sha256, sizeof(ecdsa_sha256));
 	der_tlv(&body, V_ASN1_BIT_STRING, sig, sig_len + 1);
