@@ -297,6 +297,88 @@ static void test_der_shapes(void **state)
 	EVP_PKEY_free(key);
 }
 
+/* A CSR whose subject is made by add (NULL: an empty subject), self-signed. */
+static uint8_t *csr_with_subject(EVP_PKEY *key, void (*add)(X509_NAME *), size_t *len)
+{
+	X509_REQ *req = X509_REQ_new();
+	unsigned char *der = NULL;
+	int n;
+
+	assert_non_null(req);
+	if (add != NULL)
+		add(X509_REQ_get_subject_name(req));
+	assert_int_equal(X509_REQ_set_pubkey(req, key), 1);
+	assert_true(X509_REQ_sign(req, key, EVP_sha256()) > 0);
+	assert_true((n = i2d_X509_REQ(req, &der)) > 0);
+	*len = (size_t)n;
+	X509_REQ_free(req);
+	return der;
+}
+
+static void add_entry(X509_NAME *n, const char *field, const char *value, int set)
+{
+	assert_int_equal(X509_NAME_add_entry_by_txt(n, field, MBSTRING_ASC,
+	                                            (const unsigned char *)value, -1, -1, set),
+	                 1);
+}
+
+/* three RDNs, the last with two values (a multi-valued RDN) */
+static void add_several(X509_NAME *n)
+{
+	add_entry(n, "C", "DE", 0);
+	add_entry(n, "O", "Example", 0);
+	add_entry(n, "CN", CN, 0);
+	add_entry(n, "OU", "Fleet", -1); /* into the CN's RDN */
+}
+
+/* The subject is only framed: any well-formed Name passes; a malformed one is refused
+ * before the signature is looked at (BC_ERR_INVALID), a changed value reaches it. */
+static void test_subject_shapes(void **state)
+{
+	static const uint8_t cn_oid[] = {0x06, 0x03, 0x55, 0x04, 0x03};
+	EVP_PKEY *key = NULL;
+	uint8_t *der, *copy, *at;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(bc_key_generate(&key), 0);
+	der = csr_with_subject(key, NULL, &len);
+	assert_int_equal(check(der, len), 0);
+	OPENSSL_free(der);
+	der = csr_with_subject(key, add_several, &len);
+	assert_int_equal(check(der, len), 0);
+	OPENSSL_free(der);
+
+	/* bc_csr_make's subject: SEQUENCE { SET { SEQUENCE { 06 03 55 04 03, UTF8String } } } */
+	assert_int_equal(bc_csr_make(key, CN, &der, &len), 0);
+	assert_non_null(copy = malloc(len));
+	assert_non_null(at = memmem(der, len, cn_oid, sizeof(cn_oid)));
+	assert_true(at - der >= 4 && at[-4] == 0x31 && at[-2] == 0x30);
+	/* the RDN as a SEQUENCE rather than a SET */
+	memcpy(copy, der, len);
+	copy[at - der - 4] = 0x30;
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* the attribute type as an OCTET STRING rather than an OID */
+	memcpy(copy, der, len);
+	copy[at - der] = 0x04;
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* an OID whose last arc does not end */
+	memcpy(copy, der, len);
+	copy[at - der + 4] = 0x83;
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* the value's length one past its end */
+	memcpy(copy, der, len);
+	copy[at - der + 6]++;
+	assert_int_equal(check(copy, len), BC_ERR_INVALID);
+	/* well-formed, another name: the signature no longer verifies */
+	memcpy(copy, der, len);
+	copy[at - der + 7] ^= 0x01;
+	assert_int_equal(check(copy, len), BC_ERR_VERIFY);
+	free(copy);
+	free(der);
+	EVP_PKEY_free(key);
+}
+
 static void test_make_refusals(void **state)
 {
 	EVP_PKEY *key = NULL;
@@ -327,6 +409,7 @@ int main(void)
 	    cmocka_unit_test(test_framing),
 	    cmocka_unit_test(test_make_refusals),
 	    cmocka_unit_test(test_der_shapes),
+	    cmocka_unit_test(test_subject_shapes),
 	    cmocka_unit_test(test_sha1_signed_csr_is_refused),
 	};
 
