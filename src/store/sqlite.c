@@ -262,12 +262,23 @@ static int sl_create_file(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* Before SQLite's first use in the process: no memory statistics, which SQLite keeps
+ * under a global mutex taken on every allocation (nothing here reads them). If SQLite
+ * was already initialized, the call is refused and nothing changes. */
+static pthread_once_t sl_config_once = PTHREAD_ONCE_INIT;
+
+static void sl_config(void)
+{
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 static int sl_open(const char *target, void **state, char *err, size_t errlen)
 {
 	struct sl_state *st = NULL;
 	int rc;
 
 	*state = NULL;
+	pthread_once(&sl_config_once, sl_config);
 	if ((rc = sl_create_file(target, err, errlen)) != 0)
 		return rc;
 	if ((st = calloc(1, sizeof(*st))) == NULL)
