@@ -240,7 +240,9 @@ static int issue(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	if ((rc = write_binding(tx, st, reason)) != 0 || *reason)
 		return rc;
 	/* what the machine claimed at this join, beside the node's history */
-	if ((rc = bc_row_inventory_insert(tx, st->d.node_id, &st->in->claims, st->d.now_ms)) != 0)
+	/* a node made by this join has no older record to prune */
+	if ((rc = bc_row_inventory_insert(tx, st->d.node_id, &st->in->claims, st->d.now_ms,
+	                                  st->d.reclaimed)) != 0)
 		return rc;
 	struct bc_node_cert_req req = {
 	    .node_id = st->d.node_id,

@@ -459,7 +459,7 @@ int bc_row_token_insert(bc_tx *tx, const struct bc_token_write *t)
 /* ---- inventory ---- */
 
 int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_claims *c,
-                            int64_t now_ms)
+                            int64_t now_ms, int prune)
 {
 	json_t *macs = json_array(), *o = NULL;
 	char *data = NULL, m[BC_MAC_LEN + 1], u[BC_UUID_LEN + 1];
@@ -484,6 +484,8 @@ int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_clai
 	                     p, 3, NULL)) != 0)
 		goto out;
 	/* a node that re-joins often (x509pop) must not grow its history without end */
+	if (!prune)
+		goto out;
 	bc_param q[] = {BC_TEXT(node_id), BC_INT(BC_ROW_INVENTORY_KEEP - 1)};
 	rc = bc_tx_exec(tx,
 	                "DELETE FROM inventory WHERE node_id = $1 AND taken_at < (SELECT taken_at "

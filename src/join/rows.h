@@ -214,9 +214,11 @@ BC_WUR int bc_row_token_insert(bc_tx *tx, const struct bc_token_write *t);
 /* Records what a join claimed for node_id at now_ms (MACs, product UUID, serial,
  * hostname, arch; MACs and the UUID canonical when they have the shape), as a JSON
  * object; a second record of the same node at the same millisecond replaces the
- * first, so newest-last holds. Records beyond the newest BC_ROW_INVENTORY_KEEP go. */
+ * first, so newest-last holds. With prune, records beyond the newest
+ * BC_ROW_INVENTORY_KEEP go; a node made in this transaction has only this one, and
+ * its join skips that statement. */
 BC_WUR int bc_row_inventory_insert(bc_tx *tx, const char *node_id, const struct bc_claims *c,
-                                   int64_t now_ms);
+                                   int64_t now_ms, int prune);
 
 /* The product UUID of node_id's newest inventory record ("" when it claimed none):
  * 1, or 0 when the node has no record. */

@@ -232,15 +232,15 @@ static void test_token_insert_inventory_workflows(void **state)
 
 	/* inventory: none, then the newest of two; MACs and UUID canonical where they can be */
 	assert_int_equal(bc_row_inventory_newest_uuid(f->tx, "node_a", uuid), 0);
-	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &claims, 10), 0);
-	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, 20), 0);
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &claims, 10, 1), 0);
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, 20, 1), 0);
 	assert_int_equal(bc_row_inventory_newest_uuid(f->tx, "node_a", uuid), 1);
 	assert_string_equal(uuid, "6b1d0c3e-aaaa-4000-8000-00000000d001");
 	/* the same millisecond again replaces the record */
-	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &claims, 20), 0);
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &claims, 20, 1), 0);
 	assert_int_equal(bc_row_inventory_newest_uuid(f->tx, "node_a", uuid), 1);
 	assert_string_equal(uuid, "u");
-	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, 30), 0);
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, 30, 1), 0);
 	assert_int_equal(
 	    bc_tx_query_text(f->tx, "SELECT data FROM inventory WHERE taken_at = 30", NULL, 0, &s),
 	    0);
@@ -249,7 +249,7 @@ static void test_token_insert_inventory_workflows(void **state)
 
 	/* the newest BC_ROW_INVENTORY_KEEP records are kept */
 	for (int64_t at = 100; at < 100 + BC_ROW_INVENTORY_KEEP + 5; at++)
-		assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, at), 0);
+		assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, at, 1), 0);
 	int64_t kept = 0, oldest = 0;
 	assert_int_equal(bc_tx_query_int(f->tx, "SELECT COUNT(*) FROM inventory", NULL, 0, &kept),
 	                 0);
@@ -257,6 +257,11 @@ static void test_token_insert_inventory_workflows(void **state)
 	    bc_tx_query_int(f->tx, "SELECT MIN(taken_at) FROM inventory", NULL, 0, &oldest), 0);
 	assert_true(kept == BC_ROW_INVENTORY_KEEP);
 	assert_true(oldest == 105);
+	/* without prune (a node's first record) nothing older goes */
+	assert_int_equal(bc_row_inventory_insert(f->tx, "node_a", &c, 1000, 0), 0);
+	assert_int_equal(bc_tx_query_int(f->tx, "SELECT COUNT(*) FROM inventory", NULL, 0, &kept),
+	                 0);
+	assert_true(kept == BC_ROW_INVENTORY_KEEP + 1);
 
 	/* workflows */
 	assert_int_equal(bc_row_workflow_running_for(f->tx, "node_a", "deploy", id), 0);
