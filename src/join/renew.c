@@ -267,20 +267,27 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 	return rc;
 }
 
-/* The leaf's place in its node's lineage, once check_current accepted it: 1 when the
- * CSR was answered before (st->d.issued holds that certificate), 0 to issue a successor
- * (the leaf marked used, an unused successor superseded), or a refusal. */
+/* renew-superseded once the leaf's one extra renewal is spent (n: the certificates it
+ * was renewed into), else NULL */
+static const char *spent(int64_t n)
+{
+	return n >= 2 ? BC_R_RENEW_SUPERSEDED : NULL;
+}
+
 /* How many certificates the leaf has been renewed into; *reason renew-superseded once
  * its one extra renewal is spent. */
 static int successors_of(bc_tx *tx, struct renew_state *st, int64_t *n, const char **reason)
 {
 	int rc = bc_row_cert_successors(tx, st->d.serial, n);
 
-	if (rc == 0 && *n >= 2)
-		*reason = BC_R_RENEW_SUPERSEDED;
+	if (rc == 0 && spent(*n))
+		*reason = spent(*n);
 	return rc;
 }
 
+/* The leaf's place in its node's lineage, once check_current accepted it: 1 when the
+ * CSR was answered before (st->d.issued holds that certificate), 0 to issue a successor
+ * (the leaf marked used, an unused successor superseded), or a refusal. */
 static int lineage(bc_tx *tx, struct renew_state *st, const char **reason)
 {
 	struct bc_join_decision *is = &st->d.issued;
@@ -288,15 +295,16 @@ static int lineage(bc_tx *tx, struct renew_state *st, const char **reason)
 	int superseded = 0, rc;
 
 	rc = bc_row_cert_issued_for(tx, st->d.serial, st->csr_sha256, &is->cert_der, &is->cert_len,
-	                            &superseded);
+	                            &superseded, &successors);
 	if (rc < 0)
 		return rc;
 	if (rc == 1 && superseded)
 		*reason = BC_R_RENEW_SUPERSEDED;
 	if (rc == 1)
 		return *reason ? 0 : 1;
-	if ((rc = successors_of(tx, st, &successors, reason)) != 0 || *reason)
-		return rc;
+	/* the successors were counted by the same statement */
+	if ((*reason = spent(successors)) != NULL)
+		return 0;
 	if (successors == 1 &&
 	    (rc = bc_row_cert_supersede_successors(tx, st->d.serial, is->now_ms)) != 0)
 		return rc;

@@ -303,27 +303,45 @@ int bc_row_cert_supersede_successors(bc_tx *tx, const char *serial, int64_t now_
 }
 
 int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint8_t csr_sha256[32],
-                           uint8_t **der, size_t *len, int *superseded)
+                           uint8_t **der, size_t *len, int *superseded, int64_t *successors)
 {
 	char csr[65];
 	bc_rows *r = NULL;
-	int rc;
+	int rc, found = 0;
 
 	*der = NULL;
 	*len = 0;
 	*superseded = 0;
+	*successors = 0;
 	bc_hex_encode_to(csr_sha256, 32, csr);
-	bc_param p[] = {BC_TEXT(predecessor), BC_TEXT(csr)};
-	if ((rc = first_row(tx,
-	                    "SELECT der_hex, superseded_at FROM node_certs WHERE predecessor = $1 "
-	                    "AND csr_sha256 = $2",
-	                    p, 2, &r)) != 1)
+	/* every successor at once (a lineage holds at most two: a second is refused as
+	 * superseded), rather than the one for this CSR and then their count */
+	if ((rc = bc_tx_query(tx,
+	                      "SELECT csr_sha256, der_hex, superseded_at FROM node_certs "
+	                      "WHERE predecessor = $1",
+	                      (bc_param[]){BC_TEXT(predecessor)}, 1, &r)) != 0)
 		return rc;
-	*superseded = !bc_rows_null_named(r, "superseded_at");
-	const char *hex = bc_rows_text_named(r, "der_hex");
-	rc = bc_hex_decode(hex, strlen(hex), der, len) == 0 ? 1 : BC_ERR_INTERNAL;
+	while ((rc = bc_rows_next(r)) == 1) {
+		const char *c = bc_rows_text_named(r, "csr_sha256");
+		(*successors)++;
+		if (found || c == NULL || strcmp(c, csr) != 0)
+			continue;
+		const char *hex = bc_rows_text_named(r, "der_hex");
+		*superseded = !bc_rows_null_named(r, "superseded_at");
+		if (bc_hex_decode(hex, strlen(hex), der, len) != 0) {
+			rc = BC_ERR_INTERNAL;
+			break;
+		}
+		found = 1;
+	}
 	bc_rows_free(r);
-	return rc;
+	if (rc < 0) {
+		free(*der);
+		*der = NULL;
+		*len = 0;
+		return rc;
+	}
+	return found;
 }
 
 int bc_row_cert_revoke_all(bc_tx *tx, const char *node_id, int64_t now_ms, int64_t *revoked)

@@ -125,9 +125,11 @@ BC_WUR int bc_row_cert_successors(bc_tx *tx, const char *serial, int64_t *n);
 BC_WUR int bc_row_cert_supersede_successors(bc_tx *tx, const char *serial, int64_t now_ms);
 
 /* The certificate renewed from predecessor for the CSR whose SHA-256 is csr_sha256: 1
- * with *der (malloc'd: the caller frees it), *len and *superseded; 0 when none. */
+ * with *der (malloc'd: the caller frees it), *len and *superseded; 0 when none. Either
+ * way *successors receives how many certificates were renewed from predecessor, as
+ * bc_row_cert_successors counts them, from the same statement. */
 BC_WUR int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint8_t csr_sha256[32],
-                                  uint8_t **der, size_t *len, int *superseded);
+                                  uint8_t **der, size_t *len, int *superseded, int64_t *successors);
 
 /* Revokes, at now_ms, every certificate of node_id not yet revoked. *revoked (may be
  * NULL) receives how many. */
