@@ -81,6 +81,10 @@ BC_WUR int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t
 /* A query; step through the rows with bc_rows_next(). Free the result before the
  * transaction ends. */
 BC_WUR int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc_rows **out);
+/* A SELECT ... FOR UPDATE run only for the row locks it takes, its rows not read. On
+ * SQLite it is not run at all: a write transaction there already holds the database's
+ * only write lock, and the statement would only cost its time. */
+BC_WUR int bc_tx_lock(bc_tx *tx, const char *sql, const bc_param *params, size_t n);
 /* 1: a row is ready; 0: no more rows; < 0: an error. */
 int bc_rows_next(bc_rows *r);
 int bc_rows_is_null(bc_rows *r, int col);

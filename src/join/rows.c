@@ -103,12 +103,8 @@ int bc_row_node_get_claimed(bc_tx *tx, const char *tenant_id, const char *key,
 
 int bc_row_node_lock(bc_tx *tx, const char *id)
 {
-	bc_rows *r = NULL;
-	int rc = first_row(tx, "SELECT id FROM nodes WHERE id = $1 FOR UPDATE",
-	                   (bc_param[]){BC_TEXT(id)}, 1, &r);
-
-	bc_rows_free(r);
-	return rc < 0 ? rc : 0;
+	return bc_tx_lock(tx, "SELECT id FROM nodes WHERE id = $1 FOR UPDATE",
+	                  (bc_param[]){BC_TEXT(id)}, 1);
 }
 
 /* Runs the insert (placement first: tenant, pool, site, role) or the reclaim with the

@@ -479,6 +479,24 @@ int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc
 	return tx->s->eng->query(tx->c, sql, params, n, out);
 }
 
+int bc_tx_lock(bc_tx *tx, const char *sql, const bc_param *params, size_t n)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	if ((rc = check_call(tx, sql, params, n)) != 0)
+		return rc;
+	if (tx->s->eng->kind == BC_STORE_SQLITE)
+		return 0;
+	if ((rc = bc_tx_query(tx, sql, params, n, &r)) != 0)
+		return rc;
+	/* the rows are locked as they are read: every one of them */
+	while ((rc = bc_rows_next(r)) == 1)
+		;
+	bc_rows_free(r);
+	return rc < 0 ? rc : 0;
+}
+
 /* ---- results ---- */
 
 int bc_rows_next(bc_rows *r)

@@ -624,6 +624,68 @@ static void test_concurrent_increments(void **state)
 	            THREADS * INCREMENTS);
 }
 
+/* bc_tx_lock, then a plain read and a write of what was read plus one: the lock alone
+ * must keep the updates from being lost */
+static int increment_locked(bc_tx *tx, void *p)
+{
+	int64_t v = 0;
+	int rc;
+
+	(void)p;
+	if ((rc = bc_tx_lock(tx, "SELECT id FROM counter WHERE id = $1 FOR UPDATE",
+	                     (bc_param[]){BC_INT(1)}, 1)) != 0 ||
+	    (rc = bc_tx_query_int(tx, "SELECT v FROM counter WHERE id = 1", NULL, 0, &v)) != 0)
+		return rc;
+	return bc_tx_exec(tx, "UPDATE counter SET v = $1 WHERE id = 1", (bc_param[]){BC_INT(v + 1)},
+	                  1, NULL);
+}
+
+static void *locked_thread(void *p)
+{
+	struct counter_arg *a = p;
+
+	for (int i = 0; i < INCREMENTS; i++)
+		if (bc_store_run(a->s, BC_TX_WRITE, increment_locked, NULL) != 0)
+			a->failures++;
+	return NULL;
+}
+
+static void test_lock_serializes(void **state)
+{
+	struct fx *f = *state;
+	struct counter_arg args[THREADS];
+	pthread_t th[THREADS];
+	bc_tx *tx = NULL;
+	uint64_t before;
+
+	assert_int_equal(
+	    exec1(f->s, "CREATE TABLE counter (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", NULL, 0),
+	    0);
+	assert_int_equal(exec1(f->s, "INSERT INTO counter (id, v) VALUES (1, 0)", NULL, 0), 0);
+	for (int i = 0; i < THREADS; i++) {
+		args[i] = (struct counter_arg){.s = f->s};
+		assert_int_equal(pthread_create(&th[i], NULL, locked_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(args[i].failures, 0);
+	}
+	assert_true(count1(f->s, "SELECT v FROM counter WHERE id = 1", NULL, 0) ==
+	            THREADS * INCREMENTS);
+	/* SQLite sends nothing for a lock (its write transaction holds the database);
+	 * PostgreSQL sends the statement, and reports what is wrong with it */
+	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &tx), 0);
+	before = bc_store_statements(f->s);
+	assert_int_equal(bc_tx_lock(tx, "SELECT id FROM counter WHERE id = 2 FOR UPDATE", NULL, 0),
+	                 0);
+	assert_true(bc_store_statements(f->s) - before ==
+	            (bc_store_engine(f->s) == BC_STORE_SQLITE ? 0 : 1));
+	assert_int_equal(bc_tx_lock(tx, NULL, NULL, 0), BC_ERR_INVALID);
+	if (bc_store_engine(f->s) == BC_STORE_POSTGRES)
+		assert_true(bc_tx_lock(tx, "SELECT nothing FROM counter FOR UPDATE", NULL, 0) < 0);
+	bc_tx_rollback(tx);
+}
+
 /* ---- time ---- */
 
 static void test_now_follows_test_clock(void **state)
@@ -666,6 +728,7 @@ static void test_now_follows_test_clock(void **state)
 	    cmocka_unit_test_setup_teardown(test_run_replays_retry, setup, teardown),              \
 	    cmocka_unit_test_setup_teardown(test_run_gives_up_and_rolls_back, setup, teardown),    \
 	    cmocka_unit_test_setup_teardown(test_concurrent_increments, setup, teardown),          \
+	    cmocka_unit_test_setup_teardown(test_lock_serializes, setup, teardown),                \
 	    cmocka_unit_test_setup_teardown(test_now_follows_test_clock, setup, teardown)
 
 #endif
