@@ -11,8 +11,8 @@
 
 #define CN_MAX 255
 
-/* A strict DER reader over untrusted bytes: one TLV at a time, low tag numbers only,
- * definite lengths in their shortest form. A CSR is read with it rather than with
+/* A strict DER reader over untrusted bytes (pki_der_head): one TLV at a time, low tag
+ * numbers only, definite lengths in their shortest form. A CSR is read with it rather than with
  * d2i_X509_REQ, which hands the key to OpenSSL's generic decoder framework (most of
  * a join's CPU); only the attributes go to OpenSSL's decoders, which read no key. */
 struct der {
@@ -28,33 +28,16 @@ struct tlv {
 
 static int der_next(struct der *d, struct tlv *t)
 {
-	const uint8_t *p = d->p;
-	size_t avail = (size_t)(d->end - p), len, n;
+	struct pki_der r = {d->p, (size_t)(d->end - d->p)};
+	size_t hdr, len;
 
-	if (avail < 2 || (p[0] & 0x1f) == 0x1f)
-		return BC_ERR_INVALID;
-	t->tag = p[0];
-	t->start = p;
-	if (p[1] < 0x80) {
-		len = p[1];
-		n = 2;
-	} else if (p[1] == 0x81 && avail >= 3 && p[2] >= 0x80) {
-		len = p[2];
-		n = 3;
-	} else if (p[1] == 0x82 && avail >= 4 && p[2] != 0) {
-		len = ((size_t)p[2] << 8) | p[3];
-		if (len < 0x100)
-			return BC_ERR_INVALID;
-		n = 4;
-	} else {
-		return BC_ERR_INVALID; /* indefinite, non-minimal, or over 64 KiB */
-	}
-	if (len > avail - n)
-		return BC_ERR_INVALID;
-	t->body = p + n;
+	if (pki_der_head(&r, &t->tag, &hdr, &len) != 0)
+		return BC_ERR_INVALID; /* indefinite, non-minimal, a high tag, or past the end */
+	t->start = d->p;
+	t->body = d->p + hdr;
 	t->len = len;
-	t->total = n + len;
-	d->p = p + t->total;
+	t->total = hdr + len;
+	d->p += t->total;
 	return 0;
 }
 

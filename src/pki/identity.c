@@ -52,7 +52,7 @@ int bc_node_id_valid(const char *node_id)
 
 /* Printable ASCII without spaces: no NUL can cut a name short when it is
  * later read as a C string. */
-int printable(const char *s, size_t n)
+int pki_printable(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] < 0x21 || s[i] > 0x7e)
@@ -68,7 +68,7 @@ int pki_statement_valid(const char *s, size_t n)
 	if (s == NULL || n <= plen || n > PKI_STATEMENT_MAX ||
 	    memcmp(s, STATEMENT_PREFIX, plen) != 0)
 		return 0;
-	return printable(s, n);
+	return pki_printable(s, n);
 }
 
 char *bc_spiffe_id(const char *trust_domain, const char *role, const char *node_id)
@@ -84,7 +84,7 @@ char *bc_spiffe_id(const char *trust_domain, const char *role, const char *node_
 }
 
 /* spiffe://<td>/<role>/<node id>, exactly, into id. */
-int parse_spiffe(const char *s, size_t n, const char *td, struct bc_node_identity *id)
+int pki_parse_spiffe(const char *s, size_t n, const char *td, struct bc_node_identity *id)
 {
 	const size_t plen = strlen(SPIFFE_PREFIX), tdlen = strlen(td);
 	const char *role, *slash, *end = s + n;
@@ -123,7 +123,7 @@ static int uri_bytes(const GENERAL_NAME *gen, const char **s, size_t *n)
 	ia5 = gen->d.uniformResourceIdentifier;
 	if ((len = ASN1_STRING_length(ia5)) <= 0 || len > PKI_STATEMENT_MAX)
 		return BC_ERR_INVALID;
-	if (!printable((const char *)ASN1_STRING_get0_data(ia5), (size_t)len))
+	if (!pki_printable((const char *)ASN1_STRING_get0_data(ia5), (size_t)len))
 		return BC_ERR_INVALID;
 	*s = (const char *)ASN1_STRING_get0_data(ia5);
 	*n = (size_t)len;
@@ -148,7 +148,7 @@ static int read_sans(X509 *x, const char *td, struct bc_node_identity *id)
 			goto out;
 		/* the SPIFFE ID comes first; a second one fails the urn:bc: test */
 		if (i == 0) {
-			if ((rc = parse_spiffe(s, n, td, id)) != 0)
+			if ((rc = pki_parse_spiffe(s, n, td, id)) != 0)
 				goto out;
 			continue;
 		}

@@ -21,7 +21,6 @@
  * identity.c's rules (pki_node_read_test and fuzz_node_cert check it). Nothing is
  * allocated but the statements (at most BC_MAX_URIS - 1, each at most
  * PKI_STATEMENT_MAX bytes) and one digest context. */
-#include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -34,7 +33,7 @@
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
-#include "crypto/internal.h" /* the fixed P-256 SPKI prefix, the P-256 group */
+#include "crypto/internal.h" /* the fixed P-256 SPKI prefix */
 #include "pki/pki_internal.h"
 
 /* Deeper than any certificate nests (ours: five). */
@@ -70,61 +69,23 @@ static const uint8_t ku_digital_signature[] = {0x03, 0x02, 0x07, 0x80};
 static const uint8_t eku_client_auth[] = {0x30, 0x0a, 0x06, 0x08, 0x2b, 0x06,
                                           0x01, 0x05, 0x05, 0x07, 0x03, 0x02};
 
-/* Bytes still to read. */
-struct rd {
-	const uint8_t *p;
-	size_t n;
-};
-
 /* Where the variable parts of a node certificate are, and what they say. */
 struct view {
-	struct rd tbs;    /* the whole to-be-signed TLV: what the signature covers */
-	struct rd issuer; /* the whole issuer Name TLV */
-	struct rd cn;     /* the subject CN's characters */
-	struct rd aki;    /* the AKI's keyid */
-	struct rd names;  /* the SAN's GeneralNames, inside the SEQUENCE */
-	struct rd sig;    /* the ECDSA-Sig-Value, the BIT STRING after its unused-bits byte */
+	struct pki_der tbs;    /* the whole to-be-signed TLV: what the signature covers */
+	struct pki_der issuer; /* the whole issuer Name TLV */
+	struct pki_der cn;     /* the subject CN's characters */
+	struct pki_der aki;    /* the AKI's keyid */
+	struct pki_der names;  /* the SAN's GeneralNames, inside the SEQUENCE */
+	struct pki_der sig;    /* the ECDSA-Sig-Value, the BIT STRING after its unused-bits byte */
 	const uint8_t *serial;
 	const uint8_t *point;
 	int64_t not_before_ms, not_after_ms;
 };
 
-/* The tag and length of the TLV r starts with: low tag numbers only, a definite length
- * in its shortest form (long form: one to three bytes, no leading zero, >= 0x80),
- * within r. BC_ERR_INVALID otherwise. */
-static int der_head(const struct rd *r, uint8_t *tag, size_t *hdr, size_t *len)
-{
-	size_t k, l = 0;
-
-	if (r->n < 2)
-		return BC_ERR_INVALID;
-	*tag = r->p[0];
-	if ((*tag & 0x1f) == 0x1f)
-		return BC_ERR_INVALID;
-	if (r->p[1] < 0x80) {
-		*hdr = 2;
-		l = r->p[1];
-	} else {
-		/* 0x80 is the indefinite form; four length bytes cannot fit in PKI_MAX_DER */
-		k = r->p[1] & 0x7f;
-		if (k == 0 || k > 3 || r->n < 2 + k || r->p[2] == 0)
-			return BC_ERR_INVALID;
-		for (size_t i = 0; i < k; i++)
-			l = l << 8 | r->p[2 + i];
-		if (l < 0x80)
-			return BC_ERR_INVALID;
-		*hdr = 2 + k;
-	}
-	if (l > r->n - *hdr)
-		return BC_ERR_INVALID;
-	*len = l;
-	return 0;
-}
-
 /* Every TLV in r, and down every constructed one: strict headers, no universal tag 0
  * (end-of-contents), universal SEQUENCE and SET constructed and every other universal
  * type primitive (DER has no constructed strings). */
-static int der_valid(struct rd r, int depth)
+static int der_valid(struct pki_der r, int depth)
 {
 	uint8_t tag;
 	size_t hdr, len;
@@ -133,7 +94,7 @@ static int der_valid(struct rd r, int depth)
 	if (depth > DER_DEPTH_MAX)
 		return BC_ERR_INVALID;
 	while (r.n > 0) {
-		if ((rc = der_head(&r, &tag, &hdr, &len)) != 0)
+		if ((rc = pki_der_head(&r, &tag, &hdr, &len)) != 0)
 			return rc;
 		if ((tag & 0xc0) == 0) {
 			uint8_t num = tag & 0x1f;
@@ -141,7 +102,8 @@ static int der_valid(struct rd r, int depth)
 			if (num == 0 || constructed != (num == 0x10 || num == 0x11))
 				return BC_ERR_INVALID;
 		}
-		if ((tag & 0x20) && (rc = der_valid((struct rd){r.p + hdr, len}, depth + 1)) != 0)
+		if ((tag & 0x20) &&
+		    (rc = der_valid((struct pki_der){r.p + hdr, len}, depth + 1)) != 0)
 			return rc;
 		r.p += hdr + len;
 		r.n -= hdr + len;
@@ -151,23 +113,23 @@ static int der_valid(struct rd r, int depth)
 
 /* The next TLV of r, which must have this tag: its contents into v, the whole TLV into
  * all (when not NULL). r was walked by der_valid, so anything else is another form. */
-static int take(struct rd *r, uint8_t tag, struct rd *v, struct rd *all)
+static int take(struct pki_der *r, uint8_t tag, struct pki_der *v, struct pki_der *all)
 {
 	uint8_t t;
 	size_t hdr, len;
 
-	if (der_head(r, &t, &hdr, &len) != 0 || t != tag)
+	if (pki_der_head(r, &t, &hdr, &len) != 0 || t != tag)
 		return BC_ERR_UNSUPPORTED;
-	*v = (struct rd){r->p + hdr, len};
+	*v = (struct pki_der){r->p + hdr, len};
 	if (all != NULL)
-		*all = (struct rd){r->p, hdr + len};
+		*all = (struct pki_der){r->p, hdr + len};
 	r->p += hdr + len;
 	r->n -= hdr + len;
 	return 0;
 }
 
 /* The next n bytes of r, which must be these. */
-static int expect(struct rd *r, const uint8_t *b, size_t n)
+static int expect(struct pki_der *r, const uint8_t *b, size_t n)
 {
 	if (r->n < n || memcmp(r->p, b, n) != 0)
 		return BC_ERR_UNSUPPORTED;
@@ -176,7 +138,7 @@ static int expect(struct rd *r, const uint8_t *b, size_t n)
 	return 0;
 }
 
-static int done(const struct rd *r)
+static int done(const struct pki_der *r)
 {
 	return r->n == 0 ? 0 : BC_ERR_UNSUPPORTED;
 }
@@ -199,10 +161,10 @@ static int leap(int y)
  * encoding of a time (no seconds, fractions, an offset, GeneralizedTime for a year
  * UTCTime covers) is another form; the right shape with a non-digit or a value out of
  * range (month 13, February 30, second 60) is invalid, as ASN1_TIME_to_tm has it. */
-static int read_time(struct rd *r, int64_t *ms)
+static int read_time(struct pki_der *r, int64_t *ms)
 {
 	static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	struct rd v;
+	struct pki_der v;
 	struct tm tm;
 	const uint8_t *s;
 	int y, mon, day, h, min, sec;
@@ -252,9 +214,10 @@ static int read_time(struct rd *r, int64_t *ms)
 }
 
 /* Extension { extnID, critical TRUE (when critical), extnValue }: the value's bytes. */
-static int read_ext(struct rd *exts, const uint8_t *oid, size_t oid_len, int crit, struct rd *value)
+static int read_ext(struct pki_der *exts, const uint8_t *oid, size_t oid_len, int crit,
+                    struct pki_der *value)
 {
-	struct rd e;
+	struct pki_der e;
 	int rc;
 
 	if ((rc = take(exts, SEQ, &e, NULL)) != 0 || (rc = expect(&e, oid, oid_len)) != 0 ||
@@ -265,10 +228,10 @@ static int read_ext(struct rd *exts, const uint8_t *oid, size_t oid_len, int cri
 }
 
 /* An extension whose value is exactly these bytes. */
-static int fixed_ext(struct rd *exts, const uint8_t *oid, size_t oid_len, int crit,
+static int fixed_ext(struct pki_der *exts, const uint8_t *oid, size_t oid_len, int crit,
                      const uint8_t *b, size_t n)
 {
-	struct rd v;
+	struct pki_der v;
 	int rc;
 
 	if ((rc = read_ext(exts, oid, oid_len, crit, &v)) != 0)
@@ -285,9 +248,9 @@ static void fetch_sha1(void)
 }
 
 /* The six extensions, in node_der.c's order. */
-static int read_exts(struct rd *tbs, struct view *v)
+static int read_exts(struct pki_der *tbs, struct view *v)
 {
-	struct rd e3, exts, val, in, ski;
+	struct pki_der e3, exts, val, in, ski;
 	uint8_t want[20];
 	unsigned int n = 0;
 	int rc;
@@ -326,9 +289,9 @@ static int read_exts(struct rd *tbs, struct view *v)
 }
 
 /* TBSCertificate, field by field. */
-static int read_tbs(struct rd tbs, struct view *v)
+static int read_tbs(struct pki_der tbs, struct view *v)
 {
-	struct rd serial, validity, name, set, atv;
+	struct pki_der serial, validity, name, set, atv;
 	int rc;
 
 	if ((rc = expect(&tbs, version3, sizeof(version3))) != 0)
@@ -370,16 +333,16 @@ static int read_tbs(struct rd tbs, struct view *v)
 /* Strict DER of a certificate's outer shape, then the fixed form. */
 static int read_form(const uint8_t *der, size_t len, struct view *v)
 {
-	struct rd r = {der, len}, cert, tbs, alg, alg_all, sig;
+	struct pki_der r = {der, len}, cert, tbs, alg, alg_all, sig;
 	uint8_t tag;
 	size_t hdr, n;
 	int rc;
 
-	if ((rc = der_head(&r, &tag, &hdr, &n)) != 0)
+	if ((rc = pki_der_head(&r, &tag, &hdr, &n)) != 0)
 		return rc;
 	if (tag != SEQ || hdr + n != len)
 		return BC_ERR_INVALID;
-	cert = (struct rd){der + hdr, n};
+	cert = (struct pki_der){der + hdr, n};
 	if ((rc = der_valid(cert, 1)) != 0)
 		return rc;
 	/* Certificate: SEQUENCE { tbsCertificate, signatureAlgorithm, signature } */
@@ -393,7 +356,7 @@ static int read_form(const uint8_t *der, size_t len, struct view *v)
 	/* no unused bits, then the signature's DER (EVP_DigestVerify holds it to DER) */
 	if (sig.n < 2 || sig.p[0] != 0x00)
 		return BC_ERR_UNSUPPORTED;
-	v->sig = (struct rd){sig.p + 1, sig.n - 1};
+	v->sig = (struct pki_der){sig.p + 1, sig.n - 1};
 	return 0;
 }
 
@@ -423,7 +386,7 @@ static int check_issuer(const bc_pki *pki, const struct view *v)
  * then urn:bc: statements. Then the serial and the times. */
 static int read_identity(const struct view *v, const char *td, struct bc_node_identity *id)
 {
-	struct rd names = v->names, uri;
+	struct pki_der names = v->names, uri;
 	size_t count = 0;
 	int rc;
 
@@ -431,10 +394,10 @@ static int read_identity(const struct view *v, const char *td, struct bc_node_id
 		if (count == BC_MAX_URIS || take(&names, SAN_URI, &uri, NULL) != 0)
 			return BC_ERR_INVALID;
 		if (uri.n == 0 || uri.n > PKI_STATEMENT_MAX ||
-		    !printable((const char *)uri.p, uri.n))
+		    !pki_printable((const char *)uri.p, uri.n))
 			return BC_ERR_INVALID;
 		if (count++ == 0) {
-			if ((rc = parse_spiffe((const char *)uri.p, uri.n, td, id)) != 0)
+			if ((rc = pki_parse_spiffe((const char *)uri.p, uri.n, td, id)) != 0)
 				return rc;
 			continue;
 		}
@@ -451,25 +414,6 @@ static int read_identity(const struct view *v, const char *td, struct bc_node_id
 	id->not_after_ms = v->not_after_ms;
 	bc_hex_encode_to(v->serial, PKI_SERIAL_LEN, id->serial_hex);
 	return 0;
-}
-
-/* On P-256 and not infinity, as bc_key_from_point checks, without building a key. */
-static int point_valid(const uint8_t point[static 65])
-{
-	const EC_GROUP *g = bc_crypto_p256_group();
-	EC_POINT *pt;
-	int rc = BC_ERR_INVALID;
-
-	if (g == NULL)
-		return BC_ERR_CRYPTO;
-	if ((pt = EC_POINT_new(g)) == NULL)
-		return BC_ERR_NOMEM;
-	if (EC_POINT_oct2point(g, pt, point, 65, NULL) == 1 && !EC_POINT_is_at_infinity(g, pt) &&
-	    EC_POINT_is_on_curve(g, pt, NULL) == 1)
-		rc = 0;
-	EC_POINT_free(pt);
-	ERR_clear_error();
-	return rc;
 }
 
 /* The signature over the to-be-signed bytes as they came, under the node CA's key. */
@@ -525,7 +469,8 @@ int bc_pki_node_cert_read(const bc_pki *pki, const uint8_t *der, size_t len,
 		rc = BC_ERR_UNSUPPORTED;
 		goto out;
 	}
-	if ((rc = point_valid(v.point)) != 0 || (rc = check_signature(pki, &v)) != 0)
+	/* on P-256 and not infinity, without building a key */
+	if ((rc = bc_p256_point_check(v.point)) != 0 || (rc = check_signature(pki, &v)) != 0)
 		goto out;
 	memcpy(point, v.point, 65);
 out:

@@ -47,12 +47,24 @@ BC_WUR int pki_gens_add(GENERAL_NAMES *gens, int type, const void *p, size_t len
 #define PKI_STATEMENT_MAX 1024
 int pki_statement_valid(const char *s, size_t n);
 
-/* identity.c's rules, shared with node_read.c. printable: 1 when the n bytes at s
- * are printable ASCII without spaces (0x21..0x7e), else 0. parse_spiffe: 0 when the
+/* identity.c's rules, shared with node_read.c. pki_printable: 1 when the n bytes at s
+ * are printable ASCII without spaces (0x21..0x7e), else 0. pki_parse_spiffe: 0 when the
  * n bytes at s are exactly spiffe://<td>/<role>/<node id> with a valid role and
  * node id, which it copies into id->role and id->node_id; else BC_ERR_INVALID. */
-int printable(const char *s, size_t n);
-int parse_spiffe(const char *s, size_t n, const char *td, struct bc_node_identity *id);
+int pki_printable(const char *s, size_t n);
+int pki_parse_spiffe(const char *s, size_t n, const char *td, struct bc_node_identity *id);
+
+/* The strict DER reader under the CSR check (csr.c) and the node certificate reader
+ * (node_read.c), over untrusted bytes: pki_der_head reads the header of the TLV at
+ * r->p, low tag numbers only and a definite length in its shortest form (one to three
+ * length bytes, no leading zero, long form only from 0x80), whose contents fit in
+ * r->n; *tag, *hdr (the header's size) and *len (the contents') receive it.
+ * BC_ERR_INVALID otherwise. It reads nothing past r->p + r->n. */
+struct pki_der {
+	const uint8_t *p;
+	size_t n;
+};
+BC_WUR int pki_der_head(const struct pki_der *r, uint8_t *tag, size_t *hdr, size_t *len);
 
 /* A random positive serial whose first byte is never 0 (see pki_cert_spec). */
 BC_WUR int pki_serial_draw(uint8_t s[static PKI_SERIAL_LEN]);
