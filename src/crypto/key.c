@@ -302,32 +302,11 @@ out:
 
 int bc_key_from_point(const uint8_t point[static 65], EVP_PKEY **out)
 {
-	const EC_GROUP *g = bc_crypto_p256_group();
-	EC_POINT *pt = NULL;
 	int rc;
 
 	*out = NULL;
-	if (point[0] != 0x04)
-		return BC_ERR_INVALID;
-	if (g == NULL)
-		return BC_ERR_CRYPTO;
-	if ((pt = EC_POINT_new(g)) == NULL) {
-		rc = bc_ossl_err();
-		goto out;
-	}
-	/* oct2point refuses coordinates >= p and points off the curve; the checks
-	 * after it say so explicitly rather than rely on that. */
-	if (!EC_POINT_oct2point(g, pt, point, 65, NULL)) {
-		rc = bc_crypto_parse_err();
-		goto out;
-	}
-	if (EC_POINT_is_at_infinity(g, pt) || EC_POINT_is_on_curve(g, pt, NULL) != 1) {
-		ERR_clear_error();
-		rc = BC_ERR_INVALID;
-		goto out;
-	}
-	rc = p256_fromdata(NULL, point, out);
-out:
-	EC_POINT_free(pt);
-	return rc;
+	/* uncompressed, coordinates below p, on the curve, not infinity (p256.c) */
+	if ((rc = bc_p256_point_check(point)) != 0)
+		return rc;
+	return p256_fromdata(NULL, point, out);
 }

@@ -23,7 +23,8 @@
 #include "crypto/internal.h"
 
 /* The point as an EC_POINT of the shared group: uncompressed, coordinates below p, on
- * the curve (oct2point checks that), not infinity. */
+ * the curve, not infinity. oct2point refuses coordinates >= p and points off the
+ * curve; the checks after it say so explicitly rather than rely on that. */
 static int load_point(const uint8_t point[static 65], EC_POINT **out)
 {
 	const EC_GROUP *g = bc_crypto_p256_group();
