@@ -96,15 +96,12 @@ BC_WUR int bc_p256_verify_p1363(const uint8_t point[static 65], const uint8_t di
 BC_WUR int bc_p256_ecdh(EVP_PKEY *sk, const uint8_t peer[static 65], uint8_t out[static 32]);
 BC_WUR int bc_p256_public_point(EVP_PKEY *key, uint8_t out[static 65]);
 BC_WUR int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32]);
-/* ECDSA over a SHA-256 digest by a P-256 private key, r||s or DER (into der[cap], its
- * length in *len; at most BC_ECDSA_DER_MAX bytes), through the key's EC_KEY rather than
- * an EVP signing context made for each signature. BC_ERR_UNSUPPORTED when OpenSSL
- * cannot give the key as one (a key of another provider, or not P-256): sign through
- * EVP then. */
+/* ECDSA over a SHA-256 digest by a P-256 private key, r||s, through the key's EC_KEY
+ * rather than an EVP signing context made for each signature (bc_ecdsa_p1363_to_der
+ * gives the DER). BC_ERR_UNSUPPORTED when OpenSSL cannot give the key as one (a key of
+ * another provider, or not P-256): sign through EVP then. */
 BC_WUR int bc_p256_sign_p1363(EVP_PKEY *key, const uint8_t digest[static 32],
                               uint8_t sig[static BC_SIG_LEN]);
-BC_WUR int bc_p256_sign_der(EVP_PKEY *key, const uint8_t digest[static 32], uint8_t *der,
-                            size_t cap, size_t *len);
 
 /* ES256 under a purpose. bc_es256_verify returns BC_ERR_VERIFY for a bad
  * signature (any length other than 64 included). */

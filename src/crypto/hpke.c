@@ -92,37 +92,6 @@ out:
 	return rc;
 }
 
-/* ECDH (the sender's; the receiver's is bc_p256_ecdh): the x coordinate. pk was checked when it was
- * made (bc_key_from_point: on the curve, not infinity); P-256's cofactor is 1, so such a point has
- * the group's order and OpenSSL's own peer check (a second scalar multiplication, as costly as the
- * ECDH) adds nothing. The zero check is RFC 9180's for a DH output that carries no
- * secret. */
-static int dh(EVP_PKEY *sk, EVP_PKEY *pk, uint8_t out[static 32])
-{
-	static const uint8_t zero[32];
-	EVP_PKEY_CTX *ctx = NULL;
-	size_t n = 32;
-	int rc;
-
-	OPENSSL_cleanse(out, 32);
-	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, sk, NULL)) == NULL ||
-	    EVP_PKEY_derive_init(ctx) != 1 || EVP_PKEY_derive_set_peer_ex(ctx, pk, 0) != 1 ||
-	    EVP_PKEY_derive(ctx, out, &n) != 1) {
-		rc = bc_ossl_err();
-		goto out;
-	}
-	if (n != 32) {
-		rc = BC_ERR_INTERNAL;
-		goto out;
-	}
-	rc = bc_ct_equal(out, zero, sizeof(zero)) ? BC_ERR_INVALID : 0;
-out:
-	if (rc != 0)
-		OPENSSL_cleanse(out, 32);
-	EVP_PKEY_CTX_free(ctx);
-	return rc;
-}
-
 /* shared_secret = LabeledExpand(LabeledExtract("", "eae_prk", dh), "shared_secret",
  * enc || pkRm, 32) */
 static int kem_shared_secret(const uint8_t dhv[static 32], const uint8_t enc[static 65],
@@ -198,7 +167,8 @@ int bc_hpke_setup_sender(EVP_PKEY *pkR, EVP_PKEY *skE, uint16_t aead_id, const v
 		goto out;
 	if ((rc = bc_key_to_point(pkR, pkRm)) != 0)
 		goto out;
-	if ((rc = dh(skE, pkR, dhv)) != 0)
+	/* pkR by its point, as the receiver takes enc (bc_p256_ecdh) */
+	if ((rc = bc_p256_ecdh(skE, pkRm, dhv)) != 0)
 		goto out;
 	rc = setup_common(dhv, pkRm, aead_id, info, infolen, ctx);
 out:

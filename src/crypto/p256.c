@@ -233,27 +233,6 @@ int bc_p256_sign_p1363(EVP_PKEY *key, const uint8_t digest[static 32],
 	return rc;
 }
 
-int bc_p256_sign_der(EVP_PKEY *key, const uint8_t digest[static 32], uint8_t *der, size_t cap,
-                     size_t *len)
-{
-	const EC_KEY *k = private_ec_of(key);
-	ECDSA_SIG *es;
-	unsigned char *p = der;
-	int n, rc = 0;
-
-	*len = 0;
-	if (k == NULL)
-		return BC_ERR_UNSUPPORTED;
-	if ((es = ECDSA_do_sign(digest, 32, (EC_KEY *)k)) == NULL)
-		return bc_ossl_err();
-	if ((n = i2d_ECDSA_SIG(es, NULL)) <= 0 || (size_t)n > cap || i2d_ECDSA_SIG(es, &p) != n)
-		rc = n > 0 && (size_t)n > cap ? BC_ERR_LIMIT : bc_ossl_err();
-	else
-		*len = (size_t)n;
-	ECDSA_SIG_free(es);
-	return rc;
-}
-
 int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32])
 {
 	uint8_t spki[BC_P256_SPKI_LEN];

@@ -7,6 +7,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "crypto/internal.h" /* the fixed P-256 SPKI prefix */
+#include "pki/node_form.h"
 #include "pki/pki_internal.h"
 
 #define CN_MAX 255
@@ -101,9 +102,6 @@ static int whole_attributes(const struct tlv *set)
 	return 0;
 }
 
-/* ecdsa-with-SHA256, parameters absent (RFC 5758): the only signature we accept. */
-static const uint8_t ECDSA_SHA256[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02};
-
 struct csr_parts {
 	struct tlv info; /* CertificationRequestInfo: the signed bytes */
 	struct tlv spki; /* SubjectPublicKeyInfo */
@@ -138,8 +136,9 @@ static int parse_csr(const uint8_t *der, size_t len, struct csr_parts *c)
 		return BC_ERR_TRAILING;
 	d = der_of(&req);
 	if (der_expect(&d, 0x30, &c->info) != 0 || parse_info(&c->info, c) != 0 ||
-	    der_expect(&d, 0x30, &alg) != 0 || alg.len != sizeof(ECDSA_SHA256) ||
-	    memcmp(alg.body, ECDSA_SHA256, sizeof(ECDSA_SHA256)) != 0 ||
+	    /* ecdsa-with-SHA256 (node_form.h): the only signature we accept */
+	    der_expect(&d, 0x30, &alg) != 0 || alg.total != sizeof(pki_ecdsa_sha256) ||
+	    memcmp(alg.start, pki_ecdsa_sha256, sizeof(pki_ecdsa_sha256)) != 0 ||
 	    der_expect(&d, 0x03, &c->sig) != 0 || c->sig.len < 2 || c->sig.body[0] != 0 ||
 	    d.p != d.end)
 		return BC_ERR_INVALID;

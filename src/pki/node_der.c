@@ -20,6 +20,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "crypto/internal.h" /* the fixed P-256 SPKI prefix */
+#include "pki/node_form.h"
 #include "pki/pki_internal.h"
 
 struct der {
@@ -127,33 +128,14 @@ static void der_time(struct der *d, int64_t ms)
 static void der_ext(struct der *d, const uint8_t *oid, size_t oid_len, int critical,
                     const uint8_t *value, size_t value_len)
 {
-	static const uint8_t yes[] = {0x01, 0x01, 0xff};
 	struct der e = {0};
 
 	der_put(&e, oid, oid_len);
 	if (critical)
-		der_put(&e, yes, sizeof(yes));
+		der_put(&e, pki_critical, sizeof(pki_critical));
 	der_tlv(&e, V_ASN1_OCTET_STRING, value, value_len);
 	der_wrap(d, SEQ, &e);
 }
-
-static const uint8_t version3[] = {0xa0, 0x03, 0x02, 0x01, 0x02};
-static const uint8_t ecdsa_sha256[] = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86,
-                                       0x48, 0xce, 0x3d, 0x04, 0x03, 0x02};
-static const uint8_t oid_cn[] = {0x06, 0x03, 0x55, 0x04, 0x03};
-static const uint8_t oid_basic[] = {0x06, 0x03, 0x55, 0x1d, 0x13};
-static const uint8_t oid_ku[] = {0x06, 0x03, 0x55, 0x1d, 0x0f};
-static const uint8_t oid_eku[] = {0x06, 0x03, 0x55, 0x1d, 0x25};
-static const uint8_t oid_ski[] = {0x06, 0x03, 0x55, 0x1d, 0x0e};
-static const uint8_t oid_aki[] = {0x06, 0x03, 0x55, 0x1d, 0x23};
-static const uint8_t oid_san[] = {0x06, 0x03, 0x55, 0x1d, 0x11};
-/* CA:FALSE is the default, left out */
-static const uint8_t basic_not_ca[] = {0x30, 0x00};
-/* digitalSignature: bit 0 of a one-byte BIT STRING, seven unused bits */
-static const uint8_t ku_digital_signature[] = {0x03, 0x02, 0x07, 0x80};
-/* SEQUENCE { id-kp-clientAuth } */
-static const uint8_t eku_client_auth[] = {0x30, 0x0a, 0x06, 0x08, 0x2b, 0x06,
-                                          0x01, 0x05, 0x05, 0x07, 0x03, 0x02};
 
 /* The issuer's subject as DER, and its subject key identifier (the AKI's keyid). */
 static int issuer_of(X509 *ca, struct der *name, const ASN1_OCTET_STRING **ski)
@@ -176,16 +158,16 @@ static int tbs_build(const struct pki_node_fields *f, X509 *ca, struct der *tbs)
 	struct der a = {0}, b = {0}, c = {0};
 	int rc;
 
-	der_put(&a, version3, sizeof(version3));
+	der_put(&a, pki_version3, sizeof(pki_version3));
 	der_tlv(&a, V_ASN1_INTEGER, f->serial, PKI_SERIAL_LEN);
-	der_put(&a, ecdsa_sha256, sizeof(ecdsa_sha256));
+	der_put(&a, pki_ecdsa_sha256, sizeof(pki_ecdsa_sha256));
 	if ((rc = issuer_of(ca, &a, &ca_ski)) != 0)
 		goto out;
 	der_time(&b, f->not_before_ms);
 	der_time(&b, f->not_after_ms);
 	der_wrap(&a, SEQ, &b);
 	/* Name: SEQUENCE { SET { SEQUENCE { commonName, UTF8String } } } */
-	der_put(&c, oid_cn, sizeof(oid_cn));
+	der_put(&c, pki_oid_cn, sizeof(pki_oid_cn));
 	der_tlv(&c, V_ASN1_UTF8STRING, f->cn, strlen(f->cn));
 	der_wrap(&b, SEQ, &c);
 	der_wrap(&c, SET, &b);
@@ -193,13 +175,16 @@ static int tbs_build(const struct pki_node_fields *f, X509 *ca, struct der *tbs)
 	der_put(&a, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN);
 	der_put(&a, f->point, 65);
 	/* the extensions, in pki_cert_build()'s order */
-	der_ext(&b, oid_basic, sizeof(oid_basic), 1, basic_not_ca, sizeof(basic_not_ca));
-	der_ext(&b, oid_ku, sizeof(oid_ku), 1, ku_digital_signature, sizeof(ku_digital_signature));
-	der_ext(&b, oid_eku, sizeof(oid_eku), 0, eku_client_auth, sizeof(eku_client_auth));
+	der_ext(&b, pki_oid_basic, sizeof(pki_oid_basic), 1, pki_basic_not_ca,
+	        sizeof(pki_basic_not_ca));
+	der_ext(&b, pki_oid_ku, sizeof(pki_oid_ku), 1, pki_ku_digital_signature,
+	        sizeof(pki_ku_digital_signature));
+	der_ext(&b, pki_oid_eku, sizeof(pki_oid_eku), 0, pki_eku_client_auth,
+	        sizeof(pki_eku_client_auth));
 	/* "hash": SHA-1 of the subjectPublicKey's bits, the point (RFC 5280 4.2.1.2 (1)) */
 	SHA1(f->point, 65, ski);
 	der_tlv(&c, V_ASN1_OCTET_STRING, ski, sizeof(ski));
-	der_ext(&b, oid_ski, sizeof(oid_ski), 0, c.p, c.len);
+	der_ext(&b, pki_oid_ski, sizeof(pki_oid_ski), 0, c.p, c.len);
 	der_free(&c);
 	/* keyid:always: AuthorityKeyIdentifier { [0] keyIdentifier } */
 	{
@@ -208,7 +193,7 @@ static int tbs_build(const struct pki_node_fields *f, X509 *ca, struct der *tbs)
 		        (size_t)ASN1_STRING_length(ca_ski));
 		der_wrap(&c, SEQ, &k);
 	}
-	der_ext(&b, oid_aki, sizeof(oid_aki), 0, c.p, c.len);
+	der_ext(&b, pki_oid_aki, sizeof(pki_oid_aki), 0, c.p, c.len);
 	der_free(&c);
 	/* GeneralNames of uniformResourceIdentifier [6] IA5String */
 	{
@@ -217,7 +202,7 @@ static int tbs_build(const struct pki_node_fields *f, X509 *ca, struct der *tbs)
 			der_tlv(&g, 0x86, f->uris[i], strlen(f->uris[i]));
 		der_wrap(&c, SEQ, &g);
 	}
-	der_ext(&b, oid_san, sizeof(oid_san), 0, c.p, c.len);
+	der_ext(&b, pki_oid_san, sizeof(pki_oid_san), 0, c.p, c.len);
 	der_free(&c);
 	der_wrap(&c, SEQ, &b);
 	der_wrap(&a, 0xa3, &c);
@@ -233,10 +218,10 @@ out:
 int pki_node_cert_der(const struct pki_node_fields *f, X509 *ca, EVP_PKEY *ca_key, uint8_t **der,
                       size_t *len)
 {
+	static const uint8_t no_unused_bits[] = {0x00};
 	struct der tbs = {0}, body = {0}, cert = {0};
-	EVP_MD_CTX *md = NULL;
-	uint8_t sig[1 + BC_ECDSA_DER_MAX], digest[32];
-	size_t sig_len = sizeof(sig) - 1;
+	uint8_t digest[32], rs[BC_SIG_LEN], *sig = NULL;
+	size_t sig_len = 0;
 	int rc;
 
 	*der = NULL;
@@ -245,28 +230,18 @@ int pki_node_cert_der(const struct pki_node_fields *f, X509 *ca, EVP_PKEY *ca_ke
 		return BC_ERR_INVALID;
 	if ((rc = tbs_build(f, ca, &tbs)) != 0)
 		goto out;
-	/* BIT STRING content: no unused bits, then the DER ECDSA-Sig-Value */
-	sig[0] = 0x00;
-	/* the CA key signs through its EC_KEY when OpenSSL can give one, else through EVP */
-	if ((rc = bc_sha256(tbs.p, tbs.len, digest)) != 0)
-		goto out;
-	rc = bc_p256_sign_der(ca_key, digest, sig + 1, sizeof(sig) - 1, &sig_len);
-	if (rc == BC_ERR_UNSUPPORTED) {
-		sig_len = sizeof(sig) - 1;
-		if ((md = EVP_MD_CTX_new()) == NULL) {
-			rc = BC_ERR_NOMEM;
-			goto out;
-		}
-		rc = EVP_DigestSignInit(md, NULL, bc_crypto_sha256(), NULL, ca_key) == 1 &&
-		             EVP_DigestSign(md, sig + 1, &sig_len, tbs.p, tbs.len) == 1
-		         ? 0
-		         : bc_ossl_err();
-	}
-	if (rc != 0)
+	/* the CA key signs through its EC_KEY (bc_p256_sign_p1363), its signature then
+	 * the DER ECDSA-Sig-Value a certificate carries */
+	if ((rc = bc_sha256(tbs.p, tbs.len, digest)) != 0 ||
+	    (rc = bc_p256_sign_p1363(ca_key, digest, rs)) != 0 ||
+	    (rc = bc_ecdsa_p1363_to_der(rs, &sig, &sig_len)) != 0)
 		goto out;
 	der_put(&body, tbs.p, tbs.len);
-	der_put(&body, ecdsa_sha256, sizeof(ecdsa_sha256));
-	der_tlv(&body, V_ASN1_BIT_STRING, sig, sig_len + 1);
+	der_put(&body, pki_ecdsa_sha256, sizeof(pki_ecdsa_sha256));
+	/* BIT STRING: no unused bits, then the signature */
+	der_hdr(&body, V_ASN1_BIT_STRING, sig_len + 1);
+	der_put(&body, no_unused_bits, sizeof(no_unused_bits));
+	der_put(&body, sig, sig_len);
 	der_wrap(&cert, SEQ, &body);
 	if ((rc = cert.err) != 0)
 		goto out;
@@ -274,7 +249,7 @@ int pki_node_cert_der(const struct pki_node_fields *f, X509 *ca, EVP_PKEY *ca_ke
 	*len = cert.len;
 	cert = (struct der){0};
 out:
-	EVP_MD_CTX_free(md);
+	free(sig);
 	der_free(&tbs);
 	der_free(&body);
 	der_free(&cert);

@@ -34,6 +34,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "crypto/internal.h" /* the fixed P-256 SPKI prefix */
+#include "pki/node_form.h"
 #include "pki/pki_internal.h"
 
 /* Deeper than any certificate nests (ours: five). */
@@ -51,23 +52,6 @@
 #define AKI_KEYID   0x80 /* [0] IMPLICIT OCTET STRING */
 #define SAN_URI     0x86 /* [6] IMPLICIT IA5String */
 #define NODE_ID_LEN 31   /* "node_" and 26 characters */
-
-/* The fixed parts, as node_der.c writes them. */
-static const uint8_t version3[] = {0xa0, 0x03, 0x02, 0x01, 0x02};
-static const uint8_t ecdsa_sha256[] = {0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86,
-                                       0x48, 0xce, 0x3d, 0x04, 0x03, 0x02};
-static const uint8_t oid_cn[] = {0x06, 0x03, 0x55, 0x04, 0x03};
-static const uint8_t oid_basic[] = {0x06, 0x03, 0x55, 0x1d, 0x13};
-static const uint8_t oid_ku[] = {0x06, 0x03, 0x55, 0x1d, 0x0f};
-static const uint8_t oid_eku[] = {0x06, 0x03, 0x55, 0x1d, 0x25};
-static const uint8_t oid_ski[] = {0x06, 0x03, 0x55, 0x1d, 0x0e};
-static const uint8_t oid_aki[] = {0x06, 0x03, 0x55, 0x1d, 0x23};
-static const uint8_t oid_san[] = {0x06, 0x03, 0x55, 0x1d, 0x11};
-static const uint8_t critical[] = {0x01, 0x01, 0xff};
-static const uint8_t basic_not_ca[] = {0x30, 0x00};
-static const uint8_t ku_digital_signature[] = {0x03, 0x02, 0x07, 0x80};
-static const uint8_t eku_client_auth[] = {0x30, 0x0a, 0x06, 0x08, 0x2b, 0x06,
-                                          0x01, 0x05, 0x05, 0x07, 0x03, 0x02};
 
 /* Where the variable parts of a node certificate are, and what they say. */
 struct view {
@@ -221,7 +205,7 @@ static int read_ext(struct pki_der *exts, const uint8_t *oid, size_t oid_len, in
 	int rc;
 
 	if ((rc = take(exts, SEQ, &e, NULL)) != 0 || (rc = expect(&e, oid, oid_len)) != 0 ||
-	    (crit && (rc = expect(&e, critical, sizeof(critical))) != 0) ||
+	    (crit && (rc = expect(&e, pki_critical, sizeof(pki_critical))) != 0) ||
 	    (rc = take(&e, OCTETS, value, NULL)) != 0)
 		return rc;
 	return done(&e);
@@ -258,15 +242,15 @@ static int read_exts(struct pki_der *tbs, struct view *v)
 	if ((rc = take(tbs, EXTENSIONS, &e3, NULL)) != 0 ||
 	    (rc = take(&e3, SEQ, &exts, NULL)) != 0 || (rc = done(&e3)) != 0)
 		return rc;
-	if ((rc = fixed_ext(&exts, oid_basic, sizeof(oid_basic), 1, basic_not_ca,
-	                    sizeof(basic_not_ca))) != 0 ||
-	    (rc = fixed_ext(&exts, oid_ku, sizeof(oid_ku), 1, ku_digital_signature,
-	                    sizeof(ku_digital_signature))) != 0 ||
-	    (rc = fixed_ext(&exts, oid_eku, sizeof(oid_eku), 0, eku_client_auth,
-	                    sizeof(eku_client_auth))) != 0)
+	if ((rc = fixed_ext(&exts, pki_oid_basic, sizeof(pki_oid_basic), 1, pki_basic_not_ca,
+	                    sizeof(pki_basic_not_ca))) != 0 ||
+	    (rc = fixed_ext(&exts, pki_oid_ku, sizeof(pki_oid_ku), 1, pki_ku_digital_signature,
+	                    sizeof(pki_ku_digital_signature))) != 0 ||
+	    (rc = fixed_ext(&exts, pki_oid_eku, sizeof(pki_oid_eku), 0, pki_eku_client_auth,
+	                    sizeof(pki_eku_client_auth))) != 0)
 		return rc;
 	/* SKI: OCTET STRING, SHA-1 of the point (RFC 5280 4.2.1.2 (1)) */
-	if ((rc = read_ext(&exts, oid_ski, sizeof(oid_ski), 0, &val)) != 0 ||
+	if ((rc = read_ext(&exts, pki_oid_ski, sizeof(pki_oid_ski), 0, &val)) != 0 ||
 	    (rc = take(&val, OCTETS, &ski, NULL)) != 0 || (rc = done(&val)) != 0)
 		return rc;
 	pthread_once(&sha1_once, fetch_sha1);
@@ -277,12 +261,12 @@ static int read_exts(struct pki_der *tbs, struct view *v)
 	if (ski.n != sizeof(want) || memcmp(ski.p, want, sizeof(want)) != 0)
 		return BC_ERR_UNSUPPORTED;
 	/* AKI: SEQUENCE { [0] keyid } */
-	if ((rc = read_ext(&exts, oid_aki, sizeof(oid_aki), 0, &val)) != 0 ||
+	if ((rc = read_ext(&exts, pki_oid_aki, sizeof(pki_oid_aki), 0, &val)) != 0 ||
 	    (rc = take(&val, SEQ, &in, NULL)) != 0 || (rc = done(&val)) != 0 ||
 	    (rc = take(&in, AKI_KEYID, &v->aki, NULL)) != 0 || (rc = done(&in)) != 0)
 		return rc;
 	/* SAN: SEQUENCE OF GeneralName, read against identity.c's rules later */
-	if ((rc = read_ext(&exts, oid_san, sizeof(oid_san), 0, &val)) != 0 ||
+	if ((rc = read_ext(&exts, pki_oid_san, sizeof(pki_oid_san), 0, &val)) != 0 ||
 	    (rc = take(&val, SEQ, &v->names, NULL)) != 0 || (rc = done(&val)) != 0)
 		return rc;
 	return done(&exts);
@@ -294,7 +278,7 @@ static int read_tbs(struct pki_der tbs, struct view *v)
 	struct pki_der serial, validity, name, set, atv;
 	int rc;
 
-	if ((rc = expect(&tbs, version3, sizeof(version3))) != 0)
+	if ((rc = expect(&tbs, pki_version3, sizeof(pki_version3))) != 0)
 		return rc;
 	/* 16 bytes, positive, no leading zero: as pki_serial_draw makes them */
 	if ((rc = take(&tbs, INTEGER, &serial, NULL)) != 0)
@@ -302,7 +286,7 @@ static int read_tbs(struct pki_der tbs, struct view *v)
 	if (serial.n != PKI_SERIAL_LEN || serial.p[0] == 0 || serial.p[0] > 0x7f)
 		return BC_ERR_UNSUPPORTED;
 	v->serial = serial.p;
-	if ((rc = expect(&tbs, ecdsa_sha256, sizeof(ecdsa_sha256))) != 0 ||
+	if ((rc = expect(&tbs, pki_ecdsa_sha256, sizeof(pki_ecdsa_sha256))) != 0 ||
 	    (rc = take(&tbs, SEQ, &name, &v->issuer)) != 0)
 		return rc;
 	if ((rc = take(&tbs, SEQ, &validity, NULL)) != 0 ||
@@ -312,7 +296,7 @@ static int read_tbs(struct pki_der tbs, struct view *v)
 	/* subject: SEQUENCE { SET { SEQUENCE { commonName, UTF8String } } }, the node id */
 	if ((rc = take(&tbs, SEQ, &name, NULL)) != 0 || (rc = take(&name, SET, &set, NULL)) != 0 ||
 	    (rc = done(&name)) != 0 || (rc = take(&set, SEQ, &atv, NULL)) != 0 ||
-	    (rc = done(&set)) != 0 || (rc = expect(&atv, oid_cn, sizeof(oid_cn))) != 0 ||
+	    (rc = done(&set)) != 0 || (rc = expect(&atv, pki_oid_cn, sizeof(pki_oid_cn))) != 0 ||
 	    (rc = take(&atv, UTF8STRING, &v->cn, NULL)) != 0 || (rc = done(&atv)) != 0)
 		return rc;
 	if (v->cn.n != NODE_ID_LEN)
@@ -351,7 +335,8 @@ static int read_form(const uint8_t *der, size_t len, struct view *v)
 		return BC_ERR_INVALID;
 	if ((rc = read_tbs(tbs, v)) != 0)
 		return rc;
-	if (alg_all.n != sizeof(ecdsa_sha256) || memcmp(alg_all.p, ecdsa_sha256, alg_all.n) != 0)
+	if (alg_all.n != sizeof(pki_ecdsa_sha256) ||
+	    memcmp(alg_all.p, pki_ecdsa_sha256, alg_all.n) != 0)
 		return BC_ERR_UNSUPPORTED;
 	/* no unused bits, then the signature's DER (EVP_DigestVerify holds it to DER) */
 	if (sig.n < 2 || sig.p[0] != 0x00)

@@ -82,7 +82,8 @@ struct pki_node_fields {
 /* The node certificate for f issued by ca (its subject and subject key identifier)
  * and signed with ca_key, as DER (malloc'd): byte for byte what pki_cert_build()
  * makes from the same fields with the node extensions. BC_ERR_INVALID when ca has no
- * subject key identifier. */
+ * subject key identifier; BC_ERR_UNSUPPORTED when ca_key is not a P-256 key OpenSSL
+ * can give as an EC_KEY (every key a bundle holds is one). */
 BC_WUR int pki_node_cert_der(const struct pki_node_fields *f, X509 *ca, EVP_PKEY *ca_key,
                              uint8_t **der, size_t *len);
 

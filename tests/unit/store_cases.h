@@ -575,6 +575,7 @@ static void test_run_gives_up_and_rolls_back(void **state)
 
 struct counter_arg {
 	bc_store *s;
+	int (*increment)(bc_tx *tx, void *p);
 	int failures;
 };
 
@@ -590,38 +591,6 @@ static int increment(bc_tx *tx, void *p)
 		return rc;
 	return bc_tx_exec(tx, "UPDATE counter SET v = $1 WHERE id = 1", (bc_param[]){BC_INT(v + 1)},
 	                  1, NULL);
-}
-
-static void *counter_thread(void *p)
-{
-	struct counter_arg *a = p;
-
-	for (int i = 0; i < INCREMENTS; i++)
-		if (bc_store_run(a->s, BC_TX_WRITE, increment, NULL) != 0)
-			a->failures++;
-	return NULL;
-}
-
-static void test_concurrent_increments(void **state)
-{
-	struct fx *f = *state;
-	struct counter_arg args[THREADS];
-	pthread_t th[THREADS];
-
-	assert_int_equal(
-	    exec1(f->s, "CREATE TABLE counter (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", NULL, 0),
-	    0);
-	assert_int_equal(exec1(f->s, "INSERT INTO counter (id, v) VALUES (1, 0)", NULL, 0), 0);
-	for (int i = 0; i < THREADS; i++) {
-		args[i] = (struct counter_arg){.s = f->s};
-		assert_int_equal(pthread_create(&th[i], NULL, counter_thread, &args[i]), 0);
-	}
-	for (int i = 0; i < THREADS; i++) {
-		assert_int_equal(pthread_join(th[i], NULL), 0);
-		assert_int_equal(args[i].failures, 0);
-	}
-	assert_true(count1(f->s, "SELECT v FROM counter WHERE id = 1", NULL, 0) ==
-	            THREADS * INCREMENTS);
 }
 
 /* bc_tx_lock, then a plain read and a write of what was read plus one: the lock alone
@@ -640,31 +609,30 @@ static int increment_locked(bc_tx *tx, void *p)
 	                  1, NULL);
 }
 
-static void *locked_thread(void *p)
+static void *counter_thread(void *p)
 {
 	struct counter_arg *a = p;
 
 	for (int i = 0; i < INCREMENTS; i++)
-		if (bc_store_run(a->s, BC_TX_WRITE, increment_locked, NULL) != 0)
+		if (bc_store_run(a->s, BC_TX_WRITE, a->increment, NULL) != 0)
 			a->failures++;
 	return NULL;
 }
 
-static void test_lock_serializes(void **state)
+/* THREADS threads each run inc INCREMENTS times on a new counter: every run commits
+ * and no increment is lost */
+static void count_concurrently(struct fx *f, int (*inc)(bc_tx *tx, void *p))
 {
-	struct fx *f = *state;
 	struct counter_arg args[THREADS];
 	pthread_t th[THREADS];
-	bc_tx *tx = NULL;
-	uint64_t before;
 
 	assert_int_equal(
 	    exec1(f->s, "CREATE TABLE counter (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)", NULL, 0),
 	    0);
 	assert_int_equal(exec1(f->s, "INSERT INTO counter (id, v) VALUES (1, 0)", NULL, 0), 0);
 	for (int i = 0; i < THREADS; i++) {
-		args[i] = (struct counter_arg){.s = f->s};
-		assert_int_equal(pthread_create(&th[i], NULL, locked_thread, &args[i]), 0);
+		args[i] = (struct counter_arg){.s = f->s, .increment = inc};
+		assert_int_equal(pthread_create(&th[i], NULL, counter_thread, &args[i]), 0);
 	}
 	for (int i = 0; i < THREADS; i++) {
 		assert_int_equal(pthread_join(th[i], NULL), 0);
@@ -672,6 +640,20 @@ static void test_lock_serializes(void **state)
 	}
 	assert_true(count1(f->s, "SELECT v FROM counter WHERE id = 1", NULL, 0) ==
 	            THREADS * INCREMENTS);
+}
+
+static void test_concurrent_increments(void **state)
+{
+	count_concurrently(*state, increment);
+}
+
+static void test_lock_serializes(void **state)
+{
+	struct fx *f = *state;
+	bc_tx *tx = NULL;
+	uint64_t before;
+
+	count_concurrently(f, increment_locked);
 	/* SQLite sends nothing for a lock (its write transaction holds the database);
 	 * PostgreSQL sends the statement, and reports what is wrong with it */
 	assert_int_equal(bc_tx_begin(f->s, BC_TX_WRITE, &tx), 0);
