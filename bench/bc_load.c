@@ -6,8 +6,9 @@
  *
  *   joins=J clients=C servers=S seconds=T joins_per_s=R admitted=A refused=D
  *   unavailable=U errors=E join_p50_ms=.. join_p99_ms=.. [server_cpu_ms_per_join=..]
+ *   load_cpu_ms_per_join=..
  *   [renews=N renew_seconds=T renews_per_s=R renewed=A renew_refused=D renew_errors=E
- *    renew_p50_ms=.. renew_p99_ms=.. [server_cpu_ms_per_renew=..]]
+ *    renew_p50_ms=.. renew_p99_ms=.. [server_cpu_ms_per_renew=..] load_cpu_ms_per_renew=..]
  *   crypto_ms_per_join=.. crypto_ms_per_renew=..
  *   [floor_server_cpu_ms_per_request=.. floor_cpu_ms_per_commit=..]
  *
@@ -27,10 +28,11 @@
  * the clock starts), timed apart. --server-pid: the servers' processes (on this
  * machine), whose CPU time (user + system, from /proc) is read around each phase and
  * printed per operation, and whose peak resident set (VmHWM) is printed at the end
- * (server_peak_rss_kb). crypto_ms_per_*: the signature and key-agreement work an
- * operation cannot avoid on the server, as bare OpenSSL operations timed in this
- * process on this machine: a join is one ECDH (the sealed token), one ECDSA verify
- * (the CSR) and two ECDSA signs (the certificate, the answer); a renewal three
+ * (server_peak_rss_kb). load_cpu_ms_per_*: this process's own CPU per operation (every
+ * thread), the share of the machine the clients take from the servers beside them. crypto_ms_per_*:
+ * the signature and key-agreement work an operation cannot avoid on the server, as bare OpenSSL
+ * operations timed in this process on this machine: a join is one ECDH (the sealed token), one
+ * ECDSA verify (the CSR) and two ECDSA signs (the certificate, the answer); a renewal three
  * verifies (the CSR, the leaf under the CA, the proof) and two signs.
  *
  * --floor: last, what any operation costs here besides its own work, in the same run:
@@ -537,9 +539,20 @@ static void scrape_all(const struct opts *o, struct scraped *out)
 
 struct phase {
 	double seconds;
-	double cpu_ms; /* the servers', -1 unknown */
+	double cpu_ms;  /* the servers', -1 unknown */
+	double load_ms; /* this process's, every thread */
 	struct scraped before, after;
 };
+
+/* This process's CPU time, all threads: the load generator's own share of the machine,
+ * which competes with the servers when both run on it. */
+static double process_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 /* Between the two waits on the barrier the clients stand ready; the clock and the
  * servers' CPU are read around the phase that follows. */
@@ -548,6 +561,7 @@ static void phase_start(struct run *r, struct phase *ph, int64_t *t0, double *cp
 	pthread_barrier_wait(&r->start);
 	scrape_all(r->o, &ph->before);
 	*cpu0 = servers_cpu_ms(r->o);
+	ph->load_ms = process_cpu_ms();
 	*t0 = mono_us();
 	atomic_store(&r->phase_t0_us, *t0);
 	pthread_barrier_wait(&r->start);
@@ -565,6 +579,7 @@ static void phase_end(struct run *r, int64_t t0, double cpu0, struct phase *ph)
 
 	ph->seconds = (double)(mono_us() - t0) / 1e6;
 	ph->cpu_ms = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
+	ph->load_ms = process_cpu_ms() - ph->load_ms;
 	scrape_all(r->o, &ph->after);
 }
 
@@ -967,6 +982,8 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 	       r->unavailable, r->errors, percentile(r, 0, 50), percentile(r, 0, 99));
 	if (join->cpu_ms >= 0 && o->joins > 0)
 		printf(" server_cpu_ms_per_join=%.3f", join->cpu_ms / (double)o->joins);
+	if (o->joins > 0)
+		printf(" load_cpu_ms_per_join=%.3f", join->load_ms / (double)o->joins);
 	print_scraped("join", join, o->joins);
 	if (o->renew) {
 		printf(" renews=%ld renew_seconds=%.3f renews_per_s=%.1f renewed=%ld "
@@ -979,6 +996,8 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 		if (renew->cpu_ms >= 0 && r->admitted > 0)
 			printf(" server_cpu_ms_per_renew=%.3f",
 			       renew->cpu_ms / (double)r->admitted);
+		if (r->admitted > 0)
+			printf(" load_cpu_ms_per_renew=%.3f", renew->load_ms / (double)r->admitted);
 		printf(" renew_unavailable=%ld", r->renew_unavailable);
 		print_scraped("renew", renew, r->admitted);
 	}

@@ -137,6 +137,8 @@ BC_LOAD_EXTRA="--floor" report "SQLite, 1 replica" "$T/sq/bc.db" "$T/sq/admin.ke
 # what any request and any durable commit cost on this machine, from the same run
 FLOOR_REQ=$(field "$OUT" floor_server_cpu_ms_per_request)
 FLOOR_COMMIT=$(field "$OUT" floor_cpu_ms_per_commit)
+LOAD_J=$(field "$OUT" load_cpu_ms_per_join)
+LOAD_R=$(field "$OUT" load_cpu_ms_per_renew)
 # the same server offered half of the throughput it reached, paced: the latency an
 # agent sees when the server is not saturated
 PEAK_J=$(field "$OUT" joins_per_s)
@@ -175,6 +177,7 @@ pg_runs() {
 pg_runs
 echo "  floor, in the same run: a request on a fresh connection answered with nothing done costs"
 echo "  $FLOOR_REQ ms of server CPU; a durable one-row SQLite commit $FLOOR_COMMIT ms (bc-load --floor)"
+echo "  the load generator beside the server on the same CPUs: $LOAD_J ms of CPU per join, $LOAD_R per renewal"
 
 # tpm joins against swtpm: the server's CPU for each of the two rounds
 echo

@@ -148,6 +148,15 @@ BC_WUR int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x);
  * point zeroed. */
 BC_WUR int bc_pki_node_cert_read(const bc_pki *pki, const uint8_t *der, size_t len,
                                  struct bc_node_identity *id, uint8_t point[static 65]);
+/* The same form read without the CA, for a holder of the certificate that does not
+ * check its signature (bc_pki_node_identity's contract): 0 only when der is that form in
+ * strict DER, its issuer one commonName of printable ASCII (the shape of the node CA's
+ * subject), its SANs valid for trust_domain and its key a point on P-256; id then holds
+ * what bc_pki_node_identity gives and point the key. Neither the issuer's name nor the
+ * signature is checked. Errors as bc_pki_node_cert_read's, BC_ERR_VERIFY aside: on any
+ * of them the X509 path (bc_pki_node_identity) decides. */
+BC_WUR int bc_pki_node_cert_peek(const uint8_t *der, size_t len, const char *trust_domain,
+                                 struct bc_node_identity *id, uint8_t point[static 65]);
 
 /* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM.
  * bc_x509_from_der refuses input over 64 KiB (BC_ERR_LIMIT) and bytes after

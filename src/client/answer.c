@@ -202,52 +202,76 @@ static int read_challenge(const response_body *b, struct bc_join_answer *a, char
 	return 0;
 }
 
-/* The leaf must name the body's node id (read from its SPIFFE ID, never from a
- * statement) and, when the CSR's key is known, certify that key. */
-static int check_leaf(const response_body *b, const char *trust_domain, EVP_PKEY *csr_key,
-                      char *err, size_t errlen)
+/* The leaf's identity and key: our own form read without the X509 decoder, anything
+ * else through it (one parse). *have_point is 0 when the X509 path read a key that is
+ * not P-256, which no CSR of ours certifies. */
+static int read_leaf(const uint8_t *der, size_t len, const char *trust_domain,
+                     struct bc_node_identity *id, uint8_t point[static 65], int *have_point)
 {
-	struct bc_node_identity id;
-	char got[BC_CLIENT_SHOW_LEN];
 	X509 *x = NULL;
 	int rc;
 
-	memset(&id, 0, sizeof(id));
-	if (bc_pki_node_identity(b->chain[0].data, b->chain[0].len, trust_domain, &id) != 0) {
+	*have_point = 1;
+	if (bc_pki_node_cert_peek(der, len, trust_domain, id, point) == 0)
+		return 0;
+	if ((rc = bc_x509_from_der(der, len, &x)) == 0 &&
+	    (rc = bc_pki_node_identity_x509(x, trust_domain, id)) == 0)
+		*have_point = bc_p256_public_point(X509_get0_pubkey(x), point) == 0;
+	X509_free(x);
+	return rc;
+}
+
+int bc_client_leaf_node(const uint8_t *der, size_t len, const char *trust_domain,
+                        const uint8_t *point, char node_id[static 64])
+{
+	struct bc_node_identity id;
+	uint8_t got[65];
+	int have_point, rc;
+
+	if ((rc = read_leaf(der, len, trust_domain, &id, got, &have_point)) != 0)
+		return BC_ERR_INVALID;
+	memcpy(node_id, id.node_id, 64);
+	bc_node_identity_clear(&id);
+	if (point != NULL && (!have_point || memcmp(got, point, 65) != 0))
+		return BC_ERR_VERIFY;
+	return 0;
+}
+
+/* The leaf must name the body's node id (read from its SPIFFE ID, never from a
+ * statement) and, when the CSR's key is known, certify that key. */
+static int check_leaf(const response_body *b, const char *trust_domain, const uint8_t *csr_point,
+                      char *err, size_t errlen)
+{
+	char node_id[64], got[BC_CLIENT_SHOW_LEN];
+	int rc;
+
+	rc = bc_client_leaf_node(b->chain[0].data, b->chain[0].len, trust_domain, csr_point,
+	                         node_id);
+	if (rc == BC_ERR_INVALID) {
 		bc_client_errf(err, errlen,
 		               "join answer: the leaf is not a node certificate of trust "
 		               "domain %s",
 		               trust_domain);
-		rc = BC_ERR_INVALID;
-		goto out;
+		return rc;
 	}
-	if (strcmp(id.node_id, b->node_id) != 0) {
-		bc_client_show(id.node_id, got);
+	if (strcmp(node_id, b->node_id) != 0) {
+		bc_client_show(node_id, got);
 		bc_client_errf(err, errlen,
 		               "join answer: the leaf certificate is for node %s, the "
 		               "answer names %s",
 		               got, b->node_id);
-		rc = BC_ERR_VERIFY;
-		goto out;
+		return BC_ERR_VERIFY;
 	}
-	if (csr_key != NULL) {
-		if (bc_x509_from_der(b->chain[0].data, b->chain[0].len, &x) != 0 ||
-		    !bc_key_same(X509_get0_pubkey(x), csr_key)) {
-			bc_client_errf(err, errlen,
-			               "join answer: the leaf certificate is for another "
-			               "key than the CSR's");
-			rc = BC_ERR_VERIFY;
-			goto out;
-		}
+	if (rc != 0) {
+		bc_client_errf(err, errlen,
+		               "join answer: the leaf certificate is for another "
+		               "key than the CSR's");
+		return BC_ERR_VERIFY;
 	}
-	rc = 0;
-out:
-	X509_free(x);
-	bc_node_identity_clear(&id);
-	return rc;
+	return 0;
 }
 
-static int read_joined(const response_body *b, EVP_PKEY *csr_key, struct bc_join_answer *a,
+static int read_joined(const response_body *b, const uint8_t *csr_point, struct bc_join_answer *a,
                        char *err, size_t errlen)
 {
 	char got[BC_CLIENT_SHOW_LEN];
@@ -269,7 +293,7 @@ static int read_joined(const response_body *b, EVP_PKEY *csr_key, struct bc_join
 		bc_client_errf(err, errlen, "join answer: joined, without a trust domain");
 		return BC_ERR_INVALID;
 	}
-	if ((rc = check_leaf(b, a->trust_domain, csr_key, err, errlen)) != 0)
+	if ((rc = check_leaf(b, a->trust_domain, csr_point, err, errlen)) != 0)
 		return rc;
 	if ((rc = copy_list(b->chain, b->n_chain, &a->chain, &a->chain_lens, &a->n_chain)) != 0) {
 		bc_client_errf(err, errlen, "join answer: a malformed certificate chain");
@@ -281,7 +305,7 @@ static int read_joined(const response_body *b, EVP_PKEY *csr_key, struct bc_join
 }
 
 static int read_body(const struct bc_client_pins *pins, const response_body *b,
-                     const uint8_t csr_sha256[static 32], EVP_PKEY *csr_key,
+                     const uint8_t csr_sha256[static 32], const uint8_t *csr_point,
                      struct bc_join_answer *a, char *err, size_t errlen)
 {
 	int rc;
@@ -296,7 +320,7 @@ static int read_body(const struct bc_client_pins *pins, const response_body *b,
 		rc = read_challenge(b, a, err, errlen);
 		break;
 	case BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__DEFERRAL__NOT_SET:
-		rc = read_joined(b, csr_key, a, err, errlen);
+		rc = read_joined(b, csr_point, a, err, errlen);
 		break;
 	default:
 		bc_client_errf(err, errlen, "join answer: an unknown kind of deferral");
@@ -316,7 +340,7 @@ static int read_body(const struct bc_client_pins *pins, const response_body *b,
 }
 
 static int open_response(const struct bc_client_pins *pins, const uint8_t *resp, size_t len,
-                         const uint8_t csr_sha256[static 32], EVP_PKEY *csr_key,
+                         const uint8_t csr_sha256[static 32], const uint8_t *csr_point,
                          struct bc_join_answer *out, char *err, size_t errlen)
 {
 	struct bc_join_answer a;
@@ -334,7 +358,7 @@ static int open_response(const struct bc_client_pins *pins, const uint8_t *resp,
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
-	if ((rc = read_body(pins, b, csr_sha256, csr_key, &a, err, errlen)) != 0)
+	if ((rc = read_body(pins, b, csr_sha256, csr_point, &a, err, errlen)) != 0)
 		goto out;
 	*out = a;
 	memset(&a, 0, sizeof(a));
@@ -374,25 +398,31 @@ int bc_client_open_join_response(const struct bc_client_pins *pins, const uint8_
 	return open_response(pins, resp, len, csr_sha256, NULL, out, err, errlen);
 }
 
-int bc_client_open_join_response_csr(const struct bc_client_pins *pins, const uint8_t *resp,
-                                     size_t len, const uint8_t *csr, size_t csr_len,
-                                     struct bc_join_answer *out, char *err, size_t errlen)
+int bc_client_open_answer(const struct bc_client_pins *pins, const uint8_t *resp, size_t len,
+                          const uint8_t csr_sha256[static 32], const uint8_t csr_point[static 65],
+                          struct bc_join_answer *out, char *err, size_t errlen)
 {
-	EVP_PKEY *csr_key = NULL;
-	uint8_t h[32];
 	int rc;
 
 	if ((rc = args_ok(pins, resp, len, out, err, errlen)) != 0)
 		return rc;
-	if (csr == NULL || bc_csr_check(csr, csr_len, &csr_key) != 0) {
+	return open_response(pins, resp, len, csr_sha256, csr_point, out, err, errlen);
+}
+
+int bc_client_open_join_response_csr(const struct bc_client_pins *pins, const uint8_t *resp,
+                                     size_t len, const uint8_t *csr, size_t csr_len,
+                                     struct bc_join_answer *out, char *err, size_t errlen)
+{
+	uint8_t h[32], point[65];
+	int rc;
+
+	if ((rc = args_ok(pins, resp, len, out, err, errlen)) != 0)
+		return rc;
+	if (csr == NULL || bc_csr_check_point(csr, csr_len, point) != 0) {
 		bc_client_errf(err, errlen, "join answer: the request's CSR does not check");
-		rc = BC_ERR_INVALID;
-		goto out;
+		return BC_ERR_INVALID;
 	}
 	if ((rc = bc_sha256(csr, csr_len, h)) != 0)
-		goto out;
-	rc = open_response(pins, resp, len, h, csr_key, out, err, errlen);
-out:
-	EVP_PKEY_free(csr_key);
-	return rc;
+		return rc;
+	return open_response(pins, resp, len, h, point, out, err, errlen);
 }

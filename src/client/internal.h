@@ -35,4 +35,17 @@ int bc_client_open_signed(const struct bc_client_pins *pins, const char *purpose
                           const uint8_t *resp, size_t len,
                           Bettercompute__Join__V1__SignedResponse **out, char *err, size_t errlen);
 
+/* bc_client_open_join_response_csr for a CSR the caller already checked: its SHA-256
+ * and its key's uncompressed point. */
+int bc_client_open_answer(const struct bc_client_pins *pins, const uint8_t *resp, size_t len,
+                          const uint8_t csr_sha256[static 32], const uint8_t csr_point[static 65],
+                          struct bc_join_answer *out, char *err, size_t errlen);
+
+/* The node a leaf certificate names (its SPIFFE ID, by bc_pki_node_identity's rules for
+ * trust_domain) into node_id, and, when point is not NULL, that it certifies that P-256
+ * key. 0; BC_ERR_INVALID when it is not a node certificate of trust_domain;
+ * BC_ERR_VERIFY (node_id set) when it is for another key. */
+int bc_client_leaf_node(const uint8_t *der, size_t len, const char *trust_domain,
+                        const uint8_t *point, char node_id[static 64]);
+
 #endif

@@ -28,27 +28,27 @@ int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
 	                    csr_sha256, 32, token, n, out, outlen);
 }
 
-/* The CSR this round sends: the caller's (checked, and for the caller's key when it
- * gives one), or a new one for the caller's key. *made is what the caller frees. */
+/* The CSR this round sends and its key's point: the caller's (checked, and for the
+ * caller's key when it gives one), or a new one for the caller's key. *made is what
+ * the caller frees. */
 static int request_csr(const struct bc_join_params *p, const uint8_t **csr, size_t *len,
-                       uint8_t **made, char *err, size_t errlen)
+                       uint8_t point[static 65], uint8_t **made, char *err, size_t errlen)
 {
-	EVP_PKEY *pub = NULL;
+	uint8_t key_point[65];
 	int rc;
 
 	*csr = NULL;
 	*len = 0;
 	*made = NULL;
 	if (p->csr != NULL) {
-		if (bc_csr_check(p->csr, p->csr_len, &pub) != 0) {
+		if (bc_csr_check_point(p->csr, p->csr_len, point) != 0) {
 			bc_client_errf(err, errlen, "join: the CSR does not check");
 			return BC_ERR_INVALID;
 		}
-		rc = p->key == NULL || bc_key_same(pub, p->key) ? 0 : BC_ERR_INVALID;
-		EVP_PKEY_free(pub);
-		if (rc != 0) {
+		if (p->key != NULL && (bc_p256_public_point(p->key, key_point) != 0 ||
+		                       memcmp(key_point, point, 65) != 0)) {
 			bc_client_errf(err, errlen, "join: the CSR is not for the given key");
-			return rc;
+			return BC_ERR_INVALID;
 		}
 		*csr = p->csr;
 		*len = p->csr_len;
@@ -58,7 +58,8 @@ static int request_csr(const struct bc_join_params *p, const uint8_t **csr, size
 		bc_client_errf(err, errlen, "join: neither a key nor a CSR");
 		return BC_ERR_INVALID;
 	}
-	if ((rc = bc_csr_make(p->key, BC_WIRE_CSR_CN, made, len)) != 0) {
+	if ((rc = bc_csr_make(p->key, BC_WIRE_CSR_CN, made, len)) != 0 ||
+	    (rc = bc_p256_public_point(p->key, point)) != 0) {
 		bc_client_errf(err, errlen, "join: cannot make a CSR (%s)", bc_err_str(rc));
 		return rc;
 	}
@@ -116,7 +117,7 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 	uint8_t *made = NULL, *sealed = NULL, *req = NULL, *resp = NULL;
 	size_t csr_len = 0, sealed_len = 0, req_len = 0, resp_len = 0;
 	const uint8_t *csr = NULL;
-	uint8_t h[32];
+	uint8_t h[32], point[65];
 	long status = 0;
 	int rc;
 
@@ -128,7 +129,7 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
-	if ((rc = request_csr(p, &csr, &csr_len, &made, err, errlen)) != 0)
+	if ((rc = request_csr(p, &csr, &csr_len, point, &made, err, errlen)) != 0)
 		goto out;
 	if ((rc = bc_sha256(csr, csr_len, h)) != 0)
 		goto out;
@@ -149,7 +150,7 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 		                       errlen);
 		goto out;
 	}
-	rc = bc_client_open_join_response_csr(pins, resp, resp_len, csr, csr_len, out, err, errlen);
+	rc = bc_client_open_answer(pins, resp, resp_len, h, point, out, err, errlen);
 out:
 	free(made);
 	free(sealed);

@@ -87,34 +87,34 @@ static int pack(const uint8_t *const *chain, const size_t *lens, size_t n, const
 static int current_node(const struct bc_client_pins *pins, const uint8_t *leaf, size_t len,
                         EVP_PKEY *key, char node_id[static 64], char *err, size_t errlen)
 {
-	struct bc_node_identity id;
-	X509 *x = NULL;
-	int rc = 0;
+	uint8_t point[65];
+	int rc;
 
-	if (bc_pki_node_identity(leaf, len, pins->trust_domain, &id) != 0) {
+	/* a key that is not P-256 is not a node certificate's: the leaf check refuses it */
+	if (bc_p256_public_point(key, point) != 0)
+		memset(point, 0, sizeof(point));
+	rc = bc_client_leaf_node(leaf, len, pins->trust_domain, point, node_id);
+	if (rc == BC_ERR_INVALID) {
 		bc_client_errf(err, errlen,
 		               "renew: the current certificate is not a node certificate");
+		return rc;
+	}
+	if (rc != 0) {
+		bc_client_errf(err, errlen, "renew: the current key is not the certificate's");
 		return BC_ERR_INVALID;
 	}
-	memcpy(node_id, id.node_id, 64);
-	bc_node_identity_clear(&id);
-	if (bc_x509_from_der(leaf, len, &x) != 0 || !bc_key_same(X509_get0_pubkey(x), key)) {
-		bc_client_errf(err, errlen, "renew: the current key is not the certificate's");
-		rc = BC_ERR_INVALID;
-	}
-	X509_free(x);
-	return rc;
+	return 0;
 }
 
 static int args_ok(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                   const size_t *lens, size_t n, EVP_PKEY *key, EVP_PKEY *next,
+                   const size_t *lens, size_t n, EVP_PKEY *key, int have_next,
                    struct bc_join_answer *out, char *err, size_t errlen)
 {
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
 	bc_client_errf(err, errlen, "%s", "");
 	if (pins == NULL || chain == NULL || lens == NULL || n == 0 || n > MAX_RENEW_CHAIN ||
-	    key == NULL || next == NULL || out == NULL || pins->trust_domain == NULL) {
+	    key == NULL || !have_next || out == NULL || pins->trust_domain == NULL) {
 		bc_client_errf(err, errlen, "renew: no pins, chain or keys");
 		return BC_ERR_INVALID;
 	}
@@ -124,8 +124,9 @@ static int args_ok(const struct bc_client_pins *pins, const uint8_t *const *chai
 /* The round trip once the CSR is made: the proof, the request, the answer. */
 static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *chain,
                      const size_t *chain_lens, size_t n_chain, const struct signer *cur,
-                     const uint8_t *csr, size_t csr_len, const struct bc_key_attestation *ka,
-                     int check_only, struct bc_join_answer *out, char *err, size_t errlen)
+                     const uint8_t *csr, size_t csr_len, const uint8_t csr_point[static 65],
+                     const struct bc_key_attestation *ka, int check_only,
+                     struct bc_join_answer *out, char *err, size_t errlen)
 {
 	uint8_t *req = NULL, *resp = NULL, h[32], sig[BC_SIG_LEN];
 	size_t req_len = 0, resp_len = 0;
@@ -154,8 +155,7 @@ static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *ch
 		                       err, errlen);
 		goto out;
 	}
-	if ((rc = bc_client_open_join_response_csr(pins, resp, resp_len, csr, csr_len, out, err,
-	                                           errlen)) != 0)
+	if ((rc = bc_client_open_answer(pins, resp, resp_len, h, csr_point, out, err, errlen)) != 0)
 		goto out;
 	if (out->state != BC_JOIN_JOINED || strcmp(out->node_id, node_id) != 0) {
 		bc_client_errf(err, errlen, "renew answer: %s, not a certificate for %s",
@@ -176,18 +176,21 @@ int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *cha
                     struct bc_join_answer *out, char *err, size_t errlen)
 {
 	struct signer cur = {.key = key, .sign = NULL, .ctx = NULL};
-	uint8_t *csr = NULL;
+	uint8_t *csr = NULL, point[65];
 	size_t csr_len = 0;
 	int rc;
 
-	if ((rc = args_ok(pins, chain, chain_lens, n_chain, key, next_key, out, err, errlen)) != 0)
+	if ((rc = args_ok(pins, chain, chain_lens, n_chain, key, next_key != NULL, out, err,
+	                  errlen)) != 0)
 		return rc;
-	if ((rc = bc_csr_make(next_key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0) {
+	if ((rc = bc_csr_make(next_key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0 ||
+	    (rc = bc_p256_public_point(next_key, point)) != 0) {
 		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
+		free(csr);
 		return rc;
 	}
-	rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, NULL, 0, out, err,
-	               errlen);
+	rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, point, NULL, 0, out,
+	               err, errlen);
 	free(csr);
 	return rc;
 }
@@ -221,7 +224,7 @@ int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *c
                              struct bc_join_answer *out, char *err, size_t errlen)
 {
 	struct signer cur = {.key = pub, .sign = sign, .ctx = sign_ctx};
-	EVP_PKEY *next = NULL;
+	uint8_t point[65];
 	int rc;
 
 	if (out != NULL)
@@ -232,14 +235,13 @@ int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *c
 		return BC_ERR_INVALID;
 	}
 	/* the CSR is the caller's: it must check (self-signed) before it is sent */
-	if (bc_csr_check(next_csr, next_csr_len, &next) != 0) {
+	if (bc_csr_check_point(next_csr, next_csr_len, point) != 0) {
 		bc_client_errf(err, errlen, "renew: the next key's CSR does not check");
 		return BC_ERR_INVALID;
 	}
-	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, next, out, err, errlen)) == 0)
-		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len, ka,
-		               0, out, err, errlen);
-	EVP_PKEY_free(next);
+	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, 1, out, err, errlen)) == 0)
+		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len,
+		               point, ka, 0, out, err, errlen);
 	return rc;
 }
 
@@ -250,17 +252,17 @@ int bc_client_renew_check(const struct bc_client_pins *pins, const uint8_t *cons
 {
 	struct signer cur = {.key = pub, .sign = sign, .ctx = sign_ctx};
 	struct bc_join_answer a;
-	EVP_PKEY *k = NULL;
+	uint8_t point[65];
 	int rc;
 
 	memset(&a, 0, sizeof(a));
-	if (sign == NULL || csr == NULL || bc_csr_check(csr, csr_len, &k) != 0) {
+	if (sign == NULL || csr == NULL || bc_csr_check_point(csr, csr_len, point) != 0) {
 		bc_client_errf(err, errlen, "renew check: no signer, or a CSR that does not check");
 		return BC_ERR_INVALID;
 	}
-	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, k, &a, err, errlen)) == 0)
-		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, NULL, 1, &a,
-		               err, errlen);
+	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, 1, &a, err, errlen)) == 0)
+		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, point, NULL, 1,
+		               &a, err, errlen);
 	/* the answer names the leaf sent, nothing else */
 	if (rc == 0 && (a.n_chain == 0 || a.chain_lens[0] != chain_lens[0] ||
 	                memcmp(a.chain[0], chain[0], chain_lens[0]) != 0)) {
@@ -268,6 +270,5 @@ int bc_client_renew_check(const struct bc_client_pins *pins, const uint8_t *cons
 		rc = BC_ERR_VERIFY;
 	}
 	bc_join_answer_free(&a);
-	EVP_PKEY_free(k);
 	return rc;
 }

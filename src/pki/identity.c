@@ -199,12 +199,17 @@ static int read_serial(X509 *x, char hex[static 41])
 int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
                          struct bc_node_identity *id)
 {
+	uint8_t point[65];
 	X509 *x = NULL;
 	int rc;
 
 	memset(id, 0, sizeof(*id));
 	if (!bc_trust_domain_valid(trust_domain))
 		return BC_ERR_INVALID;
+	/* our own form without the X509 decoder, which decodes the key through OpenSSL's
+	 * decoder framework; anything else, and every refusal, is the X509 path's */
+	if (bc_pki_node_cert_peek(der, len, trust_domain, id, point) == 0)
+		return 0;
 	if ((rc = bc_x509_from_der(der, len, &x)) == 0)
 		rc = bc_pki_node_identity_x509(x, trust_domain, id);
 	X509_free(x);

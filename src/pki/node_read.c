@@ -422,6 +422,52 @@ static int check_signature(const bc_pki *pki, const struct view *v)
 	return rc;
 }
 
+/* The subject's checks: the SANs, the CN the node id (as bc_pki_issue_node_cert writes
+ * it), and the point on P-256 and not infinity, without building a key. */
+static int read_subject(const struct view *v, const char *td, struct bc_node_identity *id)
+{
+	int rc;
+
+	if ((rc = read_identity(v, td, id)) != 0)
+		return rc;
+	if (memcmp(v->cn.p, id->node_id, NODE_ID_LEN) != 0 || id->node_id[NODE_ID_LEN] != '\0')
+		return BC_ERR_UNSUPPORTED;
+	return bc_p256_point_check(v->point);
+}
+
+/* An issuer name as ca.c writes the node CA's subject: one RDN of one commonName, a
+ * UTF8String of printable ASCII (spaces too), which d2i_X509 reads back. The peek does
+ * not know the CA, so it holds the issuer to this shape instead of to its bytes. */
+static int issuer_shape(const struct view *v)
+{
+	struct pki_der all = v->issuer, name, set, atv, cn;
+
+	if (take(&all, SEQ, &name, NULL) != 0 || take(&name, SET, &set, NULL) != 0 ||
+	    done(&name) != 0 || take(&set, SEQ, &atv, NULL) != 0 || done(&set) != 0 ||
+	    expect(&atv, pki_oid_cn, sizeof(pki_oid_cn)) != 0 ||
+	    take(&atv, UTF8STRING, &cn, NULL) != 0 || done(&atv) != 0 || cn.n == 0)
+		return BC_ERR_UNSUPPORTED;
+	for (size_t i = 0; i < cn.n; i++) {
+		if (cn.p[i] < 0x20 || cn.p[i] > 0x7e)
+			return BC_ERR_UNSUPPORTED;
+	}
+	return 0;
+}
+
+/* The checks both entry points make first: arguments, size, then the form. */
+static int read_start(const uint8_t *der, size_t len, const char *td, struct bc_node_identity *id,
+                      uint8_t point[static 65], struct view *v)
+{
+	memset(id, 0, sizeof(*id));
+	memset(point, 0, 65);
+	memset(v, 0, sizeof(*v));
+	if (!bc_trust_domain_valid(td) || der == NULL || len == 0)
+		return BC_ERR_INVALID;
+	if (len > PKI_MAX_DER)
+		return BC_ERR_LIMIT;
+	return read_form(der, len, v);
+}
+
 /* A node certificate in the one form this project writes (src/pki/node_der.c), read
  * without OpenSSL's X509 decoder: 0 only when der is exactly that form in strict DER,
  * issued by pki's node CA (issuer name, AKI keyid, signature), with an SKI that is the
@@ -438,24 +484,33 @@ int bc_pki_node_cert_read(const bc_pki *pki, const uint8_t *der, size_t len,
 	struct view v;
 	int rc;
 
-	memset(id, 0, sizeof(*id));
-	memset(point, 0, 65);
-	memset(&v, 0, sizeof(v));
-	if (pki == NULL || pki->node_ca == NULL || !bc_trust_domain_valid(pki->trust_domain) ||
-	    der == NULL || len == 0)
+	if (pki == NULL || pki->node_ca == NULL) {
+		memset(id, 0, sizeof(*id));
+		memset(point, 0, 65);
 		return BC_ERR_INVALID;
-	if (len > PKI_MAX_DER)
-		return BC_ERR_LIMIT;
-	if ((rc = read_form(der, len, &v)) != 0 || (rc = check_issuer(pki, &v)) != 0 ||
-	    (rc = read_identity(&v, pki->trust_domain, id)) != 0)
-		goto out;
-	/* the subject CN is the node id, as bc_pki_issue_node_cert writes it */
-	if (memcmp(v.cn.p, id->node_id, NODE_ID_LEN) != 0 || id->node_id[NODE_ID_LEN] != '\0') {
-		rc = BC_ERR_UNSUPPORTED;
-		goto out;
 	}
-	/* on P-256 and not infinity, without building a key */
-	if ((rc = bc_p256_point_check(v.point)) != 0 || (rc = check_signature(pki, &v)) != 0)
+	if ((rc = read_start(der, len, pki->trust_domain, id, point, &v)) != 0 ||
+	    (rc = check_issuer(pki, &v)) != 0 ||
+	    (rc = read_subject(&v, pki->trust_domain, id)) != 0 ||
+	    (rc = check_signature(pki, &v)) != 0)
+		goto out;
+	memcpy(point, v.point, 65);
+out:
+	if (rc != 0)
+		bc_node_identity_clear(id);
+	return rc;
+}
+
+/* The same form read without the CA (the client's and bc_pki_node_identity's fast
+ * path): the issuer held to the CA subject's shape, no signature checked. */
+int bc_pki_node_cert_peek(const uint8_t *der, size_t len, const char *trust_domain,
+                          struct bc_node_identity *id, uint8_t point[static 65])
+{
+	struct view v;
+	int rc;
+
+	if ((rc = read_start(der, len, trust_domain, id, point, &v)) != 0 ||
+	    (rc = issuer_shape(&v)) != 0 || (rc = read_subject(&v, trust_domain, id)) != 0)
 		goto out;
 	memcpy(point, v.point, 65);
 out:

@@ -783,6 +783,188 @@ static void test_other_forms(void **state)
 	EVP_PKEY_free(p384);
 }
 
+/* ---- the peek: the same form without the CA ---- */
+
+/* bc_pki_node_identity's X509 path alone (no fast path): one parse, the identity, and
+ * the key's point (zero when it is not P-256). */
+static int x509_identity(const uint8_t *der, size_t len, const char *td,
+                         struct bc_node_identity *id, uint8_t point[65])
+{
+	X509 *x = NULL;
+	EVP_PKEY *pub;
+	int rc;
+
+	memset(id, 0, sizeof(*id));
+	memset(point, 0, 65);
+	if ((rc = bc_x509_from_der(der, len, &x)) == 0 &&
+	    (rc = bc_pki_node_identity_x509(x, td, id)) == 0 &&
+	    ((pub = X509_get0_pubkey(x)) == NULL || bc_key_to_point(pub, point) != 0))
+		memset(point, 0, 65);
+	X509_free(x);
+	return rc;
+}
+
+/* The peek's code for der, checking that a refusal leaves id cleared and the point
+ * zeroed, and that whatever it accepts the X509 path reads the same; and that
+ * bc_pki_node_identity, which peeks first, answers as the X509 path alone. */
+static int peek_rc(const uint8_t *der, size_t len, const char *td)
+{
+	struct bc_node_identity a, b, c;
+	uint8_t pa[65], pb[65];
+	int rc, xrc, irc;
+
+	memset(&a, 0x5a, sizeof(a));
+	memset(pa, 0x5a, sizeof(pa));
+	rc = bc_pki_node_cert_peek(der, len, td, &a, pa);
+	xrc = x509_identity(der, len, td, &b, pb);
+	irc = bc_pki_node_identity(der, len, td, &c);
+	assert_int_equal(irc, xrc);
+	if (rc == 0) {
+		assert_int_equal(xrc, 0);
+		assert_same_identity(&a, &b);
+		assert_same_identity(&c, &b);
+		assert_memory_equal(pa, pb, 65);
+		bc_node_identity_clear(&a);
+	} else {
+		assert_true(all_zero(&a, sizeof(a)));
+		assert_true(all_zero(pa, sizeof(pa)));
+	}
+	bc_node_identity_clear(&b);
+	bc_node_identity_clear(&c);
+	return rc;
+}
+
+/* What was issued, by our CA and by others: read without the CA as the X509 path
+ * reads it (the issuer and the signature are not the peek's to check). */
+static void test_peek_reads_issued(void **state)
+{
+	struct fixture *f = *state;
+	const char *st[] = {"urn:bc:a", "urn:bc:b"};
+	const char *uris[] = {SPIFFE};
+	const char *other_uris[] = {"spiffe://other.org/node/" NODE_ID};
+	uint8_t point[65];
+	struct bc_node_identity id;
+	size_t len;
+	uint8_t *der;
+
+	der = issue(f, f->pki, BC_ROLE_SITE, st, 2, NB_MS, 0, &len);
+	assert_int_equal(peek_rc(der, len, TD), 0);
+	assert_int_equal(bc_pki_node_cert_peek(der, len, TD, &id, point), 0);
+	assert_memory_equal(point, f->point, 65);
+	assert_string_equal(id.role, BC_ROLE_SITE);
+	assert_int_equal(id.n_statements, 2);
+	bc_node_identity_clear(&id);
+	/* for another trust domain: the SPIFFE ID's rule refuses it */
+	assert_int_equal(peek_rc(der, len, "other.org"), BC_ERR_INVALID);
+	free(der);
+	/* another CA of the same name, another CA's name, our name with another CA's
+	 * signature, a broken signature: all read, none verified */
+	der = issue(f, f->other, BC_ROLE_NODE, NULL, 0, NB_MS, 0, &len);
+	assert_int_equal(peek_rc(der, len, TD), 0);
+	der[len - 1] ^= 0x01;
+	assert_int_equal(peek_rc(der, len, TD), 0);
+	free(der);
+	der = node_der(f->other_td->node_ca, f->other_td->node_ca_key, NODE_ID, f->point,
+	               other_uris, 1, &len);
+	assert_int_equal(peek_rc(der, len, "other.org"), 0);
+	free(der);
+	der = node_der(f->pki->node_ca, f->other->node_ca_key, NODE_ID, f->point, uris, 1, &len);
+	assert_int_equal(peek_rc(der, len, TD), 0);
+	free(der);
+	/* what the reader refuses as malformed, the peek refuses too */
+	for (size_t n = 0; n < 64; n++)
+		assert_int_equal(peek_rc(n ? f->point : NULL, n, TD), BC_ERR_INVALID);
+	der = issue(f, f->pki, BC_ROLE_NODE, NULL, 0, NB_MS, 0, &len);
+	assert_int_equal(peek_rc(der, len, NULL), BC_ERR_INVALID);
+	assert_int_equal(peek_rc(der, len, "not a trust domain"), BC_ERR_INVALID);
+	for (size_t n = 0; n < len; n++) {
+		uint8_t *cut = malloc(n ? n : 1);
+		memcpy(cut, der, n);
+		assert_int_equal(peek_rc(cut, n, TD), BC_ERR_INVALID);
+		free(cut);
+	}
+	free(der);
+}
+
+/* An issuer in any shape but the node CA's subject's (one commonName, a UTF8String of
+ * printable ASCII) is another form: the X509 path decides, and reads these. */
+static void test_peek_issuer_shape(void **state)
+{
+	struct fixture *f = *state;
+	struct {
+		const char *field;
+		int type;
+		const char *value;
+	} names[][2] = {
+	    {{"O", MBSTRING_UTF8, "an organization"}, {"CN", MBSTRING_UTF8, "a CA"}},
+	    {{"CN", V_ASN1_PRINTABLESTRING, "a CA"}, {NULL, 0, NULL}},
+	    {{"CN", MBSTRING_UTF8,
+	      "a\x01"
+	      "CA"},
+	     {NULL, 0, NULL}},
+	    {{"CN", MBSTRING_UTF8,
+	      "caf\xc3\xa9"
+	      " CA"},
+	     {NULL, 0, NULL}},
+	    {{"O", MBSTRING_UTF8, "a CA"}, {NULL, 0, NULL}},
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		X509 *x = openssl_node_cert(f, f->key);
+		X509_NAME *n = X509_NAME_new();
+		uint8_t *der;
+		size_t len;
+
+		assert_non_null(n);
+		for (size_t j = 0; j < 2 && names[i][j].field != NULL; j++)
+			assert_int_equal(X509_NAME_add_entry_by_txt(
+			                     n, names[i][j].field, names[i][j].type,
+			                     (const unsigned char *)names[i][j].value, -1, -1, 0),
+			                 1);
+		assert_int_equal(X509_set_issuer_name(x, n), 1);
+		X509_NAME_free(n);
+		der = resign(f, x, &len);
+		assert_int_equal(peek_rc(der, len, TD), BC_ERR_UNSUPPORTED);
+		{
+			struct bc_node_identity id;
+			assert_int_equal(bc_pki_node_identity(der, len, TD, &id), 0);
+			assert_string_equal(id.node_id, NODE_ID);
+			bc_node_identity_clear(&id);
+		}
+		free(der);
+		X509_free(x);
+	}
+}
+
+/* Every byte changed, three ways: whatever the peek accepts (a change in the issuer's
+ * name, the AKI or the signature), the X509 path reads the same; the rest it refuses;
+ * bc_pki_node_identity answers as the X509 path throughout (peek_rc checks both). */
+static void test_peek_every_byte_flipped(void **state)
+{
+	struct fixture *f = *state;
+	const char *st[] = {"urn:bc:a", "urn:bc:b"};
+	static const uint8_t masks[] = {0x01, 0x80, 0xff};
+	size_t len, accepted = 0, refused = 0;
+	uint8_t *der = issue(f, f->pki, BC_ROLE_SITE, st, 2, NB_MS, 0, &len);
+	uint8_t *b = malloc(len);
+
+	for (size_t m = 0; m < sizeof(masks); m++) {
+		for (size_t i = 0; i < len; i++) {
+			memcpy(b, der, len);
+			b[i] ^= masks[m];
+			if (peek_rc(b, len, TD) == 0)
+				accepted++;
+			else
+				refused++;
+		}
+	}
+	print_message("%zu changes: the peek read %zu as the X509 path does, refused %zu\n",
+	              3 * len, accepted, refused);
+	assert_true(accepted > 0 && refused > 0);
+	free(b);
+	free(der);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -798,6 +980,9 @@ int main(void)
 	    cmocka_unit_test(test_identity_rules),
 	    cmocka_unit_test(test_point_off_curve),
 	    cmocka_unit_test(test_other_forms),
+	    cmocka_unit_test(test_peek_reads_issued),
+	    cmocka_unit_test(test_peek_issuer_shape),
+	    cmocka_unit_test(test_peek_every_byte_flipped),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
