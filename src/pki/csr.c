@@ -192,9 +192,39 @@ int bc_csr_check(const uint8_t *der, size_t len, EVP_PKEY **pub)
 	return 0;
 }
 
+/* A P-256 key's CSR written as DER directly, byte for byte what the X509_REQ path below
+ * makes (pki_csr_test checks it): CertificationRequestInfo { version 0, subject
+ * SEQUENCE { SET { SEQUENCE { commonName, UTF8String } } }, the fixed P-256 SPKI, no
+ * attributes }, then pki_der_signed. X509_REQ_set_pubkey encodes the key through
+ * OpenSSL's encoder and decoder framework, half of what making a CSR cost. */
+static int csr_der(EVP_PKEY *key, const uint8_t point[static 65], const char *cn, size_t cnlen,
+                   uint8_t **der, size_t *len)
+{
+	static const uint8_t version0[] = {0x02, 0x01, 0x00};
+	static const uint8_t no_attributes[] = {0xa0, 0x00};
+	struct pki_der_w info = {0}, a = {0}, b = {0};
+	int rc;
+
+	pki_der_put(&a, version0, sizeof(version0));
+	pki_der_put(&b, pki_oid_cn, sizeof(pki_oid_cn));
+	pki_der_tlv(&b, 0x0c, cn, cnlen);
+	pki_der_wrap(&info, 0x30, &b);
+	pki_der_wrap(&b, 0x31, &info);
+	pki_der_wrap(&a, 0x30, &b);
+	pki_der_put(&a, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN);
+	pki_der_put(&a, point, 65);
+	pki_der_put(&a, no_attributes, sizeof(no_attributes));
+	pki_der_wrap(&info, 0x30, &a);
+	if ((rc = info.err) == 0)
+		rc = pki_der_signed(info.p, info.len, key, der, len);
+	pki_der_wfree(&info);
+	return rc;
+}
+
 int bc_csr_make(EVP_PKEY *key, const char *cn, uint8_t **der, size_t *len)
 {
 	X509_REQ *req = NULL;
+	uint8_t point[65];
 	X509_NAME *name;
 	unsigned char *p;
 	size_t cnlen;
@@ -204,6 +234,9 @@ int bc_csr_make(EVP_PKEY *key, const char *cn, uint8_t **der, size_t *len)
 	*len = 0;
 	if (key == NULL || cn == NULL || (cnlen = strlen(cn)) == 0 || cnlen > CN_MAX)
 		return BC_ERR_INVALID;
+	/* a key of another kind takes OpenSSL's path (bc_csr_check refuses its CSR) */
+	if (bc_p256_public_point(key, point) == 0)
+		return csr_der(key, point, cn, cnlen, der, len);
 	if ((req = X509_REQ_new()) == NULL)
 		return BC_ERR_NOMEM;
 	if (X509_REQ_set_version(req, X509_REQ_VERSION_1) != 1)

@@ -1,5 +1,9 @@
-/* The header of a DER TLV, strictly: what csr.c and node_read.c read untrusted bytes
- * with (pki_internal.h states the contract). */
+/* DER, both ways (pki_internal.h states the contracts): the header of a TLV read
+ * strictly, what csr.c and node_read.c read untrusted bytes with; and the writer that
+ * node_der.c and csr.c build their fixed forms with. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "pki/pki_internal.h"
 
 int pki_der_head(const struct pki_der *r, uint8_t *tag, size_t *hdr, size_t *len)
@@ -29,4 +33,73 @@ int pki_der_head(const struct pki_der *r, uint8_t *tag, size_t *hdr, size_t *len
 		return BC_ERR_INVALID;
 	*len = l;
 	return 0;
+}
+
+void pki_der_put(struct pki_der_w *d, const void *p, size_t n)
+{
+	if (d->err || n == 0)
+		return;
+	if (n > PKI_MAX_DER || d->len > PKI_MAX_DER - n) {
+		d->err = BC_ERR_LIMIT;
+		return;
+	}
+	if (d->len + n > d->cap) {
+		size_t cap = d->cap ? d->cap : 256;
+		uint8_t *np;
+		while (cap < d->len + n)
+			cap *= 2;
+		if ((np = realloc(d->p, cap)) == NULL) {
+			d->err = BC_ERR_NOMEM;
+			return;
+		}
+		d->p = np;
+		d->cap = cap;
+	}
+	memcpy(d->p + d->len, p, n);
+	d->len += n;
+}
+
+/* A tag and a definite length (short form, or long form in one to three bytes). */
+void pki_der_hdr(struct pki_der_w *d, uint8_t tag, size_t len)
+{
+	uint8_t h[5];
+	size_t n = 0;
+
+	h[n++] = tag;
+	if (len < 0x80) {
+		h[n++] = (uint8_t)len;
+	} else if (len <= 0xff) {
+		h[n++] = 0x81;
+		h[n++] = (uint8_t)len;
+	} else if (len <= 0xffff) {
+		h[n++] = 0x82;
+		h[n++] = (uint8_t)(len >> 8);
+		h[n++] = (uint8_t)len;
+	} else {
+		d->err = BC_ERR_LIMIT;
+		return;
+	}
+	pki_der_put(d, h, n);
+}
+
+void pki_der_tlv(struct pki_der_w *d, uint8_t tag, const void *p, size_t n)
+{
+	pki_der_hdr(d, tag, n);
+	pki_der_put(d, p, n);
+}
+
+/* Wraps what inner holds in tag, onto d, and empties inner. */
+void pki_der_wrap(struct pki_der_w *d, uint8_t tag, struct pki_der_w *inner)
+{
+	if (inner->err && !d->err)
+		d->err = inner->err;
+	pki_der_tlv(d, tag, inner->p, inner->len);
+	free(inner->p);
+	*inner = (struct pki_der_w){0};
+}
+
+void pki_der_wfree(struct pki_der_w *d)
+{
+	free(d->p);
+	*d = (struct pki_der_w){0};
 }

@@ -66,6 +66,23 @@ struct pki_der {
 };
 BC_WUR int pki_der_head(const struct pki_der *r, uint8_t *tag, size_t *hdr, size_t *len);
 
+/* The DER writer of node_der.c and csr.c: bytes appended to a growing buffer, with
+ * the first failure (BC_ERR_NOMEM, or BC_ERR_LIMIT for anything past PKI_MAX_DER or a
+ * length over three bytes) kept in err and every later call a no-op. pki_der_hdr
+ * writes a tag and a definite length in its shortest form; pki_der_tlv a whole TLV;
+ * pki_der_wrap inner's bytes as the contents of tag onto d (inner's error passes on)
+ * and empties inner; pki_der_wfree frees the buffer. Start from (struct pki_der_w){0}. */
+struct pki_der_w {
+	uint8_t *p;
+	size_t len, cap;
+	int err;
+};
+void pki_der_put(struct pki_der_w *d, const void *p, size_t n);
+void pki_der_hdr(struct pki_der_w *d, uint8_t tag, size_t len);
+void pki_der_tlv(struct pki_der_w *d, uint8_t tag, const void *p, size_t n);
+void pki_der_wrap(struct pki_der_w *d, uint8_t tag, struct pki_der_w *inner);
+void pki_der_wfree(struct pki_der_w *d);
+
 /* A random positive serial whose first byte is never 0 (see pki_cert_spec). */
 BC_WUR int pki_serial_draw(uint8_t s[static PKI_SERIAL_LEN]);
 
@@ -86,6 +103,11 @@ struct pki_node_fields {
  * can give as an EC_KEY (every key a bundle holds is one). */
 BC_WUR int pki_node_cert_der(const struct pki_node_fields *f, X509 *ca, EVP_PKEY *ca_key,
                              uint8_t **der, size_t *len);
+/* What a certificate and a CSR both are around the bytes signed: SEQUENCE { tbs,
+ * ecdsa-with-SHA256, BIT STRING { DER ECDSA-Sig-Value } }, the signature by key
+ * (bc_p256_sign_p1363) over SHA-256 of tbs. DER malloc'd. */
+BC_WUR int pki_der_signed(const uint8_t *tbs, size_t tbs_len, EVP_PKEY *key, uint8_t **der,
+                          size_t *len);
 
 /* Latest time a certificate may carry (9999-12-31T23:59:59Z). */
 #define PKI_MAX_TIME_MS 253402300799000LL

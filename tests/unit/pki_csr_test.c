@@ -399,6 +399,93 @@ static void test_make_refusals(void **state)
 	EVP_PKEY_free(key);
 }
 
+/* The CertificationRequestInfo TLV of a CSR: the first inside the outer SEQUENCE
+ * (both lengths in the short or the 0x81/0x82 long form). */
+static const uint8_t *csr_info(const uint8_t *der, size_t *n)
+{
+	size_t i = 1, l;
+
+	i += der[i] < 0x80 ? 1 : 1 + (der[i] & 0x7f);
+	l = der[i + 1] < 0x80    ? der[i + 1]
+	    : der[i + 1] == 0x81 ? der[i + 2]
+	                         : (size_t)der[i + 2] << 8 | der[i + 3];
+	*n = l + (der[i + 1] < 0x80 ? 2 : 2 + (der[i + 1] & 0x7f));
+	return der + i;
+}
+
+/* bc_csr_make writes a P-256 key's CSR as DER itself: what it signs is byte for byte
+ * what OpenSSL's X509_REQ API encodes for the same key and CN (UTF8String, no
+ * attributes), and OpenSSL reads and verifies the whole; for every CN length up to
+ * the longest, across the one- and two-byte length forms. */
+static void test_make_is_openssl_form(void **state)
+{
+	EVP_PKEY *key = NULL;
+	static char cn[256];
+	size_t lens[] = {1, 31, 60, 61, 127, 128, 200, 255};
+
+	(void)state;
+	assert_int_equal(bc_key_generate(&key), 0);
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		X509_REQ *ref = X509_REQ_new(), *back;
+		uint8_t *der = NULL, *ref_der = NULL, point[65];
+		const uint8_t *p, *a, *b;
+		size_t len, na, nb;
+		int n;
+
+		memset(cn, 'a' + (int)k, lens[k]);
+		cn[lens[k]] = '\0';
+		assert_int_equal(bc_csr_make(key, cn, &der, &len), 0);
+		assert_non_null(ref);
+		assert_int_equal(X509_REQ_set_version(ref, X509_REQ_VERSION_1), 1);
+		assert_int_equal(X509_NAME_add_entry_by_NID(X509_REQ_get_subject_name(ref),
+		                                            NID_commonName, V_ASN1_UTF8STRING,
+		                                            (const unsigned char *)cn, -1, -1, 0),
+		                 1);
+		assert_int_equal(X509_REQ_set_pubkey(ref, key), 1);
+		assert_true(X509_REQ_sign(ref, key, EVP_sha256()) > 0);
+		assert_true((n = i2d_X509_REQ(ref, &ref_der)) > 0);
+		a = csr_info(der, &na);
+		b = csr_info(ref_der, &nb);
+		assert_int_equal(na, nb);
+		assert_memory_equal(a, b, na);
+		/* OpenSSL reads all of it back and the self-signature verifies */
+		p = der;
+		assert_non_null(back = d2i_X509_REQ(NULL, &p, (long)len));
+		assert_ptr_equal(p, der + len);
+		assert_int_equal(X509_REQ_verify(back, key), 1);
+		assert_int_equal(bc_csr_check_point(der, len, point), 0);
+		X509_REQ_free(back);
+		X509_REQ_free(ref);
+		OPENSSL_free(ref_der);
+		free(der);
+	}
+	EVP_PKEY_free(key);
+}
+
+/* A key without its private half cannot sign its CSR; a key of another kind takes
+ * OpenSSL's path, and its CSR is refused by the check. */
+static void test_make_other_keys(void **state)
+{
+	EVP_PKEY *key = NULL, *pub = NULL, *p384 = EVP_EC_gen("secp384r1");
+	uint8_t *der = NULL, point[65];
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_key_to_point(key, point), 0);
+	assert_int_equal(bc_key_from_point(point, &pub), 0);
+	assert_int_not_equal(bc_csr_make(pub, CN, &der, &len), 0);
+	assert_null(der);
+	assert_int_equal(len, 0);
+	assert_non_null(p384);
+	assert_int_equal(bc_csr_make(p384, CN, &der, &len), 0);
+	assert_int_equal(bc_csr_check_point(der, len, point), BC_ERR_INVALID);
+	free(der);
+	EVP_PKEY_free(p384);
+	EVP_PKEY_free(pub);
+	EVP_PKEY_free(key);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -408,6 +495,8 @@ int main(void)
 	    cmocka_unit_test(test_bad_signatures),
 	    cmocka_unit_test(test_framing),
 	    cmocka_unit_test(test_make_refusals),
+	    cmocka_unit_test(test_make_is_openssl_form),
+	    cmocka_unit_test(test_make_other_keys),
 	    cmocka_unit_test(test_der_shapes),
 	    cmocka_unit_test(test_subject_shapes),
 	    cmocka_unit_test(test_sha1_signed_csr_is_refused),
