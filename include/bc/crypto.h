@@ -164,6 +164,12 @@ BC_WUR int bc_hpke_seal(EVP_PKEY *pkR, const void *info, size_t infolen, const v
 BC_WUR int bc_hpke_open(EVP_PKEY *skR, const void *info, size_t infolen, const void *aad,
                         size_t aadlen, const uint8_t *in, size_t inlen, uint8_t **pt,
                         size_t *ptlen);
+/* bc_hpke_open with skR's public point given (bc_p256_public_point, computed once by a
+ * recipient that opens many messages: encoding it costs a field inversion). A pkRm
+ * that is not skR's only makes every open fail (BC_ERR_VERIFY). */
+BC_WUR int bc_hpke_open_as(EVP_PKEY *skR, const uint8_t pkRm[static 65], const void *info,
+                           size_t infolen, const void *aad, size_t aadlen, const uint8_t *in,
+                           size_t inlen, uint8_t **pt, size_t *ptlen);
 
 /* For the RFC 9180 test vector: the KEM and key schedule with a given ephemeral key.
  * aead_key_len is 16 (the RFC's AES-128-GCM vector) or 32 (ours). */

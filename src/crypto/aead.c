@@ -1,9 +1,9 @@
-/* AES-GCM (a 16-byte tag after the ciphertext) and HKDF-SHA256 over EVP. */
+/* AES-GCM (a 16-byte tag after the ciphertext) over EVP, and HKDF-SHA256 (RFC 5869) over
+ * HMAC-SHA256 on the process's one SHA-256. */
 #include <limits.h>
-#include <openssl/core_names.h>
 #include <openssl/err.h>
-#include <openssl/kdf.h>
-#include <openssl/params.h>
+#include <openssl/evp.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "bc/crypto.h"
@@ -14,20 +14,35 @@
 #define BC_HKDF_MAX_OUT  (255 * 32)
 #define BC_HKDF_MAX_INFO 1024
 
+/* The two ciphers, fetched once per process: EVP_aes_*_gcm() are fetched again by
+ * every EVP_EncryptInit_ex in OpenSSL 3.0. NULL when the provider has none. */
+static EVP_CIPHER *aes128gcm, *aes256gcm;
+static pthread_once_t gcm_once = PTHREAD_ONCE_INIT;
+
+static void fetch_gcm(void)
+{
+	aes128gcm = EVP_CIPHER_fetch(NULL, "AES-128-GCM", NULL);
+	aes256gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+	ERR_clear_error();
+}
+
 static const EVP_CIPHER *gcm_cipher(size_t keylen)
 {
+	pthread_once(&gcm_once, fetch_gcm);
 	switch (keylen) {
-	case 16: return EVP_aes_128_gcm();
-	case 32: return EVP_aes_256_gcm();
+	case 16: return aes128gcm;
+	case 32: return aes256gcm;
 	default: return NULL;
 	}
 }
 
 static int gcm_args(size_t keylen, const void *aad, size_t aadlen, const void *in, size_t inlen)
 {
-	if (gcm_cipher(keylen) == NULL || (aad == NULL && aadlen != 0) ||
+	if ((keylen != 16 && keylen != 32) || (aad == NULL && aadlen != 0) ||
 	    (in == NULL && inlen != 0))
 		return BC_ERR_INVALID;
+	if (gcm_cipher(keylen) == NULL)
+		return BC_ERR_CRYPTO;
 	/* EVP takes int lengths */
 	if (aadlen > INT_MAX || inlen > INT_MAX - BC_GCM_TAG_LEN)
 		return BC_ERR_LIMIT;
@@ -110,65 +125,142 @@ int bc_aes256gcm_open(const uint8_t key[static 32], const uint8_t nonce[static 1
 	return bc_crypto_gcm_open(key, 32, nonce, aad, aadlen, ct, ctlen, out);
 }
 
-/* One EVP_KDF "HKDF" call with SHA-256 in the given mode; empty salt or info are
- * left out, which HKDF defines as a zero salt and an empty info. */
-static int hkdf(int mode, const void *salt, size_t saltlen, const void *key, size_t keylen,
-                const void *info, size_t infolen, uint8_t *out, size_t outlen)
-{
-	static const uint8_t empty[1];
-	OSSL_PARAM params[6], *p = params;
-	EVP_KDF_CTX *kctx = NULL;
-	EVP_KDF *kdf = NULL;
-	int rc;
+/* HMAC-SHA256 (RFC 2104) of the concatenation of up to three parts, on the SHA-256
+ * fetched once (bc_crypto_sha256). OpenSSL 3.0's EVP_KDF HKDF fetches the KDF, a MAC
+ * and the digest on every call, which cost more than the hashing of a short input:
+ * an HPKE open runs seven of them. The padded key blocks are wiped. */
+struct part {
+	const void *p;
+	size_t n;
+};
 
+static int hmac_sha256(const void *key, size_t keylen, const struct part *parts, size_t n_parts,
+                       uint8_t out[static 32])
+{
+	uint8_t k0[64] = {0}, pad[64], inner[32];
+	const EVP_MD *md = bc_crypto_sha256();
+	EVP_MD_CTX *c = NULL;
+	unsigned int len = 0;
+	int rc = BC_ERR_CRYPTO;
+
+	if (md == NULL)
+		return BC_ERR_CRYPTO;
+	if ((c = EVP_MD_CTX_new()) == NULL)
+		return BC_ERR_NOMEM;
+	/* a key longer than the block is hashed first */
+	if (keylen > sizeof(k0)) {
+		if (EVP_DigestInit_ex(c, md, NULL) != 1 || EVP_DigestUpdate(c, key, keylen) != 1 ||
+		    EVP_DigestFinal_ex(c, k0, &len) != 1)
+			goto out;
+	} else if (keylen > 0) {
+		memcpy(k0, key, keylen);
+	}
+	for (size_t i = 0; i < sizeof(pad); i++)
+		pad[i] = k0[i] ^ 0x36;
+	if (EVP_DigestInit_ex(c, md, NULL) != 1 || EVP_DigestUpdate(c, pad, sizeof(pad)) != 1)
+		goto out;
+	for (size_t i = 0; i < n_parts; i++) {
+		if (parts[i].n > 0 && EVP_DigestUpdate(c, parts[i].p, parts[i].n) != 1)
+			goto out;
+	}
+	if (EVP_DigestFinal_ex(c, inner, &len) != 1)
+		goto out;
+	for (size_t i = 0; i < sizeof(pad); i++)
+		pad[i] = k0[i] ^ 0x5c;
+	if (EVP_DigestInit_ex(c, md, NULL) != 1 || EVP_DigestUpdate(c, pad, sizeof(pad)) != 1 ||
+	    EVP_DigestUpdate(c, inner, sizeof(inner)) != 1 || EVP_DigestFinal_ex(c, out, &len) != 1)
+		goto out;
+	rc = len == 32 ? 0 : BC_ERR_INTERNAL;
+out:
+	if (rc != 0) {
+		ERR_clear_error();
+		OPENSSL_cleanse(out, 32);
+	}
+	OPENSSL_cleanse(k0, sizeof(k0));
+	OPENSSL_cleanse(pad, sizeof(pad));
+	OPENSSL_cleanse(inner, sizeof(inner));
+	EVP_MD_CTX_free(c);
+	return rc;
+}
+
+static int hkdf_args(const void *salt, size_t saltlen, const void *key, size_t keylen,
+                     const void *info, size_t infolen, const uint8_t *out, size_t outlen)
+{
 	if ((salt == NULL && saltlen != 0) || (key == NULL && keylen != 0) ||
 	    (info == NULL && infolen != 0) || out == NULL || outlen == 0 ||
 	    outlen > BC_HKDF_MAX_OUT)
 		return BC_ERR_INVALID;
 	if (infolen > BC_HKDF_MAX_INFO)
 		return BC_ERR_LIMIT;
-	*p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, "SHA256", 0);
-	*p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
-	/* An empty IKM is allowed (RFC 5869), but OpenSSL wants a pointer for it. */
-	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-	                                         (void *)(key != NULL ? key : empty), keylen);
-	if (saltlen > 0)
-		*p++ =
-		    OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, saltlen);
-	if (infolen > 0)
-		*p++ =
-		    OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, infolen);
-	*p = OSSL_PARAM_construct_end();
-	if ((kdf = EVP_KDF_fetch(NULL, "HKDF", NULL)) == NULL ||
-	    (kctx = EVP_KDF_CTX_new(kdf)) == NULL ||
-	    EVP_KDF_derive(kctx, out, outlen, params) != 1) {
-		OPENSSL_cleanse(out, outlen);
-		rc = bc_ossl_err();
-		goto out;
+	return 0;
+}
+
+/* HKDF-Extract: HMAC(salt, ikm); an empty salt is HashLen zeros, which HMAC pads to the
+ * same block as no key at all. */
+static int extract(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
+                   uint8_t prk[static 32])
+{
+	const struct part m = {ikm, ikmlen};
+
+	return hmac_sha256(salt, saltlen, &m, 1, prk);
+}
+
+/* HKDF-Expand: T(i) = HMAC(prk, T(i-1) || info || i), the first outlen bytes of
+ * T(1) || T(2) || ... */
+static int expand(const uint8_t *prk, size_t prklen, const void *info, size_t infolen, uint8_t *out,
+                  size_t outlen)
+{
+	uint8_t t[32];
+	size_t have = 0, tlen = 0;
+	int rc = 0;
+
+	for (unsigned i = 1; have < outlen; i++) {
+		const uint8_t counter = (uint8_t)i;
+		const struct part m[3] = {{t, tlen}, {info, infolen}, {&counter, 1}};
+		size_t n;
+		if ((rc = hmac_sha256(prk, prklen, m, 3, t)) != 0)
+			break;
+		tlen = sizeof(t);
+		n = outlen - have < sizeof(t) ? outlen - have : sizeof(t);
+		memcpy(out + have, t, n);
+		have += n;
 	}
-	rc = 0;
-out:
-	/* frees the context's copy of the key, wiped */
-	EVP_KDF_CTX_free(kctx);
-	EVP_KDF_free(kdf);
+	OPENSSL_cleanse(t, sizeof(t));
+	if (rc != 0)
+		OPENSSL_cleanse(out, outlen);
 	return rc;
 }
 
 int bc_hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
                    const void *info, size_t infolen, uint8_t *out, size_t outlen)
 {
-	return hkdf(EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND, salt, saltlen, ikm, ikmlen, info, infolen,
-	            out, outlen);
+	uint8_t prk[32];
+	int rc;
+
+	if ((rc = hkdf_args(salt, saltlen, ikm, ikmlen, info, infolen, out, outlen)) != 0)
+		return rc;
+	if ((rc = extract(salt, saltlen, ikm, ikmlen, prk)) == 0)
+		rc = expand(prk, sizeof(prk), info, infolen, out, outlen);
+	OPENSSL_cleanse(prk, sizeof(prk));
+	return rc;
 }
 
 int bc_crypto_hkdf_extract(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
                            uint8_t prk[static 32])
 {
-	return hkdf(EVP_KDF_HKDF_MODE_EXTRACT_ONLY, salt, saltlen, ikm, ikmlen, NULL, 0, prk, 32);
+	int rc;
+
+	if ((rc = hkdf_args(salt, saltlen, ikm, ikmlen, NULL, 0, prk, 32)) != 0)
+		return rc;
+	return extract(salt, saltlen, ikm, ikmlen, prk);
 }
 
 int bc_crypto_hkdf_expand(const uint8_t prk[static 32], const void *info, size_t infolen,
                           uint8_t *out, size_t outlen)
 {
-	return hkdf(EVP_KDF_HKDF_MODE_EXPAND_ONLY, NULL, 0, prk, 32, info, infolen, out, outlen);
+	int rc;
+
+	if ((rc = hkdf_args(NULL, 0, prk, 32, info, infolen, out, outlen)) != 0)
+		return rc;
+	return expand(prk, 32, info, infolen, out, outlen);
 }

@@ -178,10 +178,12 @@ out:
 	return rc;
 }
 
-int bc_hpke_setup_receiver(EVP_PKEY *skR, const uint8_t enc[static 65], uint16_t aead_id,
-                           const void *info, size_t infolen, struct bc_hpke_ctx *ctx)
+/* The recipient's side once pkRm (skR's public point) is known. */
+static int setup_receiver(EVP_PKEY *skR, const uint8_t pkRm[static 65],
+                          const uint8_t enc[static 65], uint16_t aead_id, const void *info,
+                          size_t infolen, struct bc_hpke_ctx *ctx)
 {
-	uint8_t encbuf[65], pkRm[65], dhv[32] = {0};
+	uint8_t encbuf[65], dhv[32] = {0};
 	int rc;
 
 	/* copied before ctx is cleared: enc may be ctx->enc */
@@ -196,8 +198,7 @@ int bc_hpke_setup_receiver(EVP_PKEY *skR, const uint8_t enc[static 65], uint16_t
 	/* skR must be a P-256 private key; enc is untrusted, and bc_p256_ecdh takes it as a
 	 * bare point (on the curve, not infinity, uncompressed) rather than as a key made
 	 * only to be used once */
-	if ((rc = bc_p256_public_point(skR, pkRm)) != 0 ||
-	    (rc = bc_p256_ecdh(skR, encbuf, dhv)) != 0)
+	if ((rc = bc_p256_ecdh(skR, encbuf, dhv)) != 0)
 		goto out;
 	memcpy(ctx->enc, encbuf, sizeof(ctx->enc));
 	rc = setup_common(dhv, pkRm, aead_id, info, infolen, ctx);
@@ -206,6 +207,19 @@ out:
 	if (rc != 0)
 		OPENSSL_cleanse(ctx, sizeof(*ctx));
 	return rc;
+}
+
+int bc_hpke_setup_receiver(EVP_PKEY *skR, const uint8_t enc[static 65], uint16_t aead_id,
+                           const void *info, size_t infolen, struct bc_hpke_ctx *ctx)
+{
+	uint8_t pkRm[65];
+	int rc;
+
+	if ((rc = bc_p256_public_point(skR, pkRm)) != 0) {
+		OPENSSL_cleanse(ctx, sizeof(*ctx));
+		return rc;
+	}
+	return setup_receiver(skR, pkRm, enc, aead_id, info, infolen, ctx);
 }
 
 /* Sequence number 0: the nonce is base_nonce XOR 0, base_nonce itself. */
@@ -263,6 +277,19 @@ out:
 int bc_hpke_open(EVP_PKEY *skR, const void *info, size_t infolen, const void *aad, size_t aadlen,
                  const uint8_t *in, size_t inlen, uint8_t **pt, size_t *ptlen)
 {
+	uint8_t pkRm[65];
+
+	*pt = NULL;
+	*ptlen = 0;
+	if (bc_p256_public_point(skR, pkRm) != 0)
+		return BC_ERR_INVALID;
+	return bc_hpke_open_as(skR, pkRm, info, infolen, aad, aadlen, in, inlen, pt, ptlen);
+}
+
+int bc_hpke_open_as(EVP_PKEY *skR, const uint8_t pkRm[static 65], const void *info, size_t infolen,
+                    const void *aad, size_t aadlen, const uint8_t *in, size_t inlen, uint8_t **pt,
+                    size_t *ptlen)
+{
 	struct bc_hpke_ctx ctx;
 	uint8_t *buf = NULL;
 	size_t n = 0;
@@ -273,8 +300,7 @@ int bc_hpke_open(EVP_PKEY *skR, const void *info, size_t infolen, const void *aa
 	memset(&ctx, 0, sizeof(ctx));
 	if (in == NULL || inlen < BC_HPKE_ENC_LEN + BC_HPKE_TAG_LEN)
 		return BC_ERR_INVALID;
-	if ((rc = bc_hpke_setup_receiver(skR, in, BC_HPKE_AEAD_AES256GCM, info, infolen, &ctx)) !=
-	    0)
+	if ((rc = setup_receiver(skR, pkRm, in, BC_HPKE_AEAD_AES256GCM, info, infolen, &ctx)) != 0)
 		goto out;
 	n = inlen - BC_HPKE_ENC_LEN - BC_HPKE_TAG_LEN;
 	/* one byte at least, so an empty message still has a pointer to hand back */

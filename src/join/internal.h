@@ -19,7 +19,8 @@ struct bc_join_service {
 	size_t n_plugins;
 	uint8_t *node_ca_der; /* the node CA, encoded once: every answer carries it */
 	size_t node_ca_der_len;
-	struct bc_refusal_summary refusals;       /* Join */
+	uint8_t join_encryption_point[65];  /* the sealed tokens' recipient key, encoded once */
+	struct bc_refusal_summary refusals; /* Join */
 	struct bc_refusal_summary renew_refusals; /* Renew */
 };
 

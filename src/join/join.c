@@ -407,9 +407,9 @@ static int open_token(struct bc_join_service *s, const Bettercompute__Join__V1__
 	size_t pt_len = 0;
 	int rc;
 
-	rc = bc_hpke_open(s->cfg.pki->join_encryption, BC_WIRE_TOKEN_INFO,
-	                  strlen(BC_WIRE_TOKEN_INFO), in->csr_sha256, 32, rq->sealed_token.data,
-	                  rq->sealed_token.len, &pt, &pt_len);
+	rc = bc_hpke_open_as(s->cfg.pki->join_encryption, s->join_encryption_point,
+	                     BC_WIRE_TOKEN_INFO, strlen(BC_WIRE_TOKEN_INFO), in->csr_sha256, 32,
+	                     rq->sealed_token.data, rq->sealed_token.len, &pt, &pt_len);
 	if (rc == BC_ERR_NOMEM)
 		return rc;
 	/* a token is text: an embedded NUL would make two tokens look alike */

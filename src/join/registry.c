@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/crypto.h"
 #include "bc/log.h"
 #include "join/internal.h"
 
@@ -177,7 +178,8 @@ int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service
 	s->cfg = *cfg;
 	bc_refusal_summary_init(&s->refusals);
 	bc_refusal_summary_init(&s->renew_refusals);
-	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0) {
+	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0 ||
+	    (rc = bc_p256_public_point(cfg->pki->join_encryption, s->join_encryption_point)) != 0) {
 		free(s->node_ca_der);
 		bc_refusal_summary_destroy(&s->refusals);
 		bc_refusal_summary_destroy(&s->renew_refusals);

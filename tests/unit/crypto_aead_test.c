@@ -10,6 +10,10 @@
 
 #include <cmocka.h>
 
+#include <openssl/core_names.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
+
 #include "bc/crypto.h"
 #include "crypto/internal.h"
 
@@ -242,6 +246,85 @@ static void test_hkdf_limits(void **state)
 	assert_memory_not_equal(a, b, 32);
 }
 
+/* OpenSSL's own HKDF (EVP_KDF), in one of its modes: the reference ours is held to. */
+static void openssl_hkdf(int mode, const uint8_t *salt, size_t saltlen, const uint8_t *key,
+                         size_t keylen, const uint8_t *info, size_t infolen, uint8_t *out,
+                         size_t outlen)
+{
+	static const uint8_t empty[1];
+	OSSL_PARAM params[6], *p = params;
+	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	EVP_KDF_CTX *kctx;
+
+	assert_non_null(kdf);
+	assert_non_null(kctx = EVP_KDF_CTX_new(kdf));
+	*p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, "SHA256", 0);
+	*p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+	                                         (void *)(keylen > 0 ? key : empty), keylen);
+	if (saltlen > 0)
+		*p++ =
+		    OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt, saltlen);
+	if (infolen > 0)
+		*p++ =
+		    OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, infolen);
+	*p = OSSL_PARAM_construct_end();
+	assert_int_equal(EVP_KDF_derive(kctx, out, outlen, params), 1);
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+}
+
+/* Ours (HMAC-SHA256 on one fetched SHA-256) gives OpenSSL's bytes for every salt
+ * length around the block (a salt over 64 bytes is hashed first), empty and long
+ * inputs, and every output length class up to the 255-block limit; each half too. */
+static void test_hkdf_matches_openssl(void **state)
+{
+	static const size_t salts[] = {0, 1, 32, 63, 64, 65, 130};
+	static const size_t ikms[] = {0, 1, 32, 100};
+	static const size_t infos[] = {0, 1, 80, 1024};
+	static const size_t outs[] = {1, 12, 31, 32, 33, 64, 100, 255 * 32};
+	static uint8_t salt[130], ikm[100], info[1024], a[255 * 32], b[255 * 32];
+	uint8_t prk[32], ref_prk[32];
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(salt); i++)
+		salt[i] = (uint8_t)(i * 7 + 1);
+	for (size_t i = 0; i < sizeof(ikm); i++)
+		ikm[i] = (uint8_t)(i * 13 + 5);
+	for (size_t i = 0; i < sizeof(info); i++)
+		info[i] = (uint8_t)(i * 31 + 3);
+	for (size_t s = 0; s < sizeof(salts) / sizeof(salts[0]); s++) {
+		for (size_t k = 0; k < sizeof(ikms) / sizeof(ikms[0]); k++) {
+			assert_int_equal(bc_crypto_hkdf_extract(salts[s] ? salt : NULL, salts[s],
+			                                        ikms[k] ? ikm : NULL, ikms[k], prk),
+			                 0);
+			openssl_hkdf(EVP_KDF_HKDF_MODE_EXTRACT_ONLY, salt, salts[s], ikm, ikms[k],
+			             NULL, 0, ref_prk, 32);
+			assert_memory_equal(prk, ref_prk, 32);
+			for (size_t f = 0; f < sizeof(infos) / sizeof(infos[0]); f++) {
+				for (size_t o = 0; o < sizeof(outs) / sizeof(outs[0]); o++) {
+					assert_int_equal(bc_hkdf_sha256(salts[s] ? salt : NULL,
+					                                salts[s], ikm, ikms[k],
+					                                infos[f] ? info : NULL,
+					                                infos[f], a, outs[o]),
+					                 0);
+					openssl_hkdf(EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND, salt,
+					             salts[s], ikm, ikms[k], info, infos[f], b,
+					             outs[o]);
+					assert_memory_equal(a, b, outs[o]);
+					assert_int_equal(
+					    bc_crypto_hkdf_expand(prk, info, infos[f], a, outs[o]),
+					    0);
+					assert_memory_equal(a, b, outs[o]);
+					n++;
+				}
+			}
+		}
+	}
+	print_message("%zu HKDF derivations equal to OpenSSL's\n", n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +335,7 @@ int main(void)
 	    cmocka_unit_test(test_gcm_in_place_and_args),
 	    cmocka_unit_test(test_hkdf_rfc5869),
 	    cmocka_unit_test(test_hkdf_limits),
+	    cmocka_unit_test(test_hkdf_matches_openssl),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -390,6 +390,37 @@ static void test_invalid_point_refused(void **state)
 	EVP_PKEY_free(skR);
 }
 
+/* bc_hpke_open_as with the recipient's point computed once opens what bc_hpke_open
+ * opens; with another key's point every message fails its tag. */
+static void test_open_as_known_point(void **state)
+{
+	EVP_PKEY *skR = NULL, *other = NULL;
+	uint8_t point[65], wrong[65], *ct = NULL, *pt = NULL;
+	size_t ctlen = 0, ptlen = 0;
+
+	(void)state;
+	assert_int_equal(bc_key_generate(&skR), 0);
+	assert_int_equal(bc_key_generate(&other), 0);
+	assert_int_equal(bc_p256_public_point(skR, point), 0);
+	assert_int_equal(bc_p256_public_point(other, wrong), 0);
+	seal_token(skR, "bct_tok_secret", 14, &ct, &ctlen);
+	assert_int_equal(bc_hpke_open_as(skR, point, token_info, strlen(token_info), "csr-hash", 8,
+	                                 ct, ctlen, &pt, &ptlen),
+	                 0);
+	assert_int_equal(ptlen, 14);
+	assert_memory_equal(pt, "bct_tok_secret", 14);
+	bc_freezero(pt, ptlen);
+	pt = (uint8_t *)1;
+	assert_int_equal(bc_hpke_open_as(skR, wrong, token_info, strlen(token_info), "csr-hash", 8,
+	                                 ct, ctlen, &pt, &ptlen),
+	                 BC_ERR_VERIFY);
+	assert_null(pt);
+	assert_int_equal(ptlen, 0);
+	free(ct);
+	EVP_PKEY_free(skR);
+	EVP_PKEY_free(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +432,7 @@ int main(void)
 	    cmocka_unit_test(test_wrong_key_refused),
 	    cmocka_unit_test(test_short_input_refused),
 	    cmocka_unit_test(test_invalid_point_refused),
+	    cmocka_unit_test(test_open_as_known_point),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
