@@ -468,6 +468,18 @@ static int read_start(const uint8_t *der, size_t len, const char *td, struct bc_
 	return read_form(der, len, v);
 }
 
+/* The end both entry points share: the point handed out on success, the identity
+ * cleared on failure (the point is still zero from read_start). */
+static int read_end(int rc, const struct view *v, struct bc_node_identity *id,
+                    uint8_t point[static 65])
+{
+	if (rc == 0)
+		memcpy(point, v->point, 65);
+	else
+		bc_node_identity_clear(id);
+	return rc;
+}
+
 /* A node certificate in the one form this project writes (src/pki/node_der.c), read
  * without OpenSSL's X509 decoder: 0 only when der is exactly that form in strict DER,
  * issued by pki's node CA (issuer name, AKI keyid, signature), with an SKI that is the
@@ -489,16 +501,11 @@ int bc_pki_node_cert_read(const bc_pki *pki, const uint8_t *der, size_t len,
 		memset(point, 0, 65);
 		return BC_ERR_INVALID;
 	}
-	if ((rc = read_start(der, len, pki->trust_domain, id, point, &v)) != 0 ||
-	    (rc = check_issuer(pki, &v)) != 0 ||
-	    (rc = read_subject(&v, pki->trust_domain, id)) != 0 ||
-	    (rc = check_signature(pki, &v)) != 0)
-		goto out;
-	memcpy(point, v.point, 65);
-out:
-	if (rc != 0)
-		bc_node_identity_clear(id);
-	return rc;
+	if ((rc = read_start(der, len, pki->trust_domain, id, point, &v)) == 0 &&
+	    (rc = check_issuer(pki, &v)) == 0 &&
+	    (rc = read_subject(&v, pki->trust_domain, id)) == 0)
+		rc = check_signature(pki, &v);
+	return read_end(rc, &v, id, point);
 }
 
 /* The same form read without the CA (the client's and bc_pki_node_identity's fast
@@ -509,12 +516,8 @@ int bc_pki_node_cert_peek(const uint8_t *der, size_t len, const char *trust_doma
 	struct view v;
 	int rc;
 
-	if ((rc = read_start(der, len, trust_domain, id, point, &v)) != 0 ||
-	    (rc = issuer_shape(&v)) != 0 || (rc = read_subject(&v, trust_domain, id)) != 0)
-		goto out;
-	memcpy(point, v.point, 65);
-out:
-	if (rc != 0)
-		bc_node_identity_clear(id);
-	return rc;
+	if ((rc = read_start(der, len, trust_domain, id, point, &v)) == 0 &&
+	    (rc = issuer_shape(&v)) == 0)
+		rc = read_subject(&v, trust_domain, id);
+	return read_end(rc, &v, id, point);
 }
