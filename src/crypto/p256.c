@@ -87,6 +87,18 @@ out:
 	return rc;
 }
 
+/* ECDSA_verify refuses a signature that is not DER (it re-encodes and compares) and r
+ * or s outside 1..n-1; 0 and -1 are both refusals. */
+static int der_verify(const EC_KEY *k, const uint8_t digest[static 32], const uint8_t *sig,
+                      size_t siglen)
+{
+	int rc =
+	    ECDSA_verify(0, digest, 32, sig, (int)siglen, (EC_KEY *)k) == 1 ? 0 : BC_ERR_VERIFY;
+
+	ERR_clear_error();
+	return rc;
+}
+
 int bc_p256_verify_digest(const uint8_t point[static 65], const uint8_t digest[static 32],
                           const uint8_t *sig, size_t siglen)
 {
@@ -97,10 +109,7 @@ int bc_p256_verify_digest(const uint8_t point[static 65], const uint8_t digest[s
 		return BC_ERR_VERIFY;
 	if ((rc = public_key(point, &k)) != 0)
 		return rc;
-	/* ECDSA_verify refuses a signature that is not DER (it re-encodes and compares)
-	 * and r or s outside 1..n-1; 0 and -1 are both refusals */
-	rc = ECDSA_verify(0, digest, 32, sig, (int)siglen, k) == 1 ? 0 : BC_ERR_VERIFY;
-	ERR_clear_error();
+	rc = der_verify(k, digest, sig, siglen);
 	EC_KEY_free(k);
 	return rc;
 }
@@ -240,4 +249,20 @@ int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32])
 	memcpy(spki, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN);
 	memcpy(spki + BC_P256_SPKI_PREFIX_LEN, point, 65);
 	return bc_sha256(spki, sizeof(spki), out);
+}
+
+int bc_p256_verify_key(EVP_PKEY *pub, const void *msg, size_t len, const uint8_t *sig,
+                       size_t siglen)
+{
+	const EC_KEY *k = ec_of(pub);
+	uint8_t digest[32];
+	int rc;
+
+	if (k == NULL || EC_KEY_get0_public_key(k) == NULL)
+		return BC_ERR_INVALID;
+	if (sig == NULL || siglen == 0 || siglen > BC_ECDSA_DER_MAX)
+		return BC_ERR_VERIFY;
+	if ((rc = bc_sha256(msg, len, digest)) != 0)
+		return rc;
+	return der_verify(k, digest, sig, siglen);
 }
