@@ -85,9 +85,11 @@ BC_WUR int bc_key_from_point(const uint8_t point[static 65], EVP_PKEY **out);
  *   BC_ERR_INVALID for a bad point or a zero output; out is wiped on error.
  * bc_p256_public_point: a P-256 EVP_PKEY's public point.
  * bc_p256_spki_sha256: SHA-256 of the point's SPKI DER (bc_key_spki_sha256's value).
- * bc_p256_verify_key: bc_p256_verify by a P-256 EVP_PKEY kept for many verifies (a CA's),
- *   through its EC_KEY rather than an EVP verify context made each time;
- *   BC_ERR_INVALID for a key that is not P-256. */
+ * bc_p256_verify_key, bc_p256_verify_p1363_key: bc_p256_verify and bc_p256_verify_p1363 by
+ *   a P-256 EVP_PKEY kept for many verifies (a CA's, a pinned key), through its EC_KEY
+ *   rather than an EVP verify context made each time; BC_ERR_INVALID for no key,
+ *   BC_ERR_UNSUPPORTED for one OpenSSL does not give as a P-256 EC_KEY (another curve,
+ *   another provider's key: the caller may go through EVP). */
 #define BC_ECDSA_DER_MAX 72
 BC_WUR int bc_p256_point_check(const uint8_t point[static 65]);
 BC_WUR int bc_p256_verify(const uint8_t point[static 65], const void *msg, size_t len,
@@ -101,6 +103,8 @@ BC_WUR int bc_p256_public_point(EVP_PKEY *key, uint8_t out[static 65]);
 BC_WUR int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32]);
 BC_WUR int bc_p256_verify_key(EVP_PKEY *pub, const void *msg, size_t len, const uint8_t *sig,
                               size_t siglen);
+BC_WUR int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
+                                    const uint8_t sig[static BC_SIG_LEN]);
 /* ECDSA over a SHA-256 digest by a P-256 private key, r||s, through the key's EC_KEY
  * rather than an EVP signing context made for each signature (bc_ecdsa_p1363_to_der
  * gives the DER). BC_ERR_UNSUPPORTED when OpenSSL cannot give the key as one (a key of

@@ -84,6 +84,9 @@ int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *payload, siz
 		return BC_ERR_VERIFY;
 	if ((rc = purpose_digest(purpose, payload, len, digest)) != 0)
 		return rc;
+	/* as bc_es256_sign: through the key's EC_KEY when OpenSSL gives one, else EVP */
+	if ((rc = bc_p256_verify_p1363_key(pub, digest, sig)) != BC_ERR_UNSUPPORTED)
+		return rc;
 	if ((rc = bc_ecdsa_p1363_to_der(sig, &der, &derlen)) != 0)
 		goto out;
 	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pub, NULL)) == NULL ||

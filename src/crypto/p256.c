@@ -125,16 +125,14 @@ int bc_p256_verify(const uint8_t point[static 65], const void *msg, size_t len, 
 	return bc_p256_verify_digest(point, digest, sig, siglen);
 }
 
-int bc_p256_verify_p1363(const uint8_t point[static 65], const uint8_t digest[static 32],
-                         const uint8_t sig[static BC_SIG_LEN])
+/* r||s by the key: r or s of zero or not below the order is a refusal. */
+static int p1363_verify(const EC_KEY *k, const uint8_t digest[static 32],
+                        const uint8_t sig[static BC_SIG_LEN])
 {
 	ECDSA_SIG *s = NULL;
 	BIGNUM *r = NULL, *ss = NULL;
-	EC_KEY *k = NULL;
 	int rc;
 
-	if ((rc = public_key(point, &k)) != 0)
-		return rc;
 	if ((s = ECDSA_SIG_new()) == NULL || (r = BN_bin2bn(sig, 32, NULL)) == NULL ||
 	    (ss = BN_bin2bn(sig + 32, 32, NULL)) == NULL || !ECDSA_SIG_set0(s, r, ss)) {
 		BN_free(r);
@@ -142,11 +140,23 @@ int bc_p256_verify_p1363(const uint8_t point[static 65], const uint8_t digest[st
 		rc = bc_ossl_err();
 		goto out;
 	}
-	/* s owns r and ss now; r or s of zero or not below the order is a refusal */
-	rc = ECDSA_do_verify(digest, 32, s, k) == 1 ? 0 : BC_ERR_VERIFY;
+	/* s owns r and ss now */
+	rc = ECDSA_do_verify(digest, 32, s, (EC_KEY *)k) == 1 ? 0 : BC_ERR_VERIFY;
 	ERR_clear_error();
 out:
 	ECDSA_SIG_free(s);
+	return rc;
+}
+
+int bc_p256_verify_p1363(const uint8_t point[static 65], const uint8_t digest[static 32],
+                         const uint8_t sig[static BC_SIG_LEN])
+{
+	EC_KEY *k = NULL;
+	int rc;
+
+	if ((rc = public_key(point, &k)) != 0)
+		return rc;
+	rc = p1363_verify(k, digest, sig);
 	EC_KEY_free(k);
 	return rc;
 }
@@ -251,18 +261,40 @@ int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32])
 	return bc_sha256(spki, sizeof(spki), out);
 }
 
+/* A kept key's EC_KEY with its public point: BC_ERR_INVALID for none, BC_ERR_UNSUPPORTED
+ * for a key OpenSSL does not give as a P-256 EC_KEY (the caller may take EVP). */
+static int public_ec_of(EVP_PKEY *pub, const EC_KEY **out)
+{
+	if (pub == NULL)
+		return BC_ERR_INVALID;
+	if ((*out = ec_of(pub)) == NULL || EC_KEY_get0_public_key(*out) == NULL)
+		return BC_ERR_UNSUPPORTED;
+	return 0;
+}
+
 int bc_p256_verify_key(EVP_PKEY *pub, const void *msg, size_t len, const uint8_t *sig,
                        size_t siglen)
 {
-	const EC_KEY *k = ec_of(pub);
+	const EC_KEY *k = NULL;
 	uint8_t digest[32];
 	int rc;
 
-	if (k == NULL || EC_KEY_get0_public_key(k) == NULL)
-		return BC_ERR_INVALID;
+	if ((rc = public_ec_of(pub, &k)) != 0)
+		return rc;
 	if (sig == NULL || siglen == 0 || siglen > BC_ECDSA_DER_MAX)
 		return BC_ERR_VERIFY;
 	if ((rc = bc_sha256(msg, len, digest)) != 0)
 		return rc;
 	return der_verify(k, digest, sig, siglen);
+}
+
+int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
+                             const uint8_t sig[static BC_SIG_LEN])
+{
+	const EC_KEY *k = NULL;
+	int rc;
+
+	if ((rc = public_ec_of(pub, &k)) != 0)
+		return rc;
+	return p1363_verify(k, digest, sig);
 }
