@@ -120,6 +120,10 @@ struct bc_node_identity {
 };
 BC_WUR int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
                                 struct bc_node_identity *id);
+/* The same, and the certificate's key as its uncompressed point into point (zeroed
+ * when the key is not P-256, and on error). */
+BC_WUR int bc_pki_node_identity_point(const uint8_t *der, size_t len, const char *trust_domain,
+                                      struct bc_node_identity *id, uint8_t point[static 65]);
 void bc_node_identity_clear(struct bc_node_identity *id);
 /* Verifies that der was signed by the node CA (issuer name and key identifier,
  * then the signature; validity times are the caller's to check against

@@ -202,37 +202,18 @@ static int read_challenge(const response_body *b, struct bc_join_answer *a, char
 	return 0;
 }
 
-/* The leaf's identity and key: our own form read without the X509 decoder, anything
- * else through it (one parse). *have_point is 0 when the X509 path read a key that is
- * not P-256, which no CSR of ours certifies. */
-static int read_leaf(const uint8_t *der, size_t len, const char *trust_domain,
-                     struct bc_node_identity *id, uint8_t point[static 65], int *have_point)
-{
-	X509 *x = NULL;
-	int rc;
-
-	*have_point = 1;
-	if (bc_pki_node_cert_peek(der, len, trust_domain, id, point) == 0)
-		return 0;
-	if ((rc = bc_x509_from_der(der, len, &x)) == 0 &&
-	    (rc = bc_pki_node_identity_x509(x, trust_domain, id)) == 0)
-		*have_point = bc_p256_public_point(X509_get0_pubkey(x), point) == 0;
-	X509_free(x);
-	return rc;
-}
-
 int bc_client_leaf_node(const uint8_t *der, size_t len, const char *trust_domain,
                         const uint8_t *point, char node_id[static 64])
 {
 	struct bc_node_identity id;
 	uint8_t got[65];
-	int have_point, rc;
 
-	if ((rc = read_leaf(der, len, trust_domain, &id, got, &have_point)) != 0)
+	if (bc_pki_node_identity_point(der, len, trust_domain, &id, got) != 0)
 		return BC_ERR_INVALID;
 	memcpy(node_id, id.node_id, 64);
 	bc_node_identity_clear(&id);
-	if (point != NULL && (!have_point || memcmp(got, point, 65) != 0))
+	/* a key that is not P-256 reads as zeros, which no CSR's point is */
+	if (point != NULL && memcmp(got, point, 65) != 0)
 		return BC_ERR_VERIFY;
 	return 0;
 }

@@ -279,9 +279,10 @@ static const char *spent(int64_t n)
 static int successors_of(bc_tx *tx, struct renew_state *st, int64_t *n, const char **reason)
 {
 	int rc = bc_row_cert_successors(tx, st->d.serial, n);
+	const char *refusal = rc == 0 ? spent(*n) : NULL;
 
-	if (rc == 0 && spent(*n))
-		*reason = spent(*n);
+	if (refusal != NULL)
+		*reason = refusal;
 	return rc;
 }
 

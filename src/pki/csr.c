@@ -202,15 +202,11 @@ static int csr_der(EVP_PKEY *key, const uint8_t point[static 65], const char *cn
 {
 	static const uint8_t version0[] = {0x02, 0x01, 0x00};
 	static const uint8_t no_attributes[] = {0xa0, 0x00};
-	struct pki_der_w info = {0}, a = {0}, b = {0};
+	struct pki_der_w info = {0}, a = {0};
 	int rc;
 
 	pki_der_put(&a, version0, sizeof(version0));
-	pki_der_put(&b, pki_oid_cn, sizeof(pki_oid_cn));
-	pki_der_tlv(&b, 0x0c, cn, cnlen);
-	pki_der_wrap(&info, 0x30, &b);
-	pki_der_wrap(&b, 0x31, &info);
-	pki_der_wrap(&a, 0x30, &b);
+	pki_der_cn_name(&a, cn, cnlen);
 	pki_der_put(&a, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN);
 	pki_der_put(&a, point, 65);
 	pki_der_put(&a, no_attributes, sizeof(no_attributes));

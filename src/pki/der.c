@@ -1,9 +1,11 @@
 /* DER, both ways (pki_internal.h states the contracts): the header of a TLV read
  * strictly, what csr.c and node_read.c read untrusted bytes with; and the writer that
- * node_der.c and csr.c build their fixed forms with. */
+ * node_der.c and csr.c build their fixed forms with, the one-CN name of both among
+ * them. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "pki/node_form.h"
 #include "pki/pki_internal.h"
 
 int pki_der_head(const struct pki_der *r, uint8_t *tag, size_t *hdr, size_t *len)
@@ -102,4 +104,15 @@ void pki_der_wfree(struct pki_der_w *d)
 {
 	free(d->p);
 	*d = (struct pki_der_w){0};
+}
+
+void pki_der_cn_name(struct pki_der_w *d, const char *cn, size_t n)
+{
+	struct pki_der_w atv = {0}, rdn = {0}, name = {0};
+
+	pki_der_put(&atv, pki_oid_cn, sizeof(pki_oid_cn));
+	pki_der_tlv(&atv, 0x0c, cn, n); /* UTF8String */
+	pki_der_wrap(&rdn, 0x30, &atv);
+	pki_der_wrap(&name, 0x31, &rdn);
+	pki_der_wrap(d, 0x30, &name);
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "bc/codec.h"
+#include "bc/crypto.h"
 #include "bc/pki.h"
 #include "pki/pki_internal.h"
 
@@ -196,24 +197,34 @@ static int read_serial(X509 *x, char hex[static 41])
 	return 0;
 }
 
-int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
-                         struct bc_node_identity *id)
+int bc_pki_node_identity_point(const uint8_t *der, size_t len, const char *trust_domain,
+                               struct bc_node_identity *id, uint8_t point[static 65])
 {
-	uint8_t point[65];
 	X509 *x = NULL;
 	int rc;
 
 	memset(id, 0, sizeof(*id));
+	memset(point, 0, 65);
 	if (!bc_trust_domain_valid(trust_domain))
 		return BC_ERR_INVALID;
 	/* our own form without the X509 decoder, which decodes the key through OpenSSL's
 	 * decoder framework; anything else, and every refusal, is the X509 path's */
 	if (bc_pki_node_cert_peek(der, len, trust_domain, id, point) == 0)
 		return 0;
-	if ((rc = bc_x509_from_der(der, len, &x)) == 0)
-		rc = bc_pki_node_identity_x509(x, trust_domain, id);
+	if ((rc = bc_x509_from_der(der, len, &x)) == 0 &&
+	    (rc = bc_pki_node_identity_x509(x, trust_domain, id)) == 0 &&
+	    bc_p256_public_point(X509_get0_pubkey(x), point) != 0)
+		memset(point, 0, 65);
 	X509_free(x);
 	return rc;
+}
+
+int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
+                         struct bc_node_identity *id)
+{
+	uint8_t point[65];
+
+	return bc_pki_node_identity_point(der, len, trust_domain, id, point);
 }
 
 int bc_pki_node_identity_x509(X509 *x, const char *trust_domain, struct bc_node_identity *id)

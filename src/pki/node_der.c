@@ -91,12 +91,7 @@ static int tbs_build(const struct pki_node_fields *f, X509 *ca, struct pki_der_w
 	der_time(&b, f->not_before_ms);
 	der_time(&b, f->not_after_ms);
 	pki_der_wrap(&a, SEQ, &b);
-	/* Name: SEQUENCE { SET { SEQUENCE { commonName, UTF8String } } } */
-	pki_der_put(&c, pki_oid_cn, sizeof(pki_oid_cn));
-	pki_der_tlv(&c, V_ASN1_UTF8STRING, f->cn, strlen(f->cn));
-	pki_der_wrap(&b, SEQ, &c);
-	pki_der_wrap(&c, SET, &b);
-	pki_der_wrap(&a, SEQ, &c);
+	pki_der_cn_name(&a, f->cn, strlen(f->cn));
 	pki_der_put(&a, bc_p256_spki_prefix, BC_P256_SPKI_PREFIX_LEN);
 	pki_der_put(&a, f->point, 65);
 	/* the extensions, in pki_cert_build()'s order */

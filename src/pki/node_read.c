@@ -127,6 +127,21 @@ static int done(const struct pki_der *r)
 	return r->n == 0 ? 0 : BC_ERR_UNSUPPORTED;
 }
 
+/* The next TLV of r as a Name of one commonName UTF8String (pki_der_cn_name's form):
+ * its characters into cn. */
+static int take_cn_name(struct pki_der *r, struct pki_der *cn)
+{
+	struct pki_der name, set, atv;
+	int rc;
+
+	if ((rc = take(r, SEQ, &name, NULL)) != 0 || (rc = take(&name, SET, &set, NULL)) != 0 ||
+	    (rc = done(&name)) != 0 || (rc = take(&set, SEQ, &atv, NULL)) != 0 ||
+	    (rc = done(&set)) != 0 || (rc = expect(&atv, pki_oid_cn, sizeof(pki_oid_cn))) != 0 ||
+	    (rc = take(&atv, UTF8STRING, cn, NULL)) != 0)
+		return rc;
+	return done(&atv);
+}
+
 /* Two decimal digits; -1 when either is not one. */
 static int two(const uint8_t *s)
 {
@@ -275,7 +290,7 @@ static int read_exts(struct pki_der *tbs, struct view *v)
 /* TBSCertificate, field by field. */
 static int read_tbs(struct pki_der tbs, struct view *v)
 {
-	struct pki_der serial, validity, name, set, atv;
+	struct pki_der serial, validity, name;
 	int rc;
 
 	if ((rc = expect(&tbs, pki_version3, sizeof(pki_version3))) != 0)
@@ -293,11 +308,8 @@ static int read_tbs(struct pki_der tbs, struct view *v)
 	    (rc = read_time(&validity, &v->not_before_ms)) != 0 ||
 	    (rc = read_time(&validity, &v->not_after_ms)) != 0 || (rc = done(&validity)) != 0)
 		return rc;
-	/* subject: SEQUENCE { SET { SEQUENCE { commonName, UTF8String } } }, the node id */
-	if ((rc = take(&tbs, SEQ, &name, NULL)) != 0 || (rc = take(&name, SET, &set, NULL)) != 0 ||
-	    (rc = done(&name)) != 0 || (rc = take(&set, SEQ, &atv, NULL)) != 0 ||
-	    (rc = done(&set)) != 0 || (rc = expect(&atv, pki_oid_cn, sizeof(pki_oid_cn))) != 0 ||
-	    (rc = take(&atv, UTF8STRING, &v->cn, NULL)) != 0 || (rc = done(&atv)) != 0)
+	/* subject: the node id */
+	if ((rc = take_cn_name(&tbs, &v->cn)) != 0)
 		return rc;
 	if (v->cn.n != NODE_ID_LEN)
 		return BC_ERR_UNSUPPORTED;
@@ -435,12 +447,9 @@ static int read_subject(const struct view *v, const char *td, struct bc_node_ide
  * not know the CA, so it holds the issuer to this shape instead of to its bytes. */
 static int issuer_shape(const struct view *v)
 {
-	struct pki_der all = v->issuer, name, set, atv, cn;
+	struct pki_der all = v->issuer, cn;
 
-	if (take(&all, SEQ, &name, NULL) != 0 || take(&name, SET, &set, NULL) != 0 ||
-	    done(&name) != 0 || take(&set, SEQ, &atv, NULL) != 0 || done(&set) != 0 ||
-	    expect(&atv, pki_oid_cn, sizeof(pki_oid_cn)) != 0 ||
-	    take(&atv, UTF8STRING, &cn, NULL) != 0 || done(&atv) != 0 || cn.n == 0)
+	if (take_cn_name(&all, &cn) != 0 || cn.n == 0)
 		return BC_ERR_UNSUPPORTED;
 	for (size_t i = 0; i < cn.n; i++) {
 		if (cn.p[i] < 0x20 || cn.p[i] > 0x7e)

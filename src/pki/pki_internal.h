@@ -82,6 +82,10 @@ void pki_der_hdr(struct pki_der_w *d, uint8_t tag, size_t len);
 void pki_der_tlv(struct pki_der_w *d, uint8_t tag, const void *p, size_t n);
 void pki_der_wrap(struct pki_der_w *d, uint8_t tag, struct pki_der_w *inner);
 void pki_der_wfree(struct pki_der_w *d);
+/* Name ::= SEQUENCE { SET { SEQUENCE { commonName, UTF8String cn } } }: the subject of a
+ * node certificate and of our CSRs (and the node CA's, as cert.c's X509 API writes it),
+ * n bytes of cn, onto d. */
+void pki_der_cn_name(struct pki_der_w *d, const char *cn, size_t n);
 
 /* A random positive serial whose first byte is never 0 (see pki_cert_spec). */
 BC_WUR int pki_serial_draw(uint8_t s[static PKI_SERIAL_LEN]);

@@ -55,6 +55,10 @@ struct bc_engine {
 	 * (PostgreSQL: an advisory lock). NULL when begin(BC_TX_WRITE) already does
 	 * (SQLite: BEGIN IMMEDIATE). */
 	int (*lock_schema)(struct bc_conn *c);
+	/* 1 when a write transaction already holds the whole database (SQLite: its one
+	 * write lock), so row locks taken only for themselves (bc_tx_lock) add nothing
+	 * and are not sent. */
+	int writes_hold_database;
 
 	/* One statement with $1..$n parameters, as in store.h. exec_script() runs one
 	 * statement of a migration: no parameters, no statement cache. */

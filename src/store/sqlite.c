@@ -876,6 +876,7 @@ static int sl_rows_col(struct bc_rows *br, const char *name)
 const struct bc_engine bc_engine_sqlite = {
     .kind = BC_STORE_SQLITE,
     .name = "sqlite",
+    .writes_hold_database = 1,
     .open = sl_open,
     .close = sl_close,
     .connect = sl_connect,

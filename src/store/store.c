@@ -486,7 +486,7 @@ int bc_tx_lock(bc_tx *tx, const char *sql, const bc_param *params, size_t n)
 
 	if ((rc = check_call(tx, sql, params, n)) != 0)
 		return rc;
-	if (tx->s->eng->kind == BC_STORE_SQLITE)
+	if (tx->s->eng->writes_hold_database)
 		return 0;
 	if ((rc = bc_tx_query(tx, sql, params, n, &r)) != 0)
 		return rc;
