@@ -2,10 +2,13 @@
  * untrusted: frames are bounded, each verb's body is read field by field with a
  * bc_reader and must end exactly where the verb's shape ends. */
 #include <errno.h>
+#include <limits.h>
 #include <openssl/crypto.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/helper.h"
@@ -26,29 +29,66 @@ struct bcd_helper {
 	struct bcd_tpm *t; /* open during a session */
 	struct key_entry keys[BCD_HELPER_MAX_KEYS];
 	uint64_t clock;
+	unsigned idle_ms;
+	size_t sessions; /* open; the TPM is closed when the last one ends */
 };
 
 /* ---- framing ---- */
 
-/* 1 at end of stream before any byte, 0 when all len bytes came. */
-static int read_all(int fd, uint8_t *p, size_t len, int *eof)
-{
-	size_t got = 0;
+/* A frame being read: its header, then its body into buf; got counts both. */
+struct frame {
+	uint8_t hdr[4];
+	size_t got;
+	size_t n; /* the body's length, once the header is in */
+	uint8_t *buf;
+};
 
-	*eof = 0;
-	while (got < len) {
-		ssize_t n = read(fd, p + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0 && got == 0) {
-			*eof = 1;
-			return BC_ERR_NOT_FOUND;
-		}
-		if (n <= 0)
-			return BC_ERR_IO;
-		got += (size_t)n;
+struct bcd_helper_session {
+	int fd;
+	int64_t deadline; /* for the next complete frame */
+	struct frame f;
+	uint8_t buf[BCD_HELPER_FRAME_MAX];
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds from now to deadline for poll(): 0 when it has passed. */
+static int left_ms(int64_t deadline)
+{
+	int64_t left = deadline - now_ms();
+
+	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* One read, never past the frame's end (fd is readable): 1 when the frame is whole, 0
+ * when more is to come, BC_ERR_NOT_FOUND at the end of stream before any byte,
+ * BC_ERR_LIMIT for a length of 0 or over the maximum, BC_ERR_IO otherwise. */
+static int frame_step(int fd, struct frame *f)
+{
+	uint8_t *p = f->got < 4 ? f->hdr + f->got : f->buf + (f->got - 4);
+	size_t want = f->got < 4 ? 4 - f->got : 4 + f->n - f->got;
+	ssize_t r = read(fd, p, want);
+
+	if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (r == 0 && f->got == 0)
+		return BC_ERR_NOT_FOUND;
+	if (r <= 0)
+		return BC_ERR_IO;
+	f->got += (size_t)r;
+	if (f->got == 4) {
+		f->n = (size_t)f->hdr[0] << 24 | (size_t)f->hdr[1] << 16 | (size_t)f->hdr[2] << 8 |
+		       f->hdr[3];
+		if (f->n == 0 || f->n > BCD_HELPER_FRAME_MAX)
+			return BC_ERR_LIMIT;
 	}
-	return 0;
+	return f->got > 4 && f->got == 4 + f->n ? 1 : 0;
 }
 
 int bcd_helper_write(int fd, const void *p, size_t len)
@@ -69,19 +109,27 @@ int bcd_helper_write(int fd, const void *p, size_t len)
 
 int bcd_helper_read(int fd, uint8_t buf[static BCD_HELPER_FRAME_MAX], size_t *len)
 {
-	uint8_t hdr[4];
-	uint32_t n;
-	int rc, eof;
+	struct frame f = {.buf = buf};
+	int64_t deadline = now_ms() + (int64_t)BCD_HELPER_TIMEOUT_S * 1000;
+	int rc = 0;
 
 	*len = 0;
-	if ((rc = read_all(fd, hdr, 4, &eof)) != 0)
-		return eof ? BC_ERR_NOT_FOUND : rc;
-	n = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
-	if (n == 0 || n > BCD_HELPER_FRAME_MAX)
-		return BC_ERR_LIMIT;
-	if ((rc = read_all(fd, buf, n, &eof)) != 0)
-		return BC_ERR_IO;
-	*len = n;
+	/* the deadline is the frame's, not each read's: a byte now and then does not
+	 * extend it */
+	while (rc == 0) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = left_ms(deadline), n;
+
+		if (left == 0)
+			return BC_ERR_EXPIRED;
+		if ((n = poll(&p, 1, left)) < 0 && errno != EINTR)
+			return BC_ERR_IO;
+		if (n > 0)
+			rc = frame_step(fd, &f);
+	}
+	if (rc < 0)
+		return rc;
+	*len = f.n;
 	return 0;
 }
 
@@ -97,7 +145,16 @@ int bcd_helper_new(const char *tcti, struct bcd_helper **out)
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		return BC_ERR_NOMEM;
 	snprintf(h->tcti, sizeof(h->tcti), "%s", tcti);
+	h->idle_ms = BCD_HELPER_TIMEOUT_S * 1000;
 	*out = h;
+	return 0;
+}
+
+int bcd_helper_set_idle(struct bcd_helper *h, unsigned ms)
+{
+	if (ms == 0 || ms > BCD_HELPER_TIMEOUT_S * 1000)
+		return BC_ERR_INVALID;
+	h->idle_ms = ms;
 	return 0;
 }
 
@@ -366,28 +423,90 @@ out:
 	return rc;
 }
 
-int bcd_helper_serve(struct bcd_helper *h, int fd)
+/* ---- sessions ---- */
+
+int bcd_helper_session_new(struct bcd_helper *h, int fd, struct bcd_helper_session **out)
 {
-	uint8_t *buf = malloc(BCD_HELPER_FRAME_MAX);
-	size_t len;
+	struct bcd_helper_session *s;
+
+	*out = NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return BC_ERR_NOMEM;
+	s->fd = fd;
+	s->f.buf = s->buf;
+	s->deadline = now_ms() + h->idle_ms;
+	h->sessions++;
+	*out = s;
+	return 0;
+}
+
+int bcd_helper_session_fd(const struct bcd_helper_session *s)
+{
+	return s->fd;
+}
+
+int bcd_helper_session_wait(const struct bcd_helper_session *s)
+{
+	return left_ms(s->deadline);
+}
+
+int bcd_helper_session_step(struct bcd_helper *h, struct bcd_helper_session *s, int readable)
+{
+	char why[BCD_HELPER_LINE_MAX];
 	int rc;
 
-	if (buf == NULL)
-		return BC_ERR_NOMEM;
-	for (;;) {
-		if ((rc = bcd_helper_read(fd, buf, &len)) != 0) {
-			if (rc == BC_ERR_LIMIT)
-				bcd_helper_refuse(fd, "a frame of 0 or over 4096 bytes");
-			rc = rc == BC_ERR_NOT_FOUND ? 0 : rc;
-			break;
-		}
-		if ((rc = serve_one(h, fd, buf, len)) != 0)
-			break;
+	if (!readable) {
+		if (left_ms(s->deadline) > 0)
+			return 0;
+		snprintf(why, sizeof(why), "no complete request within %u ms; session closed",
+		         h->idle_ms);
+		bcd_helper_refuse(s->fd, why);
+		return BC_ERR_EXPIRED;
 	}
-	OPENSSL_cleanse(buf, BCD_HELPER_FRAME_MAX);
-	free(buf);
-	/* swtpm takes one connection at a time: bcd join may want it next */
-	bcd_tpm_close(h->t);
-	h->t = NULL;
+	if ((rc = frame_step(s->fd, &s->f)) == 0)
+		return 0;
+	if (rc == BC_ERR_LIMIT)
+		bcd_helper_refuse(s->fd, "a frame of 0 or over 4096 bytes");
+	if (rc < 0)
+		return rc == BC_ERR_NOT_FOUND ? BCD_HELPER_ENDED : rc;
+	rc = serve_one(h, s->fd, s->buf, s->f.n);
+	OPENSSL_cleanse(s->buf, s->f.n);
+	memset(&s->f, 0, sizeof(s->f));
+	s->f.buf = s->buf;
+	/* the next request has the whole idle time again, counted from this answer */
+	s->deadline = now_ms() + h->idle_ms;
 	return rc;
+}
+
+void bcd_helper_session_free(struct bcd_helper *h, struct bcd_helper_session *s)
+{
+	if (s == NULL)
+		return;
+	OPENSSL_cleanse(s, sizeof(*s));
+	free(s);
+	/* swtpm takes one connection at a time: bcd join may want it next */
+	if (--h->sessions == 0) {
+		bcd_tpm_close(h->t);
+		h->t = NULL;
+	}
+}
+
+int bcd_helper_serve(struct bcd_helper *h, int fd)
+{
+	struct bcd_helper_session *s = NULL;
+	int rc;
+
+	if ((rc = bcd_helper_session_new(h, fd, &s)) != 0)
+		return rc;
+	while (rc == 0) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int n = poll(&p, 1, bcd_helper_session_wait(s));
+
+		if (n < 0 && errno != EINTR)
+			rc = BC_ERR_IO;
+		else
+			rc = bcd_helper_session_step(h, s, n > 0);
+	}
+	bcd_helper_session_free(h, s);
+	return rc == BCD_HELPER_ENDED ? 0 : rc;
 }

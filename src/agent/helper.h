@@ -32,8 +32,14 @@
  * answer comes from the table: every request derives its key again (the TPM may have
  * been cleared since). The TPM objects themselves are derived
  * for each request and flushed after it (swtpm and TPMs without a resource manager have
- * three object slots), and the TPM connection lives as long as one session, so bcd join
- * (root) can open the TPM between two sessions.
+ * three object slots), and the TPM connection lives while a session is open, so bcd join
+ * (root) can open the TPM when none is.
+ *
+ * Time: each request must arrive whole within the idle time (BCD_HELPER_TIMEOUT_S unless
+ * set shorter) of the session's start or of the previous answer, an absolute deadline
+ * that bytes trickling in do not extend; a session past it gets one refusal and is
+ * closed. bcd helper serves up to BCD_HELPER_SESSIONS_MAX sessions at once, one request
+ * at a time, so a peer that holds a session open cannot keep another one waiting.
  *
  * Errors: 0 or a negative BC_ERR_*. */
 #ifndef BCD_HELPER_H
@@ -45,20 +51,23 @@
 #include "agent/tpm.h"
 #include "bc/err.h"
 
-#define BCD_HELPER_FRAME_MAX 4096
-#define BCD_HELPER_VERB_MAX  16
-#define BCD_HELPER_LINE_MAX  300
-#define BCD_HELPER_MAX_KEYS  8
-#define BCD_HELPER_TIMEOUT_S 30 /* a session idle this long is closed */
+#define BCD_HELPER_FRAME_MAX    4096
+#define BCD_HELPER_VERB_MAX     16
+#define BCD_HELPER_LINE_MAX     300
+#define BCD_HELPER_MAX_KEYS     8
+#define BCD_HELPER_TIMEOUT_S    30 /* a session with no whole request this long is closed */
+#define BCD_HELPER_SESSIONS_MAX 8
 
 enum bcd_helper_status { BCD_HELPER_OK = 0, BCD_HELPER_REFUSED = 1 };
+#define BCD_HELPER_ENDED 1 /* bcd_helper_session_step: the peer closed between requests */
 
 /* ---- framing (helper.c), for both sides ---- */
 /* One frame of len bytes (1 .. BCD_HELPER_FRAME_MAX). */
 BC_WUR int bcd_helper_write(int fd, const void *p, size_t len);
-/* One frame into buf[BCD_HELPER_FRAME_MAX]: BC_ERR_NOT_FOUND at a clean end of stream
- * before the frame, BC_ERR_LIMIT for a length of 0 or over the maximum, BC_ERR_IO for a
- * short read or a timeout. */
+/* One frame into buf[BCD_HELPER_FRAME_MAX], whole within BCD_HELPER_TIMEOUT_S of the
+ * call: BC_ERR_NOT_FOUND at a clean end of stream before the frame, BC_ERR_LIMIT for a
+ * length of 0 or over the maximum, BC_ERR_EXPIRED past the deadline, BC_ERR_IO for a
+ * short read. */
 BC_WUR int bcd_helper_read(int fd, uint8_t buf[static BCD_HELPER_FRAME_MAX], size_t *len);
 
 /* ---- the server (helper.c) ---- */
@@ -66,9 +75,27 @@ struct bcd_helper;
 /* A helper for the TPM at tcti (copied). Free with bcd_helper_free (wipes the table). */
 BC_WUR int bcd_helper_new(const char *tcti, struct bcd_helper **out);
 void bcd_helper_free(struct bcd_helper *h);
-/* Serves one session on fd, a peer already checked: requests until the peer closes
- * (0), a refusal (BC_ERR_DENIED: unknown verb, bad shape, a TPM failure) or an I/O
- * error. The TPM is opened at the session's first request and closed at its end. */
+/* The idle time, 1 .. BCD_HELPER_TIMEOUT_S * 1000 ms (BC_ERR_INVALID otherwise). */
+BC_WUR int bcd_helper_set_idle(struct bcd_helper *h, unsigned ms);
+
+/* A session on fd (a peer already checked; the caller keeps and closes fd). Its
+ * deadline starts now. The TPM is opened at the first request of any session and
+ * closed when the last session is freed. */
+struct bcd_helper_session;
+BC_WUR int bcd_helper_session_new(struct bcd_helper *h, int fd, struct bcd_helper_session **out);
+void bcd_helper_session_free(struct bcd_helper *h, struct bcd_helper_session *s);
+int bcd_helper_session_fd(const struct bcd_helper_session *s);
+/* Milliseconds to the session's deadline (0 when past): a timeout for poll(). */
+int bcd_helper_session_wait(const struct bcd_helper_session *s);
+/* One step, never blocking on the peer: with readable (poll said so), one read and,
+ * when a request is whole, its answer; without, a check of the deadline. 0 to go on;
+ * BCD_HELPER_ENDED when the peer closed between requests; BC_ERR_EXPIRED past the
+ * deadline, BC_ERR_DENIED after a refusal (unknown verb, bad shape, a TPM failure),
+ * BC_ERR_LIMIT, BC_ERR_IO: the session is over (a refusal line sent where one fits). */
+BC_WUR int bcd_helper_session_step(struct bcd_helper *h, struct bcd_helper_session *s,
+                                   int readable);
+/* Serves one session on fd to its end: 0 when the peer closes, or the error that ended
+ * it (as bcd_helper_session_step). */
 BC_WUR int bcd_helper_serve(struct bcd_helper *h, int fd);
 /* Refuses a peer that is not the configured user: one refusal frame naming why. */
 void bcd_helper_refuse(int fd, const char *why);

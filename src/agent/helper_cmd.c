@@ -1,5 +1,6 @@
-/* bcd helper, the command: root, a Unix socket at [helper] socket, one session at a
- * time (helper.h), each from the [helper] user alone. SIGTERM or SIGINT end it with
+/* bcd helper, the command: root, a Unix socket at [helper] socket, up to
+ * BCD_HELPER_SESSIONS_MAX sessions at once in one poll (helper.h), each from the
+ * [helper] user alone and each with its own deadline. SIGTERM or SIGINT end it with
  * status 0 and remove the socket. */
 #include <errno.h>
 #include <fcntl.h>
@@ -107,38 +108,106 @@ static int peer_allowed(int c, uid_t uid, char *why, size_t len)
 	return 1;
 }
 
-static void session(struct bcd_helper *h, int c, uid_t uid)
+/* A new peer: refused unless it is the user and a session is free; else its session. */
+static void admit(struct bcd_helper *h, int s, uid_t uid, struct bcd_helper_session **ss, size_t *n,
+                  unsigned idle_ms)
 {
-	struct timeval tv = {.tv_sec = BCD_HELPER_TIMEOUT_S, .tv_usec = 0};
-	char why[128], uidtext[16];
+	struct timeval tv = {.tv_sec = idle_ms / 1000, .tv_usec = (idle_ms % 1000) * 1000};
+	char why[128];
+	int c;
 
-	(void)setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if ((c = accept4(s, NULL, NULL, SOCK_CLOEXEC)) < 0)
+		return;
+	/* answers are written blocking: a peer that does not read them holds the helper
+	 * no longer than the idle time */
 	(void)setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (!peer_allowed(c, uid, why, sizeof(why))) {
 		bc_log(BC_LOG_WARN, "helper: peer refused", "error", why, NULL);
-		bcd_helper_refuse(c, why);
+	} else if (*n == BCD_HELPER_SESSIONS_MAX) {
+		snprintf(why, sizeof(why), "busy: %d sessions open; try again",
+		         BCD_HELPER_SESSIONS_MAX);
+		bc_log(BC_LOG_WARN, "helper: peer refused", "error", why, NULL);
+	} else if (bcd_helper_session_new(h, c, &ss[*n]) == 0) {
+		(*n)++;
 		return;
+	} else {
+		snprintf(why, sizeof(why), "out of memory");
 	}
-	snprintf(uidtext, sizeof(uidtext), "%u", (unsigned)uid);
-	if (bcd_helper_serve(h, c) != 0)
-		bc_log(BC_LOG_INFO, "helper: session ended", "uid", uidtext, NULL);
+	bcd_helper_refuse(c, why);
+	close(c);
 }
 
-static int serve_loop(struct bcd_helper *h, int s, uid_t uid)
+static void end_session(struct bcd_helper *h, struct bcd_helper_session *s, int rc, uid_t uid)
 {
-	struct pollfd p = {.fd = s, .events = POLLIN};
+	char uidtext[16];
+	int fd = bcd_helper_session_fd(s);
+
+	snprintf(uidtext, sizeof(uidtext), "%u", (unsigned)uid);
+	if (rc == BC_ERR_EXPIRED)
+		bc_log(BC_LOG_WARN,
+		       "helper: no complete request within the idle time; session closed", "uid",
+		       uidtext, NULL);
+	else if (rc != BCD_HELPER_ENDED)
+		bc_log(BC_LOG_INFO, "helper: session ended", "uid", uidtext, "error",
+		       bc_err_str(rc), NULL);
+	bcd_helper_session_free(h, s);
+	close(fd);
+}
+
+/* The listening socket and every open session in one poll: each session has its own
+ * deadline, and a request is answered as soon as it is whole, whatever the others do. */
+static int serve_loop(struct bcd_helper *h, int s, uid_t uid, unsigned idle_ms)
+{
+	struct bcd_helper_session *ss[BCD_HELPER_SESSIONS_MAX];
+	struct pollfd p[1 + BCD_HELPER_SESSIONS_MAX];
+	size_t n = 0;
 
 	while (!stopping) {
-		int c, n = poll(&p, 1, 1000);
-		if (n < 0 && errno != EINTR)
-			return BC_ERR_IO;
-		if (n <= 0)
-			continue;
-		if ((c = accept4(s, NULL, NULL, SOCK_CLOEXEC)) < 0)
-			continue;
-		session(h, c, uid);
-		close(c);
+		int wait = 1000, k;
+		p[0] = (struct pollfd){.fd = s, .events = POLLIN};
+		for (size_t i = 0; i < n; i++) {
+			int w = bcd_helper_session_wait(ss[i]);
+			p[1 + i] =
+			    (struct pollfd){.fd = bcd_helper_session_fd(ss[i]), .events = POLLIN};
+			wait = w < wait ? w : wait;
+		}
+		if ((k = poll(p, 1 + n, wait)) < 0 && errno != EINTR)
+			break;
+		/* from the last, so that moving the last session into a freed slot skips none */
+		for (size_t i = n; i-- > 0;) {
+			int rc = bcd_helper_session_step(h, ss[i], k > 0 && p[1 + i].revents != 0);
+			if (rc != 0) {
+				end_session(h, ss[i], rc, uid);
+				ss[i] = ss[--n];
+			}
+		}
+		if (k > 0 && (p[0].revents & POLLIN))
+			admit(h, s, uid, ss, &n, idle_ms);
 	}
+	while (n > 0)
+		end_session(h, ss[--n], BCD_HELPER_ENDED, uid);
+	return stopping ? 0 : BC_ERR_IO;
+}
+
+/* BCD_HELPER_IDLE_SECONDS (1 .. BCD_HELPER_TIMEOUT_S) may shorten the idle time, for tests
+ * that watch a session cut off; it is never longer than the default. */
+static int idle_time(unsigned *ms, struct bcd_msg *m)
+{
+	const char *v = getenv("BCD_HELPER_IDLE_SECONDS");
+	char *end = NULL;
+	long s;
+
+	*ms = BCD_HELPER_TIMEOUT_S * 1000;
+	if (v == NULL || v[0] == '\0')
+		return 0;
+	errno = 0;
+	s = strtol(v, &end, 10);
+	if (errno != 0 || *end != '\0' || s < 1 || s > BCD_HELPER_TIMEOUT_S) {
+		bcd_say(m, "helper: BCD_HELPER_IDLE_SECONDS is a number of seconds from 1 to %d",
+		        BCD_HELPER_TIMEOUT_S);
+		return BC_ERR_CONFIG;
+	}
+	*ms = (unsigned)s * 1000;
 	return 0;
 }
 
@@ -171,6 +240,7 @@ int bcd_cmd_helper(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status
 	char tcti[BCD_TCTI_MAX];
 	uid_t uid = 0;
 	gid_t gid = 0;
+	unsigned idle_ms = 0;
 	int s = -1, rc;
 
 	(void)exit_status;
@@ -192,7 +262,8 @@ int bcd_cmd_helper(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status
 	if ((rc = helper_user(&cfg, &uid, &gid, m)) != 0 ||
 	    (rc = bcd_tpm_tcti(&cfg, BCD_TPM_ANY, tcti, sizeof(tcti), m)) != 0)
 		goto out;
-	if ((rc = bcd_helper_new(tcti, &h)) != 0 || (rc = listen_on(&cfg, gid, &s, m)) != 0)
+	if ((rc = idle_time(&idle_ms, m)) != 0 || (rc = bcd_helper_new(tcti, &h)) != 0 ||
+	    (rc = bcd_helper_set_idle(h, idle_ms)) != 0 || (rc = listen_on(&cfg, gid, &s, m)) != 0)
 		goto out;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -201,7 +272,7 @@ int bcd_cmd_helper(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status
 	signal(SIGPIPE, SIG_IGN);
 	bc_log(BC_LOG_INFO, "helper: started", "socket", cfg.helper_socket, "user", cfg.helper_user,
 	       "tpm", tcti, NULL);
-	rc = serve_loop(h, s, uid);
+	rc = serve_loop(h, s, uid, idle_ms);
 	unlink(cfg.helper_socket);
 	bc_log(BC_LOG_INFO, "helper: stopped", NULL);
 out:

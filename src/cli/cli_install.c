@@ -506,6 +506,11 @@ static int add_cloud(struct cli *c, const char *attestor, char **toml)
 	}
 	if (p == NULL || (strcmp(p, "gcp") && strcmp(p, "aws") && strcmp(p, "oidc")))
 		return cli_usage(c, "--attestor cloud-iid: --provider gcp, aws or oidc");
+	/* an instance identity document carries no audience: one given is a mistake, and
+	 * whatever is given is held to plain() before it goes into the config */
+	if (strcmp(p, "aws") == 0 && aud != NULL)
+		return cli_usage(c, "--provider aws takes no --audience: an AWS instance identity "
+		                    "document carries none");
 	if (strcmp(p, "aws") != 0 && !plain(aud))
 		return cli_usage(
 		    c, "--provider gcp and oidc: --audience A, the audience of the "

@@ -44,6 +44,18 @@ usage --bcd-url https://example.com/bcd --bcd-file "$T/nowhere"
 grep -q -- "--bcd-file $T/nowhere: cannot read it" bad.out || fail "missing --bcd-file: $(cat bad.out)"
 usage --bcd-path "$BIN/bcd" --data-dir "/srv/b|cd"
 grep -q -- "--data-dir: letters, digits and ._/+- only" bad.out || fail "--data-dir b|cd: $(cat bad.out)"
+# --audience goes into the config the script writes: refused with aws (its documents
+# carry none) and held to plain() with gcp and oidc, so no quote or newline can add a
+# table to the config
+INJECTED=$(printf '"\n[injected]\nk = "v')
+usage --bcd-path "$BIN/bcd" --attestor cloud-iid --provider aws --audience "$INJECTED"
+grep -q -- "--provider aws takes no --audience" bad.out || fail "aws audience: $(cat bad.out)"
+usage --bcd-path "$BIN/bcd" --attestor cloud-iid --provider aws --audience https://bc.example.com
+grep -q -- "--provider aws takes no --audience" bad.out || fail "aws audience: $(cat bad.out)"
+for p in gcp oidc; do
+	usage --bcd-path "$BIN/bcd" --attestor cloud-iid --provider "$p" --audience "$INJECTED"
+	grep -q -- "--provider gcp and oidc: --audience A" bad.out || fail "$p audience: $(cat bad.out)"
+done
 UPPER=$(echo "$SUM" | tr a-f A-F)
 bc daemon install-script --bcd-url https://example.com/bcd --bcd-sha256 "$UPPER" >good.sh 2>good.out ||
 	fail "https refused: $(cat good.out)"

@@ -214,6 +214,58 @@ static void test_no_tpm(void **state)
 	bcd_helper_free(h);
 }
 
+/* A peer sends a frame's header and then its body a byte at a time: the session ends
+ * at its deadline with a refusal, long before the body could be whole. The bytes sent
+ * decide, not a clock: 4000 of them, one every 2 ms, against a deadline of 300 ms. */
+static void test_trickle(void **state)
+{
+	struct bcd_helper *h = helper("swtpm:host=127.0.0.1,port=1");
+	uint8_t hdr[4] = {0, 0, 0x0f, 0xa0}, buf[BCD_HELPER_FRAME_MAX];
+	const char *line = "no complete request within 300 ms";
+	struct server s;
+	size_t sent = 0, n = 0;
+	int c;
+
+	(void)state;
+	assert_int_equal(bcd_helper_set_idle(h, 0), BC_ERR_INVALID);
+	assert_int_equal(bcd_helper_set_idle(h, BCD_HELPER_TIMEOUT_S * 1000 + 1), BC_ERR_INVALID);
+	assert_int_equal(bcd_helper_set_idle(h, 300), 0);
+	begin(&s, h, &c);
+	assert_int_equal(write(c, hdr, 4), 4);
+	while (sent < 4000 && send(c, "x", 1, MSG_NOSIGNAL) == 1) {
+		sent++;
+		usleep(2000);
+	}
+	assert_true(sent < 4000);
+	assert_int_equal(bcd_helper_read(c, buf, &n), 0);
+	assert_int_equal(buf[0], BCD_HELPER_REFUSED);
+	assert_true(n - 1 >= strlen(line));
+	assert_memory_equal(buf + 1, line, strlen(line));
+	assert_int_equal(end(&s, c), BC_ERR_EXPIRED);
+	bcd_helper_free(h);
+}
+
+/* A step without the fd readable, before the deadline, neither reads nor ends the
+ * session; a peer that closes between requests ends it cleanly. */
+static void test_step_waits(void **state)
+{
+	struct bcd_helper *h = helper("swtpm:host=127.0.0.1,port=1");
+	struct bcd_helper_session *ss = NULL;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(bcd_helper_session_new(h, sv[0], &ss), 0);
+	assert_int_equal(bcd_helper_session_fd(ss), sv[0]);
+	assert_true(bcd_helper_session_wait(ss) > 0);
+	assert_int_equal(bcd_helper_session_step(h, ss, 0), 0);
+	close(sv[1]);
+	assert_int_equal(bcd_helper_session_step(h, ss, 1), BCD_HELPER_ENDED);
+	bcd_helper_session_free(h, ss);
+	close(sv[0]);
+	bcd_helper_free(h);
+}
+
 /* ---- keys ---- */
 
 static void call(int c, const char *verb, const uint8_t *body, size_t len, uint8_t *buf,
@@ -386,6 +438,8 @@ int main(void)
 	    cmocka_unit_test(test_bad_shapes),
 	    cmocka_unit_test(test_bad_frames),
 	    cmocka_unit_test(test_no_tpm),
+	    cmocka_unit_test(test_trickle),
+	    cmocka_unit_test(test_step_waits),
 	    cmocka_unit_test(test_keys),
 	    cmocka_unit_test(test_lru),
 	    /* last: it clears the TPM */
