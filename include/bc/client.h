@@ -33,6 +33,32 @@ BC_WUR int bc_client_pins_from_json(const char *json, size_t len, struct bc_clie
                                     char *err, size_t errlen);
 void bc_client_pins_free(struct bc_client_pins *p);
 
+/* ---- the built-in attestors, as a joining machine uses them (attestors.c) ---- */
+
+/* What a joining machine does with an attestor (flags of a row). */
+#define BC_CA_JOIN       0x01u  /* bcd join --attestor takes it */
+#define BC_CA_INSTALL    0x02u  /* an install script's first join may use it */
+#define BC_CA_TOKEN      0x04u  /* its credential is the sealed join token */
+#define BC_CA_TOKEN_FILE 0x08u  /* the token comes from --token-file or BCD_JOIN_TOKEN */
+#define BC_CA_SITE       0x10u  /* a site machine joins with it (--role site) */
+#define BC_CA_KEY_IN_TPM 0x20u  /* the node key is made in the TPM, never in a file */
+#define BC_CA_REJOIN     0x40u  /* it re-joins with the identity already there */
+#define BC_CA_PROVIDER   0x80u  /* it takes --provider (a cloud) */
+#define BC_CA_RAMDISK    0x100u /* bcd ramdisk joins with it, never bcd join */
+
+struct bc_client_attestor {
+	const char *id;       /* a BC_WIRE_ATTESTOR_* */
+	unsigned flags;       /* BC_CA_* */
+	const char *no_token; /* why it takes no token file (NULL for one that takes one) */
+};
+/* The row of id, or NULL for an id no built-in attestor has. */
+const struct bc_client_attestor *bc_client_attestor(const char *id);
+/* The i-th row (0 ..), NULL past the last: for a walk over the table. */
+const struct bc_client_attestor *bc_client_attestor_at(size_t i);
+/* "join-token, tpm, ...": the ids of the rows that have every flag of flags, in the
+ * table's order, into buf (truncated to len); returns buf. */
+const char *bc_client_attestor_names(unsigned flags, char *buf, size_t len);
+
 /* "bettercompute join token v1"; aad = sha256(csr); out = enc || ct (malloc'd). */
 BC_WUR int bc_client_seal_token(EVP_PKEY *join_encryption, const char *token,
                                 const uint8_t csr_sha256[static 32], uint8_t **out, size_t *outlen);
@@ -135,37 +161,35 @@ BC_WUR int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *con
                            EVP_PKEY *next_key, struct bc_join_answer *out, char *err,
                            size_t errlen);
 
-/* Added: bc_client_renew for a current key held elsewhere (a TPM) and a next key whose
- * CSR the caller made (in that TPM). pub is the current key's public half (it must be
- * the leaf's); sign(sign_ctx, purpose, payload, ...) makes the renew proof, which is
- * checked under pub before it is sent (bc_es256_sign_with). next_csr (DER) must pass
- * bc_csr_check. Otherwise as bc_client_renew. */
-BC_WUR int bc_client_renew_with(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                                const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
-                                bc_sign_fn sign, void *sign_ctx, const uint8_t *next_csr,
-                                size_t next_csr_len, struct bc_join_answer *out, char *err,
-                                size_t errlen);
+/* A renewal asked by a current key held elsewhere (a TPM), for a CSR the caller made. */
+struct bc_renew_params {
+	const uint8_t *const *chain; /* the node's current chain (DER, leaf first, 1 to 8) */
+	const size_t *chain_lens;
+	size_t n_chain;
+	EVP_PKEY *pub;   /* the current key's public half: it must be the leaf's */
+	bc_sign_fn sign; /* makes the proof with the current key (checked under pub) */
+	void *sign_ctx;
+	const uint8_t *csr; /* DER, must pass bc_csr_check */
+	size_t csr_len;
+	const struct bc_key_attestation *ka; /* NULL: none */
+};
 
-/* bc_client_renew_with with the key attestation (NULL: none, as bc_client_renew_with).
- * A field missing, empty or over BC_KA_FIELD_MAX is BC_ERR_INVALID before anything is
- * sent. Otherwise as bc_client_renew_with. */
-BC_WUR int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                                    const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
-                                    bc_sign_fn sign, void *sign_ctx, const uint8_t *next_csr,
-                                    size_t next_csr_len, const struct bc_key_attestation *ka,
-                                    struct bc_join_answer *out, char *err, size_t errlen);
+/* bc_client_renew for p: the proof is made by p->sign and checked under p->pub before it
+ * is sent (bc_es256_sign_with); p->csr, for the next key, must pass bc_csr_check; with
+ * p->ka, the key attestation goes along (a field missing, empty or over BC_KA_FIELD_MAX is
+ * BC_ERR_INVALID before anything is sent). Otherwise as bc_client_renew. */
+BC_WUR int bc_client_renew_with(const struct bc_client_pins *pins, const struct bc_renew_params *p,
+                                struct bc_join_answer *out, char *err, size_t errlen);
 
-/* Asks whether chain's leaf is still current (RenewRequest.check_only): the proof as
- * bc_client_renew_with's, csr a CSR for the leaf's own key (DER), nothing issued. 0
- * when the server answered the same leaf, signed; BC_ERR_DENIED when it refused
- * (revoked, superseded, another identity generation, the node retired, expired, or
- * the client's time out of the window: the reason is only in the server's
+/* Asks whether p->chain's leaf is still current (RenewRequest.check_only): the proof as
+ * bc_client_renew_with's, p->csr a CSR for the leaf's own key (DER), p->ka unused,
+ * nothing issued. 0 when the server answered the same leaf, signed; BC_ERR_DENIED when
+ * it refused (revoked, superseded, another identity generation, the node retired,
+ * expired, or the client's time out of the window: the reason is only in the server's
  * security.renew.refused event); BC_ERR_VERIFY for an answer that is not for this
  * leaf; BC_ERR_UNAVAILABLE when unreachable. err says what happened. */
-BC_WUR int bc_client_renew_check(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                                 const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
-                                 bc_sign_fn sign, void *sign_ctx, const uint8_t *csr,
-                                 size_t csr_len, char *err, size_t errlen);
+BC_WUR int bc_client_renew_check(const struct bc_client_pins *pins, const struct bc_renew_params *p,
+                                 char *err, size_t errlen);
 
 /* Sets on a libcurl easy handle (CURL *) what every call to the control plane shares:
  * the URL, http/https only, no redirects, the pinned CA bundle alone, peer and host

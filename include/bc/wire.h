@@ -25,9 +25,8 @@
 #define BC_WIRE_PATH_RELEASE_LEASE BC_WIRE_SITE_SERVICE "ReleaseLease"
 #define BC_WIRE_PATH_LIST_BOOT     BC_WIRE_SITE_SERVICE "ListBootEntries"
 /* The boot lease's name, and the kind of secret FetchSecret mints for a MAC. */
-#define BC_WIRE_LEASE_BOOT         "site::boot"
-#define BC_WIRE_SECRET_DISCOVERY   "discovery-token"
-#define BC_WIRE_ATTESTOR_DISCOVERY "discovery"
+#define BC_WIRE_LEASE_BOOT       "site::boot"
+#define BC_WIRE_SECRET_DISCOVERY "discovery-token"
 /* A discovery assertion (and its token) is valid at most this long after issued_at. */
 #define BC_WIRE_DISCOVERY_MAX_AGE_MS (15LL * 60 * 1000)
 /* The largest SignedDiscoveryAssertion either side reads, in bytes. */
@@ -36,6 +35,17 @@
 #define BC_WIRE_CMDLINE_TOKEN     "bc.token"
 #define BC_WIRE_CMDLINE_ASSERTION "bc.assertion"
 #define BC_WIRE_CMDLINE_SERVER    "bc.server"
+
+/* The built-in attestors' ids (JoinRequest.attestor; "" on the wire is join-token).
+ * An attestor's id is one line here and one row in each table that names attestors:
+ * the server's built-ins (src/attest/builtin.c), what a joining machine does with each
+ * (src/client/attestors.c) and bcd's producers (src/agent/producer.c). */
+#define BC_WIRE_ATTESTOR_JOIN_TOKEN  "join-token"
+#define BC_WIRE_ATTESTOR_TPM         "tpm"
+#define BC_WIRE_ATTESTOR_X509POP     "x509pop"
+#define BC_WIRE_ATTESTOR_PROVISIONED "provisioned"
+#define BC_WIRE_ATTESTOR_CLOUD_IID   "cloud-iid"
+#define BC_WIRE_ATTESTOR_DISCOVERY   "discovery"
 
 /* Content-Type of every Connect request and successful answer (a serialized message). */
 #define BC_WIRE_CONTENT_TYPE "application/proto"
@@ -61,9 +71,8 @@
  * name (000b || SHA-256 digest). */
 #define BC_WIRE_TPM_AK_URN_SHA256 BC_WIRE_TPM_AK_URN_SCHEME "sha256:"
 
-/* cloud-iid: its JoinRequest.attestor, and how an identity token's audience binds the
- * CSR: the server's audience, this separator, the CSR's lower-case hex SHA-256. */
-#define BC_WIRE_ATTESTOR_CLOUD_IID "cloud-iid"
+/* cloud-iid: how an identity token's audience binds the CSR: the server's audience,
+ * this separator, the CSR's lower-case hex SHA-256. */
 #define BC_WIRE_CLOUD_AUDIENCE_SEP "#"
 
 /* The most MAC addresses a JoinRequest's hardware claims may carry. */

@@ -373,6 +373,8 @@ static int join_now(const struct bcd_config *cfg, const char *attestor, const ch
                     const char *token, struct bcd_producer *pr, char node_id[static 64],
                     struct bcd_msg *m)
 {
+	const struct bc_client_attestor *row = bc_client_attestor(attestor);
+	int key_in_tpm = row != NULL && (row->flags & BC_CA_KEY_IN_TPM);
 	struct bc_client_pins pins;
 	struct bc_join_answer a;
 	struct bcd_join_req r = {
@@ -383,15 +385,15 @@ static int join_now(const struct bcd_config *cfg, const char *attestor, const ch
 	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
 		return rc;
 	/* in the TPM when there is one for node keys; a tpm join never falls back */
-	if ((rc = bcd_join_kept(cfg, &pins, &r, strcmp(attestor, "tpm") == 0, &a, m)) == 0)
+	if ((rc = bcd_join_kept(cfg, &pins, &r, key_in_tpm, &a, m)) == 0)
 		memcpy(node_id, a.node_id, 64);
 	bc_join_answer_free(&a);
 	bc_client_pins_free(&pins);
 	return rc;
 }
 
-/* The options that cannot go together, and the token's source for this attestor. */
-static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd_msg *m)
+/* --yes and --role, whatever the attestor. */
+static int check_common(const struct bcd_opts *o, struct bcd_msg *m)
 {
 	if (o->yes && !o->reset) {
 		bcd_say(m, "--yes goes with --reset");
@@ -403,47 +405,58 @@ static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd
 		        "--role: node (the default) or site (a site machine, with a site token)");
 		return BC_ERR_INVALID;
 	}
+	return 0;
+}
+
+/* The options that cannot go together, and the token's source for this attestor: what
+ * each attestor takes is its row's (bc_client_attestor). */
+static int check_opts(const struct bcd_opts *o, const char *attestor, struct bcd_msg *m)
+{
+	const struct bc_client_attestor *a = bc_client_attestor(attestor);
+	char names[128];
+	int rc;
+
+	if ((rc = check_common(o, m)) != 0)
+		return rc;
+	if (a == NULL || !(a->flags & BC_CA_JOIN)) {
+		bcd_say(m, "--attestor %.64s: bcd join takes one of %s", attestor,
+		        bc_client_attestor_names(BC_CA_JOIN, names, sizeof(names)));
+		return BC_ERR_INVALID;
+	}
 	/* the provisioned attestor admits nodes: the deploy's token re-keys a node */
-	if (o->role != NULL && strcmp(o->role, BC_ROLE_SITE) == 0 &&
-	    strcmp(attestor, "join-token") != 0) {
-		bcd_say(m, "--role site joins with a site token (--attestor join-token)");
+	if (o->role != NULL && strcmp(o->role, BC_ROLE_SITE) == 0 && !(a->flags & BC_CA_SITE)) {
+		bcd_say(m, "--role site joins with a site token (--attestor %s)",
+		        bc_client_attestor_names(BC_CA_SITE, names, sizeof(names)));
 		return BC_ERR_INVALID;
 	}
-	if (strcmp(attestor, "provisioned") == 0 && o->token_file == NULL &&
+	if ((a->flags & BC_CA_TOKEN_FILE) && o->token_file == NULL &&
 	    getenv("BCD_JOIN_TOKEN") == NULL) {
-		bcd_say(m, "--attestor provisioned reads the single-use token the deploy rendered "
-		           "into the user data: give --token-file FILE");
+		bcd_say(
+		    m,
+		    "--attestor %s reads the single-use token the deploy rendered into the user "
+		    "data: give --token-file FILE",
+		    a->id);
 		return BC_ERR_INVALID;
 	}
-	if (strcmp(attestor, "tpm") == 0) {
-		if (o->token_file != NULL) {
-			bcd_say(m, "--token-file does not go with --attestor tpm: the TPM is the "
-			           "credential");
-			return BC_ERR_INVALID;
-		}
-		unsetenv("BCD_JOIN_TOKEN");
-	}
-	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) != 0 &&
+	if (!(a->flags & BC_CA_PROVIDER) &&
 	    (o->provider != NULL || o->identity_token_file != NULL)) {
-		bcd_say(m, "--provider and --identity-token-file go with --attestor cloud-iid");
+		bcd_say(m, "--provider and --identity-token-file go with --attestor %s",
+		        bc_client_attestor_names(BC_CA_PROVIDER, names, sizeof(names)));
 		return BC_ERR_INVALID;
 	}
-	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) == 0) {
-		if (o->token_file != NULL) {
-			bcd_say(m,
-			        "--token-file does not go with --attestor cloud-iid: the instance "
-			        "identity is the credential");
-			return BC_ERR_INVALID;
-		}
-		unsetenv("BCD_JOIN_TOKEN");
+	if ((a->flags & BC_CA_REJOIN) && (o->token_file != NULL || o->reset)) {
+		bcd_say(
+		    m,
+		    "--attestor %s re-joins with the identity in the data directory: it takes no "
+		    "--token-file or --reset (to join anew: bcd join --reset --yes --token-file "
+		    "FILE)",
+		    a->id);
+		return BC_ERR_INVALID;
 	}
-	if (strcmp(attestor, "x509pop") == 0) {
-		if (o->token_file != NULL || o->reset) {
-			bcd_say(
-			    m,
-			    "--attestor x509pop re-joins with the identity in the data directory: "
-			    "it takes no --token-file or --reset (to join anew: bcd join --reset "
-			    "--yes --token-file FILE)");
+	if (!(a->flags & BC_CA_TOKEN)) {
+		if (o->token_file != NULL) {
+			bcd_say(m, "--token-file does not go with --attestor %s: %s", a->id,
+			        a->no_token);
 			return BC_ERR_INVALID;
 		}
 		unsetenv("BCD_JOIN_TOKEN");
@@ -482,7 +495,8 @@ out:
 
 int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 {
-	const char *attestor = o->attestor != NULL ? o->attestor : "join-token";
+	const char *attestor = o->attestor != NULL ? o->attestor : BC_WIRE_ATTESTOR_JOIN_TOKEN;
+	const struct bc_client_attestor *row;
 	struct bcd_producer *pr = NULL;
 	struct bcd_config cfg;
 	struct bcd_identity id;
@@ -505,7 +519,8 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	if (o->reset && ((rc = bcd_reset(&cfg, o->yes, m, exit_status)) != 0 || !o->yes))
 		goto out;
 	/* x509pop is the one join that starts from the identity that is there */
-	if (strcmp(attestor, "x509pop") == 0) {
+	row = bc_client_attestor(attestor);
+	if (row != NULL && (row->flags & BC_CA_REJOIN)) {
 		rc = rejoin_by_hand(&cfg, m);
 		goto out;
 	}
@@ -527,12 +542,7 @@ int bcd_cmd_join(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 	if (rc != BC_ERR_NOT_FOUND)
 		fprintf(stderr, BCD_NAME ": the identity does not load (%s); joining again\n",
 		        why.text);
-	if (strcmp(attestor, BC_WIRE_ATTESTOR_CLOUD_IID) == 0)
-		rc = bcd_cloud_producer_new(&cfg, o->provider, o->identity_token_file, &pr, m->text,
-		                            sizeof(m->text));
-	else
-		rc = bcd_producer_for(&cfg, attestor, &pr, m->text, sizeof(m->text));
-	if (rc != 0)
+	if ((rc = bcd_producer_for(&cfg, attestor, o, &pr, m->text, sizeof(m->text))) != 0)
 		goto out;
 	if (pr == NULL && (rc = read_token(o, &token, m)) != 0)
 		goto out;

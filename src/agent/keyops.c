@@ -14,6 +14,7 @@
 #include "agent/helper.h"
 #include "agent/keyops.h"
 #include "bc/buf.h"
+#include "bc/crypto.h"
 #include "tpm/tpm.h"
 
 struct bcd_keyops {
@@ -279,7 +280,7 @@ int bcd_keyops_sign(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM_UN
 		memcpy(sig, p, 64);
 	}
 	/* the TPM's key, whoever asked it: the signature must be pub's */
-	if (rc == 0 && (rc = bcd_tpm_verify_digest(pub, sig, digest, 32)) != 0) {
+	if (rc == 0 && (rc = bc_p256_verify_p1363_key(pub, digest, sig)) != 0) {
 		say(err, errlen, "the signature does not verify under the node key");
 		memset(sig, 0, 64);
 	}

@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 
 #define C_JOIN       0x1
 #define C_NODE       0x2
@@ -81,8 +82,13 @@ static const struct opt options[] = {
     {"config", "FILE", NULL, C_ALL & ~C_LOCAL, "the config (default " BCD_DEFAULT_CONFIG ")"},
     {"token-file", "FILE", NULL, C_JOIN,
      "a file holding the join token (else BCD_JOIN_TOKEN); never on the command line"},
-    {"attestor", "NAME", "join-token tpm x509pop provisioned cloud-iid", C_JOIN,
-     "how to join: join-token (default), tpm, x509pop, provisioned or cloud-iid"},
+    {"attestor", "NAME",
+     BC_WIRE_ATTESTOR_JOIN_TOKEN " " BC_WIRE_ATTESTOR_TPM " " BC_WIRE_ATTESTOR_X509POP
+                                 " " BC_WIRE_ATTESTOR_PROVISIONED " " BC_WIRE_ATTESTOR_CLOUD_IID,
+     C_JOIN,
+     "how to join: " BC_WIRE_ATTESTOR_JOIN_TOKEN " (default), " BC_WIRE_ATTESTOR_TPM
+     ", " BC_WIRE_ATTESTOR_X509POP ", " BC_WIRE_ATTESTOR_PROVISIONED
+     " or " BC_WIRE_ATTESTOR_CLOUD_IID},
     {"provider", "NAME", "gcp aws oidc", C_JOIN,
      "cloud-iid: the cloud whose identity document is the evidence (else [cloud] provider)"},
     {"identity-token-file", "FILE", NULL, C_JOIN,

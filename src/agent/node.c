@@ -136,6 +136,7 @@ static int renew_once(struct daemon *d, struct bcd_msg *m)
 	struct bcd_nodekey next;
 	struct bcd_key_cert kc;
 	struct bc_key_attestation ka;
+	struct bc_renew_params p;
 	uint8_t *csr = NULL;
 	size_t csr_len = 0;
 	char err[512];
@@ -148,10 +149,16 @@ static int renew_once(struct daemon *d, struct bcd_msg *m)
 	if ((rc = next_for(d, &next, &csr, &csr_len, &kc, &ka, &attested, m)) != 0)
 		goto out;
 	/* the proof by the current key, wherever it is; checked under its public half */
-	if ((rc = bc_client_renew_attested(&d->pins, (const uint8_t *const *)d->id.chain,
-	                                   d->id.chain_lens, d->id.n_chain, d->id.key,
-	                                   bcd_nodekey_sign, &d->id.nk, csr, csr_len,
-	                                   attested ? &ka : NULL, &a, err, sizeof(err))) != 0) {
+	p = (struct bc_renew_params){.chain = (const uint8_t *const *)d->id.chain,
+	                             .chain_lens = d->id.chain_lens,
+	                             .n_chain = d->id.n_chain,
+	                             .pub = d->id.key,
+	                             .sign = bcd_nodekey_sign,
+	                             .sign_ctx = &d->id.nk,
+	                             .csr = csr,
+	                             .csr_len = csr_len,
+	                             .ka = attested ? &ka : NULL};
+	if ((rc = bc_client_renew_with(&d->pins, &p, &a, err, sizeof(err))) != 0) {
 		bcd_say(m, "%s", err);
 		goto out;
 	}

@@ -35,11 +35,27 @@ struct bcd_producer {
 	void (*hold_node_key)(void *ctx, const struct bcd_nodekey *key);
 };
 
-/* The producer for an attestor id; *out is NULL for an attestor with none
- * (join-token). BC_ERR_UNSUPPORTED for an attestor this build cannot produce for;
- * BC_ERR_NOT_FOUND for tpm on a machine without a TPM (cfg names it). */
+struct bcd_opts;
+
+/* One row of bcd's table of attestors: make builds the producer from the config and
+ * bcd join's options; NULL for one whose credential is the sealed token (join-token,
+ * provisioned) or whose producer starts elsewhere (x509pop, discovery). Every
+ * BC_WIRE_ATTESTOR_* has a row. */
+struct bcd_producer_kind {
+	const char *id;
+	int (*make)(const struct bcd_config *cfg, const struct bcd_opts *o,
+	            struct bcd_producer **out, char *err, size_t errlen);
+};
+/* The row of attestor, or NULL. */
+const struct bcd_producer_kind *bcd_producer_kind(const char *attestor);
+
+/* The producer for an attestor id (NULL: join-token) with o's options (may be NULL);
+ * *out is NULL for an attestor whose credential is the sealed token. BC_ERR_UNSUPPORTED,
+ * err listing bcd join's attestors, for one bcd join cannot produce evidence for from
+ * the config; BC_ERR_NOT_FOUND for tpm on a machine without a TPM (cfg names it). */
 BC_WUR int bcd_producer_for(const struct bcd_config *cfg, const char *attestor,
-                            struct bcd_producer **out, char *err, size_t errlen);
+                            const struct bcd_opts *o, struct bcd_producer **out, char *err,
+                            size_t errlen);
 
 /* The tpm attestor's producer (tpm_producer.c) on the TPM of tcti: round 1 the EK
  * (RSA-2048, its certificate from NV when there is one) and the AK; each challenge

@@ -236,6 +236,7 @@ static void check_current(struct report *r, const struct bc_client_pins *pins,
 {
 	static const char name[] = "identity current";
 	struct bcd_msg m = {""};
+	struct bc_renew_params p;
 	uint8_t *csr = NULL;
 	size_t csr_len = 0;
 	char err[512] = "";
@@ -252,9 +253,15 @@ static void check_current(struct report *r, const struct bc_client_pins *pins,
 		check(r, FAIL, name, m.text, "see the node key and tpm checks");
 		return;
 	}
-	rc = bc_client_renew_check(pins, (const uint8_t *const *)id->chain, id->chain_lens,
-	                           id->n_chain, id->key, bcd_nodekey_sign, &id->nk, csr, csr_len,
-	                           err, sizeof(err));
+	p = (struct bc_renew_params){.chain = (const uint8_t *const *)id->chain,
+	                             .chain_lens = id->chain_lens,
+	                             .n_chain = id->n_chain,
+	                             .pub = id->key,
+	                             .sign = bcd_nodekey_sign,
+	                             .sign_ctx = &id->nk,
+	                             .csr = csr,
+	                             .csr_len = csr_len};
+	rc = bc_client_renew_check(pins, &p, err, sizeof(err));
 	free(csr);
 	if (rc == 0)
 		check(r, OK, name, "the server holds this certificate as the node's current one",

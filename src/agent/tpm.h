@@ -166,10 +166,6 @@ typedef int (*bcd_digest_sign_fn)(void *ctx, const uint8_t digest[32], uint8_t s
  * (BC_ERR_VERIFY otherwise); *der malloc'd. */
 BC_WUR int bcd_csr_signed(EVP_PKEY *pub, const char *cn, bcd_digest_sign_fn sign, void *ctx,
                           uint8_t **der, size_t *len);
-/* 0 when sig (P1363) is key's ECDSA signature over the digest as it is (32, 48 or 64
- * bytes); BC_ERR_VERIFY otherwise. */
-BC_WUR int bcd_tpm_verify_digest(EVP_PKEY *key, const uint8_t sig[static 64], const uint8_t *digest,
-                                 size_t len);
 /* The AK's TPM2_Certify of the key qualified by qualifying (the caller passes
  * sha256(csr); at most 64 bytes), checked before it is returned: signed by the AK, a
  * CERTIFY with this extraData naming this key. The AK is derived and flushed here.

@@ -103,27 +103,6 @@ static int same_tpm(struct bcd_tpm *t, const struct bcd_tpm_nodekey *k)
 	return t != NULL && k != NULL && k->t == t && k->h != ESYS_TR_NONE;
 }
 
-int bcd_tpm_verify_digest(EVP_PKEY *key, const uint8_t sig[static 64], const uint8_t *digest,
-                          size_t len)
-{
-	EVP_PKEY_CTX *ctx = NULL;
-	uint8_t *der = NULL;
-	size_t derlen = 0;
-	int rc;
-
-	if ((rc = bc_ecdsa_p1363_to_der(sig, &der, &derlen)) != 0)
-		return rc;
-	rc = BC_ERR_VERIFY;
-	if ((ctx = EVP_PKEY_CTX_new(key, NULL)) != NULL && EVP_PKEY_verify_init(ctx) == 1 &&
-	    EVP_PKEY_verify(ctx, der, derlen, digest, len) == 1)
-		rc = 0;
-	EVP_PKEY_CTX_free(ctx);
-	free(der);
-	if (rc != 0)
-		ERR_clear_error();
-	return rc;
-}
-
 int bcd_tpm_nodekey_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uint8_t *digest,
                          size_t len, uint8_t sig[static 64])
 {
@@ -151,8 +130,10 @@ int bcd_tpm_nodekey_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uin
 	                                &d, &scheme, &none, &s),
 	                      "Sign (node key)")) != 0)
 		return rc;
+	/* ECDSA on P-256 takes a digest's leftmost 32 bytes, the TPM's as OpenSSL's: the
+	 * first 32 of a longer digest verify what the TPM signed */
 	if ((rc = bcd_tpmi_ecdsa_p1363(s, scheme.details.ecdsa.hashAlg, sig)) != 0 ||
-	    (rc = bcd_tpm_verify_digest(k->pkey, sig, digest, len)) != 0) {
+	    (rc = bc_p256_verify_p1363_key(k->pkey, digest, sig)) != 0) {
 		bcd_tpmi_say(t,
 		             "Sign (node key): the TPM's signature does not verify under the key");
 		memset(sig, 0, 64);

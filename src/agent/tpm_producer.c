@@ -279,7 +279,7 @@ static int round2(void *ctx, const char *attestor, const uint8_t *challenge, siz
 	*out = NULL;
 	*outlen = 0;
 	memset(&a, 0, sizeof(a));
-	if (strcmp(attestor, "tpm") != 0 || !p->have_evidence) {
+	if (strcmp(attestor, BC_WIRE_ATTESTOR_TPM) != 0 || !p->have_evidence) {
 		snprintf(err, errlen, "a %.64s challenge to a tpm join%s", attestor,
 		         p->have_evidence ? "" : " before its evidence");
 		return BC_ERR_INVALID;
@@ -315,7 +315,7 @@ int bcd_tpm_producer_new(const char *tcti, struct bcd_producer **out, char *err,
 		return BC_ERR_NOMEM;
 	}
 	snprintf(p->tcti, sizeof(p->tcti), "%s", tcti);
-	pr->attestor = "tpm";
+	pr->attestor = BC_WIRE_ATTESTOR_TPM;
 	pr->ctx = p;
 	pr->evidence = round1;
 	pr->answer = round2;

@@ -48,29 +48,6 @@ int bcd_tpmi_ecdsa_p1363(const TPMT_SIGNATURE *sig, TPMI_ALG_HASH hash, uint8_t 
 	return 0;
 }
 
-/* ECDSA-SHA256 over msg under key, the signature as r || s. */
-static int verify_sha256(EVP_PKEY *key, const uint8_t sig[static 64], const uint8_t *msg,
-                         size_t len)
-{
-	EVP_MD_CTX *ctx = NULL;
-	uint8_t *der = NULL;
-	size_t derlen = 0;
-	int rc;
-
-	if ((rc = bc_ecdsa_p1363_to_der(sig, &der, &derlen)) != 0)
-		return rc;
-	rc = BC_ERR_VERIFY;
-	if ((ctx = EVP_MD_CTX_new()) != NULL &&
-	    EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, key) == 1 &&
-	    EVP_DigestVerify(ctx, der, derlen, msg, len) == 1)
-		rc = 0;
-	EVP_MD_CTX_free(ctx);
-	free(der);
-	if (rc != 0)
-		ERR_clear_error();
-	return rc;
-}
-
 static int take_bytes(const TPM2B_ATTEST *q, const TPMT_SIGNATURE *sig, struct bcd_tpm_attest *out)
 {
 	uint8_t buf[sizeof(TPMT_SIGNATURE)];
@@ -91,7 +68,7 @@ int bcd_tpmi_attest_take(struct bcd_tpm *t, const TPM2B_ATTEST *q, const TPMT_SI
                          EVP_PKEY *key, TPM2_ST type, const uint8_t *extra, size_t extra_len,
                          TPMS_ATTEST *parsed, struct bcd_tpm_attest *out)
 {
-	uint8_t rs[64];
+	uint8_t rs[64], digest[32];
 	size_t off = 0;
 	int rc;
 
@@ -110,7 +87,8 @@ int bcd_tpmi_attest_take(struct bcd_tpm *t, const TPM2B_ATTEST *q, const TPMT_SI
 		return BC_ERR_INVALID;
 	}
 	if ((rc = bcd_tpmi_ecdsa_p1363(sig, TPM2_ALG_SHA256, rs)) != 0 ||
-	    (rc = verify_sha256(key, rs, q->attestationData, q->size)) != 0) {
+	    (rc = bc_sha256(q->attestationData, q->size, digest)) != 0 ||
+	    (rc = bc_p256_verify_p1363_key(key, digest, rs)) != 0) {
 		bcd_tpmi_say(t, "the TPM's attestation does not verify under the AK");
 		return BC_ERR_VERIFY;
 	}

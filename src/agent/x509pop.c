@@ -18,8 +18,6 @@
 #include "bc/wire.h"
 #include "bc/x509pop.h"
 
-#define X509POP "x509pop"
-
 /* The producer's round 1: ctx is the identity being re-joined. */
 static int pop_evidence(void *ctx, EVP_PKEY *node_key, const uint8_t csr_sha256[static 32],
                         uint8_t **out, size_t *outlen, char *err, size_t errlen)
@@ -67,8 +65,9 @@ static int check_answer(const struct bcd_identity *id, const struct bc_join_answ
 int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_client_pins *pins,
                        struct bcd_identity *id, int wait_pending, struct bcd_msg *m)
 {
-	struct bcd_producer pr = {.attestor = X509POP, .ctx = id, .evidence = pop_evidence};
-	struct bcd_join_req r = {.attestor = X509POP,
+	struct bcd_producer pr = {
+	    .attestor = BC_WIRE_ATTESTOR_X509POP, .ctx = id, .evidence = pop_evidence};
+	struct bcd_join_req r = {.attestor = BC_WIRE_ATTESTOR_X509POP,
 	                         .role = rejoin_role(id),
 	                         .token = NULL,
 	                         .producer = &pr,

@@ -12,6 +12,7 @@
 
 #include "bc/attestor.h"
 #include "bc/toml.h"
+#include "bc/wire.h"
 #include "join/join.h"
 
 const struct bc_attestor *bc_attestor_join_token(void);
@@ -20,9 +21,18 @@ const struct bc_attestor *bc_attestor_tpm(void);
 const struct bc_attestor *bc_attestor_cloud_iid(void);
 const struct bc_attestor *bc_attestor_provisioned(void);
 const struct bc_attestor *bc_attestor_discovery(void);
-/* The optional built-in of that id, or NULL. */
+/* The built-in attestors, one row each (builtin.c): id, whether it always runs (the
+ * others run when server.toml has an [attestors.<id>] table) and the attestor. */
+struct bc_attest_builtin {
+	const char *id; /* a BC_WIRE_ATTESTOR_* */
+	int always;
+	const struct bc_attestor *(*get)(void);
+};
+/* The built-in of that id (join-token included), or NULL. */
 const struct bc_attestor *bc_attestor_builtin(const char *id);
-/* "x509pop, tpm": for error messages. */
+/* The i-th row (0 ..), NULL past the last. */
+const struct bc_attest_builtin *bc_attest_builtin_at(size_t i);
+/* "join-token, x509pop, tpm, ...": for error messages. */
 const char *bc_attestor_builtin_names(void);
 /* The verifier of urn:bc:tpm-ak: statements: the AK named in the leaf certifies the
  * next key at every renewal (tpm_renew.c). */
@@ -33,7 +43,7 @@ const struct bc_statement_verifier *bc_attest_tpm_statements(void);
 BC_WUR int bc_attest_opt_int(const bc_toml *t, const char *table, const char *key, int64_t min,
                              int64_t max, int64_t *v);
 
-/* join-token, which always runs, and every statement verifier. */
+/* The built-ins that always run (join-token) and every statement verifier. */
 BC_WUR int bc_attest_register_defaults(struct bc_join_service *s);
 /* An [attestors.<id>] table of cfg enables the built-in of that id unless a plugin
  * already registered one. BC_ERR_CONFIG, with err naming the table, for an id that is

@@ -1,6 +1,6 @@
-/* The built-in attestors, registered with JoinService as plugins are: join-token
- * always; the optional ones when server.toml has an [attestors.<id>] table. Each entry
- * is added with its attestor's file. */
+/* The built-in attestors, registered with JoinService as plugins are: the ones that
+ * always run (join-token) by bc_attest_register_defaults, the others when server.toml
+ * has an [attestors.<id>] table. A new attestor is a row here (and an id in bc/wire.h). */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,20 +8,24 @@
 #include "attest/attest.h"
 #include "bc/err.h"
 
-struct builtin {
-	const char *id;
-	const struct bc_attestor *(*get)(void);
+static const struct bc_attest_builtin builtins[] = {
+    {BC_WIRE_ATTESTOR_JOIN_TOKEN, 1, bc_attestor_join_token},
+    {BC_WIRE_ATTESTOR_TPM, 0, bc_attestor_tpm},
+    {BC_WIRE_ATTESTOR_X509POP, 0, bc_attestor_x509pop},
+    {BC_WIRE_ATTESTOR_PROVISIONED, 0, bc_attestor_provisioned},
+    {BC_WIRE_ATTESTOR_CLOUD_IID, 0, bc_attestor_cloud_iid},
+    {BC_WIRE_ATTESTOR_DISCOVERY, 0, bc_attestor_discovery},
 };
+#define N_BUILTINS (sizeof(builtins) / sizeof(builtins[0]))
 
-static const struct builtin builtins[] = {
-    {"x509pop", bc_attestor_x509pop},     {"tpm", bc_attestor_tpm},
-    {"cloud-iid", bc_attestor_cloud_iid}, {"provisioned", bc_attestor_provisioned},
-    {"discovery", bc_attestor_discovery}, {NULL, NULL},
-};
+const struct bc_attest_builtin *bc_attest_builtin_at(size_t i)
+{
+	return i < N_BUILTINS ? &builtins[i] : NULL;
+}
 
 const struct bc_attestor *bc_attestor_builtin(const char *id)
 {
-	for (size_t i = 0; builtins[i].id != NULL; i++)
+	for (size_t i = 0; id != NULL && i < N_BUILTINS; i++)
 		if (strcmp(builtins[i].id, id) == 0)
 			return builtins[i].get();
 	return NULL;
@@ -34,7 +38,7 @@ static void make_names(void)
 {
 	size_t off = 0;
 
-	for (size_t i = 0; builtins[i].id != NULL && off < sizeof(names); i++)
+	for (size_t i = 0; i < N_BUILTINS && off < sizeof(names); i++)
 		off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "",
 		                        builtins[i].id);
 	if (off == 0)
@@ -51,8 +55,9 @@ int bc_attest_register_defaults(struct bc_join_service *s)
 {
 	int rc;
 
-	if ((rc = bc_join_register(s, bc_attestor_join_token())) != 0)
-		return rc;
+	for (size_t i = 0; i < N_BUILTINS; i++)
+		if (builtins[i].always && (rc = bc_join_register(s, builtins[i].get())) != 0)
+			return rc;
 	return bc_join_register_statement(s, bc_attest_tpm_statements());
 }
 

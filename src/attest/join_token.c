@@ -33,7 +33,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 
 static const struct bc_attestor join_token = {
     .abi = BC_ATTESTOR_ABI,
-    .id = "join-token",
+    .id = BC_WIRE_ATTESTOR_JOIN_TOKEN,
     .roles = roles,
     .n_roles = 2,
     .verify = verify,

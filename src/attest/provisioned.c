@@ -125,7 +125,7 @@ static int check(struct bc_attestor *self, const struct bc_join_input *in,
 
 static const struct bc_attestor provisioned = {
     .abi = BC_ATTESTOR_ABI,
-    .id = "provisioned",
+    .id = BC_WIRE_ATTESTOR_PROVISIONED,
     .roles = roles,
     .n_roles = 1,
     .verify = verify,

@@ -558,7 +558,7 @@ static void destroy(struct bc_attestor *self)
 
 static const struct bc_attestor tpm = {
     .abi = BC_ATTESTOR_ABI,
-    .id = "tpm",
+    .id = BC_WIRE_ATTESTOR_TPM,
     .roles = default_roles,
     .n_roles = 1,
     .configure = configure,

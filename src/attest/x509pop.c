@@ -376,7 +376,7 @@ static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *t
 
 static const struct bc_attestor x509pop = {
     .abi = BC_ATTESTOR_ABI,
-    .id = "x509pop",
+    .id = BC_WIRE_ATTESTOR_X509POP,
     .roles = roles,
     .n_roles = 2,
     .configure = configure,

@@ -14,8 +14,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bc/client.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
+#include "bc/wire.h"
 #include "cli/cli.h"
 
 #define DEFAULT_DATA_DIR "/var/lib/bcd"
@@ -292,16 +294,19 @@ static const char script_body[] =
     "\t*) die \"unknown argument $1 (the token goes on standard input or in --token-file)\" ;;\n"
     "\tesac\n"
     "done\n"
-    "if [ \"$ATTESTOR\" = tpm ]; then\n"
-    "\t[ -z \"$TOKEN_FILE\" ] || die \"--token-file does not go with the tpm attestor: the TPM is "
+    "if [ \"$ATTESTOR\" = " BC_WIRE_ATTESTOR_TPM " ]; then\n"
+    "\t[ -z \"$TOKEN_FILE\" ] || die \"--token-file does not go with the " BC_WIRE_ATTESTOR_TPM
+    " attestor: the TPM is "
     "the credential\"\n"
     "\t[ -e \"$ROOT/dev/tpmrm0\" ] || die \"no TPM at $ROOT/dev/tpmrm0: this script joins with the "
-    "TPM; use the join-token script instead\"\n"
-    "elif [ \"$ATTESTOR\" = cloud-iid ]; then\n"
-    "\t[ -z \"$TOKEN_FILE\" ] || die \"--token-file does not go with cloud-iid: the instance "
+    "TPM; use the " BC_WIRE_ATTESTOR_JOIN_TOKEN " script instead\"\n"
+    "elif [ \"$ATTESTOR\" = " BC_WIRE_ATTESTOR_CLOUD_IID " ]; then\n"
+    "\t[ -z \"$TOKEN_FILE\" ] || die \"--token-file does not go with " BC_WIRE_ATTESTOR_CLOUD_IID
+    ": the instance "
     "identity is the credential\"\n"
-    "elif [ \"$ATTESTOR\" = provisioned ]; then\n"
-    "\t[ -n \"$TOKEN_FILE\" ] || die \"the provisioned attestor reads its single-use token from "
+    "elif [ \"$ATTESTOR\" = " BC_WIRE_ATTESTOR_PROVISIONED " ]; then\n"
+    "\t[ -n \"$TOKEN_FILE\" ] || die \"the " BC_WIRE_ATTESTOR_PROVISIONED
+    " attestor reads its single-use token from "
     "--token-file FILE\"\n"
     "\t[ -r \"$TOKEN_FILE\" ] || die \"cannot read the token file $TOKEN_FILE\"\n"
     "elif [ -n \"$TOKEN_FILE\" ]; then\n"
@@ -363,14 +368,17 @@ static const char script_body[] =
 
 static const char script_tail[] =
     "# join before the unit (re)starts; an identity that loads answers \"already joined\"\n"
-    "if [ \"$ATTESTOR\" = tpm ]; then\n"
-    "\t\"$BCD\" join --config \"$CONFIG\" --attestor tpm </dev/null || die \"bcd join failed "
+    "if [ \"$ATTESTOR\" = " BC_WIRE_ATTESTOR_TPM " ]; then\n"
+    "\t\"$BCD\" join --config \"$CONFIG\" --attestor " BC_WIRE_ATTESTOR_TPM
+    " </dev/null || die \"bcd join failed "
     "(above); fix it and run this script again\"\n"
-    "elif [ \"$ATTESTOR\" = cloud-iid ]; then\n"
-    "\t\"$BCD\" join --config \"$CONFIG\" --attestor cloud-iid </dev/null || die \"bcd join "
+    "elif [ \"$ATTESTOR\" = " BC_WIRE_ATTESTOR_CLOUD_IID " ]; then\n"
+    "\t\"$BCD\" join --config \"$CONFIG\" --attestor " BC_WIRE_ATTESTOR_CLOUD_IID
+    " </dev/null || die \"bcd join "
     "failed (above); fix it and run this script again\"\n"
-    "elif [ \"$ATTESTOR\" = provisioned ]; then\n"
-    "\t\"$BCD\" join --config \"$CONFIG\" --attestor provisioned --token-file \"$TOKEN_FILE\" "
+    "elif [ \"$ATTESTOR\" = " BC_WIRE_ATTESTOR_PROVISIONED " ]; then\n"
+    "\t\"$BCD\" join --config \"$CONFIG\" --attestor " BC_WIRE_ATTESTOR_PROVISIONED
+    " --token-file \"$TOKEN_FILE\" "
     "</dev/null || die \"bcd join failed (above); the token is spent only by a join that "
     "succeeds: fix it and run this script again\"\n"
     "elif [ -n \"$TOKEN_FILE\" ]; then\n"
@@ -472,12 +480,17 @@ static int pin_opt(struct cli *c, const char *url, char out[static 65])
 static int script_opts(struct cli *c, const char **attestor, const char **url, const char **path,
                        char pin[static 65])
 {
-	*attestor = cli_opt(c, "attestor") != NULL ? cli_opt(c, "attestor") : "join-token";
+	const struct bc_client_attestor *a;
+	char names[128];
+
+	*attestor =
+	    cli_opt(c, "attestor") != NULL ? cli_opt(c, "attestor") : BC_WIRE_ATTESTOR_JOIN_TOKEN;
 	*url = cli_opt(c, "bcd-url");
 	*path = cli_opt(c, "bcd-path");
-	if (strcmp(*attestor, "join-token") != 0 && strcmp(*attestor, "tpm") != 0 &&
-	    strcmp(*attestor, "cloud-iid") != 0 && strcmp(*attestor, "provisioned") != 0)
-		return cli_usage(c, "--attestor: join-token, tpm, provisioned or cloud-iid");
+	/* the script runs bcd join --attestor with it: one of bcd's that a first join uses */
+	if ((a = bc_client_attestor(*attestor)) == NULL || !(a->flags & BC_CA_INSTALL))
+		return cli_usage(c, "--attestor: one of %s",
+		                 bc_client_attestor_names(BC_CA_INSTALL, names, sizeof(names)));
 	if ((*url == NULL) == (*path == NULL))
 		return cli_usage(c, "give --bcd-url URL (where the machine downloads bcd) or "
 		                    "--bcd-path PATH (a bcd already on the machine)");
@@ -498,14 +511,18 @@ static int add_cloud(struct cli *c, const char *attestor, char **toml)
 	const char *p = cli_opt(c, "provider"), *aud = cli_opt(c, "audience");
 	char *t = NULL;
 
-	if (strcmp(attestor, "cloud-iid") != 0) {
+	const struct bc_client_attestor *a = bc_client_attestor(attestor);
+	char names[128];
+
+	if (a == NULL || !(a->flags & BC_CA_PROVIDER)) {
 		if (p != NULL || aud != NULL)
-			return cli_usage(c,
-			                 "--provider and --audience go with --attestor cloud-iid");
+			return cli_usage(
+			    c, "--provider and --audience go with --attestor %s",
+			    bc_client_attestor_names(BC_CA_PROVIDER, names, sizeof(names)));
 		return 0;
 	}
 	if (p == NULL || (strcmp(p, "gcp") && strcmp(p, "aws") && strcmp(p, "oidc")))
-		return cli_usage(c, "--attestor cloud-iid: --provider gcp, aws or oidc");
+		return cli_usage(c, "--attestor %s: --provider gcp, aws or oidc", attestor);
 	/* an instance identity document carries no audience: one given is a mistake, and
 	 * whatever is given is held to plain() before it goes into the config */
 	if (strcmp(p, "aws") == 0 && aud != NULL)

@@ -41,26 +41,27 @@ static int proof(const struct signer *s, const uint8_t csr_sha256[static 32], co
 	return rc;
 }
 
-static int pack(const uint8_t *const *chain, const size_t *lens, size_t n, const uint8_t *csr,
-                size_t csr_len, int64_t t, const uint8_t sig[static BC_SIG_LEN],
-                const struct bc_key_attestation *ka, int check_only, uint8_t **out, size_t *outlen)
+/* The request: p's chain, CSR and key attestation, the time and the proof. */
+static int pack(const struct bc_renew_params *p, int64_t t, const uint8_t sig[static BC_SIG_LEN],
+                int check_only, uint8_t **out, size_t *outlen)
 {
 	Bettercompute__Join__V1__RenewRequest req = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
 	Bettercompute__Join__V1__TpmKeyAttestation att =
 	    BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
+	const struct bc_key_attestation *ka = p->ka;
 	ProtobufCBinaryData certs[MAX_RENEW_CHAIN];
 	size_t sz;
 
 	*out = NULL;
 	*outlen = 0;
-	for (size_t i = 0; i < n; i++) {
-		certs[i].data = (uint8_t *)chain[i];
-		certs[i].len = lens[i];
+	for (size_t i = 0; i < p->n_chain; i++) {
+		certs[i].data = (uint8_t *)p->chain[i];
+		certs[i].len = p->chain_lens[i];
 	}
 	req.chain = certs;
-	req.n_chain = n;
-	req.csr.data = (uint8_t *)csr;
-	req.csr.len = csr_len;
+	req.n_chain = p->n_chain;
+	req.csr.data = (uint8_t *)p->csr;
+	req.csr.len = p->csr_len;
 	req.client_time_ms = t;
 	req.proof.data = (uint8_t *)sig;
 	req.proof.len = BC_SIG_LEN;
@@ -106,26 +107,25 @@ static int current_node(const struct bc_client_pins *pins, const uint8_t *leaf, 
 	return 0;
 }
 
-static int args_ok(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                   const size_t *lens, size_t n, EVP_PKEY *key, int have_next,
+static int args_ok(const struct bc_client_pins *pins, const struct bc_renew_params *p,
                    struct bc_join_answer *out, char *err, size_t errlen)
 {
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
 	bc_client_errf(err, errlen, "%s", "");
-	if (pins == NULL || chain == NULL || lens == NULL || n == 0 || n > MAX_RENEW_CHAIN ||
-	    key == NULL || !have_next || out == NULL || pins->trust_domain == NULL) {
+	if (pins == NULL || p->chain == NULL || p->chain_lens == NULL || p->n_chain == 0 ||
+	    p->n_chain > MAX_RENEW_CHAIN || p->pub == NULL || p->csr == NULL || out == NULL ||
+	    pins->trust_domain == NULL) {
 		bc_client_errf(err, errlen, "renew: no pins, chain or keys");
 		return BC_ERR_INVALID;
 	}
 	return 0;
 }
 
-/* The round trip once the CSR is made: the proof, the request, the answer. */
-static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                     const size_t *chain_lens, size_t n_chain, const struct signer *cur,
-                     const uint8_t *csr, size_t csr_len, const uint8_t csr_point[static 65],
-                     const struct bc_key_attestation *ka, int check_only,
+/* The round trip once the CSR is made (its key's point in csr_point): the proof by
+ * cur, the request, the answer. */
+static int renew_csr(const struct bc_client_pins *pins, const struct bc_renew_params *p,
+                     const struct signer *cur, const uint8_t csr_point[static 65], int check_only,
                      struct bc_join_answer *out, char *err, size_t errlen)
 {
 	uint8_t *req = NULL, *resp = NULL, h[32], sig[BC_SIG_LEN];
@@ -135,14 +135,14 @@ static int renew_csr(const struct bc_client_pins *pins, const uint8_t *const *ch
 	long status = 0;
 	int rc;
 
-	if ((rc = current_node(pins, chain[0], chain_lens[0], cur->key, node_id, err, errlen)) != 0)
+	if ((rc = current_node(pins, p->chain[0], p->chain_lens[0], cur->key, node_id, err,
+	                       errlen)) != 0)
 		goto out;
-	if ((rc = bc_sha256(csr, csr_len, h)) != 0)
+	if ((rc = bc_sha256(p->csr, p->csr_len, h)) != 0)
 		goto out;
 	t = bc_now_ms();
 	if ((rc = proof(cur, h, node_id, t, sig)) != 0 ||
-	    (rc = pack(chain, chain_lens, n_chain, csr, csr_len, t, sig, ka, check_only, &req,
-	               &req_len)) != 0) {
+	    (rc = pack(p, t, sig, check_only, &req, &req_len)) != 0) {
 		bc_client_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
 		               bc_err_str(rc));
 		goto out;
@@ -176,32 +176,30 @@ int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *cha
                     struct bc_join_answer *out, char *err, size_t errlen)
 {
 	struct signer cur = {.key = key, .sign = NULL, .ctx = NULL};
+	struct bc_renew_params p = {
+	    .chain = chain, .chain_lens = chain_lens, .n_chain = n_chain, .pub = key};
 	uint8_t *csr = NULL, point[65];
 	size_t csr_len = 0;
 	int rc;
 
-	if ((rc = args_ok(pins, chain, chain_lens, n_chain, key, next_key != NULL, out, err,
-	                  errlen)) != 0)
-		return rc;
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (next_key == NULL) {
+		bc_client_errf(err, errlen, "renew: no pins, chain or keys");
+		return BC_ERR_INVALID;
+	}
 	if ((rc = bc_csr_make(next_key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0 ||
 	    (rc = bc_p256_public_point(next_key, point)) != 0) {
 		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
 		free(csr);
 		return rc;
 	}
-	rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, point, NULL, 0, out,
-	               err, errlen);
+	p.csr = csr;
+	p.csr_len = csr_len;
+	if ((rc = args_ok(pins, &p, out, err, errlen)) == 0)
+		rc = renew_csr(pins, &p, &cur, point, 0, out, err, errlen);
 	free(csr);
 	return rc;
-}
-
-int bc_client_renew_with(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                         const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub, bc_sign_fn sign,
-                         void *sign_ctx, const uint8_t *next_csr, size_t next_csr_len,
-                         struct bc_join_answer *out, char *err, size_t errlen)
-{
-	return bc_client_renew_attested(pins, chain, chain_lens, n_chain, pub, sign, sign_ctx,
-	                                next_csr, next_csr_len, NULL, out, err, errlen);
 }
 
 /* A key attestation's four fields: each present and of a TPM structure's size. */
@@ -217,55 +215,53 @@ static int attestation_ok(const struct bc_key_attestation *ka)
 	       ka->signature_len > 0 && ka->signature_len <= BC_KA_FIELD_MAX;
 }
 
-int bc_client_renew_attested(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                             const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub,
-                             bc_sign_fn sign, void *sign_ctx, const uint8_t *next_csr,
-                             size_t next_csr_len, const struct bc_key_attestation *ka,
-                             struct bc_join_answer *out, char *err, size_t errlen)
+int bc_client_renew_with(const struct bc_client_pins *pins, const struct bc_renew_params *p,
+                         struct bc_join_answer *out, char *err, size_t errlen)
 {
-	struct signer cur = {.key = pub, .sign = sign, .ctx = sign_ctx};
+	struct signer cur;
 	uint8_t point[65];
-	int rc;
 
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	if (sign == NULL || next_csr == NULL || !attestation_ok(ka)) {
+	if (p == NULL || p->sign == NULL || p->csr == NULL || !attestation_ok(p->ka)) {
 		bc_client_errf(err, errlen,
 		               "renew: no signer or CSR, or a key attestation out of shape");
 		return BC_ERR_INVALID;
 	}
 	/* the CSR is the caller's: it must check (self-signed) before it is sent */
-	if (bc_csr_check_point(next_csr, next_csr_len, point) != 0) {
+	if (bc_csr_check_point(p->csr, p->csr_len, point) != 0) {
 		bc_client_errf(err, errlen, "renew: the next key's CSR does not check");
 		return BC_ERR_INVALID;
 	}
-	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, 1, out, err, errlen)) == 0)
-		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, next_csr, next_csr_len,
-		               point, ka, 0, out, err, errlen);
-	return rc;
+	cur = (struct signer){.key = p->pub, .sign = p->sign, .ctx = p->sign_ctx};
+	if (args_ok(pins, p, out, err, errlen) != 0)
+		return BC_ERR_INVALID;
+	return renew_csr(pins, p, &cur, point, 0, out, err, errlen);
 }
 
-int bc_client_renew_check(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                          const size_t *chain_lens, size_t n_chain, EVP_PKEY *pub, bc_sign_fn sign,
-                          void *sign_ctx, const uint8_t *csr, size_t csr_len, char *err,
-                          size_t errlen)
+int bc_client_renew_check(const struct bc_client_pins *pins, const struct bc_renew_params *p,
+                          char *err, size_t errlen)
 {
-	struct signer cur = {.key = pub, .sign = sign, .ctx = sign_ctx};
+	struct bc_renew_params q;
+	struct signer cur;
 	struct bc_join_answer a;
 	uint8_t point[65];
 	int rc;
 
 	memset(&a, 0, sizeof(a));
-	if (sign == NULL || csr == NULL || bc_csr_check_point(csr, csr_len, point) != 0) {
+	if (p == NULL || p->sign == NULL || p->csr == NULL ||
+	    bc_csr_check_point(p->csr, p->csr_len, point) != 0) {
 		bc_client_errf(err, errlen, "renew check: no signer, or a CSR that does not check");
 		return BC_ERR_INVALID;
 	}
-	if ((rc = args_ok(pins, chain, chain_lens, n_chain, pub, 1, &a, err, errlen)) == 0)
-		rc = renew_csr(pins, chain, chain_lens, n_chain, &cur, csr, csr_len, point, NULL, 1,
-		               &a, err, errlen);
+	q = *p;
+	q.ka = NULL;
+	cur = (struct signer){.key = p->pub, .sign = p->sign, .ctx = p->sign_ctx};
+	if ((rc = args_ok(pins, &q, &a, err, errlen)) == 0)
+		rc = renew_csr(pins, &q, &cur, point, 1, &a, err, errlen);
 	/* the answer names the leaf sent, nothing else */
-	if (rc == 0 && (a.n_chain == 0 || a.chain_lens[0] != chain_lens[0] ||
-	                memcmp(a.chain[0], chain[0], chain_lens[0]) != 0)) {
+	if (rc == 0 && (a.n_chain == 0 || a.chain_lens[0] != p->chain_lens[0] ||
+	                memcmp(a.chain[0], p->chain[0], p->chain_lens[0]) != 0)) {
 		bc_client_errf(err, errlen, "renew check: the answer is not for this certificate");
 		rc = BC_ERR_VERIFY;
 	}

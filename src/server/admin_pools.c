@@ -4,12 +4,13 @@
 #include <string.h>
 
 #include "bc/json.h"
+#include "bc/wire.h"
 #include "server/admin_internal.h"
 
 #define JOIN_ATTESTORS_MAX 16
 /* the policy object is level 1; every object or array in it one more */
 #define POLICY_DEPTH_MAX 8
-#define BUILTIN_ATTESTOR "join-token"
+#define BUILTIN_ATTESTOR BC_WIRE_ATTESTOR_JOIN_TOKEN
 
 static const char *const POOL_FIELDS[] = {"name", "policy", NULL};
 

@@ -56,6 +56,13 @@ for p in gcp oidc; do
 	usage --bcd-path "$BIN/bcd" --attestor cloud-iid --provider "$p" --audience "$INJECTED"
 	grep -q -- "--provider gcp and oidc: --audience A" bad.out || fail "$p audience: $(cat bad.out)"
 done
+# the attestor is one of bcd's that a first join uses (its table), and the message lists
+# them all
+for a in nosuch x509pop discovery; do
+	usage --bcd-path "$BIN/bcd" --attestor "$a"
+	grep -q -- "--attestor: one of join-token, tpm, provisioned, cloud-iid" bad.out ||
+		fail "attestor $a: $(cat bad.out)"
+done
 UPPER=$(echo "$SUM" | tr a-f A-F)
 bc daemon install-script --bcd-url https://example.com/bcd --bcd-sha256 "$UPPER" >good.sh 2>good.out ||
 	fail "https refused: $(cat good.out)"

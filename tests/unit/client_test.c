@@ -1665,9 +1665,50 @@ static void test_tool_usage(void **state)
 	tool_dir_rm(&d);
 }
 
+/* ---- the attestor table ---- */
+
+/* Every built-in attestor has one row, found by its id; the names of a flag are the
+ * rows that have it, in order; an unknown id has none. */
+static void test_attestor_table(void **state)
+{
+	static const char *const ids[] = {BC_WIRE_ATTESTOR_JOIN_TOKEN, BC_WIRE_ATTESTOR_TPM,
+	                                  BC_WIRE_ATTESTOR_X509POP,    BC_WIRE_ATTESTOR_PROVISIONED,
+	                                  BC_WIRE_ATTESTOR_CLOUD_IID,  BC_WIRE_ATTESTOR_DISCOVERY};
+	const struct bc_client_attestor *a;
+	char names[128], small[8];
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		assert_non_null(a = bc_client_attestor(ids[i]));
+		assert_string_equal(a->id, ids[i]);
+		/* an attestor without a token says why none goes with it */
+		assert_true((a->flags & BC_CA_TOKEN) || a->no_token != NULL);
+	}
+	while (bc_client_attestor_at(n) != NULL)
+		n++;
+	assert_int_equal(n, sizeof(ids) / sizeof(ids[0]));
+	assert_null(bc_client_attestor("nosuch"));
+	assert_null(bc_client_attestor(""));
+	assert_null(bc_client_attestor(NULL));
+	assert_string_equal(bc_client_attestor_names(BC_CA_INSTALL, names, sizeof(names)),
+	                    "join-token, tpm, provisioned, cloud-iid");
+	assert_string_equal(bc_client_attestor_names(BC_CA_JOIN, names, sizeof(names)),
+	                    "join-token, tpm, x509pop, provisioned, cloud-iid");
+	assert_string_equal(bc_client_attestor_names(BC_CA_TOKEN, names, sizeof(names)),
+	                    "join-token, provisioned");
+	assert_string_equal(bc_client_attestor_names(BC_CA_SITE, names, sizeof(names)),
+	                    "join-token");
+	assert_string_equal(bc_client_attestor_names(BC_CA_RAMDISK, names, sizeof(names)),
+	                    "discovery");
+	/* a short buffer is cut, never overrun */
+	assert_int_equal(strlen(bc_client_attestor_names(BC_CA_JOIN, small, sizeof(small))), 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_attestor_table),
 	    cmocka_unit_test(test_pins_good),
 	    cmocka_unit_test(test_pins_servers),
 	    cmocka_unit_test(test_pins_missing),

@@ -68,6 +68,18 @@ static void test_identity_strings(void **state)
 	assert_string_equal(BC_ROLE_NODE_TENANT, "node-tenant");
 }
 
+/* The attestor ids: what JoinRequest.attestor carries and [attestors.<id>] names. */
+static void test_attestor_ids(void **state)
+{
+	(void)state;
+	assert_string_equal(BC_WIRE_ATTESTOR_JOIN_TOKEN, "join-token");
+	assert_string_equal(BC_WIRE_ATTESTOR_TPM, "tpm");
+	assert_string_equal(BC_WIRE_ATTESTOR_X509POP, "x509pop");
+	assert_string_equal(BC_WIRE_ATTESTOR_PROVISIONED, "provisioned");
+	assert_string_equal(BC_WIRE_ATTESTOR_CLOUD_IID, "cloud-iid");
+	assert_string_equal(BC_WIRE_ATTESTOR_DISCOVERY, "discovery");
+}
+
 static void test_limits(void **state)
 {
 	(void)state;
@@ -84,6 +96,7 @@ int main(void)
 	    cmocka_unit_test(test_paths),
 	    cmocka_unit_test(test_crypto_strings),
 	    cmocka_unit_test(test_identity_strings),
+	    cmocka_unit_test(test_attestor_ids),
 	    cmocka_unit_test(test_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
