@@ -260,7 +260,9 @@ static int answer(void *ctx, const char *attestor, const uint8_t *challenge, siz
 	(void)ctx, (void)challenge, (void)len, (void)csr_sha256;
 	*out = NULL;
 	*outlen = 0;
-	snprintf(err, errlen, "cloud-iid has one round; the server sent a %s challenge", attestor);
+	snprintf(err, errlen,
+	         BC_WIRE_ATTESTOR_CLOUD_IID " has one round; the server sent a %s challenge",
+	         attestor);
 	return BC_ERR_UNSUPPORTED;
 }
 
@@ -282,14 +284,16 @@ int bcd_cloud_producer_new(const struct bcd_config *cfg, const char *provider,
 	if (provider == NULL ||
 	    (strcmp(provider, "gcp") && strcmp(provider, "aws") && strcmp(provider, "oidc"))) {
 		snprintf(err, errlen,
-		         "--attestor cloud-iid needs --provider gcp, aws or oidc (or "
+		         "--attestor " BC_WIRE_ATTESTOR_CLOUD_IID
+		         " needs --provider gcp, aws or oidc (or "
 		         "[cloud] provider)");
 		return BC_ERR_INVALID;
 	}
 	if (strcmp(provider, "aws") != 0 && cfg->cloud_audience == NULL) {
 		snprintf(err, errlen,
 		         "%s: [cloud] audience is required for --provider %s: the "
-		         "audience the control plane's [attestors.cloud-iid.%s] expects",
+		         "audience the control plane's [attestors." BC_WIRE_ATTESTOR_CLOUD_IID
+		         ".%s] expects",
 		         cfg->path, provider, provider);
 		return BC_ERR_CONFIG;
 	}

@@ -476,7 +476,8 @@ static int rejoin_by_hand(const struct bcd_config *cfg, struct bcd_msg *m)
 	if ((rc = bcd_identity_load(cfg, &id, m)) != 0) {
 		if (rc == BC_ERR_NOT_FOUND)
 			bcd_say(m,
-			        "x509pop re-joins a node that joined before: no identity in %s; "
+			        BC_WIRE_ATTESTOR_X509POP
+			        " re-joins a node that joined before: no identity in %s; "
 			        "join with a token",
 			        cfg->data_dir);
 		return rc;
@@ -485,7 +486,8 @@ static int rejoin_by_hand(const struct bcd_config *cfg, struct bcd_msg *m)
 		goto out;
 	if ((rc = bcd_x509pop_rejoin(cfg, &pins, &id, 1, m)) == 0) {
 		bc_time_format_ms(id.not_after_ms, na, sizeof(na));
-		printf("rejoined as %s with x509pop; certificate until %s\n", id.node_id, na);
+		printf("rejoined as %s with " BC_WIRE_ATTESTOR_X509POP "; certificate until %s\n",
+		       id.node_id, na);
 	}
 	bc_client_pins_free(&pins);
 out:

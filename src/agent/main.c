@@ -40,8 +40,10 @@ static int cmd_completion(const struct bcd_opts *o, struct bcd_msg *m, int *exit
 
 static const struct bcd_cmd commands[] = {
     {"join", C_JOIN, "",
-     "join this machine (the token from --token-file or BCD_JOIN_TOKEN); x509pop: re-join "
-     "as the same node with the last certificate; provisioned: the single-use token a deploy "
+     "join this machine (the token from --token-file or BCD_JOIN_TOKEN); " BC_WIRE_ATTESTOR_X509POP
+     ": re-join "
+     "as the same node with the last certificate; " BC_WIRE_ATTESTOR_PROVISIONED
+     ": the single-use token a deploy "
      "put in the user data; --role site: a site machine with a site token",
      bcd_cmd_join},
     {"node", C_NODE, "", "run the agent: renew the node certificate before it expires",
@@ -90,9 +92,10 @@ static const struct opt options[] = {
      ", " BC_WIRE_ATTESTOR_X509POP ", " BC_WIRE_ATTESTOR_PROVISIONED
      " or " BC_WIRE_ATTESTOR_CLOUD_IID},
     {"provider", "NAME", "gcp aws oidc", C_JOIN,
-     "cloud-iid: the cloud whose identity document is the evidence (else [cloud] provider)"},
+     BC_WIRE_ATTESTOR_CLOUD_IID
+     ": the cloud whose identity document is the evidence (else [cloud] provider)"},
     {"identity-token-file", "FILE", NULL, C_JOIN,
-     "cloud-iid oidc: a file holding the identity token"},
+     BC_WIRE_ATTESTOR_CLOUD_IID " oidc: a file holding the identity token"},
     {"role", "ROLE", "node site", C_JOIN, "node (default), or site with a site token"},
     {"reset", NULL, NULL, C_JOIN,
      "move this machine's identity aside (renamed *.reset-TIME) so that it can join again"},

@@ -236,8 +236,8 @@ static int rejoin(struct daemon *d, struct bcd_msg *m)
 		        na);
 		return BC_ERR_DENIED;
 	}
-	bc_log(BC_LOG_INFO, "certificate expired: re-joining with x509pop", "nodeId", d->id.node_id,
-	       "notAfter", na, NULL);
+	bc_log(BC_LOG_INFO, "certificate expired: re-joining with " BC_WIRE_ATTESTOR_X509POP,
+	       "nodeId", d->id.node_id, "notAfter", na, NULL);
 	return bcd_x509pop_rejoin(&d->cfg, &d->pins, &d->id, 0, m);
 }
 
@@ -252,9 +252,10 @@ static int step(struct daemon *d)
 	/* a bcd join by hand (x509pop, --reset) moves the same files: its turn first */
 	if ((rc = bcd_lock_dir(d->cfg.data_dir, 0, &lock, &m)) == 0 &&
 	    (expired(d) || ((rc = renew_once(d, &m)) == BC_ERR_DENIED && expired(d)))) {
-		done = "rejoined with x509pop";
+		done = "rejoined with " BC_WIRE_ATTESTOR_X509POP;
 		rc = rejoin(d, &m);
-		failed = rc == BC_ERR_DENIED ? "x509pop refused" : "x509pop failed";
+		failed = rc == BC_ERR_DENIED ? BC_WIRE_ATTESTOR_X509POP " refused"
+		                             : BC_WIRE_ATTESTOR_X509POP " failed";
 	}
 	bcd_unlock_dir(lock);
 	if (rc != 0) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "bc/wire.h"
 #include "agent/keyops.h"
 #include "bc/clock.h"
 #include "bc/json.h"
@@ -148,8 +149,9 @@ static void check_window(struct report *r, const struct bcd_identity *id)
 		check(r, FAIL, "certificate", "not valid yet", "fix this machine's time (NTP)");
 	else if (now >= id->not_after_ms)
 		check(r, FAIL, "certificate", what,
-		      "expired: renewal cannot help; re-join as this node: bcd join --attestor "
-		      "x509pop (bcd node does it by itself); if that is refused: bcd join --reset "
+		      "expired: renewal cannot help; re-join as this node: bcd join "
+		      "--attestor " BC_WIRE_ATTESTOR_X509POP
+		      " (bcd node does it by itself); if that is refused: bcd join --reset "
 		      "--yes --token-file FILE");
 	else if (id->not_after_ms - now < life / 3 - life / 12)
 		check(

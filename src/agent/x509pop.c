@@ -54,7 +54,8 @@ static int check_answer(const struct bcd_identity *id, const struct bc_join_answ
 {
 	if (a->state != BC_JOIN_JOINED || a->n_chain == 0 || strcmp(a->node_id, id->node_id) != 0) {
 		bcd_say(m,
-		        "the control plane answered the x509pop re-join of %s for node %.64s; "
+		        "the control plane answered the " BC_WIRE_ATTESTOR_X509POP
+		        " re-join of %s for node %.64s; "
 		        "nothing was replaced: report this to the operator",
 		        id->node_id, a->node_id);
 		return BC_ERR_VERIFY;

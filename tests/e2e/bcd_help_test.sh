@@ -33,6 +33,19 @@ rc=0; bcd status --token-file x >u.out 2>&1 || rc=$?
 grep -q "^usage: bcd status" u.out || fail "the usage error does not show status's usage"
 rc=0; bcd --token-file x doctor >u.out 2>&1 || rc=$?
 [ "$rc" = 2 ] && grep -q -- "--token-file does not go with bcd doctor" u.out || fail "before the command: $rc $(cat u.out)"
+# --attestor: one of bcd join's (the attestor table), the message lists them; discovery
+# is bcd ramdisk's
+for a in nosuch discovery; do
+	rc=0; bcd join --attestor "$a" >u.out 2>&1 || rc=$?
+	[ "$rc" = 2 ] && grep -q -- "--attestor $a: bcd join takes one of join-token, tpm, x509pop, provisioned, cloud-iid" u.out ||
+		fail "join --attestor $a: $rc $(cat u.out)"
+done
+rc=0; bcd join --attestor tpm --provider gcp >u.out 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--provider and --identity-token-file go with --attestor cloud-iid" u.out ||
+	fail "join --attestor tpm --provider: $rc $(cat u.out)"
+rc=0; bcd join --attestor tpm --role site >u.out 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--role site joins with a site token (--attestor join-token)" u.out ||
+	fail "join --attestor tpm --role site: $rc $(cat u.out)"
 rc=0; bcd frobnicate >u.out 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "unknown command exited $rc"
 rc=0; bcd completion >u.out 2>&1 || rc=$?
