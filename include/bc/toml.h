@@ -83,10 +83,10 @@ struct bc_toml_field {
 	unsigned flags;
 	int64_t min, max;
 	const char *const *choices;
-	size_t off, size; /* the member: offsetof and sizeof */
-	int64_t scale;    /* INT, SECONDS: stored = value * scale; 0 means 1 */
-	const char *old;  /* a former name of the key, still read with a warning */
-	int64_t old_scale; /* stored = old value * old_scale; 0 means 1 */
+	size_t off, size;   /* the member: offsetof and sizeof */
+	int64_t scale;      /* INT, SECONDS: stored = value * scale; 0 means 1 */
+	const char *old;    /* a former name of the key, still read with a warning */
+	int64_t old_scale;  /* stored = old value * old_scale; 0 means 1 */
 	const char *expect; /* what is allowed, for messages ("a file name"); NULL: from
 	                     * the type and bounds. TABLE: how it is listed ("[oidc.<id>]") */
 };

@@ -154,9 +154,9 @@ static void say_problem(const struct bcd_config *cfg, const struct table *tb,
 		        cfg->path, key);
 		break;
 	case BC_TOML_EMPTY:
-		bcd_say(m,
-		        "%s: %s is empty; set it (better-compute daemon config --bcd-dir writes it)",
-		        cfg->path, key);
+		bcd_say(
+		    m, "%s: %s is empty; set it (better-compute daemon config --bcd-dir writes it)",
+		    cfg->path, key);
 		break;
 	case BC_TOML_WRONG_TYPE:
 	case BC_TOML_OUT_OF_RANGE:

@@ -41,7 +41,7 @@ struct jwt_raw {
 	}
 
 static const struct bc_toml_field gcp_fields[] = {
-    JWT_STR("audience", audience),  JWT_STR("jwks", jwks),   JWT_STR("jwks_ca", jwks_ca),
+    JWT_STR("audience", audience), JWT_STR("jwks", jwks),  JWT_STR("jwks_ca", jwks_ca),
     JWT_LIST("projects", allowed), JWT_LIST("algs", algs), MAX_AGE(struct jwt_raw),
 };
 
@@ -64,8 +64,12 @@ struct aws_raw {
 };
 
 static const struct bc_toml_field aws_fields[] = {
-    {.key = "accounts", .type = BC_TOML_STRINGS, .min = 1, .max = CLOUD_LIST_MAX,
-     .expect = LIST_EXPECT, BC_TOML_AT(struct aws_raw, accounts)},
+    {.key = "accounts",
+     .type = BC_TOML_STRINGS,
+     .min = 1,
+     .max = CLOUD_LIST_MAX,
+     .expect = LIST_EXPECT,
+     BC_TOML_AT(struct aws_raw, accounts)},
     MAX_AGE(struct aws_raw),
     {.key = "certificates", .type = BC_TOML_TABLE},
 };
@@ -89,7 +93,11 @@ struct top_raw {
 };
 
 static const struct bc_toml_field top_fields[] = {
-    {.key = "roles", .type = BC_TOML_STRINGS, .min = 1, .max = 2, .expect = "node and/or site",
+    {.key = "roles",
+     .type = BC_TOML_STRINGS,
+     .min = 1,
+     .max = 2,
+     .expect = "node and/or site",
      BC_TOML_AT(struct top_raw, roles)},
     {.key = "gcp", .type = BC_TOML_TABLE},
     {.key = "aws", .type = BC_TOML_TABLE},
@@ -160,8 +168,8 @@ static int copy_list(const struct bc_toml_strings *from, struct str_list *l)
 	return 0;
 }
 
-static int set_algs(const struct bc_toml_strings *algs, const char *table,
-                    struct jwt_provider *p, char *err, size_t errlen)
+static int set_algs(const struct bc_toml_strings *algs, const char *table, struct jwt_provider *p,
+                    char *err, size_t errlen)
 {
 	p->algs[0] = "RS256";
 	p->algs[1] = "ES256";

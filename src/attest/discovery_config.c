@@ -18,20 +18,37 @@ static const char *const approvals[] = {"never", "unknown-machines", "always", N
 static const char *const hwkeys[] = {"none", "product-uuid", "serial", NULL};
 
 static const struct bc_toml_field fields[] = {
-    {.key = "approval", .type = BC_TOML_CHOICE, .choices = approvals,
+    {.key = "approval",
+     .type = BC_TOML_CHOICE,
+     .choices = approvals,
      BC_TOML_AT(struct raw, c.approval)},
-    {.key = "hardware_key", .type = BC_TOML_CHOICE, .choices = hwkeys,
+    {.key = "hardware_key",
+     .type = BC_TOML_CHOICE,
+     .choices = hwkeys,
      BC_TOML_AT(struct raw, c.hwkey)},
-    {.key = "pending_ttl_seconds", .type = BC_TOML_SECONDS, .min = 60, .max = 30LL * 86400,
+    {.key = "pending_ttl_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 60,
+     .max = 30LL * 86400,
      BC_TOML_AT(struct raw, c.pending_ttl_s)},
-    {.key = "retry_after_seconds", .type = BC_TOML_SECONDS, .min = 1, .max = 3600,
+    {.key = "retry_after_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 3600,
      BC_TOML_AT(struct raw, c.retry_after_s)},
-    {.key = "resolve_workflow_node", .type = BC_TOML_BOOL,
+    {.key = "resolve_workflow_node",
+     .type = BC_TOML_BOOL,
      BC_TOML_AT(struct raw, c.resolve_workflow_node)},
-    {.key = "cert_ttl_seconds", .type = BC_TOML_SECONDS, .min = 60, .max = CERT_TTL_MAX_S,
+    {.key = "cert_ttl_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 60,
+     .max = CERT_TTL_MAX_S,
      .expect = "60 to 7200 (a ramdisk certificate lasts at most 2 hours)",
      BC_TOML_AT(struct raw, c.cert_ttl_s)},
-    {.key = "allowed_kinds", .type = BC_TOML_STRINGS, .min = 1, .max = BC_ALLOWED_KINDS_MAX,
+    {.key = "allowed_kinds",
+     .type = BC_TOML_STRINGS,
+     .min = 1,
+     .max = BC_ALLOWED_KINDS_MAX,
      .expect = "an array of 1 to 32 command kinds, such as [\"disk.wipe\", \"diag.*\"]",
      BC_TOML_AT(struct raw, kinds)},
 };
@@ -101,8 +118,7 @@ static int read_kinds(const struct bc_toml_strings *v, const char *table, struct
 	return 0;
 }
 
-int disc_cfg_read(const bc_toml *t, const char *table, struct disc_cfg *c, char *err,
-                  size_t errlen)
+int disc_cfg_read(const bc_toml *t, const char *table, struct disc_cfg *c, char *err, size_t errlen)
 {
 	char label[96];
 	struct raw raw = {.c = *c};

@@ -108,7 +108,9 @@ static void allowed(const struct bc_toml_field *f, int by_old, char *out, size_t
 		out[0] = '\0';
 		for (size_t i = 0; f->choices && f->choices[i] && off < outlen; i++) {
 			int k = snprintf(out + off, outlen - off, "%s\"%s\"",
-			                 i == 0 ? "" : f->choices[i + 1] ? ", " : " or ",
+			                 i == 0              ? ""
+			                 : f->choices[i + 1] ? ", "
+			                                     : " or ",
 			                 f->choices[i]);
 			if (k < 0)
 				break;
@@ -148,7 +150,9 @@ static int refuse(struct bc_toml_read *r, enum bc_toml_problem p, const struct b
 		snprintf(err, errlen, "%s%s: unknown %s (known: %s)", r->label, key,
 		         p == BC_TOML_UNKNOWN_KEY ? "key" : "table", known[0] ? known : "none");
 		break;
-	case BC_TOML_MISSING: snprintf(err, errlen, "%s%s: required: %s", r->label, key, what); break;
+	case BC_TOML_MISSING:
+		snprintf(err, errlen, "%s%s: required: %s", r->label, key, what);
+		break;
 	case BC_TOML_EMPTY:
 		snprintf(err, errlen, "%s%s: may not be empty: expected %s", r->label, key, what);
 		break;
@@ -300,7 +304,8 @@ static void warn_renamed(const struct bc_toml_read *r, const struct bc_toml_fiel
 {
 	char msg[400];
 
-	snprintf(msg, sizeof(msg), "%s%s is deprecated: write %s instead%s; %s is read until the next release",
+	snprintf(msg, sizeof(msg),
+	         "%s%s is deprecated: write %s instead%s; %s is read until the next release",
 	         r->label, f->old, f->key,
 	         scale_of(f->scale) != scale_of(f->old_scale) ? ", in the new key's unit" : "",
 	         f->old);

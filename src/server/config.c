@@ -61,20 +61,31 @@ static const struct bc_toml_field top_fields[] = {
     {.key = "log_level", .type = BC_TOML_CHOICE, .choices = levels, C(log_level)},
     {.key = "log_format", .type = BC_TOML_CHOICE, .choices = formats, C(log_format)},
     COPY("on_refusal", on_refusal),
-    {.key = "plugins", .type = BC_TOML_STRINGS, .expect = "an array of paths",
+    {.key = "plugins",
+     .type = BC_TOML_STRINGS,
+     .expect = "an array of paths",
      BC_TOML_AT(struct bc_server_config, raw_plugins)},
     /* 0 keeps every event; a century is as long as "forever" needs to be */
     NUM("event_retention_days", 0, 36500, event_retention_days),
     NUM("max_unauthenticated_body", 1024, 16 << 20, max_unauth_body),
     NUM("unauthenticated_body_budget", 0, (int64_t)1 << 40, unauth_body_budget),
-    {.key = "request_timeout_seconds", .type = BC_TOML_SECONDS, .min = 1, .max = 3600,
-     .old = "request_timeout", C(request_timeout_s)},
+    {.key = "request_timeout_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 3600,
+     .old = "request_timeout",
+     C(request_timeout_s)},
     NUM("max_connections", 16, 1 << 20, max_connections),
     NUM("max_connections_per_address", 1, 1 << 20, max_connections_per_address),
     NUM("on_refusal_processes", 1, 256, on_refusal_processes),
     NUM("on_refusal_queue", 1, 65536, on_refusal_queue),
-    {.key = "max_queue_wait_seconds", .type = BC_TOML_SECONDS, .min = 0, .max = 60,
-     .scale = 1000, .old = "max_queue_wait_ms", C(max_queue_wait_ms)},
+    {.key = "max_queue_wait_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 0,
+     .max = 60,
+     .scale = 1000,
+     .old = "max_queue_wait_ms",
+     C(max_queue_wait_ms)},
     COPY("metrics_listen", metrics_listen),
     {.key = "access_log", .type = BC_TOML_BOOL, C(access_log)},
     {.key = "tls", .type = BC_TOML_TABLE},
@@ -119,7 +130,8 @@ static int set_defaults(struct bc_server_config *c)
 	c->max_queue_wait_ms = 3000;
 	c->event_retention_days = 90;
 	if ((c->listen = strdup("127.0.0.1:8080")) == NULL ||
-	    (c->database = strdup("bc.db")) == NULL || (c->secret_file = strdup("secret")) == NULL ||
+	    (c->database = strdup("bc.db")) == NULL ||
+	    (c->secret_file = strdup("secret")) == NULL ||
 	    (c->pki_bundle = strdup("pki.bundle")) == NULL)
 		return BC_ERR_NOMEM;
 	return 0;
@@ -161,7 +173,8 @@ static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
 	if ((rc = resolve_member(c, &c->database)) != 0 ||
 	    (rc = resolve_member(c, &c->secret_file)) != 0 ||
 	    (rc = resolve_member(c, &c->pki_bundle)) != 0 ||
-	    (rc = resolve_member(c, &c->tls_cert)) != 0 || (rc = resolve_member(c, &c->tls_key)) != 0)
+	    (rc = resolve_member(c, &c->tls_cert)) != 0 ||
+	    (rc = resolve_member(c, &c->tls_key)) != 0)
 		return rc;
 	empty_is_none(&c->metrics_listen);
 	empty_is_none(&c->on_refusal);
@@ -173,8 +186,8 @@ static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
 		if ((c->plugins = calloc(c->raw_plugins.n, sizeof(char *))) == NULL)
 			return BC_ERR_NOMEM;
 		for (; c->n_plugins < c->raw_plugins.n; c->n_plugins++)
-			if ((c->plugins[c->n_plugins] = resolve(c->dir, c->raw_plugins.v[c->n_plugins])) ==
-			    NULL)
+			if ((c->plugins[c->n_plugins] =
+			         resolve(c->dir, c->raw_plugins.v[c->n_plugins])) == NULL)
 				return BC_ERR_NOMEM;
 	}
 	if (c->public_url == NULL &&

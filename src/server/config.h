@@ -58,7 +58,7 @@ struct bc_server_config {
 	char *on_refusal;     /* NULL: none */
 	char *metrics_listen; /* NULL: /metrics on the main listener only */
 	int access_log;       /* 1: one log line per request */
-	char **plugins; /* resolved */
+	char **plugins;       /* resolved */
 	size_t n_plugins;
 	struct bc_toml_strings raw_plugins; /* as written, into toml */
 	unsigned threads;

@@ -64,19 +64,29 @@ static const char *const choices[] = {"a", "b", NULL};
 static const struct bc_toml_field fields[] = {
     {.key = "s", .type = BC_TOML_STRING, .flags = BC_TOML_NONEMPTY, BC_TOML_AT(struct dst, s)},
     {.key = "copy", .type = BC_TOML_STRING, .flags = BC_TOML_COPY, BC_TOML_AT(struct dst, copy)},
-    {.key = "i", .type = BC_TOML_INT, .min = INT64_MIN / 2, .max = INT64_MAX / 2,
+    {.key = "i",
+     .type = BC_TOML_INT,
+     .min = INT64_MIN / 2,
+     .max = INT64_MAX / 2,
      BC_TOML_AT(struct dst, i)},
     {.key = "u", .type = BC_TOML_INT, .min = 0, .max = UINT32_MAX, BC_TOML_AT(struct dst, u)},
-    {.key = "ms_seconds", .type = BC_TOML_SECONDS, .min = 0, .max = 86400, .scale = 1000,
-     .old = "ms", .old_scale = 1, BC_TOML_AT(struct dst, ms)},
+    {.key = "ms_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 0,
+     .max = 86400,
+     .scale = 1000,
+     .old = "ms",
+     .old_scale = 1,
+     BC_TOML_AT(struct dst, ms)},
     {.key = "b", .type = BC_TOML_BOOL, BC_TOML_AT(struct dst, b)},
     {.key = "c", .type = BC_TOML_CHOICE, .choices = choices, BC_TOML_AT(struct dst, choice)},
     {.key = "list", .type = BC_TOML_STRINGS, .min = 1, .max = 4, BC_TOML_AT(struct dst, list)},
-    {.key = "one", .type = BC_TOML_STRINGS, .flags = BC_TOML_ONE_OK | BC_TOML_NONEMPTY,
+    {.key = "one",
+     .type = BC_TOML_STRINGS,
+     .flags = BC_TOML_ONE_OK | BC_TOML_NONEMPTY,
      BC_TOML_AT(struct dst, one)},
     {.key = "t", .type = BC_TOML_TABLE},
-    {.key = "req", .type = BC_TOML_STRING, .flags = BC_TOML_REQUIRED,
-     BC_TOML_AT(struct dst, req)},
+    {.key = "req", .type = BC_TOML_STRING, .flags = BC_TOML_REQUIRED, BC_TOML_AT(struct dst, req)},
 };
 
 static void quiet(void *arg, const char *msg)
@@ -104,7 +114,8 @@ static void read_tables(const bc_toml *t, const char *table)
 		abort();
 	if (rc != 0 && rc != BC_ERR_CONFIG && rc != BC_ERR_NOMEM)
 		abort();
-	if (rc == 0 && (d.ms < 0 || d.ms > 86400000 || (d.list.v && (d.list.n < 1 || d.list.n > 4))))
+	if (rc == 0 &&
+	    (d.ms < 0 || d.ms > 86400000 || (d.list.v && (d.list.n < 1 || d.list.n > 4))))
 		abort();
 	if (rc == 0 && d.s && d.s[0] == '\0')
 		abort(); /* NONEMPTY */

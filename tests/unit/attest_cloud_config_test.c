@@ -150,7 +150,8 @@ static void test_mistakes(void **state)
 	    "https");
 	refused(GCP "algs = [\"none\"]\n" RULE, "algs");
 	refused(GCP "algs = [\"HS256\"]\n" RULE, "algs");
-	refused(GCP "max_age_ms = 5\n" RULE, "max_age_ms: expected an integer from 1000 to 86400000");
+	refused(GCP "max_age_ms = 5\n" RULE,
+	        "max_age_ms: expected an integer from 1000 to 86400000");
 	refused(GCP "max_age_seconds = 0\n" RULE, "max_age_seconds: expected 1 to 86400 (seconds)");
 	refused(GCP "max_age_seconds = 60\nmax_age_ms = 60000\n" RULE,
 	        "max_age_ms: set only max_age_seconds");

@@ -567,19 +567,32 @@ struct opts {
 static const char *const modes[] = {"off", "on", "auto", NULL};
 
 static const struct bc_toml_field opt_fields[] = {
-    {.key = "name", .type = BC_TOML_STRING, .flags = BC_TOML_REQUIRED | BC_TOML_NONEMPTY,
+    {.key = "name",
+     .type = BC_TOML_STRING,
+     .flags = BC_TOML_REQUIRED | BC_TOML_NONEMPTY,
      BC_TOML_AT(struct opts, name)},
     {.key = "count", .type = BC_TOML_INT, .min = -5, .max = 100, BC_TOML_AT(struct opts, count)},
-    {.key = "small", .type = BC_TOML_INT, .min = 1, .max = 4000000000LL,
+    {.key = "small",
+     .type = BC_TOML_INT,
+     .min = 1,
+     .max = 4000000000LL,
      BC_TOML_AT(struct opts, small)},
-    {.key = "wait_seconds", .type = BC_TOML_SECONDS, .min = 1, .max = 60, .scale = 1000,
-     .old = "wait_ms", BC_TOML_AT(struct opts, wait_ms)},
+    {.key = "wait_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 60,
+     .scale = 1000,
+     .old = "wait_ms",
+     BC_TOML_AT(struct opts, wait_ms)},
     {.key = "on", .type = BC_TOML_BOOL, BC_TOML_AT(struct opts, on)},
     {.key = "mode", .type = BC_TOML_CHOICE, .choices = modes, BC_TOML_AT(struct opts, mode)},
-    {.key = "tags", .type = BC_TOML_STRINGS, .flags = BC_TOML_ONE_OK | BC_TOML_NONEMPTY,
-     .min = 1, .max = 3, BC_TOML_AT(struct opts, tags)},
-    {.key = "owned", .type = BC_TOML_STRING, .flags = BC_TOML_COPY,
-     BC_TOML_AT(struct opts, owned)},
+    {.key = "tags",
+     .type = BC_TOML_STRINGS,
+     .flags = BC_TOML_ONE_OK | BC_TOML_NONEMPTY,
+     .min = 1,
+     .max = 3,
+     BC_TOML_AT(struct opts, tags)},
+    {.key = "owned", .type = BC_TOML_STRING, .flags = BC_TOML_COPY, BC_TOML_AT(struct opts, owned)},
     {.key = "sub", .type = BC_TOML_TABLE},
 };
 
@@ -745,8 +758,7 @@ static void test_table_known_and_null(void **state)
 	bc_toml *t;
 
 	(void)state;
-	bc_toml_known(opt_fields, sizeof(opt_fields) / sizeof(opt_fields[0]), known,
-	              sizeof(known));
+	bc_toml_known(opt_fields, sizeof(opt_fields) / sizeof(opt_fields[0]), known, sizeof(known));
 	assert_string_equal(known, "name, count, small, wait_second"); /* truncated */
 	/* any sub-table, no key */
 	t = parse_ok("[a]\n[b]\n");
