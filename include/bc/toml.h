@@ -37,4 +37,99 @@ int bc_toml_keys(const bc_toml *t, const char *table, const char *const **keys, 
 /* The names of the direct sub-tables of a table ("" for the top level), in file order. */
 int bc_toml_tables(const bc_toml *t, const char *table, const char *const **names, size_t *n);
 
+/* ---- reading a table through field descriptors (src/lib/toml_table.c) ----
+ *
+ * A config reader describes each key of one table once, in an array of
+ * bc_toml_field, and bc_toml_read_table() reads the table through it: every key of
+ * the table must be described (an unknown key or sub-table is refused, the message
+ * listing the known ones from the descriptors), each has its type and bounds, and
+ * each value is stored at its offset in the caller's struct. A key not in the file
+ * leaves its member as the caller set it (the default). Nested tables are described
+ * as BC_TOML_TABLE entries so that they are known, and read by the caller.
+ *
+ * Durations are whole seconds, and their keys end in _seconds: the stored value is
+ * the seconds times scale (1000 for a member that counts milliseconds).
+ *
+ * A renamed key names its former name in old: the old name is still read (its value
+ * times old_scale is stored) and a warning naming the new key is logged; both names
+ * in one table is an error. */
+
+enum bc_toml_type {
+	BC_TOML_STRING,  /* const char * into the bc_toml; with BC_TOML_COPY a char * the
+	                  * caller frees (a value read replaces the member, freeing it) */
+	BC_TOML_INT,     /* an integer in [min, max], stored times scale; size 4 or 8 */
+	BC_TOML_SECONDS, /* like INT, for a duration in seconds: the key ends in _seconds */
+	BC_TOML_BOOL,    /* int: 0 or 1 */
+	BC_TOML_CHOICE,  /* one of choices (NULL-terminated); its index, size 4 (int, enum) */
+	BC_TOML_STRINGS, /* struct bc_toml_strings of min to max strings (max 0: no bound) */
+	BC_TOML_TABLE,   /* a sub-table the caller reads; key "*" allows any name */
+};
+
+/* flags */
+#define BC_TOML_REQUIRED 0x1u /* absent is an error */
+#define BC_TOML_NONEMPTY 0x2u /* STRING: "" is an error; STRINGS: each element too */
+#define BC_TOML_COPY     0x4u /* STRING: store a malloc'd copy */
+#define BC_TOML_ONE_OK   0x8u /* STRINGS: a single string is read as an array of one */
+
+struct bc_toml_strings {
+	const char *const *v; /* into the bc_toml (or one[]), NULL-terminated */
+	size_t n;
+	const char *one[2];
+};
+
+struct bc_toml_field {
+	const char *key;
+	enum bc_toml_type type;
+	unsigned flags;
+	int64_t min, max;
+	const char *const *choices;
+	size_t off, size;   /* the member: offsetof and sizeof */
+	int64_t scale;      /* INT, SECONDS: stored = value * scale; 0 means 1 */
+	const char *old;    /* a former name of the key, still read with a warning */
+	int64_t old_scale;  /* stored = old value * old_scale; 0 means 1 */
+	const char *expect; /* what is allowed, for messages ("a file name"); NULL: from
+	                     * the type and bounds. TABLE: how it is listed ("[oidc.<id>]") */
+};
+
+/* A member of struct S, for the initializers of a field table. */
+#define BC_TOML_AT(S, member) .off = offsetof(S, member), .size = sizeof(((S *)0)->member)
+
+enum bc_toml_problem {
+	BC_TOML_OK = 0,
+	BC_TOML_UNKNOWN_KEY,
+	BC_TOML_UNKNOWN_TABLE,
+	BC_TOML_WRONG_TYPE,
+	BC_TOML_OUT_OF_RANGE, /* a number, or the number of strings */
+	BC_TOML_NOT_A_CHOICE,
+	BC_TOML_MISSING,
+	BC_TOML_EMPTY,
+	BC_TOML_BOTH_NAMES, /* a renamed key set under both its names */
+};
+
+/* One call of the reader: what to read, and (after a failure) what was wrong. */
+struct bc_toml_read {
+	const char *table; /* its dotted path in the file; "" for the top level */
+	const char *label; /* the start of every message: "[attestors.tpm] ", "x.toml: " */
+	const struct bc_toml_field *fields;
+	size_t n_fields;
+	/* NULL: bc_log at warn level. msg names the file's old key and the new one. */
+	void (*warn)(void *arg, const char *msg);
+	void *warn_arg;
+	/* out, on failure */
+	enum bc_toml_problem problem;
+	const struct bc_toml_field *field; /* NULL for an unknown key or table */
+	char key[128];                     /* the key or table at fault, as written */
+};
+
+/* Reads r->table of t into dst (members at the fields' offsets). A table absent from
+ * t reads as empty (its required keys are then missing). 0, BC_ERR_CONFIG with
+ * r->problem set and err "<label><key>: <what was wrong, what is allowed>", or
+ * BC_ERR_NOMEM. On failure members already stored stay stored (BC_TOML_COPY ones
+ * are the caller's to free). */
+BC_WUR int bc_toml_read_table(const bc_toml *t, struct bc_toml_read *r, void *dst, char *err,
+                              size_t errlen);
+/* "a, b, [t]": the keys and tables of a field table (old names left out), for a
+ * caller that words its own messages. Truncated to fit. */
+void bc_toml_known(const struct bc_toml_field *fields, size_t n, char *out, size_t outlen);
+
 #endif

@@ -1,6 +1,7 @@
 /* bcd's config file (/etc/bcd/config.toml) and the pins built from it. Every key is
- * known here: an unknown key or table is an error naming it, so a typo never leaves a
- * setting at its default without a word. */
+ * known here, in the field tables below read by bc_toml_read_table: an unknown key or
+ * table is an error naming it and the known ones, so a typo never leaves a setting at
+ * its default without a word. */
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,51 +30,79 @@ void bcd_say(struct bcd_msg *m, const char *fmt, ...)
 	va_end(ap);
 }
 
-struct field {
-	const char *key;
-	size_t off;
-	int required;
-	int is_path; /* resolved against the config's directory */
+#define S(k, member, fl)                                                                           \
+	{                                                                                          \
+		.key = k, .type = BC_TOML_STRING, .flags = BC_TOML_COPY | (fl),                    \
+		BC_TOML_AT(struct bcd_config, member)                                              \
+	}
+#define REQ (BC_TOML_REQUIRED | BC_TOML_NONEMPTY)
+static const struct bc_toml_field top_fields[] = {
+    S("server", server, REQ),
+    S("join_signing_key_id", join_signing_key_id, REQ),
+    S("join_signing_key", join_signing_key, REQ),
+    S("join_encryption_key", join_encryption_key, REQ),
+    S("trust_domain", trust_domain, REQ),
+    S("ca_bundle", ca_bundle, REQ),
+    S("data_dir", data_dir, REQ),
+    {.key = "fakehw", .type = BC_TOML_TABLE},
+    {.key = "cloud", .type = BC_TOML_TABLE},
+    {.key = "site", .type = BC_TOML_TABLE},
+    {.key = "helper", .type = BC_TOML_TABLE},
+};
+static const struct bc_toml_field fakehw_fields[] = {
+    S("claims", fakehw_claims, 0),
+    S("tpm", fakehw_tpm, 0),
+};
+static const struct bc_toml_field cloud_fields[] = {
+    S("provider", cloud_provider, 0),
+    S("audience", cloud_audience, 0),
+    S("metadata_url", cloud_metadata_url, 0),
+    S("identity_token_file", cloud_token_file, 0),
+    S("identity_token_command", cloud_token_command, 0),
+};
+static const struct bc_toml_field site_fields[] = {
+    S("id", site_id, REQ),
+    S("listen", site_listen, REQ),
+    S("kernel", site_kernel, REQ),
+    S("initrd", site_initrd, REQ),
+    S("cmdline", site_cmdline, 0),
+    S("unknown_machines", site_unknown, 0),
+    /* a string: site.c reads it and says what it allows */
+    S("lease_ttl_seconds", site_lease_ttl, 0),
+};
+static const struct bc_toml_field helper_fields[] = {
+    S("socket", helper_socket, 0),
+    S("user", helper_user, 0),
+};
+#undef REQ
+#undef S
+
+struct table {
+	const char *name; /* "" for the top level */
+	const struct bc_toml_field *fields;
+	size_t n;
+	size_t has; /* offsetof the has_ flag, or 0 for the top level */
 };
 
-#define F(k, member, req, path)                                                                    \
+#define T(name, fs, has)                                                                           \
 	{                                                                                          \
-		k, offsetof(struct bcd_config, member), req, path                                  \
+		name, fs, sizeof(fs) / sizeof(fs[0]), has                                          \
 	}
-static const struct field top_fields[] = {
-    F("server", server, 1, 0),
-    F("join_signing_key_id", join_signing_key_id, 1, 0),
-    F("join_signing_key", join_signing_key, 1, 0),
-    F("join_encryption_key", join_encryption_key, 1, 0),
-    F("trust_domain", trust_domain, 1, 0),
-    F("ca_bundle", ca_bundle, 1, 1),
-    F("data_dir", data_dir, 1, 0),
+static const struct table tables[] = {
+    T("", top_fields, 0),
+    T("fakehw", fakehw_fields, offsetof(struct bcd_config, has_fakehw)),
+    T("cloud", cloud_fields, offsetof(struct bcd_config, has_cloud)),
+    T("site", site_fields, offsetof(struct bcd_config, has_site)),
+    T("helper", helper_fields, offsetof(struct bcd_config, has_helper)),
 };
-static const struct field fakehw_fields[] = {
-    F("claims", fakehw_claims, 0, 1),
-    F("tpm", fakehw_tpm, 0, 0),
+#undef T
+
+/* Members that name files, read relative to the config's directory. */
+static const size_t path_members[] = {
+    offsetof(struct bcd_config, ca_bundle),
+    offsetof(struct bcd_config, fakehw_claims),
+    offsetof(struct bcd_config, cloud_token_file),
 };
-static const struct field cloud_fields[] = {
-    F("provider", cloud_provider, 0, 0),
-    F("audience", cloud_audience, 0, 0),
-    F("metadata_url", cloud_metadata_url, 0, 0),
-    F("identity_token_file", cloud_token_file, 0, 1),
-    F("identity_token_command", cloud_token_command, 0, 0),
-};
-static const struct field site_fields[] = {
-    F("id", site_id, 1, 0),
-    F("listen", site_listen, 1, 0),
-    F("kernel", site_kernel, 1, 0),
-    F("initrd", site_initrd, 1, 0),
-    F("cmdline", site_cmdline, 0, 0),
-    F("unknown_machines", site_unknown, 0, 0),
-    F("lease_ttl_seconds", site_lease_ttl, 0, 0),
-};
-static const struct field helper_fields[] = {
-    F("socket", helper_socket, 0, 0),
-    F("user", helper_user, 0, 0),
-};
-#undef F
 
 void bcd_config_free(struct bcd_config *cfg)
 {
@@ -81,25 +110,11 @@ void bcd_config_free(struct bcd_config *cfg)
 		return;
 	free(cfg->path);
 	free(cfg->dir);
-	for (size_t i = 0; i < sizeof(top_fields) / sizeof(top_fields[0]); i++)
-		free(*(char **)((char *)cfg + top_fields[i].off));
-	for (size_t i = 0; i < sizeof(fakehw_fields) / sizeof(fakehw_fields[0]); i++)
-		free(*(char **)((char *)cfg + fakehw_fields[i].off));
-	for (size_t i = 0; i < sizeof(cloud_fields) / sizeof(cloud_fields[0]); i++)
-		free(*(char **)((char *)cfg + cloud_fields[i].off));
-	for (size_t i = 0; i < sizeof(helper_fields) / sizeof(helper_fields[0]); i++)
-		free(*(char **)((char *)cfg + helper_fields[i].off));
-	for (size_t i = 0; i < sizeof(site_fields) / sizeof(site_fields[0]); i++)
-		free(*(char **)((char *)cfg + site_fields[i].off));
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		for (size_t k = 0; k < tables[i].n; k++)
+			if (tables[i].fields[k].type == BC_TOML_STRING)
+				free(*(char **)((char *)cfg + tables[i].fields[k].off));
 	memset(cfg, 0, sizeof(*cfg));
-}
-
-static const struct field *find_field(const struct field *fs, size_t n, const char *key)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(fs[i].key, key) == 0)
-			return &fs[i];
-	return NULL;
 }
 
 static char *resolve(const char *dir, const char *p)
@@ -113,82 +128,74 @@ static char *resolve(const char *dir, const char *p)
 	return out;
 }
 
-/* The keys of one table: each known, a string, and stored (paths resolved). */
-static int read_table(const bc_toml *t, const char *table, const struct field *fs, size_t n,
-                      struct bcd_config *cfg, struct bcd_msg *m)
+/* The reader's finding in bcd's words, which docs/agent.md and the tests quote. */
+static void say_problem(const struct bcd_config *cfg, const struct table *tb,
+                        const struct bc_toml_read *r, struct bcd_msg *m)
 {
-	const char *const *keys;
-	size_t nk = 0;
-	char path[128];
-	const char *v;
+	char known[400], key[256];
+	const char *dot = tb->name[0] ? "." : "";
 
-	if (bc_toml_keys(t, table, &keys, &nk) != 0)
-		nk = 0;
-	for (size_t i = 0; i < nk; i++) {
-		const struct field *f = find_field(fs, n, keys[i]);
-		if (f == NULL) {
-			bcd_say(m, "%s: unknown key %s%s%s; remove it (see docs/agent.md)",
-			        cfg->path, table, table[0] ? "." : "", keys[i]);
-			return BC_ERR_CONFIG;
-		}
-		snprintf(path, sizeof(path), "%s%s%s", table, table[0] ? "." : "", keys[i]);
-		if (bc_toml_get_string(t, path, &v) != 0) {
-			bcd_say(m, "%s: %s must be a string", cfg->path, path);
-			return BC_ERR_CONFIG;
-		}
-		if (v[0] == '\0' && f->required) {
-			bcd_say(m,
-			        "%s: %s is empty; set it (better-compute daemon config --bcd-dir "
-			        "writes it)",
-			        cfg->path, path);
-			return BC_ERR_CONFIG;
-		}
-		char **dst = (char **)((char *)cfg + f->off);
-		*dst = f->is_path && v[0] != '\0' ? resolve(cfg->dir, v) : strdup(v);
-		if (*dst == NULL)
-			return BC_ERR_NOMEM;
+	snprintf(key, sizeof(key), "%s%s%s", tb->name, dot, r->key);
+	switch (r->problem) {
+	case BC_TOML_UNKNOWN_KEY:
+		bc_toml_known(tb->fields, tb->n, known, sizeof(known));
+		bcd_say(m, "%s: unknown key %s (known: %s); remove it (see docs/agent.md)",
+		        cfg->path, key, known);
+		break;
+	case BC_TOML_UNKNOWN_TABLE:
+		bc_toml_known(tb->fields, tb->n, known, sizeof(known));
+		bcd_say(m, "%s: unknown table [%s] (known: %s); remove it (see docs/agent.md)",
+		        cfg->path, key, known);
+		break;
+	case BC_TOML_MISSING:
+		bcd_say(m,
+		        "%s: %s is missing; add it (better-compute daemon config --bcd-dir writes "
+		        "it)",
+		        cfg->path, key);
+		break;
+	case BC_TOML_EMPTY:
+		bcd_say(
+		    m, "%s: %s is empty; set it (better-compute daemon config --bcd-dir writes it)",
+		    cfg->path, key);
+		break;
+	case BC_TOML_WRONG_TYPE:
+	case BC_TOML_OUT_OF_RANGE:
+	case BC_TOML_NOT_A_CHOICE:
+	case BC_TOML_BOTH_NAMES:
+	case BC_TOML_OK:
+	default: bcd_say(m, "%s: %s must be a string", cfg->path, key); break;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (fs[i].required && *(char **)((char *)cfg + fs[i].off) == NULL) {
-			bcd_say(m,
-			        "%s: %s%s%s is missing; add it (better-compute daemon config "
-			        "--bcd-dir writes it)",
-			        cfg->path, table, table[0] ? "." : "", fs[i].key);
-			return BC_ERR_CONFIG;
-		}
-	}
-	return 0;
 }
 
-static int check_tables(const bc_toml *t, struct bcd_config *cfg, struct bcd_msg *m)
+/* Every table through the shared reader; a table's keys only when it is there. */
+static int read_tables(const bc_toml *t, struct bcd_config *cfg, struct bcd_msg *m)
 {
-	const char *const *names;
-	size_t n = 0;
+	char err[512];
+	int rc;
 
-	if (bc_toml_tables(t, "", &names, &n) != 0)
-		n = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(names[i], "fakehw") == 0) {
-			cfg->has_fakehw = 1;
-		} else if (strcmp(names[i], "helper") == 0) {
-			cfg->has_helper = 1;
-		} else if (strcmp(names[i], "cloud") == 0) {
-			cfg->has_cloud = 1;
-		} else if (strcmp(names[i], "site") == 0) {
-			cfg->has_site = 1;
-		} else {
-			bcd_say(m, "%s: unknown table [%s]; remove it (see docs/agent.md)",
-			        cfg->path, names[i]);
-			return BC_ERR_CONFIG;
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		const struct table *tb = &tables[i];
+		struct bc_toml_read r = {
+		    .table = tb->name, .label = "", .fields = tb->fields, .n_fields = tb->n};
+		if (tb->has) {
+			if (!bc_toml_has_table(t, tb->name))
+				continue;
+			*(int *)((char *)cfg + tb->has) = 1;
+		}
+		if ((rc = bc_toml_read_table(t, &r, cfg, err, sizeof(err))) != 0) {
+			if (rc == BC_ERR_CONFIG)
+				say_problem(cfg, tb, &r, m);
+			return rc;
 		}
 	}
-	if (cfg->has_fakehw && bc_toml_tables(t, "fakehw", &names, &n) == 0 && n > 0) {
-		bcd_say(m, "%s: unknown table [fakehw.%s]", cfg->path, names[0]);
-		return BC_ERR_CONFIG;
-	}
-	if (cfg->has_helper && bc_toml_tables(t, "helper", &names, &n) == 0 && n > 0) {
-		bcd_say(m, "%s: unknown table [helper.%s]", cfg->path, names[0]);
-		return BC_ERR_CONFIG;
+	for (size_t i = 0; i < sizeof(path_members) / sizeof(path_members[0]); i++) {
+		char **p = (char **)((char *)cfg + path_members[i]), *r;
+		if (*p == NULL || (*p)[0] == '\0')
+			continue;
+		if ((r = resolve(cfg->dir, *p)) == NULL)
+			return BC_ERR_NOMEM;
+		free(*p);
+		*p = r;
 	}
 	return 0;
 }
@@ -237,27 +244,8 @@ int bcd_config_load(const char *path, struct bcd_config *cfg, struct bcd_msg *m)
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
-	if ((rc = check_tables(t, cfg, m)) != 0)
-		goto out;
-	if ((rc = read_table(t, "", top_fields, sizeof(top_fields) / sizeof(top_fields[0]), cfg,
-	                     m)) != 0)
-		goto out;
-	if (cfg->has_fakehw &&
-	    (rc = read_table(t, "fakehw", fakehw_fields,
-	                     sizeof(fakehw_fields) / sizeof(fakehw_fields[0]), cfg, m)) != 0)
-		goto out;
-	if (cfg->has_cloud &&
-	    (rc = read_table(t, "cloud", cloud_fields,
-	                     sizeof(cloud_fields) / sizeof(cloud_fields[0]), cfg, m)) != 0)
-		goto out;
-	if (cfg->has_site &&
-	    (rc = read_table(t, "site", site_fields, sizeof(site_fields) / sizeof(site_fields[0]),
-	                     cfg, m)) != 0)
-		goto out;
-	if (cfg->has_helper &&
-	    ((rc = read_table(t, "helper", helper_fields,
-	                      sizeof(helper_fields) / sizeof(helper_fields[0]), cfg, m)) != 0 ||
-	     (rc = helper_defaults(cfg, m)) != 0))
+	if ((rc = read_tables(t, cfg, m)) != 0 ||
+	    (cfg->has_helper && (rc = helper_defaults(cfg, m)) != 0))
 		goto out;
 	if (cfg->fakehw_claims != NULL && cfg->fakehw_claims[0] == '\0') {
 		free(cfg->fakehw_claims);

@@ -38,11 +38,6 @@ const char *bc_attestor_builtin_names(void);
  * next key at every renewal (tpm_renew.c). */
 const struct bc_statement_verifier *bc_attest_tpm_statements(void);
 
-/* [table] key, an integer from min to max, into *v; absent leaves *v. 0, or
- * BC_ERR_INVALID for another type or a value out of range. */
-BC_WUR int bc_attest_opt_int(const bc_toml *t, const char *table, const char *key, int64_t min,
-                             int64_t max, int64_t *v);
-
 /* The built-ins that always run (join-token) and every statement verifier. */
 BC_WUR int bc_attest_register_defaults(struct bc_join_service *s);
 /* An [attestors.<id>] table of cfg enables the built-in of that id unless a plugin

@@ -88,19 +88,3 @@ int bc_attest_enable(struct bc_join_service *s, const bc_toml *cfg, char *err, s
 	}
 	return 0;
 }
-
-int bc_attest_opt_int(const bc_toml *t, const char *table, const char *key, int64_t min,
-                      int64_t max, int64_t *v)
-{
-	char path[256];
-	int64_t x;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	if ((rc = bc_toml_get_int(t, path, &x)) == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc != 0 || x < min || x > max)
-		return BC_ERR_INVALID;
-	*v = x;
-	return 0;
-}

@@ -1,6 +1,8 @@
 /* [attestors.cloud-iid] in server.toml: the providers .gcp, .aws (with its
  * .aws.certificates table, region = PEM file), .oidc.<id>, the .resolve.<name> rules
- * and roles. Every key is checked; an unknown one is an error naming it. */
+ * and roles. Each table is read through bc_toml_read_table (its field table below):
+ * an unknown key is an error naming it and the known ones. The region names of
+ * .aws.certificates are the operator's, read as a map. */
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <stdio.h>
@@ -13,9 +15,99 @@
 
 #define PEM_MAX (256 * 1024)
 
-struct keys {
-	const char *const *known; /* NULL-terminated */
-	const char *const *tables;
+/* What the readers fill, before it is checked and copied. */
+struct jwt_raw {
+	const char *issuer, *audience, *jwks, *jwks_ca;
+	const char *account_claim, *instance_claim, *zone_claim;
+	struct bc_toml_strings allowed, algs;
+	int64_t max_age_ms;
+};
+
+#define LIST_EXPECT "a non-empty array of strings"
+#define JWT_STR(k, m)                                                                              \
+	{                                                                                          \
+		.key = k, .type = BC_TOML_STRING, .flags = BC_TOML_NONEMPTY,                       \
+		.expect = "a non-empty string", BC_TOML_AT(struct jwt_raw, m)                      \
+	}
+#define JWT_LIST(k, m)                                                                             \
+	{                                                                                          \
+		.key = k, .type = BC_TOML_STRINGS, .min = 1, .max = CLOUD_LIST_MAX,                \
+		.expect = LIST_EXPECT, BC_TOML_AT(struct jwt_raw, m)                               \
+	}
+#define MAX_AGE(m)                                                                                 \
+	{                                                                                          \
+		.key = "max_age_seconds", .type = BC_TOML_SECONDS, .min = 1, .max = 24 * 3600,     \
+		.scale = 1000, .old = "max_age_ms", BC_TOML_AT(m, max_age_ms)                      \
+	}
+
+static const struct bc_toml_field gcp_fields[] = {
+    JWT_STR("audience", audience), JWT_STR("jwks", jwks),  JWT_STR("jwks_ca", jwks_ca),
+    JWT_LIST("projects", allowed), JWT_LIST("algs", algs), MAX_AGE(struct jwt_raw),
+};
+
+static const struct bc_toml_field oidc_fields[] = {
+    JWT_STR("issuer", issuer),
+    JWT_STR("audience", audience),
+    JWT_STR("jwks", jwks),
+    JWT_STR("jwks_ca", jwks_ca),
+    JWT_STR("account_claim", account_claim),
+    JWT_STR("instance_claim", instance_claim),
+    JWT_STR("zone_claim", zone_claim),
+    JWT_LIST("accounts", allowed),
+    JWT_LIST("algs", algs),
+    MAX_AGE(struct jwt_raw),
+};
+
+struct aws_raw {
+	struct bc_toml_strings accounts;
+	int64_t max_age_ms;
+};
+
+static const struct bc_toml_field aws_fields[] = {
+    {.key = "accounts",
+     .type = BC_TOML_STRINGS,
+     .min = 1,
+     .max = CLOUD_LIST_MAX,
+     .expect = LIST_EXPECT,
+     BC_TOML_AT(struct aws_raw, accounts)},
+    MAX_AGE(struct aws_raw),
+    {.key = "certificates", .type = BC_TOML_TABLE},
+};
+
+struct rule_raw {
+	const char *provider, *account, *zone, *region, *tenant, *pool, *site;
+};
+
+#define RULE_STR(k)                                                                                \
+	{                                                                                          \
+		.key = #k, .type = BC_TOML_STRING, .flags = BC_TOML_NONEMPTY,                      \
+		.expect = "a non-empty string", BC_TOML_AT(struct rule_raw, k)                     \
+	}
+static const struct bc_toml_field rule_fields[] = {
+    RULE_STR(provider), RULE_STR(account), RULE_STR(zone), RULE_STR(region),
+    RULE_STR(tenant),   RULE_STR(pool),    RULE_STR(site),
+};
+
+struct top_raw {
+	struct bc_toml_strings roles;
+};
+
+static const struct bc_toml_field top_fields[] = {
+    {.key = "roles",
+     .type = BC_TOML_STRINGS,
+     .min = 1,
+     .max = 2,
+     .expect = "node and/or site",
+     BC_TOML_AT(struct top_raw, roles)},
+    {.key = "gcp", .type = BC_TOML_TABLE},
+    {.key = "aws", .type = BC_TOML_TABLE},
+    {.key = "oidc", .type = BC_TOML_TABLE, .expect = "[oidc.<id>]"},
+    {.key = "resolve", .type = BC_TOML_TABLE, .expect = "[resolve.<name>]"},
+};
+
+/* [oidc] and [resolve] hold only named sub-tables. */
+static const struct bc_toml_field named_fields[] = {
+    {.key = "*", .type = BC_TOML_TABLE},
 };
 
 /* table.name into out; BC_ERR_CONFIG when it does not fit. */
@@ -32,52 +124,19 @@ static int fail(char *err, size_t errlen, const char *table, const char *key, co
 	return BC_ERR_CONFIG;
 }
 
-static int in(const char *const *set, const char *s)
+/* One table through its fields into dst. */
+static int read_fields(const bc_toml *t, const char *table, const struct bc_toml_field *fields,
+                       size_t n, void *dst, char *err, size_t errlen)
 {
-	for (size_t i = 0; set && set[i]; i++)
-		if (strcmp(set[i], s) == 0)
-			return 1;
-	return 0;
+	char label[600];
+	struct bc_toml_read r = {.table = table, .label = label, .fields = fields, .n_fields = n};
+
+	snprintf(label, sizeof(label), "[%s] ", table);
+	return bc_toml_read_table(t, &r, dst, err, errlen);
 }
 
-static int check_keys(const bc_toml *t, const char *table, const struct keys *k, char *err,
-                      size_t errlen)
-{
-	const char *const *names;
-	size_t n;
-
-	if (bc_toml_keys(t, table, &names, &n) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (!in(k->known, names[i]))
-				return fail(err, errlen, table, names[i], "unknown key");
-	if (bc_toml_tables(t, table, &names, &n) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (!in(k->tables, names[i]))
-				return fail(err, errlen, table, names[i], "unknown table");
-	return 0;
-}
-
-static const char *get_str(const bc_toml *t, const char *table, const char *key, int *bad)
-{
-	char path[256];
-	const char *s = NULL;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	if ((rc = bc_toml_get_string(t, path, &s)) != 0 && rc != BC_ERR_NOT_FOUND)
-		*bad = 1;
-	if (s && s[0] == 0)
-		*bad = 1;
-	return rc == 0 ? s : NULL;
-}
-
-static int get_ms(const bc_toml *t, const char *table, const char *key, int64_t *v, char *err,
-                  size_t errlen)
-{
-	if (bc_attest_opt_int(t, table, key, 1000, 24LL * 3600 * 1000, v) != 0)
-		return fail(err, errlen, table, key, "expected 1000 to 86400000 (ms)");
-	return 0;
-}
+#define READ(t, table, fields, dst, err, errlen)                                                   \
+	read_fields(t, table, fields, sizeof(fields) / sizeof(fields[0]), dst, err, errlen)
 
 int str_list_has(const struct str_list *l, const char *s)
 {
@@ -97,51 +156,37 @@ static void str_list_free(struct str_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static int get_list(const bc_toml *t, const char *table, const char *key, struct str_list *l,
-                    char *err, size_t errlen)
+static int copy_list(const struct bc_toml_strings *from, struct str_list *l)
 {
-	const char *const *arr;
-	char path[256];
-	size_t n;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	if ((rc = bc_toml_get_strings(t, path, &arr, &n)) == BC_ERR_NOT_FOUND)
+	if (from->v == NULL)
 		return 0;
-	if (rc != 0 || n == 0 || n > CLOUD_LIST_MAX)
-		return fail(err, errlen, table, key, "expected a non-empty array of strings");
-	if ((l->v = calloc(n, sizeof(*l->v))) == NULL)
+	if ((l->v = calloc(from->n, sizeof(*l->v))) == NULL)
 		return BC_ERR_NOMEM;
-	for (; l->n < n; l->n++)
-		if ((l->v[l->n] = strdup(arr[l->n])) == NULL)
+	for (; l->n < from->n; l->n++)
+		if ((l->v[l->n] = strdup(from->v[l->n])) == NULL)
 			return BC_ERR_NOMEM;
 	return 0;
 }
 
-static int get_algs(const bc_toml *t, const char *table, struct jwt_provider *p, char *err,
-                    size_t errlen)
+static int set_algs(const struct bc_toml_strings *algs, const char *table, struct jwt_provider *p,
+                    char *err, size_t errlen)
 {
-	struct str_list l = {0};
-	int rc;
-
 	p->algs[0] = "RS256";
 	p->algs[1] = "ES256";
 	p->n_algs = 2;
-	if ((rc = get_list(t, table, "algs", &l, err, errlen)) != 0 || l.n == 0)
-		goto out;
+	if (algs->v == NULL)
+		return 0;
 	p->n_algs = 0;
-	for (size_t i = 0; i < l.n && rc == 0; i++) {
-		if (p->n_algs < 2 && strcmp(l.v[i], "RS256") == 0)
+	for (size_t i = 0; i < algs->n; i++) {
+		if (p->n_algs < 2 && strcmp(algs->v[i], "RS256") == 0)
 			p->algs[p->n_algs++] = "RS256";
-		else if (p->n_algs < 2 && strcmp(l.v[i], "ES256") == 0)
+		else if (p->n_algs < 2 && strcmp(algs->v[i], "ES256") == 0)
 			p->algs[p->n_algs++] = "ES256";
 		else
-			rc = fail(err, errlen, table, "algs",
-			          "expected \"RS256\" and/or \"ES256\" (never none or HS*)");
+			return fail(err, errlen, table, "algs",
+			            "expected \"RS256\" and/or \"ES256\" (never none or HS*)");
 	}
-out:
-	str_list_free(&l);
-	return rc;
+	return 0;
 }
 
 static void jwt_free(struct jwt_provider *p)
@@ -158,49 +203,35 @@ static void jwt_free(struct jwt_provider *p)
 	free(p);
 }
 
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-static int jwt_common(const bc_toml *t, const char *table, struct jwt_provider *p,
-                      const char *def_jwks, const char *list_key, char *err, size_t errlen)
+static int jwt_common(const struct jwt_raw *raw, const char *table, struct jwt_provider *p,
+                      const char *def_jwks, char *err, size_t errlen)
 {
 	char why[512] = "";
-	const char *jwks, *ca, *aud;
-	int bad = 0, rc;
+	const char *jwks = raw->jwks ? raw->jwks : def_jwks;
+	int rc;
 
-	aud = get_str(t, table, "audience", &bad);
-	jwks = get_str(t, table, "jwks", &bad);
-	ca = get_str(t, table, "jwks_ca", &bad);
-	if (bad)
-		return fail(err, errlen, table, "audience/jwks/jwks_ca",
-		            "expected non-empty strings");
-	if (aud == NULL)
+	if (raw->audience == NULL)
 		return fail(err, errlen, table, "audience",
 		            "required (the token's aud is audience#<hex sha256(csr)>)");
-	if (jwks == NULL && (jwks = def_jwks) == NULL)
+	if (jwks == NULL)
 		return fail(err, errlen, table, "jwks", "required (a JWKS file or https URL)");
-	if ((p->audience = strdup(aud)) == NULL)
+	if ((p->audience = strdup(raw->audience)) == NULL)
 		return BC_ERR_NOMEM;
-	if ((rc = jwks_src_init(&p->jwks, jwks, ca, why, sizeof(why))) != 0)
+	if ((rc = jwks_src_init(&p->jwks, jwks, raw->jwks_ca, why, sizeof(why))) != 0)
 		return rc == BC_ERR_NOMEM ? rc : fail(err, errlen, table, "jwks", why);
-	p->max_age_ms = 600000;
-	if ((rc = get_ms(t, table, "max_age_ms", &p->max_age_ms, err, errlen)) != 0 ||
-	    (rc = get_list(t, table, list_key, &p->allowed, err, errlen)) != 0)
+	p->max_age_ms = raw->max_age_ms;
+	if ((rc = copy_list(&raw->allowed, &p->allowed)) != 0)
 		return rc;
-	return get_algs(t, table, p, err, errlen);
+	return set_algs(&raw->algs, table, p, err, errlen);
 }
 
 static int load_gcp(const bc_toml *t, const char *table, struct cloud_cfg *c, char *err,
                     size_t errlen)
 {
-	static const char *const known[] = {"audience", "jwks",       "jwks_ca", "projects",
-	                                    "algs",     "max_age_ms", NULL};
-	const struct keys k = {known, NULL};
+	struct jwt_raw raw = {.max_age_ms = 600000};
 	int rc;
 
-	if ((rc = check_keys(t, table, &k, err, errlen)) != 0)
+	if ((rc = READ(t, table, gcp_fields, &raw, err, errlen)) != 0)
 		return rc;
 	if ((c->gcp = calloc(1, sizeof(*c->gcp))) == NULL)
 		return BC_ERR_NOMEM;
@@ -208,22 +239,17 @@ static int load_gcp(const bc_toml *t, const char *table, struct cloud_cfg *c, ch
 	snprintf(c->gcp->name, sizeof(c->gcp->name), "gcp");
 	if ((c->gcp->issuer = strdup(CLOUD_GCP_ISSUER)) == NULL)
 		return BC_ERR_NOMEM;
-	return jwt_common(t, table, c->gcp, CLOUD_GCP_JWKS, "projects", err, errlen);
+	return jwt_common(&raw, table, c->gcp, CLOUD_GCP_JWKS, err, errlen);
 }
 
 static int load_oidc_one(const bc_toml *t, const char *table, const char *id, struct cloud_cfg *c,
                          char *err, size_t errlen)
 {
-	static const char *const known[] = {
-	    "issuer",        "audience",       "jwks",       "jwks_ca",
-	    "account_claim", "instance_claim", "zone_claim", "accounts",
-	    "algs",          "max_age_ms",     NULL};
-	const struct keys k = {known, NULL};
+	struct jwt_raw raw = {.max_age_ms = 600000};
 	struct jwt_provider *p;
-	const char *iss, *acc, *ins, *zone;
-	int bad = 0, rc;
+	int rc;
 
-	if ((rc = check_keys(t, table, &k, err, errlen)) != 0)
+	if ((rc = READ(t, table, oidc_fields, &raw, err, errlen)) != 0)
 		return rc;
 	if (c->n_oidc == CLOUD_OIDC_MAX)
 		return fail(err, errlen, table, id, "at most 16 OIDC issuers");
@@ -231,44 +257,40 @@ static int load_oidc_one(const bc_toml *t, const char *table, const char *id, st
 		return BC_ERR_NOMEM;
 	pthread_mutex_init(&p->jwks.mu, NULL);
 	snprintf(p->name, sizeof(p->name), "oidc.%s", id);
-	iss = get_str(t, table, "issuer", &bad);
-	acc = get_str(t, table, "account_claim", &bad);
-	ins = get_str(t, table, "instance_claim", &bad);
-	zone = get_str(t, table, "zone_claim", &bad);
-	if (bad || iss == NULL)
-		return fail(err, errlen, table, "issuer",
-		            "required, and every key a non-empty string");
+	if (raw.issuer == NULL)
+		return fail(err, errlen, table, "issuer", "required");
 	/* a name alone is anyone's to choose: the account pins whose instance it is */
-	if (acc == NULL || ins == NULL)
+	if (raw.account_claim == NULL || raw.instance_claim == NULL)
 		return fail(
-		    err, errlen, table, acc ? "instance_claim" : "account_claim",
+		    err, errlen, table, raw.account_claim ? "instance_claim" : "account_claim",
 		    "required: the claims that name the account (a project, a subscription) "
 		    "and the instance");
 	for (size_t i = 0; i + 1 < c->n_oidc; i++)
-		if (strcmp(c->oidc[i]->issuer, iss) == 0)
+		if (strcmp(c->oidc[i]->issuer, raw.issuer) == 0)
 			return fail(err, errlen, table, "issuer",
 			            "another [oidc.<id>] has this issuer");
-	if ((p->issuer = strdup(iss)) == NULL || (p->account_claim = strdup(acc)) == NULL ||
-	    (p->instance_claim = strdup(ins)) == NULL ||
-	    (zone && (p->zone_claim = dup_or_null(zone)) == NULL))
+	if ((p->issuer = strdup(raw.issuer)) == NULL ||
+	    (p->account_claim = strdup(raw.account_claim)) == NULL ||
+	    (p->instance_claim = strdup(raw.instance_claim)) == NULL ||
+	    (raw.zone_claim && (p->zone_claim = strdup(raw.zone_claim)) == NULL))
 		return BC_ERR_NOMEM;
-	return jwt_common(t, table, p, NULL, "accounts", err, errlen);
+	return jwt_common(&raw, table, p, NULL, err, errlen);
 }
 
 typedef int (*table_fn)(const bc_toml *t, const char *table, const char *name, struct cloud_cfg *c,
                         char *err, size_t errlen);
 
 /* fn for each [table.<name>]; table itself may hold no keys. */
-static int each_table(const bc_toml *t, const char *table, const char *what, table_fn fn,
-                      struct cloud_cfg *c, char *err, size_t errlen)
+static int each_table(const bc_toml *t, const char *table, table_fn fn, struct cloud_cfg *c,
+                      char *err, size_t errlen)
 {
 	const char *const *names;
 	char sub[512];
 	size_t n;
 	int rc;
 
-	if (bc_toml_keys(t, table, &names, &n) == 0 && n > 0)
-		return fail(err, errlen, table, names[0], what);
+	if ((rc = READ(t, table, named_fields, NULL, err, errlen)) != 0)
+		return rc;
 	if (bc_toml_tables(t, table, &names, &n) != 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
@@ -333,22 +355,19 @@ static void aws_free(struct aws_cfg *a)
 static int load_aws(const bc_toml *t, const char *table, struct cloud_cfg *c, char *err,
                     size_t errlen)
 {
-	static const char *const known[] = {"accounts", "max_age_ms", NULL};
-	static const char *const tables[] = {"certificates", NULL};
-	const struct keys k = {known, tables};
+	struct aws_raw raw = {.max_age_ms = 1800000};
 	const char *const *regions;
 	char sub[512], path[768], what[900];
 	struct aws_cfg *a;
 	size_t n = 0;
 	int rc;
 
-	if ((rc = check_keys(t, table, &k, err, errlen)) != 0)
+	if ((rc = READ(t, table, aws_fields, &raw, err, errlen)) != 0)
 		return rc;
 	if ((a = c->aws = calloc(1, sizeof(*a))) == NULL || (a->all = sk_X509_new_null()) == NULL)
 		return BC_ERR_NOMEM;
-	a->max_age_ms = 1800000;
-	if ((rc = get_ms(t, table, "max_age_ms", &a->max_age_ms, err, errlen)) != 0 ||
-	    (rc = get_list(t, table, "accounts", &a->accounts, err, errlen)) != 0)
+	a->max_age_ms = raw.max_age_ms;
+	if ((rc = copy_list(&raw.accounts, &a->accounts)) != 0)
 		return rc;
 	if (sub_table(sub, sizeof(sub), table, "certificates") != 0 ||
 	    bc_toml_keys(t, sub, &regions, &n) != 0 || n == 0)
@@ -377,13 +396,10 @@ static int load_aws(const bc_toml *t, const char *table, struct cloud_cfg *c, ch
 	return 0;
 }
 
-static int copy_id(const bc_toml *t, const char *table, const char *key, char out[BC_ID_MAX],
+static int copy_id(const char *s, const char *table, const char *key, char out[BC_ID_MAX],
                    int required, char *err, size_t errlen)
 {
-	int bad = 0;
-	const char *s = get_str(t, table, key, &bad);
-
-	if (bad || (s && strlen(s) >= BC_ID_MAX) || (required && s == NULL))
+	if ((s && strlen(s) >= BC_ID_MAX) || (required && s == NULL))
 		return fail(err, errlen, table, key,
 		            required ? "required: an id of 1 to 63 bytes"
 		                     : "an id of 1 to 63 bytes");
@@ -395,30 +411,24 @@ static int copy_id(const bc_toml *t, const char *table, const char *key, char ou
 static int load_rule(const bc_toml *t, const char *table, const char *name, struct resolve_rule *r,
                      char *err, size_t errlen)
 {
-	static const char *const known[] = {"provider", "account", "zone", "region",
-	                                    "tenant",   "pool",    "site", NULL};
-	const struct keys k = {known, NULL};
-	const char *prov, *acc, *zone, *region;
-	int bad = 0, rc;
+	struct rule_raw raw = {0};
+	int rc;
 
-	if ((rc = check_keys(t, table, &k, err, errlen)) != 0)
+	if ((rc = READ(t, table, rule_fields, &raw, err, errlen)) != 0)
 		return rc;
-	prov = get_str(t, table, "provider", &bad);
-	acc = get_str(t, table, "account", &bad);
-	zone = get_str(t, table, "zone", &bad);
-	region = get_str(t, table, "region", &bad);
-	if (bad || prov == NULL || acc == NULL)
+	if (raw.provider == NULL || raw.account == NULL)
 		return fail(
 		    err, errlen, table, "provider/account",
 		    "required: the provider (gcp, aws, oidc.<id>) and the account or project "
 		    "this rule admits");
-	if ((r->name = strdup(name)) == NULL || (r->provider = strdup(prov)) == NULL ||
-	    (r->account = strdup(acc)) == NULL || (zone && (r->zone = strdup(zone)) == NULL) ||
-	    (region && (r->region = strdup(region)) == NULL))
+	if ((r->name = strdup(name)) == NULL || (r->provider = strdup(raw.provider)) == NULL ||
+	    (r->account = strdup(raw.account)) == NULL ||
+	    (raw.zone && (r->zone = strdup(raw.zone)) == NULL) ||
+	    (raw.region && (r->region = strdup(raw.region)) == NULL))
 		return BC_ERR_NOMEM;
-	if ((rc = copy_id(t, table, "tenant", r->tenant, 1, err, errlen)) != 0 ||
-	    (rc = copy_id(t, table, "pool", r->pool, 0, err, errlen)) != 0 ||
-	    (rc = copy_id(t, table, "site", r->site, 0, err, errlen)) != 0)
+	if ((rc = copy_id(raw.tenant, table, "tenant", r->tenant, 1, err, errlen)) != 0 ||
+	    (rc = copy_id(raw.pool, table, "pool", r->pool, 0, err, errlen)) != 0 ||
+	    (rc = copy_id(raw.site, table, "site", r->site, 0, err, errlen)) != 0)
 		return rc;
 	return 0;
 }
@@ -437,40 +447,30 @@ static int add_rule(const bc_toml *t, const char *table, const char *name, struc
 	return load_rule(t, table, name, &r[c->n_rules++], err, errlen);
 }
 
-static int load_roles(const bc_toml *t, const char *table, struct cloud_cfg *c, char *err,
-                      size_t errlen)
+static int set_roles(const struct bc_toml_strings *roles, const char *table, struct cloud_cfg *c,
+                     char *err, size_t errlen)
 {
-	const char *const *arr;
-	char path[256];
-	size_t n;
-	int rc;
-
 	c->roles[0] = "node";
 	c->n_roles = 1;
-	snprintf(path, sizeof(path), "%s.roles", table);
-	if ((rc = bc_toml_get_strings(t, path, &arr, &n)) == BC_ERR_NOT_FOUND)
+	if (roles->v == NULL)
 		return 0;
-	if (rc != 0 || n == 0 || n > 2)
-		return fail(err, errlen, table, "roles", "expected node and/or site");
 	c->n_roles = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(arr[i], "node") && strcmp(arr[i], "site"))
+	for (size_t i = 0; i < roles->n; i++) {
+		if (strcmp(roles->v[i], "node") && strcmp(roles->v[i], "site"))
 			return fail(err, errlen, table, "roles", "expected node and/or site");
-		c->roles[c->n_roles++] = strcmp(arr[i], "node") ? "site" : "node";
+		c->roles[c->n_roles++] = strcmp(roles->v[i], "node") ? "site" : "node";
 	}
 	return 0;
 }
 
 static int load(const bc_toml *t, const char *table, struct cloud_cfg *c, char *err, size_t errlen)
 {
-	static const char *const known[] = {"roles", NULL};
-	static const char *const tables[] = {"gcp", "aws", "oidc", "resolve", NULL};
-	const struct keys k = {known, tables};
+	struct top_raw raw = {0};
 	char sub[512];
 	int rc;
 
-	if ((rc = check_keys(t, table, &k, err, errlen)) != 0 ||
-	    (rc = load_roles(t, table, c, err, errlen)) != 0)
+	if ((rc = READ(t, table, top_fields, &raw, err, errlen)) != 0 ||
+	    (rc = set_roles(&raw.roles, table, c, err, errlen)) != 0)
 		return rc;
 	snprintf(sub, sizeof(sub), "%s.gcp", table);
 	if (bc_toml_has_table(t, sub) && (rc = load_gcp(t, sub, c, err, errlen)) != 0)
@@ -479,12 +479,10 @@ static int load(const bc_toml *t, const char *table, struct cloud_cfg *c, char *
 	if (bc_toml_has_table(t, sub) && (rc = load_aws(t, sub, c, err, errlen)) != 0)
 		return rc;
 	snprintf(sub, sizeof(sub), "%s.oidc", table);
-	if ((rc = each_table(t, sub, "expected [oidc.<id>] tables only", load_oidc_one, c, err,
-	                     errlen)) != 0)
+	if ((rc = each_table(t, sub, load_oidc_one, c, err, errlen)) != 0)
 		return rc;
 	snprintf(sub, sizeof(sub), "%s.resolve", table);
-	if ((rc = each_table(t, sub, "expected [resolve.<name>] tables only", add_rule, c, err,
-	                     errlen)) != 0)
+	if ((rc = each_table(t, sub, add_rule, c, err, errlen)) != 0)
 		return rc;
 	if (c->gcp == NULL && c->aws == NULL && c->n_oidc == 0)
 		return fail(err, errlen, table, "gcp/aws/oidc",

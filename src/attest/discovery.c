@@ -18,6 +18,7 @@
 #include <openssl/x509.h>
 
 #include "attest/attest.h"
+#include "attest/discovery.h"
 #include "attest/requests.h"
 #include "attest/token.h"
 #include "bc/canon.h"
@@ -31,22 +32,8 @@
 #include "provision/provision.h"
 
 #define ISSUED_LEEWAY_MS 60000
-#define CERT_TTL_MAX_S   7200
 
 static const char *const roles[] = {BC_ROLE_RAMDISK};
-
-enum approval { APPROVE_NEVER = 0, APPROVE_UNKNOWN, APPROVE_ALWAYS };
-enum hwkey { HWKEY_NONE = 0, HWKEY_UUID, HWKEY_SERIAL };
-
-struct disc_cfg {
-	enum approval approval;
-	enum hwkey hwkey;
-	int64_t pending_ttl_s;
-	int64_t retry_after_s;
-	int resolve_workflow_node;
-	int64_t cert_ttl_s;                            /* 0: the ramdisk default, 2 hours */
-	char allowed_kinds[BC_ALLOWED_KINDS_JSON_MAX]; /* a JSON array, for the result */
-};
 
 static const struct disc_cfg defaults = {
     .pending_ttl_s = 86400,
@@ -419,158 +406,6 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	return 0;
 }
 
-/* ---- [attestors.discovery] ---- */
-
-static int fail(char *err, size_t errlen, const char *table, const char *key, const char *what)
-{
-	snprintf(err, errlen, "[%s] %s: %s", table, key, what);
-	return BC_ERR_CONFIG;
-}
-
-static int opt_choice(const bc_toml *t, const char *table, const char *key,
-                      const char *const *names, int *v)
-{
-	char path[256];
-	const char *s;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	if ((rc = bc_toml_get_string(t, path, &s)) == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc != 0)
-		return BC_ERR_INVALID;
-	for (int i = 0; names[i]; i++)
-		if (strcmp(names[i], s) == 0) {
-			*v = i;
-			return 0;
-		}
-	return BC_ERR_INVALID;
-}
-
-static const char *const known_keys[] = {"approval",
-                                         "hardware_key",
-                                         "pending_ttl_seconds",
-                                         "retry_after_seconds",
-                                         "resolve_workflow_node",
-                                         "cert_ttl_seconds",
-                                         "allowed_kinds",
-                                         NULL};
-
-/* A command kind: lower-case dotted words ("disk.wipe"), the last of which may be "*"
- * ("diag.*"); a word is [a-z0-9] and may hold '-' or '_' inside it. */
-static int kind_ok(const char *s)
-{
-	size_t n = strlen(s), w = 0;
-
-	if (n == 0 || n > BC_ALLOWED_KIND_LEN)
-		return 0;
-	for (size_t i = 0; i <= n; i++) {
-		char ch = s[i];
-		if (ch == '.' || ch == 0) {
-			/* an empty word, or a word ending in '-' or '_' */
-			if (w == 0 || s[i - 1] == '-' || s[i - 1] == '_')
-				return 0;
-			w = 0;
-		} else if (ch == '*') {
-			/* "*" only as the whole last word, after at least one word */
-			if (w != 0 || i == 0 || s[i + 1] != 0)
-				return 0;
-			return 1;
-		} else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')) {
-			w++;
-		} else if ((ch == '-' || ch == '_') && w > 0) {
-			w++;
-		} else {
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* allowed_kinds: 1 to BC_ALLOWED_KINDS_MAX valid kinds, as the JSON array of them. */
-static int read_kinds(const bc_toml *t, const char *table, struct disc_cfg *c, char *err,
-                      size_t errlen)
-{
-	char path[256];
-	const char *const *v;
-	size_t n, off = 0;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.allowed_kinds", table);
-	if ((rc = bc_toml_get_strings(t, path, &v, &n)) == BC_ERR_NOT_FOUND)
-		return 0;
-	if (rc != 0 || n == 0 || n > BC_ALLOWED_KINDS_MAX)
-		return fail(err, errlen, table, "allowed_kinds",
-		            "expected an array of 1 to 32 command kinds, such as [\"disk.wipe\", "
-		            "\"diag.*\"]");
-	c->allowed_kinds[off++] = '[';
-	for (size_t i = 0; i < n; i++) {
-		if (!kind_ok(v[i])) {
-			char what[200];
-			snprintf(
-			    what, sizeof(what),
-			    "\"%.64s\" is not a command kind: expected lower-case dotted words "
-			    "of at most 64 characters, the last of which may be \"*\"",
-			    v[i]);
-			return fail(err, errlen, table, "allowed_kinds", what);
-		}
-		/* bounded by BC_ALLOWED_KINDS_JSON_MAX; a kind needs no JSON escaping */
-		off += (size_t)snprintf(c->allowed_kinds + off, sizeof(c->allowed_kinds) - off,
-		                        "%s\"%s\"", i ? "," : "", v[i]);
-	}
-	snprintf(c->allowed_kinds + off, sizeof(c->allowed_kinds) - off, "]");
-	return 0;
-}
-
-static int read_cfg(const bc_toml *t, const char *table, struct disc_cfg *c, char *err,
-                    size_t errlen)
-{
-	static const char *const approvals[] = {"never", "unknown-machines", "always", NULL};
-	static const char *const hwkeys[] = {"none", "product-uuid", "serial", NULL};
-	const char *const *keys;
-	char path[256];
-	size_t n;
-	int v, rc;
-
-	if (bc_toml_keys(t, table, &keys, &n) == 0)
-		for (size_t i = 0; i < n; i++) {
-			size_t k = 0;
-			while (known_keys[k] && strcmp(known_keys[k], keys[i]) != 0)
-				k++;
-			if (known_keys[k] == NULL)
-				return fail(err, errlen, table, keys[i],
-				            "unknown key (known: approval, hardware_key, "
-				            "pending_ttl_seconds, retry_after_seconds, "
-				            "resolve_workflow_node, cert_ttl_seconds, "
-				            "allowed_kinds)");
-		}
-	v = (int)c->approval;
-	if (opt_choice(t, table, "approval", approvals, &v) != 0)
-		return fail(err, errlen, table, "approval",
-		            "expected \"never\", \"unknown-machines\" or \"always\"");
-	c->approval = (enum approval)v;
-	v = (int)c->hwkey;
-	if (opt_choice(t, table, "hardware_key", hwkeys, &v) != 0)
-		return fail(err, errlen, table, "hardware_key",
-		            "expected \"product-uuid\", \"serial\" or \"none\"");
-	c->hwkey = (enum hwkey)v;
-	if (bc_attest_opt_int(t, table, "pending_ttl_seconds", 60, 30LL * 86400,
-	                      &c->pending_ttl_s) != 0)
-		return fail(err, errlen, table, "pending_ttl_seconds", "expected 60 to 2592000");
-	if (bc_attest_opt_int(t, table, "retry_after_seconds", 1, 3600, &c->retry_after_s) != 0)
-		return fail(err, errlen, table, "retry_after_seconds", "expected 1 to 3600");
-	if (bc_attest_opt_int(t, table, "cert_ttl_seconds", 60, CERT_TTL_MAX_S, &c->cert_ttl_s) !=
-	    0)
-		return fail(err, errlen, table, "cert_ttl_seconds",
-		            "expected 60 to 7200 (a ramdisk certificate lasts at most 2 hours)");
-	snprintf(path, sizeof(path), "%s.resolve_workflow_node", table);
-	if ((rc = bc_toml_get_bool(t, path, &v)) == 0)
-		c->resolve_workflow_node = v;
-	else if (rc != BC_ERR_NOT_FOUND)
-		return fail(err, errlen, table, "resolve_workflow_node", "expected true or false");
-	return read_kinds(t, table, c, err, errlen);
-}
-
 static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *table, char *err,
                      size_t errlen)
 {
@@ -580,7 +415,7 @@ static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *t
 	if ((c = malloc(sizeof(*c))) == NULL)
 		return BC_ERR_NOMEM;
 	*c = defaults;
-	if (cfg && (rc = read_cfg(cfg, table, c, err, errlen)) != 0) {
+	if (cfg && (rc = disc_cfg_read(cfg, table, c, err, errlen)) != 0) {
 		free(c);
 		return rc;
 	}

@@ -1,5 +1,6 @@
 /* [attestors.tpm] in server.toml, and the files it names (ek_roots, resolve,
- * pcr_policy). Every key is checked; an unknown one is an error naming it. */
+ * pcr_policy). The table is read through bc_toml_read_table: an unknown key is an
+ * error naming it and the known ones. */
 #include <ctype.h>
 #include <jansson.h>
 #include <openssl/err.h>
@@ -17,23 +18,6 @@
 
 #define FILE_MAX  (1024 * 1024)
 #define ROOTS_MAX 64
-
-static const char *const KEYS[] = {"ek_roots",
-                                   "allow_uncertified_ek",
-                                   "pcr_bank",
-                                   "pcrs",
-                                   "pcr_policy",
-                                   "pcr_policy_command",
-                                   "resolve",
-                                   "enrollment_tenant",
-                                   "enrollment_site",
-                                   "enrollment_pool",
-                                   "pending_ttl_seconds",
-                                   "retry_after_seconds",
-                                   "challenge_ttl_ms",
-                                   "node_key",
-                                   "roles",
-                                   NULL};
 
 static int fail(char *err, size_t errlen, const char *table, const char *key, const char *what)
 {
@@ -341,124 +325,117 @@ out:
 	return rc;
 }
 
-static int load_strings(struct tpm_cfg *c, const bc_toml *t, const char *table, char *err,
-                        size_t errlen)
+/* What the reader fills, before it is checked and turned into a tpm_cfg. */
+struct raw {
+	struct bc_toml_strings ek_roots, pcrs, roles;
+	int allow_uncertified, pcr_bank, node_key;
+	const char *pcr_policy, *policy_cmd, *resolve, *tenant, *site, *pool;
+	int64_t pending_ttl_s, retry_after_s, challenge_ttl_ms;
+};
+
+static const char *const banks[] = {"sha256", "sha384", "sha512", NULL};
+static const uint16_t bank_algs[] = {TPM2_ALG_SHA256, TPM2_ALG_SHA384, TPM2_ALG_SHA512};
+static const char *const node_keys[] = {"certified", "any", NULL};
+
+static const struct bc_toml_field fields[] = {
+    {.key = "ek_roots",
+     .type = BC_TOML_STRINGS,
+     .expect = "an array of certificate files",
+     BC_TOML_AT(struct raw, ek_roots)},
+    {.key = "allow_uncertified_ek",
+     .type = BC_TOML_BOOL,
+     BC_TOML_AT(struct raw, allow_uncertified)},
+    {.key = "pcr_bank", .type = BC_TOML_CHOICE, .choices = banks, BC_TOML_AT(struct raw, pcr_bank)},
+    {.key = "pcrs",
+     .type = BC_TOML_STRINGS,
+     .flags = BC_TOML_ONE_OK,
+     .expect = "\"0-7\" or [\"0\", \"1\", ...] of 0-23",
+     BC_TOML_AT(struct raw, pcrs)},
+    {.key = "pcr_policy",
+     .type = BC_TOML_STRING,
+     .expect = "a file name",
+     BC_TOML_AT(struct raw, pcr_policy)},
+    {.key = "pcr_policy_command",
+     .type = BC_TOML_STRING,
+     .flags = BC_TOML_NONEMPTY,
+     .expect = "a command",
+     BC_TOML_AT(struct raw, policy_cmd)},
+    {.key = "resolve",
+     .type = BC_TOML_STRING,
+     .expect = "a file name",
+     BC_TOML_AT(struct raw, resolve)},
+    {.key = "enrollment_tenant",
+     .type = BC_TOML_STRING,
+     .flags = BC_TOML_NONEMPTY,
+     .expect = "a tenant id",
+     BC_TOML_AT(struct raw, tenant)},
+    {.key = "enrollment_site",
+     .type = BC_TOML_STRING,
+     .flags = BC_TOML_NONEMPTY,
+     .expect = "a site id",
+     BC_TOML_AT(struct raw, site)},
+    {.key = "enrollment_pool",
+     .type = BC_TOML_STRING,
+     .flags = BC_TOML_NONEMPTY,
+     .expect = "a pool id",
+     BC_TOML_AT(struct raw, pool)},
+    {.key = "pending_ttl_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 60,
+     .max = 30LL * 86400,
+     BC_TOML_AT(struct raw, pending_ttl_s)},
+    {.key = "retry_after_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 3600,
+     BC_TOML_AT(struct raw, retry_after_s)},
+    {.key = "challenge_ttl_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = TPM_CHALLENGE_TTL_MAX_MS / 1000,
+     .scale = 1000,
+     .old = "challenge_ttl_ms",
+     .expect = "1 to 300 (seconds: at most 5 minutes)",
+     BC_TOML_AT(struct raw, challenge_ttl_ms)},
+    {.key = "node_key",
+     .type = BC_TOML_CHOICE,
+     .choices = node_keys,
+     BC_TOML_AT(struct raw, node_key)},
+    {.key = "roles",
+     .type = BC_TOML_STRINGS,
+     .min = 1,
+     .max = 2,
+     .expect = "node and/or site",
+     BC_TOML_AT(struct raw, roles)},
+};
+
+/* An id of 1 to 63 bytes ("" was refused by the reader), when set. */
+static int set_id(char out[BC_ID_MAX], const char *s)
 {
-	const char *const *arr;
-	const char *s;
-	char path[256];
-	size_t n;
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.ek_roots", table);
-	if (bc_toml_get_strings(t, path, &arr, &n) == 0) {
-		if ((c->roots = calloc(ROOTS_MAX, sizeof(*c->roots))) == NULL)
-			return BC_ERR_NOMEM;
-		for (size_t i = 0; i < n; i++)
-			if (load_roots(c, arr[i]) != 0)
-				return fail(err, errlen, table, "ek_roots", arr[i]);
-	} else if (bc_toml_get_string(t, path, &s) != BC_ERR_NOT_FOUND) {
-		return fail(err, errlen, table, "ek_roots",
-		            "expected an array of certificate files");
-	}
-	snprintf(path, sizeof(path), "%s.pcrs", table);
-	if (bc_toml_get_strings(t, path, &arr, &n) == 0)
-		rc = parse_pcrs(c, arr, n);
-	else if (bc_toml_get_string(t, path, &s) == 0)
-		rc = parse_pcrs(c, &s, 1);
-	else
-		rc = bc_toml_get_string(t, path, &s) == BC_ERR_NOT_FOUND ? 0 : BC_ERR_INVALID;
-	if (rc != 0)
-		return fail(err, errlen, table, "pcrs",
-		            "expected \"0-7\" or [\"0\", \"1\", ...] of 0-23");
-	snprintf(path, sizeof(path), "%s.roles", table);
-	if (bc_toml_get_strings(t, path, &arr, &n) == 0) {
-		c->n_roles = 0;
-		for (size_t i = 0; i < n; i++) {
-			if (c->n_roles == 2 || (strcmp(arr[i], "node") && strcmp(arr[i], "site")))
-				return fail(err, errlen, table, "roles",
-				            "expected node and/or site");
-			c->roles[c->n_roles++] = strcmp(arr[i], "node") ? "site" : "node";
-		}
-		if (c->n_roles == 0)
-			return fail(err, errlen, table, "roles", "expected node and/or site");
-	} else if (bc_toml_get_int(t, path, &(int64_t){0}) != BC_ERR_NOT_FOUND) {
-		return fail(err, errlen, table, "roles", "expected an array of roles");
-	}
-	return 0;
-}
-
-/* Optional typed values: 0 and *set when present, 0 when absent, < 0 wrong type. */
-static int opt_string(const bc_toml *t, const char *table, const char *key, const char **out)
-{
-	char path[256];
-	int rc;
-
-	*out = NULL;
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	rc = bc_toml_get_string(t, path, out);
-	return rc == BC_ERR_NOT_FOUND ? 0 : rc;
-}
-
-static int opt_id(const bc_toml *t, const char *table, const char *key, char out[BC_ID_MAX])
-{
-	const char *s;
-	int rc;
-
-	if ((rc = opt_string(t, table, key, &s)) != 0)
-		return rc;
 	if (s == NULL)
 		return 0;
-	if (strlen(s) == 0 || strlen(s) >= BC_ID_MAX)
+	if (strlen(s) >= BC_ID_MAX)
 		return BC_ERR_INVALID;
 	snprintf(out, BC_ID_MAX, "%s", s);
 	return 0;
 }
 
-static int load_scalars(struct tpm_cfg *c, const bc_toml *t, const char *table, char *err,
-                        size_t errlen)
+static int apply_scalars(struct tpm_cfg *c, const struct raw *r, const char *table, char *err,
+                         size_t errlen)
 {
-	const char *s;
-	char path[256];
-	int rc;
-
-	snprintf(path, sizeof(path), "%s.allow_uncertified_ek", table);
-	if ((rc = bc_toml_get_bool(t, path, &c->allow_uncertified)) != 0 && rc != BC_ERR_NOT_FOUND)
-		return fail(err, errlen, table, "allow_uncertified_ek", "expected true or false");
-	if (opt_string(t, table, "pcr_bank", &s) != 0)
-		return fail(err, errlen, table, "pcr_bank",
-		            "expected \"sha256\", \"sha384\" or \"sha512\"");
-	if (s) {
-		c->pcr_alg = !strcmp(s, "sha256")   ? TPM2_ALG_SHA256
-		             : !strcmp(s, "sha384") ? TPM2_ALG_SHA384
-		             : !strcmp(s, "sha512") ? TPM2_ALG_SHA512
-		                                    : 0;
-		if (c->pcr_alg == 0)
-			return fail(err, errlen, table, "pcr_bank",
-			            "expected \"sha256\", \"sha384\" or \"sha512\"");
-	}
-	if (opt_string(t, table, "node_key", &s) != 0 ||
-	    (s && strcmp(s, "certified") && strcmp(s, "any")))
-		return fail(err, errlen, table, "node_key", "expected \"certified\" or \"any\"");
-	c->node_key_any = s && strcmp(s, "any") == 0;
-	if (opt_string(t, table, "pcr_policy_command", &s) != 0 || (s && s[0] == 0))
-		return fail(err, errlen, table, "pcr_policy_command", "expected a command");
-	if (s && (c->policy_cmd = strdup(s)) == NULL)
+	c->allow_uncertified = r->allow_uncertified;
+	c->pcr_alg = bank_algs[r->pcr_bank];
+	c->node_key_any = r->node_key == 1;
+	if (r->policy_cmd && (c->policy_cmd = strdup(r->policy_cmd)) == NULL)
 		return BC_ERR_NOMEM;
-	if (bc_attest_opt_int(t, table, "pending_ttl_seconds", 60, 30LL * 86400,
-	                      &c->pending_ttl_s) != 0)
-		return fail(err, errlen, table, "pending_ttl_seconds", "expected 60 to 2592000");
-	if (bc_attest_opt_int(t, table, "retry_after_seconds", 1, 3600, &c->retry_after_s) != 0)
-		return fail(err, errlen, table, "retry_after_seconds", "expected 1 to 3600");
-	if (bc_attest_opt_int(t, table, "challenge_ttl_ms", 1000, TPM_CHALLENGE_TTL_MAX_MS,
-	                      &c->challenge_ttl_ms) != 0)
-		return fail(err, errlen, table, "challenge_ttl_ms",
-		            "expected 1000 to 300000 (at most 5 minutes)");
-	if (opt_id(t, table, "enrollment_tenant", c->enroll_tenant) != 0)
+	c->pending_ttl_s = r->pending_ttl_s;
+	c->retry_after_s = r->retry_after_s;
+	c->challenge_ttl_ms = r->challenge_ttl_ms;
+	if (set_id(c->enroll_tenant, r->tenant) != 0)
 		return fail(err, errlen, table, "enrollment_tenant", "expected a tenant id");
-	if (opt_id(t, table, "enrollment_site", c->enroll_site) != 0)
+	if (set_id(c->enroll_site, r->site) != 0)
 		return fail(err, errlen, table, "enrollment_site", "expected a site id");
-	if (opt_id(t, table, "enrollment_pool", c->enroll_pool) != 0)
+	if (set_id(c->enroll_pool, r->pool) != 0)
 		return fail(err, errlen, table, "enrollment_pool", "expected a pool id");
 	if ((c->enroll_site[0] || c->enroll_pool[0]) && c->enroll_tenant[0] == 0)
 		return fail(err, errlen, table, "enrollment_tenant",
@@ -469,40 +446,62 @@ static int load_scalars(struct tpm_cfg *c, const bc_toml *t, const char *table, 
 	return 0;
 }
 
-static int load_files(struct tpm_cfg *c, const bc_toml *t, const char *table, char *err,
-                      size_t errlen)
+static int apply_lists(struct tpm_cfg *c, const struct raw *r, const char *table, char *err,
+                       size_t errlen)
+{
+	if (r->ek_roots.v != NULL) {
+		if ((c->roots = calloc(ROOTS_MAX, sizeof(*c->roots))) == NULL)
+			return BC_ERR_NOMEM;
+		for (size_t i = 0; i < r->ek_roots.n; i++)
+			if (load_roots(c, r->ek_roots.v[i]) != 0)
+				return fail(err, errlen, table, "ek_roots", r->ek_roots.v[i]);
+	}
+	if (r->pcrs.v != NULL && parse_pcrs(c, r->pcrs.v, r->pcrs.n) != 0)
+		return fail(err, errlen, table, "pcrs",
+		            "expected \"0-7\" or [\"0\", \"1\", ...] of 0-23");
+	if (r->roles.v != NULL) {
+		c->n_roles = 0;
+		for (size_t i = 0; i < r->roles.n; i++) {
+			if (strcmp(r->roles.v[i], "node") && strcmp(r->roles.v[i], "site"))
+				return fail(err, errlen, table, "roles",
+				            "expected node and/or site");
+			c->roles[c->n_roles++] = strcmp(r->roles.v[i], "node") ? "site" : "node";
+		}
+	}
+	return 0;
+}
+
+static int apply_files(struct tpm_cfg *c, const struct raw *r, const char *table, char *err,
+                       size_t errlen)
 {
 	char why[384] = "";
-	const char *s;
 
-	if (opt_string(t, table, "resolve", &s) != 0)
-		return fail(err, errlen, table, "resolve", "expected a file name");
-	if (s && load_resolve(c, s, why, sizeof(why)) != 0)
+	if (r->resolve && load_resolve(c, r->resolve, why, sizeof(why)) != 0)
 		return fail(err, errlen, table, "resolve", why);
-	if (opt_string(t, table, "pcr_policy", &s) != 0)
-		return fail(err, errlen, table, "pcr_policy", "expected a file name");
-	if (s && load_pcr_policy(c, s, why, sizeof(why)) != 0)
+	if (r->pcr_policy && load_pcr_policy(c, r->pcr_policy, why, sizeof(why)) != 0)
 		return fail(err, errlen, table, "pcr_policy", why);
 	return 0;
 }
 
-static int check_keys(const bc_toml *t, const char *table, char *err, size_t errlen)
+/* The table through the shared reader, then each value checked and applied. */
+static int load(struct tpm_cfg *c, const bc_toml *t, const char *table, char *err, size_t errlen)
 {
-	const char *const *keys, *const *subs;
-	size_t n, ns;
+	struct raw raw = {.pending_ttl_s = 86400,
+	                  .retry_after_s = 30,
+	                  .challenge_ttl_ms = TPM_CHALLENGE_TTL_MAX_MS};
+	char label[96];
+	struct bc_toml_read r = {.table = table,
+	                         .label = label,
+	                         .fields = fields,
+	                         .n_fields = sizeof(fields) / sizeof(fields[0])};
+	int rc;
 
-	if (bc_toml_tables(t, table, &subs, &ns) == 0 && ns > 0)
-		return fail(err, errlen, table, subs[0], "unknown table");
-	if (bc_toml_keys(t, table, &keys, &n) != 0)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		size_t k = 0;
-		while (KEYS[k] && strcmp(KEYS[k], keys[i]) != 0)
-			k++;
-		if (KEYS[k] == NULL)
-			return fail(err, errlen, table, keys[i], "unknown key");
-	}
-	return 0;
+	snprintf(label, sizeof(label), "[%s] ", table);
+	if ((rc = bc_toml_read_table(t, &r, &raw, err, errlen)) != 0 ||
+	    (rc = apply_scalars(c, &raw, table, err, errlen)) != 0 ||
+	    (rc = apply_lists(c, &raw, table, err, errlen)) != 0)
+		return rc;
+	return apply_files(c, &raw, table, err, errlen);
 }
 
 int tpm_cfg_load(const bc_toml *t, const char *table, struct tpm_cfg **out, char *err,
@@ -515,17 +514,10 @@ int tpm_cfg_load(const bc_toml *t, const char *table, struct tpm_cfg **out, char
 	*out = NULL;
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return BC_ERR_NOMEM;
-	c->pcr_alg = TPM2_ALG_SHA256;
-	c->pending_ttl_s = 86400;
-	c->retry_after_s = 30;
-	c->challenge_ttl_ms = TPM_CHALLENGE_TTL_MAX_MS;
 	c->roles[0] = "node";
 	c->n_roles = 1;
 	(void)parse_pcrs(c, ALL, 1);
-	if (t != NULL && ((rc = check_keys(t, table, err, errlen)) != 0 ||
-	                  (rc = load_scalars(c, t, table, err, errlen)) != 0 ||
-	                  (rc = load_strings(c, t, table, err, errlen)) != 0 ||
-	                  (rc = load_files(c, t, table, err, errlen)) != 0))
+	if ((rc = load(c, t, table, err, errlen)) != 0)
 		goto fail;
 	if (c->n_roots == 0 && !c->allow_uncertified) {
 		rc = fail(err, errlen, table, "ek_roots",

@@ -6,9 +6,9 @@
  *
  * The leaf must be byte for byte a node_certs row of that node, of its current identity
  * generation, not revoked; the node not retired; the certificate's role the requested
- * one (node-tenant re-joins as node and keeps its restriction); expired at most grace_ms
+ * one (node-tenant re-joins as node and keeps its restriction); expired at most grace_seconds
  * ago; not superseded (a newer certificate of the node was used: its key was rotated
- * away); the client time within window_ms of database time; the proof never used before
+ * away); the client time within window_seconds of database time; the proof never used before
  * (an in-memory cache, and an attestation_uses row that every replica sees). The result
  * names the node, so JoinService reclaims it in place. An accepted leaf counts as used
  * in the node's lineage (join/rows.h), superseding every other certificate of it.
@@ -40,21 +40,15 @@ struct seen {
 	uint64_t request; /* the request that presented it (bc_join_input.request_nonce) */
 };
 
+/* The attestor's context (self->ctx): its settings and its replay cache. */
 struct x509pop {
 	int64_t grace_ms;
 	int64_t window_ms;
-	size_t cache_size;
+	int64_t cache_size;
 	pthread_mutex_t mu;
-	struct seen *cache; /* a ring of proof subjects seen */
+	struct seen *cache; /* a ring of proof subjects seen; allocated when first needed */
 	size_t cache_next;
 	size_t cache_used;
-};
-
-static struct x509pop state = {
-    .grace_ms = 7LL * 24 * 3600 * 1000,
-    .window_ms = 60000,
-    .cache_size = 10000,
-    .mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static const char *const roles[] = {"node", "site"};
@@ -119,25 +113,26 @@ static int payload(const struct bc_join_input *in, const struct evidence *e, bc_
 
 /* 1 when another request presented subject; otherwise remembers it. The same request
  * comes back when its transaction is replayed (BUSY, RETRY): that is not a replay. */
-static int cache_seen(const uint8_t subject[32], uint64_t request)
+static int cache_seen(struct x509pop *st, const uint8_t subject[32], uint64_t request)
 {
+	size_t size = (size_t)st->cache_size;
 	int seen = 0, found = 0;
 
-	pthread_mutex_lock(&state.mu);
-	if (state.cache == NULL && state.cache_size)
-		state.cache = calloc(state.cache_size, sizeof(*state.cache));
-	for (size_t i = 0; state.cache && i < state.cache_used && !found; i++) {
-		found = memcmp(state.cache[i].subject, subject, 32) == 0;
-		seen = found && state.cache[i].request != request;
+	pthread_mutex_lock(&st->mu);
+	if (st->cache == NULL && size)
+		st->cache = calloc(size, sizeof(*st->cache));
+	for (size_t i = 0; st->cache && i < st->cache_used && !found; i++) {
+		found = memcmp(st->cache[i].subject, subject, 32) == 0;
+		seen = found && st->cache[i].request != request;
 	}
-	if (!found && state.cache) {
-		memcpy(state.cache[state.cache_next].subject, subject, 32);
-		state.cache[state.cache_next].request = request;
-		state.cache_next = (state.cache_next + 1) % state.cache_size;
-		if (state.cache_used < state.cache_size)
-			state.cache_used++;
+	if (!found && st->cache) {
+		memcpy(st->cache[st->cache_next].subject, subject, 32);
+		st->cache[st->cache_next].request = request;
+		st->cache_next = (st->cache_next + 1) % size;
+		if (st->cache_used < size)
+			st->cache_used++;
 	}
-	pthread_mutex_unlock(&state.mu);
+	pthread_mutex_unlock(&st->mu);
 	return seen;
 }
 
@@ -210,7 +205,8 @@ static int offline_checks(const struct bc_join_input *in, struct proven *p, cons
 /* The leaf against its row and the node at database time. 0 with *why set on a
  * refusal; < 0 on a database error. */
 static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct evidence *e,
-                         const struct bc_node_identity *id, char serial[65], const char **why)
+                         const struct bc_node_identity *id, int64_t grace_ms, char serial[65],
+                         const char **why)
 {
 	struct bc_cert_row c;
 	int rc;
@@ -231,21 +227,21 @@ static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct
 		*why = BC_R_X509POP_REVOKED;
 	else if (c.superseded)
 		*why = BC_R_X509POP_SUPERSEDED;
-	else if (in->now_ms - c.not_after > state.grace_ms)
+	else if (in->now_ms - c.not_after > grace_ms)
 		*why = BC_R_X509POP_EXPIRED;
 	return 0;
 }
 
 /* Records the proof until its window closes, so no replica accepts it again. */
 static int record_use(bc_tx *tx, const struct bc_join_input *in, const struct evidence *e,
-                      const uint8_t subject[32], const char **why)
+                      const uint8_t subject[32], int64_t window_ms, const char **why)
 {
 	char hex[65];
 	int rc;
 
 	*why = NULL;
 	bc_hex_encode_to(subject, 32, hex);
-	rc = bc_row_use_insert(tx, "x509pop", hex, e->client_time + state.window_ms, in->now_ms);
+	rc = bc_row_use_insert(tx, "x509pop", hex, e->client_time + window_ms, in->now_ms);
 	if (rc == BC_ERR_CONFLICT) {
 		*why = BC_R_X509POP_REPLAY;
 		rc = 0;
@@ -285,22 +281,23 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
                   struct bc_attest_outcome *out)
 {
 	const struct proven *p = in->check_state;
+	struct x509pop *st = self->ctx;
 	const char *why = NULL;
 	char serial[65] = "";
 	int rc = 0;
 
-	(void)self;
-	if (p == NULL)
-		return BC_ERR_INTERNAL;
+	if (p == NULL || st == NULL)
+		return BC_ERR_INTERNAL; /* check() always leaves one; configure() made st */
 	snprintf(out->node_id, sizeof(out->node_id), "%s", p->id.node_id);
-	if (p->e.client_time < in->now_ms - state.window_ms ||
-	    p->e.client_time > in->now_ms + state.window_ms)
+	if (p->e.client_time < in->now_ms - st->window_ms ||
+	    p->e.client_time > in->now_ms + st->window_ms)
 		why = BC_R_X509POP_CLIENT_TIME;
-	if (why == NULL && (rc = online_checks(tx, in, &p->e, &p->id, serial, &why)) != 0)
+	if (why == NULL &&
+	    (rc = online_checks(tx, in, &p->e, &p->id, st->grace_ms, serial, &why)) != 0)
 		return rc;
-	if (why == NULL && cache_seen(p->subject, in->request_nonce))
+	if (why == NULL && cache_seen(st, p->subject, in->request_nonce))
 		why = BC_R_X509POP_REPLAY;
-	if (why == NULL && (rc = record_use(tx, in, &p->e, p->subject, &why)) != 0)
+	if (why == NULL && (rc = record_use(tx, in, &p->e, p->subject, st->window_ms, &why)) != 0)
 		return rc;
 	if (why == NULL && (rc = bc_row_cert_use(tx, p->id.node_id, serial, in->now_ms)) != 0)
 		return rc;
@@ -314,64 +311,75 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	return 0;
 }
 
-static int get_ms(const bc_toml *cfg, const char *table, const char *key, int64_t lo, int64_t hi,
-                  int64_t *v, char *err, size_t errlen)
+/* [attestors.x509pop]; durations in seconds, kept in milliseconds. */
+static const struct bc_toml_field fields[] = {
+    {.key = "grace_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 0,
+     .max = 90LL * 24 * 3600,
+     .scale = 1000,
+     .old = "grace_ms",
+     BC_TOML_AT(struct x509pop, grace_ms)},
+    {.key = "window_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 600,
+     .scale = 1000,
+     .old = "window_ms",
+     BC_TOML_AT(struct x509pop, window_ms)},
+    {.key = "replay_cache_size",
+     .type = BC_TOML_INT,
+     .min = 0,
+     .max = 1000000,
+     BC_TOML_AT(struct x509pop, cache_size)},
+};
+
+static void state_free(struct x509pop *st)
 {
-	char path[96];
-	int rc;
-
-	int64_t x;
-
-	snprintf(path, sizeof(path), "%s.%s", table, key);
-	rc = bc_toml_get_int(cfg, path, &x);
-	if (rc == BC_ERR_NOT_FOUND)
-		return 0; /* keep the default in *v */
-	if (rc != 0 || x < lo || x > hi) {
-		snprintf(err, errlen, "[%s] %s: expected an integer from %lld to %lld", table, key,
-		         (long long)lo, (long long)hi);
-		return BC_ERR_CONFIG;
-	}
-	*v = x;
-	return 0;
+	if (st == NULL)
+		return;
+	pthread_mutex_destroy(&st->mu);
+	free(st->cache);
+	free(st);
 }
 
+/* A new context from the table (the defaults where it is silent), replacing the old
+ * one with its cache: a configured attestor starts with an empty cache. */
 static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *table, char *err,
                      size_t errlen)
 {
-	const char *const *keys;
-	int64_t grace = state.grace_ms, window = state.window_ms, cache = (int64_t)state.cache_size;
-	size_t n;
+	char label[96];
+	struct bc_toml_read r = {.table = table,
+	                         .label = label,
+	                         .fields = fields,
+	                         .n_fields = sizeof(fields) / sizeof(fields[0])};
+	struct x509pop *st;
 	int rc;
 
-	(void)self;
-	if (cfg == NULL || !bc_toml_has_table(cfg, table))
-		return 0;
-	if (bc_toml_keys(cfg, table, &keys, &n) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(keys[i], "grace_ms") && strcmp(keys[i], "window_ms") &&
-			    strcmp(keys[i], "replay_cache_size")) {
-				snprintf(err, errlen,
-				         "[%s] %s: unknown key (known: grace_ms, window_ms, "
-				         "replay_cache_size)",
-				         table, keys[i]);
-				return BC_ERR_CONFIG;
-			}
-	if ((rc =
-	         get_ms(cfg, table, "grace_ms", 0, 90LL * 24 * 3600 * 1000, &grace, err, errlen)) ||
-	    (rc = get_ms(cfg, table, "window_ms", 1000, 600000, &window, err, errlen)) ||
-	    (rc = get_ms(cfg, table, "replay_cache_size", 0, 1000000, &cache, err, errlen)))
-		return rc;
-	pthread_mutex_lock(&state.mu);
-	state.grace_ms = grace;
-	state.window_ms = window;
-	if ((size_t)cache != state.cache_size) {
-		free(state.cache);
-		state.cache = NULL;
-		state.cache_size = (size_t)cache;
-		state.cache_next = state.cache_used = 0;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return BC_ERR_NOMEM;
+	st->grace_ms = 7LL * 24 * 3600 * 1000;
+	st->window_ms = 60000;
+	st->cache_size = 10000;
+	if (pthread_mutex_init(&st->mu, NULL) != 0) {
+		free(st);
+		return BC_ERR_NOMEM;
 	}
-	pthread_mutex_unlock(&state.mu);
+	snprintf(label, sizeof(label), "[%s] ", table);
+	if (cfg != NULL && bc_toml_has_table(cfg, table) &&
+	    (rc = bc_toml_read_table(cfg, &r, st, err, errlen)) != 0) {
+		state_free(st);
+		return rc;
+	}
+	state_free(self->ctx);
+	self->ctx = st;
 	return 0;
+}
+
+static void destroy(struct bc_attestor *self)
+{
+	state_free(self->ctx);
+	self->ctx = NULL;
 }
 
 static const struct bc_attestor x509pop = {
@@ -381,6 +389,7 @@ static const struct bc_attestor x509pop = {
     .n_roles = 2,
     .configure = configure,
     .verify = verify,
+    .destroy = destroy,
     .check = check,
     .release = release,
 };

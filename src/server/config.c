@@ -15,40 +15,6 @@
 #include "bc/log.h"
 #include <openssl/crypto.h>
 
-static const char *const top_keys[] = {
-    "listen",
-    "public_url",
-    "database",
-    "secret_file",
-    "pki_bundle",
-    "threads",
-    "max_body",
-    "log_level",
-    "log_format",
-    "on_refusal",
-    "plugins",
-    "event_retention_days",
-    "max_unauthenticated_body",
-    "unauthenticated_body_budget",
-    "request_timeout",
-    "max_connections",
-    "max_connections_per_address",
-    "on_refusal_processes",
-    "on_refusal_queue",
-    "max_queue_wait_ms",
-    "metrics_listen",
-    "access_log",
-};
-static const char *const top_tables[] = {"tls", "attestors"};
-
-static int in_list(const char *s, const char *const *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(s, list[i]) == 0)
-			return 1;
-	return 0;
-}
-
 /* A path relative to the config file's directory; URLs pass through. */
 static char *resolve(const char *dir, const char *p)
 {
@@ -69,181 +35,160 @@ static char *resolve(const char *dir, const char *p)
 	return out;
 }
 
-static int get_str(const struct bc_server_config *c, const char *key, const char *def, int path,
-                   char **out, char *err, size_t errlen)
-{
-	const char *v = NULL;
-	int rc = bc_toml_get_string(c->toml, key, &v);
-
-	*out = NULL;
-	if (rc == BC_ERR_NOT_FOUND)
-		v = def;
-	if (rc == BC_ERR_INVALID) {
-		snprintf(err, errlen, "%s: %s: expected a string", c->path, key);
-		return BC_ERR_CONFIG;
+#define C(member) BC_TOML_AT(struct bc_server_config, member)
+#define COPY(k, member)                                                                            \
+	{                                                                                          \
+		.key = k, .type = BC_TOML_STRING, .flags = BC_TOML_COPY, C(member)                 \
 	}
-	if (v == NULL)
+#define NUM(k, lo, hi, member)                                                                     \
+	{                                                                                          \
+		.key = k, .type = BC_TOML_INT, .min = lo, .max = hi, C(member)                     \
+	}
+
+/* In the order of enum bc_log_level and enum bc_log_format. */
+static const char *const levels[] = {"debug", "info", "warn", "error", NULL};
+static const char *const formats[] = {"logfmt", "json", NULL};
+
+/* The top level of server.toml (docs/server.md, "server.toml"). */
+static const struct bc_toml_field top_fields[] = {
+    COPY("listen", listen),
+    COPY("public_url", public_url),
+    COPY("database", database),
+    COPY("secret_file", secret_file),
+    COPY("pki_bundle", pki_bundle),
+    NUM("threads", 1, 256, threads),
+    NUM("max_body", 1024, 16 << 20, max_body),
+    {.key = "log_level", .type = BC_TOML_CHOICE, .choices = levels, C(log_level)},
+    {.key = "log_format", .type = BC_TOML_CHOICE, .choices = formats, C(log_format)},
+    COPY("on_refusal", on_refusal),
+    {.key = "plugins",
+     .type = BC_TOML_STRINGS,
+     .expect = "an array of paths",
+     BC_TOML_AT(struct bc_server_config, raw_plugins)},
+    /* 0 keeps every event; a century is as long as "forever" needs to be */
+    NUM("event_retention_days", 0, 36500, event_retention_days),
+    NUM("max_unauthenticated_body", 1024, 16 << 20, max_unauth_body),
+    NUM("unauthenticated_body_budget", 0, (int64_t)1 << 40, unauth_body_budget),
+    {.key = "request_timeout_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 3600,
+     .old = "request_timeout",
+     C(request_timeout_s)},
+    NUM("max_connections", 16, 1 << 20, max_connections),
+    NUM("max_connections_per_address", 1, 1 << 20, max_connections_per_address),
+    NUM("on_refusal_processes", 1, 256, on_refusal_processes),
+    NUM("on_refusal_queue", 1, 65536, on_refusal_queue),
+    {.key = "max_queue_wait_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 0,
+     .max = 60,
+     .scale = 1000,
+     .old = "max_queue_wait_ms",
+     C(max_queue_wait_ms)},
+    COPY("metrics_listen", metrics_listen),
+    {.key = "access_log", .type = BC_TOML_BOOL, C(access_log)},
+    {.key = "tls", .type = BC_TOML_TABLE},
+    {.key = "attestors", .type = BC_TOML_TABLE, .expect = "[attestors.<id>]"},
+};
+
+static const struct bc_toml_field tls_fields[] = {
+    COPY("cert", tls_cert),
+    COPY("key", tls_key),
+};
+
+/* [attestors] holds only the attestors' own tables, which each attestor reads. */
+static const struct bc_toml_field attestors_fields[] = {
+    {.key = "*", .type = BC_TOML_TABLE, .expect = "[attestors.<id>]"},
+};
+#undef NUM
+#undef COPY
+#undef C
+
+static int read_table(struct bc_server_config *c, const char *table, const char *sub,
+                      const struct bc_toml_field *fields, size_t n, char *err, size_t errlen)
+{
+	char label[600];
+	struct bc_toml_read r = {.table = table, .label = label, .fields = fields, .n_fields = n};
+
+	snprintf(label, sizeof(label), "%s: %s", c->path, sub);
+	return bc_toml_read_table(c->toml, &r, c, err, errlen);
+}
+
+/* What the file leaves out, before it is read. */
+static int set_defaults(struct bc_server_config *c)
+{
+	c->threads = 8;
+	c->max_body = 65536;
+	c->max_unauth_body = 65536;
+	c->unauth_body_budget = 64 << 20;
+	c->request_timeout_s = 10;
+	c->max_connections = 4096;
+	c->max_connections_per_address = 64;
+	c->on_refusal_processes = 4;
+	c->on_refusal_queue = 256;
+	c->max_queue_wait_ms = 3000;
+	c->event_retention_days = 90;
+	if ((c->listen = strdup("127.0.0.1:8080")) == NULL ||
+	    (c->database = strdup("bc.db")) == NULL ||
+	    (c->secret_file = strdup("secret")) == NULL ||
+	    (c->pki_bundle = strdup("pki.bundle")) == NULL)
+		return BC_ERR_NOMEM;
+	return 0;
+}
+
+/* A path member made relative to the config's directory (when set and not ""). */
+static int resolve_member(const struct bc_server_config *c, char **p)
+{
+	char *r;
+
+	if (*p == NULL || (*p)[0] == '\0')
 		return 0;
-	*out = path && v[0] ? resolve(c->dir, v) : strdup(v);
-	return *out ? 0 : BC_ERR_NOMEM;
+	if ((r = resolve(c->dir, *p)) == NULL)
+		return BC_ERR_NOMEM;
+	free(*p);
+	*p = r;
+	return 0;
 }
 
-static int get_num(const struct bc_server_config *c, const char *key, int64_t def, int64_t lo,
-                   int64_t hi, int64_t *out, char *err, size_t errlen)
+static void empty_is_none(char **p)
 {
-	int rc = bc_toml_get_int(c->toml, key, out);
-
-	if (rc == BC_ERR_NOT_FOUND) {
-		*out = def;
-		return 0;
+	if (*p && (*p)[0] == '\0') {
+		free(*p);
+		*p = NULL;
 	}
-	if (rc != 0 || *out < lo || *out > hi) {
-		snprintf(err, errlen, "%s: %s: expected an integer from %lld to %lld", c->path, key,
-		         (long long)lo, (long long)hi);
-		return BC_ERR_CONFIG;
-	}
-	return 0;
-}
-
-static int check_keys(const struct bc_server_config *c, char *err, size_t errlen)
-{
-	const char *const *names;
-	size_t n;
-
-	if (bc_toml_keys(c->toml, "", &names, &n) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (!in_list(names[i], top_keys, sizeof(top_keys) / sizeof(*top_keys))) {
-				snprintf(err, errlen,
-				         "%s: %s: unknown key (known: listen, public_url, "
-				         "database, secret_file, pki_bundle, threads, max_body, "
-				         "log_level, "
-				         "log_format, on_refusal, plugins, event_retention_days, "
-				         "max_unauthenticated_body, unauthenticated_body_budget, "
-				         "request_timeout, max_connections, "
-				         "max_connections_per_address, "
-				         "on_refusal_processes, on_refusal_queue, "
-				         "max_queue_wait_ms, metrics_listen, access_log, [tls], "
-				         "[attestors.<id>])",
-				         c->path, names[i]);
-				return BC_ERR_CONFIG;
-			}
-	if (bc_toml_tables(c->toml, "", &names, &n) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (!in_list(names[i], top_tables, 2)) {
-				snprintf(err, errlen,
-				         "%s: [%s]: unknown table (known: [tls], "
-				         "[attestors.<id>])",
-				         c->path, names[i]);
-				return BC_ERR_CONFIG;
-			}
-	if (bc_toml_keys(c->toml, "tls", &names, &n) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(names[i], "cert") != 0 && strcmp(names[i], "key") != 0) {
-				snprintf(err, errlen, "%s: tls.%s: unknown key (known: cert, key)",
-				         c->path, names[i]);
-				return BC_ERR_CONFIG;
-			}
-	return 0;
-}
-
-/* What one client may hold of the server (docs/server.md, "Limits"). */
-static int load_limits(struct bc_server_config *c, char *err, size_t errlen)
-{
-	int64_t v[8];
-	int rc;
-
-	if ((rc = get_num(c, "max_unauthenticated_body", 65536, 1024, 16 << 20, &v[0], err,
-	                  errlen)) != 0 ||
-	    (rc = get_num(c, "unauthenticated_body_budget", 64 << 20, 0, (int64_t)1 << 40, &v[1],
-	                  err, errlen)) != 0 ||
-	    (rc = get_num(c, "request_timeout", 10, 1, 3600, &v[2], err, errlen)) != 0 ||
-	    (rc = get_num(c, "max_connections", 4096, 16, 1 << 20, &v[3], err, errlen)) != 0 ||
-	    (rc = get_num(c, "max_connections_per_address", 64, 1, 1 << 20, &v[4], err, errlen)) !=
-	        0 ||
-	    (rc = get_num(c, "on_refusal_processes", 4, 1, 256, &v[5], err, errlen)) != 0 ||
-	    (rc = get_num(c, "on_refusal_queue", 256, 1, 65536, &v[6], err, errlen)) != 0 ||
-	    (rc = get_num(c, "max_queue_wait_ms", 3000, 0, 60000, &v[7], err, errlen)) != 0)
-		return rc;
-	c->max_unauth_body = (size_t)v[0];
-	c->unauth_body_budget = (size_t)v[1];
-	c->request_timeout_s = (unsigned)v[2];
-	c->max_connections = (unsigned)v[3];
-	c->max_connections_per_address = (unsigned)v[4];
-	c->on_refusal_processes = (unsigned)v[5];
-	c->on_refusal_queue = (unsigned)v[6];
-	c->max_queue_wait_ms = (unsigned)v[7];
-	return 0;
 }
 
 static int load_fields(struct bc_server_config *c, char *err, size_t errlen)
 {
-	const char *lvl = NULL, *fmt = NULL;
-	const char *const *plugins;
-	int64_t v;
 	int rc;
 
-	if ((rc = get_str(c, "listen", "127.0.0.1:8080", 0, &c->listen, err, errlen)) ||
-	    (rc = get_str(c, "public_url", NULL, 0, &c->public_url, err, errlen)) ||
-	    (rc = get_str(c, "database", "bc.db", 1, &c->database, err, errlen)) ||
-	    (rc = get_str(c, "secret_file", "secret", 1, &c->secret_file, err, errlen)) ||
-	    (rc = get_str(c, "pki_bundle", "pki.bundle", 1, &c->pki_bundle, err, errlen)) ||
-	    (rc = get_str(c, "tls.cert", NULL, 1, &c->tls_cert, err, errlen)) ||
-	    (rc = get_str(c, "tls.key", NULL, 1, &c->tls_key, err, errlen)) ||
-	    (rc = get_str(c, "on_refusal", NULL, 0, &c->on_refusal, err, errlen)) ||
-	    (rc = get_str(c, "metrics_listen", NULL, 0, &c->metrics_listen, err, errlen)))
+	if ((rc = set_defaults(c)) != 0 ||
+	    (rc = read_table(c, "", "", top_fields, sizeof(top_fields) / sizeof(*top_fields), err,
+	                     errlen)) != 0 ||
+	    (rc = read_table(c, "tls", "tls.", tls_fields, sizeof(tls_fields) / sizeof(*tls_fields),
+	                     err, errlen)) != 0 ||
+	    (rc = read_table(c, "attestors", "attestors.", attestors_fields, 1, err, errlen)) != 0)
 		return rc;
-	if (c->metrics_listen && c->metrics_listen[0] == 0) {
-		free(c->metrics_listen);
-		c->metrics_listen = NULL;
-	}
-	if ((rc = bc_toml_get_bool(c->toml, "access_log", &c->access_log)) == BC_ERR_INVALID) {
-		snprintf(err, errlen, "%s: access_log: expected true or false", c->path);
-		return BC_ERR_CONFIG;
-	}
-	if ((rc = get_num(c, "threads", 8, 1, 256, &v, err, errlen)) != 0)
+	if ((rc = resolve_member(c, &c->database)) != 0 ||
+	    (rc = resolve_member(c, &c->secret_file)) != 0 ||
+	    (rc = resolve_member(c, &c->pki_bundle)) != 0 ||
+	    (rc = resolve_member(c, &c->tls_cert)) != 0 ||
+	    (rc = resolve_member(c, &c->tls_key)) != 0)
 		return rc;
-	c->threads = (unsigned)v;
-	if ((rc = get_num(c, "max_body", 65536, 1024, 16 << 20, &v, err, errlen)) != 0)
-		return rc;
-	c->max_body = (size_t)v;
-	if ((rc = load_limits(c, err, errlen)) != 0)
-		return rc;
-	/* 0 keeps every event; a century is as long as "forever" needs to be */
-	if ((rc = get_num(c, "event_retention_days", 90, 0, 36500, &v, err, errlen)) != 0)
-		return rc;
-	c->event_retention_days = v;
-	if (c->on_refusal && c->on_refusal[0] == 0) {
-		free(c->on_refusal);
-		c->on_refusal = NULL;
-	}
+	empty_is_none(&c->metrics_listen);
+	empty_is_none(&c->on_refusal);
 	if ((c->tls_cert == NULL) != (c->tls_key == NULL)) {
 		snprintf(err, errlen, "%s: [tls]: set both cert and key, or neither", c->path);
 		return BC_ERR_CONFIG;
 	}
-	if (bc_toml_get_string(c->toml, "log_level", &lvl) == 0 &&
-	    bc_log_parse_level(lvl, (enum bc_log_level *)&c->log_level) != 0) {
-		snprintf(err, errlen, "%s: log_level: expected debug, info, warn or error",
-		         c->path);
-		return BC_ERR_CONFIG;
-	}
-	if (bc_toml_get_string(c->toml, "log_format", &fmt) == 0 &&
-	    bc_log_parse_format(fmt, (enum bc_log_format *)&c->log_format) != 0) {
-		snprintf(err, errlen, "%s: log_format: expected logfmt or json", c->path);
-		return BC_ERR_CONFIG;
-	}
-	rc = bc_toml_get_strings(c->toml, "plugins", &plugins, &c->n_plugins);
-	if (rc == BC_ERR_INVALID) {
-		snprintf(err, errlen, "%s: plugins: expected an array of paths", c->path);
-		return BC_ERR_CONFIG;
-	}
-	if (rc == 0 && c->n_plugins) {
-		if ((c->plugins = calloc(c->n_plugins, sizeof(char *))) == NULL)
+	if (c->raw_plugins.n) {
+		if ((c->plugins = calloc(c->raw_plugins.n, sizeof(char *))) == NULL)
 			return BC_ERR_NOMEM;
-		for (size_t i = 0; i < c->n_plugins; i++)
-			if ((c->plugins[i] = resolve(c->dir, plugins[i])) == NULL)
+		for (; c->n_plugins < c->raw_plugins.n; c->n_plugins++)
+			if ((c->plugins[c->n_plugins] =
+			         resolve(c->dir, c->raw_plugins.v[c->n_plugins])) == NULL)
 				return BC_ERR_NOMEM;
-	} else {
-		c->n_plugins = 0;
 	}
 	if (c->public_url == NULL &&
 	    asprintf(&c->public_url, "%s://%s", c->tls_cert ? "https" : "http", c->listen) < 0)
@@ -273,7 +218,7 @@ int bc_server_config_load(const char *path, struct bc_server_config *out, char *
 		rc = BC_ERR_CONFIG;
 	else if ((rc = bc_toml_load(path, &out->toml, err, errlen)) != 0)
 		rc = BC_ERR_CONFIG;
-	else if ((rc = check_keys(out, err, errlen)) == 0)
+	else
 		rc = load_fields(out, err, errlen);
 	/* on failure nothing is left for the caller to free */
 	if (rc != 0)
@@ -294,8 +239,8 @@ void bc_server_config_free(struct bc_server_config *c)
 	free(c->tls_key);
 	free(c->on_refusal);
 	free(c->metrics_listen);
-	for (size_t i = 0; i < c->n_plugins; i++)
-		free(c->plugins ? c->plugins[i] : NULL);
+	for (size_t i = 0; c->plugins && i < c->n_plugins; i++)
+		free(c->plugins[i]);
 	free(c->plugins);
 	bc_toml_free(c->toml);
 	memset(c, 0, sizeof(*c));

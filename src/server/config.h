@@ -9,12 +9,12 @@
  *   max_body    = 65536                   # bytes per request body (an admin API key's)
  *   max_unauthenticated_body = 65536      # bytes per body before authentication
  *   unauthenticated_body_budget = 67108864 # bytes all such bodies hold at once
- *   request_timeout = 10                  # seconds for a request's headers and body
+ *   request_timeout_seconds = 10          # a request's headers and body
  *   max_connections = 4096                # open connections in all
  *   max_connections_per_address = 64      # open connections from one client address
  *   on_refusal_processes = 4              # on_refusal commands running at once
  *   on_refusal_queue = 256                # refusals waiting for one
- *   max_queue_wait_ms = 3000              # a JoinService request that waited longer for a
+ *   max_queue_wait_seconds = 3            # a JoinService request that waited longer for a
  *                                         # worker is shed: 503 with Retry-After; 0 never
  *   log_level   = "info"                  # debug, info, warn, error
  *   log_format  = "logfmt"                # logfmt or json
@@ -33,7 +33,9 @@
  *   [attestors.<id>]                      # options of an attestor (see docs/)
  *
  * Relative paths are read from the directory of the config file. Unknown keys are
- * an error naming the key, so a typo never silently falls back to a default. */
+ * an error naming the key, so a typo never silently falls back to a default. The
+ * former names request_timeout and max_queue_wait_ms (milliseconds) are still read,
+ * with a warning. */
 #ifndef BC_SERVER_CONFIG_H
 #define BC_SERVER_CONFIG_H
 
@@ -56,8 +58,9 @@ struct bc_server_config {
 	char *on_refusal;     /* NULL: none */
 	char *metrics_listen; /* NULL: /metrics on the main listener only */
 	int access_log;       /* 1: one log line per request */
-	char **plugins;
+	char **plugins;       /* resolved */
 	size_t n_plugins;
+	struct bc_toml_strings raw_plugins; /* as written, into toml */
 	unsigned threads;
 	size_t max_body;
 	size_t max_unauth_body;

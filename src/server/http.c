@@ -55,7 +55,7 @@ static const char BAD_FRAMING[] =
     "Content-Length, or Content-Length with Transfer-Encoding)\"}";
 
 /* One per TCP connection (MHD's socket_context), linked in bc_http.conns while open:
- * the reaper closes one whose request has not fully arrived request_timeout after
+ * the reaper closes one whose request has not fully arrived request_timeout_seconds after
  * the connection opened or its previous request was answered. */
 struct http_conn {
 	struct http_conn *prev, *next;

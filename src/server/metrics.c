@@ -328,7 +328,7 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 	if (rc == 0)
 		rc = putf(&b,
 		          "# HELP bc_requests_shed_total JoinService requests answered unavailable "
-		          "because they waited longer than max_queue_wait_ms for a worker\n"
+		          "because they waited longer than max_queue_wait_seconds for a worker\n"
 		          "# TYPE bc_requests_shed_total counter\n");
 	for (size_t i = 0; rc == 0 && i < 3; i++)
 		rc = putf(&b, "bc_requests_shed_total{method=\"%s\"} %llu\n", shed_methods[i],

@@ -12,6 +12,7 @@
 
 #include "attest/cloud_iid.h"
 #include "bc/toml.h"
+#include "bct_capture.h"
 #include "bct_cloud.h"
 #include "bctest.h"
 
@@ -98,6 +99,24 @@ static void refused(const char *fmt, const char *names)
 		fail_msg("error \"%s\" does not name %s", err, names);
 }
 
+/* The former max_age_ms is read, in milliseconds, with a warning naming the new key. */
+static void test_old_name(void **state)
+{
+	struct bct_capture c;
+	char err[512];
+	int rc;
+
+	(void)state;
+	assert_int_equal(bct_capture_start(&c), 0);
+	rc = load(GCP "max_age_ms = 600000\n" RULE, err, sizeof(err));
+	bct_capture_end(&c);
+	assert_int_equal(rc, 0);
+	if (strstr(c.text, "[attestors.cloud-iid.gcp] max_age_ms is deprecated: write "
+	                   "max_age_seconds instead") == NULL)
+		fail_msg("no warning naming max_age_seconds: %s", c.text);
+	assert_int_equal(load(GCP "max_age_seconds = 600\n" RULE, err, sizeof(err)), 0);
+}
+
 static void test_good(void **state)
 {
 	char err[512];
@@ -131,9 +150,18 @@ static void test_mistakes(void **state)
 	    "https");
 	refused(GCP "algs = [\"none\"]\n" RULE, "algs");
 	refused(GCP "algs = [\"HS256\"]\n" RULE, "algs");
-	refused(GCP "max_age_ms = 5\n" RULE, "max_age_ms");
+	refused(GCP "max_age_ms = 5\n" RULE,
+	        "max_age_ms: expected an integer from 1000 to 86400000");
+	refused(GCP "max_age_seconds = 0\n" RULE, "max_age_seconds: expected 1 to 86400 (seconds)");
+	refused(GCP "max_age_seconds = 60\nmax_age_ms = 60000\n" RULE,
+	        "max_age_ms: set only max_age_seconds");
+	refused(GCP "jwks_ca = \"\"\n" RULE, "jwks_ca: may not be empty");
 	refused(GCP "projects = []\n" RULE, "projects");
-	refused(GCP "colour = \"blue\"\n" RULE, "colour: unknown key");
+	refused(GCP "colour = \"blue\"\n" RULE,
+	        "colour: unknown key (known: audience, jwks, jwks_ca, projects, algs, "
+	        "max_age_seconds)");
+	refused(GCP RULE "[attestors.cloud-iid.oidc]\nissuer = \"x\"\n",
+	        "[attestors.cloud-iid.oidc] issuer: unknown key (known: [<name>])");
 	refused(GCP "[attestors.cloud-iid.resolve.r]\nprovider = \"gcp\"\ntenant = \"root\"\n",
 	        "provider/account");
 	refused(GCP "[attestors.cloud-iid.resolve.r]\nprovider = \"gcp\"\naccount = \"p\"\n",
@@ -167,6 +195,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_good),
 	    cmocka_unit_test(test_mistakes),
+	    cmocka_unit_test(test_old_name),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -551,6 +551,233 @@ static void test_load_too_big(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---- bc_toml_read_table ---- */
+
+struct opts {
+	const char *name;
+	int64_t count;   /* INT, size 8 */
+	unsigned small;  /* INT, size 4 */
+	int64_t wait_ms; /* SECONDS, kept in ms; formerly wait_ms */
+	int on;
+	int mode; /* CHOICE */
+	struct bc_toml_strings tags;
+	char *owned; /* COPY */
+};
+
+static const char *const modes[] = {"off", "on", "auto", NULL};
+
+static const struct bc_toml_field opt_fields[] = {
+    {.key = "name",
+     .type = BC_TOML_STRING,
+     .flags = BC_TOML_REQUIRED | BC_TOML_NONEMPTY,
+     BC_TOML_AT(struct opts, name)},
+    {.key = "count", .type = BC_TOML_INT, .min = -5, .max = 100, BC_TOML_AT(struct opts, count)},
+    {.key = "small",
+     .type = BC_TOML_INT,
+     .min = 1,
+     .max = 4000000000LL,
+     BC_TOML_AT(struct opts, small)},
+    {.key = "wait_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 60,
+     .scale = 1000,
+     .old = "wait_ms",
+     BC_TOML_AT(struct opts, wait_ms)},
+    {.key = "on", .type = BC_TOML_BOOL, BC_TOML_AT(struct opts, on)},
+    {.key = "mode", .type = BC_TOML_CHOICE, .choices = modes, BC_TOML_AT(struct opts, mode)},
+    {.key = "tags",
+     .type = BC_TOML_STRINGS,
+     .flags = BC_TOML_ONE_OK | BC_TOML_NONEMPTY,
+     .min = 1,
+     .max = 3,
+     BC_TOML_AT(struct opts, tags)},
+    {.key = "owned", .type = BC_TOML_STRING, .flags = BC_TOML_COPY, BC_TOML_AT(struct opts, owned)},
+    {.key = "sub", .type = BC_TOML_TABLE},
+};
+
+struct warned {
+	int n;
+	char last[512];
+};
+
+static void collect(void *arg, const char *msg)
+{
+	struct warned *w = arg;
+
+	w->n++;
+	snprintf(w->last, sizeof(w->last), "%s", msg);
+}
+
+/* Reads [t] of text into o; rc, with err and the problem. */
+static int read_opts(const char *text, struct opts *o, struct warned *w, char *err,
+                     enum bc_toml_problem *problem)
+{
+	struct bc_toml_read r = {.table = "t",
+	                         .label = "[t] ",
+	                         .fields = opt_fields,
+	                         .n_fields = sizeof(opt_fields) / sizeof(opt_fields[0]),
+	                         .warn = collect,
+	                         .warn_arg = w};
+	bc_toml *t = parse_ok(text);
+	int rc;
+
+	rc = bc_toml_read_table(t, &r, o, err, 512);
+	*problem = r.problem;
+	/* borrowed strings die with t: the tests look at them before */
+	if (rc == 0 && o->name)
+		assert_true(strlen(o->name) > 0);
+	bc_toml_free(t);
+	return rc;
+}
+
+/* text is refused with exactly want, for the reason p. */
+static void table_bad(const char *text, enum bc_toml_problem p, const char *want)
+{
+	struct opts o = {0};
+	struct warned w = {0};
+	enum bc_toml_problem got;
+	char err[512];
+
+	assert_int_equal(read_opts(text, &o, &w, err, &got), BC_ERR_CONFIG);
+	if (strcmp(err, want) != 0)
+		fail_msg("got \"%s\", want \"%s\"", err, want);
+	assert_int_equal(got, p);
+	free(o.owned);
+}
+
+static void test_table_reads_each_type(void **state)
+{
+	struct opts o = {.count = 7, .small = 9, .wait_ms = 3000, .mode = 2};
+	struct warned w = {0};
+	enum bc_toml_problem p;
+	char err[512];
+
+	(void)state;
+	assert_non_null(o.owned = strdup("default"));
+	assert_int_equal(read_opts("[t]\nname = \"n\"\nsmall = 4000000000\non = true\n"
+	                           "mode = \"on\"\ntags = \"one\"\nowned = \"mine\"\n"
+	                           "wait_seconds = 5\n[t.sub]\nanything = 1\n",
+	                           &o, &w, err, &p),
+	                 0);
+	assert_int_equal(p, BC_TOML_OK);
+	assert_int_equal(o.count, 7); /* absent: the default stays */
+	assert_int_equal(o.small, 4000000000u);
+	assert_int_equal(o.wait_ms, 5000);
+	assert_int_equal(o.on, 1);
+	assert_int_equal(o.mode, 1);
+	assert_int_equal(o.tags.n, 1);
+	assert_ptr_equal(o.tags.v, o.tags.one);
+	assert_null(o.tags.v[1]);
+	assert_string_equal(o.owned, "mine"); /* the default was freed (ASan says so) */
+	assert_int_equal(w.n, 0);
+	free(o.owned);
+
+	/* an absent table reads as empty: its required keys are missing */
+	memset(&o, 0, sizeof(o));
+	table_bad("other = 1\n", BC_TOML_MISSING, "[t] name: required: a string");
+}
+
+static void test_table_refusals(void **state)
+{
+	(void)state;
+	table_bad("[t]\nname = \"n\"\ncolour = 1\n", BC_TOML_UNKNOWN_KEY,
+	          "[t] colour: unknown key (known: name, count, small, wait_seconds, on, mode, "
+	          "tags, owned, [sub])");
+	table_bad("[t]\nname = \"n\"\n[t.other]\n", BC_TOML_UNKNOWN_TABLE,
+	          "[t] other: unknown table (known: name, count, small, wait_seconds, on, mode, "
+	          "tags, owned, [sub])");
+	table_bad("[t]\nname = \"n\"\ncount = \"3\"\n", BC_TOML_WRONG_TYPE,
+	          "[t] count: expected an integer from -5 to 100");
+	table_bad("[t]\nname = \"n\"\ncount = 101\n", BC_TOML_OUT_OF_RANGE,
+	          "[t] count: expected an integer from -5 to 100");
+	table_bad("[t]\nname = \"n\"\ncount = -6\n", BC_TOML_OUT_OF_RANGE,
+	          "[t] count: expected an integer from -5 to 100");
+	table_bad("[t]\nname = \"n\"\nwait_seconds = 61\n", BC_TOML_OUT_OF_RANGE,
+	          "[t] wait_seconds: expected 1 to 60 (seconds)");
+	table_bad("[t]\nname = \"n\"\non = \"yes\"\n", BC_TOML_WRONG_TYPE,
+	          "[t] on: expected true or false");
+	table_bad("[t]\nname = \"n\"\nmode = \"sometimes\"\n", BC_TOML_NOT_A_CHOICE,
+	          "[t] mode: expected \"off\", \"on\" or \"auto\"");
+	table_bad("[t]\nname = \"n\"\nmode = 1\n", BC_TOML_WRONG_TYPE,
+	          "[t] mode: expected \"off\", \"on\" or \"auto\"");
+	table_bad("[t]\ncount = 1\n", BC_TOML_MISSING, "[t] name: required: a string");
+	table_bad("[t]\nname = \"\"\n", BC_TOML_EMPTY,
+	          "[t] name: may not be empty: expected a string");
+	table_bad("[t]\nname = \"n\"\ntags = []\n", BC_TOML_OUT_OF_RANGE,
+	          "[t] tags: expected a string or an array of 1 to 3 strings");
+	table_bad("[t]\nname = \"n\"\ntags = [\"a\", \"b\", \"c\", \"d\"]\n", BC_TOML_OUT_OF_RANGE,
+	          "[t] tags: expected a string or an array of 1 to 3 strings");
+	table_bad("[t]\nname = \"n\"\ntags = [\"a\", \"\"]\n", BC_TOML_EMPTY,
+	          "[t] tags: may not be empty: expected a string or an array of 1 to 3 strings");
+	table_bad("[t]\nname = \"n\"\ntags = 3\n", BC_TOML_WRONG_TYPE,
+	          "[t] tags: expected a string or an array of 1 to 3 strings");
+	table_bad("[t]\nname = \"n\"\nsub = 1\n", BC_TOML_UNKNOWN_KEY,
+	          "[t] sub: unknown key (known: name, count, small, wait_seconds, on, mode, "
+	          "tags, owned, [sub])");
+	table_bad("[t]\nname = 5\n", BC_TOML_WRONG_TYPE, "[t] name: expected a string");
+}
+
+static void test_table_old_name(void **state)
+{
+	struct opts o = {0};
+	struct warned w = {0};
+	enum bc_toml_problem p;
+	char err[512];
+
+	(void)state;
+	/* the old name is read in its own unit, with a warning that names the new one */
+	assert_int_equal(read_opts("[t]\nname = \"n\"\nwait_ms = 1500\n", &o, &w, err, &p), 0);
+	assert_int_equal(o.wait_ms, 1500);
+	assert_int_equal(w.n, 1);
+	assert_string_equal(w.last, "[t] wait_ms is deprecated: write wait_seconds instead, in the "
+	                            "new key's unit; wait_ms is read until the next release");
+	/* its old bounds, in its old unit */
+	table_bad("[t]\nname = \"n\"\nwait_ms = 999\n", BC_TOML_OUT_OF_RANGE,
+	          "[t] wait_ms: expected an integer from 1000 to 60000");
+	table_bad("[t]\nname = \"n\"\nwait_ms = 60001\n", BC_TOML_OUT_OF_RANGE,
+	          "[t] wait_ms: expected an integer from 1000 to 60000");
+	table_bad("[t]\nname = \"n\"\nwait_ms = 9223372036854775807\n", BC_TOML_OUT_OF_RANGE,
+	          "[t] wait_ms: expected an integer from 1000 to 60000");
+	/* both names: which one was meant? */
+	table_bad("[t]\nname = \"n\"\nwait_ms = 1500\nwait_seconds = 2\n", BC_TOML_BOTH_NAMES,
+	          "[t] wait_ms: set only wait_seconds (wait_ms is its former name)");
+	/* the new name, no warning */
+	memset(&w, 0, sizeof(w));
+	assert_int_equal(read_opts("[t]\nname = \"n\"\nwait_seconds = 2\n", &o, &w, err, &p), 0);
+	assert_int_equal(o.wait_ms, 2000);
+	assert_int_equal(w.n, 0);
+}
+
+static void test_table_known_and_null(void **state)
+{
+	static const struct bc_toml_field any[] = {{.key = "*", .type = BC_TOML_TABLE}};
+	struct bc_toml_read r = {.table = "", .label = "x: ", .fields = any, .n_fields = 1};
+	struct opts o = {0};
+	char known[32], err[256];
+	bc_toml *t;
+
+	(void)state;
+	bc_toml_known(opt_fields, sizeof(opt_fields) / sizeof(opt_fields[0]), known, sizeof(known));
+	assert_string_equal(known, "name, count, small, wait_second"); /* truncated */
+	/* any sub-table, no key */
+	t = parse_ok("[a]\n[b]\n");
+	assert_int_equal(bc_toml_read_table(t, &r, &o, err, sizeof(err)), 0);
+	bc_toml_free(t);
+	t = parse_ok("k = 1\n");
+	assert_int_equal(bc_toml_read_table(t, &r, &o, err, sizeof(err)), BC_ERR_CONFIG);
+	assert_string_equal(err, "x: k: unknown key (known: [<name>])");
+	bc_toml_free(t);
+	/* no document: only the required keys matter */
+	r.fields = opt_fields;
+	r.n_fields = sizeof(opt_fields) / sizeof(opt_fields[0]);
+	assert_int_equal(bc_toml_read_table(NULL, &r, &o, err, sizeof(err)), BC_ERR_CONFIG);
+	assert_int_equal(r.problem, BC_TOML_MISSING);
+	r.n_fields = 2;
+	r.fields = opt_fields + 1;
+	assert_int_equal(bc_toml_read_table(NULL, &r, &o, NULL, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -573,6 +800,10 @@ int main(void)
 	    cmocka_unit_test(test_err_may_be_null),
 	    cmocka_unit_test(test_load),
 	    cmocka_unit_test(test_load_too_big),
+	    cmocka_unit_test(test_table_reads_each_type),
+	    cmocka_unit_test(test_table_refusals),
+	    cmocka_unit_test(test_table_old_name),
+	    cmocka_unit_test(test_table_known_and_null),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,129 @@
+/* [attestors.tpm] in server.toml (src/attest/tpm_config.c), read through the shared
+ * table reader: each mistake is an error naming the key and what is allowed, and the
+ * former challenge_ttl_ms is still read, with a warning naming challenge_ttl_seconds. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attest/attest.h"
+#include "bc/attestor.h"
+#include "bc/toml.h"
+#include "bct_capture.h"
+
+#define TABLE "attestors.tpm"
+#define OK    "[" TABLE "]\nallow_uncertified_ek = true\n"
+
+static int configure(struct bc_attestor *a, const char *text, char *err, size_t errlen)
+{
+	char perr[256];
+	bc_toml *t = NULL;
+	int rc;
+
+	assert_int_equal(bc_toml_parse(text, strlen(text), &t, perr, sizeof(perr)), 0);
+	err[0] = '\0';
+	rc = a->configure(a, t, TABLE, err, errlen);
+	bc_toml_free(t);
+	return rc;
+}
+
+static void loads(const char *text)
+{
+	struct bc_attestor a = *bc_attestor_tpm();
+	char err[512];
+
+	if (configure(&a, text, err, sizeof(err)) != 0)
+		fail_msg("refused: %s", err);
+	a.destroy(&a);
+}
+
+/* Refused with an error that holds want. */
+static void refused(const char *text, const char *want)
+{
+	struct bc_attestor a = *bc_attestor_tpm();
+	char err[512];
+
+	assert_int_equal(configure(&a, text, err, sizeof(err)), BC_ERR_CONFIG);
+	if (strstr(err, want) == NULL)
+		fail_msg("got \"%s\", want \"%s\"", err, want);
+	assert_null(a.ctx);
+}
+
+static void test_good_tables(void **state)
+{
+	(void)state;
+	loads(OK);
+	loads(OK "challenge_ttl_seconds = 1\npcr_bank = \"sha384\"\npcrs = \"0-7,10\"\n"
+	         "node_key = \"any\"\nroles = [\"node\", \"site\"]\n"
+	         "enrollment_tenant = \"t\"\nenrollment_site = \"s\"\n"
+	         "pending_ttl_seconds = 60\nretry_after_seconds = 3600\n");
+	loads(OK "pcrs = [\"0\", \"1\"]\n");
+}
+
+static void test_each_mistake(void **state)
+{
+	(void)state;
+	/* unknown key: named, with the known ones */
+	refused(OK "ek_root = [\"x\"]\n",
+	        "[" TABLE "] ek_root: unknown key (known: ek_roots, allow_uncertified_ek, ");
+	refused(OK "[" TABLE ".sub]\n", "[" TABLE "] sub: unknown table (known: ");
+	/* wrong type */
+	refused(OK "node_key = 1\n", "[" TABLE "] node_key: expected \"certified\" or \"any\"");
+	refused(OK "ek_roots = \"ca.pem\"\n",
+	        "[" TABLE "] ek_roots: expected an array of certificate files");
+	refused("[" TABLE "]\nallow_uncertified_ek = \"yes\"\n",
+	        "[" TABLE "] allow_uncertified_ek: expected true or false");
+	/* out of range */
+	refused(OK "challenge_ttl_seconds = 301\n",
+	        "[" TABLE "] challenge_ttl_seconds: expected 1 to 300 (seconds: at most 5 "
+	        "minutes)");
+	refused(OK "retry_after_seconds = 0\n",
+	        "[" TABLE "] retry_after_seconds: expected 1 to 3600 (seconds)");
+	refused(OK "roles = []\n", "[" TABLE "] roles: expected node and/or site");
+	/* a choice not allowed */
+	refused(OK "pcr_bank = \"md5\"\n",
+	        "[" TABLE "] pcr_bank: expected \"sha256\", \"sha384\" or \"sha512\"");
+	refused(OK "roles = [\"ramdisk\"]\n", "[" TABLE "] roles: expected node and/or site");
+	/* required */
+	refused("[" TABLE "]\n", "[" TABLE "] ek_roots: required");
+	refused(OK "enrollment_site = \"s\"\n",
+	        "[" TABLE "] enrollment_tenant: required with enrollment_site/pool");
+	refused(OK "enrollment_tenant = \"\"\n", "[" TABLE "] enrollment_tenant: may not be empty");
+}
+
+static void test_old_name(void **state)
+{
+	struct bc_attestor a = *bc_attestor_tpm();
+	struct bct_capture c;
+	char err[512];
+	int rc;
+
+	(void)state;
+	assert_int_equal(bct_capture_start(&c), 0);
+	rc = configure(&a, OK "challenge_ttl_ms = 300000\n", err, sizeof(err));
+	bct_capture_end(&c);
+	assert_int_equal(rc, 0);
+	a.destroy(&a);
+	if (strstr(c.text, "[" TABLE "] challenge_ttl_ms is deprecated: write "
+	                   "challenge_ttl_seconds instead") == NULL)
+		fail_msg("no warning naming challenge_ttl_seconds: %s", c.text);
+	refused(OK "challenge_ttl_ms = 300001\n",
+	        "[" TABLE "] challenge_ttl_ms: expected an integer from 1000 to 300000");
+	refused(OK "challenge_ttl_ms = 1000\nchallenge_ttl_seconds = 1\n",
+	        "[" TABLE "] challenge_ttl_ms: set only challenge_ttl_seconds");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_good_tables),
+	    cmocka_unit_test(test_each_mistake),
+	    cmocka_unit_test(test_old_name),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
