@@ -686,18 +686,17 @@ int bc_row_lease_held(bc_tx *tx, const char *name, const char *holder, int64_t e
 	return n > 0;
 }
 
-int bc_row_cert_each_live(bc_tx *tx, const char *node_id, int64_t now_ms,
-                          int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx)
+int bc_row_cert_each(bc_tx *tx, const char *node_id,
+                     int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx)
 {
 	bc_rows *r = NULL;
 	int rc, stop = 0;
 
-	bc_param p[] = {BC_TEXT(node_id), BC_INT(now_ms)};
+	bc_param p[] = {BC_TEXT(node_id)};
 	if ((rc = bc_tx_query(tx,
-	                      "SELECT c.der_hex FROM node_certs c JOIN nodes n ON n.id = c.node_id "
-	                      "WHERE c.node_id = $1 AND c.generation = n.generation AND "
-	                      "c.revoked_at IS NULL AND c.not_after > $2 ORDER BY c.not_after DESC",
-	                      p, 2, &r)) != 0)
+	                      "SELECT der_hex FROM node_certs WHERE node_id = $1 "
+	                      "ORDER BY not_after DESC",
+	                      p, 1, &r)) != 0)
 		return rc;
 	while (stop == 0 && (rc = bc_rows_next(r)) == 1) {
 		const char *hex = bc_rows_text(r, 0);

@@ -135,11 +135,11 @@ BC_WUR int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint
  * NULL) receives how many. */
 BC_WUR int bc_row_cert_revoke_all(bc_tx *tx, const char *node_id, int64_t now_ms, int64_t *revoked);
 
-/* Calls fn(ctx, der, len) for each certificate of node_id of its current generation,
- * unrevoked and unexpired at now_ms, until fn returns non-zero (that value is
- * returned; 0 when every one was seen). */
-BC_WUR int bc_row_cert_each_live(bc_tx *tx, const char *node_id, int64_t now_ms,
-                                 int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx);
+/* Calls fn(ctx, der, len) for each certificate of node_id, the latest to expire first,
+ * until fn returns non-zero (that value is returned; 0 when every one was seen).
+ * Whether one is current is join/holder.h's to say. */
+BC_WUR int bc_row_cert_each(bc_tx *tx, const char *node_id,
+                            int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx);
 
 /* ---- node_bindings ---- */
 

@@ -52,6 +52,7 @@ static void hook(void *ctx, const struct bc_refusal *r)
 {
 	struct bct_cp *cp = ctx;
 	pthread_mutex_lock(&cp->mu);
+	cp->total_refusals++;
 	if (cp->n_refusals < BCT_MAX_REFUSALS) {
 		struct bct_refusal *x = &cp->refusals[cp->n_refusals++];
 		snprintf(x->attestor, sizeof(x->attestor), "%s", r->attestor ? r->attestor : "");
@@ -60,6 +61,8 @@ static void hook(void *ctx, const struct bc_refusal *r)
 		snprintf(x->node_id, sizeof(x->node_id), "%s", r->node_id ? r->node_id : "");
 		snprintf(x->tenant_id, sizeof(x->tenant_id), "%s",
 		         r->tenant_id ? r->tenant_id : "");
+		x->count = r->count;
+		x->summarized = r->summarized;
 	}
 	pthread_mutex_unlock(&cp->mu);
 }
@@ -502,6 +505,15 @@ const char *bct_last_reason(struct bct_cp *cp)
 	r = cp->n_refusals ? cp->refusals[cp->n_refusals - 1].reason : "";
 	pthread_mutex_unlock(&cp->mu);
 	return r;
+}
+
+uint64_t bct_refusal_total(struct bct_cp *cp)
+{
+	uint64_t n;
+	pthread_mutex_lock(&cp->mu);
+	n = cp->total_refusals;
+	pthread_mutex_unlock(&cp->mu);
+	return n;
 }
 
 size_t bct_refusal_count(struct bct_cp *cp)

@@ -1,0 +1,117 @@
+#include "join/holder.h"
+
+#include <string.h>
+
+#include <openssl/x509.h>
+
+#include "bc/crypto.h"
+
+static int read_fail(struct bc_holder *h, int rc)
+{
+	bc_holder_clear(h);
+	return rc == BC_ERR_NOMEM ? rc : BC_HOLDER_MALFORMED;
+}
+
+/* Another form than ours: OpenSSL decodes it once, for identity, issuer and key. */
+static int read_x509(struct bc_holder *h, const bc_pki *pki)
+{
+	X509 *leaf = NULL;
+	int rc;
+
+	if ((rc = bc_x509_from_der(h->der, h->len, &leaf)) == 0 &&
+	    (rc = bc_pki_node_identity_x509(leaf, pki->trust_domain, &h->id)) == 0 &&
+	    (rc = bc_pki_verify_node_x509(pki, leaf)) == 0)
+		rc = bc_key_to_point(X509_get0_pubkey(leaf), h->point);
+	X509_free(leaf);
+	return rc;
+}
+
+int bc_holder_read(struct bc_holder *h, const bc_pki *pki, const uint8_t *der, size_t len,
+                   const char *role)
+{
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	h->der = der;
+	h->len = len;
+	if (der == NULL || len == 0)
+		return BC_HOLDER_MALFORMED;
+	rc = bc_pki_node_cert_read(pki, der, len, &h->id, h->point);
+	if (rc == BC_ERR_UNSUPPORTED)
+		rc = read_x509(h, pki);
+	if (rc != 0)
+		return read_fail(h, rc);
+	if (role != NULL && strcmp(h->id.role, role) != 0)
+		return BC_HOLDER_ROLE;
+	return BC_HOLDER_OK;
+}
+
+int bc_holder_read_stored(struct bc_holder *h, const char *trust_domain, const uint8_t *der,
+                          size_t len)
+{
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	h->der = der;
+	h->len = len;
+	if (der == NULL || len == 0)
+		return BC_HOLDER_MALFORMED;
+	rc = bc_pki_node_identity_point(der, len, trust_domain, &h->id, h->point);
+	if (rc != 0)
+		return read_fail(h, rc);
+	return BC_HOLDER_OK;
+}
+
+int bc_holder_prove(const struct bc_holder *h, const char *purpose, const void *payload, size_t len,
+                    const uint8_t *sig, size_t siglen)
+{
+	if (h->id.node_id[0] == 0 ||
+	    bc_es256_verify_point(h->point, purpose, payload, len, sig, siglen) != 0)
+		return BC_HOLDER_PROOF;
+	return BC_HOLDER_OK;
+}
+
+/* The stored row's own state, in the order every caller reports it. */
+static int row_state(const struct bc_cert_row *row, const struct bc_holder_want *w)
+{
+	if (strcmp(row->node.state, "retired") == 0)
+		return BC_HOLDER_RETIRED;
+	if (row->generation != row->node.generation)
+		return BC_HOLDER_GENERATION;
+	if (row->revoked)
+		return BC_HOLDER_REVOKED;
+	if (row->superseded)
+		return BC_HOLDER_SUPERSEDED;
+	/* without grace not_after itself is past; with it, up to grace after it */
+	if (w->grace_ms == 0 ? row->not_after <= w->now_ms
+	                     : w->now_ms - row->not_after > w->grace_ms)
+		return BC_HOLDER_EXPIRED;
+	if (w->role != NULL && strcmp(row->node.role, w->role) != 0)
+		return BC_HOLDER_ROLE;
+	if (w->window_ms > 0 && (w->client_time_ms < w->now_ms - w->window_ms ||
+	                         w->client_time_ms > w->now_ms + w->window_ms))
+		return BC_HOLDER_CLIENT_TIME;
+	return BC_HOLDER_OK;
+}
+
+int bc_holder_current(bc_tx *tx, const struct bc_holder *h, const struct bc_holder_want *w,
+                      struct bc_cert_row *row)
+{
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	/* the lineage of a node is read and written under its row's lock */
+	if (w->lock && (rc = bc_row_node_lock(tx, h->id.node_id)) != 0)
+		return rc;
+	if ((rc = bc_row_cert_find(tx, h->id.node_id, h->der, h->len, row)) < 0)
+		return rc;
+	if (rc == 0)
+		return BC_HOLDER_NOT_CURRENT;
+	return row_state(row, w);
+}
+
+void bc_holder_clear(struct bc_holder *h)
+{
+	bc_node_identity_clear(&h->id);
+	memset(h->point, 0, sizeof(h->point));
+}
