@@ -155,11 +155,21 @@ static void expect_refused(const struct renew_opts *o, const char *reason, const
 	                           "AND subject = $2",
 	                           p, 2);
 	int64_t certs = bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0);
+	uint64_t hooked = bct_refusal_total(&cp);
+	struct bct_refusal r;
 
 	assert_int_equal(renew(o, &status, &body, &len, &next, NULL, NULL), 0);
 	assert_int_equal(status, 403);
 	assert_int_equal(len, strlen(bc_connect_renew_refused));
 	assert_memory_equal(body, bc_connect_renew_refused, len);
+	/* on_refusal saw it, as join.h promises for every refusal, by name and node */
+	assert_int_equal(bct_refusal_total(&cp), hooked + 1);
+	r = bct_last_refusal(&cp);
+	assert_string_equal(r.attestor, "renew");
+	assert_string_equal(r.reason, reason);
+	assert_string_equal(r.node_id, node_id);
+	assert_int_equal(r.count, 1);
+	assert_false(r.summarized);
 	/* the reason reached the node owner's event, and nothing was issued */
 	assert_int_equal(bct_count(&cp,
 	                           "SELECT COUNT(*) FROM events WHERE type = "
@@ -181,11 +191,19 @@ static void expect_refused_unattributed(const struct renew_opts *o)
 	size_t len = 0;
 	EVP_PKEY *next = NULL;
 	int64_t certs = bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0);
+	uint64_t hooked = bct_refusal_total(&cp);
+	struct bct_refusal r;
 
 	assert_int_equal(renew(o, &status, &body, &len, &next, NULL, NULL), 0);
 	assert_int_equal(status, 403);
 	assert_int_equal(len, strlen(bc_connect_renew_refused));
 	assert_memory_equal(body, bc_connect_renew_refused, len);
+	/* on_refusal saw it too, summarized and naming no node */
+	assert_int_equal(bct_refusal_total(&cp), hooked + 1);
+	r = bct_last_refusal(&cp);
+	assert_string_equal(r.attestor, "renew");
+	assert_string_equal(r.node_id, "");
+	assert_true(r.summarized);
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0), certs);
 	free(body);
 	EVP_PKEY_free(next);

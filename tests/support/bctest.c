@@ -53,8 +53,11 @@ static void hook(void *ctx, const struct bc_refusal *r)
 	struct bct_cp *cp = ctx;
 	pthread_mutex_lock(&cp->mu);
 	cp->total_refusals++;
-	if (cp->n_refusals < BCT_MAX_REFUSALS) {
-		struct bct_refusal *x = &cp->refusals[cp->n_refusals++];
+	/* once full, the last slot keeps the newest: bct_last_refusal stays true */
+	{
+		struct bct_refusal *x =
+		    &cp->refusals[cp->n_refusals < BCT_MAX_REFUSALS ? cp->n_refusals++
+		                                                    : BCT_MAX_REFUSALS - 1];
 		snprintf(x->attestor, sizeof(x->attestor), "%s", r->attestor ? r->attestor : "");
 		snprintf(x->reason, sizeof(x->reason), "%s", r->reason ? r->reason : "");
 		snprintf(x->token_id, sizeof(x->token_id), "%s", r->token_id ? r->token_id : "");
