@@ -1,10 +1,13 @@
 #include "join/holder.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/x509.h>
 
 #include "bc/crypto.h"
+#include "bc/json.h"
 
 static int read_fail(struct bc_holder *h, int rc)
 {
@@ -44,6 +47,85 @@ int bc_holder_read(struct bc_holder *h, const bc_pki *pki, const uint8_t *der, s
 	if (role != NULL && strcmp(h->id.role, role) != 0)
 		return BC_HOLDER_ROLE;
 	return BC_HOLDER_OK;
+}
+
+/* The statements column (a JSON array of strings, as we wrote it) into id. */
+static int statements_from(const char *text, struct bc_node_identity *id)
+{
+	json_t *a = NULL;
+	const char *v;
+	int rc = BC_ERR_INVALID;
+
+	if (bc_json_parse(text, strlen(text), 0, &a, NULL, 0) != 0 || !json_is_array(a) ||
+	    json_array_size(a) >= BC_MAX_URIS)
+		goto out;
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		if ((v = json_string_value(json_array_get(a, i))) == NULL)
+			goto out;
+		if ((id->statements[i] = strdup(v)) == NULL) {
+			rc = BC_ERR_NOMEM;
+			goto out;
+		}
+		id->n_statements = i + 1;
+	}
+	rc = 0;
+out:
+	json_decref(a);
+	return rc;
+}
+
+struct lookup {
+	struct bc_holder *h;
+	struct bc_cert_row row;
+	int found;
+};
+
+static int lookup_tx(bc_tx *tx, void *arg)
+{
+	struct lookup *l = arg;
+	int rc = bc_row_cert_find(tx, NULL, l->h->der, l->h->len, &l->row);
+
+	l->found = rc == 1 && l->row.has_key;
+	return rc < 0 ? rc : 0;
+}
+
+int bc_holder_lookup(struct bc_holder *h, bc_store *store, const uint8_t *der, size_t len,
+                     const char *role)
+{
+	struct lookup l = {.h = h};
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	h->der = der;
+	h->len = len;
+	if (der == NULL || len == 0)
+		return BC_HOLDER_MALFORMED;
+	if ((rc = bc_store_run(store, BC_TX_READ, lookup_tx, &l)) != 0)
+		return rc;
+	if (!l.found)
+		return BC_HOLDER_NOT_CURRENT;
+	snprintf(h->id.node_id, sizeof(h->id.node_id), "%s", l.row.node.id);
+	snprintf(h->id.role, sizeof(h->id.role), "%s", l.row.role);
+	h->id.not_after_ms = l.row.not_after;
+	memcpy(h->point, l.row.point, sizeof(h->point));
+	if ((rc = statements_from(l.row.statements, &h->id)) != 0) {
+		bc_holder_clear(h);
+		return rc == BC_ERR_NOMEM ? rc : BC_HOLDER_NOT_CURRENT;
+	}
+	if (role != NULL && strcmp(h->id.role, role) != 0)
+		return BC_HOLDER_ROLE;
+	return BC_HOLDER_OK;
+}
+
+int bc_holder_identify(struct bc_holder *h, bc_store *store, const bc_pki *pki, const uint8_t *der,
+                       size_t len, const char *role)
+{
+	int rc = bc_holder_lookup(h, store, der, len, role);
+
+	/* not ours as stored: whether it is a node certificate at all decides the reason */
+	if (rc == BC_HOLDER_NOT_CURRENT)
+		rc = bc_holder_read(h, pki, der, len, role);
+	return rc;
 }
 
 int bc_holder_read_stored(struct bc_holder *h, const char *trust_domain, const uint8_t *der,

@@ -60,6 +60,21 @@ struct bc_holder {
 BC_WUR int bc_holder_read(struct bc_holder *h, const bc_pki *pki, const uint8_t *der, size_t len,
                           const char *role);
 
+/* The leaf found by the SHA-256 of its bytes among the stored certificates, in a
+ * read transaction of store: its node, role, statements and key are the row's
+ * columns, written when it was issued, so nothing presented is parsed. BC_HOLDER_OK;
+ * BC_HOLDER_ROLE as bc_holder_read; BC_HOLDER_NOT_CURRENT when no row holds exactly
+ * these bytes (or the row was stored without its key); a negative BC_ERR_* from the
+ * store. A certificate found here is one we issued: its signature needs no check. */
+BC_WUR int bc_holder_lookup(struct bc_holder *h, bc_store *store, const uint8_t *der, size_t len,
+                            const char *role);
+
+/* bc_holder_lookup, then bc_holder_read when no row holds the bytes: the first reads
+ * what a current holder presents, the second says why anything else is refused
+ * (BC_HOLDER_MALFORMED, or a node certificate of ours that is not stored). */
+BC_WUR int bc_holder_identify(struct bc_holder *h, bc_store *store, const bc_pki *pki,
+                              const uint8_t *der, size_t len, const char *role);
+
 /* The same for a certificate read back from node_certs (the signer of a discovery
  * assertion): its signature is not checked again, only its shape and identity in
  * trust_domain. */

@@ -118,6 +118,8 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, 
 	    .not_after = not_after,
 	    .statements = stmts,
 	    .n_statements = r->node_key_uri[0] ? 1 : 0,
+	    .point = st->csr_point,
+	    .role = r->role,
 	};
 	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
 		goto out;

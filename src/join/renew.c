@@ -138,8 +138,10 @@ static int precheck(struct renew_state *st, const char **reason)
 	const Bettercompute__Join__V1__RenewRequest *rq = st->rq;
 	int rc = 0;
 
-	if (rq->n_chain == 0 || (rc = bc_holder_read(&st->h, st->svc->cfg.pki, rq->chain[0].data,
-	                                             rq->chain[0].len, NULL)) != BC_HOLDER_OK) {
+	/* a current leaf is read from its row; only another is parsed */
+	if (rq->n_chain == 0 ||
+	    (rc = bc_holder_identify(&st->h, st->svc->cfg.store, st->svc->cfg.pki,
+	                             rq->chain[0].data, rq->chain[0].len, NULL)) != BC_HOLDER_OK) {
 		*reason = BC_R_RENEW_MALFORMED;
 		return rc < 0 ? rc : 0;
 	}
@@ -226,6 +228,8 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 	    .n_statements = st->h.id.n_statements,
 	    .predecessor = st->d.serial,
 	    .csr_sha256 = st->csr_sha256,
+	    .point = st->csr_point,
+	    .role = st->h.id.role,
 	};
 	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
 		return rc;

@@ -74,14 +74,15 @@ static void body_reset(struct site_call *c)
 	c->body_len = 0;
 }
 
-/* The leaf, its role and the proof, no database (join/holder.h). */
+/* The leaf (read from its row when it is a current one), its role and the proof,
+ * before the transaction (join/holder.h). */
 static int precheck(struct site_call *c, const char **reason)
 {
 	int rc = BC_HOLDER_MALFORMED;
 
 	if (c->n_chain > 0 && c->n_chain <= 8 && c->proof->len == BC_SIG_LEN)
-		rc = bc_holder_read(&c->h, c->svc->cfg.pki, c->chain[0].data, c->chain[0].len,
-		                    BC_ROLE_SITE);
+		rc = bc_holder_identify(&c->h, c->svc->cfg.store, c->svc->cfg.pki, c->chain[0].data,
+		                        c->chain[0].len, BC_ROLE_SITE);
 	if (rc == BC_HOLDER_OK)
 		rc = bc_holder_prove(&c->h, c->purpose, c->payload.p, c->payload.len,
 		                     c->proof->data, c->proof->len);
