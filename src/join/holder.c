@@ -15,7 +15,7 @@ static int read_fail(struct bc_holder *h, int rc)
 	return rc == BC_ERR_NOMEM ? rc : BC_HOLDER_MALFORMED;
 }
 
-/* Another form than ours: OpenSSL decodes it once, for identity, issuer and key. */
+/* OpenSSL decodes the leaf once, for identity, issuer and key. */
 static int read_x509(struct bc_holder *h, const bc_pki *pki)
 {
 	X509 *leaf = NULL;
@@ -39,10 +39,7 @@ int bc_holder_read(struct bc_holder *h, const bc_pki *pki, const uint8_t *der, s
 	h->len = len;
 	if (der == NULL || len == 0)
 		return BC_HOLDER_MALFORMED;
-	rc = bc_pki_node_cert_read(pki, der, len, &h->id, h->point);
-	if (rc == BC_ERR_UNSUPPORTED)
-		rc = read_x509(h, pki);
-	if (rc != 0)
+	if ((rc = read_x509(h, pki)) != 0)
 		return read_fail(h, rc);
 	if (role != NULL && strcmp(h->id.role, role) != 0)
 		return BC_HOLDER_ROLE;

@@ -55,8 +55,8 @@ struct bc_holder {
 /* Reads der as a node certificate of pki's node CA (signature, issuer, SANs in its
  * trust domain) into h: BC_HOLDER_OK; BC_HOLDER_MALFORMED for anything else (h is
  * then cleared); BC_HOLDER_ROLE when role is not NULL and the leaf's role differs;
- * BC_ERR_NOMEM. A certificate in the one form bc_pki_issue_node_cert writes is read
- * without OpenSSL's X509 decoder; only another form goes through it. */
+ * BC_ERR_NOMEM. The X509 path, with the CA's signature: for a certificate no row
+ * holds (bc_holder_identify reads the others from their rows). */
 BC_WUR int bc_holder_read(struct bc_holder *h, const bc_pki *pki, const uint8_t *der, size_t len,
                           const char *role);
 
