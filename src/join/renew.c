@@ -1,11 +1,14 @@
 /* JoinService/Renew: the next certificate for a node that holds a current one.
  *
- * The presented leaf must be byte for byte a node_certs row of that node, of its
- * current identity generation, unexpired and unrevoked, the node not retired; the
- * proof (purpose renew, over sha256(csr) || node id || client time) verifies under
- * the leaf's key, with the client's time within 60 s of database time. The new
+ * The presented leaf is found by the SHA-256 of its bytes and read from its row (its
+ * node, key and statements as issued: nothing presented is parsed unless it is not
+ * ours); the proof (purpose renew, over sha256(csr) || node id || client time)
+ * verifies under its key; then, in the transaction, join/holder.h holds it to its row:
+ * of the node's current identity generation, unexpired, unrevoked, not superseded, the
+ * node not retired, the client's time within 60 s of database time. The new
  * certificate carries the leaf's statements forward, never the CSR's. Every refusal
- * answers the same bytes; the reason goes to the log and security.renew.refused.
+ * answers the same bytes; the reason goes to join/refusal.h (the log, on_refusal as
+ * attestor "renew" and security.renew.refused, summarized until the proof verified).
  *
  * The lineage (docs/attestation.md): a renewal issues the leaf's successor and marks
  * the leaf used; the first use of a certificate supersedes every other certificate of

@@ -1,13 +1,14 @@
 /* SiteService (the site::boot lease, boot entries) and JoinService/FetchSecret: what a
  * site's boot server asks of the control plane.
  *
- * Every request is authenticated like Renew: the leaf of the caller's chain is a node
- * certificate of ours with role site, byte for byte a node_certs row of that node, of
- * its current identity generation, unexpired and unrevoked, the node not retired and
- * of the site the request names; the proof (the method's purpose) verifies under the
- * leaf's key, with the client's time within 60 s of database time. Every refusal
- * answers the same bytes; the reason goes to the log, on_refusal (attestor "site") and
- * security.site.refused.
+ * Every request is authenticated as Renew is, by join/holder.h: the leaf of the
+ * caller's chain is a node certificate of ours with role site, byte for byte a
+ * node_certs row of that node, of its current identity generation, unexpired,
+ * unrevoked and not superseded, the node not retired and of the site the request
+ * names; the proof (the method's purpose) verifies under the leaf's key, with the
+ * client's time within 60 s of database time. Every refusal answers the same bytes;
+ * the reason goes to join/refusal.h (the log, on_refusal as attestor "site" and
+ * security.site.refused, summarized until the proof verified).
  *
  * The lease row (leases, name "site::boot/<site>") keeps its last epoch when it is
  * released or expires, so epochs only grow, across restarts and replicas; a grant is
