@@ -73,44 +73,19 @@ BC_WUR int bc_key_from_raw(const uint8_t raw[static 32], EVP_PKEY **out);
 BC_WUR int bc_key_to_point(EVP_PKEY *key, uint8_t out[static 65]);
 BC_WUR int bc_key_from_point(const uint8_t point[static 65], EVP_PKEY **out);
 
-/* P-256 by bare points (src/crypto/p256.c), for a key used once, where making an
- * EVP_PKEY of it would cost a quarter of the operation. A point is the 65-byte
- * uncompressed form; one that is not on the curve is BC_ERR_INVALID.
+/* P-256 by bare points (src/crypto/p256.c). A point is the 65-byte uncompressed form;
+ * one that is not on the curve is BC_ERR_INVALID.
  * bc_p256_point_check: 0 for a point on P-256 (coordinates below p, not infinity).
- * bc_p256_verify: ECDSA-SHA256 over msg by point's key; sig is a DER ECDSA-Sig-Value
- *   (at most BC_ECDSA_DER_MAX bytes), exactly DER. BC_ERR_VERIFY when it does not
- *   verify. _digest takes the SHA-256 already made.
- * bc_p256_verify_p1363: the same over a digest, sig r||s (64 bytes).
  * bc_p256_ecdh: the x coordinate of sk times peer (sk a P-256 private key);
  *   BC_ERR_INVALID for a bad point or a zero output; out is wiped on error.
  * bc_p256_public_point: a P-256 EVP_PKEY's public point.
  * bc_p256_spki_sha256: SHA-256 of the point's SPKI DER (bc_key_spki_sha256's value).
- * bc_p256_verify_key, bc_p256_verify_p1363_key: bc_p256_verify and bc_p256_verify_p1363 by
- *   a P-256 EVP_PKEY kept for many verifies (a CA's, a pinned key), through its EC_KEY
- *   rather than an EVP verify context made each time; BC_ERR_INVALID for no key,
- *   BC_ERR_UNSUPPORTED for one OpenSSL does not give as a P-256 EC_KEY (another curve,
- *   another provider's key: the caller may go through EVP). */
-#define BC_ECDSA_DER_MAX 72
+ * The one P-256 signature verify and sign of the API are ES256's, below; the ECDSA
+ * primitives under them are src/crypto/internal.h's. */
 BC_WUR int bc_p256_point_check(const uint8_t point[static 65]);
-BC_WUR int bc_p256_verify(const uint8_t point[static 65], const void *msg, size_t len,
-                          const uint8_t *sig, size_t siglen);
-BC_WUR int bc_p256_verify_digest(const uint8_t point[static 65], const uint8_t digest[static 32],
-                                 const uint8_t *sig, size_t siglen);
-BC_WUR int bc_p256_verify_p1363(const uint8_t point[static 65], const uint8_t digest[static 32],
-                                const uint8_t sig[static BC_SIG_LEN]);
 BC_WUR int bc_p256_ecdh(EVP_PKEY *sk, const uint8_t peer[static 65], uint8_t out[static 32]);
 BC_WUR int bc_p256_public_point(EVP_PKEY *key, uint8_t out[static 65]);
 BC_WUR int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32]);
-BC_WUR int bc_p256_verify_key(EVP_PKEY *pub, const void *msg, size_t len, const uint8_t *sig,
-                              size_t siglen);
-BC_WUR int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
-                                    const uint8_t sig[static BC_SIG_LEN]);
-/* ECDSA over a SHA-256 digest by a P-256 private key, r||s, through the key's EC_KEY
- * rather than an EVP signing context made for each signature (bc_ecdsa_p1363_to_der
- * gives the DER). BC_ERR_UNSUPPORTED when OpenSSL cannot give the key as one (a key of
- * another provider, or not P-256): sign through EVP then. */
-BC_WUR int bc_p256_sign_p1363(EVP_PKEY *key, const uint8_t digest[static 32],
-                              uint8_t sig[static BC_SIG_LEN]);
 
 /* ES256 under a purpose. bc_es256_verify returns BC_ERR_VERIFY for a bad
  * signature (any length other than 64 included). */

@@ -135,30 +135,19 @@ BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t
 BC_WUR int bc_pki_node_identity_x509(X509 *x, const char *trust_domain,
                                      struct bc_node_identity *id);
 BC_WUR int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x);
-/* A node certificate in the one form bc_pki_issue_node_cert writes, read and checked
- * without OpenSSL's X509 decoder (the renewal fast path). 0 only when der is exactly
- * that form in strict DER (minimal definite lengths, nothing after it, at most 64 KiB),
- * its issuer name is the node CA's subject, its AKI the node CA's SKI, its SKI the
- * SHA-1 of its key, its SANs obey bc_pki_node_identity's rules for pki->trust_domain,
- * its key is a point on P-256 and its signature verifies under the node CA's key:
- * then id holds what bc_pki_node_identity_x509 gives for the same bytes and point the
- * key, uncompressed. It never accepts what bc_x509_from_der, bc_pki_node_identity_x509
- * and bc_pki_verify_node_x509 together refuse. Errors: BC_ERR_UNSUPPORTED for strict
- * DER shaped as a certificate but not in this form (the caller may try the X509 path),
- * BC_ERR_VERIFY when in this form but the issuer, AKI or signature is not the node
- * CA's, BC_ERR_INVALID for anything else malformed (bad DER, trailing bytes, a bad
- * time, an invalid SAN identity, a point off the curve), BC_ERR_LIMIT over 64 KiB,
- * BC_ERR_NOMEM, BC_ERR_CRYPTO when OpenSSL fails. On any error id is cleared and
- * point zeroed. */
-BC_WUR int bc_pki_node_cert_read(const bc_pki *pki, const uint8_t *der, size_t len,
-                                 struct bc_node_identity *id, uint8_t point[static 65]);
-/* The same form read without the CA, for a holder of the certificate that does not
- * check its signature (bc_pki_node_identity's contract): 0 only when der is that form in
- * strict DER, its issuer one commonName of printable ASCII (the shape of the node CA's
- * subject), its SANs valid for trust_domain and its key a point on P-256; id then holds
- * what bc_pki_node_identity gives and point the key. Neither the issuer's name nor the
- * signature is checked. Errors as bc_pki_node_cert_read's, BC_ERR_VERIFY aside: on any
- * of them the X509 path (bc_pki_node_identity) decides. */
+/* A node certificate in the one form bc_pki_issue_node_cert writes, read without
+ * OpenSSL's X509 decoder and without the CA, for a holder of the certificate that does
+ * not check its signature (bc_pki_node_identity's contract): 0 only when der is that
+ * form in strict DER (minimal definite lengths, nothing after it, at most 64 KiB), its
+ * issuer one commonName of printable ASCII (the shape of the node CA's subject), its
+ * SKI the SHA-1 of its key, its SANs valid for trust_domain and its key a point on
+ * P-256; id then holds what bc_pki_node_identity gives and point the key. Neither the
+ * issuer's name nor the signature is checked. It never accepts what bc_x509_from_der
+ * and bc_pki_node_identity_x509 together refuse. Errors: BC_ERR_UNSUPPORTED for strict
+ * DER shaped as a certificate but not in this form (the X509 path decides),
+ * BC_ERR_INVALID for anything else malformed (bad DER, trailing bytes, a bad time, an
+ * invalid SAN identity, a point off the curve), BC_ERR_LIMIT over 64 KiB,
+ * BC_ERR_NOMEM, BC_ERR_CRYPTO. On any error id is cleared and point zeroed. */
 BC_WUR int bc_pki_node_cert_peek(const uint8_t *der, size_t len, const char *trust_domain,
                                  struct bc_node_identity *id, uint8_t point[static 65]);
 

@@ -108,7 +108,8 @@
 #define BC_R_DISCOVERY_SIGNER_RETIRED "discovery-signer-retired"
 /* the signer does not hold site::boot at exactly the asserted epoch (fenced) */
 #define BC_R_DISCOVERY_FENCED "discovery-fenced"
-/* no unexpired certificate of the signer with that key id, or the signature does not verify */
+/* no current certificate of the signer (join/holder.h: a superseded one is not) with
+ * that key id, or the signature does not verify */
 #define BC_R_DISCOVERY_SIGNATURE "discovery-signature"
 /* past not_after or 15 minutes after issued_at, or issued in the future */
 #define BC_R_DISCOVERY_EXPIRED "discovery-expired"
@@ -126,7 +127,8 @@
 #define BC_R_SITE_ROLE "site-role"
 /* the proof does not verify under the leaf's key */
 #define BC_R_SITE_PROOF "site-proof"
-/* the leaf is not a current, unrevoked, unexpired certificate of a node not retired */
+/* the leaf is not a current (unrevoked, unexpired, not superseded) certificate of a
+ * node not retired (join/holder.h) */
 #define BC_R_SITE_NOT_CURRENT "site-not-current"
 /* client_time_ms is more than 60 s from database time */
 #define BC_R_SITE_CLIENT_TIME "site-client-time"

@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/x509.h>
-
 #include "attest/attest.h"
 #include "attest/discovery.h"
 #include "attest/requests.h"
@@ -29,6 +27,7 @@
 #include "bc/reasons.h"
 #include "bc/wire.h"
 #include "bettercompute/site/v1/site.pb-c.h"
+#include "join/holder.h"
 #include "provision/provision.h"
 
 #define ISSUED_LEEWAY_MS 60000
@@ -215,37 +214,67 @@ static int token_mac(bc_tx *tx, const char *token_id, const char *mac, const cha
 	return 0;
 }
 
+#define SIGNER_KEYS_MAX 4 /* certificates of one signer tried, at most */
+
+/* The signer's certificates whose key has the assertion's key id and verifies its
+ * signature (a renewal may keep its key: each is then held to its row). */
 struct sig_check {
 	const struct disc_state *st;
-	int verified;
+	const char *trust_domain;
+	struct bc_holder h[SIGNER_KEYS_MAX];
+	size_t n;
+	int failed; /* out of memory */
 };
+
+static void sig_check_clear(struct sig_check *sc)
+{
+	for (size_t i = 0; i < sc->n; i++) {
+		free((void *)sc->h[i].der);
+		bc_holder_clear(&sc->h[i]);
+	}
+	sc->n = 0;
+}
 
 static int try_cert(void *ctx, const uint8_t *der, size_t len)
 {
 	struct sig_check *sc = ctx;
+	struct bc_holder *h = &sc->h[sc->n];
 	char kid[BC_KEY_ID_LEN + 1];
-	X509 *x = NULL;
-	EVP_PKEY *pub;
+	uint8_t d[32], *copy;
 
-	if (bc_x509_from_der(der, len, &x) != 0)
+	if (bc_holder_read_stored(h, sc->trust_domain, der, len) != BC_HOLDER_OK)
 		return 0;
-	if ((pub = X509_get0_pubkey(x)) != NULL && bc_key_id(pub, kid) == 0 &&
-	    strcmp(kid, sc->st->key_id) == 0)
-		sc->verified =
-		    bc_es256_verify(pub, BC_PURPOSE_DISCOVERY_ASSERTION, sc->st->assertion,
-		                    sc->st->assertion_len, sc->st->sig, BC_SIG_LEN) == 0;
-	X509_free(x);
-	return sc->verified;
+	if (bc_p256_spki_sha256(h->point, d) != 0 ||
+	    (bc_hex_encode_to(d, sizeof(d), kid), strcmp(kid, sc->st->key_id) != 0) ||
+	    bc_holder_prove(h, BC_PURPOSE_DISCOVERY_ASSERTION, sc->st->assertion,
+	                    sc->st->assertion_len, sc->st->sig, BC_SIG_LEN) != BC_HOLDER_OK) {
+		bc_holder_clear(h);
+		return 0;
+	}
+	/* the row's bytes are freed when this returns */
+	if ((copy = malloc(len)) == NULL) {
+		bc_holder_clear(h);
+		sc->failed = 1;
+		return 1;
+	}
+	memcpy(copy, der, len);
+	h->der = copy;
+	return ++sc->n == SIGNER_KEYS_MAX;
 }
 
 /* The signer: a site node of the site, not retired, holding site::boot at exactly
- * the asserted epoch, whose current certificate's key verifies the signature. */
-static int signer(bc_tx *tx, const struct disc_state *st, int64_t now_ms, const char **reason)
+ * the asserted epoch, one of whose certificates has the assertion's key id, verifies
+ * the signature and is current as join/holder.h says (a superseded one is not: its
+ * key was rotated away). */
+static int signer(bc_tx *tx, const struct disc_state *st, const struct bc_join_input *in,
+                  const char **reason)
 {
-	struct sig_check sc = {.st = st};
+	struct sig_check sc = {.st = st, .trust_domain = in->trust_domain};
+	struct bc_holder_want w = {.now_ms = in->now_ms, .role = BC_ROLE_SITE};
 	struct bc_node_row n;
+	struct bc_cert_row row;
 	char lease[BC_ID_MAX + 16];
-	int rc;
+	int rc, current = 0;
 
 	if ((rc = bc_row_node_get(tx, BC_NODE_BY_ID, st->signer, &n)) < 0)
 		return rc;
@@ -258,17 +287,27 @@ static int signer(bc_tx *tx, const struct disc_state *st, int64_t now_ms, const 
 		return 0;
 	}
 	snprintf(lease, sizeof(lease), BC_ROW_SITE_LEASE_FMT, st->site);
-	if ((rc = bc_row_lease_held(tx, lease, st->signer, (int64_t)st->epoch, now_ms)) < 0)
+	if ((rc = bc_row_lease_held(tx, lease, st->signer, (int64_t)st->epoch, in->now_ms)) < 0)
 		return rc;
 	if (rc == 0) {
 		*reason = BC_R_DISCOVERY_FENCED;
 		return 0;
 	}
-	if ((rc = bc_row_cert_each_live(tx, st->signer, now_ms, try_cert, &sc)) < 0)
-		return rc;
-	if (!sc.verified)
+	if ((rc = bc_row_cert_each(tx, st->signer, try_cert, &sc)) < 0 || sc.failed)
+		goto out;
+	for (size_t i = 0; i < sc.n && !current; i++) {
+		if ((rc = bc_holder_current(tx, &sc.h[i], &w, &row)) < 0)
+			goto out;
+		current = rc == BC_HOLDER_OK;
+	}
+	rc = 0;
+	if (!current)
 		*reason = BC_R_DISCOVERY_SIGNATURE;
-	return 0;
+out:
+	if (sc.failed)
+		rc = BC_ERR_NOMEM;
+	sig_check_clear(&sc);
+	return rc;
 }
 
 /* The workflow the token was minted for is still a running commission; with
@@ -353,7 +392,7 @@ static int checks(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_inpu
 		return rc;
 	else if (strcmp(t->workflow_id, st->workflow) != 0)
 		*reason = BC_R_DISCOVERY_WORKFLOW;
-	else if ((rc = signer(tx, st, in->now_ms, reason)) != 0 || *reason)
+	else if ((rc = signer(tx, st, in, reason)) != 0 || *reason)
 		return rc;
 	else if (st->expires_at <= in->now_ms || st->issued_at > in->now_ms + ISSUED_LEEWAY_MS)
 		*reason = BC_R_DISCOVERY_EXPIRED;

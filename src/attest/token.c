@@ -66,16 +66,18 @@ int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token
 		*reason = BC_R_TOKEN_UNKNOWN;
 		return 0;
 	}
-	copy(out->token_id, sizeof(out->token_id), row->id);
-	copy(out->tenant_id, sizeof(out->tenant_id), row->tenant_id);
 	if ((rc = bc_sha256(secret, strlen(secret), d)) != 0)
 		return rc;
 	bc_hex_encode_to(d, 32, presented);
-	/* the secret first: without it, nothing about the token's state is learned */
+	/* the secret first: without it, nothing about the token's state is learned, and
+	 * the refusal names no token (an id is printed in lists, events and iPXE scripts:
+	 * it is no credential, so the refusal is summarized, join/refusal.h) */
 	if (strlen(row->secret_hash) != 64 || !bc_ct_equal(presented, row->secret_hash, 64)) {
 		*reason = BC_R_TOKEN_SECRET;
 		return 0;
 	}
+	copy(out->token_id, sizeof(out->token_id), row->id);
+	copy(out->tenant_id, sizeof(out->tenant_id), row->tenant_id);
 	if (row->revoked)
 		*reason = BC_R_TOKEN_REVOKED;
 	else if (row->expires_at <= now_ms)

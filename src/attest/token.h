@@ -15,7 +15,8 @@
 BC_WUR int bc_token_parse(const char *token, char id[BC_ID_MAX], const char **secret);
 
 /* Locks and checks the token. On a refusal returns 0 with *reason set (and the
- * outcome's tenant_id/token_id filled when the token is known); < 0 on a database
+ * outcome's tenant_id/token_id filled once the token's secret matched: only then
+ * does the refusal name it); < 0 on a database
  * error. Does not consume a use: bc_row_token_consume() does. */
 BC_WUR int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token_row *row,
                           struct bc_attest_outcome *out, const char **reason);

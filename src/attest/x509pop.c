@@ -21,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/x509.h>
-
 #include "bc/buf.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
@@ -30,6 +28,7 @@
 #include "bc/pki.h"
 #include "attest/attest.h"
 #include "bc/reasons.h"
+#include "join/holder.h"
 #include "join/rows.h"
 
 #define X509POP_MAX_EVIDENCE (32 * 1024)
@@ -140,7 +139,7 @@ static int cache_seen(struct x509pop *st, const uint8_t subject[32], uint64_t re
  * proof's single-use subject. */
 struct proven {
 	struct evidence e;
-	struct bc_node_identity id;
+	struct bc_holder h; /* the leaf (its bytes are e.leaf's); h.id its identity */
 	uint8_t subject[32];
 };
 
@@ -148,22 +147,21 @@ static void proven_free(struct proven *p)
 {
 	if (p == NULL)
 		return;
-	bc_node_identity_clear(&p->id);
+	bc_holder_clear(&p->h);
 	evidence_free(&p->e);
 	free(p);
 }
 
 /* The proof under the leaf's key; *subject its hash. */
-static int check_signature(const struct bc_join_input *in, struct proven *p, X509 *leaf,
-                           const char **reason)
+static int check_signature(const struct bc_join_input *in, struct proven *p, const char **reason)
 {
 	bc_buf b;
 	int rc;
 
 	if ((rc = payload(in, &p->e, &b)) != 0)
 		return rc;
-	if (bc_es256_verify(X509_get0_pubkey(leaf), BC_PURPOSE_X509POP, b.p, b.len, p->e.sig,
-	                    p->e.sig_len) != 0)
+	if (bc_holder_prove(&p->h, BC_PURPOSE_X509POP, b.p, b.len, p->e.sig, p->e.sig_len) !=
+	    BC_HOLDER_OK)
 		*reason = BC_R_X509POP_SIGNATURE;
 	else
 		rc = bc_sha256(b.p, b.len, p->subject);
@@ -177,58 +175,69 @@ static const char *identity_refusal(const struct bc_join_input *in, const struct
 {
 	/* a key the TPM certified re-joins only through the tpm attestor: an x509pop
 	 * re-join would issue a certificate without the AK statement, a downgrade */
-	if (p->id.n_statements > 0)
+	if (p->h.id.n_statements > 0)
 		return BC_R_X509POP_KEY_STATEMENT;
 	/* node-tenant re-joins as node; otherwise the roles must be the same */
-	if (strcmp(p->id.role, in->role) != 0 &&
-	    !(strcmp(p->id.role, BC_ROLE_NODE_TENANT) == 0 && strcmp(in->role, BC_ROLE_NODE) == 0))
+	if (strcmp(p->h.id.role, in->role) != 0 &&
+	    !(strcmp(p->h.id.role, BC_ROLE_NODE_TENANT) == 0 &&
+	      strcmp(in->role, BC_ROLE_NODE) == 0))
 		return BC_R_X509POP_ROLE;
 	return NULL;
 }
 
-/* The leaf is decoded once, for its identity and its key. */
+/* The leaf is read once, for its identity and its key (join/holder.h); whether the
+ * node CA issued it is its stored row's to say, in verify(). */
 static int offline_checks(const struct bc_join_input *in, struct proven *p, const char **reason)
 {
-	X509 *leaf = NULL;
 	int rc = 0;
 
-	if (parse(in, &p->e) != 0 || bc_x509_from_der(p->e.leaf, p->e.leaf_len, &leaf) != 0 ||
-	    bc_pki_node_identity_x509(leaf, in->trust_domain, &p->id) != 0 ||
-	    strcmp(p->id.node_id, p->e.node_id) != 0)
+	if (parse(in, &p->e) != 0 ||
+	    (rc = bc_holder_read_stored(&p->h, in->trust_domain, p->e.leaf, p->e.leaf_len)) !=
+	        BC_HOLDER_OK ||
+	    strcmp(p->h.id.node_id, p->e.node_id) != 0) {
+		if (rc < 0)
+			return rc;
 		*reason = BC_R_X509POP_MALFORMED;
-	else if ((*reason = identity_refusal(in, p)) == NULL)
-		rc = check_signature(in, p, leaf, reason);
-	X509_free(leaf);
+	} else if ((*reason = identity_refusal(in, p)) == NULL) {
+		rc = check_signature(in, p, reason);
+	}
 	return rc;
 }
 
-/* The leaf against its row and the node at database time. 0 with *why set on a
- * refusal; < 0 on a database error. */
-static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct evidence *e,
-                         const struct bc_node_identity *id, int64_t grace_ms, char serial[65],
-                         const char **why)
+/* What the holder check found, as x509pop's reasons. */
+static const char *holder_reason(int status)
 {
-	struct bc_cert_row c;
-	int rc;
+	switch (status) {
+	case BC_HOLDER_OK: return NULL;
+	case BC_HOLDER_RETIRED: return BC_R_X509POP_RETIRED;
+	case BC_HOLDER_GENERATION: return BC_R_X509POP_GENERATION;
+	case BC_HOLDER_REVOKED: return BC_R_X509POP_REVOKED;
+	case BC_HOLDER_SUPERSEDED: return BC_R_X509POP_SUPERSEDED;
+	case BC_HOLDER_EXPIRED: return BC_R_X509POP_EXPIRED;
+	case BC_HOLDER_CLIENT_TIME: return BC_R_X509POP_CLIENT_TIME;
+	case BC_HOLDER_NOT_CURRENT:
+	default: return BC_R_X509POP_NOT_CURRENT;
+	}
+}
 
-	*why = NULL;
-	/* the node's lineage is read and written under its lock (renew.c likewise) */
-	if ((rc = bc_row_node_lock(tx, id->node_id)) != 0 ||
-	    (rc = bc_row_cert_find(tx, id->node_id, e->leaf, e->leaf_len, &c)) < 0)
+/* The leaf against its row and the node at database time, the client's time within
+ * the window (join/holder.h). 0 with *why set on a refusal; < 0 on a database error. */
+static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct proven *p,
+                         const struct x509pop *st, char serial[65], const char **why)
+{
+	struct bc_holder_want w = {.now_ms = in->now_ms,
+	                           .grace_ms = st->grace_ms,
+	                           .window_ms = st->window_ms,
+	                           .client_time_ms = p->e.client_time,
+	                           /* the node's lineage is read and written under its lock */
+	                           .lock = 1};
+	struct bc_cert_row c;
+	int rc = bc_holder_current(tx, &p->h, &w, &c);
+
+	if (rc < 0)
 		return rc;
 	snprintf(serial, 65, "%s", c.serial);
-	if (rc == 0)
-		*why = BC_R_X509POP_NOT_CURRENT;
-	else if (strcmp(c.node.state, "retired") == 0)
-		*why = BC_R_X509POP_RETIRED;
-	else if (c.generation != c.node.generation)
-		*why = BC_R_X509POP_GENERATION;
-	else if (c.revoked)
-		*why = BC_R_X509POP_REVOKED;
-	else if (c.superseded)
-		*why = BC_R_X509POP_SUPERSEDED;
-	else if (in->now_ms - c.not_after > grace_ms)
-		*why = BC_R_X509POP_EXPIRED;
+	*why = holder_reason(rc);
 	return 0;
 }
 
@@ -288,26 +297,22 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 
 	if (p == NULL || st == NULL)
 		return BC_ERR_INTERNAL; /* check() always leaves one; configure() made st */
-	snprintf(out->node_id, sizeof(out->node_id), "%s", p->id.node_id);
-	if (p->e.client_time < in->now_ms - st->window_ms ||
-	    p->e.client_time > in->now_ms + st->window_ms)
-		why = BC_R_X509POP_CLIENT_TIME;
-	if (why == NULL &&
-	    (rc = online_checks(tx, in, &p->e, &p->id, st->grace_ms, serial, &why)) != 0)
+	snprintf(out->node_id, sizeof(out->node_id), "%s", p->h.id.node_id);
+	if ((rc = online_checks(tx, in, p, st, serial, &why)) != 0)
 		return rc;
 	if (why == NULL && cache_seen(st, p->subject, in->request_nonce))
 		why = BC_R_X509POP_REPLAY;
 	if (why == NULL && (rc = record_use(tx, in, &p->e, p->subject, st->window_ms, &why)) != 0)
 		return rc;
-	if (why == NULL && (rc = bc_row_cert_use(tx, p->id.node_id, serial, in->now_ms)) != 0)
+	if (why == NULL && (rc = bc_row_cert_use(tx, p->h.id.node_id, serial, in->now_ms)) != 0)
 		return rc;
 	if (why) {
 		bc_refuse(out, why);
 		return 0;
 	}
 	out->kind = BC_OUTCOME_RESULT;
-	snprintf(out->result.node_id, sizeof(out->result.node_id), "%s", p->id.node_id);
-	snprintf(out->result.role, sizeof(out->result.role), "%s", p->id.role);
+	snprintf(out->result.node_id, sizeof(out->result.node_id), "%s", p->h.id.node_id);
+	snprintf(out->result.role, sizeof(out->result.role), "%s", p->h.id.role);
 	return 0;
 }
 

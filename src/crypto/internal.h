@@ -32,6 +32,32 @@ const EC_GROUP *bc_crypto_p256_group(void);
 extern const uint8_t bc_p256_spki_prefix[BC_P256_SPKI_PREFIX_LEN];
 BC_WUR int bc_crypto_parse_err(void);
 
+/* The ECDSA primitives under ES256 (bc/crypto.h's one verify and sign), and what the
+ * pki module checks X.509 signatures with (csr.c) and signs certificates with
+ * (node_der.c); src/crypto/p256.c. A point is the 65-byte uncompressed form, one not
+ * on P-256 BC_ERR_INVALID; BC_ERR_VERIFY for a signature that does not verify.
+ * bc_p256_verify: ECDSA-SHA256 over msg by point's key; sig is a DER ECDSA-Sig-Value
+ *   (at most BC_ECDSA_DER_MAX bytes), exactly DER. _digest takes the SHA-256 already
+ *   made.
+ * bc_p256_verify_p1363: the same over a digest, sig r||s (64 bytes).
+ * bc_p256_verify_p1363_key: the same by a P-256 EVP_PKEY kept for many verifies (a
+ *   pinned key), through its EC_KEY rather than an EVP verify context made each time;
+ *   BC_ERR_INVALID for no key, BC_ERR_UNSUPPORTED for one OpenSSL does not give as a
+ *   P-256 EC_KEY (another curve, another provider's key: go through EVP then).
+ * bc_p256_sign_p1363: ECDSA over a SHA-256 digest by a P-256 private key, r||s, through
+ *   the key's EC_KEY; BC_ERR_UNSUPPORTED as above (sign through EVP then). */
+#define BC_ECDSA_DER_MAX 72
+BC_WUR int bc_p256_verify(const uint8_t point[static 65], const void *msg, size_t len,
+                          const uint8_t *sig, size_t siglen);
+BC_WUR int bc_p256_verify_digest(const uint8_t point[static 65], const uint8_t digest[static 32],
+                                 const uint8_t *sig, size_t siglen);
+BC_WUR int bc_p256_verify_p1363(const uint8_t point[static 65], const uint8_t digest[static 32],
+                                const uint8_t sig[static 64]);
+BC_WUR int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
+                                    const uint8_t sig[static 64]);
+BC_WUR int bc_p256_sign_p1363(EVP_PKEY *key, const uint8_t digest[static 32],
+                              uint8_t sig[static 64]);
+
 BC_WUR int bc_crypto_gcm_seal(const uint8_t *key, size_t keylen, const uint8_t nonce[static 12],
                               const void *aad, size_t aadlen, const void *pt, size_t ptlen,
                               uint8_t *out);

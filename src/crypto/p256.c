@@ -272,22 +272,6 @@ static int public_ec_of(EVP_PKEY *pub, const EC_KEY **out)
 	return 0;
 }
 
-int bc_p256_verify_key(EVP_PKEY *pub, const void *msg, size_t len, const uint8_t *sig,
-                       size_t siglen)
-{
-	const EC_KEY *k = NULL;
-	uint8_t digest[32];
-	int rc;
-
-	if ((rc = public_ec_of(pub, &k)) != 0)
-		return rc;
-	if (sig == NULL || siglen == 0 || siglen > BC_ECDSA_DER_MAX)
-		return BC_ERR_VERIFY;
-	if ((rc = bc_sha256(msg, len, digest)) != 0)
-		return rc;
-	return der_verify(k, digest, sig, siglen);
-}
-
 int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
                              const uint8_t sig[static BC_SIG_LEN])
 {

@@ -3,7 +3,8 @@
  *
  * Event types in use: node.joined, node.reclaimed, node.renewed, node.cordoned,
  * node.uncordoned, node.retired, node.deleted, node.identity-revoked,
- * security.join.refused, security.renew.refused, token.created, token.revoked,
+ * security.join.refused, security.renew.refused, security.site.refused (the three
+ * written by join/refusal.h), token.created, token.revoked,
  * pool.created, pool.updated. data is a JSON object (borrowed; may be NULL). */
 #ifndef BC_JOIN_EVENTS_H
 #define BC_JOIN_EVENTS_H

@@ -8,6 +8,7 @@
 
 #define BC_MAX_ATTESTORS  32
 #define BC_MAX_STATEMENTS 8
+#define BC_REFUSAL_KINDS  3 /* enum bc_refusal_kind (join/refusal.h) */
 
 struct bc_join_service {
 	struct bc_join_config cfg;
@@ -19,9 +20,9 @@ struct bc_join_service {
 	size_t n_plugins;
 	uint8_t *node_ca_der; /* the node CA, encoded once: every answer carries it */
 	size_t node_ca_der_len;
-	uint8_t join_encryption_point[65];  /* the sealed tokens' recipient key, encoded once */
-	struct bc_refusal_summary refusals; /* Join */
-	struct bc_refusal_summary renew_refusals; /* Renew */
+	uint8_t join_encryption_point[65]; /* the sealed tokens' recipient key, encoded once */
+	/* refusals no credential backs, per kind (join/refusal.h) */
+	struct bc_refusal_summary refusals[BC_REFUSAL_KINDS];
 };
 
 const struct bc_attestor *bc_join_find(const struct bc_join_service *s, const char *id);

@@ -22,6 +22,7 @@
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/events.h"
 #include "join/internal.h"
+#include "join/refusal.h"
 #include "bc/reasons.h"
 #include "join/rows.h"
 #include "lib/utf8.h"
@@ -117,6 +118,8 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, 
 	    .not_after = not_after,
 	    .statements = stmts,
 	    .n_statements = r->node_key_uri[0] ? 1 : 0,
+	    .point = st->csr_point,
+	    .role = r->role,
 	};
 	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
 		goto out;
@@ -312,82 +315,30 @@ static int join_tx(bc_tx *tx, void *arg)
 	return BC_ERR_DENIED;
 }
 
-/* One refusal as published: count > 1 (and summarized) stands for that many of a
- * reason no credential backs (join/refusal_summary.h). */
-struct refusal_report {
-	const struct bc_join_state *st;
-	const char *reason;
-	uint64_t count;
-	int summarized;
-};
-
-static int refusal_tx(bc_tx *tx, void *arg)
-{
-	const struct refusal_report *rr = arg;
-	const struct bc_join_state *st = rr->st;
-	const struct bc_attest_outcome *out = &st->d.out;
-	json_t *data = json_pack("{s:s, s:s, s:s?, s:s?}", "attestor", st->in->attestor, "reason",
-	                         rr->reason, "tokenId", out->token_id[0] ? out->token_id : NULL,
-	                         "nodeId", out->node_id[0] ? out->node_id : NULL);
-	int rc;
-
-	if (data == NULL)
-		return BC_ERR_NOMEM;
-	if (rr->summarized &&
-	    (json_object_set_new(data, "count", json_integer((json_int_t)rr->count)) != 0 ||
-	     json_object_set_new(data, "summarized", json_true()) != 0)) {
-		json_decref(data);
-		return BC_ERR_NOMEM;
-	}
-	rc = bc_event_publish(tx, st->d.refusal_tenant, "security.join.refused",
-	                      out->node_id[0] ? out->node_id : NULL, data);
-	json_decref(data);
-	return rc;
-}
-
-/* A refusal that names no token, node or tenant: no credential backs it. */
-static int refusal_unbacked(const struct bc_join_state *st)
+/* A refusal that names no token, node or tenant: no credential backs it (an attestor
+ * names a token only once its secret matched, a node only once its proof verified). */
+static int refusal_backed(const struct bc_join_state *st)
 {
 	const struct bc_attest_outcome *out = &st->d.out;
 
-	return st->d.refusal_tenant[0] == 0 && out->tenant_id[0] == 0 && out->token_id[0] == 0 &&
-	       out->node_id[0] == 0;
+	return st->d.refusal_tenant[0] || out->tenant_id[0] || out->token_id[0] || out->node_id[0];
 }
 
-/* The refusal goes to the operator: an event in the owner's tenant, a log line and
- * on_refusal. Never to the machine. Those no credential backs are summarized: counted,
- * and published once per reason per minute with their count. */
+/* The refusal goes to the operator (join/refusal.h), never to the machine. */
 static void report_refusal(struct bc_join_service *s, struct bc_join_state *st)
 {
 	const struct bc_attest_outcome *out = &st->d.out;
-	struct refusal_report rr = {.st = st, .reason = st->d.reason, .count = 1};
-	char *tenant = st->d.refusal_tenant;
-	char count[24];
+	struct bc_refusal_note n = {
+	    .kind = BC_REFUSAL_JOIN,
+	    .attestor = st->in->attestor,
+	    .reason = st->d.reason,
+	    .backed = refusal_backed(st),
+	    .tenant_id = st->d.refusal_tenant[0] ? st->d.refusal_tenant : out->tenant_id,
+	    .token_id = out->token_id,
+	    .node_id = out->node_id,
+	};
 
-	if ((rr.summarized = refusal_unbacked(st)) != 0)
-		rr.count = bc_refusal_summary_count(&s->refusals, &rr.reason, bc_now_ms());
-	if (tenant[0] == 0)
-		snprintf(tenant, BC_ID_MAX, "%s", out->tenant_id[0] ? out->tenant_id : "root");
-	snprintf(count, sizeof(count), "%llu", (unsigned long long)rr.count);
-	if (rr.count && bc_store_run(s->cfg.store, BC_TX_WRITE, refusal_tx, &rr) != 0)
-		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", rr.reason, "error",
-		       bc_store_errmsg(), NULL);
-	if (rr.count)
-		bc_log(BC_LOG_WARN, "join refused", "attestor", st->in->attestor, "reason",
-		       rr.reason, "tokenId", out->token_id, "nodeId", out->node_id, "tenantId",
-		       tenant, "count", count, NULL);
-	if (s->cfg.on_refusal) {
-		struct bc_refusal r = {
-		    .attestor = st->in->attestor,
-		    .reason = st->d.reason,
-		    .token_id = out->token_id[0] ? out->token_id : NULL,
-		    .node_id = out->node_id[0] ? out->node_id : NULL,
-		    .tenant_id = tenant,
-		    .count = rr.count,
-		    .summarized = rr.summarized,
-		};
-		s->cfg.on_refusal(s->cfg.on_refusal_ctx, &r);
-	}
+	bc_refusal_publish(s, &n);
 }
 
 static int csr_hashes(const Bettercompute__Join__V1__JoinRequest *rq, struct bc_join_state *st,

@@ -22,9 +22,11 @@ struct bc_refusal {
 	const char *token_id; /* NULL when unknown */
 	const char *node_id;
 	const char *tenant_id;
-	/* Refusals no credential backs (naming no token, node or tenant) are summarized
-	 * (summarized = 1): count is how many this one publishes, at most once per reason
-	 * per minute, or 0 when it was only counted into a later one. Otherwise 1. */
+	/* Refusals no credential backs (join/refusal.h: no token whose secret matched, no
+	 * certificate of ours whose key proved the request) name nothing and are
+	 * summarized (summarized = 1): count is how many this one publishes, at most once
+	 * per reason per minute, or 0 when it was only counted into a later one.
+	 * Otherwise 1. */
 	unsigned long long count;
 	int summarized;
 };
@@ -46,7 +48,9 @@ typedef void (*bc_outcome_fn)(void *ctx, const struct bc_join_outcome *o);
 struct bc_join_config {
 	bc_store *store;
 	const bc_pki *pki;
-	bc_refusal_fn on_refusal; /* may be NULL; called for every refusal, after its event */
+	bc_refusal_fn on_refusal; /* may be NULL; called for every refusal of Join, Renew
+	                             ("renew"), SiteService and FetchSecret ("site"), after
+	                             its event */
 	void *on_refusal_ctx;
 	bc_outcome_fn on_outcome; /* may be NULL; called for every answer that is no refusal */
 	void *on_outcome_ctx;

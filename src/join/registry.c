@@ -176,13 +176,13 @@ int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return BC_ERR_NOMEM;
 	s->cfg = *cfg;
-	bc_refusal_summary_init(&s->refusals);
-	bc_refusal_summary_init(&s->renew_refusals);
+	for (size_t i = 0; i < BC_REFUSAL_KINDS; i++)
+		bc_refusal_summary_init(&s->refusals[i]);
 	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0 ||
 	    (rc = bc_p256_public_point(cfg->pki->join_encryption, s->join_encryption_point)) != 0) {
 		free(s->node_ca_der);
-		bc_refusal_summary_destroy(&s->refusals);
-		bc_refusal_summary_destroy(&s->renew_refusals);
+		for (size_t i = 0; i < BC_REFUSAL_KINDS; i++)
+			bc_refusal_summary_destroy(&s->refusals[i]);
 		free(s);
 		return rc;
 	}
@@ -199,7 +199,7 @@ void bc_join_service_free(struct bc_join_service *s)
 			s->attestors[i].destroy(&s->attestors[i]);
 	/* plugin handles are not closed: a plugin's threads or atexit hooks may outlive us */
 	free(s->node_ca_der);
-	bc_refusal_summary_destroy(&s->refusals);
-	bc_refusal_summary_destroy(&s->renew_refusals);
+	for (size_t i = 0; i < BC_REFUSAL_KINDS; i++)
+		bc_refusal_summary_destroy(&s->refusals[i]);
 	free(s);
 }

@@ -1,11 +1,14 @@
 /* JoinService/Renew: the next certificate for a node that holds a current one.
  *
- * The presented leaf must be byte for byte a node_certs row of that node, of its
- * current identity generation, unexpired and unrevoked, the node not retired; the
- * proof (purpose renew, over sha256(csr) || node id || client time) verifies under
- * the leaf's key, with the client's time within 60 s of database time. The new
+ * The presented leaf is found by the SHA-256 of its bytes and read from its row (its
+ * node, key and statements as issued: nothing presented is parsed unless it is not
+ * ours); the proof (purpose renew, over sha256(csr) || node id || client time)
+ * verifies under its key; then, in the transaction, join/holder.h holds it to its row:
+ * of the node's current identity generation, unexpired, unrevoked, not superseded, the
+ * node not retired, the client's time within 60 s of database time. The new
  * certificate carries the leaf's statements forward, never the CSR's. Every refusal
- * answers the same bytes; the reason goes to the log and security.renew.refused.
+ * answers the same bytes; the reason goes to join/refusal.h (the log, on_refusal as
+ * attestor "renew" and security.renew.refused, summarized until the proof verified).
  *
  * The lineage (docs/attestation.md): a renewal issues the leaf's successor and marks
  * the leaf used; the first use of a certificate supersedes every other certificate of
@@ -22,8 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/x509.h>
-
 #include "bc/buf.h"
 #include "bc/clock.h"
 #include "bc/codec.h"
@@ -33,7 +34,9 @@
 #include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/events.h"
+#include "join/holder.h"
 #include "join/internal.h"
+#include "join/refusal.h"
 #include "bc/reasons.h"
 #include "join/rows.h"
 
@@ -55,15 +58,12 @@ struct renew_decision {
 struct renew_state {
 	struct bc_join_service *svc;
 	const Bettercompute__Join__V1__RenewRequest *rq;
-	struct bc_node_identity id;
-	uint8_t csr_point[65];  /* the CSR's key */
-	uint8_t leaf_point[65]; /* the current leaf's key */
+	struct bc_holder h;    /* the presented leaf (h.id its identity, h.point its key) */
+	uint8_t csr_point[65]; /* the CSR's key */
 	uint8_t csr_sha256[32];
 	uint8_t csr_spki_sha256[32];
 	int backed; /* the leaf is ours and the proof verified under its key */
 	struct renew_decision d;
-	uint64_t count; /* refusals this report stands for (a summary), 0: none now */
-	int summarized;
 };
 
 static void renew_decision_reset(struct renew_decision *d)
@@ -108,9 +108,9 @@ static int check_statements(const struct renew_state *st, const char **reason)
 		};
 		in.ka = &ka;
 	}
-	for (size_t i = 0; i < st->id.n_statements; i++) {
+	for (size_t i = 0; i < st->h.id.n_statements; i++) {
 		const struct bc_statement_verifier *v;
-		in.statement = st->id.statements[i];
+		in.statement = st->h.id.statements[i];
 		if ((v = bc_join_find_statement(st->svc, in.statement)) == NULL) {
 			*reason = unclaimed(in.statement);
 			return 0;
@@ -121,45 +121,17 @@ static int check_statements(const struct renew_state *st, const char **reason)
 	return 0;
 }
 
+/* The proof under the leaf's key: BC_HOLDER_OK or BC_HOLDER_PROOF, or an error. */
 static int verify_proof(struct renew_state *st)
 {
 	bc_buf b;
 	int rc;
 
-	if ((rc = bc_proof_payload(&b, st->csr_sha256, st->id.node_id, st->rq->client_time_ms)) !=
-	    0) {
-		bc_buf_free(&b);
-		return rc;
-	}
-	rc = bc_es256_verify_point(st->leaf_point, BC_PURPOSE_RENEW, b.p, b.len, st->rq->proof.data,
-	                           st->rq->proof.len);
+	if ((rc = bc_proof_payload(&b, st->csr_sha256, st->h.id.node_id, st->rq->client_time_ms)) ==
+	    0)
+		rc = bc_holder_prove(&st->h, BC_PURPOSE_RENEW, b.p, b.len, st->rq->proof.data,
+		                     st->rq->proof.len);
 	bc_buf_free(&b);
-	return rc;
-}
-
-/* The leaf, read once for its identity, its issuer and its key. A certificate in the
- * one form this project issues is read without OpenSSL's X509 decoder, which decodes
- * the key through the generic decoder framework (a quarter of a renewal's CPU); only
- * one in another form goes through X509. 0 when it is a node certificate of this node
- * CA; st->id and st->leaf_point are set then, and cleared otherwise. */
-static int read_leaf(struct renew_state *st)
-{
-	const ProtobufCBinaryData *der = &st->rq->chain[0];
-	const bc_pki *pki = st->svc->cfg.pki;
-	X509 *leaf = NULL;
-	int rc = bc_pki_node_cert_read(pki, der->data, der->len, &st->id, st->leaf_point);
-
-	if (rc != BC_ERR_UNSUPPORTED)
-		return rc;
-	if ((rc = bc_x509_from_der(der->data, der->len, &leaf)) == 0 &&
-	    (rc = bc_pki_node_identity_x509(leaf, pki->trust_domain, &st->id)) == 0 &&
-	    (rc = bc_pki_verify_node_x509(pki, leaf)) == 0)
-		rc = bc_key_to_point(X509_get0_pubkey(leaf), st->leaf_point);
-	if (rc != 0) {
-		bc_node_identity_clear(&st->id);
-		memset(st->leaf_point, 0, sizeof(st->leaf_point));
-	}
-	X509_free(leaf);
 	return rc;
 }
 
@@ -169,18 +141,19 @@ static int precheck(struct renew_state *st, const char **reason)
 	const Bettercompute__Join__V1__RenewRequest *rq = st->rq;
 	int rc = 0;
 
-	if (rq->n_chain == 0 || (rc = read_leaf(st)) != 0) {
-		if (rc == BC_ERR_NOMEM)
-			return rc;
+	/* a current leaf is read from its row; only another is parsed */
+	if (rq->n_chain == 0 ||
+	    (rc = bc_holder_identify(&st->h, st->svc->cfg.store, st->svc->cfg.pki,
+	                             rq->chain[0].data, rq->chain[0].len, NULL)) != BC_HOLDER_OK) {
 		*reason = BC_R_RENEW_MALFORMED;
-		return 0;
+		return rc < 0 ? rc : 0;
 	}
 	if (bc_csr_check_point(rq->csr.data, rq->csr.len, st->csr_point) != 0) {
 		*reason = BC_R_CSR_INVALID;
 		goto out;
 	}
 	/* a check is answered with the leaf itself: its CSR is for the leaf's key */
-	if (rq->check_only && memcmp(st->csr_point, st->leaf_point, 65) != 0) {
+	if (rq->check_only && memcmp(st->csr_point, st->h.point, 65) != 0) {
 		*reason = BC_R_RENEW_MALFORMED;
 		goto out;
 	}
@@ -188,8 +161,10 @@ static int precheck(struct renew_state *st, const char **reason)
 	    (rc = bc_p256_spki_sha256(st->csr_point, st->csr_spki_sha256)) != 0)
 		goto out;
 	/* the proof first: what follows is reported as the node's own */
-	if (verify_proof(st) != 0) {
-		*reason = BC_R_RENEW_PROOF;
+	if ((rc = verify_proof(st)) != BC_HOLDER_OK) {
+		if (rc > 0)
+			*reason = BC_R_RENEW_PROOF;
+		rc = rc < 0 ? rc : 0;
 		goto out;
 	}
 	st->backed = 1;
@@ -200,40 +175,41 @@ out:
 	return rc;
 }
 
-/* The leaf against its row and its node, at database time, in one query: the row is
- * found by the leaf's hash and must hold the same bytes. */
+/* What the holder check found, as Renew's reasons. */
+static const char *holder_reason(int status)
+{
+	switch (status) {
+	case BC_HOLDER_OK: return NULL;
+	case BC_HOLDER_RETIRED: return BC_R_RENEW_RETIRED;
+	case BC_HOLDER_GENERATION: return BC_R_RENEW_GENERATION;
+	case BC_HOLDER_REVOKED: return BC_R_RENEW_REVOKED;
+	case BC_HOLDER_SUPERSEDED: return BC_R_RENEW_SUPERSEDED;
+	case BC_HOLDER_EXPIRED: return BC_R_RENEW_EXPIRED;
+	case BC_HOLDER_CLIENT_TIME: return BC_R_RENEW_CLIENT_TIME;
+	case BC_HOLDER_NOT_CURRENT:
+	default: return BC_R_RENEW_NOT_CURRENT;
+	}
+}
+
+/* The leaf against its row and its node, at database time (join/holder.h). */
 static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
                          const char **reason)
 {
-	const ProtobufCBinaryData *leaf = &st->rq->chain[0];
+	struct bc_holder_want w = {.now_ms = st->d.issued.now_ms,
+	                           .window_ms = RENEW_WINDOW_MS,
+	                           .client_time_ms = st->rq->client_time_ms,
+	                           /* one renewal of a node at a time: its lineage is read
+	                              and written under the lock */
+	                           .lock = !st->rq->check_only};
 	struct bc_cert_row c;
-	int rc;
+	int rc = bc_holder_current(tx, &st->h, &w, &c);
 
-	*generation = 0;
-	/* one renewal of a node at a time: the lineage is read and written under the lock */
-	if ((!st->rq->check_only && (rc = bc_row_node_lock(tx, st->id.node_id)) != 0) ||
-	    (rc = bc_row_cert_find(tx, st->id.node_id, leaf->data, leaf->len, &c)) < 0)
+	*generation = c.node.generation;
+	if (rc < 0)
 		return rc;
-	if (rc == 0) {
-		*reason = BC_R_RENEW_NOT_CURRENT;
-		return 0;
-	}
 	snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", c.node.tenant_id);
 	snprintf(st->d.serial, sizeof(st->d.serial), "%s", c.serial);
-	*generation = c.node.generation;
-	if (strcmp(c.node.state, "retired") == 0)
-		*reason = BC_R_RENEW_RETIRED;
-	else if (c.generation != *generation)
-		*reason = BC_R_RENEW_GENERATION;
-	else if (c.revoked)
-		*reason = BC_R_RENEW_REVOKED;
-	else if (c.superseded)
-		*reason = BC_R_RENEW_SUPERSEDED;
-	else if (c.not_after <= st->d.issued.now_ms)
-		*reason = BC_R_RENEW_EXPIRED;
-	else if (st->rq->client_time_ms < st->d.issued.now_ms - RENEW_WINDOW_MS ||
-	         st->rq->client_time_ms > st->d.issued.now_ms + RENEW_WINDOW_MS)
-		*reason = BC_R_RENEW_CLIENT_TIME;
+	*reason = holder_reason(rc);
 	return 0;
 }
 
@@ -245,23 +221,26 @@ static int record(bc_tx *tx, struct renew_state *st, const char *serial, int64_t
 
 	struct bc_cert_write cert = {
 	    .serial = serial,
-	    .node_id = st->id.node_id,
+	    .node_id = st->h.id.node_id,
 	    .generation = generation,
 	    .der = st->d.issued.cert_der,
 	    .der_len = st->d.issued.cert_len,
 	    .not_before = st->d.issued.now_ms,
 	    .not_after = not_after,
-	    .statements = (const char *const *)st->id.statements,
-	    .n_statements = st->id.n_statements,
+	    .statements = (const char *const *)st->h.id.statements,
+	    .n_statements = st->h.id.n_statements,
 	    .predecessor = st->d.serial,
 	    .csr_sha256 = st->csr_sha256,
+	    .point = st->csr_point,
+	    .role = st->h.id.role,
 	};
 	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
 		return rc;
-	data = json_pack("{s:s, s:s, s:I}", "nodeId", st->id.node_id, "serial", serial,
+	data = json_pack("{s:s, s:s, s:I}", "nodeId", st->h.id.node_id, "serial", serial,
 	                 "generation", (json_int_t)generation);
-	if ((rc = bc_event_publish(tx, st->d.tenant_id, "node.renewed", st->id.node_id, data)) == 0)
-		rc = bc_audit(tx, st->d.tenant_id, "join:renew", "node.renewed", st->id.node_id,
+	if ((rc = bc_event_publish(tx, st->d.tenant_id, "node.renewed", st->h.id.node_id, data)) ==
+	    0)
+		rc = bc_audit(tx, st->d.tenant_id, "join:renew", "node.renewed", st->h.id.node_id,
 		              data);
 	json_decref(data);
 	return rc;
@@ -309,7 +288,7 @@ static int lineage(bc_tx *tx, struct renew_state *st, const char **reason)
 	if (successors == 1 &&
 	    (rc = bc_row_cert_supersede_successors(tx, st->d.serial, is->now_ms)) != 0)
 		return rc;
-	return bc_row_cert_use(tx, st->id.node_id, st->d.serial, is->now_ms);
+	return bc_row_cert_use(tx, st->h.id.node_id, st->d.serial, is->now_ms);
 }
 
 static int renew_steps(bc_tx *tx, struct renew_state *st, const char **reason)
@@ -327,23 +306,23 @@ static int renew_steps(bc_tx *tx, struct renew_state *st, const char **reason)
 	if (rc == 1) {
 		/* a replay: the same answer, nothing minted or recorded */
 		is->out.kind = BC_OUTCOME_RESULT;
-		snprintf(is->node_id, sizeof(is->node_id), "%s", st->id.node_id);
+		snprintf(is->node_id, sizeof(is->node_id), "%s", st->h.id.node_id);
 		st->d.replayed = 1;
 		return 0;
 	}
 	struct bc_node_cert_req req = {
-	    .node_id = st->id.node_id,
-	    .role = st->id.role,
+	    .node_id = st->h.id.node_id,
+	    .role = st->h.id.role,
 	    .point = st->csr_point,
-	    .statements = (const char *const *)st->id.statements,
-	    .n_statements = st->id.n_statements,
+	    .statements = (const char *const *)st->h.id.statements,
+	    .n_statements = st->h.id.n_statements,
 	    .not_before_ms = is->now_ms,
 	};
 	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &is->cert_der, &is->cert_len,
 	                                 serial, &not_after)) != 0)
 		return rc;
 	is->out.kind = BC_OUTCOME_RESULT;
-	snprintf(is->node_id, sizeof(is->node_id), "%s", st->id.node_id);
+	snprintf(is->node_id, sizeof(is->node_id), "%s", st->h.id.node_id);
 	return record(tx, st, serial, not_after, generation);
 }
 
@@ -389,74 +368,25 @@ static int check_tx(bc_tx *tx, void *arg)
 	memcpy(is->cert_der, leaf->data, leaf->len);
 	is->cert_len = leaf->len;
 	is->out.kind = BC_OUTCOME_RESULT;
-	snprintf(is->node_id, sizeof(is->node_id), "%s", st->id.node_id);
+	snprintf(is->node_id, sizeof(is->node_id), "%s", st->h.id.node_id);
 	return 0;
 }
 
-static int refusal_tx(bc_tx *tx, void *arg)
-{
-	struct renew_state *st = arg;
-	json_t *data = json_pack("{s:s, s:s?}", "reason", st->d.reason, "nodeId",
-	                         st->id.node_id[0] ? st->id.node_id : NULL);
-	int rc;
-
-	if (data == NULL)
-		return BC_ERR_NOMEM;
-	if (st->rq->check_only && json_object_set_new(data, "checkOnly", json_true()) != 0) {
-		json_decref(data);
-		return BC_ERR_NOMEM;
-	}
-	if (st->summarized &&
-	    (json_object_set_new(data, "count", json_integer((json_int_t)st->count)) != 0 ||
-	     json_object_set_new(data, "summarized", json_true()) != 0)) {
-		json_decref(data);
-		return BC_ERR_NOMEM;
-	}
-	rc = bc_event_publish(tx, st->d.tenant_id[0] ? st->d.tenant_id : "root",
-	                      "security.renew.refused", st->id.node_id[0] ? st->id.node_id : NULL,
-	                      data);
-	json_decref(data);
-	return rc;
-}
-
-/* The owner of a node the leaf names, for a refusal found before the transaction. */
-static int owner_tx(bc_tx *tx, void *arg)
-{
-	struct renew_state *st = arg;
-	struct bc_node_row n;
-	int rc = bc_row_node_get(tx, BC_NODE_BY_ID, st->id.node_id, &n);
-	if (rc == 1)
-		snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", n.tenant_id);
-	return rc < 0 ? rc : 0;
-}
-
-/* A refusal found before the proof verified under a leaf of ours (no chain, a
- * certificate the node CA did not sign, a CSR or statement out of shape, a proof by
- * another key) is backed by no credential: anyone holding a node's certificate, which
- * is no secret, could send it. Those are summarized per reason per minute, as Join
- * does, and name no node; the others are recorded one by one. */
+/* Refusals before the proof verified under a leaf of ours (no chain, a certificate
+ * the node CA did not sign, a CSR out of shape, a proof by another key) are backed by
+ * no credential: anyone holding a node's certificate, which is no secret, could send
+ * them (join/refusal.h summarizes them). */
 static void report(struct renew_state *st)
 {
-	char count[24];
+	struct bc_refusal_note n = {.kind = BC_REFUSAL_RENEW,
+	                            .attestor = "renew",
+	                            .reason = st->d.reason,
+	                            .backed = st->backed,
+	                            .tenant_id = st->d.tenant_id,
+	                            .node_id = st->h.id.node_id,
+	                            .check_only = (int)st->rq->check_only};
 
-	st->count = 1;
-	if ((st->summarized = !st->backed) != 0) {
-		st->count =
-		    bc_refusal_summary_count(&st->svc->renew_refusals, &st->d.reason, bc_now_ms());
-		bc_node_identity_clear(&st->id);
-		st->d.tenant_id[0] = 0;
-	}
-	if (st->count == 0)
-		return;
-	/* without the owner the event still goes to the root tenant */
-	if (st->d.tenant_id[0] == 0 && st->id.node_id[0] &&
-	    bc_store_run(st->svc->cfg.store, BC_TX_READ, owner_tx, st) != 0)
-		st->d.tenant_id[0] = 0;
-	if (bc_store_run(st->svc->cfg.store, BC_TX_WRITE, refusal_tx, st) != 0)
-		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", st->d.reason, NULL);
-	snprintf(count, sizeof(count), "%llu", (unsigned long long)st->count);
-	bc_log(BC_LOG_WARN, "renew refused", "nodeId", st->id.node_id, "reason", st->d.reason,
-	       "tenantId", st->d.tenant_id, "count", count, NULL);
+	bc_refusal_publish(st->svc, &n);
 }
 
 /* Decides the renewal: 0, or BC_ERR_DENIED with st->d.reason set, or another error. */
@@ -482,7 +412,7 @@ static enum bc_rpc_status answer(struct renew_state *st, int rc, uint8_t **resp,
 		return BC_RPC_REFUSED;
 	}
 	if (rc != 0) {
-		bc_log(BC_LOG_ERROR, "renew failed", "nodeId", st->id.node_id, "error",
+		bc_log(BC_LOG_ERROR, "renew failed", "nodeId", st->h.id.node_id, "error",
 		       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
 		return rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? BC_RPC_INTERNAL
 		                                                    : BC_RPC_UNAVAILABLE;
@@ -490,7 +420,7 @@ static enum bc_rpc_status answer(struct renew_state *st, int rc, uint8_t **resp,
 	if (bc_join_sign_response(st->svc, st->csr_sha256, NULL, &st->d.issued, resp, len) != 0)
 		return BC_RPC_INTERNAL;
 	if (st->rq->check_only) {
-		bc_log(BC_LOG_INFO, "renewal check: current", "nodeId", st->id.node_id, NULL);
+		bc_log(BC_LOG_INFO, "renewal check: current", "nodeId", st->h.id.node_id, NULL);
 		return BC_RPC_OK;
 	}
 	if (st->svc->cfg.on_outcome) {
@@ -498,7 +428,7 @@ static enum bc_rpc_status answer(struct renew_state *st, int rc, uint8_t **resp,
 		st->svc->cfg.on_outcome(st->svc->cfg.on_outcome_ctx, &o);
 	}
 	bc_log(BC_LOG_INFO, st->d.replayed ? "renewal answered again" : "node renewed", "nodeId",
-	       st->id.node_id, NULL);
+	       st->h.id.node_id, NULL);
 	return BC_RPC_OK;
 }
 
@@ -518,7 +448,7 @@ enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8_t *bod
 	st.rq = rq;
 	status = answer(&st, decide(&st), resp, resp_len);
 	renew_decision_reset(&st.d);
-	bc_node_identity_clear(&st.id);
+	bc_holder_clear(&st.h);
 	bettercompute__join__v1__renew_request__free_unpacked(rq, NULL);
 	return status;
 }

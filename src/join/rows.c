@@ -179,7 +179,7 @@ int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *gener
 
 int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 {
-	char sha[65], csr[65], *hex = NULL, *stmts = NULL;
+	char sha[65], csr[65], point[131], *hex = NULL, *stmts = NULL;
 	uint8_t d[32];
 	int rc;
 
@@ -188,6 +188,8 @@ int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 	bc_hex_encode_to(d, sizeof(d), sha);
 	if (c->csr_sha256)
 		bc_hex_encode_to(c->csr_sha256, 32, csr);
+	if (c->point)
+		bc_hex_encode_to(c->point, 65, point);
 	hex = bc_hex_encode(c->der, c->der_len);
 	stmts = string_array(c->statements, c->n_statements);
 	if (hex == NULL || stmts == NULL) {
@@ -203,16 +205,51 @@ int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 	                BC_INT(c->not_after),
 	                BC_TEXT(stmts),
 	                BC_TEXT(c->predecessor),
-	                BC_TEXT(c->csr_sha256 ? csr : NULL)};
+	                BC_TEXT(c->csr_sha256 ? csr : NULL),
+	                BC_TEXT(c->point ? point : NULL),
+	                BC_TEXT(c->role)};
 	rc = bc_tx_exec(tx,
 	                "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
 	                "der_sha256, not_before, not_after, statements, created_at, predecessor, "
-	                "csr_sha256) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6, $9, $10)",
+	                "csr_sha256, key_point, role) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6, "
+	                "$9, $10, $11, $12)",
 	                p, sizeof(p) / sizeof(p[0]), NULL);
 out:
 	free(hex);
 	free(stmts);
 	return rc;
+}
+
+#define CERT_SELECT                                                                                \
+	"SELECT c.der_hex AS der_hex, c.serial AS serial, "                                        \
+	"c.generation AS cert_generation, c.not_after AS not_after, "                              \
+	"c.revoked_at AS revoked_at, c.used_at AS used_at, "                                       \
+	"c.superseded_at AS superseded_at, c.key_point AS key_point, c.role AS cert_role, "        \
+	"c.statements AS statements, n.id AS id, n.tenant_id AS tenant_id, "                       \
+	"n.pool_id AS pool_id, n.site_id AS site_id, n.role AS role, "                             \
+	"n.state AS state, n.generation AS generation FROM node_certs c "                          \
+	"JOIN nodes n ON n.id = c.node_id WHERE c.der_sha256 = $1"
+
+/* The key and role the row was issued with, when it holds them. */
+static void cert_key_from(bc_rows *r, struct bc_cert_row *row)
+{
+	const char *point = bc_rows_text_named(r, "key_point");
+	const char *role = bc_rows_text_named(r, "cert_role");
+	const char *stmts = bc_rows_text_named(r, "statements");
+	uint8_t *p = NULL;
+	size_t n = 0;
+
+	if (point == NULL || role == NULL || role[0] == 0 || strlen(role) >= sizeof(row->role) ||
+	    stmts == NULL || strlen(stmts) >= sizeof(row->statements) ||
+	    bc_hex_decode(point, strlen(point), &p, &n) != 0 || n != 65) {
+		free(p);
+		return;
+	}
+	memcpy(row->point, p, 65);
+	free(p);
+	snprintf(row->role, sizeof(row->role), "%s", role);
+	snprintf(row->statements, sizeof(row->statements), "%s", stmts);
+	row->has_key = 1;
 }
 
 int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len,
@@ -229,17 +266,8 @@ int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t 
 	bc_hex_encode_to(d, sizeof(d), sha);
 	/* found by the hash, then held to the same bytes */
 	bc_param p[] = {BC_TEXT(sha), BC_TEXT(node_id)};
-	if ((rc = first_row(
-	         tx,
-	         "SELECT c.der_hex AS der_hex, c.serial AS serial, "
-	         "c.generation AS cert_generation, c.not_after AS not_after, "
-	         "c.revoked_at AS revoked_at, c.used_at AS used_at, "
-	         "c.superseded_at AS superseded_at, n.id AS id, n.tenant_id AS tenant_id, "
-	         "n.pool_id AS pool_id, n.site_id AS site_id, n.role AS role, "
-	         "n.state AS state, n.generation AS generation FROM node_certs c "
-	         "JOIN nodes n ON n.id = c.node_id "
-	         "WHERE c.der_sha256 = $1 AND c.node_id = $2",
-	         p, 2, &r)) != 1)
+	if ((rc = node_id ? first_row(tx, CERT_SELECT " AND c.node_id = $2", p, 2, &r)
+	                  : first_row(tx, CERT_SELECT, p, 1, &r)) != 1)
 		return rc;
 	if ((hex = bc_hex_encode(der, len)) == NULL) {
 		rc = BC_ERR_NOMEM;
@@ -256,6 +284,7 @@ int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t 
 	row->revoked_at = bc_rows_int_named(r, "revoked_at");
 	row->used = !bc_rows_null_named(r, "used_at");
 	row->superseded = !bc_rows_null_named(r, "superseded_at");
+	cert_key_from(r, row);
 	node_from(r, &row->node);
 out:
 	free(hex);
@@ -686,18 +715,17 @@ int bc_row_lease_held(bc_tx *tx, const char *name, const char *holder, int64_t e
 	return n > 0;
 }
 
-int bc_row_cert_each_live(bc_tx *tx, const char *node_id, int64_t now_ms,
-                          int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx)
+int bc_row_cert_each(bc_tx *tx, const char *node_id,
+                     int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx)
 {
 	bc_rows *r = NULL;
 	int rc, stop = 0;
 
-	bc_param p[] = {BC_TEXT(node_id), BC_INT(now_ms)};
+	bc_param p[] = {BC_TEXT(node_id)};
 	if ((rc = bc_tx_query(tx,
-	                      "SELECT c.der_hex FROM node_certs c JOIN nodes n ON n.id = c.node_id "
-	                      "WHERE c.node_id = $1 AND c.generation = n.generation AND "
-	                      "c.revoked_at IS NULL AND c.not_after > $2 ORDER BY c.not_after DESC",
-	                      p, 2, &r)) != 0)
+	                      "SELECT der_hex FROM node_certs WHERE node_id = $1 "
+	                      "ORDER BY not_after DESC",
+	                      p, 1, &r)) != 0)
 		return rc;
 	while (stop == 0 && (rc = bc_rows_next(r)) == 1) {
 		const char *hex = bc_rows_text(r, 0);

@@ -73,6 +73,8 @@ BC_WUR int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t
 
 /* ---- node_certs ---- */
 
+#define BC_ROW_STATEMENTS_MAX 4200 /* the statements column of a certificate we issue */
+
 /* A certificate row to write. Borrowed for the call. */
 struct bc_cert_write {
 	const char *serial; /* hex */
@@ -86,10 +88,13 @@ struct bc_cert_write {
 	size_t n_statements;
 	const char *predecessor;   /* a renewal's: the serial renewed; NULL for a join's */
 	const uint8_t *csr_sha256; /* the CSR it answers (32 bytes); may be NULL */
+	const uint8_t *point;      /* its key, uncompressed (65 bytes) */
+	const char *role;          /* the role its SPIFFE ID names */
 };
 
-/* Inserts the row, computing the DER's hex and SHA-256 itself. BC_ERR_CONFLICT when
- * the serial or the DER is already a row's. */
+/* Inserts the row, computing the DER's hex and SHA-256 itself; the key and role are
+ * stored beside it, so a presented certificate is read from its row (join/holder.h).
+ * BC_ERR_CONFLICT when the serial or the DER is already a row's. */
 BC_WUR int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c);
 
 struct bc_cert_row {
@@ -100,12 +105,17 @@ struct bc_cert_row {
 	int64_t revoked_at;
 	int used;       /* used_at is set: renewed with, or presented to x509pop */
 	int superseded; /* superseded_at is set: a newer certificate of the node was used */
-	struct bc_node_row node; /* the node it belongs to */
+	/* as issued; has_key 0 for a row stored without them (read its DER then) */
+	int has_key;
+	uint8_t point[65];
+	char role[16];
+	char statements[BC_ROW_STATEMENTS_MAX]; /* a JSON array of urn:bc: URIs */
+	struct bc_node_row node;                /* the node it belongs to */
 };
 
-/* The node_certs row of node_id that holds exactly the len bytes of der, with its
- * node: the one "is this a certificate we issued to that node" query. 1 found; 0 when
- * no row of that node has these bytes. */
+/* The node_certs row of node_id (NULL: of any node) that holds exactly the len bytes
+ * of der, with its node: the one "is this a certificate we issued" query. 1 found; 0
+ * when no row has these bytes. */
 BC_WUR int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len,
                             struct bc_cert_row *row);
 
@@ -135,11 +145,11 @@ BC_WUR int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint
  * NULL) receives how many. */
 BC_WUR int bc_row_cert_revoke_all(bc_tx *tx, const char *node_id, int64_t now_ms, int64_t *revoked);
 
-/* Calls fn(ctx, der, len) for each certificate of node_id of its current generation,
- * unrevoked and unexpired at now_ms, until fn returns non-zero (that value is
- * returned; 0 when every one was seen). */
-BC_WUR int bc_row_cert_each_live(bc_tx *tx, const char *node_id, int64_t now_ms,
-                                 int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx);
+/* Calls fn(ctx, der, len) for each certificate of node_id, the latest to expire first,
+ * until fn returns non-zero (that value is returned; 0 when every one was seen).
+ * Whether one is current is join/holder.h's to say. */
+BC_WUR int bc_row_cert_each(bc_tx *tx, const char *node_id,
+                            int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx);
 
 /* ---- node_bindings ---- */
 

@@ -1,13 +1,14 @@
 /* SiteService (the site::boot lease, boot entries) and JoinService/FetchSecret: what a
  * site's boot server asks of the control plane.
  *
- * Every request is authenticated like Renew: the leaf of the caller's chain is a node
- * certificate of ours with role site, byte for byte a node_certs row of that node, of
- * its current identity generation, unexpired and unrevoked, the node not retired and
- * of the site the request names; the proof (the method's purpose) verifies under the
- * leaf's key, with the client's time within 60 s of database time. Every refusal
- * answers the same bytes; the reason goes to the log, on_refusal (attestor "site") and
- * security.site.refused.
+ * Every request is authenticated as Renew is, by join/holder.h: the leaf of the
+ * caller's chain is a node certificate of ours with role site, byte for byte a
+ * node_certs row of that node, of its current identity generation, unexpired,
+ * unrevoked and not superseded, the node not retired and of the site the request
+ * names; the proof (the method's purpose) verifies under the leaf's key, with the
+ * client's time within 60 s of database time. Every refusal answers the same bytes;
+ * the reason goes to join/refusal.h (the log, on_refusal as attestor "site" and
+ * security.site.refused, summarized until the proof verified).
  *
  * The lease row (leases, name "site::boot/<site>") keeps its last epoch when it is
  * released or expires, so epochs only grow, across restarts and replicas; a grant is
@@ -17,7 +18,6 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/x509.h>
 
 #include "bc/buf.h"
 #include "bc/canon.h"
@@ -30,7 +30,9 @@
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "bettercompute/site/v1/site.pb-c.h"
 #include "join/events.h"
+#include "join/holder.h"
 #include "join/internal.h"
+#include "join/refusal.h"
 #include "join/rows.h"
 
 #define CLIENT_WINDOW_MS 60000
@@ -53,7 +55,8 @@ struct site_call {
 	const char *answer_purpose;
 	int malformed; /* the request is out of shape (found before any check) */
 	/* learned */
-	struct bc_node_identity id;
+	struct bc_holder h; /* the leaf (h.id its identity) */
+	int backed;         /* the leaf is ours and the proof verified under its key */
 	char tenant_id[BC_ID_MAX];
 	char site[BC_ID_MAX]; /* the caller's site */
 	char lease[BC_ID_MAX + 16];
@@ -72,52 +75,50 @@ static void body_reset(struct site_call *c)
 	c->body_len = 0;
 }
 
-/* The leaf, its role and the proof: no database. */
+/* The leaf (read from its row when it is a current one), its role and the proof,
+ * before the transaction (join/holder.h). */
 static int precheck(struct site_call *c, const char **reason)
 {
-	const bc_pki *pki = c->svc->cfg.pki;
-	X509 *leaf = NULL;
-	EVP_PKEY *pub;
+	int rc = BC_HOLDER_MALFORMED;
 
-	if (c->n_chain == 0 || c->n_chain > 8 || c->proof->len != BC_SIG_LEN ||
-	    bc_pki_node_identity(c->chain[0].data, c->chain[0].len, pki->trust_domain, &c->id) !=
-	        0 ||
-	    bc_pki_verify_node_cert(pki, c->chain[0].data, c->chain[0].len) != 0 ||
-	    bc_x509_from_der(c->chain[0].data, c->chain[0].len, &leaf) != 0) {
+	if (c->n_chain > 0 && c->n_chain <= 8 && c->proof->len == BC_SIG_LEN)
+		rc = bc_holder_identify(&c->h, c->svc->cfg.store, c->svc->cfg.pki, c->chain[0].data,
+		                        c->chain[0].len, BC_ROLE_SITE);
+	if (rc == BC_HOLDER_OK)
+		rc = bc_holder_prove(&c->h, c->purpose, c->payload.p, c->payload.len,
+		                     c->proof->data, c->proof->len);
+	switch (rc) {
+	case BC_HOLDER_OK: c->backed = 1; return 0;
+	case BC_HOLDER_ROLE: *reason = BC_R_SITE_ROLE; return 0;
+	case BC_HOLDER_PROOF: *reason = BC_R_SITE_PROOF; return 0;
+	default:
+		if (rc < 0)
+			return rc;
 		*reason = BC_R_SITE_MALFORMED;
 		return 0;
 	}
-	if (strcmp(c->id.role, BC_ROLE_SITE) != 0)
-		*reason = BC_R_SITE_ROLE;
-	else if ((pub = X509_get0_pubkey(leaf)) == NULL ||
-	         bc_es256_verify(pub, c->purpose, c->payload.p, c->payload.len, c->proof->data,
-	                         c->proof->len) != 0)
-		*reason = BC_R_SITE_PROOF;
-	X509_free(leaf);
-	return 0;
 }
 
-/* The leaf against its row and its node, at database time. */
+/* The leaf against its row and its node, at database time: a superseded leaf (its
+ * key rotated away by a renewal) is no longer current, as for Renew. */
 static int check_current(bc_tx *tx, struct site_call *c, const char **reason)
 {
+	struct bc_holder_want w = {.now_ms = c->now_ms,
+	                           .window_ms = CLIENT_WINDOW_MS,
+	                           .client_time_ms = c->client_time_ms,
+	                           .role = BC_ROLE_SITE};
 	struct bc_cert_row row;
-	int rc;
+	int rc = bc_holder_current(tx, &c->h, &w, &row);
 
-	if ((rc = bc_row_cert_find(tx, c->id.node_id, c->chain[0].data, c->chain[0].len, &row)) < 0)
+	if (rc < 0)
 		return rc;
-	if (rc == 0) {
-		*reason = BC_R_SITE_NOT_CURRENT;
-		return 0;
-	}
 	snprintf(c->tenant_id, sizeof(c->tenant_id), "%s", row.node.tenant_id);
 	snprintf(c->site, sizeof(c->site), "%s", row.node.site_id);
 	snprintf(c->lease, sizeof(c->lease), BC_ROW_SITE_LEASE_FMT, row.node.site_id);
-	if (strcmp(row.node.state, "retired") == 0 || row.generation != row.node.generation ||
-	    row.revoked || row.not_after <= c->now_ms || strcmp(row.node.role, BC_ROLE_SITE) != 0)
-		*reason = BC_R_SITE_NOT_CURRENT;
-	else if (c->client_time_ms < c->now_ms - CLIENT_WINDOW_MS ||
-	         c->client_time_ms > c->now_ms + CLIENT_WINDOW_MS)
+	if (rc == BC_HOLDER_CLIENT_TIME)
 		*reason = BC_R_SITE_CLIENT_TIME;
+	else if (rc != BC_HOLDER_OK)
+		*reason = BC_R_SITE_NOT_CURRENT;
 	else if (row.node.site_id[0] == 0 ||
 	         (c->site_id && strcmp(c->site_id, row.node.site_id) != 0))
 		*reason = BC_R_SITE_WRONG_SITE;
@@ -144,32 +145,19 @@ static int call_tx(bc_tx *tx, void *arg)
 	return BC_ERR_DENIED;
 }
 
-static int refusal_tx(bc_tx *tx, void *arg)
-{
-	struct site_call *c = arg;
-	json_t *data = json_pack("{s:s, s:s?, s:s?}", "reason", c->reason, "nodeId",
-	                         c->id.node_id[0] ? c->id.node_id : NULL, "siteId",
-	                         c->site[0] ? c->site : NULL);
-	int rc =
-	    bc_event_publish(tx, c->tenant_id[0] ? c->tenant_id : "root", "security.site.refused",
-	                     c->id.node_id[0] ? c->id.node_id : NULL, data);
-	json_decref(data);
-	return rc;
-}
-
+/* Refusals before the proof verified under a site leaf of ours are backed by no
+ * credential and summarized (join/refusal.h): a node certificate is no secret. */
 static void report(struct site_call *c)
 {
-	struct bc_refusal r = {.attestor = "site",
-	                       .reason = c->reason,
-	                       .node_id = c->id.node_id[0] ? c->id.node_id : NULL,
-	                       .tenant_id = c->tenant_id[0] ? c->tenant_id : NULL};
+	struct bc_refusal_note n = {.kind = BC_REFUSAL_SITE,
+	                            .attestor = "site",
+	                            .reason = c->reason,
+	                            .backed = c->backed,
+	                            .tenant_id = c->tenant_id,
+	                            .node_id = c->h.id.node_id,
+	                            .site_id = c->site};
 
-	if (bc_store_run(c->svc->cfg.store, BC_TX_WRITE, refusal_tx, c) != 0)
-		bc_log(BC_LOG_ERROR, "refusal event not recorded", "reason", c->reason, NULL);
-	bc_log(BC_LOG_WARN, "site request refused", "nodeId", c->id.node_id, "reason", c->reason,
-	       NULL);
-	if (c->svc->cfg.on_refusal)
-		c->svc->cfg.on_refusal(c->svc->cfg.on_refusal_ctx, &r);
+	bc_refusal_publish(c->svc, &n);
 }
 
 /* Authenticates, runs op in one write transaction, signs what it packed. */
@@ -196,7 +184,7 @@ static enum bc_rpc_status run_call(struct site_call *c, int payload_rc, uint8_t 
 		report(c);
 		st = BC_RPC_REFUSED;
 	} else if (rc != 0) {
-		bc_log(BC_LOG_ERROR, "site request failed", "nodeId", c->id.node_id, "error",
+		bc_log(BC_LOG_ERROR, "site request failed", "nodeId", c->h.id.node_id, "error",
 		       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
 		st = rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO || rc == BC_ERR_LIMIT
 		         ? BC_RPC_INTERNAL
@@ -207,7 +195,7 @@ static enum bc_rpc_status run_call(struct site_call *c, int payload_rc, uint8_t 
 	}
 	body_reset(c);
 	bc_buf_free(&c->payload);
-	bc_node_identity_clear(&c->id);
+	bc_holder_clear(&c->h);
 	return st;
 }
 
@@ -228,7 +216,7 @@ static int64_t lease_ttl_ms(uint32_t asked)
 
 static int lease_event(bc_tx *tx, struct site_call *c, const char *type, int64_t epoch)
 {
-	json_t *data = json_pack("{s:s, s:s, s:I}", "siteId", c->site, "holder", c->id.node_id,
+	json_t *data = json_pack("{s:s, s:s, s:I}", "siteId", c->site, "holder", c->h.id.node_id,
 	                         "epoch", (json_int_t)epoch);
 	int rc = bc_event_publish(tx, c->tenant_id, type, c->site, data);
 	json_decref(data);
@@ -258,7 +246,7 @@ static int lease_op(bc_tx *tx, struct site_call *c, const char **reason)
 {
 	const struct lease_call *lc = (const struct lease_call *)c;
 	const Bettercompute__Site__V1__LeaseRequest *rq = c->rq;
-	const char *me = c->id.node_id;
+	const char *me = c->h.id.node_id;
 	struct bc_lease_row l;
 	int64_t was, expires = c->now_ms + lease_ttl_ms(rq->ttl_seconds);
 	int rc, mine, live, held = 0;
@@ -405,7 +393,7 @@ static int list_op(bc_tx *tx, struct site_call *c, const char **reason)
 	size_t n = 0;
 	int rc;
 
-	if ((rc = bc_row_lease_held(tx, c->lease, c->id.node_id, (int64_t)rq->epoch, c->now_ms)) <
+	if ((rc = bc_row_lease_held(tx, c->lease, c->h.id.node_id, (int64_t)rq->epoch, c->now_ms)) <
 	    0)
 		return rc;
 	if (rc == 0) {
@@ -593,7 +581,7 @@ static int secret_op(bc_tx *tx, struct site_call *c, const char **reason)
 		return 0;
 	}
 	/* only the current holder of its site's lease, whatever the epoch */
-	bc_param p[] = {BC_TEXT(c->lease), BC_TEXT(c->id.node_id), BC_INT(c->now_ms)};
+	bc_param p[] = {BC_TEXT(c->lease), BC_TEXT(c->h.id.node_id), BC_INT(c->now_ms)};
 	if ((rc = bc_tx_query_int(tx,
 	                          "SELECT COUNT(*) FROM leases WHERE name = $1 AND holder = $2 AND "
 	                          "expires_at > $3",

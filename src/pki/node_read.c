@@ -1,9 +1,10 @@
-/* Reading a node certificate back without OpenSSL's X509 decoder: the renewal fast path.
+/* Reading a node certificate without OpenSSL's X509 decoder and without the CA: the
+ * peek that bc_pki_node_identity and the client take first.
  *
- * A renewal presents the node's current certificate, and d2i_X509 of it cost about a
- * quarter of the renewal's CPU: OpenSSL 3 decodes the public key through its generic
- * decoder framework at parse time. Every node certificate has the one form node_der.c
- * writes, so this reads exactly that form and nothing else, in three passes:
+ * d2i_X509 decodes the public key through OpenSSL 3's generic decoder framework at
+ * parse time, the costliest part of reading a certificate after a signature. Every
+ * node certificate has the one form node_der.c writes, so this reads exactly that
+ * form and nothing else, in three passes:
  *
  *   1. strict DER: one SEQUENCE with nothing after it, every length definite and
  *      minimal, every constructed encoding walked down (BC_ERR_INVALID otherwise), and
@@ -11,16 +12,16 @@
  *   2. the fixed form, field by field against node_der.c's grammar: the fixed parts
  *      compared byte for byte, the variable ones (serial, times, CN, point, SKI, AKI
  *      keyid, URIs) located (BC_ERR_UNSUPPORTED for any other certificate);
- *   3. the checks: issuer name and AKI against the node CA (BC_ERR_VERIFY), the SAN
- *      rules of identity.c (BC_ERR_INVALID), the point on P-256 (BC_ERR_INVALID) and
- *      last, as the costliest, the signature under the node CA's key (BC_ERR_VERIFY).
+ *   3. the checks: the issuer in the CA subject's shape (BC_ERR_UNSUPPORTED), the SAN
+ *      rules of identity.c and the point on P-256 (BC_ERR_INVALID).
  *
- * Whatever it accepts, the X509 path (bc_x509_from_der, bc_pki_node_identity_x509,
- * bc_pki_verify_node_x509) accepts too with the same identity: the form is the one
- * OpenSSL reads back from node_der.c, and each variable field is held to at least
- * identity.c's rules (pki_node_read_test and fuzz_node_cert check it). Nothing is
- * allocated but the statements (at most BC_MAX_URIS - 1, each at most
- * PKI_STATEMENT_MAX bytes) and one digest context. */
+ * No signature is checked: the server reads a presented certificate from its stored
+ * row (join/holder.h) or through the X509 path with the CA. Whatever the peek
+ * accepts, the X509 path (bc_x509_from_der, bc_pki_node_identity_x509) accepts too
+ * with the same identity: the form is the one OpenSSL reads back from node_der.c, and
+ * each variable field is held to at least identity.c's rules (pki_node_read_test and
+ * fuzz_node_cert check it). Nothing is allocated but the statements (at most
+ * BC_MAX_URIS - 1, each at most PKI_STATEMENT_MAX bytes) and one digest context. */
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -357,27 +358,6 @@ static int read_form(const uint8_t *der, size_t len, struct view *v)
 	return 0;
 }
 
-/* The issuer and the AKI against the node CA, as X509_check_issued has them: its
- * subject's DER and its SKI. */
-static int check_issuer(const bc_pki *pki, const struct view *v)
-{
-	const unsigned char *name = NULL;
-	size_t name_len = 0;
-	const ASN1_OCTET_STRING *ski;
-
-	if (X509_NAME_get0_der(X509_get_subject_name(pki->node_ca), &name, &name_len) != 1) {
-		ERR_clear_error();
-		return BC_ERR_CRYPTO;
-	}
-	if (v->issuer.n != name_len || memcmp(v->issuer.p, name, name_len) != 0)
-		return BC_ERR_VERIFY;
-	if ((ski = X509_get0_subject_key_id(pki->node_ca)) == NULL ||
-	    v->aki.n != (size_t)ASN1_STRING_length(ski) ||
-	    memcmp(v->aki.p, ASN1_STRING_get0_data(ski), v->aki.n) != 0)
-		return BC_ERR_VERIFY;
-	return 0;
-}
-
 /* The SANs by identity.c's rules (read_sans, uri_bytes): 1..BC_MAX_URIS URIs, nothing
  * else, each printable and at most PKI_STATEMENT_MAX bytes; the SPIFFE ID of td first,
  * then urn:bc: statements. Then the serial and the times. */
@@ -413,22 +393,6 @@ static int read_identity(const struct view *v, const char *td, struct bc_node_id
 	return 0;
 }
 
-/* The signature over the to-be-signed bytes as they came, under the node CA's key
- * (through its EC_KEY: an EVP verify context for each renewal cost a quarter of the
- * verify). */
-static int check_signature(const bc_pki *pki, const struct view *v)
-{
-	EVP_PKEY *ca_pub = X509_get0_pubkey(pki->node_ca);
-
-	if (ca_pub == NULL) {
-		ERR_clear_error();
-		return BC_ERR_VERIFY;
-	}
-	return bc_p256_verify_key(ca_pub, v->tbs.p, v->tbs.n, v->sig.p, v->sig.n) == 0
-	           ? 0
-	           : BC_ERR_VERIFY;
-}
-
 /* The subject's checks: the SANs, the CN the node id (as bc_pki_issue_node_cert writes
  * it), and the point on P-256 and not infinity, without building a key. */
 static int read_subject(const struct view *v, const char *td, struct bc_node_identity *id)
@@ -458,7 +422,7 @@ static int issuer_shape(const struct view *v)
 	return 0;
 }
 
-/* The checks both entry points make first: arguments, size, then the form. */
+/* The checks made first: arguments, size, then the form. */
 static int read_start(const uint8_t *der, size_t len, const char *td, struct bc_node_identity *id,
                       uint8_t point[static 65], struct view *v)
 {
@@ -472,7 +436,7 @@ static int read_start(const uint8_t *der, size_t len, const char *td, struct bc_
 	return read_form(der, len, v);
 }
 
-/* The end both entry points share: the point handed out on success, the identity
+/* The end: the point handed out on success, the identity
  * cleared on failure (the point is still zero from read_start). */
 static int read_end(int rc, const struct view *v, struct bc_node_identity *id,
                     uint8_t point[static 65])
@@ -485,35 +449,9 @@ static int read_end(int rc, const struct view *v, struct bc_node_identity *id,
 }
 
 /* A node certificate in the one form this project writes (src/pki/node_der.c), read
- * without OpenSSL's X509 decoder: 0 only when der is exactly that form in strict DER,
- * issued by pki's node CA (issuer name, AKI keyid, signature), with an SKI that is the
- * SHA-1 of its key, a key on P-256 and SANs that obey identity.c's rules for
- * pki->trust_domain; id then holds what bc_pki_node_identity_x509 gives for the same
- * bytes and point the key. BC_ERR_UNSUPPORTED: strict DER shaped as a certificate but
- * not our form (the caller may fall back to the X509 path); BC_ERR_VERIFY: our form,
- * not the node CA's; BC_ERR_INVALID: malformed DER, a bad time, a bad SAN identity, a
- * point off the curve; BC_ERR_LIMIT: over PKI_MAX_DER; BC_ERR_NOMEM, BC_ERR_CRYPTO.
- * On error id is cleared and point zeroed. */
-int bc_pki_node_cert_read(const bc_pki *pki, const uint8_t *der, size_t len,
-                          struct bc_node_identity *id, uint8_t point[static 65])
-{
-	struct view v;
-	int rc;
-
-	if (pki == NULL || pki->node_ca == NULL) {
-		memset(id, 0, sizeof(*id));
-		memset(point, 0, 65);
-		return BC_ERR_INVALID;
-	}
-	if ((rc = read_start(der, len, pki->trust_domain, id, point, &v)) == 0 &&
-	    (rc = check_issuer(pki, &v)) == 0 &&
-	    (rc = read_subject(&v, pki->trust_domain, id)) == 0)
-		rc = check_signature(pki, &v);
-	return read_end(rc, &v, id, point);
-}
-
-/* The same form read without the CA (the client's and bc_pki_node_identity's fast
- * path): the issuer held to the CA subject's shape, no signature checked. */
+ * without OpenSSL's X509 decoder and without the CA (the client's and
+ * bc_pki_node_identity's fast path): the issuer held to the CA subject's shape, no
+ * signature checked. */
 int bc_pki_node_cert_peek(const uint8_t *der, size_t len, const char *trust_domain,
                           struct bc_node_identity *id, uint8_t point[static 65])
 {

@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "bc/crypto.h"
+#include "crypto/internal.h"
 
 static EVP_PKEY *sk;
 

@@ -31,6 +31,7 @@
 #define MAC_U  "52:54:00:aa:00:0f"
 #define UUID_A "6b1f3c52-0a4e-4d7b-9c1e-2f3a4b5c6d7e"
 #define UUID_B "0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a"
+#define UUID_C "3c2b1a09-8f7e-4d6c-9b5a-4e3d2c1b0a9f"
 #define MIN_MS (60LL * 1000)
 
 static struct bct_cp cp;
@@ -433,6 +434,68 @@ static void test_site_service_refusals_by_name(void **state)
 	EVP_PKEY_free(stranger);
 	site_free(&a);
 	site_free(&other);
+}
+
+/* s renewed to next_key: the same node and site, the successor's chain. */
+static void renewed(const struct site_node *s, EVP_PKEY *next_key, struct site_node *out)
+{
+	memset(out, 0, sizeof(*out));
+	assert_int_equal(bct_renew(&cp, &s->ans, s->key, next_key, &out->ans), 0);
+	out->key = next_key;
+	out->c = s->c;
+	out->c.chain = (const uint8_t *const *)out->ans.chain;
+	out->c.chain_lens = out->ans.chain_lens;
+	out->c.n_chain = out->ans.n_chain;
+	out->c.pub = out->c.sign_ctx = next_key;
+}
+
+/* A site certificate rotated away (the node renewed L1 -> L2 -> L3: using L2
+ * superseded L1) acts no more for its node: AcquireLease, FetchSecret and an
+ * assertion signed by L1's key are refused by name, as Renew is; L3 goes on. */
+static void test_a_superseded_site_certificate_is_refused(void **state)
+{
+	struct site_node l1, l2, l3;
+	struct bc_join_answer ans;
+	struct bc_lease_answer l;
+	EVP_PKEY *k2 = NULL, *k3 = NULL, *k4 = NULL;
+	char wf[64], *t;
+	size_t len;
+	int rc;
+	(void)state;
+
+	site_node(&cp, site1, &l1);
+	assert_int_equal(bc_key_generate(&k2), 0);
+	assert_int_equal(bc_key_generate(&k3), 0);
+	assert_int_equal(bc_key_generate(&k4), 0);
+	renewed(&l1, k2, &l2);
+	renewed(&l2, k3, &l3);
+	/* L1: no lease, no renewal */
+	site_refused(lease(&cp, &l1, BC_LEASE_ACQUIRE, 0, &l), "site-not-current");
+	site_refused(bct_renew(&cp, &l1.ans, l1.key, k4, &ans), "renew-superseded");
+	/* L3 holds the lease; L1, of the same node, fetches no token */
+	hold(&l3);
+	assert_null(fetch(&cp, &l1, "", MAC_U, &rc));
+	site_refused(rc, "site-not-current");
+	site_refused(lease(&cp, &l1, BC_LEASE_RENEW, 0, &l), "site-not-current");
+	/* an assertion signed by L1's key vouches for nothing; by L3's it does */
+	/* a machine of its own: the other tests' UUIDs stay new */
+	commission(site1, MAC_B, UUID_C, NULL, wf);
+	t = token_for(&l3, wf, MAC_B);
+	struct assertion as = vouch(&l3, MAC_B, wf, UUID_C);
+	as.key = l1.key;
+	refused_with(&as, t, MAC_B, UUID_C, "discovery-signature");
+	as.key = l3.key;
+	uint8_t *att = sign(&as, &len);
+	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_B, .uuid = UUID_C};
+	assert_int_equal(ramdisk_join(&cp, &r, &ans), 0);
+	bc_join_answer_free(&ans);
+	free(att);
+	free(t);
+	release(&l3);
+	EVP_PKEY_free(k4);
+	site_free(&l1);
+	site_free(&l2);
+	site_free(&l3);
 }
 
 static void test_boot_entries_and_tokens_for_the_holder(void **state)
@@ -1052,6 +1115,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_lease_epochs_grow_and_fence, fresh_leases),
 	    cmocka_unit_test_setup(test_site_service_refusals_by_name, fresh_leases),
+	    cmocka_unit_test_setup(test_a_superseded_site_certificate_is_refused, fresh_leases),
 	    cmocka_unit_test_setup(test_boot_entries_and_tokens_for_the_holder, fresh_leases),
 	    cmocka_unit_test_setup(test_a_vouched_ramdisk_joins_once, fresh_leases),
 	    cmocka_unit_test_setup(test_every_discovery_refusal_by_name, fresh_leases),

@@ -79,6 +79,19 @@ static char *newest_event_of(const char *reason)
 	return bct_text(&cp, sql, p, 1);
 }
 
+/* A token of the default pool, revoked: its refusals are backed by its secret. */
+static char *revoked_token(char tok_id[64])
+{
+	struct bct_token_opts to = {.pool = pool_id};
+	char *t = bct_token(&cp, &to, tok_id);
+
+	assert_non_null(t);
+	bc_param p[] = {BC_TEXT(tok_id)};
+	assert_int_equal(bct_exec(&cp, "UPDATE join_tokens SET revoked_at = 1 WHERE id = $1", p, 1),
+	                 0);
+	return t;
+}
+
 static double seconds_since(const struct timespec *t0)
 {
 	struct timespec t;
@@ -90,7 +103,6 @@ static void test_refusal_flood_writes_one_event_per_reason_per_minute(void **sta
 {
 	struct bct_join_opts unknown = {.token = UNKNOWN_TOKEN};
 	struct bct_join_opts no_attestor = {.attestor = "no-such-attestor"};
-	struct bct_token_opts to = {.pool = pool_id};
 	char tok_id[64], *data;
 	struct timespec t0;
 	const int flood = 200;
@@ -122,18 +134,48 @@ static void test_refusal_flood_writes_one_event_per_reason_per_minute(void **sta
 	free(data);
 	assert_int_equal(events_of("attestor-unknown"), 1);
 
-	/* a refusal that names a token is recorded one by one */
+	/* a refusal of a token whose secret matched is recorded one by one */
+	char *t = revoked_token(tok_id);
+	struct bct_join_opts revoked = {.token = t};
+	for (int i = 0; i < 5; i++)
+		refuse(&revoked);
+	assert_string_equal(bct_last_reason(&cp), "token-revoked");
+	assert_int_equal(events_of("token-revoked"), 5);
+	data = newest_event_of("token-revoked");
+	assert_non_null(data);
+	assert_null(strstr(data, "summarized"));
+	assert_non_null(strstr(data, tok_id));
+	free(data);
+	free(t);
+}
+
+/* A real token id with a wrong secret: an id is printed in lists, events and iPXE
+ * scripts, so it is no credential and the refusals are summarized like any other. */
+static void test_wrong_secret_for_a_real_token_is_summarized(void **state)
+{
+	struct bct_token_opts to = {.pool = pool_id};
+	char tok_id[64], *data;
+	const int flood = 2000;
+	int64_t before = bct_count(&cp, "SELECT COUNT(*) FROM events", NULL, 0);
+	uint64_t hooked = bct_refusal_total(&cp);
+	(void)state;
+
 	char *t = bct_token(&cp, &to, tok_id);
 	assert_non_null(t);
 	t[strlen(t) - 1] = t[strlen(t) - 1] == 'A' ? 'B' : 'A';
 	struct bct_join_opts wrong = {.token = t};
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < flood; i++)
 		refuse(&wrong);
 	assert_string_equal(bct_last_reason(&cp), "token-secret");
-	assert_int_equal(events_of("token-secret"), 5);
+	/* on_refusal (and so the metrics) saw every one */
+	assert_int_equal(bct_refusal_total(&cp) - hooked, flood);
+	/* one summary, naming no token */
+	assert_int_equal(events_of("token-secret"), 1);
+	assert_true(bct_count(&cp, "SELECT COUNT(*) FROM events", NULL, 0) - before <= 3);
 	data = newest_event_of("token-secret");
 	assert_non_null(data);
-	assert_null(strstr(data, "summarized"));
+	assert_non_null(strstr(data, "\"summarized\":true"));
+	assert_null(strstr(data, tok_id));
 	free(data);
 	free(t);
 }
@@ -167,18 +209,15 @@ static long count_lines(const char *path, long *max)
 static void test_on_refusal_flood_runs_bounded_processes(void **state)
 {
 	const char *hookdir = ((const char **)*state)[1];
-	struct bct_token_opts to = {.pool = pool_id};
 	char tok_id[64], path[512];
 	long max_running = 0, ran;
 	uint64_t dropped;
 	const int flood = 40;
 
-	char *t = bct_token(&cp, &to, tok_id);
-	assert_non_null(t);
-	t[strlen(t) - 1] = t[strlen(t) - 1] == 'A' ? 'B' : 'A';
-	struct bct_join_opts wrong = {.token = t};
+	char *t = revoked_token(tok_id);
+	struct bct_join_opts revoked = {.token = t};
 	for (int i = 0; i < flood; i++)
-		refuse(&wrong);
+		refuse(&revoked);
 	dropped = bc_server_refusals_dropped(cp.srv);
 	/* 2 running and 4 waiting at most while the flood lasts: most are dropped */
 	assert_true(dropped > 0);
@@ -213,6 +252,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_prestate_setup_teardown(
 	        test_refusal_flood_writes_one_event_per_reason_per_minute, setup, teardown, NULL),
+	    cmocka_unit_test_prestate_setup_teardown(
+	        test_wrong_secret_for_a_real_token_is_summarized, setup, teardown, NULL),
 	    cmocka_unit_test_prestate_setup_teardown(test_on_refusal_flood_runs_bounded_processes,
 	                                             setup, teardown, (void *)hook_state),
 	};

@@ -21,6 +21,7 @@
 #include "bctest.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "join/join.h"
+#include "store/migrations.h"
 
 static struct bct_cp cp;
 static char pool_id[64];
@@ -155,11 +156,21 @@ static void expect_refused(const struct renew_opts *o, const char *reason, const
 	                           "AND subject = $2",
 	                           p, 2);
 	int64_t certs = bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0);
+	uint64_t hooked = bct_refusal_total(&cp);
+	struct bct_refusal r;
 
 	assert_int_equal(renew(o, &status, &body, &len, &next, NULL, NULL), 0);
 	assert_int_equal(status, 403);
 	assert_int_equal(len, strlen(bc_connect_renew_refused));
 	assert_memory_equal(body, bc_connect_renew_refused, len);
+	/* on_refusal saw it, as join.h promises for every refusal, by name and node */
+	assert_int_equal(bct_refusal_total(&cp), hooked + 1);
+	r = bct_last_refusal(&cp);
+	assert_string_equal(r.attestor, "renew");
+	assert_string_equal(r.reason, reason);
+	assert_string_equal(r.node_id, node_id);
+	assert_int_equal(r.count, 1);
+	assert_false(r.summarized);
 	/* the reason reached the node owner's event, and nothing was issued */
 	assert_int_equal(bct_count(&cp,
 	                           "SELECT COUNT(*) FROM events WHERE type = "
@@ -181,11 +192,19 @@ static void expect_refused_unattributed(const struct renew_opts *o)
 	size_t len = 0;
 	EVP_PKEY *next = NULL;
 	int64_t certs = bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0);
+	uint64_t hooked = bct_refusal_total(&cp);
+	struct bct_refusal r;
 
 	assert_int_equal(renew(o, &status, &body, &len, &next, NULL, NULL), 0);
 	assert_int_equal(status, 403);
 	assert_int_equal(len, strlen(bc_connect_renew_refused));
 	assert_memory_equal(body, bc_connect_renew_refused, len);
+	/* on_refusal saw it too, summarized and naming no node */
+	assert_int_equal(bct_refusal_total(&cp), hooked + 1);
+	r = bct_last_refusal(&cp);
+	assert_string_equal(r.attestor, "renew");
+	assert_string_equal(r.node_id, "");
+	assert_true(r.summarized);
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0), certs);
 	free(body);
 	EVP_PKEY_free(next);
@@ -433,6 +452,73 @@ static int64_t node_certs(const char *node)
 	return bct_count(&cp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1", p, 1);
 }
 
+/* Runs the UPDATE statements of migration version (what fills the columns it adds for
+ * the rows stored before it). */
+static void run_migration_updates(int64_t version)
+{
+	const struct bc_migration *m = NULL;
+	char *sql, *line, *save = NULL;
+
+	for (size_t i = 0; i < bc_migrations_count; i++)
+		if (bc_migrations[i].version == version)
+			m = &bc_migrations[i];
+	assert_non_null(m);
+	assert_non_null(sql = strdup(m->sql));
+	for (line = strtok_r(sql, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "UPDATE ", 7) != 0)
+			continue;
+		line[strlen(line) - 1] = 0; /* its ';' */
+		assert_int_equal(bct_exec(&cp, line, NULL, 0), 0);
+	}
+	free(sql);
+}
+
+/* A certificate stored before its key and role were columns is read from its DER,
+ * and migration 5 fills the columns with what its issuance now writes. */
+static void test_a_certificate_stored_without_its_key_renews(void **state)
+{
+	struct joined j, s, t;
+	uint8_t point[65];
+	char hex[131];
+	(void)state;
+
+	join_one(&j, NULL);
+	assert_int_equal(bc_key_to_point(j.key, point), 0);
+	bc_hex_encode_to(point, sizeof(point), hex);
+	bc_param p[] = {BC_TEXT(j.ans.node_id), BC_TEXT(hex)};
+	/* issued with them */
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                           "key_point = $2 AND role = 'node'",
+	                           p, 2),
+	                 1);
+	assert_int_equal(bct_exec(&cp,
+	                          "UPDATE node_certs SET key_point = NULL, role = NULL WHERE "
+	                          "node_id = $1",
+	                          p, 1),
+	                 0);
+	run_migration_updates(5);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
+	                           "key_point = $2 AND role = 'node'",
+	                           p, 2),
+	                 1);
+	/* without them, the DER is read as before */
+	assert_int_equal(bct_exec(&cp,
+	                          "UPDATE node_certs SET key_point = NULL, role = NULL WHERE "
+	                          "node_id = $1",
+	                          p, 1),
+	                 0);
+	assert_int_equal(renew_to(&j, &s), 0);
+	/* and with them, the successor's */
+	assert_int_equal(renew_to(&s, &t), 0);
+	struct renew_opts o = opts_of(&j);
+	expect_refused(&o, "renew-superseded", j.ans.node_id);
+	drop(&j);
+	drop(&s);
+	drop(&t);
+}
+
 /* A key stolen with its certificate renews no more once the node moved on: the
  * successor renewed, and the older certificate is refused. */
 static void test_superseded_certificate_cannot_renew(void **state)
@@ -643,6 +729,7 @@ int main(void)
 	    cmocka_unit_test(test_each_refusal),
 	    cmocka_unit_test(test_reclaimed_node_old_leaf_refused),
 	    cmocka_unit_test(test_superseded_certificate_cannot_renew),
+	    cmocka_unit_test(test_a_certificate_stored_without_its_key_renews),
 	    cmocka_unit_test(test_replayed_renew_request_answers_the_same_certificate),
 	    cmocka_unit_test(test_predecessor_renews_once_after_a_crash),
 	    cmocka_unit_test(test_check_only_answers_the_leaf_and_issues_nothing),

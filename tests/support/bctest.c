@@ -52,14 +52,20 @@ static void hook(void *ctx, const struct bc_refusal *r)
 {
 	struct bct_cp *cp = ctx;
 	pthread_mutex_lock(&cp->mu);
-	if (cp->n_refusals < BCT_MAX_REFUSALS) {
-		struct bct_refusal *x = &cp->refusals[cp->n_refusals++];
+	cp->total_refusals++;
+	/* once full, the last slot keeps the newest: bct_last_refusal stays true */
+	{
+		struct bct_refusal *x =
+		    &cp->refusals[cp->n_refusals < BCT_MAX_REFUSALS ? cp->n_refusals++
+		                                                    : BCT_MAX_REFUSALS - 1];
 		snprintf(x->attestor, sizeof(x->attestor), "%s", r->attestor ? r->attestor : "");
 		snprintf(x->reason, sizeof(x->reason), "%s", r->reason ? r->reason : "");
 		snprintf(x->token_id, sizeof(x->token_id), "%s", r->token_id ? r->token_id : "");
 		snprintf(x->node_id, sizeof(x->node_id), "%s", r->node_id ? r->node_id : "");
 		snprintf(x->tenant_id, sizeof(x->tenant_id), "%s",
 		         r->tenant_id ? r->tenant_id : "");
+		x->count = r->count;
+		x->summarized = r->summarized;
 	}
 	pthread_mutex_unlock(&cp->mu);
 }
@@ -502,6 +508,15 @@ const char *bct_last_reason(struct bct_cp *cp)
 	r = cp->n_refusals ? cp->refusals[cp->n_refusals - 1].reason : "";
 	pthread_mutex_unlock(&cp->mu);
 	return r;
+}
+
+uint64_t bct_refusal_total(struct bct_cp *cp)
+{
+	uint64_t n;
+	pthread_mutex_lock(&cp->mu);
+	n = cp->total_refusals;
+	pthread_mutex_unlock(&cp->mu);
+	return n;
 }
 
 size_t bct_refusal_count(struct bct_cp *cp)

@@ -19,6 +19,8 @@ struct bct_refusal {
 	char token_id[64];
 	char node_id[64];
 	char tenant_id[64];
+	unsigned long long count; /* 0: counted into a later summary */
+	int summarized;
 };
 
 struct bct_cp {
@@ -31,6 +33,7 @@ struct bct_cp {
 	pthread_mutex_t mu;
 	struct bct_refusal refusals[BCT_MAX_REFUSALS];
 	size_t n_refusals;
+	uint64_t total_refusals; /* every on_refusal call, past BCT_MAX_REFUSALS too */
 };
 
 /* The engine under test: env BC_TEST_ENGINE=postgres puts each control plane on a
@@ -106,6 +109,7 @@ int bct_renew(struct bct_cp *cp, const struct bc_join_answer *ans, EVP_PKEY *key
 /* The newest refusal reason seen by the hook ("" when none), and how many. */
 const char *bct_last_reason(struct bct_cp *cp);
 size_t bct_refusal_count(struct bct_cp *cp);
+uint64_t bct_refusal_total(struct bct_cp *cp);
 struct bct_refusal bct_last_refusal(struct bct_cp *cp);
 
 /* A fresh temporary directory under /tmp (malloc'd path) and its removal. */

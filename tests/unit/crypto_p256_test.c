@@ -15,6 +15,7 @@
 #include <openssl/obj_mac.h>
 
 #include "bc/crypto.h"
+#include "crypto/internal.h"
 
 static EVP_PKEY *new_key(void)
 {
@@ -293,57 +294,12 @@ static void test_sign(void **state)
 	EVP_PKEY_free(k);
 }
 
-/* bc_p256_verify_key: the same answers by a kept EVP_PKEY, private or public-only, as
- * by its point; BER and other keys refused; a key that is not P-256 is another kind,
- * no key invalid. */
-static void test_verify_key(void **state)
-{
-	static const char msg[] = "to be signed";
-	EVP_PKEY *k = new_key(), *other = new_key(), *pub = NULL, *p384 = EVP_EC_gen("secp384r1");
-	uint8_t pt[65], sig[80], ber[82];
-	size_t siglen;
-
-	(void)state;
-	point_of(k, pt);
-	assert_int_equal(bc_key_from_point(pt, &pub), 0);
-	siglen = evp_sign(k, msg, sizeof(msg), sig, sizeof(sig));
-	assert_int_equal(bc_p256_verify_key(k, msg, sizeof(msg), sig, siglen), 0);
-	assert_int_equal(bc_p256_verify_key(pub, msg, sizeof(msg), sig, siglen), 0);
-	assert_int_equal(bc_p256_verify_key(other, msg, sizeof(msg), sig, siglen), BC_ERR_VERIFY);
-	assert_int_equal(bc_p256_verify_key(pub, msg, sizeof(msg) - 1, sig, siglen), BC_ERR_VERIFY);
-	for (size_t i = 0; i < siglen; i++) {
-		sig[i] ^= 0x80;
-		assert_int_equal(bc_p256_verify_key(pub, msg, sizeof(msg), sig, siglen),
-		                 bc_p256_verify(pt, msg, sizeof(msg), sig, siglen));
-		assert_int_not_equal(bc_p256_verify_key(pub, msg, sizeof(msg), sig, siglen), 0);
-		sig[i] ^= 0x80;
-	}
-	ber[0] = 0x30;
-	ber[1] = 0x81;
-	ber[2] = sig[1];
-	memcpy(ber + 3, sig + 2, siglen - 2);
-	assert_int_equal(bc_p256_verify_key(pub, msg, sizeof(msg), ber, siglen + 1), BC_ERR_VERIFY);
-	assert_int_equal(bc_p256_verify_key(pub, msg, sizeof(msg), sig, 0), BC_ERR_VERIFY);
-	assert_int_equal(bc_p256_verify_key(pub, msg, sizeof(msg), NULL, siglen), BC_ERR_VERIFY);
-	assert_int_equal(bc_p256_verify_key(pub, msg, sizeof(msg), sig, BC_ECDSA_DER_MAX + 1),
-	                 BC_ERR_VERIFY);
-	assert_non_null(p384);
-	assert_int_equal(bc_p256_verify_key(p384, msg, sizeof(msg), sig, siglen),
-	                 BC_ERR_UNSUPPORTED);
-	assert_int_equal(bc_p256_verify_key(NULL, msg, sizeof(msg), sig, siglen), BC_ERR_INVALID);
-	EVP_PKEY_free(p384);
-	EVP_PKEY_free(pub);
-	EVP_PKEY_free(other);
-	EVP_PKEY_free(k);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_point_check),
 	    cmocka_unit_test(test_verify_matches_evp),
 	    cmocka_unit_test(test_verify_refuses_ber),
-	    cmocka_unit_test(test_verify_key),
 	    cmocka_unit_test(test_verify_p1363),
 	    cmocka_unit_test(test_ecdh_matches_evp),
 	    cmocka_unit_test(test_public_point_and_spki_hash),
