@@ -214,12 +214,17 @@ out:
 }
 
 /* TLS 1.2 and 1.3, no renegotiation; buffers released between reads, so that an idle
- * connection holds little. */
+ * connection holds little. No session tickets and no session cache: an agent makes a
+ * new client for each call (it would never resume), and a ticket costs an encryption
+ * per handshake and a cache entry a lock. */
 static int tls_start(struct bc_http *s, const struct bc_http_config *cfg)
 {
 	if ((s->tls = SSL_CTX_new(TLS_server_method())) == NULL)
 		return BC_ERR_CRYPTO;
 	(void)SSL_CTX_set_min_proto_version(s->tls, TLS1_2_VERSION);
+	(void)SSL_CTX_set_num_tickets(s->tls, 0);
+	(void)SSL_CTX_set_session_cache_mode(s->tls, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_options(s->tls, SSL_OP_NO_TICKET);
 	SSL_CTX_set_options(s->tls, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_mode(s->tls, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);

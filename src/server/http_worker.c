@@ -43,15 +43,19 @@ static struct http_conn *queue_pop(struct bc_http *s)
 	return c;
 }
 
+/* The loop is woken only when the done list was empty: otherwise a wake-up is pending
+ * and it takes the whole list then (one system call, not one per answer, under load). */
 static void hand_back(struct bc_http *s, struct http_conn *c)
 {
 	uint64_t one = 1;
+	int was_empty;
 
 	pthread_mutex_lock(&s->dlock);
+	was_empty = s->done_head == NULL;
 	c->qnext = s->done_head;
 	s->done_head = c;
 	pthread_mutex_unlock(&s->dlock);
-	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+	if (was_empty && write(s->wake_fd, &one, sizeof(one)) < 0) {
 		/* the counter is full: the loop has a wake-up pending anyway */
 	}
 }
