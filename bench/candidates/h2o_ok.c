@@ -55,7 +55,10 @@ int main(int argc, char **argv)
 	if (strcmp(argv[2], "-") != 0) {
 		SSL_CTX *s = SSL_CTX_new(TLS_server_method());
 		SSL_CTX_set_min_proto_version(s, TLS1_2_VERSION);
+		/* as ours: no tickets, no session cache (every client here is new) */
 		SSL_CTX_set_options(s, SSL_OP_NO_TICKET);
+		SSL_CTX_set_num_tickets(s, 0);
+		SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);
 		if (SSL_CTX_use_certificate_chain_file(s, argv[2]) != 1 ||
 		    SSL_CTX_use_PrivateKey_file(s, argv[3], SSL_FILETYPE_PEM) != 1)
 			return 1;
