@@ -505,8 +505,8 @@ static double sample(const char *text, const char *series)
 static void scrape_all(const struct opts *o, const char *ca_pem, struct scraped *out)
 {
 	static struct scrape_buf b; /* the main thread's, between phases */
-	struct curl_blob ca = {.data = (void *)ca_pem, .len = ca_pem ? strlen(ca_pem) : 0,
-	                       .flags = CURL_BLOB_COPY};
+	struct curl_blob ca = {
+	    .data = (void *)ca_pem, .len = ca_pem ? strlen(ca_pem) : 0, .flags = CURL_BLOB_COPY};
 	char auth[256];
 
 	*out = (struct scraped){0, 0, 0};
@@ -523,15 +523,16 @@ static void scrape_all(const struct opts *o, const char *ca_pem, struct scraped 
 		int ok;
 		b.n = 0;
 		snprintf(url, sizeof(url), "%s/metrics", o->urls[i]);
-		ok = c != NULL && h != NULL && curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK &&
-		     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
-		     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, scrape_sink) == CURLE_OK &&
-		     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b) == CURLE_OK &&
-		     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L) == CURLE_OK &&
-		     (ca_pem == NULL || curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca) == CURLE_OK) &&
-		     curl_easy_perform(c) == CURLE_OK &&
-		     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
-		     status == 200;
+		ok =
+		    c != NULL && h != NULL && curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, scrape_sink) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L) == CURLE_OK &&
+		    (ca_pem == NULL || curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca) == CURLE_OK) &&
+		    curl_easy_perform(c) == CURLE_OK &&
+		    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+		    status == 200;
 		curl_slist_free_all(h);
 		curl_easy_cleanup(c);
 		b.p[b.n] = '\0';

@@ -47,7 +47,8 @@ int main(int argc, char **argv)
 		return 2;
 	h2o_config_init(&config);
 	path = h2o_config_register_path(
-	    h2o_config_register_host(&config, h2o_iovec_init(H2O_STRLIT("default")), 65535), "/", 0);
+	    h2o_config_register_host(&config, h2o_iovec_init(H2O_STRLIT("default")), 65535), "/",
+	    0);
 	h2o_create_handler(path, sizeof(h2o_handler_t))->on_req = on_req;
 	h2o_context_init(&ctx, h2o_evloop_create(), &config);
 	accept_ctx.ctx = &ctx;

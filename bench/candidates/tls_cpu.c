@@ -29,7 +29,8 @@ static long ticks(int pid)
 		exit(1);
 	fclose(f);
 	/* fields 14, 15 after the ")" */
-	sscanf(strrchr(b, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st);
+	sscanf(strrchr(b, ')') + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut,
+	       &st);
 	return ut + st;
 }
 

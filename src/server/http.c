@@ -227,7 +227,8 @@ static int tls_start(struct bc_http *s, const struct bc_http_config *cfg)
 	SSL_CTX_set_options(s->tls, SSL_OP_NO_TICKET);
 	SSL_CTX_set_options(s->tls, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_mode(s->tls, SSL_MODE_ENABLE_PARTIAL_WRITE |
-	                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+	                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+	                             SSL_MODE_RELEASE_BUFFERS);
 	return tls_load(s->tls, cfg->tls_cert_pem, cfg->tls_key_pem);
 }
 

@@ -20,7 +20,7 @@
 #include "server/http.h"
 #include "server/http_parse.h"
 
-#define HTTP_MAX_QUERY 32
+#define HTTP_MAX_QUERY    32
 #define HTTP_ADDR_BUCKETS 256
 
 enum http_conn_state {

@@ -459,7 +459,8 @@ static void conn_read(struct http_conn *c)
 		}
 		if (n <= 0) {
 			if (c->in_len > 0 || c->have_head)
-				note(c->srv, "the client closed its connection mid-request", c->peer);
+				note(c->srv, "the client closed its connection mid-request",
+				     c->peer);
 			conn_close(c);
 			return;
 		}
@@ -685,9 +686,8 @@ static void reap(struct bc_http *s, uint64_t now)
 			limit = HTTP_IDLE_MS;
 		else if (c->st == CS_LINGER)
 			limit = HTTP_LINGER_MS;
-		if (now - c->since_ms >= limit ||
-		    (c->st == CS_READ && now >= c->last_read_ms &&
-		     now - c->last_read_ms >= HTTP_IDLE_MS)) {
+		if (now - c->since_ms >= limit || (c->st == CS_READ && now >= c->last_read_ms &&
+		                                   now - c->last_read_ms >= HTTP_IDLE_MS)) {
 			if (c->st != CS_LINGER && c->st != CS_WRITE)
 				s->counts.reaped++;
 			conn_close(c);

@@ -197,7 +197,7 @@ int bc_http_parse_head(const char *buf, size_t len, struct http_head *h, int *st
 	if (r == -2)
 		return len >= HTTP_HEAD_MAX ? refuse(status, body, 431, HTTP_HEAD_TOO_LARGE) : 0;
 	/* -1 is also more than HTTP_MAX_HEADERS lines */
-	if (r < 0 || tlen == 0 || t[0] != '/' || h->minor > 1)
+	if (r < 0 || mlen == 0 || tlen == 0 || t[0] != '/' || h->minor > 1)
 		return refuse(status, body, 400, HTTP_BAD_REQUEST_LINE);
 	h->keep_alive = h->minor == 1;
 	if ((why = scan_headers(hd, n, h, &sc)) != NULL)

@@ -82,6 +82,7 @@ static void test_refusals_by_name(void **state)
 
 	refused("GET /x\001 HTTP/1.1\r\nHost: a\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
 	refused("GET x HTTP/1.1\r\nHost: a\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
+	refused(" /x HTTP/1.1\r\nHost: a\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE); /* no method */
 	refused("GET http://a/x HTTP/1.1\r\nHost: a\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
 	refused("GET /x HTTP/1.2\r\nHost: a\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
 	refused("GET /x HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
@@ -95,7 +96,8 @@ static void test_refusals_by_name(void **state)
 	        400, HTTP_BAD_FRAMING);
 	refused("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3x\r\n\r\n", 400, HTTP_BAD_LENGTH);
 	refused("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400, HTTP_BAD_LENGTH);
-	refused("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\n\r\n", 400, HTTP_BAD_LENGTH);
+	refused("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\n\r\n", 400,
+	        HTTP_BAD_LENGTH);
 	refused("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n", 400, HTTP_BAD_LENGTH);
 	refused("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
 	        HTTP_BAD_TRANSFER_ENCODING);
