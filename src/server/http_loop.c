@@ -452,6 +452,12 @@ static void conn_read(struct http_conn *c)
 	if (c->in_len > 0 && !process(c))
 		return;
 	for (;;) {
+		/* process() leaves a full buffer only with a head over the limit (answered);
+		 * never read 0 bytes, which would look like the end of the stream */
+		if (c->in_len == HTTP_HEAD_MAX) {
+			answer_static(c, 431, HTTP_HEAD_TOO_LARGE);
+			return;
+		}
 		n = io_read(c, c->in + c->in_len, HTTP_HEAD_MAX - c->in_len, &want);
 		if (n == -2) {
 			conn_want(c, want);
