@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 VAR ?= var
 FUZZ_SECONDS ?= 10
 
-.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench bench-fleet format format-check clean
+.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench bench-fleet bench-peers format format-check clean
 
 all: build
 
@@ -52,6 +52,13 @@ bench: build
 # 10,000 nodes renewing at once, then a herd of 5,000 (minutes; not in CI)
 bench-fleet: build
 	@scripts/bench-fleet.sh build
+
+# Ours beside step-ca and cfssl, interleaved, over TLS (scripts/bench-peers.sh runs
+# BENCH_PEERS/run.sh; it installs Go and the peers' Debian packages and builds step-ca
+# the first time, ~2 minutes; then minutes; not in CI). ROUNDS, N, C, PIN as run.sh.
+BENCH_PEERS ?= ../shared/bench-peers
+bench-peers: build
+	@scripts/bench-peers.sh build $(BENCH_PEERS)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

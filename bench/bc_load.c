@@ -9,7 +9,7 @@
  *   load_cpu_ms_per_join=..
  *   [renews=N renew_seconds=T renews_per_s=R renewed=A renew_refused=D renew_errors=E
  *    renew_p50_ms=.. renew_p99_ms=.. [server_cpu_ms_per_renew=..] load_cpu_ms_per_renew=..]
- *   crypto_ms_per_join=.. crypto_ms_per_renew=..
+ *   crypto_ms_per_join=.. crypto_ms_per_renew=.. tls_handshake_crypto_ms=..
  *   [floor_server_cpu_ms_per_request=.. floor_cpu_ms_per_commit=..]
  *
  *   bc-load --pins FILE --database URL --url URL [--url URL]... [--tokens N]
@@ -34,6 +34,9 @@
  * operations timed in this process on this machine: a join is one ECDH (the sealed token), one
  * ECDSA verify (the CSR) and two ECDSA signs (the certificate, the answer); a renewal three
  * verifies (the CSR, the leaf under the CA, the proof) and two signs.
+ * tls_handshake_crypto_ms: what a full TLS 1.3 handshake adds on the server, timed the
+ * same way: one X25519 key share made and agreed (the group OpenSSL and curl put first)
+ * and one ECDSA P-256 sign (the CertificateVerify; the server's certificate is P-256).
  *
  * --floor: last, what any operation costs here besides its own work, in the same run:
  * floor_server_cpu_ms_per_request, the servers' CPU per HTTP request on a fresh
@@ -498,9 +501,12 @@ static double sample(const char *text, const char *series)
 	return -1;
 }
 
-static void scrape_all(const struct opts *o, struct scraped *out)
+/* ca_pem: the pinned CA for https URLs (NULL: none). */
+static void scrape_all(const struct opts *o, const char *ca_pem, struct scraped *out)
 {
 	static struct scrape_buf b; /* the main thread's, between phases */
+	struct curl_blob ca = {
+	    .data = (void *)ca_pem, .len = ca_pem ? strlen(ca_pem) : 0, .flags = CURL_BLOB_COPY};
 	char auth[256];
 
 	*out = (struct scraped){0, 0, 0};
@@ -517,14 +523,16 @@ static void scrape_all(const struct opts *o, struct scraped *out)
 		int ok;
 		b.n = 0;
 		snprintf(url, sizeof(url), "%s/metrics", o->urls[i]);
-		ok = c != NULL && h != NULL && curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK &&
-		     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
-		     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, scrape_sink) == CURLE_OK &&
-		     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b) == CURLE_OK &&
-		     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L) == CURLE_OK &&
-		     curl_easy_perform(c) == CURLE_OK &&
-		     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
-		     status == 200;
+		ok =
+		    c != NULL && h != NULL && curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, scrape_sink) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b) == CURLE_OK &&
+		    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L) == CURLE_OK &&
+		    (ca_pem == NULL || curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca) == CURLE_OK) &&
+		    curl_easy_perform(c) == CURLE_OK &&
+		    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+		    status == 200;
 		curl_slist_free_all(h);
 		curl_easy_cleanup(c);
 		b.p[b.n] = '\0';
@@ -559,7 +567,7 @@ static double process_cpu_ms(void)
 static void phase_start(struct run *r, struct phase *ph, int64_t *t0, double *cpu0)
 {
 	pthread_barrier_wait(&r->start);
-	scrape_all(r->o, &ph->before);
+	scrape_all(r->o, r->pins.ca_bundle_pem, &ph->before);
 	*cpu0 = servers_cpu_ms(r->o);
 	ph->load_ms = process_cpu_ms();
 	*t0 = mono_us();
@@ -580,7 +588,7 @@ static void phase_end(struct run *r, int64_t t0, double cpu0, struct phase *ph)
 	ph->seconds = (double)(mono_us() - t0) / 1e6;
 	ph->cpu_ms = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
 	ph->load_ms = process_cpu_ms() - ph->load_ms;
-	scrape_all(r->o, &ph->after);
+	scrape_all(r->o, r->pins.ca_bundle_pem, &ph->after);
 }
 
 static int run_clients(struct run *r, struct phase *join, struct phase *renew)
@@ -614,7 +622,7 @@ static int run_clients(struct run *r, struct phase *join, struct phase *renew)
 		/* the joins are over when every client stands at the next barrier */
 		pthread_barrier_wait(&r->start);
 		phase_end(r, t0, cpu0, join);
-		scrape_all(o, &renew->before);
+		scrape_all(o, r->pins.ca_bundle_pem, &renew->before);
 		cpu0 = servers_cpu_ms(o);
 		t0 = mono_us();
 		atomic_store(&r->phase_t0_us, t0);
@@ -719,6 +727,36 @@ static int crypto_cost(double *sign_ms, double *verify_ms, double *ecdh_ms)
 	EVP_PKEY_CTX_free(dc);
 	EVP_PKEY_free(k);
 	EVP_PKEY_free(peer);
+	return ok ? 0 : BC_ERR_CRYPTO;
+}
+
+/* One X25519 key made and agreed with a peer's, as a TLS 1.3 server does per
+ * handshake (a new context each time, as OpenSSL's handshake makes them). */
+static int handshake_cost(double sign_ms, double *out)
+{
+	EVP_PKEY_CTX *kc = EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, NULL);
+	EVP_PKEY *peer = NULL;
+	uint8_t secret[32];
+	int64_t t0;
+	int ok;
+
+	ok = kc != NULL && EVP_PKEY_keygen_init(kc) == 1 && EVP_PKEY_keygen(kc, &peer) == 1;
+	t0 = cpu_us();
+	for (int i = 0; ok && i < CRYPTO_ROUNDS; i++) {
+		EVP_PKEY *k = NULL;
+		EVP_PKEY_CTX *dc = NULL;
+		size_t n = sizeof(secret);
+
+		ok = EVP_PKEY_keygen(kc, &k) == 1 && (dc = EVP_PKEY_CTX_new(k, NULL)) != NULL &&
+		     EVP_PKEY_derive_init(dc) == 1 && EVP_PKEY_derive_set_peer(dc, peer) == 1 &&
+		     EVP_PKEY_derive(dc, secret, &n) == 1;
+		EVP_PKEY_CTX_free(dc);
+		EVP_PKEY_free(k);
+	}
+	*out = ms_per(t0, CRYPTO_ROUNDS) + sign_ms;
+	OPENSSL_cleanse(secret, sizeof(secret));
+	EVP_PKEY_free(peer);
+	EVP_PKEY_CTX_free(kc);
 	return ok ? 0 : BC_ERR_CRYPTO;
 }
 
@@ -1003,9 +1041,14 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 	}
 	if (servers_peak_rss_kb(o) >= 0)
 		printf(" server_peak_rss_kb=%ld", servers_peak_rss_kb(o));
-	if (crypto_cost(&sign, &verify, &ecdh) == 0)
+	if (crypto_cost(&sign, &verify, &ecdh) == 0) {
+		double hs;
+
 		printf(" crypto_ms_per_join=%.3f crypto_ms_per_renew=%.3f",
 		       ecdh + verify + 2 * sign, 3 * verify + 2 * sign);
+		if (handshake_cost(sign, &hs) == 0)
+			printf(" tls_handshake_crypto_ms=%.3f", hs);
+	}
 	if (o->floor) {
 		double http = o->n_pids > 0 ? http_floor(o, o->joins < 2000 ? 2000 : o->joins) : -1;
 		double commit =

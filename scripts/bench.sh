@@ -4,8 +4,9 @@
 #
 #   scripts/bench.sh BUILD_DIR
 #
-# Three runs of bench/bc_load.c, each on a fresh store: SQLite with one replica, then
-# PostgreSQL (a throwaway cluster, scripts/pg.sh) with one replica and with two. Each
+# Runs of bench/bc_load.c, each on a fresh store: SQLite with one replica over plain
+# HTTP (loopback only) and over TLS (as deployed: the server's own [tls], every join and
+# renewal a fresh connection and a full handshake), then PostgreSQL (a throwaway cluster, scripts/pg.sh) with one replica and with two. Each
 # makes BENCH_JOINS tokens (default 1000), joins with BENCH_CLIENTS concurrent clients
 # (default 16), then renews every node once. For each it prints throughput, p50/p99
 # latency, the servers' CPU per operation (from /proc) and its ratio to the crypto the
@@ -49,8 +50,10 @@ serve() {
 	PIDS="$PIDS $!"
 	RUNNING="$RUNNING $!"
 	url=$(sed -n 's/^public_url *= *"\(.*\)"/\1/p' "$dir/server.toml")
+	local ca=()
+	[ -s "$dir/tls-ca.pem" ] && ca=(--cacert "$dir/tls-ca.pem")
 	for _ in $(seq 1 100); do
-		curl -fsS "$url/healthz" >/dev/null 2>&1 && return 0
+		curl -fsS "${ca[@]}" "$url/healthz" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
 	echo "bench: the server in $dir did not start: $(tail -n 3 "$dir/serve.log")" >&2
@@ -64,12 +67,18 @@ stop_all() {
 	RUNNING=""
 }
 
-# init DIR: a control plane on SQLite; prints its URL.
+# init DIR [https]: a control plane on SQLite (with https: its own TLS certificate, as
+# a deployment's); prints its URL.
 init() {
-	local dir=$1 port
+	local dir=$1 scheme=${2:-http} port
 	port=$(free_port)
-	"$BIN/better-compute" init --dir "$dir" --listen "127.0.0.1:$port" >/dev/null
-	echo "http://127.0.0.1:$port"
+	if [ "$scheme" = https ]; then
+		"$BIN/better-compute" init --dir "$dir" --listen "127.0.0.1:$port" \
+			--public-url "https://127.0.0.1:$port" >/dev/null
+	else
+		"$BIN/better-compute" init --dir "$dir" --listen "127.0.0.1:$port" >/dev/null
+	fi
+	echo "$scheme://127.0.0.1:$port"
 }
 
 # field LINE NAME: the value of NAME=... in a bc-load line ("-" when absent).
@@ -79,12 +88,18 @@ field() {
 	echo "${v:--}"
 }
 
+plus() {
+	if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a + b }'; fi
+}
+
 ratio() {
 	if [ "$1" = - ] || [ "$2" = - ]; then echo -; else awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1fx", a / b }'; fi
 }
 
 # report LABEL DATABASE KEYFILE URL...: one bc-load run (joins, then renewals) and its
 # rows. BC_LOAD_EXTRA: more bc-load arguments (--rate). Sets OUT to bc-load's line.
+# BENCH_TLS=1: the URLs are https, and a TLS handshake's crypto (tls_handshake_crypto_ms:
+# one X25519 and one ECDSA sign) is added to the crypto column of both rows.
 report() {
 	local label=$1 db=$2 key=$3 out
 	shift 3
@@ -100,6 +115,12 @@ report() {
 	rc=$(field "$out" server_cpu_ms_per_renew)
 	cj=$(field "$out" crypto_ms_per_join)
 	cr=$(field "$out" crypto_ms_per_renew)
+	if [ "${BENCH_TLS:-0}" = 1 ]; then
+		local hs
+		hs=$(field "$out" tls_handshake_crypto_ms)
+		cj=$(plus "$cj" "$hs")
+		cr=$(plus "$cr" "$hs")
+	fi
 	printf '  %-24s %-6s %9s %8s %8s %9s %9s %7s %6s   %s\n' "$label" join \
 		"$(field "$out" joins_per_s)" "$(field "$out" join_p50_ms)" "$(field "$out" join_p99_ms)" \
 		"$jc" "$cj" "$(ratio "$jc" "$cj")" "$(field "$out" statements_per_join)" \
@@ -124,8 +145,9 @@ write_json() {
 }
 trap 'write_json; cleanup' EXIT
 
-echo "Token joins, then a renewal of each node (bench/bc_load.c over loopback HTTP; $(nproc) CPUs;"
-echo "CPU: the servers' user + system time per operation; crypto: the ECDH and ECDSA it cannot avoid;"
+echo "Token joins, then a renewal of each node (bench/bc_load.c over loopback, plain HTTP and TLS; $(nproc) CPUs;"
+echo "CPU: the servers' user + system time per operation; crypto: the ECDH and ECDSA it cannot avoid"
+echo "(TLS rows: and the handshake's, one X25519 and one ECDSA sign, every operation a fresh connection);"
 echo "SQL/op: statements sent to the store per operation, besides each transaction's begin and commit):"
 header
 
@@ -145,6 +167,15 @@ PEAK_J=$(field "$OUT" joins_per_s)
 PEAK_R=$(field "$OUT" renews_per_s)
 HALF=$(awk -v j="$PEAK_J" -v r="$PEAK_R" 'BEGIN { m = j < r ? j : r; h = int(m / 2); print h < 1 ? 1 : h }')
 BC_LOAD_EXTRA="--rate $HALF" report "SQLite, at $HALF/s" "$T/sq/bc.db" "$T/sq/admin.key" "$U"
+stop_all
+
+# SQLite, one replica, over TLS: as deployed (plain HTTP is loopback only)
+U=$(init sqt https)
+serve sqt
+"$BIN/better-compute" daemon config --server "$U" --api-key-file sqt/admin.key \
+	--ca-file sqt/tls-ca.pem --out pins.json >/dev/null
+BENCH_TLS=1 report "SQLite, 1 replica, TLS" "$T/sqt/bc.db" "$T/sqt/admin.key" "$U"
+HS=$(field "$OUT" tls_handshake_crypto_ms)
 stop_all
 
 # PostgreSQL, one replica then two
@@ -178,6 +209,7 @@ pg_runs
 echo "  floor, in the same run: a request on a fresh connection answered with nothing done costs"
 echo "  $FLOOR_REQ ms of server CPU; a durable one-row SQLite commit $FLOOR_COMMIT ms (bc-load --floor)"
 echo "  the load generator beside the server on the same CPUs: $LOAD_J ms of CPU per join, $LOAD_R per renewal"
+echo "  a TLS 1.3 handshake's server crypto, in the same run: $HS ms (in the TLS rows' crypto column)"
 
 # tpm joins against swtpm: the server's CPU for each of the two rounds
 echo

@@ -5,7 +5,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config clang clang-format libclang-rt-14-dev git curl ca-certificates openssl python3 procps
 libssl-dev libsqlite3-dev libpq-dev libprotobuf-c-dev protobuf-c-compiler
-libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libtss2-dev libcmocka-dev
+libh2o-evloop-dev libcurl4-openssl-dev libjansson-dev libtss2-dev libcmocka-dev
 postgresql swtpm swtpm-tools tpm2-tools groff-base
 chromium"
 # the console's browser test drives chromium with npm playwright-core (tests/console):

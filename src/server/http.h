@@ -1,5 +1,6 @@
-/* The HTTP front end over libmicrohttpd: a thread pool, native TLS, bounded request
- * bodies, and one handler for every request.
+/* The HTTP front end: HTTP/1.1, plain or over OpenSSL's TLS, one event loop that reads
+ * every connection (a TLS handshake waits on the socket), a pool of worker threads
+ * that runs the handler, bounded request bodies, and one handler for every request.
  *
  * The handler is called once per request with the whole body (at most max_body
  * bytes; a larger body is answered 413 without calling it). It fills the response;
