@@ -98,6 +98,11 @@ BC_WUR int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *paylo
 BC_WUR int bc_es256_verify_point(const uint8_t point[static 65], const char *purpose,
                                  const void *payload, size_t len, const uint8_t *sig,
                                  size_t siglen);
+/* A P-256 signature r||s over a SHA-256 digest someone else framed: what a TPM signs
+ * (the TPM is handed the ES256 digest, never the message). 0, BC_ERR_VERIFY for a bad
+ * signature, BC_ERR_INVALID for no key, BC_ERR_UNSUPPORTED for a key that is not P-256. */
+BC_WUR int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
+                                    const uint8_t sig[static 64]);
 /* The payload of the x509pop and renew proofs: sha256(csr) || node id || 0x00 ||
  * client time (8 bytes big-endian). b is initialized here; the caller frees it
  * (bc_buf_free) whatever the result. */

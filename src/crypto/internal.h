@@ -40,10 +40,8 @@ BC_WUR int bc_crypto_parse_err(void);
  *   (at most BC_ECDSA_DER_MAX bytes), exactly DER. _digest takes the SHA-256 already
  *   made.
  * bc_p256_verify_p1363: the same over a digest, sig r||s (64 bytes).
- * bc_p256_verify_p1363_key: the same by a P-256 EVP_PKEY kept for many verifies (a
- *   pinned key), through its EC_KEY rather than an EVP verify context made each time;
- *   BC_ERR_INVALID for no key, BC_ERR_UNSUPPORTED for one OpenSSL does not give as a
- *   P-256 EC_KEY (another curve, another provider's key: go through EVP then).
+ * bc_p256_verify_p1363_key (bc/crypto.h): the same by a P-256 EVP_PKEY, through its
+ *   EC_KEY rather than an EVP verify context made each time.
  * bc_p256_sign_p1363: ECDSA over a SHA-256 digest by a P-256 private key, r||s, through
  *   the key's EC_KEY; BC_ERR_UNSUPPORTED as above (sign through EVP then). */
 #define BC_ECDSA_DER_MAX 72
@@ -53,8 +51,6 @@ BC_WUR int bc_p256_verify_digest(const uint8_t point[static 65], const uint8_t d
                                  const uint8_t *sig, size_t siglen);
 BC_WUR int bc_p256_verify_p1363(const uint8_t point[static 65], const uint8_t digest[static 32],
                                 const uint8_t sig[static 64]);
-BC_WUR int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
-                                    const uint8_t sig[static 64]);
 BC_WUR int bc_p256_sign_p1363(EVP_PKEY *key, const uint8_t digest[static 32],
                               uint8_t sig[static 64]);
 
