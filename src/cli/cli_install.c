@@ -509,10 +509,8 @@ static int script_opts(struct cli *c, const char **attestor, const char **url, c
 static int add_cloud(struct cli *c, const char *attestor, char **toml)
 {
 	const char *p = cli_opt(c, "provider"), *aud = cli_opt(c, "audience");
-	char *t = NULL;
-
 	const struct bc_client_attestor *a = bc_client_attestor(attestor);
-	char names[128];
+	char *t = NULL, names[128];
 
 	if (a == NULL || !(a->flags & BC_CA_PROVIDER)) {
 		if (p != NULL || aud != NULL)
