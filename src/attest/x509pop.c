@@ -371,8 +371,8 @@ static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *t
 		return BC_ERR_NOMEM;
 	}
 	snprintf(label, sizeof(label), "[%s] ", table);
-	if (cfg != NULL && bc_toml_has_table(cfg, table) &&
-	    (rc = bc_toml_read_table(cfg, &r, st, err, errlen)) != 0) {
+	/* no table (or no file) reads as empty: the defaults */
+	if ((rc = bc_toml_read_table(cfg, &r, st, err, errlen)) != 0) {
 		state_free(st);
 		return rc;
 	}

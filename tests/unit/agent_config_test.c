@@ -93,7 +93,8 @@ static void test_each_mistake(void **state)
 	refused(TOP "[extra]\n", "unknown table [extra] (known: server, ");
 	refused(TOP "[site.more]\n", "unknown table [site.more] (known: id, listen, ");
 	refused("server = \"s\"\n", "join_signing_key_id is missing; add it");
-	refused(TOP "[site]\nid = \"s\"\nlisten = \"l\"\nkernel = \"k\"\n", "site.initrd is missing");
+	refused(TOP "[site]\nid = \"s\"\nlisten = \"l\"\nkernel = \"k\"\n",
+	        "site.initrd is missing");
 	refused(TOP "[site]\nid = \"\"\n", "site.id is empty; set it");
 	refused(TOP "[helper]\nuser = 0\n", "helper.user must be a string");
 }
