@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 VAR ?= var
 FUZZ_SECONDS ?= 10
 
-.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench bench-fleet bench-peers format format-check clean
+.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench bench-fleet bench-peers format format-check sql-check clean
 
 all: build
 
@@ -23,9 +23,9 @@ build-test: deps
 run: build
 	@scripts/run.sh build/better-compute $(VAR)
 
-# Every suite: the test build, the same suite under ASan + UBSan, then each fuzz
-# target for a few seconds.
-check: test asan fuzz
+# Every suite: no SQL outside its homes (seconds), the test build, the same suite
+# under ASan + UBSan, then each fuzz target for a few seconds.
+check: sql-check test asan fuzz
 
 # One throwaway PostgreSQL cluster per run (scripts/pg.sh run: BC_TEST_POSTGRES_URL
 # for the store and *_pg tests, stopped whatever ctest did); without one, SQLite only.
@@ -66,6 +66,11 @@ format:
 # What .ci/run enforces: every C file as the repository's .clang-format writes it.
 format-check: deps
 	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+
+# What .ci/run enforces next: SQL only in src/rows and src/store
+# (scripts/sql-check.allow names the files not moved yet).
+sql-check:
+	@scripts/sql-check.sh
 
 clean:
 	rm -rf build build-test build-asan build-fuzz

@@ -10,6 +10,7 @@
 #include "bc/json.h"
 #include "bc/reasons.h"
 #include "join/events.h"
+#include "rows/join_requests.h"
 
 static void defer(struct bc_attest_outcome *out, const char *id, uint32_t retry_after_s)
 {
@@ -41,32 +42,22 @@ static int new_request(bc_tx *tx, const struct bc_join_request_place *p,
 	int rc;
 
 	bc_hex_encode_to(in->csr_sha256, 32, csr_hex);
-	bc_param del[] = {BC_TEXT(p->attestor), BC_TEXT(p->key)};
-	if ((rc = bc_tx_exec(tx,
-	                     "DELETE FROM join_requests WHERE attestor = $1 AND request_key = $2",
-	                     del, 2, NULL)) != 0)
-		return rc;
 	if ((rc = bc_new_id("jr", id, sizeof(id))) != 0)
 		return rc;
-	bc_param q[] = {BC_TEXT(id),
-	                BC_TEXT(p->tenant),
-	                BC_TEXT(none_if_empty(p->pool)),
-	                BC_TEXT(none_if_empty(p->site)),
-	                BC_TEXT(p->attestor),
-	                BC_TEXT(p->key),
-	                BC_TEXT(csr_hex),
-	                BC_TEXT(p->claims ? p->claims : "{}"),
-	                BC_TEXT(p->detail ? p->detail : "{}"),
-	                BC_INT(in->now_ms),
-	                BC_INT(in->now_ms + p->pending_ttl_s * 1000)};
-	if ((rc =
-	         bc_tx_exec(tx,
-	                    "INSERT INTO join_requests (id, tenant_id, pool_id, site_id, attestor, "
-	                    "request_key, csr_sha256, claims, detail, state, created_at, "
-	                    "expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', "
-	                    "$10, $11)",
-	                    q, 11, NULL)) != 0 ||
-	    (rc = created_event(tx, p, id)) != 0)
+	struct bc_join_request_write w = {
+	    .id = id,
+	    .tenant_id = p->tenant,
+	    .pool_id = p->pool,
+	    .site_id = p->site,
+	    .attestor = p->attestor,
+	    .request_key = p->key,
+	    .csr_sha256 = csr_hex,
+	    .claims = p->claims ? p->claims : "{}",
+	    .detail = p->detail ? p->detail : "{}",
+	    .now_ms = in->now_ms,
+	    .expires_at = in->now_ms + p->pending_ttl_s * 1000,
+	};
+	if ((rc = bc_row_join_request_replace(tx, &w)) != 0 || (rc = created_event(tx, p, id)) != 0)
 		return rc;
 	defer(out, id, p->retry_after_s);
 	return 0;
@@ -76,31 +67,19 @@ int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
                           const struct bc_join_input *in, const char *denied_reason,
                           struct bc_attest_outcome *out)
 {
-	char id[BC_ID_MAX], state[16], csr[65], csr_hex[65];
+	struct bc_join_request_row jr;
+	const char *id = jr.id, *state = jr.state, *csr = jr.csr_sha256;
+	char csr_hex[65];
 	struct bc_attest_result *r = &out->result;
 	int64_t expires;
-	bc_rows *rows = NULL;
 	int rc;
 
-	bc_param q[] = {BC_TEXT(p->attestor), BC_TEXT(p->key)};
-	if ((rc = bc_tx_query(
-	         tx,
-	         "SELECT id, state, csr_sha256, expires_at, tenant_id, pool_id, site_id "
-	         "FROM join_requests WHERE attestor = $1 AND request_key = $2 FOR UPDATE",
-	         q, 2, &rows)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(rows)) <= 0) {
-		bc_rows_free(rows);
+	if ((rc = bc_row_join_request_lock(tx, p->attestor, p->key, &jr)) <= 0)
 		return rc < 0 ? rc : new_request(tx, p, in, out);
-	}
-	snprintf(id, sizeof(id), "%s", bc_rows_text(rows, 0));
-	snprintf(state, sizeof(state), "%s", bc_rows_text(rows, 1));
-	snprintf(csr, sizeof(csr), "%s", bc_rows_text(rows, 2));
-	expires = bc_rows_int(rows, 3);
-	snprintf(r->tenant_id, BC_ID_MAX, "%s", bc_rows_text(rows, 4));
-	snprintf(r->pool_id, BC_ID_MAX, "%s", bc_rows_text(rows, 5));
-	snprintf(r->site_id, BC_ID_MAX, "%s", bc_rows_text(rows, 6));
-	bc_rows_free(rows);
+	expires = jr.expires_at;
+	snprintf(r->tenant_id, BC_ID_MAX, "%s", jr.tenant_id);
+	snprintf(r->pool_id, BC_ID_MAX, "%s", jr.pool_id);
+	snprintf(r->site_id, BC_ID_MAX, "%s", jr.site_id);
 	snprintf(out->tenant_id, BC_ID_MAX, "%s", r->tenant_id);
 	if (expires <= in->now_ms || strcmp(state, "used") == 0)
 		return new_request(tx, p, in, out);
@@ -111,9 +90,7 @@ int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
 	bc_hex_encode_to(in->csr_sha256, 32, csr_hex);
 	if (strcasecmp(csr, csr_hex) != 0 && p->renew_pending_csr &&
 	    strcmp(state, "pending") == 0) {
-		bc_param c[] = {BC_TEXT(id), BC_TEXT(csr_hex)};
-		if ((rc = bc_tx_exec(tx, "UPDATE join_requests SET csr_sha256 = $2 WHERE id = $1",
-		                     c, 2, NULL)) != 0)
+		if ((rc = bc_row_join_request_set_csr(tx, id, csr_hex)) != 0)
 			return rc;
 		defer(out, id, p->retry_after_s);
 		return 0;
@@ -126,9 +103,7 @@ int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
 		defer(out, id, p->retry_after_s);
 		return 0;
 	}
-	bc_param u[] = {BC_TEXT(id)};
-	if ((rc = bc_tx_exec(tx, "UPDATE join_requests SET state = 'used' WHERE id = $1", u, 1,
-	                     NULL)) != 0)
+	if ((rc = bc_row_join_request_use(tx, id)) != 0)
 		return rc;
 	out->kind = BC_OUTCOME_RESULT;
 	return 0;

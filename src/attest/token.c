@@ -3,39 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bc/codec.h"
-#include "bc/crypto.h"
 #include "bc/reasons.h"
-#include "bc/wire.h"
-
-#define ULID_LEN 26
-
-static int is_b32(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
-}
-
-int bc_token_parse(const char *token, char id[BC_ID_MAX], const char **secret)
-{
-	size_t n;
-
-	id[0] = 0;
-	*secret = NULL;
-	if (token == NULL || strncmp(token, BC_WIRE_TOKEN_PREFIX "tok_", 8) != 0)
-		return BC_ERR_INVALID;
-	for (n = 0; n < ULID_LEN; n++)
-		if (!is_b32(token[8 + n]))
-			return BC_ERR_INVALID;
-	if (token[8 + ULID_LEN] != '_')
-		return BC_ERR_INVALID;
-	*secret = token + 8 + ULID_LEN + 1;
-	n = strlen(*secret);
-	if (n < 16 || n > 128)
-		return BC_ERR_INVALID;
-	memcpy(id, token + 4, 4 + ULID_LEN);
-	id[4 + ULID_LEN] = 0;
-	return 0;
-}
+#include "bc/secret.h"
 
 static void copy(char *dst, size_t n, const char *src)
 {
@@ -45,9 +14,8 @@ static void copy(char *dst, size_t n, const char *src)
 int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token_row *row,
                    struct bc_attest_outcome *out, const char **reason)
 {
-	char id[BC_ID_MAX], presented[65];
+	char id[BC_ID_MAX];
 	const char *secret;
-	uint8_t d[32];
 	int rc;
 
 	*reason = NULL;
@@ -56,7 +24,7 @@ int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token
 		*reason = BC_R_TOKEN_MISSING;
 		return 0;
 	}
-	if (bc_token_parse(token, id, &secret) != 0) {
+	if (bc_secret_parse_token(token, id, &secret) != 0) {
 		*reason = BC_R_TOKEN_MALFORMED;
 		return 0;
 	}
@@ -66,13 +34,12 @@ int bc_token_check(bc_tx *tx, const char *token, int64_t now_ms, struct bc_token
 		*reason = BC_R_TOKEN_UNKNOWN;
 		return 0;
 	}
-	if ((rc = bc_sha256(secret, strlen(secret), d)) != 0)
-		return rc;
-	bc_hex_encode_to(d, 32, presented);
 	/* the secret first: without it, nothing about the token's state is learned, and
 	 * the refusal names no token (an id is printed in lists, events and iPXE scripts:
 	 * it is no credential, so the refusal is summarized, join/refusal.h) */
-	if (strlen(row->secret_hash) != 64 || !bc_ct_equal(presented, row->secret_hash, 64)) {
+	if ((rc = bc_secret_matches(secret, row->secret_hash)) < 0)
+		return rc;
+	if (rc == 0) {
 		*reason = BC_R_TOKEN_SECRET;
 		return 0;
 	}

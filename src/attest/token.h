@@ -1,7 +1,7 @@
-/* Join tokens as every token-based attestor reads them: bct_<token id>_<secret>,
- * the row locked, the secret compared in constant time, then revocation, expiry at
- * database time and uses left. The row and its queries (the lock, spending a use)
- * are join/rows.h's. */
+/* Join tokens as every token-based attestor reads them: bct_<token id>_<secret>
+ * (parsed by bc/secret.h), the row locked, the secret compared in constant time, then
+ * revocation, expiry at database time and uses left. The row and its queries (the lock, spending a
+ * use) are join/rows.h's. */
 #ifndef BC_ATTEST_TOKEN_H
 #define BC_ATTEST_TOKEN_H
 
@@ -10,9 +10,6 @@
 #include "bc/attestor.h"
 #include "bc/store.h"
 #include "join/rows.h"
-
-/* Splits "bct_tok_<26>_<secret>"; 0 or BC_ERR_INVALID. id receives "tok_<26>". */
-BC_WUR int bc_token_parse(const char *token, char id[BC_ID_MAX], const char **secret);
 
 /* Locks and checks the token. On a refusal returns 0 with *reason set (and the
  * outcome's tenant_id/token_id filled once the token's secret matched: only then

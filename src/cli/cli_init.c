@@ -15,6 +15,7 @@
 #include "bc/pki.h"
 #include "bc/store.h"
 #include "cli/cli.h"
+#include "rows/tenants.h"
 #include "server/admin.h"
 #include "bc/net.h"
 
@@ -327,7 +328,6 @@ struct init_tx {
 static int init_tx_fn(bc_tx *tx, void *arg)
 {
 	struct init_tx *a = arg;
-	bc_param p[] = {BC_INT(bc_tx_now_ms(tx))};
 	int rc;
 
 	/* a replayed transaction makes a new key: drop the one of the attempt before */
@@ -335,10 +335,7 @@ static int init_tx_fn(bc_tx *tx, void *arg)
 		bc_freezero(a->key, strlen(a->key));
 		a->key = NULL;
 	}
-	if ((rc = bc_tx_exec(tx,
-	                     "INSERT INTO tenants (id, name, created_at) "
-	                     "VALUES ('root', 'root', $1)",
-	                     p, 1, NULL)) != 0)
+	if ((rc = bc_row_tenant_insert_root(tx, bc_tx_now_ms(tx))) != 0)
 		return rc;
 	return bc_admin_create_api_key(tx, "root", "admin", &a->key);
 }

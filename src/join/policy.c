@@ -11,6 +11,7 @@
 #include "join/internal.h"
 #include "bc/reasons.h"
 #include "join/rows.h"
+#include "rows/pools.h"
 
 /* Firmware placeholders: identical on every board of a model, so never a hardware key. */
 static const char *const placeholder_uuids[] = {
@@ -103,21 +104,16 @@ static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id, 
 {
 	const char *tenant = st->d.out.result.tenant_id;
 	json_t *policy = NULL, *list;
-	bc_rows *rows = NULL;
+	char pool_tenant[64], *pj = NULL;
 	int rc, listed = 0;
 
-	bc_param p[] = {BC_TEXT(pool_id)};
-	if ((rc = bc_tx_query(tx, "SELECT tenant_id, policy FROM pools WHERE id = $1", p, 1,
-	                      &rows)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(rows)) < 0)
+	if ((rc = bc_row_pool_policy(tx, pool_id, pool_tenant, &pj)) < 0)
 		goto out;
-	if (rc == 0 || strcmp(bc_rows_text(rows, 0), tenant) != 0) {
+	if (rc == 0 || strcmp(pool_tenant, tenant) != 0) {
 		refuse_policy(st, reason, BC_R_POOL_UNKNOWN, tenant);
 		rc = 0;
 		goto out;
 	}
-	const char *pj = bc_rows_text(rows, 1);
 	rc = 0;
 	if (bc_json_parse(pj, strlen(pj), 0, &policy, NULL, 0) != 0) {
 		/* a policy the admin API validated cannot be unreadable: refuse, never admit */
@@ -135,7 +131,7 @@ static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id, 
 		refuse_policy(st, reason, BC_R_POOL_ATTESTOR, tenant);
 out:
 	json_decref(policy);
-	bc_rows_free(rows);
+	free(pj);
 	return rc;
 }
 

@@ -31,6 +31,16 @@
 BC_WUR int bc_workflow_deploy_data(const char *token_id, int template_given, int64_t now_ms,
                                    char **data);
 
+/* Starts the deploy of node n (deploy.c; the caller checked that n may be deployed):
+ * a new deploy workflow of tenant_id, running (its id into wf), and its
+ * userdata.render step: a single-use provisioned token for n and the workflow, valid
+ * ttl_s seconds (its id into tok; *token the whole token, malloc'd: wipe it with
+ * bc_freezero and free it; NULL on an error), recorded in the workflow's data
+ * (template_given: the user data is the operator's template). */
+BC_WUR int bc_provision_deploy(bc_tx *tx, const char *tenant_id, const struct bc_node_row *n,
+                               int template_given, int64_t ttl_s, int64_t now_ms,
+                               char wf[BC_ID_MAX], char tok[BC_ID_MAX], char **token);
+
 /* ---- the provisioned attestor's target (provisionedTargetResolver) ---- */
 
 struct bc_provision_target {

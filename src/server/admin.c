@@ -13,14 +13,13 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "bc/secret.h"
+#include "rows/api_keys.h"
+#include "rows/tenants.h"
 #include "server/admin_internal.h"
 #include "server/admin_limit.h"
 
 #define ACCESS_DENIED_MSG "a valid API key is required"
-#define API_KEY_PREFIX    "bck_"
-#define KEY_ID_PREFIX     "key_"
-#define KEY_ID_LEN        ADMIN_KEY_ID_LEN
-#define SECRET_LEN        43    /* base64url of 32 bytes, unpadded */
 #define LAST_USED_MS      60000 /* last_used_at is written at most this often per key */
 
 enum { R_BODY = 1, R_TENANT = 2 };
@@ -159,41 +158,14 @@ static const struct admin_route *find_route(struct admin_call *c, int *known)
 
 /* ---- authentication ---- */
 
-static int is_b32(char ch)
-{
-	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z');
-}
-
-static int is_b64url(char ch)
-{
-	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-	       ch == '-' || ch == '_';
-}
-
 /* "Bearer bck_key_<26>_<43>": the key id and a pointer to the secret. */
 static int parse_api_key(const char *authz, char key_id[ADMIN_ID_MAX], const char **secret)
 {
-	const char *k;
-
 	key_id[0] = '\0';
 	*secret = NULL;
 	if (strncasecmp(authz, "Bearer ", 7) != 0)
 		return BC_ERR_INVALID;
-	k = authz + 7;
-	if (strncmp(k, API_KEY_PREFIX KEY_ID_PREFIX, 8) != 0)
-		return BC_ERR_INVALID;
-	for (size_t i = 8; i < 4 + KEY_ID_LEN; i++)
-		if (!is_b32(k[i]))
-			return BC_ERR_INVALID;
-	if (k[4 + KEY_ID_LEN] != '_' || strlen(k + 5 + KEY_ID_LEN) != SECRET_LEN)
-		return BC_ERR_INVALID;
-	for (size_t i = 0; i < SECRET_LEN; i++)
-		if (!is_b64url(k[5 + KEY_ID_LEN + i]))
-			return BC_ERR_INVALID;
-	memcpy(key_id, k + 4, KEY_ID_LEN);
-	key_id[KEY_ID_LEN] = '\0';
-	*secret = k + 5 + KEY_ID_LEN;
-	return 0;
+	return bc_secret_parse_api_key(authz + 7, key_id, secret);
 }
 
 /* The key's row: usable when neither revoked nor expired at database time; *last_used
@@ -201,38 +173,29 @@ static int parse_api_key(const char *authz, char key_id[ADMIN_ID_MAX], const cha
 static int load_key(bc_tx *tx, const char *id, char tenant[ADMIN_ID_MAX], char hash[65],
                     int *usable, int64_t *last_used)
 {
-	bc_rows *rows = NULL;
+	struct bc_api_key_auth k;
 	int rc;
 
 	*usable = 0;
 	*last_used = 0;
-	bc_param p[] = {BC_TEXT(id)};
-	if ((rc = bc_tx_query(tx,
-	                      "SELECT tenant_id, secret_hash, revoked_at, expires_at, last_used_at "
-	                      "FROM api_keys WHERE id = $1",
-	                      p, 1, &rows)) != 0)
-		return rc;
-	if ((rc = bc_rows_next(rows)) == 1) {
-		snprintf(tenant, ADMIN_ID_MAX, "%s", bc_rows_text_named(rows, "tenant_id"));
-		snprintf(hash, 65, "%s", bc_rows_text_named(rows, "secret_hash"));
-		*usable = bc_rows_null_named(rows, "revoked_at") &&
-		          (bc_rows_null_named(rows, "expires_at") ||
-		           bc_rows_int_named(rows, "expires_at") > bc_tx_now_ms(tx)) &&
+	if ((rc = bc_row_api_key_auth(tx, id, &k)) == 1) {
+		snprintf(tenant, ADMIN_ID_MAX, "%s", k.tenant_id);
+		snprintf(hash, 65, "%s", k.secret_hash);
+		*usable = !k.revoked && (!k.expires || k.expires_at > bc_tx_now_ms(tx)) &&
 		          strlen(tenant) < ADMIN_ID_MAX - 1;
-		*last_used = bc_rows_int_named(rows, "last_used_at");
+		*last_used = k.last_used_at;
 	}
-	bc_rows_free(rows);
+	OPENSSL_cleanse(&k, sizeof(k));
 	return rc < 0 ? rc : 0;
 }
 
 static int authenticate(bc_tx *tx, const char *authorization, char tenant_id[64], char key_id[64],
                         int64_t *last_used)
 {
-	char id[ADMIN_ID_MAX], tenant[ADMIN_ID_MAX] = "", presented[65];
+	char id[ADMIN_ID_MAX], tenant[ADMIN_ID_MAX] = "";
 	/* compared against when the key is unknown, so that both paths do the same work */
 	char stored[65] = "0000000000000000000000000000000000000000000000000000000000000000";
 	const char *secret;
-	uint8_t d[32];
 	int rc, usable = 0, equal;
 
 	tenant_id[0] = '\0';
@@ -241,10 +204,9 @@ static int authenticate(bc_tx *tx, const char *authorization, char tenant_id[64]
 		return BC_ERR_DENIED;
 	if ((rc = load_key(tx, id, tenant, stored, &usable, last_used)) != 0)
 		return rc;
-	if ((rc = bc_sha256(secret, strlen(secret), d)) != 0)
+	if ((rc = equal = bc_secret_matches(secret, stored)) < 0)
 		goto out;
-	bc_hex_encode_to(d, sizeof(d), presented);
-	equal = strlen(stored) == 64 && bc_ct_equal(presented, stored, 64);
+	rc = 0;
 	if (!equal || !usable) {
 		rc = BC_ERR_DENIED;
 		goto out;
@@ -252,8 +214,6 @@ static int authenticate(bc_tx *tx, const char *authorization, char tenant_id[64]
 	memcpy(tenant_id, tenant, strlen(tenant) + 1);
 	memcpy(key_id, id, strlen(id) + 1);
 out:
-	OPENSSL_cleanse(d, sizeof(d));
-	OPENSSL_cleanse(presented, sizeof(presented));
 	OPENSSL_cleanse(stored, sizeof(stored));
 	return rc;
 }
@@ -276,14 +236,9 @@ int bc_admin_create_api_key(bc_tx *tx, const char *tenant_id, const char *name, 
 		return BC_ERR_INVALID;
 	if ((rc = bc_new_id("key", id, sizeof(id))) != 0)
 		return rc;
-	if ((rc = admin_mint_secret(API_KEY_PREFIX, id, &whole, hash)) != 0)
+	if ((rc = bc_secret_mint(BC_SECRET_API_KEY_PREFIX, id, &whole, hash)) != 0)
 		return rc;
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant_id), BC_TEXT(hash), BC_TEXT(name),
-	                BC_INT(bc_tx_now_ms(tx))};
-	if ((rc = bc_tx_exec(tx,
-	                     "INSERT INTO api_keys (id, tenant_id, secret_hash, name, created_at) "
-	                     "VALUES ($1, $2, $3, $4, $5)",
-	                     p, 5, NULL)) != 0)
+	if ((rc = bc_row_api_key_insert(tx, id, tenant_id, hash, name, bc_tx_now_ms(tx))) != 0)
 		goto out;
 	*key_out = whole;
 	whole = NULL;
@@ -336,16 +291,15 @@ static int parse_body(struct admin_call *c, int wants)
 /* Another tenant's path answers NOT_FOUND whether or not it exists. */
 static int scope_tenant(bc_tx *tx, struct admin_call *c)
 {
-	int64_t one;
 	int rc;
 
 	if (!admin_is_root(c))
 		return strcmp(c->arg[0], c->tenant_id) == 0
 		           ? 0
 		           : admin_fail(c, BC_ERR_NOT_FOUND, "tenant not found");
-	bc_param p[] = {BC_TEXT(c->arg[0])};
-	rc = bc_tx_query_int(tx, "SELECT 1 FROM tenants WHERE id = $1", p, 1, &one);
-	return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "tenant not found") : rc;
+	if ((rc = bc_row_tenant_exists(tx, c->arg[0])) < 0)
+		return rc;
+	return rc == 0 ? admin_fail(c, BC_ERR_NOT_FOUND, "tenant not found") : 0;
 }
 
 struct admin_run {
@@ -482,12 +436,8 @@ static int touch_tx(bc_tx *tx, void *arg)
 {
 	const struct admin_run *run = arg;
 	int64_t now = bc_tx_now_ms(tx);
-	bc_param p[] = {BC_INT(now), BC_TEXT(run->c->key_id), BC_INT(now - LAST_USED_MS)};
 
-	return bc_tx_exec(tx,
-	                  "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND "
-	                  "(last_used_at IS NULL OR last_used_at <= $3)",
-	                  p, 3, NULL);
+	return bc_row_api_key_touch(tx, run->c->key_id, now, now - LAST_USED_MS);
 }
 
 /* A failed authentication: counted against the client's address, and logged with it

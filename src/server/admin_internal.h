@@ -67,36 +67,16 @@ const char *admin_safe(const char *s);
 
 /* Rows to JSON. fn builds one object from the current row (NULL: out of memory). */
 typedef json_t *(*admin_row_fn)(bc_rows *r);
-/* Every row into a new array. */
-int admin_query_list(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
-                     json_t **out);
-/* The first row; BC_ERR_NOT_FOUND when there is none. */
-int admin_query_one(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
-                    json_t **out);
+/* Every row of rows, a view of src/rows, into a new array; rows is freed. */
+int admin_rows_list(bc_rows *rows, admin_row_fn fn, json_t **out);
+/* The first row; BC_ERR_NOT_FOUND when there is none. rows is freed. */
+int admin_rows_one(bc_rows *rows, admin_row_fn fn, json_t **out);
 json_t *admin_time(int64_t ms);
 /* NULL columns as JSON null. */
 json_t *admin_col_text(bc_rows *r, int col);
 json_t *admin_col_time(bc_rows *r, int col);
 /* A JSON text column parsed; fallback ("{}" or "[]") when it does not parse. */
 json_t *admin_col_json(bc_rows *r, int col, const char *fallback);
-
-/* A list query with optional filters: the base SQL (its WHERE and $1 included), then
- * " AND <cond> $k" for each filter given and a tail " ... $k" (ORDER BY, LIMIT).
- * Only constant SQL goes in; every value is a parameter. */
-#define ADMIN_WHERE_MAX 12
-struct admin_where {
-	char sql[4096];
-	bc_param p[ADMIN_WHERE_MAX];
-	size_t n;
-	int overflow;
-};
-void admin_where_init(struct admin_where *w, const char *base, bc_param first);
-/* cond ends with the operator: "n.pool_id =". */
-void admin_where_add(struct admin_where *w, const char *cond, bc_param v);
-/* tail ends where the parameter goes: " ORDER BY n.id LIMIT". */
-void admin_where_tail(struct admin_where *w, const char *tail, bc_param v);
-/* The rows of w (BC_ERR_LIMIT if w overflowed: a bug, never the caller's input). */
-int admin_where_list(bc_tx *tx, const struct admin_where *w, admin_row_fn fn, json_t **out);
 
 /* Query parameters of list routes, each refused by name when out of shape:
  * limit (1..max, def when absent); a text value of 1..maxlen bytes (NULL when absent);
@@ -109,11 +89,6 @@ int admin_query_since(struct admin_call *c, int64_t now_ms, int64_t *out, int *p
 /* Events and audit of one change, both in tx: type is the event type and audit action. */
 int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const char *type,
                  const char *subject, json_t *data, int event);
-
-/* A new credential: prefix + id + "_" + base64url(32 random bytes) (malloc'd, wipe
- * with bc_freezero) and the hex sha256 of its secret part (the text after the id's
- * "_"), as the store keeps it. */
-int admin_mint_secret(const char *prefix, const char *id, char **whole, char hash_hex[65]);
 
 /* Handlers (admin_tenants.c, admin_pools.c, admin_tokens.c, admin_nodes.c). */
 int admin_whoami(bc_tx *tx, struct admin_call *c);

@@ -5,14 +5,10 @@
 #include <string.h>
 
 #include "bc/json.h"
+#include "rows/join_requests.h"
 #include "server/admin_internal.h"
 
 static const char *const STATES[] = {"pending", "approved", "denied", "used", NULL};
-
-#define JR_SELECT                                                                                  \
-	"SELECT id, tenant_id, pool_id, site_id, attestor, request_key, csr_sha256, detail, "      \
-	"state, decided_by, created_at, expires_at, decided_at FROM join_requests "
-#define JR_ONE JR_SELECT "WHERE tenant_id = $1 AND id = $2"
 
 static json_t *jr_json(bc_rows *r)
 {
@@ -30,6 +26,7 @@ int admin_join_requests_list(bc_tx *tx, struct admin_call *c)
 {
 	const char *state = bc_http_query(c->req, "state");
 	json_t *arr = NULL;
+	bc_rows *r;
 	int rc, known = state == NULL;
 
 	for (size_t i = 0; state && STATES[i]; i++)
@@ -37,17 +34,8 @@ int admin_join_requests_list(bc_tx *tx, struct admin_call *c)
 	if (!known)
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "state: expected pending, approved, denied or used");
-	if (state != NULL) {
-		bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(state)};
-		rc = admin_query_list(tx,
-		                      JR_SELECT "WHERE tenant_id = $1 AND state = $2 "
-		                                "ORDER BY created_at, id",
-		                      p, 2, jr_json, &arr);
-	} else {
-		bc_param p[] = {BC_TEXT(c->arg[0])};
-		rc = admin_query_list(tx, JR_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id",
-		                      p, 1, jr_json, &arr);
-	}
+	if ((rc = bc_row_join_requests_list(tx, c->arg[0], state, &r)) == 0)
+		rc = admin_rows_list(r, jr_json, &arr);
 	if (rc != 0)
 		return rc;
 	return admin_answer(c, 200, json_pack("{s:o}", "joinRequests", arr));
@@ -58,19 +46,14 @@ static int decide(bc_tx *tx, struct admin_call *c, const char *to, const char *e
 {
 	int64_t now = bc_tx_now_ms(tx), changes = 0;
 	json_t *jr = NULL, *data = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(to), BC_TEXT(c->actor), BC_INT(now), BC_TEXT(c->arg[0]),
-	                BC_TEXT(c->arg[1])};
-	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	if ((rc =
-	         bc_tx_exec(tx,
-	                    "UPDATE join_requests SET state = $1, decided_by = $2, decided_at = $3 "
-	                    "WHERE tenant_id = $4 AND id = $5 AND state = 'pending' AND "
-	                    "expires_at > $3",
-	                    p, 5, &changes)) != 0)
+	if ((rc = bc_row_join_request_decide(tx, c->arg[0], c->arg[1], to, c->actor, now,
+	                                     &changes)) != 0 ||
+	    (rc = bc_row_join_requests_get(tx, c->arg[0], c->arg[1], &r)) != 0)
 		return rc;
-	if ((rc = admin_query_one(tx, JR_ONE, q, 2, jr_json, &jr)) != 0)
+	if ((rc = admin_rows_one(r, jr_json, &jr)) != 0)
 		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "join request not found") : rc;
 	if (changes == 0) {
 		json_decref(jr);
@@ -103,10 +86,12 @@ int admin_join_requests_deny(bc_tx *tx, struct admin_call *c)
 int admin_join_requests_delete(bc_tx *tx, struct admin_call *c)
 {
 	json_t *jr = NULL, *data = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	if ((rc = admin_query_one(tx, JR_ONE, q, 2, jr_json, &jr)) != 0)
+	if ((rc = bc_row_join_requests_get(tx, c->arg[0], c->arg[1], &r)) != 0)
+		return rc;
+	if ((rc = admin_rows_one(r, jr_json, &jr)) != 0)
 		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "join request not found") : rc;
 	data = json_pack("{s:s, s:O, s:O}", "requestId", c->arg[1], "attestor",
 	                 json_object_get(jr, "attestor"), "state", json_object_get(jr, "state"));
@@ -114,8 +99,7 @@ int admin_join_requests_delete(bc_tx *tx, struct admin_call *c)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	if ((rc = bc_tx_exec(tx, "DELETE FROM join_requests WHERE tenant_id = $1 AND id = $2", q, 2,
-	                     NULL)) != 0)
+	if ((rc = bc_row_join_request_delete(tx, c->arg[0], c->arg[1])) != 0)
 		goto out;
 	if ((rc = admin_record(tx, c, c->arg[0], "join-request.deleted", c->arg[1], data, 1)) != 0)
 		goto out;

@@ -5,6 +5,7 @@
 
 #include "bc/json.h"
 #include "bc/wire.h"
+#include "rows/pools.h"
 #include "server/admin_internal.h"
 
 #define JOIN_ATTESTORS_MAX 16
@@ -13,9 +14,6 @@
 #define BUILTIN_ATTESTOR BC_WIRE_ATTESTOR_JOIN_TOKEN
 
 static const char *const POOL_FIELDS[] = {"name", "policy", NULL};
-
-#define POOL_SELECT "SELECT id, tenant_id, name, policy, created_at, updated_at FROM pools "
-#define POOL_ONE    POOL_SELECT "WHERE tenant_id = $1 AND id = $2"
 
 static json_t *pool_json(bc_rows *r)
 {
@@ -114,10 +112,11 @@ static int read_pool_body(struct admin_call *c, int name_required, const char **
 static int answer_pool(bc_tx *tx, struct admin_call *c, const char *id, int status)
 {
 	json_t *pool = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(id)};
-	rc = admin_query_one(tx, POOL_ONE, p, 2, pool_json, &pool);
+	if ((rc = bc_row_pools_query(tx, c->arg[0], id, &r)) == 0)
+		rc = admin_rows_one(r, pool_json, &pool);
 	if (rc == BC_ERR_NOT_FOUND)
 		return admin_fail(c, rc, "pool not found");
 	return rc != 0 ? rc : admin_answer(c, status, pool);
@@ -134,11 +133,11 @@ static int name_conflict(struct admin_call *c, int rc)
 int admin_pools_list(bc_tx *tx, struct admin_call *c)
 {
 	json_t *arr = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx, POOL_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id",
-	                           p, 1, pool_json, &arr)) != 0)
+	if ((rc = bc_row_pools_query(tx, c->arg[0], NULL, &r)) != 0 ||
+	    (rc = admin_rows_list(r, pool_json, &arr)) != 0)
 		return rc;
 	return admin_answer(c, 200, json_pack("{s:o}", "pools", arr));
 }
@@ -161,12 +160,7 @@ int admin_pools_create(bc_tx *tx, struct admin_call *c)
 		goto out;
 	if ((rc = bc_new_id("pool", id, sizeof(id))) != 0)
 		goto out;
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(c->arg[0]), BC_TEXT(name),
-	                BC_TEXT(policy ? policy : "{}"), BC_INT(now)};
-	rc = bc_tx_exec(tx,
-	                "INSERT INTO pools (id, tenant_id, name, policy, created_at, updated_at) "
-	                "VALUES ($1, $2, $3, $4, $5, $5)",
-	                p, 5, NULL);
+	rc = bc_row_pool_insert(tx, id, c->arg[0], name, policy ? policy : "{}", now);
 	if ((rc = name_conflict(c, rc)) != 0)
 		goto out;
 	data = json_pack("{s:s, s:s}", "poolId", id, "name", name);
@@ -187,19 +181,14 @@ static int update_pool(bc_tx *tx, struct admin_call *c, const char *name, const 
 	int rc;
 
 	if (name != NULL) {
-		bc_param p[] = {BC_TEXT(name), BC_INT(now), BC_TEXT(c->arg[1])};
-		rc = bc_tx_exec(tx, "UPDATE pools SET name = $1, updated_at = $2 WHERE id = $3", p,
-		                3, NULL);
+		rc = bc_row_pool_set_name(tx, c->arg[1], name, now);
 		if ((rc = name_conflict(c, rc)) != 0)
 			return rc;
 		if (json_array_append_new(changed, json_string("name")) != 0)
 			return BC_ERR_NOMEM;
 	}
 	if (policy != NULL) {
-		bc_param p[] = {BC_TEXT(policy), BC_INT(now), BC_TEXT(c->arg[1])};
-		if ((rc = bc_tx_exec(tx,
-		                     "UPDATE pools SET policy = $1, updated_at = $2 WHERE id = $3",
-		                     p, 3, NULL)) != 0)
+		if ((rc = bc_row_pool_set_policy(tx, c->arg[1], policy, now)) != 0)
 			return rc;
 		if (json_array_append_new(changed, json_string("policy")) != 0)
 			return BC_ERR_NOMEM;
@@ -212,17 +201,13 @@ int admin_pools_update(bc_tx *tx, struct admin_call *c)
 	const char *name;
 	char *policy = NULL;
 	json_t *changed = NULL, *data = NULL;
-	int64_t one;
 	int rc;
 
 	if ((rc = read_pool_body(c, 0, &name, &policy)) != 0)
 		goto out;
-	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	rc = bc_tx_query_int(tx, "SELECT 1 FROM pools WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
-	                     p, 2, &one);
-	if (rc == BC_ERR_NOT_FOUND)
-		rc = admin_fail(c, rc, "pool not found");
-	if (rc != 0)
+	if ((rc = bc_row_pool_lock(tx, c->arg[0], c->arg[1])) == 0)
+		rc = admin_fail(c, BC_ERR_NOT_FOUND, "pool not found");
+	if (rc < 0)
 		goto out;
 	if ((changed = json_array()) == NULL) {
 		rc = BC_ERR_NOMEM;

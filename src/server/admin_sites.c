@@ -5,10 +5,8 @@
 #include <string.h>
 
 #include "join/rows.h"
+#include "rows/sites.h"
 #include "server/admin_internal.h"
-
-#define SITE_ONE                                                                                   \
-	"SELECT id, tenant_id, name, created_at FROM sites WHERE tenant_id = $1 AND id = $2"
 
 static json_t *site_row(bc_rows *r)
 {
@@ -23,10 +21,12 @@ static int answer_site(bc_tx *tx, struct admin_call *c, int released)
 	char name[BC_ID_MAX + 16];
 	json_t *s = NULL;
 	int64_t now = bc_tx_now_ms(tx);
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	if ((rc = admin_query_one(tx, SITE_ONE, p, 2, site_row, &s)) == BC_ERR_NOT_FOUND)
+	if ((rc = bc_row_sites_query(tx, c->arg[0], c->arg[1], &r)) == 0)
+		rc = admin_rows_one(r, site_row, &s);
+	if (rc == BC_ERR_NOT_FOUND)
 		return admin_fail(c, rc, "site not found");
 	if (rc != 0)
 		return rc;

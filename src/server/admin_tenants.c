@@ -3,6 +3,9 @@
 #include <string.h>
 
 #include "bc/buf.h"
+#include "rows/api_keys.h"
+#include "rows/sites.h"
+#include "rows/tenants.h"
 #include "server/admin_internal.h"
 
 static const char *const NAME_ONLY[] = {"name", NULL};
@@ -10,13 +13,6 @@ static const char *const API_KEY_FIELDS[] = {"name", "ttlSeconds", NULL};
 
 #define KEY_TTL_MIN_S 60
 #define KEY_TTL_MAX_S (10LL * 365 * 24 * 3600)
-
-#define TENANT_SELECT "SELECT id, name, created_at FROM tenants "
-#define SITE_SELECT   "SELECT id, tenant_id, name, created_at FROM sites "
-#define KEY_SELECT                                                                                 \
-	"SELECT id, tenant_id, name, created_at, expires_at, revoked_at, last_used_at FROM "       \
-	"api_keys "
-#define KEY_ONE KEY_SELECT "WHERE tenant_id = $1 AND id = $2"
 
 static json_t *tenant_json(bc_rows *r)
 {
@@ -49,14 +45,11 @@ static int answer_list(struct admin_call *c, const char *key, json_t *arr)
 int admin_tenants_list(bc_tx *tx, struct admin_call *c)
 {
 	json_t *arr = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->tenant_id)};
-	if (admin_is_root(c))
-		rc = admin_query_list(tx, TENANT_SELECT "ORDER BY created_at, id", NULL, 0,
-		                      tenant_json, &arr);
-	else
-		rc = admin_query_list(tx, TENANT_SELECT "WHERE id = $1", p, 1, tenant_json, &arr);
+	if ((rc = bc_row_tenants_query(tx, admin_is_root(c) ? NULL : c->tenant_id, &r)) == 0)
+		rc = admin_rows_list(r, tenant_json, &arr);
 	return rc != 0 ? rc : answer_list(c, "tenants", arr);
 }
 
@@ -65,6 +58,7 @@ int admin_tenants_create(bc_tx *tx, struct admin_call *c)
 	char id[ADMIN_ID_MAX];
 	const char *name;
 	json_t *data = NULL, *t = NULL;
+	bc_rows *r;
 	int rc;
 
 	if (!admin_is_root(c)) {
@@ -77,9 +71,7 @@ int admin_tenants_create(bc_tx *tx, struct admin_call *c)
 		return rc;
 	if ((rc = bc_new_id("tnt", id, sizeof(id))) != 0)
 		return rc;
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(name), BC_INT(bc_tx_now_ms(tx))};
-	rc = bc_tx_exec(tx, "INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)", p, 3,
-	                NULL);
+	rc = bc_row_tenant_insert(tx, id, name, bc_tx_now_ms(tx));
 	if (rc == BC_ERR_CONFLICT)
 		return admin_fail(c, rc, "tenant.name: a tenant with this name already exists");
 	if (rc != 0)
@@ -87,7 +79,8 @@ int admin_tenants_create(bc_tx *tx, struct admin_call *c)
 	data = json_pack("{s:s, s:s}", "tenantId", id, "name", name);
 	if ((rc = admin_record(tx, c, id, "tenant.created", id, data, 0)) != 0)
 		goto out;
-	if ((rc = admin_query_one(tx, TENANT_SELECT "WHERE id = $1", p, 1, tenant_json, &t)) != 0)
+	if ((rc = bc_row_tenants_query(tx, id, &r)) != 0 ||
+	    (rc = admin_rows_one(r, tenant_json, &t)) != 0)
 		goto out;
 	rc = admin_answer(c, 201, t);
 out:
@@ -102,6 +95,7 @@ int admin_api_keys_create(bc_tx *tx, struct admin_call *c)
 	char *key = NULL;
 	json_t *data = NULL, *row = NULL;
 	int64_t ttl_s = 0;
+	bc_rows *r;
 	int rc;
 
 	if ((rc = admin_check_fields(c, c->body, "apiKey", API_KEY_FIELDS)) != 0 ||
@@ -114,12 +108,11 @@ int admin_api_keys_create(bc_tx *tx, struct admin_call *c)
 	/* "bck_" + the key id + "_" + secret */
 	memcpy(key_id, key + 4, ADMIN_KEY_ID_LEN);
 	key_id[ADMIN_KEY_ID_LEN] = '\0';
-	bc_param e[] = {BC_INT(bc_tx_now_ms(tx) + ttl_s * 1000), BC_TEXT(key_id)};
-	if (ttl_s > 0 && (rc = bc_tx_exec(tx, "UPDATE api_keys SET expires_at = $1 WHERE id = $2",
-	                                  e, 2, NULL)) != 0)
+	if (ttl_s > 0 &&
+	    (rc = bc_row_api_key_set_expiry(tx, key_id, bc_tx_now_ms(tx) + ttl_s * 1000)) != 0)
 		goto out;
-	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(key_id)};
-	if ((rc = admin_query_one(tx, KEY_ONE, p, 2, key_json, &row)) != 0)
+	if ((rc = bc_row_api_keys_query(tx, c->arg[0], key_id, &r)) != 0 ||
+	    (rc = admin_rows_one(r, key_json, &row)) != 0)
 		goto out;
 	data = json_pack("{s:s, s:s, s:O}", "keyId", key_id, "name", name, "expiresAt",
 	                 json_object_get(row, "expiresAt"));
@@ -139,11 +132,11 @@ out:
 int admin_api_keys_list(bc_tx *tx, struct admin_call *c)
 {
 	json_t *arr = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx, KEY_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id", p,
-	                           1, key_json, &arr)) != 0)
+	if ((rc = bc_row_api_keys_query(tx, c->arg[0], NULL, &r)) != 0 ||
+	    (rc = admin_rows_list(r, key_json, &arr)) != 0)
 		return rc;
 	return answer_list(c, "apiKeys", arr);
 }
@@ -154,16 +147,14 @@ int admin_api_keys_revoke(bc_tx *tx, struct admin_call *c)
 {
 	int64_t changes = 0;
 	json_t *data = NULL, *row = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_INT(bc_tx_now_ms(tx)), BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	if ((rc = bc_tx_exec(tx,
-	                     "UPDATE api_keys SET revoked_at = $1 WHERE tenant_id = $2 AND id = $3 "
-	                     "AND revoked_at IS NULL",
-	                     p, 3, &changes)) != 0)
+	if ((rc = bc_row_api_key_revoke(tx, c->arg[0], c->arg[1], bc_tx_now_ms(tx), &changes)) !=
+	        0 ||
+	    (rc = bc_row_api_keys_query(tx, c->arg[0], c->arg[1], &r)) != 0)
 		return rc;
-	if ((rc = admin_query_one(tx, KEY_ONE, q, 2, key_json, &row)) != 0)
+	if ((rc = admin_rows_one(r, key_json, &row)) != 0)
 		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "api key not found") : rc;
 	if (changes > 0) {
 		data = json_pack("{s:s}", "keyId", c->arg[1]);
@@ -182,11 +173,11 @@ out:
 int admin_sites_list(bc_tx *tx, struct admin_call *c)
 {
 	json_t *arr = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx, SITE_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id",
-	                           p, 1, site_json, &arr)) != 0)
+	if ((rc = bc_row_sites_query(tx, c->arg[0], NULL, &r)) != 0 ||
+	    (rc = admin_rows_list(r, site_json, &arr)) != 0)
 		return rc;
 	return answer_list(c, "sites", arr);
 }
@@ -196,6 +187,7 @@ int admin_sites_create(bc_tx *tx, struct admin_call *c)
 	char id[ADMIN_ID_MAX];
 	const char *name;
 	json_t *data = NULL, *s = NULL;
+	bc_rows *r;
 	int rc;
 
 	if ((rc = admin_check_fields(c, c->body, "site", NAME_ONLY)) != 0 ||
@@ -203,10 +195,7 @@ int admin_sites_create(bc_tx *tx, struct admin_call *c)
 		return rc;
 	if ((rc = bc_new_id("site", id, sizeof(id))) != 0)
 		return rc;
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(c->arg[0]), BC_TEXT(name), BC_INT(bc_tx_now_ms(tx))};
-	rc = bc_tx_exec(
-	    tx, "INSERT INTO sites (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)", p, 4,
-	    NULL);
+	rc = bc_row_site_insert(tx, id, c->arg[0], name, bc_tx_now_ms(tx));
 	if (rc == BC_ERR_CONFLICT)
 		return admin_fail(c, rc,
 		                  "site.name: a site with this name already exists in the tenant");
@@ -215,7 +204,8 @@ int admin_sites_create(bc_tx *tx, struct admin_call *c)
 	data = json_pack("{s:s, s:s}", "siteId", id, "name", name);
 	if ((rc = admin_record(tx, c, c->arg[0], "site.created", id, data, 0)) != 0)
 		goto out;
-	if ((rc = admin_query_one(tx, SITE_SELECT "WHERE id = $1", p, 1, site_json, &s)) != 0)
+	if ((rc = bc_row_sites_query(tx, c->arg[0], id, &r)) != 0 ||
+	    (rc = admin_rows_one(r, site_json, &s)) != 0)
 		goto out;
 	rc = admin_answer(c, 201, s);
 out:

@@ -7,7 +7,11 @@
 #include "bc/canon.h"
 #include "bc/json.h"
 #include "bc/wire.h"
+#include "bc/secret.h"
 #include "join/rows.h"
+#include "rows/pools.h"
+#include "rows/sites.h"
+#include "rows/tokens.h"
 #include "server/admin_internal.h"
 
 #define USES_MAX        10000
@@ -21,14 +25,6 @@ static const char *const TOKEN_FIELDS[] = {"role",         "poolId",      "siteI
                                            "uses",         "ttlSeconds",  "expect",
                                            "allowReclaim", "description", NULL};
 static const char *const EXPECT_FIELDS[] = {"productUuid", "mac", "serial", NULL};
-
-#define TOKEN_SELECT                                                                               \
-	"SELECT id, tenant_id, pool_id, site_id, role, uses_left, uses_total, expires_at, "        \
-	"revoked_at, expect, allow_reclaim, description, created_at, last_used_at, "               \
-	"(SELECT p.name FROM pools p WHERE p.id = join_tokens.pool_id), "                          \
-	"(SELECT s.name FROM sites s WHERE s.id = join_tokens.site_id) "                           \
-	"FROM join_tokens "
-#define TOKEN_ONE TOKEN_SELECT "WHERE tenant_id = $1 AND id = $2"
 
 struct token_input {
 	const char *role;
@@ -169,27 +165,20 @@ static int read_token_body(struct admin_call *c, struct token_input *in)
 /* The pool and site named must be the tenant's. */
 static int check_refs(bc_tx *tx, struct admin_call *c, const struct token_input *in)
 {
-	int64_t one;
 	int rc;
 
 	if (in->pool_id != NULL) {
-		bc_param p[] = {BC_TEXT(in->pool_id), BC_TEXT(c->arg[0])};
-		rc = bc_tx_query_int(tx, "SELECT 1 FROM pools WHERE id = $1 AND tenant_id = $2", p,
-		                     2, &one);
-		if (rc == BC_ERR_NOT_FOUND)
+		if ((rc = bc_row_pool_in_tenant(tx, c->arg[0], in->pool_id)) == 0)
 			return admin_fail(c, BC_ERR_INVALID,
 			                  "token.poolId: no such pool in this tenant");
-		if (rc != 0)
+		if (rc < 0)
 			return rc;
 	}
 	if (in->site_id != NULL) {
-		bc_param p[] = {BC_TEXT(in->site_id), BC_TEXT(c->arg[0])};
-		rc = bc_tx_query_int(tx, "SELECT 1 FROM sites WHERE id = $1 AND tenant_id = $2", p,
-		                     2, &one);
-		if (rc == BC_ERR_NOT_FOUND)
+		if ((rc = bc_row_site_in_tenant(tx, c->arg[0], in->site_id)) == 0)
 			return admin_fail(c, BC_ERR_INVALID,
 			                  "token.siteId: no such site in this tenant");
-		if (rc != 0)
+		if (rc < 0)
 			return rc;
 	}
 	return 0;
@@ -229,12 +218,13 @@ int admin_tokens_create(bc_tx *tx, struct admin_call *c)
 	char id[ADMIN_ID_MAX], hash[65];
 	char *secret = NULL;
 	json_t *data = NULL, *token = NULL;
+	bc_rows *r;
 	int rc;
 
 	if ((rc = read_token_body(c, &in)) != 0 || (rc = check_refs(tx, c, &in)) != 0)
 		return rc;
 	if ((rc = bc_new_id("tok", id, sizeof(id))) != 0 ||
-	    (rc = admin_mint_secret(BC_WIRE_TOKEN_PREFIX, id, &secret, hash)) != 0)
+	    (rc = bc_secret_mint(BC_WIRE_TOKEN_PREFIX, id, &secret, hash)) != 0)
 		return rc;
 	if ((rc = insert_token(tx, c, &in, id, hash)) != 0)
 		goto out;
@@ -242,8 +232,8 @@ int admin_tokens_create(bc_tx *tx, struct admin_call *c)
 	                 in.pool_id, "siteId", in.site_id, "uses", (json_int_t)in.uses);
 	if ((rc = admin_record(tx, c, c->arg[0], "token.created", id, data, 1)) != 0)
 		goto out;
-	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(id)};
-	if ((rc = admin_query_one(tx, TOKEN_ONE, p, 2, token_json, &token)) != 0)
+	if ((rc = bc_row_tokens_query(tx, c->arg[0], id, &r)) != 0 ||
+	    (rc = admin_rows_one(r, token_json, &token)) != 0)
 		goto out;
 	rc = admin_answer(c, 201, json_pack("{s:o, s:s}", "token", token, "secret", secret));
 out:
@@ -257,11 +247,11 @@ out:
 int admin_tokens_list(bc_tx *tx, struct admin_call *c)
 {
 	json_t *arr = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx, TOKEN_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id",
-	                           p, 1, token_json, &arr)) != 0)
+	if ((rc = bc_row_tokens_query(tx, c->arg[0], NULL, &r)) != 0 ||
+	    (rc = admin_rows_list(r, token_json, &arr)) != 0)
 		return rc;
 	return admin_answer(c, 200, json_pack("{s:o}", "tokens", arr));
 }
@@ -271,17 +261,13 @@ int admin_tokens_revoke(bc_tx *tx, struct admin_call *c)
 {
 	int64_t changes = 0;
 	json_t *data = NULL, *token = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_INT(bc_tx_now_ms(tx)), BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	bc_param q[] = {BC_TEXT(c->arg[0]), BC_TEXT(c->arg[1])};
-	if ((rc = bc_tx_exec(
-	         tx,
-	         "UPDATE join_tokens SET revoked_at = $1 WHERE tenant_id = $2 AND id = $3 "
-	         "AND revoked_at IS NULL",
-	         p, 3, &changes)) != 0)
+	if ((rc = bc_row_token_revoke(tx, c->arg[0], c->arg[1], bc_tx_now_ms(tx), &changes)) != 0 ||
+	    (rc = bc_row_tokens_query(tx, c->arg[0], c->arg[1], &r)) != 0)
 		return rc;
-	if ((rc = admin_query_one(tx, TOKEN_ONE, q, 2, token_json, &token)) != 0)
+	if ((rc = admin_rows_one(r, token_json, &token)) != 0)
 		return rc == BC_ERR_NOT_FOUND ? admin_fail(c, rc, "token not found") : rc;
 	if (changes > 0) {
 		data = json_pack("{s:s}", "tokenId", c->arg[1]);

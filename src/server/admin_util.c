@@ -1,5 +1,5 @@
-/* Checks of request bodies, rows to JSON, events and audit, and new credentials:
- * what every admin handler shares. */
+/* Checks of request bodies, rows to JSON, events and audit: what every admin handler
+ * shares. */
 #include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,7 +12,6 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "join/events.h"
-#include "join/join.h"
 #include "server/admin_internal.h"
 
 #define NAME_MAX_LEN 128
@@ -183,14 +182,10 @@ json_t *admin_col_json(bc_rows *r, int col, const char *fallback)
 	return json_loads(fallback, 0, NULL);
 }
 
-static int query_rows(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
-                      json_t *arr, int only_one)
+static int rows_into(bc_rows *rows, admin_row_fn fn, json_t *arr, int only_one)
 {
-	bc_rows *rows = NULL;
 	int rc;
 
-	if ((rc = bc_tx_query(tx, sql, p, n, &rows)) != 0)
-		return rc;
 	while ((rc = bc_rows_next(rows)) == 1) {
 		if (json_array_append_new(arr, fn(rows)) != 0) {
 			rc = BC_ERR_NOMEM;
@@ -201,20 +196,22 @@ static int query_rows(bc_tx *tx, const char *sql, const bc_param *p, size_t n, a
 			break;
 		}
 	}
-	bc_rows_free(rows);
 	return rc;
 }
 
-int admin_query_list(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
-                     json_t **out)
+int admin_rows_list(bc_rows *rows, admin_row_fn fn, json_t **out)
 {
 	json_t *arr;
 	int rc;
 
 	*out = NULL;
-	if ((arr = json_array()) == NULL)
+	if ((arr = json_array()) == NULL) {
+		bc_rows_free(rows);
 		return BC_ERR_NOMEM;
-	if ((rc = query_rows(tx, sql, p, n, fn, arr, 0)) != 0) {
+	}
+	rc = rows_into(rows, fn, arr, 0);
+	bc_rows_free(rows);
+	if (rc != 0) {
 		json_decref(arr);
 		return rc;
 	}
@@ -222,14 +219,13 @@ int admin_query_list(bc_tx *tx, const char *sql, const bc_param *p, size_t n, ad
 	return 0;
 }
 
-int admin_query_one(bc_tx *tx, const char *sql, const bc_param *p, size_t n, admin_row_fn fn,
-                    json_t **out)
+int admin_rows_one(bc_rows *rows, admin_row_fn fn, json_t **out)
 {
 	json_t *arr;
 	int rc;
 
 	*out = NULL;
-	if ((rc = admin_query_list(tx, sql, p, n, fn, &arr)) != 0)
+	if ((rc = admin_rows_list(rows, fn, &arr)) != 0)
 		return rc;
 	if (json_array_size(arr) == 0)
 		rc = BC_ERR_NOT_FOUND;
@@ -239,7 +235,7 @@ int admin_query_one(bc_tx *tx, const char *sql, const bc_param *p, size_t n, adm
 	return rc;
 }
 
-/* ---- events, audit and credentials ---- */
+/* ---- events and audit ---- */
 
 int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const char *type,
                  const char *subject, json_t *data, int event)
@@ -251,54 +247,6 @@ int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const c
 	if (event && (rc = bc_event_publish(tx, tenant_id, type, subject, data)) != 0)
 		return rc;
 	return bc_audit(tx, tenant_id, c->actor, type, subject, data);
-}
-
-int admin_mint_secret(const char *prefix, const char *id, char **whole, char hash_hex[65])
-{
-	return bc_join_mint_secret(prefix, id, whole, hash_hex);
-}
-
-/* ---- filtered lists ---- */
-
-static void where_append(struct admin_where *w, const char *a, const char *b, bc_param v)
-{
-	size_t len = strlen(w->sql);
-	int n;
-
-	if (w->overflow || w->n == ADMIN_WHERE_MAX) {
-		w->overflow = 1;
-		return;
-	}
-	w->p[w->n++] = v;
-	n = snprintf(w->sql + len, sizeof(w->sql) - len, "%s%s $%zu", a, b, w->n);
-	if (n < 0 || (size_t)n >= sizeof(w->sql) - len)
-		w->overflow = 1;
-}
-
-void admin_where_init(struct admin_where *w, const char *base, bc_param first)
-{
-	memset(w, 0, sizeof(*w));
-	if (snprintf(w->sql, sizeof(w->sql), "%s", base) >= (int)sizeof(w->sql))
-		w->overflow = 1;
-	w->p[w->n++] = first;
-}
-
-void admin_where_add(struct admin_where *w, const char *cond, bc_param v)
-{
-	where_append(w, " AND ", cond, v);
-}
-
-void admin_where_tail(struct admin_where *w, const char *tail, bc_param v)
-{
-	where_append(w, "", tail, v);
-}
-
-int admin_where_list(bc_tx *tx, const struct admin_where *w, admin_row_fn fn, json_t **out)
-{
-	*out = NULL;
-	if (w->overflow)
-		return BC_ERR_LIMIT;
-	return admin_query_list(tx, w->sql, w->p, w->n, fn, out);
 }
 
 int admin_query_limit(struct admin_call *c, int64_t def, int64_t max, int64_t *out)

@@ -1,6 +1,7 @@
 /* Workflows (commission, deploy) and a node's inventory. A deploy's userdata.render
- * step mints the single-use provisioned token its user data carries; the token is
- * answered once, here, and the CLI renders it into the user data. */
+ * step (provision/deploy.c) mints the single-use provisioned token its user data
+ * carries; the token is answered once, here, and the CLI renders it into the user
+ * data. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +9,10 @@
 #include "bc/buf.h"
 #include "bc/canon.h"
 #include "bc/json.h"
-#include "bc/wire.h"
 #include "join/rows.h"
 #include "provision/provision.h"
+#include "rows/sites.h"
+#include "rows/workflows.h"
 #include "server/admin_internal.h"
 
 #define TTL_MIN_S            60
@@ -37,11 +39,11 @@ static int answer_workflow(bc_tx *tx, struct admin_call *c, const char *id, int 
                            json_t **out)
 {
 	json_t *w = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0]), BC_TEXT(id)};
-	rc = admin_query_one(tx, BC_ROW_WORKFLOW_SELECT "WHERE tenant_id = $1 AND id = $2", p, 2,
-	                     workflow_json, &w);
+	if ((rc = bc_row_workflows_query(tx, c->arg[0], id, &r)) == 0)
+		rc = admin_rows_one(r, workflow_json, &w);
 	if (rc == BC_ERR_NOT_FOUND)
 		return admin_fail(c, rc, "workflow not found");
 	if (rc != 0)
@@ -56,13 +58,11 @@ static int answer_workflow(bc_tx *tx, struct admin_call *c, const char *id, int 
 int admin_workflows_list(bc_tx *tx, struct admin_call *c)
 {
 	json_t *arr = NULL;
+	bc_rows *r;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->arg[0])};
-	if ((rc = admin_query_list(tx,
-	                           BC_ROW_WORKFLOW_SELECT "WHERE tenant_id = $1 ORDER BY "
-	                                                  "created_at, id",
-	                           p, 1, workflow_json, &arr)) != 0)
+	if ((rc = bc_row_workflows_query(tx, c->arg[0], NULL, &r)) != 0 ||
+	    (rc = admin_rows_list(r, workflow_json, &arr)) != 0)
 		return rc;
 	return admin_answer(c, 200, json_pack("{s:o}", "workflows", arr));
 }
@@ -130,16 +130,12 @@ int admin_workflows_complete(bc_tx *tx, struct admin_call *c)
 
 static int site_exists(bc_tx *tx, struct admin_call *c, const char *site_id)
 {
-	int64_t one;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(site_id), BC_TEXT(c->arg[0])};
-	rc =
-	    bc_tx_query_int(tx, "SELECT 1 FROM sites WHERE id = $1 AND tenant_id = $2", p, 2, &one);
-	if (rc == BC_ERR_NOT_FOUND)
+	if ((rc = bc_row_site_in_tenant(tx, c->arg[0], site_id)) == 0)
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "workflow.siteId: no such site in this tenant");
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 /* The node of this tenant, not retired. */
@@ -244,12 +240,8 @@ static int deploy_target(bc_tx *tx, struct admin_call *c, const char *node_id,
 	if ((rc = node_usable(tx, c, node_id, n)) != 0)
 		return rc;
 	/* one running deploy per node, also between replicas: the node's row is the lock */
-	bc_param p[] = {BC_TEXT(n->id)};
-	char *locked = NULL;
-	if ((rc = bc_tx_query_text(tx, "SELECT id FROM nodes WHERE id = $1 FOR UPDATE", p, 1,
-	                           &locked)) != 0)
+	if ((rc = bc_row_node_lock(tx, n->id)) != 0)
 		return rc;
-	free(locked);
 	/* the provisioned attestor admits role node: a site node would come back as one */
 	if (strcmp(n->role, "node") != 0)
 		return admin_fail(c, BC_ERR_CONFLICT,
@@ -274,39 +266,11 @@ static int deploy_target(bc_tx *tx, struct admin_call *c, const char *node_id,
 	return 0;
 }
 
-/* Mints the single-use provisioned token for node n and workflow wf. */
-static int render_token(bc_tx *tx, struct admin_call *c, const struct bc_node_row *n,
-                        const char *wf, int64_t ttl_s, char tok[ADMIN_ID_MAX], char **secret)
-{
-	char hash[65];
-	int64_t now = bc_tx_now_ms(tx);
-	int rc;
-
-	if ((rc = bc_new_id("tok", tok, ADMIN_ID_MAX)) != 0 ||
-	    (rc = admin_mint_secret(BC_WIRE_TOKEN_PREFIX, tok, secret, hash)) != 0)
-		return rc;
-	struct bc_token_write t = {
-	    .id = tok,
-	    .tenant_id = n->tenant_id,
-	    .pool_id = n->pool_id,
-	    .site_id = n->site_id,
-	    .role = "provisioned",
-	    .secret_hash = hash,
-	    .uses = 1,
-	    .expires_at = now + ttl_s * 1000,
-	    .workflow_id = wf,
-	    .node_id = n->id,
-	    .description = "deploy userdata.render",
-	    .now_ms = now,
-	};
-	return bc_row_token_insert(tx, &t);
-}
-
 int admin_machines_deploy(bc_tx *tx, struct admin_call *c)
 {
 	const char *node_id;
 	struct bc_node_row n;
-	char wf[ADMIN_ID_MAX], tok[ADMIN_ID_MAX], *secret = NULL, *data = NULL;
+	char wf[ADMIN_ID_MAX], tok[ADMIN_ID_MAX], *secret = NULL;
 	int64_t ttl_s, now = bc_tx_now_ms(tx);
 	json_t *ev = NULL, *w = NULL;
 	int rc, given = 0;
@@ -319,14 +283,9 @@ int admin_machines_deploy(bc_tx *tx, struct admin_call *c)
 	    (rc = admin_get_int(c, c->body, "ttlSeconds", "workflow.ttlSeconds", TTL_MIN_S,
 	                        DEPLOY_TTL_MAX_S, DEPLOY_TTL_DEF_S, &ttl_s)) != 0)
 		return rc;
-	if ((rc = deploy_target(tx, c, node_id, &n)) != 0 ||
-	    (rc = bc_new_id("wf", wf, sizeof(wf))) != 0)
+	if ((rc = deploy_target(tx, c, node_id, &n)) != 0)
 		return rc;
-	/* the workflow first: the token names it */
-	if ((rc = bc_row_workflow_insert(tx, wf, c->arg[0], n.id, BC_WF_DEPLOY, "{}", now)) != 0 ||
-	    (rc = render_token(tx, c, &n, wf, ttl_s, tok, &secret)) != 0 ||
-	    (rc = bc_workflow_deploy_data(tok, given, now, &data)) != 0 ||
-	    (rc = bc_row_workflow_set(tx, wf, BC_WF_RUNNING, data, now)) != 0)
+	if ((rc = bc_provision_deploy(tx, c->arg[0], &n, given, ttl_s, now, wf, tok, &secret)) != 0)
 		goto out;
 	ev = json_pack("{s:s, s:s, s:s, s:s}", "workflowId", wf, "kind", BC_WF_DEPLOY, "nodeId",
 	               n.id, "tokenId", tok);
@@ -337,7 +296,6 @@ int admin_machines_deploy(bc_tx *tx, struct admin_call *c)
 	    c, 201, json_pack("{s:o, s:s, s:s}", "workflow", w, "tokenId", tok, "token", secret));
 out:
 	json_decref(ev);
-	free(data);
 	if (secret != NULL)
 		bc_freezero(secret, strlen(secret));
 	return rc;
@@ -355,17 +313,15 @@ int admin_nodes_inventory(bc_tx *tx, struct admin_call *c)
 {
 	struct bc_node_row n;
 	json_t *arr = NULL;
+	bc_rows *r;
 	int rc;
 
 	if ((rc = bc_row_node_get(tx, BC_NODE_BY_ID, c->arg[1], &n)) < 0)
 		return rc;
 	if (rc == 0 || strcmp(n.tenant_id, c->arg[0]) != 0)
 		return admin_fail(c, BC_ERR_NOT_FOUND, "node not found");
-	bc_param p[] = {BC_TEXT(c->arg[1])};
-	if ((rc = admin_query_list(tx,
-	                           "SELECT taken_at, data FROM inventory WHERE node_id = $1 "
-	                           "ORDER BY taken_at",
-	                           p, 1, inventory_json, &arr)) != 0)
+	if ((rc = bc_row_inventory_list(tx, c->arg[1], &r)) != 0 ||
+	    (rc = admin_rows_list(r, inventory_json, &arr)) != 0)
 		return rc;
 	return admin_answer(c, 200, json_pack("{s:s, s:o}", "nodeId", n.id, "inventory", arr));
 }

@@ -9,6 +9,8 @@
 
 #include "bc/buf.h"
 #include "bc/clock.h"
+#include "rows/join_requests.h"
+#include "rows/leases.h"
 
 #define MAX_SERIES 256
 #define LABEL_MAX  64
@@ -242,7 +244,8 @@ static int put_histograms(bc_buf *b, const struct bc_metrics *m)
 /* What the store says at the scrape. */
 struct store_view {
 	int64_t pending;
-	bc_rows *leases; /* site lease names and holders */
+	struct bc_lease_held *leases; /* site lease names and holders */
+	size_t n_leases;
 	int64_t now;
 };
 
@@ -252,14 +255,13 @@ static int store_tx(bc_tx *tx, void *arg)
 	int rc;
 
 	v->now = bc_tx_now_ms(tx);
-	if ((rc = bc_tx_query_int(tx, "SELECT COUNT(*) FROM join_requests WHERE state = 'pending'",
-	                          NULL, 0, &v->pending)) != 0)
+	/* a replayed transaction reads them again */
+	bc_row_leases_free(v->leases, v->n_leases);
+	v->leases = NULL;
+	v->n_leases = 0;
+	if ((rc = bc_row_join_requests_pending(tx, &v->pending)) != 0)
 		return rc;
-	bc_param p[] = {BC_INT(v->now)};
-	return bc_tx_query(tx,
-	                   "SELECT name, holder, epoch FROM leases WHERE name LIKE 'site:%' AND "
-	                   "expires_at > $1 ORDER BY name",
-	                   p, 1, &v->leases);
+	return bc_row_leases_held(tx, v->now, &v->leases, &v->n_leases);
 }
 
 static int put_store(bc_buf *b, const struct bc_metrics_extra *x)
@@ -298,14 +300,14 @@ static int put_store(bc_buf *b, const struct bc_metrics_extra *x)
 		          "# HELP bc_site_lease_epoch The epoch of each site lease held now, by "
 		          "lease and holder\n# TYPE bc_site_lease_epoch gauge\n",
 		          (long long)v.pending);
-	while (rc == 0 && up && bc_rows_next(v.leases) == 1) {
+	for (size_t i = 0; rc == 0 && up && i < v.n_leases; i++) {
 		if ((rc = putf(b, "bc_site_lease_epoch{lease=\"")) == 0 &&
-		    (rc = put_label(b, bc_rows_text(v.leases, 0))) == 0 &&
+		    (rc = put_label(b, v.leases[i].name)) == 0 &&
 		    (rc = putf(b, "\",holder=\"")) == 0 &&
-		    (rc = put_label(b, bc_rows_text(v.leases, 1))) == 0)
-			rc = putf(b, "\"} %lld\n", (long long)bc_rows_int(v.leases, 2));
+		    (rc = put_label(b, v.leases[i].holder)) == 0)
+			rc = putf(b, "\"} %lld\n", (long long)v.leases[i].epoch);
 	}
-	bc_rows_free(v.leases);
+	bc_row_leases_free(v.leases, v.n_leases);
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 #include "bc/log.h"
 #include "attest/attest.h"
 #include "bc/proc.h"
+#include "rows/query.h"
 #include "server/admin.h"
 #include "server/admin_limit.h"
 #include "server/connect.h"
@@ -68,9 +69,8 @@ static void text(struct bc_http_response *resp, int status, const char *ct, cons
 
 static int healthz_tx(bc_tx *tx, void *arg)
 {
-	int64_t one;
 	(void)arg;
-	return bc_tx_query_int(tx, "SELECT 1", NULL, 0, &one);
+	return bc_row_ping(tx);
 }
 
 static int metrics_auth_tx(bc_tx *tx, void *arg)

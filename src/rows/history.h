@@ -1,0 +1,27 @@
+/* events and audit, as the admin API reads them (they are written by join/events.h).
+ * See rows/query.h. */
+#ifndef BC_ROWS_HISTORY_H
+#define BC_ROWS_HISTORY_H
+
+#include "rows/query.h"
+
+/* The filters of a list; NULL (has_since: 0) for none. */
+struct bc_row_history_filter {
+	const char *type;    /* events: the type; audit: the action */
+	const char *subject; /* a node id */
+	int has_since;
+	int64_t since; /* created at or after (ms) */
+	int64_t limit;
+};
+
+/* tenant_id's events, newest first. Columns: id, tenant_id, type, subject, data,
+ * created_at. */
+BC_WUR int bc_row_events_list(bc_tx *tx, const char *tenant_id,
+                              const struct bc_row_history_filter *f, bc_rows **out);
+
+/* tenant_id's audit rows, newest first. Columns: id, tenant_id, action, subject, data,
+ * created_at, actor. */
+BC_WUR int bc_row_audit_list(bc_tx *tx, const char *tenant_id,
+                             const struct bc_row_history_filter *f, bc_rows **out);
+
+#endif

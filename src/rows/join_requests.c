@@ -1,0 +1,130 @@
+/* join_requests (join_requests.h). */
+#include "rows/join_requests.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define JR_SELECT                                                                                  \
+	"SELECT id, tenant_id, pool_id, site_id, attestor, request_key, csr_sha256, detail, "      \
+	"state, decided_by, created_at, expires_at, decided_at FROM join_requests "
+
+static const char *none_if_empty(const char *s)
+{
+	return s && s[0] ? s : NULL;
+}
+
+int bc_row_join_request_lock(bc_tx *tx, const char *attestor, const char *key,
+                             struct bc_join_request_row *r)
+{
+	bc_rows *rows = NULL;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	bc_param q[] = {BC_TEXT(attestor), BC_TEXT(key)};
+	if ((rc = bc_tx_query(
+	         tx,
+	         "SELECT id, state, csr_sha256, expires_at, tenant_id, pool_id, site_id "
+	         "FROM join_requests WHERE attestor = $1 AND request_key = $2 FOR UPDATE",
+	         q, 2, &rows)) != 0)
+		return rc;
+	if ((rc = bc_rows_next(rows)) == 1) {
+		snprintf(r->id, sizeof(r->id), "%s", bc_rows_text(rows, 0));
+		snprintf(r->state, sizeof(r->state), "%s", bc_rows_text(rows, 1));
+		snprintf(r->csr_sha256, sizeof(r->csr_sha256), "%s", bc_rows_text(rows, 2));
+		r->expires_at = bc_rows_int(rows, 3);
+		snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", bc_rows_text(rows, 4));
+		snprintf(r->pool_id, sizeof(r->pool_id), "%s", bc_rows_text(rows, 5));
+		snprintf(r->site_id, sizeof(r->site_id), "%s", bc_rows_text(rows, 6));
+	}
+	bc_rows_free(rows);
+	return rc;
+}
+
+int bc_row_join_request_replace(bc_tx *tx, const struct bc_join_request_write *w)
+{
+	int rc;
+
+	bc_param del[] = {BC_TEXT(w->attestor), BC_TEXT(w->request_key)};
+	if ((rc = bc_tx_exec(tx,
+	                     "DELETE FROM join_requests WHERE attestor = $1 AND request_key = $2",
+	                     del, 2, NULL)) != 0)
+		return rc;
+	bc_param q[] = {BC_TEXT(w->id),
+	                BC_TEXT(w->tenant_id),
+	                BC_TEXT(none_if_empty(w->pool_id)),
+	                BC_TEXT(none_if_empty(w->site_id)),
+	                BC_TEXT(w->attestor),
+	                BC_TEXT(w->request_key),
+	                BC_TEXT(w->csr_sha256),
+	                BC_TEXT(w->claims),
+	                BC_TEXT(w->detail),
+	                BC_INT(w->now_ms),
+	                BC_INT(w->expires_at)};
+	return bc_tx_exec(tx,
+	                  "INSERT INTO join_requests (id, tenant_id, pool_id, site_id, attestor, "
+	                  "request_key, csr_sha256, claims, detail, state, created_at, "
+	                  "expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', "
+	                  "$10, $11)",
+	                  q, 11, NULL);
+}
+
+int bc_row_join_request_set_csr(bc_tx *tx, const char *id, const char *csr_sha256)
+{
+	bc_param c[] = {BC_TEXT(id), BC_TEXT(csr_sha256)};
+
+	return bc_tx_exec(tx, "UPDATE join_requests SET csr_sha256 = $2 WHERE id = $1", c, 2, NULL);
+}
+
+int bc_row_join_request_use(bc_tx *tx, const char *id)
+{
+	bc_param u[] = {BC_TEXT(id)};
+
+	return bc_tx_exec(tx, "UPDATE join_requests SET state = 'used' WHERE id = $1", u, 1, NULL);
+}
+
+int bc_row_join_requests_list(bc_tx *tx, const char *tenant_id, const char *state, bc_rows **out)
+{
+	bc_param p[] = {BC_TEXT(tenant_id), BC_TEXT(state)};
+
+	*out = NULL;
+	if (state != NULL)
+		return bc_tx_query(tx,
+		                   JR_SELECT "WHERE tenant_id = $1 AND state = $2 "
+		                             "ORDER BY created_at, id",
+		                   p, 2, out);
+	return bc_tx_query(tx, JR_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id", p, 1, out);
+}
+
+int bc_row_join_requests_get(bc_tx *tx, const char *tenant_id, const char *id, bc_rows **out)
+{
+	bc_param p[] = {BC_TEXT(tenant_id), BC_TEXT(id)};
+
+	return bc_tx_query(tx, JR_SELECT "WHERE tenant_id = $1 AND id = $2", p, 2, out);
+}
+
+int bc_row_join_request_decide(bc_tx *tx, const char *tenant_id, const char *id, const char *state,
+                               const char *actor, int64_t now_ms, int64_t *changes)
+{
+	bc_param p[] = {BC_TEXT(state), BC_TEXT(actor), BC_INT(now_ms), BC_TEXT(tenant_id),
+	                BC_TEXT(id)};
+
+	return bc_tx_exec(tx,
+	                  "UPDATE join_requests SET state = $1, decided_by = $2, decided_at = $3 "
+	                  "WHERE tenant_id = $4 AND id = $5 AND state = 'pending' AND "
+	                  "expires_at > $3",
+	                  p, 5, changes);
+}
+
+int bc_row_join_request_delete(bc_tx *tx, const char *tenant_id, const char *id)
+{
+	bc_param q[] = {BC_TEXT(tenant_id), BC_TEXT(id)};
+
+	return bc_tx_exec(tx, "DELETE FROM join_requests WHERE tenant_id = $1 AND id = $2", q, 2,
+	                  NULL);
+}
+
+int bc_row_join_requests_pending(bc_tx *tx, int64_t *n)
+{
+	return bc_tx_query_int(tx, "SELECT COUNT(*) FROM join_requests WHERE state = 'pending'",
+	                       NULL, 0, n);
+}

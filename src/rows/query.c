@@ -1,0 +1,63 @@
+/* What the views of src/rows share (query.h). */
+#include "rows/query.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void where_append(struct bc_row_where *w, const char *a, const char *b, bc_param v)
+{
+	size_t len = strlen(w->sql);
+	int n;
+
+	if (w->overflow || w->n == BC_ROW_WHERE_MAX) {
+		w->overflow = 1;
+		return;
+	}
+	w->p[w->n++] = v;
+	n = snprintf(w->sql + len, sizeof(w->sql) - len, "%s%s $%zu", a, b, w->n);
+	if (n < 0 || (size_t)n >= sizeof(w->sql) - len)
+		w->overflow = 1;
+}
+
+void bc_row_where_init(struct bc_row_where *w, const char *base, bc_param first)
+{
+	memset(w, 0, sizeof(*w));
+	if (snprintf(w->sql, sizeof(w->sql), "%s", base) >= (int)sizeof(w->sql))
+		w->overflow = 1;
+	w->p[w->n++] = first;
+}
+
+void bc_row_where_add(struct bc_row_where *w, const char *cond, bc_param v)
+{
+	where_append(w, " AND ", cond, v);
+}
+
+void bc_row_where_tail(struct bc_row_where *w, const char *tail, bc_param v)
+{
+	where_append(w, "", tail, v);
+}
+
+int bc_row_where_query(bc_tx *tx, const struct bc_row_where *w, bc_rows **out)
+{
+	*out = NULL;
+	if (w->overflow)
+		return BC_ERR_LIMIT;
+	return bc_tx_query(tx, w->sql, w->p, w->n, out);
+}
+
+int bc_row_exists(bc_tx *tx, const char *sql, const bc_param *p, size_t n)
+{
+	int64_t one;
+	int rc = bc_tx_query_int(tx, sql, p, n, &one);
+
+	if (rc == BC_ERR_NOT_FOUND)
+		return 0;
+	return rc < 0 ? rc : 1;
+}
+
+int bc_row_ping(bc_tx *tx)
+{
+	int64_t one;
+
+	return bc_tx_query_int(tx, "SELECT 1", NULL, 0, &one);
+}

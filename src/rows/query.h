@@ -1,0 +1,46 @@
+/* The rows layer (src/rows): every SQL statement of the program outside src/store,
+ * one file per table, in the common dialect of both engines (bc/store.h). It sits
+ * below join, attest, provision and server, and includes nothing of theirs.
+ *
+ * Every function runs inside the caller's transaction and decides nothing: what a
+ * caller refuses, answers or records stays with it. Functions return 0 or a negative
+ * BC_ERR_*, unless their header says otherwise; BC_ERR_NOT_FOUND where a row was
+ * named and none is there, when said.
+ *
+ * Views: a function that answers a list as the caller shows it returns the store's
+ * cursor (*out, bc_rows_free() it before the transaction ends), its columns in the
+ * order its header gives, read by position; NULL columns are the store's (text "",
+ * integers 0, bc_rows_is_null() tells). This file: what those share. */
+#ifndef BC_ROWS_QUERY_H
+#define BC_ROWS_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bc/store.h"
+
+/* A list query with optional filters: the base SQL (its WHERE and $1 included), then
+ * " AND <cond> $k" for each filter given and a tail " ... $k" (ORDER BY, LIMIT).
+ * Only constant SQL of src/rows goes in; every value is a parameter. */
+#define BC_ROW_WHERE_MAX 12
+struct bc_row_where {
+	char sql[4096];
+	bc_param p[BC_ROW_WHERE_MAX];
+	size_t n;
+	int overflow;
+};
+void bc_row_where_init(struct bc_row_where *w, const char *base, bc_param first);
+/* cond ends with the operator: "n.pool_id =". */
+void bc_row_where_add(struct bc_row_where *w, const char *cond, bc_param v);
+/* tail ends where the parameter goes: " ORDER BY n.id LIMIT". */
+void bc_row_where_tail(struct bc_row_where *w, const char *tail, bc_param v);
+/* The rows of w (BC_ERR_LIMIT if w overflowed: a bug, never the caller's input). */
+BC_WUR int bc_row_where_query(bc_tx *tx, const struct bc_row_where *w, bc_rows **out);
+
+/* 1 when the query sql of n parameters returns a row, 0 when none, or < 0. */
+BC_WUR int bc_row_exists(bc_tx *tx, const char *sql, const bc_param *p, size_t n);
+
+/* The store answers a statement: for /healthz. */
+BC_WUR int bc_row_ping(bc_tx *tx);
+
+#endif
