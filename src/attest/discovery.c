@@ -244,8 +244,10 @@ static int try_cert(void *ctx, const uint8_t *der, size_t len)
 
 	if (bc_holder_read_stored(h, sc->trust_domain, der, len) != BC_HOLDER_OK)
 		return 0;
-	if (bc_p256_spki_sha256(h->point, d) != 0 ||
-	    (bc_hex_encode_to(d, sizeof(d), kid), strcmp(kid, sc->st->key_id) != 0) ||
+	kid[0] = 0;
+	if (bc_p256_spki_sha256(h->point, d) == 0)
+		bc_hex_encode_to(d, sizeof(d), kid);
+	if (strcmp(kid, sc->st->key_id) != 0 ||
 	    bc_holder_prove(h, BC_PURPOSE_DISCOVERY_ASSERTION, sc->st->assertion,
 	                    sc->st->assertion_len, sc->st->sig, BC_SIG_LEN) != BC_HOLDER_OK) {
 		bc_holder_clear(h);
