@@ -739,7 +739,7 @@ static void test_deadline_shortens_when_connections_run_short(void **state)
 	bc_http_stop(srv);
 }
 
-/* Clients that hang up mid-request each make libmicrohttpd say so: one line is
+/* Clients that hang up mid-request each make the front end say so: one line is
  * logged, the rest counted into one summary (here, at stop). */
 static void test_aborted_connections_log_is_summarized(void **state)
 {
