@@ -181,6 +181,10 @@ static void conn_close(struct http_conn *c)
 
 	if (c->counted)
 		http_inflight_add(s, -1);
+	/* out of the epoll set before the close: a child forked meanwhile (a hook) may
+	 * hold a copy of the descriptor until it execs, and epoll keeps reporting a socket
+	 * whose description is still open, with this freed connection as its data */
+	conn_want(c, 0);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

@@ -547,6 +547,76 @@ static void test_ambiguous_framing_is_400(void **state)
 	bc_http_stop(srv);
 }
 
+/* What the front end reads itself: a request without Host, headers past 32 KiB, a
+ * transfer coding it does not speak, are answered before any handler; two requests
+ * sent at once are both answered, in order; a 100-continue request is told to go on
+ * before its body; a HEAD answer has no body. */
+static void test_the_front_end_reads_strictly(void **state)
+{
+	static const char no_host[] = "GET /x HTTP/1.1\r\n\r\n";
+	static const char gzip[] = "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n";
+	static const char two[] =
+	    "GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char expect[] = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+	                             "Expect: 100-continue\r\n\r\n";
+	static const char head[] = "HEAD /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+	struct seen s = {0};
+	struct bc_http *srv = start("127.0.0.1:0", 1024, &s);
+	char *big = malloc(40 * 1024), buf[4096];
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+	(void)state;
+
+	assert_int_equal(raw_request(srv, no_host, sizeof(no_host) - 1), 400);
+	assert_int_equal(raw_request(srv, gzip, sizeof(gzip) - 1), 400);
+	memset(big, 'h', 40 * 1024);
+	memcpy(big, "GET /x HTTP/1.1\r\nHost: a\r\nX: ", 29);
+	fd = raw_connect(srv);
+	(void)send(fd, big, 40 * 1024, MSG_NOSIGNAL);
+	assert_int_equal(raw_status(fd), 431);
+	close(fd);
+	free(big);
+	assert_int_equal(s.calls, 0);
+
+	/* pipelined: both answered on the one connection */
+	fd = raw_connect(srv);
+	raw_send(fd, two, sizeof(two) - 1);
+	while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0) {
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (strstr(buf, "HTTP/1.1 201") != NULL &&
+		    strstr(strstr(buf, "HTTP/1.1 201") + 1, "HTTP/1.1 201") != NULL)
+			break;
+	}
+	close(fd);
+	assert_int_equal(s.calls, 2);
+	assert_string_equal(s.path, "/b");
+
+	/* 100 Continue, then the body, then the answer */
+	fd = raw_connect(srv);
+	raw_send(fd, expect, sizeof(expect) - 1);
+	assert_int_equal(raw_status(fd), 100);
+	raw_send(fd, "abc", 3);
+	assert_int_equal(raw_status(fd), 201);
+	assert_string_equal(s.body, "abc");
+	close(fd);
+
+	/* HEAD: the headers only, then the close asked for */
+	fd = raw_connect(srv);
+	raw_send(fd, head, sizeof(head) - 1);
+	got = 0;
+	while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	close(fd);
+	assert_non_null(strstr(buf, "HTTP/1.1 201"));
+	assert_non_null(strstr(buf, "Content-Length: 11\r\n"));
+	assert_non_null(strstr(buf, "Connection: close\r\n"));
+	assert_null(strstr(buf, "{\"ok\":true}"));
+	bc_http_stop(srv);
+}
+
 static int authorize_yes(void *ctx, const char *method, const char *path, const char *authz)
 {
 	(void)ctx;
@@ -739,7 +809,7 @@ static void test_deadline_shortens_when_connections_run_short(void **state)
 	bc_http_stop(srv);
 }
 
-/* Clients that hang up mid-request each make libmicrohttpd say so: one line is
+/* Clients that hang up mid-request each make the front end say so: one line is
  * logged, the rest counted into one summary (here, at stop). */
 static void test_aborted_connections_log_is_summarized(void **state)
 {
@@ -790,6 +860,7 @@ int main(void)
 	    cmocka_unit_test(test_tls_with_pinned_ca),
 	    cmocka_unit_test(test_stop_lets_inflight_finish),
 	    cmocka_unit_test(test_ambiguous_framing_is_400),
+	    cmocka_unit_test(test_the_front_end_reads_strictly),
 	    cmocka_unit_test(test_unauthenticated_body_is_capped_before_buffering),
 	    cmocka_unit_test(test_unauthenticated_bodies_share_a_budget),
 	    cmocka_unit_test(test_request_deadline_closes_a_trickling_connection),
