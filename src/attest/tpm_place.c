@@ -68,7 +68,7 @@ static int enrollment(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_i
 	json_decref(d);
 	if (detail == NULL)
 		return BC_ERR_NOMEM;
-	struct bc_join_request_place jr = {.attestor = "tpm",
+	struct bc_join_request_place jr = {.attestor = BC_WIRE_ATTESTOR_TPM,
 	                                   .key = p->ek_hex,
 	                                   .tenant = c->enroll_tenant,
 	                                   .pool = c->enroll_pool,

@@ -250,7 +250,8 @@ static int record_use(bc_tx *tx, const struct bc_join_input *in, const struct ev
 
 	*why = NULL;
 	bc_hex_encode_to(subject, 32, hex);
-	rc = bc_row_use_insert(tx, "x509pop", hex, e->client_time + window_ms, in->now_ms);
+	rc = bc_row_use_insert(tx, BC_WIRE_ATTESTOR_X509POP, hex, e->client_time + window_ms,
+	                       in->now_ms);
 	if (rc == BC_ERR_CONFLICT) {
 		*why = BC_R_X509POP_REPLAY;
 		rc = 0;

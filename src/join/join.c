@@ -438,7 +438,7 @@ static int attestor_check(struct bc_join_state *st, struct bc_join_input *in, vo
 static int request_input(struct bc_join_service *s, const Bettercompute__Join__V1__JoinRequest *rq,
                          struct bc_join_input *in)
 {
-	in->attestor = rq->attestor[0] ? rq->attestor : "join-token";
+	in->attestor = rq->attestor[0] ? rq->attestor : BC_WIRE_ATTESTOR_JOIN_TOKEN;
 	/* the requester's bytes, of any length or encoding, go no further than a refusal
 	 * (attestor-unknown): not into the event, the log line or on_refusal's JSON */
 	if (!attestor_id_ok(in->attestor))
