@@ -67,7 +67,7 @@ while [ $(($(date +%s) - start)) -lt $((HOLD_S - 2)) ]; do
 		note join "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')"
 	fi
 	rss
-	sleep 0.5
+	sleep 0.2
 done
 wait "$SLOW_PID" || { cat slow.err >&2; fail "the slow clients failed"; }
 PIDS=$(echo "$PIDS" | sed "s/ $SLOW_PID//")
