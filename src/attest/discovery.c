@@ -29,6 +29,8 @@
 #include "bettercompute/site/v1/site.pb-c.h"
 #include "join/holder.h"
 #include "provision/provision.h"
+#include "rows/leases.h"
+#include "rows/uses.h"
 
 #define ISSUED_LEEWAY_MS 60000
 

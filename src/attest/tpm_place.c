@@ -14,7 +14,7 @@
 #include "bc/json.h"
 #include "bc/reasons.h"
 #include "bc/wire.h"
-#include "join/rows.h"
+#include "rows/bindings.h"
 
 static const struct tpm_place_entry *find_entry(const struct tpm_cfg *c, const struct tpm_proven *p)
 {
