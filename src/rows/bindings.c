@@ -13,9 +13,9 @@ int bc_row_binding_get(bc_tx *tx, const char *kind, const char *key, struct bc_b
 	memset(row, 0, sizeof(*row));
 	bc_param p[] = {BC_TEXT(kind), BC_TEXT(key)};
 	if ((rc = bc_row_first(tx,
-	                    "SELECT kind, key, node_id, created_at FROM node_bindings "
-	                    "WHERE kind = $1 AND key = $2",
-	                    p, 2, &r)) != 1)
+	                       "SELECT kind, key, node_id, created_at FROM node_bindings "
+	                       "WHERE kind = $1 AND key = $2",
+	                       p, 2, &r)) != 1)
 		return rc;
 	bc_row_copy_col(row->kind, sizeof(row->kind), r, "kind");
 	bc_row_copy_col(row->key, sizeof(row->key), r, "key");

@@ -59,9 +59,9 @@ int bc_row_inventory_newest_uuid(bc_tx *tx, const char *node_id, char uuid[BC_ID
 
 	uuid[0] = 0;
 	if ((rc = bc_row_first(tx,
-	                    "SELECT data FROM inventory WHERE node_id = $1 "
-	                    "ORDER BY taken_at DESC LIMIT 1",
-	                    (bc_param[]){BC_TEXT(node_id)}, 1, &r)) != 1)
+	                       "SELECT data FROM inventory WHERE node_id = $1 "
+	                       "ORDER BY taken_at DESC LIMIT 1",
+	                       (bc_param[]){BC_TEXT(node_id)}, 1, &r)) != 1)
 		return rc;
 	d = bc_rows_text_named(r, "data");
 	/* written by bc_row_inventory_insert: a record that does not read names no UUID */

@@ -1,10 +1,10 @@
-/* leases for the metrics (leases.h). */
+/* leases (leases.h). */
 #include "rows/leases.h"
-
-#include "rows/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "rows/internal.h"
 
 void bc_row_leases_free(struct bc_lease_held *l, size_t n)
 {

@@ -1,14 +1,12 @@
-/* nodes for the admin API (nodes.h). */
+/* nodes (nodes.h). */
 #include "rows/nodes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rows/certs.h"
 #include "rows/internal.h"
-
-#include <stdio.h>
-#include <stdlib.h>
 
 /* The current certificate is the newest unrevoked one; both subqueries pick the same
  * row (created_at then serial break ties). */

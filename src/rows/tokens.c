@@ -1,4 +1,4 @@
-/* join_tokens for the admin API (tokens.h). */
+/* join_tokens (tokens.h). */
 #include "rows/tokens.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* workflows and inventory for the admin API (workflows.h). */
+/* workflows (workflows.h). */
 #include "rows/workflows.h"
 
 #include <stdio.h>
