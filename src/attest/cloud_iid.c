@@ -24,7 +24,8 @@
 #include "bc/json.h"
 #include "bc/log.h"
 #include "bc/reasons.h"
-#include "join/rows.h"
+#include "rows/bindings.h"
+#include "rows/uses.h"
 
 #define EVIDENCE_MAX (64 * 1024)
 

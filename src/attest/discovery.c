@@ -29,6 +29,8 @@
 #include "bettercompute/site/v1/site.pb-c.h"
 #include "join/holder.h"
 #include "provision/provision.h"
+#include "rows/leases.h"
+#include "rows/uses.h"
 
 #define ISSUED_LEEWAY_MS 60000
 
@@ -338,10 +340,11 @@ static int workflow_node(bc_tx *tx, const struct disc_cfg *c, const struct bc_to
 }
 
 /* The operator's decision, for a machine the configuration defers: the request is
- * keyed on the hardware key when one is configured, else on site and MAC. */
+ * keyed on the hardware key when one is configured, else on site and MAC. A refusal
+ * in *reason. */
 static int approval(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_input *in,
                     const struct disc_state *st, const struct bc_token_row *t,
-                    struct bc_attest_outcome *out)
+                    struct bc_attest_outcome *out, const char **reason)
 {
 	char key[BC_HWKEY_MAX], u[BC_UUID_LEN + 1], *claims;
 	json_t *j;
@@ -373,7 +376,7 @@ static int approval(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_in
 	                                  .pending_ttl_s = c->pending_ttl_s,
 	                                  .retry_after_s = (uint32_t)c->retry_after_s,
 	                                  .renew_pending_csr = 1};
-	rc = bc_join_request_place(tx, &p, in, BC_R_DISCOVERY_DENIED, out);
+	rc = bc_join_request_place(tx, &p, in, BC_R_DISCOVERY_DENIED, out, reason);
 	free(claims);
 	return rc;
 }
@@ -423,8 +426,14 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	}
 	if (c->approval == APPROVE_ALWAYS ||
 	    (c->approval == APPROVE_UNKNOWN && !t.workflow_id[0])) {
-		if ((rc = approval(tx, c, in, st, &t, out)) != 0 || out->kind != BC_OUTCOME_RESULT)
+		if ((rc = approval(tx, c, in, st, &t, out, &reason)) != 0)
 			return rc;
+		if (reason) {
+			bc_refuse(out, reason);
+			return 0;
+		}
+		if (out->kind != BC_OUTCOME_RESULT)
+			return 0;
 		memset(&out->result, 0, sizeof(out->result));
 	}
 	/* the final round: the assertion's one use, then the token's */

@@ -65,7 +65,7 @@ static int new_request(bc_tx *tx, const struct bc_join_request_place *p,
 
 int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
                           const struct bc_join_input *in, const char *denied_reason,
-                          struct bc_attest_outcome *out)
+                          struct bc_attest_outcome *out, const char **reason)
 {
 	struct bc_join_request_row jr;
 	const char *id = jr.id, *state = jr.state, *csr = jr.csr_sha256;
@@ -74,6 +74,7 @@ int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
 	int64_t expires;
 	int rc;
 
+	*reason = NULL;
 	if ((rc = bc_row_join_request_lock(tx, p->attestor, p->key, &jr)) <= 0)
 		return rc < 0 ? rc : new_request(tx, p, in, out);
 	expires = jr.expires_at;
@@ -84,7 +85,7 @@ int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
 	if (expires <= in->now_ms || strcmp(state, "used") == 0)
 		return new_request(tx, p, in, out);
 	if (strcmp(state, "denied") == 0) {
-		bc_refuse(out, denied_reason);
+		*reason = denied_reason;
 		return 0;
 	}
 	bc_hex_encode_to(in->csr_sha256, 32, csr_hex);
@@ -96,7 +97,7 @@ int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
 		return 0;
 	}
 	if (strcasecmp(csr, csr_hex) != 0) {
-		bc_refuse(out, BC_R_ENROLLMENT_CSR);
+		*reason = BC_R_ENROLLMENT_CSR;
 		return 0;
 	}
 	if (strcmp(state, "approved") != 0) {

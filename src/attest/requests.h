@@ -27,9 +27,11 @@ struct bc_join_request_place {
  * holds a result with the request's tenant, pool and site); pending waits (a
  * deferral); denied refuses with denied_reason; another CSR than the request's
  * refuses enrollment-csr; none, expired or used makes a new pending request (a
- * deferral, and the event join.request.created). 0 with out filled, or < 0. */
+ * deferral, and the event join.request.created). 0 with out filled or, for a
+ * refusal, *reason set (out holds only the request's tenant: the attestor refuses
+ * with bc_refuse()); or < 0. */
 BC_WUR int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
                                  const struct bc_join_input *in, const char *denied_reason,
-                                 struct bc_attest_outcome *out);
+                                 struct bc_attest_outcome *out, const char **reason);
 
 #endif

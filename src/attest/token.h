@@ -1,7 +1,7 @@
 /* Join tokens as every token-based attestor reads them: bct_<token id>_<secret>
  * (parsed by bc/secret.h), the row locked, the secret compared in constant time, then
  * revocation, expiry at database time and uses left. The row and its queries (the lock, spending a
- * use) are join/rows.h's. */
+ * use) are rows/tokens.h's. */
 #ifndef BC_ATTEST_TOKEN_H
 #define BC_ATTEST_TOKEN_H
 
@@ -9,7 +9,7 @@
 
 #include "bc/attestor.h"
 #include "bc/store.h"
-#include "join/rows.h"
+#include "rows/tokens.h"
 
 /* Locks and checks the token. On a refusal returns 0 with *reason set (and the
  * outcome's tenant_id/token_id filled once the token's secret matched: only then

@@ -514,6 +514,8 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 {
 	const struct tpm_cfg *c = self->ctx;
 	const struct tpm_check *ck = in->check_state;
+	const char *why = NULL;
+	int rc;
 
 	if (c == NULL || ck == NULL)
 		return BC_ERR_INTERNAL;
@@ -522,7 +524,9 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 			bc_refuse(out, BC_R_CHALLENGE_EXPIRED);
 			return 0;
 		}
-		return tpm_place(tx, c, in, &ck->p, out);
+		if ((rc = tpm_place(tx, c, in, &ck->p, out, &why)) == 0 && why)
+			bc_refuse(out, why);
+		return rc;
 	}
 	/* the deferral's copy is JoinService's: a replayed transaction asks again */
 	if ((out->deferral.challenge = malloc(ck->challenge_len)) == NULL)

@@ -81,8 +81,10 @@ void tpm_cfg_free(struct tpm_cfg *c);
 BC_WUR int tpm_pcr_policy(const struct tpm_cfg *c, const char *ek_hex, const uint32_t *idx,
                           const uint8_t *const *values, size_t n, const char **reason);
 
-/* tpm_place.c: fills out with a result, a deferral or a refusal for a proven EK. */
+/* tpm_place.c: fills out with a result or a deferral for a proven EK, or sets *reason
+ * (a refusal: verify() refuses with it). 0, or < 0. */
 BC_WUR int tpm_place(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_input *in,
-                     const struct tpm_proven *p, struct bc_attest_outcome *out);
+                     const struct tpm_proven *p, struct bc_attest_outcome *out,
+                     const char **reason);
 
 #endif

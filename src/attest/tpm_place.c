@@ -14,7 +14,7 @@
 #include "bc/json.h"
 #include "bc/reasons.h"
 #include "bc/wire.h"
-#include "join/rows.h"
+#include "rows/bindings.h"
 
 static const struct tpm_place_entry *find_entry(const struct tpm_cfg *c, const struct tpm_proven *p)
 {
@@ -52,9 +52,11 @@ static void result_where(struct bc_attest_outcome *out, const char *tenant, cons
 	snprintf(out->result.site_id, BC_ID_MAX, "%s", site);
 }
 
-/* The EK's join request (requests.c), placed where [attestors.tpm] enrolls. */
+/* The EK's join request (requests.c), placed where [attestors.tpm] enrolls; a refusal
+ * in *reason. */
 static int enrollment(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_input *in,
-                      const struct tpm_proven *p, struct bc_attest_outcome *out)
+                      const struct tpm_proven *p, struct bc_attest_outcome *out,
+                      const char **reason)
 {
 	char ak_hex[2 * BC_TPM_NAME_MAX + 1], *detail;
 	json_t *d;
@@ -76,18 +78,19 @@ static int enrollment(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_i
 	                                   .detail = detail,
 	                                   .pending_ttl_s = c->pending_ttl_s,
 	                                   .retry_after_s = (uint32_t)c->retry_after_s};
-	rc = bc_join_request_place(tx, &jr, in, BC_R_ENROLLMENT_DENIED, out);
+	rc = bc_join_request_place(tx, &jr, in, BC_R_ENROLLMENT_DENIED, out, reason);
 	free(detail);
 	return rc;
 }
 
 int tpm_place(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_input *in,
-              const struct tpm_proven *p, struct bc_attest_outcome *out)
+              const struct tpm_proven *p, struct bc_attest_outcome *out, const char **reason)
 {
 	const struct tpm_place_entry *e = find_entry(c, p);
 	char bound[BC_ID_MAX];
 	int rc;
 
+	*reason = NULL;
 	if ((rc = bound_node(tx, p->ek_hex, bound)) != 0)
 		return rc;
 	if (e && e->node[0]) {
@@ -102,10 +105,11 @@ int tpm_place(bc_tx *tx, const struct tpm_cfg *c, const struct bc_join_input *in
 		result_where(out, e->tenant, e->pool, e->site);
 	} else if (c->enroll_tenant[0]) {
 		/* approved: the result holds the request's tenant, pool and site */
-		if ((rc = enrollment(tx, c, in, p, out)) != 0 || out->kind != BC_OUTCOME_RESULT)
+		if ((rc = enrollment(tx, c, in, p, out, reason)) != 0 || *reason ||
+		    out->kind != BC_OUTCOME_RESULT)
 			return rc;
 	} else {
-		bc_refuse(out, BC_R_UNKNOWN_EK);
+		*reason = BC_R_UNKNOWN_EK;
 		return 0;
 	}
 	snprintf(out->node_id, BC_ID_MAX, "%s", out->result.node_id);

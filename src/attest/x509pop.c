@@ -11,7 +11,7 @@
  * away); the client time within window_seconds of database time; the proof never used before
  * (an in-memory cache, and an attestation_uses row that every replica sees). The result
  * names the node, so JoinService reclaims it in place. An accepted leaf counts as used
- * in the node's lineage (join/rows.h), superseding every other certificate of it.
+ * in the node's lineage (rows/certs.h), superseding every other certificate of it.
  *
  * check() (no store) decodes the evidence and verifies the leaf's identity, role and
  * the proof's signature; verify() (in the transaction, at database time) checks the
@@ -29,7 +29,8 @@
 #include "attest/attest.h"
 #include "bc/reasons.h"
 #include "join/holder.h"
-#include "join/rows.h"
+#include "rows/certs.h"
+#include "rows/uses.h"
 
 #define X509POP_MAX_EVIDENCE (32 * 1024)
 #define X509POP_MAX_CHAIN    4

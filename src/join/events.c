@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bc/json.h"
+#include "rows/history.h"
 
 static char *dump(json_t *data)
 {
@@ -21,12 +22,7 @@ int bc_event_publish(bc_tx *tx, const char *tenant_id, const char *type, const c
 		return rc;
 	if ((js = dump(data)) == NULL)
 		return BC_ERR_NOMEM;
-	bc_param p[] = {BC_TEXT(id),      BC_TEXT(tenant_id), BC_TEXT(type),
-	                BC_TEXT(subject), BC_TEXT(js),        BC_INT(bc_tx_now_ms(tx))};
-	rc = bc_tx_exec(tx,
-	                "INSERT INTO events (id, tenant_id, type, subject, data, created_at) "
-	                "VALUES ($1, $2, $3, $4, $5, $6)",
-	                p, 6, NULL);
+	rc = bc_row_event_insert(tx, id, tenant_id, type, subject, js, bc_tx_now_ms(tx));
 	free(js);
 	return rc;
 }
@@ -42,14 +38,7 @@ int bc_audit(bc_tx *tx, const char *tenant_id, const char *actor, const char *ac
 		return rc;
 	if ((js = dump(data)) == NULL)
 		return BC_ERR_NOMEM;
-	bc_param p[] = {
-	    BC_TEXT(id),      BC_TEXT(tenant_id), BC_TEXT(actor),          BC_TEXT(action),
-	    BC_TEXT(subject), BC_TEXT(js),        BC_INT(bc_tx_now_ms(tx))};
-	rc = bc_tx_exec(
-	    tx,
-	    "INSERT INTO audit (id, tenant_id, actor, action, subject, data, created_at) "
-	    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-	    p, 7, NULL);
+	rc = bc_row_audit_insert(tx, id, tenant_id, actor, action, subject, js, bc_tx_now_ms(tx));
 	free(js);
 	return rc;
 }

@@ -27,7 +27,7 @@
 
 #include "bc/pki.h"
 #include "bc/store.h"
-#include "join/rows.h"
+#include "rows/certs.h"
 
 enum bc_holder_status {
 	BC_HOLDER_OK = 0,

@@ -24,7 +24,10 @@
 #include "join/internal.h"
 #include "join/refusal.h"
 #include "bc/reasons.h"
-#include "join/rows.h"
+#include "rows/bindings.h"
+#include "rows/certs.h"
+#include "rows/inventory.h"
+#include "rows/nodes.h"
 #include "lib/utf8.h"
 
 #define MAX_CLAIM_LEN   256

@@ -109,9 +109,6 @@ BC_WUR enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8
  * site::boot lease; answers a SecretResponseBody signed under secret-response. */
 BC_WUR enum bc_rpc_status bc_secret_handle(struct bc_join_service *s, const uint8_t *body,
                                            size_t len, uint8_t **resp, size_t *resp_len);
-/* A token's secret: *whole = prefix + id + "_" + 32 random bytes base64url (malloc'd:
- * wipe and free it), hash_hex the hex SHA-256 of the secret part, as stored. */
-BC_WUR int bc_join_mint_secret(const char *prefix, const char *id, char **whole, char hash_hex[65]);
 /* SiteService (site.c): serialized LeaseRequest / BootEntriesRequest; answers a
  * LeaseBody / BootEntriesBody signed under site-response. The lease TTL is capped to
  * BC_SITE_LEASE_TTL_MAX seconds (0 asks for BC_SITE_LEASE_TTL_DEFAULT). */

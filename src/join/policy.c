@@ -10,7 +10,9 @@
 #include "bc/wire.h"
 #include "join/internal.h"
 #include "bc/reasons.h"
-#include "join/rows.h"
+#include "rows/bindings.h"
+#include "rows/nodes.h"
+#include "rows/tokens.h"
 #include "rows/pools.h"
 
 /* Firmware placeholders: identical on every board of a model, so never a hardware key. */

@@ -6,7 +6,7 @@
 #include "bc/json.h"
 #include "bc/log.h"
 #include "join/events.h"
-#include "join/rows.h"
+#include "rows/nodes.h"
 
 static const char *const event_type[] = {
     [BC_REFUSAL_JOIN] = "security.join.refused",

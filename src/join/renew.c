@@ -38,7 +38,7 @@
 #include "join/internal.h"
 #include "join/refusal.h"
 #include "bc/reasons.h"
-#include "join/rows.h"
+#include "rows/certs.h"
 
 #define RENEW_WINDOW_MS 60000
 

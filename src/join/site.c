@@ -26,6 +26,7 @@
 #include "bc/json.h"
 #include "bc/log.h"
 #include "bc/reasons.h"
+#include "bc/secret.h"
 #include "bc/wire.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "bettercompute/site/v1/site.pb-c.h"
@@ -33,7 +34,10 @@
 #include "join/holder.h"
 #include "join/internal.h"
 #include "join/refusal.h"
-#include "join/rows.h"
+#include "rows/certs.h"
+#include "rows/leases.h"
+#include "rows/tokens.h"
+#include "rows/workflows.h"
 
 #define CLIENT_WINDOW_MS 60000
 #define BOOT_ENTRIES_MAX 1024
@@ -408,11 +412,7 @@ static int list_op(bc_tx *tx, struct site_call *c, const char **reason)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	bc_param p[] = {BC_TEXT(c->tenant_id)};
-	if ((rc = bc_tx_query(tx,
-	                      "SELECT id, data FROM workflows WHERE tenant_id = $1 AND kind = "
-	                      "'commission' AND state = 'running' ORDER BY created_at",
-	                      p, 1, &rows)) != 0)
+	if ((rc = bc_row_workflows_commissioning(tx, c->tenant_id, &rows)) != 0)
 		goto out;
 	while (n < BOOT_ENTRIES_MAX && (rc = bc_rows_next(rows)) == 1) {
 		if (!read_entry(bc_rows_text(rows, 1), &es[n]) ||
@@ -481,36 +481,6 @@ enum bc_rpc_status bc_site_boot_entries_handle(struct bc_join_service *s, const 
 
 /* ---- FetchSecret: a MAC's discovery token ---- */
 
-int bc_join_mint_secret(const char *prefix, const char *id, char **whole, char hash_hex[65])
-{
-	uint8_t raw[32], d[32];
-	char *b64 = NULL;
-	int rc;
-
-	*whole = NULL;
-	hash_hex[0] = '\0';
-	if ((rc = bc_random(raw, sizeof(raw))) != 0)
-		goto out;
-	if ((b64 = bc_b64url_encode(raw, sizeof(raw))) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	if ((rc = bc_sha256(b64, strlen(b64), d)) != 0)
-		goto out;
-	if (asprintf(whole, "%s%s_%s", prefix, id, b64) < 0) {
-		*whole = NULL;
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	bc_hex_encode_to(d, sizeof(d), hash_hex);
-out:
-	OPENSSL_cleanse(raw, sizeof(raw));
-	OPENSSL_cleanse(d, sizeof(d));
-	if (b64 != NULL)
-		bc_freezero(b64, strlen(b64));
-	return rc;
-}
-
 /* The workflow names a running commission of this site for that MAC: *not_after
  * becomes the entry's end when it is earlier. */
 static int check_workflow(bc_tx *tx, struct site_call *c, const char *wf, const char *mac,
@@ -539,13 +509,7 @@ static int token_limit(bc_tx *tx, struct site_call *c, const char *wf, const cha
 	int64_t n = 0;
 	int rc;
 
-	bc_param p[] = {BC_TEXT(c->site), BC_INT(c->now_ms), BC_TEXT(wf)};
-	if ((rc =
-	         bc_tx_query_int(tx,
-	                         "SELECT COUNT(*) FROM join_tokens WHERE site_id = $1 AND role = "
-	                         "'discovery' AND COALESCE(workflow_id, '') = $3 AND uses_left > 0 "
-	                         "AND revoked_at IS NULL AND expires_at > $2",
-	                         p, 3, &n)) != 0)
+	if ((rc = bc_row_tokens_discovery_live(tx, c->site, c->now_ms, wf, &n)) != 0)
 		return rc;
 	if (n >= (wf[0] ? BC_SITE_WORKFLOW_TOKENS_MAX : BC_SITE_UNKNOWN_TOKENS_MAX))
 		*reason = BC_R_SECRET_LIMIT;
@@ -573,7 +537,7 @@ static int secret_op(bc_tx *tx, struct site_call *c, const char **reason)
 {
 	const Bettercompute__Join__V1__SecretRequest *rq = c->rq;
 	char mac[BC_MAC_LEN + 1], id[BC_ID_MAX], hash[65], expect[64], *secret = NULL;
-	int64_t held = 0, not_after = c->now_ms + BC_WIRE_DISCOVERY_MAX_AGE_MS;
+	int64_t not_after = c->now_ms + BC_WIRE_DISCOVERY_MAX_AGE_MS;
 	int rc;
 
 	if (strcmp(rq->kind, BC_WIRE_SECRET_DISCOVERY) != 0 || bc_mac_canon(rq->mac, mac) != 0) {
@@ -581,13 +545,9 @@ static int secret_op(bc_tx *tx, struct site_call *c, const char **reason)
 		return 0;
 	}
 	/* only the current holder of its site's lease, whatever the epoch */
-	bc_param p[] = {BC_TEXT(c->lease), BC_TEXT(c->h.id.node_id), BC_INT(c->now_ms)};
-	if ((rc = bc_tx_query_int(tx,
-	                          "SELECT COUNT(*) FROM leases WHERE name = $1 AND holder = $2 AND "
-	                          "expires_at > $3",
-	                          p, 3, &held)) != 0)
+	if ((rc = bc_row_lease_held_any(tx, c->lease, c->h.id.node_id, c->now_ms)) < 0)
 		return rc;
-	if (held == 0) {
+	if (rc == 0) {
 		*reason = BC_R_SITE_NOT_HOLDER;
 		return 0;
 	}
@@ -599,7 +559,7 @@ static int secret_op(bc_tx *tx, struct site_call *c, const char **reason)
 		return rc;
 	snprintf(expect, sizeof(expect), "{\"mac\":\"%s\"}", mac);
 	if ((rc = bc_new_id("tok", id, sizeof(id))) != 0 ||
-	    (rc = bc_join_mint_secret(BC_WIRE_TOKEN_PREFIX, id, &secret, hash)) != 0)
+	    (rc = bc_secret_mint(BC_WIRE_TOKEN_PREFIX, id, &secret, hash)) != 0)
 		return rc;
 	struct bc_token_write t = {.id = id,
 	                           .tenant_id = c->tenant_id,

@@ -7,7 +7,7 @@
  *   deploy:     {"userData": "default"|"template",
  *                "steps": [{"name": "userdata.render", "state", "tokenId", "at"},
  *                          {"name": "join", "state", "at"?}]}
- * The table's queries are join/rows.h's (bc_row_workflow_*). Every function runs
+ * The table's queries are rows/workflows.h's (bc_row_workflow_*). Every function runs
  * inside the caller's transaction and returns 0 or a negative BC_ERR_*, unless said. */
 #ifndef BC_PROVISION_H
 #define BC_PROVISION_H
@@ -16,7 +16,9 @@
 
 #include "bc/attestor.h"
 #include "bc/store.h"
-#include "join/rows.h"
+#include "rows/nodes.h"
+#include "rows/tokens.h"
+#include "rows/workflows.h"
 
 #define BC_WF_COMMISSION "commission"
 #define BC_WF_DEPLOY     "deploy"

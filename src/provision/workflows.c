@@ -7,6 +7,7 @@
 
 #include "bc/json.h"
 #include "bc/reasons.h"
+#include "rows/inventory.h"
 
 int bc_workflow_deploy_data(const char *token_id, int template_given, int64_t now_ms, char **data)
 {

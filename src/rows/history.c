@@ -1,4 +1,4 @@
-/* events and audit reads (history.h). */
+/* events and audit (history.h). */
 #include "rows/history.h"
 
 static int history_list(bc_tx *tx, const char *select, const char *what, const char *tenant_id,
@@ -33,4 +33,29 @@ int bc_row_audit_list(bc_tx *tx, const char *tenant_id, const struct bc_row_hist
 	                    "SELECT id, tenant_id, action, subject, data, created_at, actor "
 	                    "FROM audit WHERE tenant_id = $1",
 	                    "action =", tenant_id, f, out);
+}
+
+int bc_row_event_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *type,
+                        const char *subject, const char *data, int64_t now_ms)
+{
+	bc_param p[] = {BC_TEXT(id),      BC_TEXT(tenant_id), BC_TEXT(type),
+	                BC_TEXT(subject), BC_TEXT(data),      BC_INT(now_ms)};
+
+	return bc_tx_exec(tx,
+	                  "INSERT INTO events (id, tenant_id, type, subject, data, created_at) "
+	                  "VALUES ($1, $2, $3, $4, $5, $6)",
+	                  p, 6, NULL);
+}
+
+int bc_row_audit_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *actor,
+                        const char *action, const char *subject, const char *data, int64_t now_ms)
+{
+	bc_param p[] = {BC_TEXT(id),      BC_TEXT(tenant_id), BC_TEXT(actor), BC_TEXT(action),
+	                BC_TEXT(subject), BC_TEXT(data),      BC_INT(now_ms)};
+
+	return bc_tx_exec(
+	    tx,
+	    "INSERT INTO audit (id, tenant_id, actor, action, subject, data, created_at) "
+	    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+	    p, 7, NULL);
 }

@@ -1,5 +1,5 @@
-/* events and audit, as the admin API reads them (they are written by join/events.h).
- * See rows/query.h. */
+/* events and audit: written by join/events.h (inside the change they describe), read
+ * by the admin API. See rows/query.h. */
 #ifndef BC_ROWS_HISTORY_H
 #define BC_ROWS_HISTORY_H
 
@@ -23,5 +23,14 @@ BC_WUR int bc_row_events_list(bc_tx *tx, const char *tenant_id,
  * created_at, actor. */
 BC_WUR int bc_row_audit_list(bc_tx *tx, const char *tenant_id,
                              const struct bc_row_history_filter *f, bc_rows **out);
+
+/* An event row: data is a JSON object as text. */
+BC_WUR int bc_row_event_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *type,
+                               const char *subject, const char *data, int64_t now_ms);
+
+/* An audit row: data is a JSON object as text. */
+BC_WUR int bc_row_audit_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *actor,
+                               const char *action, const char *subject, const char *data,
+                               int64_t now_ms);
 
 #endif

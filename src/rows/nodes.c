@@ -1,8 +1,12 @@
-/* nodes for the admin API (nodes.h). */
+/* nodes (nodes.h). */
 #include "rows/nodes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "rows/certs.h"
+#include "rows/internal.h"
 
 /* The current certificate is the newest unrevoked one; both subqueries pick the same
  * row (created_at then serial break ties). */
@@ -106,4 +110,127 @@ int bc_row_node_delete(bc_tx *tx, const char *id)
 	     i++)
 		rc = bc_tx_exec(tx, NODE_ROWS_DELETE[i], p, 1, NULL);
 	return rc;
+}
+
+#define NODE_COLS "id, tenant_id, pool_id, site_id, role, state, generation"
+
+void bc_row_node_from(bc_rows *r, struct bc_node_row *row)
+{
+	bc_row_copy_col(row->id, sizeof(row->id), r, "id");
+	bc_row_copy_col(row->tenant_id, sizeof(row->tenant_id), r, "tenant_id");
+	bc_row_copy_col(row->pool_id, sizeof(row->pool_id), r, "pool_id");
+	bc_row_copy_col(row->site_id, sizeof(row->site_id), r, "site_id");
+	bc_row_copy_col(row->role, sizeof(row->role), r, "role");
+	bc_row_copy_col(row->state, sizeof(row->state), r, "state");
+	row->generation = bc_rows_int_named(r, "generation");
+}
+
+int bc_row_node_get(bc_tx *tx, enum bc_node_by by, const char *key, struct bc_node_row *row)
+{
+	const char *sql;
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	switch (by) {
+	case BC_NODE_BY_ID: sql = "SELECT " NODE_COLS " FROM nodes WHERE id = $1"; break;
+	case BC_NODE_BY_HARDWARE_KEY:
+		sql = "SELECT " NODE_COLS " FROM nodes WHERE hardware_key = $1";
+		break;
+	default: return BC_ERR_INVALID;
+	}
+	if ((rc = bc_row_first(tx, sql, (bc_param[]){BC_TEXT(key)}, 1, &r)) == 1)
+		bc_row_node_from(r, row);
+	bc_rows_free(r);
+	return rc;
+}
+
+int bc_row_node_get_claimed(bc_tx *tx, const char *tenant_id, const char *key,
+                            struct bc_node_row *row)
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(row, 0, sizeof(*row));
+	bc_param p[] = {BC_TEXT(tenant_id), BC_TEXT(key)};
+	if ((rc = bc_row_first(
+	         tx, "SELECT " NODE_COLS " FROM nodes WHERE tenant_id = $1 AND claimed_key = $2", p,
+	         2, &r)) == 1)
+		bc_row_node_from(r, row);
+	bc_rows_free(r);
+	return rc;
+}
+
+int bc_row_node_lock(bc_tx *tx, const char *id)
+{
+	return bc_tx_lock(tx, "SELECT id FROM nodes WHERE id = $1 FOR UPDATE",
+	                  (bc_param[]){BC_TEXT(id)}, 1);
+}
+
+/* Runs the insert (placement first: tenant, pool, site, role) or the reclaim with the
+ * parameters both write: $1 is the id, then the claims, agent, attestor, node key and
+ * time, then the proven and the claimed hardware key, then the allowed kinds. */
+static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const char *sql)
+{
+	const struct bc_claims *c = n->claims;
+	const char *key = bc_row_none_if_empty(n->hardware_key);
+	const char *kinds = n->allowed_kinds && n->allowed_kinds[0] ? n->allowed_kinds : "[]";
+	bc_param p[17];
+	size_t k = 0;
+	char *macs;
+	int rc;
+
+	if ((macs = bc_row_string_array(c->macs, c->n_macs)) == NULL)
+		return BC_ERR_NOMEM;
+	p[k++] = BC_TEXT(n->id);
+	if (insert) {
+		p[k++] = BC_TEXT(n->tenant_id);
+		p[k++] = BC_TEXT(bc_row_none_if_empty(n->pool_id));
+		p[k++] = BC_TEXT(bc_row_none_if_empty(n->site_id));
+		p[k++] = BC_TEXT(n->role);
+	}
+	p[k++] = BC_TEXT(c->product_uuid);
+	p[k++] = BC_TEXT(c->serial);
+	p[k++] = BC_TEXT(macs);
+	p[k++] = BC_TEXT(c->hostname);
+	p[k++] = BC_TEXT(c->arch);
+	p[k++] = BC_TEXT(n->agent_version);
+	p[k++] = BC_TEXT(n->attestor);
+	p[k++] = BC_TEXT(n->node_key_tpm ? "tpm" : "unattested");
+	p[k++] = BC_INT(n->now_ms);
+	p[k++] = BC_TEXT(n->hardware_key_claimed ? NULL : key);
+	p[k++] = BC_TEXT(n->hardware_key_claimed ? key : NULL);
+	p[k++] = BC_TEXT(kinds);
+	rc = bc_tx_exec(tx, sql, p, k, NULL);
+	free(macs);
+	return rc;
+}
+
+int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n)
+{
+	return node_exec(tx, n, 1,
+	                 "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
+	                 "generation, product_uuid, serial, macs, hostname, arch, agent_version, "
+	                 "attestor, node_key, joined_at, updated_at, hardware_key, claimed_key, "
+	                 "allowed_kinds) VALUES ($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, "
+	                 "$9, $10, $11, $12, $13, $14, $14, $15, $16, $17)");
+}
+
+int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation)
+{
+	int rc;
+
+	*generation = 0;
+	if ((rc = node_exec(tx, n, 0,
+	                    "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
+	                    "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
+	                    "attestor = $8, node_key = $9, updated_at = $10, "
+	                    "hardware_key = COALESCE($11, hardware_key), "
+	                    "claimed_key = COALESCE($12, claimed_key), allowed_kinds = $13 "
+	                    "WHERE id = $1")) != 0)
+		return rc;
+	if ((rc = bc_row_cert_revoke_all(tx, n->id, n->now_ms, NULL)) != 0)
+		return rc;
+	return bc_tx_query_int(tx, "SELECT generation FROM nodes WHERE id = $1",
+	                       (bc_param[]){BC_TEXT(n->id)}, 1, generation);
 }

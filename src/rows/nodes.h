@@ -1,8 +1,13 @@
-/* nodes as the admin API shows and changes them (what JoinService reads and writes
- * of a node: join/rows.h). See rows/query.h. */
+/* nodes: as the admin API shows and changes them, and as JoinService and the
+ * attestors read and write them (their certificates: rows/certs.h). See
+ * rows/query.h. Getters return 1 with the row filled, 0 when there is none (the row
+ * zeroed), or a negative BC_ERR_*; text columns that are NULL read as "". */
 #ifndef BC_ROWS_NODES_H
 #define BC_ROWS_NODES_H
 
+#include <stdint.h>
+
+#include "bc/attestor.h"
 #include "rows/query.h"
 
 /* The columns of a node's view, in this order. The current certificate is the
@@ -66,5 +71,58 @@ BC_WUR int bc_row_node_revoke_identity(bc_tx *tx, const char *id, int64_t now_ms
 
 /* Node id and its certificates, bindings and inventory deleted. */
 BC_WUR int bc_row_node_delete(bc_tx *tx, const char *id);
+
+/* ---- what JoinService reads and writes of a node ---- */
+
+struct bc_node_row {
+	char id[BC_ID_MAX];
+	char tenant_id[BC_ID_MAX];
+	char pool_id[BC_ID_MAX]; /* "" for none */
+	char site_id[BC_ID_MAX]; /* "" for none */
+	char role[16];
+	char state[16]; /* adopted, cordoned, retired */
+	int64_t generation;
+};
+
+enum bc_node_by { BC_NODE_BY_ID = 1, BC_NODE_BY_HARDWARE_KEY = 2 };
+
+/* The node whose id, or whose proven hardware key (unique across the fleet), is key. */
+BC_WUR int bc_row_node_get(bc_tx *tx, enum bc_node_by by, const char *key, struct bc_node_row *row);
+
+/* The node of tenant_id whose claimed hardware key (unique within its tenant) is key. */
+BC_WUR int bc_row_node_get_claimed(bc_tx *tx, const char *tenant_id, const char *key,
+                                   struct bc_node_row *row);
+
+/* Locks the node's row until the transaction ends: the renewals and x509pop joins of one
+ * node, and so its certificate lineage, run one at a time. 0 also when there is none. */
+BC_WUR int bc_row_node_lock(bc_tx *tx, const char *id);
+
+/* What a join writes of a node. Borrowed for the call. pool_id, site_id and
+ * hardware_key: "" for none. */
+struct bc_node_write {
+	const char *id;
+	const char *tenant_id;
+	const char *pool_id;
+	const char *site_id;
+	const char *role;
+	const char *hardware_key; /* proven by the attestor: unique across the fleet */
+	int hardware_key_claimed; /* hardware_key comes from the claims: unique in the tenant */
+	const struct bc_claims *claims; /* macs are stored as a JSON array */
+	const char *agent_version;
+	const char *attestor;
+	int node_key_tpm;          /* node_key "tpm", else "unattested" */
+	const char *allowed_kinds; /* a JSON array of command kinds; "" or NULL: [] */
+	int64_t now_ms;
+};
+
+/* A new node, adopted, of generation 1. BC_ERR_CONFLICT when its id or hardware key
+ * is already a node's (a claimed key: a node's of the same tenant). */
+BC_WUR int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n);
+
+/* The node n->id taken back by the same machine: its claims, agent, attestor, node
+ * key and allowed kinds replaced, its hardware key set when n has one, its identity generation
+ * raised by one and every older certificate revoked at n->now_ms. Tenant, pool, site, role and
+ * state stay the node's. *generation receives the new generation. */
+BC_WUR int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation);
 
 #endif

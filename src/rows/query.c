@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bc/json.h"
+#include "rows/internal.h"
+
 static void where_append(struct bc_row_where *w, const char *a, const char *b, bc_param v)
 {
 	size_t len = strlen(w->sql);
@@ -60,4 +63,42 @@ int bc_row_ping(bc_tx *tx)
 	int64_t one;
 
 	return bc_tx_query_int(tx, "SELECT 1", NULL, 0, &one);
+}
+
+void bc_row_copy_col(char *dst, size_t n, bc_rows *r, const char *name)
+{
+	snprintf(dst, n, "%s", bc_rows_text_named(r, name));
+}
+
+int bc_row_first(bc_tx *tx, const char *sql, const bc_param *p, size_t n, bc_rows **out)
+{
+	int rc;
+
+	*out = NULL;
+	if ((rc = bc_tx_query(tx, sql, p, n, out)) != 0)
+		return rc;
+	if ((rc = bc_rows_next(*out)) != 1) {
+		bc_rows_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+char *bc_row_string_array(const char *const *s, size_t n)
+{
+	json_t *arr = json_array();
+	char *js;
+
+	if (arr == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, json_string(s[i]));
+	js = bc_json_dump(arr);
+	json_decref(arr);
+	return js;
+}
+
+const char *bc_row_none_if_empty(const char *s)
+{
+	return s != NULL && s[0] ? s : NULL;
 }

@@ -1,4 +1,4 @@
-/* sites (their site::boot leases: leases.h and join/rows.h). See rows/query.h. */
+/* sites (their site::boot leases: leases.h). See rows/query.h. */
 #ifndef BC_ROWS_SITES_H
 #define BC_ROWS_SITES_H
 

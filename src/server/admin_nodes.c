@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "bc/clock.h"
-#include "join/rows.h"
+#include "rows/certs.h"
 #include "rows/history.h"
 #include "rows/nodes.h"
 #include "server/admin_internal.h"

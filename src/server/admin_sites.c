@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "join/rows.h"
+#include "rows/leases.h"
 #include "rows/sites.h"
 #include "server/admin_internal.h"
 

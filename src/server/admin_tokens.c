@@ -8,7 +8,6 @@
 #include "bc/json.h"
 #include "bc/wire.h"
 #include "bc/secret.h"
-#include "join/rows.h"
 #include "rows/pools.h"
 #include "rows/sites.h"
 #include "rows/tokens.h"

@@ -51,9 +51,11 @@ plant src/attest/planted.c 'x = "delete"; y = "DELETE FROM inventory";' 1
 plant include/bc/planted.h '/* a header */
 const char *s = "INSERT INTO tenants (id) VALUES ($1)";' 2
 # a planted statement in an allow-listed file passes; the same file off the list fails
-clean src/join/site.c 'const char *q = "SELECT 1 FROM sites WHERE id = $1";'
-rc=0
+# (the committed list is empty: this one is the test's own)
+printf '%s\n' '# a comment' 'src/join/site.c' >"$T/allow"
 printf '%s\n' 'const char *q = "SELECT 1 FROM sites WHERE id = $1";' >"$T/tree/src/join/site.c"
+"$CHECK" "$T/tree" "$T/allow" >"$T/out" 2>&1 || fail "site.c on the list flagged: $(cat "$T/out")"
+rc=0
 "$CHECK" "$T/tree" /dev/null >"$T/out" 2>&1 || rc=$?
 [ "$rc" = 1 ] && grep -q '^src/join/site.c:1: ' "$T/out" || fail "site.c off the list passed"
 cp "$SRC/src/join/site.c" "$T/tree/src/join/site.c"

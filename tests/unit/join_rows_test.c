@@ -1,4 +1,5 @@
-/* src/join/rows.c on SQLite: each query finds what was written, reports none as 0,
+/* The rows JoinService uses (src/rows: nodes, certs, bindings, tokens, inventory,
+ * workflows, uses) on SQLite: each query finds what was written, reports none as 0,
  * and turns a unique violation into BC_ERR_CONFLICT. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +13,13 @@
 #include <cmocka.h>
 
 #include "bc/store.h"
-#include "join/rows.h"
+#include "rows/bindings.h"
+#include "rows/certs.h"
+#include "rows/inventory.h"
+#include "rows/nodes.h"
+#include "rows/tokens.h"
+#include "rows/uses.h"
+#include "rows/workflows.h"
 
 struct fx {
 	char dir[64];
