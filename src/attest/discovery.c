@@ -244,7 +244,7 @@ static int try_cert(void *ctx, const uint8_t *der, size_t len)
 	char kid[BC_KEY_ID_LEN + 1];
 	uint8_t d[32], *copy;
 
-	if (bc_holder_read_stored(h, sc->trust_domain, der, len) != BC_HOLDER_OK)
+	if (bc_holder_peek(h, sc->trust_domain, der, len, NULL) != BC_HOLDER_OK)
 		return 0;
 	kid[0] = 0;
 	if (bc_p256_spki_sha256(h->point, d) == 0)

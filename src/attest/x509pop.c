@@ -193,7 +193,7 @@ static int offline_checks(const struct bc_join_input *in, struct proven *p, cons
 	int rc = 0;
 
 	if (parse(in, &p->e) != 0 ||
-	    (rc = bc_holder_read_stored(&p->h, in->trust_domain, p->e.leaf, p->e.leaf_len)) !=
+	    (rc = bc_holder_peek(&p->h, in->trust_domain, p->e.leaf, p->e.leaf_len, NULL)) !=
 	        BC_HOLDER_OK ||
 	    strcmp(p->h.id.node_id, p->e.node_id) != 0) {
 		if (rc < 0)

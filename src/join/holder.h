@@ -3,10 +3,11 @@
  * a certificate we issued and a proof by its key, and all of them ask it here.
  *
  * Two parts:
- * - store-free: bc_holder_read() reads the leaf (a certificate the node CA signed,
- *   its identity from the SPIFFE ID, its key as a point), optionally of one role;
- *   bc_holder_prove() verifies a proof under that key for a purpose. The caller builds
- *   the payload between the two (a renewal's names the node the leaf names).
+ * - store-free: bc_holder_peek() reads the leaf (its identity from the SPIFFE ID, its
+ *   key as a point), optionally of one role; bc_holder_prove() verifies a proof under
+ *   that key for a purpose. The caller builds the payload between the two (a
+ *   renewal's names the node the leaf names). bc_holder_confirm() checks the CA's
+ *   signature, for a leaf refused before its row was found.
  * - in the caller's transaction, at database time: bc_holder_current() holds the leaf
  *   to its stored node_certs row: byte for byte a row of that node, of the node's
  *   current identity generation, not revoked, not superseded (a newer certificate of
@@ -15,10 +16,10 @@
  *   the client's time within the caller's window.
  * Each returns one enum bc_holder_status (or a negative BC_ERR_* for a failure that is
  * no refusal: memory, the store); each caller maps it to its own documented reasons.
- * A holder whose bc_holder_read and bc_holder_prove both returned BC_HOLDER_OK is
- * "backed": its refusals are the node's own (join/refusal.h records them one by
- * one); before that, anyone holding the certificate, which is no secret, could send
- * it. */
+ * A holder is "backed" once its proof verified and its leaf is known to be ours (its
+ * row found, or bc_holder_confirm accepted it): its refusals are the node's own
+ * (join/refusal.h records them one by one); before that, anyone holding the
+ * certificate, which is no secret, could send it. */
 #ifndef BC_JOIN_HOLDER_H
 #define BC_JOIN_HOLDER_H
 
@@ -43,7 +44,7 @@ enum bc_holder_status {
 	BC_HOLDER_CLIENT_TIME /* the client's time is outside the caller's window */
 };
 
-/* A leaf as read by bc_holder_read. der is borrowed from the caller for as long as the
+/* A leaf as read by bc_holder_peek. der is borrowed from the caller for as long as the
  * holder is used; bc_holder_clear() frees id's statements. */
 struct bc_holder {
 	const uint8_t *der;
@@ -52,34 +53,25 @@ struct bc_holder {
 	uint8_t point[65]; /* the leaf's key, uncompressed */
 };
 
-/* Reads der as a node certificate of pki's node CA (signature, issuer, SANs in its
- * trust domain) into h: BC_HOLDER_OK; BC_HOLDER_MALFORMED for anything else (h is
- * then cleared); BC_HOLDER_ROLE when role is not NULL and the leaf's role differs;
- * BC_ERR_NOMEM. The X509 path, with the CA's signature: for a certificate no row
- * holds (bc_holder_identify reads the others from their rows). */
-BC_WUR int bc_holder_read(struct bc_holder *h, const bc_pki *pki, const uint8_t *der, size_t len,
-                          const char *role);
+/* Reads der as a node certificate (its identity from the SPIFFE ID in the trust
+ * domain, its key as a point) into h: BC_HOLDER_OK; BC_HOLDER_MALFORMED for anything
+ * else (h is then cleared); BC_HOLDER_ROLE when role is not NULL and the leaf's role
+ * differs; BC_ERR_NOMEM. Without the CA's signature (bc_pki_node_identity_point: our
+ * own form is read without OpenSSL's X509 decoder): the leaf that is next held to its stored
+ * row by bc_holder_current: a row holding exactly these bytes is what makes it ours,
+ * so the hot path parses nothing twice and checks no signature of ours. Until that
+ * row is found nothing read here is trusted: a refusal found before it goes through
+ * bc_holder_confirm, and a caller counts the holder as backed only once the row was
+ * found or bc_holder_confirm accepted the leaf. */
+BC_WUR int bc_holder_peek(struct bc_holder *h, const char *trust_domain, const uint8_t *der,
+                          size_t len, const char *role);
 
-/* The leaf found by the SHA-256 of its bytes among the stored certificates, in a
- * read transaction of store: its node, role, statements and key are the row's
- * columns, written when it was issued, so nothing presented is parsed. BC_HOLDER_OK;
- * BC_HOLDER_ROLE as bc_holder_read; BC_HOLDER_NOT_CURRENT when no row holds exactly
- * these bytes (or the row was stored without its key); a negative BC_ERR_* from the
- * store. A certificate found here is one we issued: its signature needs no check. */
-BC_WUR int bc_holder_lookup(struct bc_holder *h, bc_store *store, const uint8_t *der, size_t len,
-                            const char *role);
-
-/* bc_holder_lookup, then bc_holder_read when no row holds the bytes: the first reads
- * what a current holder presents, the second says why anything else is refused
- * (BC_HOLDER_MALFORMED, or a node certificate of ours that is not stored). */
-BC_WUR int bc_holder_identify(struct bc_holder *h, bc_store *store, const bc_pki *pki,
-                              const uint8_t *der, size_t len, const char *role);
-
-/* The same for a certificate read back from node_certs (the signer of a discovery
- * assertion): its signature is not checked again, only its shape and identity in
- * trust_domain. */
-BC_WUR int bc_holder_read_stored(struct bc_holder *h, const char *trust_domain, const uint8_t *der,
-                                 size_t len);
+/* For a leaf read by bc_holder_peek that is refused before its row was found, or that
+ * no row holds: status when the leaf is a certificate the node CA signed (a node
+ * certificate of ours, not stored or not current), BC_HOLDER_MALFORMED when it is not
+ * (whatever else is wrong with it), BC_ERR_NOMEM. Costs the X509 decode and the CA's
+ * signature: refusals only. */
+BC_WUR int bc_holder_confirm(const struct bc_holder *h, const bc_pki *pki, int status);
 
 /* BC_HOLDER_OK when sig is an ES256 signature under purpose over payload by the
  * leaf's key, else BC_HOLDER_PROOF. */

@@ -1,9 +1,10 @@
 /* JoinService/Renew: the next certificate for a node that holds a current one.
  *
- * The presented leaf is found by the SHA-256 of its bytes and read from its row (its
- * node, key and statements as issued: nothing presented is parsed unless it is not
- * ours); the proof (purpose renew, over sha256(csr) || node id || client time)
- * verifies under its key; then, in the transaction, join/holder.h holds it to its row:
+ * The presented leaf is read without the CA's signature (bc_holder_peek: our own form,
+ * without OpenSSL's decoder); the proof (purpose renew, over sha256(csr) || node id ||
+ * client time) verifies under its key; then, in the one write transaction,
+ * join/holder.h finds the row holding its exact bytes, which makes it ours, and holds
+ * it to that row:
  * of the node's current identity generation, unexpired, unrevoked, not superseded, the
  * node not retired, the client's time within 60 s of database time. The new
  * certificate carries the leaf's statements forward, never the CSR's. Every refusal
@@ -62,6 +63,8 @@ struct renew_state {
 	uint8_t csr_point[65]; /* the CSR's key */
 	uint8_t csr_sha256[32];
 	uint8_t csr_spki_sha256[32];
+	int proved; /* the proof verified under the leaf's key */
+	int ours;   /* the leaf's row was found (set by each try of the transaction) */
 	int backed; /* the leaf is ours and the proof verified under its key */
 	struct renew_decision d;
 };
@@ -135,16 +138,16 @@ static int verify_proof(struct renew_state *st)
 	return rc;
 }
 
-/* Checks that need no database: the leaf, the CSR, the statements, the proof. */
+/* Checks that need no database: the leaf as presented (peeked: the row the transaction
+ * finds for its bytes is what makes it ours), the CSR, the proof, the statements. */
 static int precheck(struct renew_state *st, const char **reason)
 {
 	const Bettercompute__Join__V1__RenewRequest *rq = st->rq;
 	int rc = 0;
 
-	/* a current leaf is read from its row; only another is parsed */
 	if (rq->n_chain == 0 ||
-	    (rc = bc_holder_identify(&st->h, st->svc->cfg.store, st->svc->cfg.pki,
-	                             rq->chain[0].data, rq->chain[0].len, NULL)) != BC_HOLDER_OK) {
+	    (rc = bc_holder_peek(&st->h, st->svc->cfg.pki->trust_domain, rq->chain[0].data,
+	                         rq->chain[0].len, NULL)) != BC_HOLDER_OK) {
 		*reason = BC_R_RENEW_MALFORMED;
 		return rc < 0 ? rc : 0;
 	}
@@ -167,7 +170,7 @@ static int precheck(struct renew_state *st, const char **reason)
 		rc = rc < 0 ? rc : 0;
 		goto out;
 	}
-	st->backed = 1;
+	st->proved = 1;
 	/* a check issues nothing, so no statement is carried forward to prove */
 	if (!rq->check_only)
 		rc = check_statements(st, reason);
@@ -207,6 +210,7 @@ static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
 	*generation = c.node.generation;
 	if (rc < 0)
 		return rc;
+	st->ours = rc != BC_HOLDER_NOT_CURRENT;
 	snprintf(st->d.tenant_id, sizeof(st->d.tenant_id), "%s", c.node.tenant_id);
 	snprintf(st->d.serial, sizeof(st->d.serial), "%s", c.serial);
 	*reason = holder_reason(rc);
@@ -334,6 +338,7 @@ static int renew_tx(bc_tx *tx, void *arg)
 
 	/* a replayed transaction starts from nothing */
 	renew_decision_reset(&st->d);
+	st->ours = 0;
 	if ((rc = renew_steps(tx, st, &reason)) != 0)
 		return rc;
 	if (reason == NULL)
@@ -353,6 +358,7 @@ static int check_tx(bc_tx *tx, void *arg)
 	int rc;
 
 	renew_decision_reset(&st->d);
+	st->ours = 0;
 	is->now_ms = bc_tx_now_ms(tx);
 	if ((rc = check_current(tx, st, &generation, &reason)) != 0)
 		return rc;
@@ -397,10 +403,26 @@ static int decide(struct renew_state *st)
 
 	if ((rc = precheck(st, &reason)) != 0)
 		return rc;
-	if (reason == NULL && st->rq->check_only)
-		return bc_store_run(st->svc->cfg.store, BC_TX_READ, check_tx, st);
-	if (reason == NULL)
-		return bc_store_run(st->svc->cfg.store, BC_TX_WRITE, renew_tx, st);
+	if (reason == NULL) {
+		rc = st->rq->check_only
+		         ? bc_store_run(st->svc->cfg.store, BC_TX_READ, check_tx, st)
+		         : bc_store_run(st->svc->cfg.store, BC_TX_WRITE, renew_tx, st);
+		if (rc != BC_ERR_DENIED || st->ours) {
+			st->backed = st->ours && st->proved;
+			return rc;
+		}
+		reason = st->d.reason;
+	}
+	/* refused before a row was found for the leaf's bytes: whether the node CA signed
+	   it decides between its reason and renew-malformed, and whether it is backed */
+	if (strcmp(reason, BC_R_RENEW_MALFORMED) != 0) {
+		if ((rc = bc_holder_confirm(&st->h, st->svc->cfg.pki, BC_HOLDER_OK)) < 0)
+			return rc;
+		if (rc == BC_HOLDER_MALFORMED)
+			reason = BC_R_RENEW_MALFORMED;
+		else
+			st->backed = st->proved;
+	}
 	st->d.reason = reason;
 	return BC_ERR_DENIED;
 }

@@ -60,6 +60,8 @@ struct site_call {
 	int malformed; /* the request is out of shape (found before any check) */
 	/* learned */
 	struct bc_holder h; /* the leaf (h.id its identity) */
+	int proved;         /* the proof verified under the leaf's key */
+	int ours;           /* the leaf's row was found (set by each try of the transaction) */
 	int backed;         /* the leaf is ours and the proof verified under its key */
 	char tenant_id[BC_ID_MAX];
 	char site[BC_ID_MAX]; /* the caller's site */
@@ -79,20 +81,23 @@ static void body_reset(struct site_call *c)
 	c->body_len = 0;
 }
 
-/* The leaf (read from its row when it is a current one), its role and the proof,
- * before the transaction (join/holder.h). */
+/* The leaf as presented (peeked: the row the transaction finds for its bytes makes it
+ * ours), its role and the proof, before the transaction (join/holder.h). */
 static int precheck(struct site_call *c, const char **reason)
 {
 	int rc = BC_HOLDER_MALFORMED;
 
 	if (c->n_chain > 0 && c->n_chain <= 8 && c->proof->len == BC_SIG_LEN)
-		rc = bc_holder_identify(&c->h, c->svc->cfg.store, c->svc->cfg.pki, c->chain[0].data,
-		                        c->chain[0].len, BC_ROLE_SITE);
+		rc = bc_holder_peek(&c->h, c->svc->cfg.pki->trust_domain, c->chain[0].data,
+		                    c->chain[0].len, BC_ROLE_SITE);
 	if (rc == BC_HOLDER_OK)
 		rc = bc_holder_prove(&c->h, c->purpose, c->payload.p, c->payload.len,
 		                     c->proof->data, c->proof->len);
+	/* a leaf the node CA did not sign is malformed, whatever else is wrong with it */
+	if (rc == BC_HOLDER_ROLE || rc == BC_HOLDER_PROOF)
+		rc = bc_holder_confirm(&c->h, c->svc->cfg.pki, rc);
 	switch (rc) {
-	case BC_HOLDER_OK: c->backed = 1; return 0;
+	case BC_HOLDER_OK: c->proved = 1; return 0;
 	case BC_HOLDER_ROLE: *reason = BC_R_SITE_ROLE; return 0;
 	case BC_HOLDER_PROOF: *reason = BC_R_SITE_PROOF; return 0;
 	default:
@@ -116,6 +121,7 @@ static int check_current(bc_tx *tx, struct site_call *c, const char **reason)
 
 	if (rc < 0)
 		return rc;
+	c->ours = rc != BC_HOLDER_NOT_CURRENT;
 	snprintf(c->tenant_id, sizeof(c->tenant_id), "%s", row.node.tenant_id);
 	snprintf(c->site, sizeof(c->site), "%s", row.node.site_id);
 	snprintf(c->lease, sizeof(c->lease), BC_ROW_SITE_LEASE_FMT, row.node.site_id);
@@ -137,6 +143,7 @@ static int call_tx(bc_tx *tx, void *arg)
 
 	body_reset(c);
 	c->reason = NULL;
+	c->ours = 0;
 	c->now_ms = bc_tx_now_ms(tx);
 	if ((rc = check_current(tx, c, &reason)) != 0)
 		return rc;
@@ -147,6 +154,22 @@ static int call_tx(bc_tx *tx, void *arg)
 	body_reset(c);
 	c->reason = reason;
 	return BC_ERR_DENIED;
+}
+
+/* After the transaction: a refusal of a leaf no row holds is site-malformed when the
+ * node CA did not sign it; the refusal is backed once the leaf is known to be ours. */
+static int found_or_confirmed(struct site_call *c, int rc)
+{
+	int status = BC_HOLDER_OK;
+
+	if (rc == BC_ERR_DENIED && !c->ours &&
+	    (status = bc_holder_confirm(&c->h, c->svc->cfg.pki, BC_HOLDER_OK)) < 0)
+		return status;
+	if (status == BC_HOLDER_MALFORMED)
+		c->reason = BC_R_SITE_MALFORMED;
+	else
+		c->backed = c->proved;
+	return rc;
 }
 
 /* Refusals before the proof verified under a site leaf of ours are backed by no
@@ -182,6 +205,7 @@ static enum bc_rpc_status run_call(struct site_call *c, int payload_rc, uint8_t 
 			rc = BC_ERR_DENIED;
 		} else {
 			rc = bc_store_run(c->svc->cfg.store, BC_TX_WRITE, call_tx, c);
+			rc = found_or_confirmed(c, rc);
 		}
 	}
 	if (rc == BC_ERR_DENIED && c->reason) {

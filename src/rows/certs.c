@@ -124,6 +124,22 @@ out:
 	return rc;
 }
 
+int bc_row_cert_lock_node(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len)
+{
+	char sha[65];
+	uint8_t d[32];
+	int rc;
+
+	if ((rc = bc_sha256(der, len, d)) != 0)
+		return rc;
+	bc_hex_encode_to(d, sizeof(d), sha);
+	bc_param p[] = {BC_TEXT(node_id), BC_TEXT(sha)};
+	return bc_tx_lock(tx,
+	                  "SELECT id FROM nodes WHERE id = $1 AND EXISTS (SELECT 1 FROM node_certs "
+	                  "WHERE node_id = $1 AND der_sha256 = $2) FOR UPDATE",
+	                  p, 2);
+}
+
 int bc_row_cert_use(bc_tx *tx, const char *node_id, const char *serial, int64_t now_ms)
 {
 	bc_param p[] = {BC_INT(now_ms), BC_TEXT(node_id), BC_TEXT(serial)};

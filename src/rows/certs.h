@@ -57,6 +57,12 @@ struct bc_cert_row {
 BC_WUR int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len,
                             struct bc_cert_row *row);
 
+/* Locks node_id's row until the transaction ends when one of its node_certs rows has
+ * der's SHA-256 (a no-op where a write transaction holds the whole database): the
+ * lineage of a node is read and written under its lock, and bytes that are no
+ * certificate of the node lock nothing, whatever node they name. */
+BC_WUR int bc_row_cert_lock_node(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len);
+
 /* The lineage (renew.c, x509pop.c). A node's certificate is used when it is renewed
  * with or presented to x509pop; its first use supersedes every other certificate of
  * the node. */

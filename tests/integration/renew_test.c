@@ -183,9 +183,10 @@ static void expect_refused(const struct renew_opts *o, const char *reason, const
 	EVP_PKEY_free(next);
 }
 
-/* A refusal no credential backs (no proof by the leaf's key): the same bytes on the
- * wire and nothing issued; its event is a summary that names no node. */
-static void expect_refused_unattributed(const struct renew_opts *o)
+/* A refusal no credential backs (no proof by the leaf's key, or a leaf that is not
+ * ours): the same bytes on the wire and nothing issued; its event is a summary that
+ * names no node. */
+static void expect_refused_unattributed(const struct renew_opts *o, const char *reason)
 {
 	long status = 0;
 	uint8_t *body = NULL;
@@ -203,6 +204,7 @@ static void expect_refused_unattributed(const struct renew_opts *o)
 	assert_int_equal(bct_refusal_total(&cp), hooked + 1);
 	r = bct_last_refusal(&cp);
 	assert_string_equal(r.attestor, "renew");
+	assert_string_equal(r.reason, reason);
 	assert_string_equal(r.node_id, "");
 	assert_true(r.summarized);
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_certs", NULL, 0), certs);
@@ -296,19 +298,19 @@ static void test_each_refusal(void **state)
 	int64_t before = proof_summaries("1");
 	struct renew_opts bad = o;
 	bad.signer = k.key;
-	expect_refused_unattributed(&bad);
+	expect_refused_unattributed(&bad, "renew-proof");
 	assert_int_equal(proof_summaries("1"), before + 1);
 	bad = o;
 	bad.corrupt_proof = 1;
-	expect_refused_unattributed(&bad);
+	expect_refused_unattributed(&bad, "renew-proof");
 	bad = o;
 	bad.node_id = k.ans.node_id;
-	expect_refused_unattributed(&bad);
+	expect_refused_unattributed(&bad, "renew-proof");
 	assert_int_equal(proof_summaries("1"), before + 1);
 	bc_clock_set_offset_ms(bc_clock_offset_ms() + 61000);
 	bad = o;
 	bad.signer = k.key;
-	expect_refused_unattributed(&bad);
+	expect_refused_unattributed(&bad, "renew-proof");
 	assert_int_equal(proof_summaries("3"), 1);
 	bc_clock_set_offset_ms(bc_clock_offset_ms() - 61000);
 
@@ -333,6 +335,25 @@ static void test_each_refusal(void **state)
 		bad.leaf = der;
 		bad.leaf_len = der_len;
 		expect_refused(&bad, "renew-not-current", node);
+
+		/* the same form signed by another node CA, naming the node, with a proof by
+		 * its own key: not ours (no row holds it, the CA did not sign it), so
+		 * renew-malformed and summarized, also with a CSR out of shape */
+		bc_pki *other = NULL;
+		uint8_t *forged = NULL;
+		size_t forged_len;
+		assert_int_equal(bc_pki_generate(pki->trust_domain, &other), 0);
+		assert_int_equal(
+		    bc_pki_issue_node_cert(other, &req, &forged, &forged_len, serial, &na), 0);
+		bad = o;
+		bad.leaf = forged;
+		bad.leaf_len = forged_len;
+		expect_refused_unattributed(&bad, "renew-malformed");
+		bad.check_only = 1;
+		bad.other_key = 1;
+		expect_refused_unattributed(&bad, "renew-malformed");
+		bc_pki_free(other);
+		free(forged);
 
 		/* unknown and malformed statements, recorded as rows so only the statement is wrong
 		 */
@@ -598,10 +619,10 @@ static void test_check_only_answers_the_leaf_and_issues_nothing(void **state)
 	o = opts_of(&t);
 	o.check_only = 1;
 	o.other_key = 1;
-	expect_refused_unattributed(&o);
+	expect_refused_unattributed(&o, "renew-malformed");
 	o.other_key = 0;
 	o.corrupt_proof = 1;
-	expect_refused_unattributed(&o);
+	expect_refused_unattributed(&o, "renew-proof");
 	o.corrupt_proof = 0;
 	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", p, 1),
 	                 0);

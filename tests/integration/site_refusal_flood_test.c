@@ -16,10 +16,12 @@
 #include "bc/buf.h"
 #include "bc/clock.h"
 #include "bc/crypto.h"
+#include "bc/pki.h"
 #include "bc/wire.h"
 #include "bctest.h"
 #include "bettercompute/join/v1/join.pb-c.h"
 #include "bettercompute/site/v1/site.pb-c.h"
+#include "server/server.h"
 
 #define FLOOD 2000
 #define MAC_U "52:54:00:aa:00:0f"
@@ -187,6 +189,38 @@ static void test_unbacked_site_requests_are_summarized(void **state)
 	assert_non_null(strstr(data, "\"count\":2000"));
 	assert_non_null(strstr(data, "\"summarized\":true"));
 	free(data);
+
+	/* a site certificate of the same form that another node CA signed, naming the site
+	 * node, with a valid proof by its own key: not ours, so site-malformed and
+	 * summarized like any request no credential backs */
+	{
+		bc_pki *other = NULL;
+		uint8_t *forged = NULL;
+		size_t forged_len;
+		char serial[33];
+		int64_t na;
+		struct bc_node_cert_req req = {.node_id = site.node_id,
+		                               .role = "site",
+		                               .pub = stranger,
+		                               .not_before_ms = bc_now_ms()};
+		assert_int_equal(bc_pki_generate(bc_server_pki(cp.srv)->trust_domain, &other), 0);
+		assert_int_equal(
+		    bc_pki_issue_node_cert(other, &req, &forged, &forged_len, serial, &na), 0);
+		before = all_events();
+		hooked = bct_refusal_total(&cp);
+		body = secret_request(forged, forged_len, stranger, &len);
+		for (int i = 0; i < FLOOD; i++)
+			assert_int_equal(post(BC_WIRE_PATH_FETCH_SECRET, body, len), 403);
+		free(body);
+		assert_string_equal(bct_last_reason(&cp), "site-malformed");
+		assert_int_equal(bct_refusal_total(&cp) - hooked, FLOOD);
+		assert_true(all_events() - before <= 3);
+		printf("site flood: %d FetchSecret with a forged site certificate, %lld event "
+		       "row(s)\n",
+		       FLOOD, (long long)(all_events() - before));
+		bc_pki_free(other);
+		free(forged);
+	}
 
 	/* the site node's own proven request, refused (it holds no lease): one event each,
 	 * naming it */
