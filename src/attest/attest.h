@@ -46,4 +46,38 @@ BC_WUR int bc_attest_register_defaults(struct bc_join_service *s);
 BC_WUR int bc_attest_enable(struct bc_join_service *s, const bc_toml *cfg, char *err,
                             size_t errlen);
 
+/* ---- an attestor's configuration (config.c) ----
+ *
+ * Every attestor reads its [attestors.<id>] table, and the sub-tables it owns, through
+ * bc_attest_read_table(): bc_toml_read_table() over the attestor's field table with
+ * every message starting "[<table>] " and a renamed key's warning (naming the new key)
+ * logged at warn level. A key the table does not set keeps what dst held (the
+ * default). 0, BC_ERR_CONFIG with err "[<table>] <key>: <what is wrong, what is
+ * allowed>", or BC_ERR_NOMEM. */
+BC_WUR int bc_attest_read_table(const bc_toml *t, const char *table,
+                                const struct bc_toml_field *fields, size_t n_fields, void *dst,
+                                char *err, size_t errlen);
+/* An attestor's own check of a value read, worded like the reader's: err
+ * "[<table>] <key>: <what>". Returns BC_ERR_CONFIG. */
+int bc_attest_config_fail(char *err, size_t errlen, const char *table, const char *key,
+                          const char *what);
+/* The number of entries of a field table (an array, not a pointer). */
+#define BC_ATTEST_N_FIELDS(fields) (sizeof(fields) / sizeof((fields)[0]))
+
+/* The approval queue's keys (attest/requests.h), the same in every attestor that
+ * defers for approval (tpm, discovery): how long a pending request lasts, and the
+ * Retry-After of a deferral, each into an int64_t member m of seconds of struct S. */
+#define BC_ATTEST_PENDING_TTL_S 86400
+#define BC_ATTEST_RETRY_AFTER_S 30
+#define BC_ATTEST_PENDING_TTL_FIELD(S, m)                                                          \
+	{                                                                                          \
+		.key = "pending_ttl_seconds", .type = BC_TOML_SECONDS, .min = 60,                  \
+		.max = 30LL * 86400, BC_TOML_AT(S, m)                                              \
+	}
+#define BC_ATTEST_RETRY_AFTER_FIELD(S, m)                                                          \
+	{                                                                                          \
+		.key = "retry_after_seconds", .type = BC_TOML_SECONDS, .min = 1, .max = 3600,      \
+		BC_TOML_AT(S, m)                                                                   \
+	}
+
 #endif

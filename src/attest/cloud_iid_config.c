@@ -1,6 +1,6 @@
 /* [attestors.cloud-iid] in server.toml: the providers .gcp, .aws (with its
  * .aws.certificates table, region = PEM file), .oidc.<id>, the .resolve.<name> rules
- * and roles. Each table is read through bc_toml_read_table (its field table below):
+ * and roles. Each table is read through bc_attest_read_table (its field table below):
  * an unknown key is an error naming it and the known ones. The region names of
  * .aws.certificates are the operator's, read as a map. */
 #include <openssl/err.h>
@@ -118,25 +118,8 @@ static int sub_table(char *out, size_t n, const char *table, const char *name)
 	return k < 0 || (size_t)k >= n ? BC_ERR_CONFIG : 0;
 }
 
-static int fail(char *err, size_t errlen, const char *table, const char *key, const char *what)
-{
-	snprintf(err, errlen, "[%s] %s: %s", table, key, what);
-	return BC_ERR_CONFIG;
-}
-
-/* One table through its fields into dst. */
-static int read_fields(const bc_toml *t, const char *table, const struct bc_toml_field *fields,
-                       size_t n, void *dst, char *err, size_t errlen)
-{
-	char label[600];
-	struct bc_toml_read r = {.table = table, .label = label, .fields = fields, .n_fields = n};
-
-	snprintf(label, sizeof(label), "[%s] ", table);
-	return bc_toml_read_table(t, &r, dst, err, errlen);
-}
-
 #define READ(t, table, fields, dst, err, errlen)                                                   \
-	read_fields(t, table, fields, sizeof(fields) / sizeof(fields[0]), dst, err, errlen)
+	bc_attest_read_table(t, table, fields, BC_ATTEST_N_FIELDS(fields), dst, err, errlen)
 
 int str_list_has(const struct str_list *l, const char *s)
 {
@@ -183,8 +166,9 @@ static int set_algs(const struct bc_toml_strings *algs, const char *table, struc
 		else if (p->n_algs < 2 && strcmp(algs->v[i], "ES256") == 0)
 			p->algs[p->n_algs++] = "ES256";
 		else
-			return fail(err, errlen, table, "algs",
-			            "expected \"RS256\" and/or \"ES256\" (never none or HS*)");
+			return bc_attest_config_fail(
+			    err, errlen, table, "algs",
+			    "expected \"RS256\" and/or \"ES256\" (never none or HS*)");
 	}
 	return 0;
 }
@@ -211,14 +195,17 @@ static int jwt_common(const struct jwt_raw *raw, const char *table, struct jwt_p
 	int rc;
 
 	if (raw->audience == NULL)
-		return fail(err, errlen, table, "audience",
-		            "required (the token's aud is audience#<hex sha256(csr)>)");
+		return bc_attest_config_fail(
+		    err, errlen, table, "audience",
+		    "required (the token's aud is audience#<hex sha256(csr)>)");
 	if (jwks == NULL)
-		return fail(err, errlen, table, "jwks", "required (a JWKS file or https URL)");
+		return bc_attest_config_fail(err, errlen, table, "jwks",
+		                             "required (a JWKS file or https URL)");
 	if ((p->audience = strdup(raw->audience)) == NULL)
 		return BC_ERR_NOMEM;
 	if ((rc = jwks_src_init(&p->jwks, jwks, raw->jwks_ca, why, sizeof(why))) != 0)
-		return rc == BC_ERR_NOMEM ? rc : fail(err, errlen, table, "jwks", why);
+		return rc == BC_ERR_NOMEM ? rc
+		                          : bc_attest_config_fail(err, errlen, table, "jwks", why);
 	p->max_age_ms = raw->max_age_ms;
 	if ((rc = copy_list(&raw->allowed, &p->allowed)) != 0)
 		return rc;
@@ -252,23 +239,23 @@ static int load_oidc_one(const bc_toml *t, const char *table, const char *id, st
 	if ((rc = READ(t, table, oidc_fields, &raw, err, errlen)) != 0)
 		return rc;
 	if (c->n_oidc == CLOUD_OIDC_MAX)
-		return fail(err, errlen, table, id, "at most 16 OIDC issuers");
+		return bc_attest_config_fail(err, errlen, table, id, "at most 16 OIDC issuers");
 	if ((p = c->oidc[c->n_oidc++] = calloc(1, sizeof(*p))) == NULL)
 		return BC_ERR_NOMEM;
 	pthread_mutex_init(&p->jwks.mu, NULL);
 	snprintf(p->name, sizeof(p->name), "oidc.%s", id);
 	if (raw.issuer == NULL)
-		return fail(err, errlen, table, "issuer", "required");
+		return bc_attest_config_fail(err, errlen, table, "issuer", "required");
 	/* a name alone is anyone's to choose: the account pins whose instance it is */
 	if (raw.account_claim == NULL || raw.instance_claim == NULL)
-		return fail(
+		return bc_attest_config_fail(
 		    err, errlen, table, raw.account_claim ? "instance_claim" : "account_claim",
 		    "required: the claims that name the account (a project, a subscription) "
 		    "and the instance");
 	for (size_t i = 0; i + 1 < c->n_oidc; i++)
 		if (strcmp(c->oidc[i]->issuer, raw.issuer) == 0)
-			return fail(err, errlen, table, "issuer",
-			            "another [oidc.<id>] has this issuer");
+			return bc_attest_config_fail(err, errlen, table, "issuer",
+			                             "another [oidc.<id>] has this issuer");
 	if ((p->issuer = strdup(raw.issuer)) == NULL ||
 	    (p->account_claim = strdup(raw.account_claim)) == NULL ||
 	    (p->instance_claim = strdup(raw.instance_claim)) == NULL ||
@@ -371,26 +358,28 @@ static int load_aws(const bc_toml *t, const char *table, struct cloud_cfg *c, ch
 		return rc;
 	if (sub_table(sub, sizeof(sub), table, "certificates") != 0 ||
 	    bc_toml_keys(t, sub, &regions, &n) != 0 || n == 0)
-		return fail(err, errlen, table, "certificates",
-		            "required: [.certificates] region = \"PEM file\" (\"*\" for the rest), "
-		            "the certificates AWS publishes for each region");
+		return bc_attest_config_fail(
+		    err, errlen, table, "certificates",
+		    "required: [.certificates] region = \"PEM file\" (\"*\" for the rest), "
+		    "the certificates AWS publishes for each region");
 	if ((a->regions = calloc(n, sizeof(*a->regions))) == NULL)
 		return BC_ERR_NOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct aws_region *r = &a->regions[a->n_regions++];
 		const char *file;
 		if (sub_table(path, sizeof(path), sub, regions[i]) != 0)
-			return fail(err, errlen, sub, regions[i], "name too long");
+			return bc_attest_config_fail(err, errlen, sub, regions[i], "name too long");
 		if ((r->name = strdup(regions[i])) == NULL ||
 		    (r->certs = sk_X509_new_null()) == NULL)
 			return BC_ERR_NOMEM;
 		if (bc_toml_get_string(t, path, &file) != 0)
-			return fail(err, errlen, sub, regions[i], "expected a PEM file name");
+			return bc_attest_config_fail(err, errlen, sub, regions[i],
+			                             "expected a PEM file name");
 		if ((rc = load_certs(file, r->certs, a->all)) != 0) {
 			snprintf(what, sizeof(what),
 			         "%s: expected PEM RSA certificates of at least 2048 bits (%s)",
 			         file, bc_err_str(rc));
-			return fail(err, errlen, sub, regions[i], what);
+			return bc_attest_config_fail(err, errlen, sub, regions[i], what);
 		}
 	}
 	return 0;
@@ -400,9 +389,9 @@ static int copy_id(const char *s, const char *table, const char *key, char out[B
                    int required, char *err, size_t errlen)
 {
 	if ((s && strlen(s) >= BC_ID_MAX) || (required && s == NULL))
-		return fail(err, errlen, table, key,
-		            required ? "required: an id of 1 to 63 bytes"
-		                     : "an id of 1 to 63 bytes");
+		return bc_attest_config_fail(err, errlen, table, key,
+		                             required ? "required: an id of 1 to 63 bytes"
+		                                      : "an id of 1 to 63 bytes");
 	if (s)
 		snprintf(out, BC_ID_MAX, "%s", s);
 	return 0;
@@ -417,7 +406,7 @@ static int load_rule(const bc_toml *t, const char *table, const char *name, stru
 	if ((rc = READ(t, table, rule_fields, &raw, err, errlen)) != 0)
 		return rc;
 	if (raw.provider == NULL || raw.account == NULL)
-		return fail(
+		return bc_attest_config_fail(
 		    err, errlen, table, "provider/account",
 		    "required: the provider (gcp, aws, oidc.<id>) and the account or project "
 		    "this rule admits");
@@ -439,7 +428,7 @@ static int add_rule(const bc_toml *t, const char *table, const char *name, struc
 	struct resolve_rule *r;
 
 	if (c->n_rules == CLOUD_LIST_MAX)
-		return fail(err, errlen, table, name, "at most 256 resolve rules");
+		return bc_attest_config_fail(err, errlen, table, name, "at most 256 resolve rules");
 	if ((r = realloc(c->rules, (c->n_rules + 1) * sizeof(*r))) == NULL)
 		return BC_ERR_NOMEM;
 	c->rules = r;
@@ -457,7 +446,8 @@ static int set_roles(const struct bc_toml_strings *roles, const char *table, str
 	c->n_roles = 0;
 	for (size_t i = 0; i < roles->n; i++) {
 		if (strcmp(roles->v[i], "node") && strcmp(roles->v[i], "site"))
-			return fail(err, errlen, table, "roles", "expected node and/or site");
+			return bc_attest_config_fail(err, errlen, table, "roles",
+			                             "expected node and/or site");
 		c->roles[c->n_roles++] = strcmp(roles->v[i], "node") ? "site" : "node";
 	}
 	return 0;
@@ -485,12 +475,14 @@ static int load(const bc_toml *t, const char *table, struct cloud_cfg *c, char *
 	if ((rc = each_table(t, sub, add_rule, c, err, errlen)) != 0)
 		return rc;
 	if (c->gcp == NULL && c->aws == NULL && c->n_oidc == 0)
-		return fail(err, errlen, table, "gcp/aws/oidc",
-		            "configure at least one provider ([.gcp], [.aws], [.oidc.<id>])");
+		return bc_attest_config_fail(
+		    err, errlen, table, "gcp/aws/oidc",
+		    "configure at least one provider ([.gcp], [.aws], [.oidc.<id>])");
 	if (c->n_rules == 0)
-		return fail(err, errlen, table, "resolve",
-		            "required: [.resolve.<name>] rules (provider, account -> tenant, pool, "
-		            "site); without one no instance can join");
+		return bc_attest_config_fail(
+		    err, errlen, table, "resolve",
+		    "required: [.resolve.<name>] rules (provider, account -> tenant, pool, "
+		    "site); without one no instance can join");
 	return 0;
 }
 
@@ -502,7 +494,8 @@ int cloud_cfg_load(const bc_toml *t, const char *table, struct cloud_cfg **out, 
 
 	*out = NULL;
 	if (t == NULL)
-		return fail(err, errlen, table, "gcp/aws/oidc", "no configuration");
+		return bc_attest_config_fail(err, errlen, table, "gcp/aws/oidc",
+		                             "no configuration");
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return BC_ERR_NOMEM;
 	if ((rc = load(t, table, c, err, errlen)) != 0) {

@@ -37,8 +37,8 @@
 static const char *const roles[] = {BC_ROLE_RAMDISK};
 
 static const struct disc_cfg defaults = {
-    .pending_ttl_s = 86400,
-    .retry_after_s = 30,
+    .pending_ttl_s = BC_ATTEST_PENDING_TTL_S,
+    .retry_after_s = BC_ATTEST_RETRY_AFTER_S,
     .resolve_workflow_node = 1,
     .allowed_kinds = "[\"inventory.refresh\",\"logs.collect\",\"diag.*\",\"disk.wipe\","
                      "\"deploy.*\",\"boot.kexec\"]"};

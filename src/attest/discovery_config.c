@@ -1,9 +1,10 @@
 /* [attestors.discovery] in server.toml (docs/commissioning.md): read through the
- * shared table reader (bc_toml_read_table), then the command kinds checked one by
- * one and kept as the JSON array the result carries. */
+ * attestors' table reader (bc_attest_read_table), then the command kinds checked one
+ * by one and kept as the JSON array the result carries. */
 #include <stdio.h>
 #include <string.h>
 
+#include "attest/attest.h"
 #include "attest/discovery.h"
 #include "bc/err.h"
 #include "bc/toml.h"
@@ -26,16 +27,8 @@ static const struct bc_toml_field fields[] = {
      .type = BC_TOML_CHOICE,
      .choices = hwkeys,
      BC_TOML_AT(struct raw, c.hwkey)},
-    {.key = "pending_ttl_seconds",
-     .type = BC_TOML_SECONDS,
-     .min = 60,
-     .max = 30LL * 86400,
-     BC_TOML_AT(struct raw, c.pending_ttl_s)},
-    {.key = "retry_after_seconds",
-     .type = BC_TOML_SECONDS,
-     .min = 1,
-     .max = 3600,
-     BC_TOML_AT(struct raw, c.retry_after_s)},
+    BC_ATTEST_PENDING_TTL_FIELD(struct raw, c.pending_ttl_s),
+    BC_ATTEST_RETRY_AFTER_FIELD(struct raw, c.retry_after_s),
     {.key = "resolve_workflow_node",
      .type = BC_TOML_BOOL,
      BC_TOML_AT(struct raw, c.resolve_workflow_node)},
@@ -52,12 +45,6 @@ static const struct bc_toml_field fields[] = {
      .expect = "an array of 1 to 32 command kinds, such as [\"disk.wipe\", \"diag.*\"]",
      BC_TOML_AT(struct raw, kinds)},
 };
-
-static int fail(char *err, size_t errlen, const char *table, const char *key, const char *what)
-{
-	snprintf(err, errlen, "[%s] %s: %s", table, key, what);
-	return BC_ERR_CONFIG;
-}
 
 /* A command kind: lower-case dotted words ("disk.wipe"), the last of which may be "*"
  * ("diag.*"); a word is [a-z0-9] and may hold '-' or '_' inside it. */
@@ -108,7 +95,7 @@ static int read_kinds(const struct bc_toml_strings *v, const char *table, struct
 			    "\"%.64s\" is not a command kind: expected lower-case dotted words "
 			    "of at most 64 characters, the last of which may be \"*\"",
 			    v->v[i]);
-			return fail(err, errlen, table, "allowed_kinds", what);
+			return bc_attest_config_fail(err, errlen, table, "allowed_kinds", what);
 		}
 		/* bounded by BC_ALLOWED_KINDS_JSON_MAX; a kind needs no JSON escaping */
 		off += (size_t)snprintf(c->allowed_kinds + off, sizeof(c->allowed_kinds) - off,
@@ -120,16 +107,11 @@ static int read_kinds(const struct bc_toml_strings *v, const char *table, struct
 
 int disc_cfg_read(const bc_toml *t, const char *table, struct disc_cfg *c, char *err, size_t errlen)
 {
-	char label[96];
 	struct raw raw = {.c = *c};
-	struct bc_toml_read r = {.table = table,
-	                         .label = label,
-	                         .fields = fields,
-	                         .n_fields = sizeof(fields) / sizeof(fields[0])};
 	int rc;
 
-	snprintf(label, sizeof(label), "[%s] ", table);
-	if ((rc = bc_toml_read_table(t, &r, &raw, err, errlen)) != 0 ||
+	if ((rc = bc_attest_read_table(t, table, fields, BC_ATTEST_N_FIELDS(fields), &raw, err,
+	                               errlen)) != 0 ||
 	    (rc = read_kinds(&raw.kinds, table, &raw.c, err, errlen)) != 0)
 		return rc;
 	*c = raw.c;

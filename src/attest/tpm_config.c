@@ -1,6 +1,6 @@
 /* [attestors.tpm] in server.toml, and the files it names (ek_roots, resolve,
- * pcr_policy). The table is read through bc_toml_read_table: an unknown key is an
- * error naming it and the known ones. */
+ * pcr_policy). The table is read through the attestors' table reader
+ * (bc_attest_read_table): an unknown key is an error naming it and the known ones. */
 #include <ctype.h>
 #include <jansson.h>
 #include <openssl/err.h>
@@ -18,12 +18,6 @@
 
 #define FILE_MAX  (1024 * 1024)
 #define ROOTS_MAX 64
-
-static int fail(char *err, size_t errlen, const char *table, const char *key, const char *what)
-{
-	snprintf(err, errlen, "[%s] %s: %s", table, key, what);
-	return BC_ERR_CONFIG;
-}
 
 /* PEM (one or more certificates) or one DER certificate. */
 static int load_roots(struct tpm_cfg *c, const char *path)
@@ -379,16 +373,8 @@ static const struct bc_toml_field fields[] = {
      .flags = BC_TOML_NONEMPTY,
      .expect = "a pool id",
      BC_TOML_AT(struct raw, pool)},
-    {.key = "pending_ttl_seconds",
-     .type = BC_TOML_SECONDS,
-     .min = 60,
-     .max = 30LL * 86400,
-     BC_TOML_AT(struct raw, pending_ttl_s)},
-    {.key = "retry_after_seconds",
-     .type = BC_TOML_SECONDS,
-     .min = 1,
-     .max = 3600,
-     BC_TOML_AT(struct raw, retry_after_s)},
+    BC_ATTEST_PENDING_TTL_FIELD(struct raw, pending_ttl_s),
+    BC_ATTEST_RETRY_AFTER_FIELD(struct raw, retry_after_s),
     {.key = "challenge_ttl_seconds",
      .type = BC_TOML_SECONDS,
      .min = 1,
@@ -432,17 +418,20 @@ static int apply_scalars(struct tpm_cfg *c, const struct raw *r, const char *tab
 	c->retry_after_s = r->retry_after_s;
 	c->challenge_ttl_ms = r->challenge_ttl_ms;
 	if (set_id(c->enroll_tenant, r->tenant) != 0)
-		return fail(err, errlen, table, "enrollment_tenant", "expected a tenant id");
+		return bc_attest_config_fail(err, errlen, table, "enrollment_tenant",
+		                             "expected a tenant id");
 	if (set_id(c->enroll_site, r->site) != 0)
-		return fail(err, errlen, table, "enrollment_site", "expected a site id");
+		return bc_attest_config_fail(err, errlen, table, "enrollment_site",
+		                             "expected a site id");
 	if (set_id(c->enroll_pool, r->pool) != 0)
-		return fail(err, errlen, table, "enrollment_pool", "expected a pool id");
+		return bc_attest_config_fail(err, errlen, table, "enrollment_pool",
+		                             "expected a pool id");
 	if ((c->enroll_site[0] || c->enroll_pool[0]) && c->enroll_tenant[0] == 0)
-		return fail(err, errlen, table, "enrollment_tenant",
-		            "required with enrollment_site/pool");
+		return bc_attest_config_fail(err, errlen, table, "enrollment_tenant",
+		                             "required with enrollment_site/pool");
 	if (c->enroll_tenant[0] && c->enroll_site[0] == 0)
-		return fail(err, errlen, table, "enrollment_site",
-		            "required with enrollment_tenant");
+		return bc_attest_config_fail(err, errlen, table, "enrollment_site",
+		                             "required with enrollment_tenant");
 	return 0;
 }
 
@@ -454,17 +443,18 @@ static int apply_lists(struct tpm_cfg *c, const struct raw *r, const char *table
 			return BC_ERR_NOMEM;
 		for (size_t i = 0; i < r->ek_roots.n; i++)
 			if (load_roots(c, r->ek_roots.v[i]) != 0)
-				return fail(err, errlen, table, "ek_roots", r->ek_roots.v[i]);
+				return bc_attest_config_fail(err, errlen, table, "ek_roots",
+				                             r->ek_roots.v[i]);
 	}
 	if (r->pcrs.v != NULL && parse_pcrs(c, r->pcrs.v, r->pcrs.n) != 0)
-		return fail(err, errlen, table, "pcrs",
-		            "expected \"0-7\" or [\"0\", \"1\", ...] of 0-23");
+		return bc_attest_config_fail(err, errlen, table, "pcrs",
+		                             "expected \"0-7\" or [\"0\", \"1\", ...] of 0-23");
 	if (r->roles.v != NULL) {
 		c->n_roles = 0;
 		for (size_t i = 0; i < r->roles.n; i++) {
 			if (strcmp(r->roles.v[i], "node") && strcmp(r->roles.v[i], "site"))
-				return fail(err, errlen, table, "roles",
-				            "expected node and/or site");
+				return bc_attest_config_fail(err, errlen, table, "roles",
+				                             "expected node and/or site");
 			c->roles[c->n_roles++] = strcmp(r->roles.v[i], "node") ? "site" : "node";
 		}
 	}
@@ -477,27 +467,22 @@ static int apply_files(struct tpm_cfg *c, const struct raw *r, const char *table
 	char why[384] = "";
 
 	if (r->resolve && load_resolve(c, r->resolve, why, sizeof(why)) != 0)
-		return fail(err, errlen, table, "resolve", why);
+		return bc_attest_config_fail(err, errlen, table, "resolve", why);
 	if (r->pcr_policy && load_pcr_policy(c, r->pcr_policy, why, sizeof(why)) != 0)
-		return fail(err, errlen, table, "pcr_policy", why);
+		return bc_attest_config_fail(err, errlen, table, "pcr_policy", why);
 	return 0;
 }
 
 /* The table through the shared reader, then each value checked and applied. */
 static int load(struct tpm_cfg *c, const bc_toml *t, const char *table, char *err, size_t errlen)
 {
-	struct raw raw = {.pending_ttl_s = 86400,
-	                  .retry_after_s = 30,
+	struct raw raw = {.pending_ttl_s = BC_ATTEST_PENDING_TTL_S,
+	                  .retry_after_s = BC_ATTEST_RETRY_AFTER_S,
 	                  .challenge_ttl_ms = TPM_CHALLENGE_TTL_MAX_MS};
-	char label[96];
-	struct bc_toml_read r = {.table = table,
-	                         .label = label,
-	                         .fields = fields,
-	                         .n_fields = sizeof(fields) / sizeof(fields[0])};
 	int rc;
 
-	snprintf(label, sizeof(label), "[%s] ", table);
-	if ((rc = bc_toml_read_table(t, &r, &raw, err, errlen)) != 0 ||
+	if ((rc = bc_attest_read_table(t, table, fields, BC_ATTEST_N_FIELDS(fields), &raw, err,
+	                               errlen)) != 0 ||
 	    (rc = apply_scalars(c, &raw, table, err, errlen)) != 0 ||
 	    (rc = apply_lists(c, &raw, table, err, errlen)) != 0)
 		return rc;
@@ -520,9 +505,10 @@ int tpm_cfg_load(const bc_toml *t, const char *table, struct tpm_cfg **out, char
 	if ((rc = load(c, t, table, err, errlen)) != 0)
 		goto fail;
 	if (c->n_roots == 0 && !c->allow_uncertified) {
-		rc = fail(err, errlen, table, "ek_roots",
-		          "required (the manufacturer CAs EK certificates chain to), unless "
-		          "allow_uncertified_ek = true (labs only)");
+		rc = bc_attest_config_fail(
+		    err, errlen, table, "ek_roots",
+		    "required (the manufacturer CAs EK certificates chain to), unless "
+		    "allow_uncertified_ek = true (labs only)");
 		goto fail;
 	}
 	*out = c;

@@ -355,11 +355,6 @@ static void state_free(struct x509pop *st)
 static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *table, char *err,
                      size_t errlen)
 {
-	char label[96];
-	struct bc_toml_read r = {.table = table,
-	                         .label = label,
-	                         .fields = fields,
-	                         .n_fields = sizeof(fields) / sizeof(fields[0])};
 	struct x509pop *st;
 	int rc;
 
@@ -372,9 +367,9 @@ static int configure(struct bc_attestor *self, const bc_toml *cfg, const char *t
 		free(st);
 		return BC_ERR_NOMEM;
 	}
-	snprintf(label, sizeof(label), "[%s] ", table);
 	/* no table (or no file) reads as empty: the defaults */
-	if ((rc = bc_toml_read_table(cfg, &r, st, err, errlen)) != 0) {
+	if ((rc = bc_attest_read_table(cfg, table, fields, BC_ATTEST_N_FIELDS(fields), st, err,
+	                               errlen)) != 0) {
 		state_free(st);
 		return rc;
 	}

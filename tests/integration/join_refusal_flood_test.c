@@ -22,72 +22,39 @@
 #define UNKNOWN_TOKEN                                                                              \
 	"bct_tok_01jd0000000000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 
-static struct bct_cp cp;
-static char pool_id[64];
+#define JOIN_REFUSED "security.join.refused"
 
+static char pool_id[64];
+static char *hookdir; /* where the on_refusal command of the last case writes */
+
+/* a control plane (its extra_toml the case's prestate) with a default pool */
 static int setup(void **state)
 {
-	(void)state;
-	bc_clock_set_offset_ms(0);
-	if (bct_cp_start(&cp, *state ? ((const char **)*state)[0] : NULL) != 0)
+	if (bct_cp_setup(state) != 0)
 		return -1;
-	return bct_pool(&cp, "root", "default", "{}", pool_id);
+	return bct_pool(*state, "root", "default", "{}", pool_id);
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	bct_cp_stop(&cp);
-	bc_clock_set_offset_ms(0);
-	return 0;
-}
-
-static void refuse(const struct bct_join_opts *jo)
+static void refuse(struct bct_cp *cp, const struct bct_join_opts *jo)
 {
 	uint8_t *body = NULL;
 	size_t len = 0;
 	long status = 0;
 
-	assert_int_equal(bct_join_raw(&cp, jo, &status, &body, &len), 0);
+	assert_int_equal(bct_join_raw(cp, jo, &status, &body, &len), 0);
 	assert_int_equal(status, 403);
 	free(body);
 }
 
-/* SELECT what FROM the refusal events of reason (then tail), and its parameter. */
-static void refused_query(const char *what, const char *reason, const char *tail,
-                          char sql[static 256], char like[static 128])
-{
-	snprintf(like, 128, "%%\"reason\":\"%s\"%%", reason);
-	snprintf(sql, 256,
-	         "SELECT %s FROM events WHERE type = 'security.join.refused' AND data LIKE $1%s",
-	         what, tail);
-}
-
-static int64_t events_of(const char *reason)
-{
-	char sql[256], like[128];
-	refused_query("COUNT(*)", reason, "", sql, like);
-	bc_param p[] = {BC_TEXT(like)};
-	return bct_count(&cp, sql, p, 1);
-}
-
-static char *newest_event_of(const char *reason)
-{
-	char sql[256], like[128];
-	refused_query("data", reason, " ORDER BY created_at DESC, id DESC LIMIT 1", sql, like);
-	bc_param p[] = {BC_TEXT(like)};
-	return bct_text(&cp, sql, p, 1);
-}
-
 /* A token of the default pool, revoked: its refusals are backed by its secret. */
-static char *revoked_token(char tok_id[64])
+static char *revoked_token(struct bct_cp *cp, char tok_id[64])
 {
 	struct bct_token_opts to = {.pool = pool_id};
-	char *t = bct_token(&cp, &to, tok_id);
+	char *t = bct_token(cp, &to, tok_id);
 
 	assert_non_null(t);
 	bc_param p[] = {BC_TEXT(tok_id)};
-	assert_int_equal(bct_exec(&cp, "UPDATE join_tokens SET revoked_at = 1 WHERE id = $1", p, 1),
+	assert_int_equal(bct_exec(cp, "UPDATE join_tokens SET revoked_at = 1 WHERE id = $1", p, 1),
 	                 0);
 	return t;
 }
@@ -101,47 +68,48 @@ static double seconds_since(const struct timespec *t0)
 
 static void test_refusal_flood_writes_one_event_per_reason_per_minute(void **state)
 {
+	struct bct_cp *cp = *state;
 	struct bct_join_opts unknown = {.token = UNKNOWN_TOKEN};
 	struct bct_join_opts no_attestor = {.attestor = "no-such-attestor"};
 	char tok_id[64], *data;
 	struct timespec t0;
 	const int flood = 200;
 	double secs;
-	(void)state;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int i = 0; i < flood; i++)
-		refuse(&unknown);
+		refuse(cp, &unknown);
 	secs = seconds_since(&t0);
 	for (int i = 0; i < 20; i++)
-		refuse(&no_attestor);
+		refuse(cp, &no_attestor);
 	/* every refusal reached the hook by name; one event per reason was written */
-	assert_string_equal(bct_last_reason(&cp), "attestor-unknown");
-	assert_int_equal(events_of("token-unknown"), 1);
-	assert_int_equal(events_of("attestor-unknown"), 1);
+	assert_string_equal(bct_last_reason(cp), "attestor-unknown");
+	assert_int_equal(bct_events(cp, JOIN_REFUSED, "token-unknown", NULL), 1);
+	assert_int_equal(bct_events(cp, JOIN_REFUSED, "attestor-unknown", NULL), 1);
 	printf("flood: %d token-unknown refusals in %.2f s (%.0f/s answered), %lld event(s) "
 	       "written for them\n",
-	       flood, secs, flood / secs, (long long)events_of("token-unknown"));
+	       flood, secs, flood / secs,
+	       (long long)bct_events(cp, JOIN_REFUSED, "token-unknown", NULL));
 
 	/* past the minute, the next one publishes the count of all since the last */
 	bc_clock_set_offset_ms(BC_REFUSAL_SUMMARY_MS + 1000);
-	refuse(&unknown);
-	assert_int_equal(events_of("token-unknown"), 2);
-	data = newest_event_of("token-unknown");
+	refuse(cp, &unknown);
+	assert_int_equal(bct_events(cp, JOIN_REFUSED, "token-unknown", NULL), 2);
+	data = bct_event_newest(cp, JOIN_REFUSED, "token-unknown", NULL);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "\"count\":200"));
 	assert_non_null(strstr(data, "\"summarized\":true"));
 	free(data);
-	assert_int_equal(events_of("attestor-unknown"), 1);
+	assert_int_equal(bct_events(cp, JOIN_REFUSED, "attestor-unknown", NULL), 1);
 
 	/* a refusal of a token whose secret matched is recorded one by one */
-	char *t = revoked_token(tok_id);
+	char *t = revoked_token(cp, tok_id);
 	struct bct_join_opts revoked = {.token = t};
 	for (int i = 0; i < 5; i++)
-		refuse(&revoked);
-	assert_string_equal(bct_last_reason(&cp), "token-revoked");
-	assert_int_equal(events_of("token-revoked"), 5);
-	data = newest_event_of("token-revoked");
+		refuse(cp, &revoked);
+	assert_string_equal(bct_last_reason(cp), "token-revoked");
+	assert_int_equal(bct_events(cp, JOIN_REFUSED, "token-revoked", NULL), 5);
+	data = bct_event_newest(cp, JOIN_REFUSED, "token-revoked", NULL);
 	assert_non_null(data);
 	assert_null(strstr(data, "summarized"));
 	assert_non_null(strstr(data, tok_id));
@@ -153,26 +121,26 @@ static void test_refusal_flood_writes_one_event_per_reason_per_minute(void **sta
  * scripts, so it is no credential and the refusals are summarized like any other. */
 static void test_wrong_secret_for_a_real_token_is_summarized(void **state)
 {
+	struct bct_cp *cp = *state;
 	struct bct_token_opts to = {.pool = pool_id};
 	char tok_id[64], *data;
 	const int flood = 2000;
-	int64_t before = bct_count(&cp, "SELECT COUNT(*) FROM events", NULL, 0);
-	uint64_t hooked = bct_refusal_total(&cp);
-	(void)state;
+	int64_t before = bct_events(cp, NULL, NULL, NULL);
+	uint64_t hooked = bct_refusal_total(cp);
 
-	char *t = bct_token(&cp, &to, tok_id);
+	char *t = bct_token(cp, &to, tok_id);
 	assert_non_null(t);
 	t[strlen(t) - 1] = t[strlen(t) - 1] == 'A' ? 'B' : 'A';
 	struct bct_join_opts wrong = {.token = t};
 	for (int i = 0; i < flood; i++)
-		refuse(&wrong);
-	assert_string_equal(bct_last_reason(&cp), "token-secret");
+		refuse(cp, &wrong);
+	assert_string_equal(bct_last_reason(cp), "token-secret");
 	/* on_refusal (and so the metrics) saw every one */
-	assert_int_equal(bct_refusal_total(&cp) - hooked, flood);
+	assert_int_equal(bct_refusal_total(cp) - hooked, flood);
 	/* one summary, naming no token */
-	assert_int_equal(events_of("token-secret"), 1);
-	assert_true(bct_count(&cp, "SELECT COUNT(*) FROM events", NULL, 0) - before <= 3);
-	data = newest_event_of("token-secret");
+	assert_int_equal(bct_events(cp, JOIN_REFUSED, "token-secret", NULL), 1);
+	assert_true(bct_events(cp, NULL, NULL, NULL) - before <= 3);
+	data = bct_event_newest(cp, JOIN_REFUSED, "token-secret", NULL);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "\"summarized\":true"));
 	assert_null(strstr(data, tok_id));
@@ -208,17 +176,17 @@ static long count_lines(const char *path, long *max)
 
 static void test_on_refusal_flood_runs_bounded_processes(void **state)
 {
-	const char *hookdir = ((const char **)*state)[1];
+	struct bct_cp *cp = *state;
 	char tok_id[64], path[512];
 	long max_running = 0, ran;
 	uint64_t dropped;
 	const int flood = 40;
 
-	char *t = revoked_token(tok_id);
+	char *t = revoked_token(cp, tok_id);
 	struct bct_join_opts revoked = {.token = t};
 	for (int i = 0; i < flood; i++)
-		refuse(&revoked);
-	dropped = bc_server_refusals_dropped(cp.srv);
+		refuse(cp, &revoked);
+	dropped = bc_server_refusals_dropped(cp->srv);
 	/* 2 running and 4 waiting at most while the flood lasts: most are dropped */
 	assert_true(dropped > 0);
 	assert_true(dropped < (uint64_t)flood);
@@ -240,7 +208,6 @@ static void test_on_refusal_flood_runs_bounded_processes(void **state)
 int main(void)
 {
 	char toml[1024];
-	char *hookdir;
 	int rc;
 
 	if (bct_engine_skip())
@@ -248,14 +215,13 @@ int main(void)
 	if ((hookdir = bct_tmpdir()) == NULL)
 		return 1;
 	snprintf(toml, sizeof(toml), HOOK_DIR_FMT, hookdir);
-	const char *hook_state[2] = {toml, hookdir};
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_prestate_setup_teardown(
-	        test_refusal_flood_writes_one_event_per_reason_per_minute, setup, teardown, NULL),
-	    cmocka_unit_test_prestate_setup_teardown(
-	        test_wrong_secret_for_a_real_token_is_summarized, setup, teardown, NULL),
+	    cmocka_unit_test_setup_teardown(
+	        test_refusal_flood_writes_one_event_per_reason_per_minute, setup, bct_cp_teardown),
+	    cmocka_unit_test_setup_teardown(test_wrong_secret_for_a_real_token_is_summarized, setup,
+	                                    bct_cp_teardown),
 	    cmocka_unit_test_prestate_setup_teardown(test_on_refusal_flood_runs_bounded_processes,
-	                                             setup, teardown, (void *)hook_state),
+	                                             setup, bct_cp_teardown, toml),
 	};
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	bct_rmrf(hookdir);

@@ -26,38 +26,16 @@
 #define FLOOD 2000
 #define MAC_U "52:54:00:aa:00:0f"
 
-static struct bct_cp cp;
+#define SITE_REFUSED "security.site.refused"
+
 static char site1[64];
 
+/* a control plane with one site */
 static int setup(void **state)
 {
-	(void)state;
-	bc_clock_set_offset_ms(0);
-	if (bct_cp_start(&cp, NULL) != 0)
+	if (bct_cp_setup(state) != 0)
 		return -1;
-	return bct_site(&cp, "root", "dc1", site1);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	bct_cp_stop(&cp);
-	bc_clock_set_offset_ms(0);
-	return 0;
-}
-
-static long post(const char *path, const uint8_t *body, size_t len)
-{
-	uint8_t *resp = NULL;
-	size_t resp_len = 0;
-	long status = 0;
-	char err[256];
-
-	assert_int_equal(
-	    bc_client_post(&cp.pins, path, body, len, &status, &resp, &resp_len, err, sizeof(err)),
-	    0);
-	free(resp);
-	return status;
+	return bct_site(*state, "root", "dc1", site1);
 }
 
 /* An AcquireLease with no chain at all. */
@@ -103,23 +81,6 @@ static uint8_t *secret_request(const uint8_t *leaf, size_t leaf_len, EVP_PKEY *s
 	return body;
 }
 
-static int64_t site_events(const char *reason)
-{
-	char like[96];
-
-	snprintf(like, sizeof(like), "%%\"reason\":\"%s\"%%", reason);
-	bc_param p[] = {BC_TEXT(like)};
-	return bct_count(&cp,
-	                 "SELECT COUNT(*) FROM events WHERE type = 'security.site.refused' AND "
-	                 "data LIKE $1",
-	                 p, 1);
-}
-
-static int64_t all_events(void)
-{
-	return bct_count(&cp, "SELECT COUNT(*) FROM events", NULL, 0);
-}
-
 static void test_unbacked_site_requests_are_summarized(void **state)
 {
 	struct bct_token_opts to = {.site = site1, .role = "site"};
@@ -129,62 +90,54 @@ static void test_unbacked_site_requests_are_summarized(void **state)
 	size_t len;
 	int64_t before;
 	uint64_t hooked;
+	struct bct_cp *cp = *state;
 	char *t, *data;
-	(void)state;
 
 	/* a real site node: its certificate is no secret */
 	assert_int_equal(bc_key_generate(&key), 0);
 	assert_int_equal(bc_key_generate(&stranger), 0);
-	assert_non_null(t = bct_token(&cp, &to, NULL));
+	assert_non_null(t = bct_token(cp, &to, NULL));
 	struct bct_join_opts jo = {.token = t, .role = "site", .key = key};
-	assert_int_equal(bct_join(&cp, &jo, &site), 0);
+	assert_int_equal(bct_join(cp, &jo, &site), 0);
 	free(t);
 
 	/* AcquireLease with an empty chain */
-	before = all_events();
-	hooked = bct_refusal_total(&cp);
+	before = bct_events(cp, NULL, NULL, NULL);
+	hooked = bct_refusal_total(cp);
 	body = lease_without_chain(&len);
 	for (int i = 0; i < FLOOD; i++)
-		assert_int_equal(post(BC_WIRE_PATH_ACQUIRE_LEASE, body, len), 403);
+		assert_int_equal(bct_post(cp, BC_WIRE_PATH_ACQUIRE_LEASE, body, len), 403);
 	free(body);
-	assert_string_equal(bct_last_reason(&cp), "site-malformed");
-	assert_int_equal(bct_refusal_total(&cp) - hooked, FLOOD);
-	assert_int_equal(site_events("site-malformed"), 1);
-	assert_true(all_events() - before <= 3);
+	assert_string_equal(bct_last_reason(cp), "site-malformed");
+	assert_int_equal(bct_refusal_total(cp) - hooked, FLOOD);
+	assert_int_equal(bct_events(cp, SITE_REFUSED, "site-malformed", NULL), 1);
+	assert_true(bct_events(cp, NULL, NULL, NULL) - before <= 3);
 	printf("site flood: %d AcquireLease without a chain, %lld event row(s)\n", FLOOD,
-	       (long long)(all_events() - before));
+	       (long long)(bct_events(cp, NULL, NULL, NULL) - before));
 
 	/* FetchSecret with the site's certificate and a proof by another key */
-	before = all_events();
-	hooked = bct_refusal_total(&cp);
+	before = bct_events(cp, NULL, NULL, NULL);
+	hooked = bct_refusal_total(cp);
 	body = secret_request(site.chain[0], site.chain_lens[0], stranger, &len);
 	for (int i = 0; i < FLOOD; i++)
-		assert_int_equal(post(BC_WIRE_PATH_FETCH_SECRET, body, len), 403);
+		assert_int_equal(bct_post(cp, BC_WIRE_PATH_FETCH_SECRET, body, len), 403);
 	free(body);
-	assert_string_equal(bct_last_reason(&cp), "site-proof");
-	assert_int_equal(bct_refusal_total(&cp) - hooked, FLOOD);
-	assert_int_equal(site_events("site-proof"), 1);
-	assert_true(all_events() - before <= 3);
+	assert_string_equal(bct_last_reason(cp), "site-proof");
+	assert_int_equal(bct_refusal_total(cp) - hooked, FLOOD);
+	assert_int_equal(bct_events(cp, SITE_REFUSED, "site-proof", NULL), 1);
+	assert_true(bct_events(cp, NULL, NULL, NULL) - before <= 3);
 	/* the summary names no node: anyone may hold the certificate */
-	bc_param p[] = {BC_TEXT(site.node_id)};
-	assert_int_equal(bct_count(&cp,
-	                           "SELECT COUNT(*) FROM events WHERE type = "
-	                           "'security.site.refused' AND subject = $1",
-	                           p, 1),
-	                 0);
+	assert_int_equal(bct_events(cp, SITE_REFUSED, NULL, site.node_id), 0);
 	printf("site flood: %d FetchSecret with another key's proof, %lld event row(s)\n", FLOOD,
-	       (long long)(all_events() - before));
+	       (long long)(bct_events(cp, NULL, NULL, NULL) - before));
 
 	/* past the minute, the next publishes the count of all since the last */
 	bc_clock_set_offset_ms(61000);
 	body = lease_without_chain(&len);
-	assert_int_equal(post(BC_WIRE_PATH_ACQUIRE_LEASE, body, len), 403);
+	assert_int_equal(bct_post(cp, BC_WIRE_PATH_ACQUIRE_LEASE, body, len), 403);
 	free(body);
-	assert_int_equal(site_events("site-malformed"), 2);
-	data = bct_text(&cp,
-	                "SELECT data FROM events WHERE type = 'security.site.refused' AND data "
-	                "LIKE '%site-malformed%' ORDER BY created_at DESC, id DESC LIMIT 1",
-	                NULL, 0);
+	assert_int_equal(bct_events(cp, SITE_REFUSED, "site-malformed", NULL), 2);
+	data = bct_event_newest(cp, SITE_REFUSED, "site-malformed", NULL);
 	assert_non_null(data);
 	assert_non_null(strstr(data, "\"count\":2000"));
 	assert_non_null(strstr(data, "\"summarized\":true"));
@@ -224,19 +177,15 @@ static void test_unbacked_site_requests_are_summarized(void **state)
 
 	/* the site node's own proven request, refused (it holds no lease): one event each,
 	 * naming it */
-	before = site_events("site-not-holder");
+	before = bct_events(cp, SITE_REFUSED, "site-not-holder", NULL);
 	body = secret_request(site.chain[0], site.chain_lens[0], key, &len);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(post(BC_WIRE_PATH_FETCH_SECRET, body, len), 403);
+		assert_int_equal(bct_post(cp, BC_WIRE_PATH_FETCH_SECRET, body, len), 403);
 	free(body);
-	assert_string_equal(bct_last_reason(&cp), "site-not-holder");
-	assert_int_equal(site_events("site-not-holder"), before + 3);
-	assert_int_equal(bct_count(&cp,
-	                           "SELECT COUNT(*) FROM events WHERE type = "
-	                           "'security.site.refused' AND subject = $1",
-	                           p, 1),
-	                 3);
-	struct bct_refusal r = bct_last_refusal(&cp);
+	assert_string_equal(bct_last_reason(cp), "site-not-holder");
+	assert_int_equal(bct_events(cp, SITE_REFUSED, "site-not-holder", NULL), before + 3);
+	assert_int_equal(bct_events(cp, SITE_REFUSED, NULL, site.node_id), 3);
+	struct bct_refusal r = bct_last_refusal(cp);
 	assert_string_equal(r.attestor, "site");
 	assert_string_equal(r.node_id, site.node_id);
 	assert_int_equal(r.count, 1);
@@ -253,7 +202,7 @@ int main(void)
 		return BCT_SKIP;
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_unbacked_site_requests_are_summarized, setup,
-	                                    teardown),
+	                                    bct_cp_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

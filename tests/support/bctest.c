@@ -214,6 +214,29 @@ void bct_cp_stop(struct bct_cp *cp)
 	pthread_mutex_destroy(&cp->mu);
 }
 
+int bct_cp_setup(void **state)
+{
+	struct bct_cp *cp = malloc(sizeof(*cp));
+	const char *extra_toml = *state;
+
+	bc_clock_set_offset_ms(0);
+	if (cp == NULL || bct_cp_start(cp, extra_toml) != 0) {
+		free(cp);
+		return -1;
+	}
+	*state = cp;
+	return 0;
+}
+
+int bct_cp_teardown(void **state)
+{
+	bct_cp_stop(*state);
+	free(*state);
+	*state = NULL;
+	bc_clock_set_offset_ms(0);
+	return 0;
+}
+
 int bct_cp_replica(struct bct_cp *cp, struct bct_cp *r)
 {
 	return bct_cp_replica_toml(cp, r, "[attestors.x509pop]\n");
@@ -295,6 +318,53 @@ char *bct_text(struct bct_cp *cp, const char *sql, const bc_param *p, size_t n)
 	if (bc_store_run(bct_store(cp), BC_TX_READ, sql_tx, &a) != 0)
 		return NULL;
 	return a.text;
+}
+
+/* SELECT what FROM events with the filters of bct_events, then tail; p and n its
+ * parameters (like[] holds the reason's pattern). */
+static void events_query(const char *what, const char *type, const char *reason,
+                         const char *subject, const char *tail, char sql[static 512],
+                         char like[static 160], bc_param p[static 3], size_t *n)
+{
+	size_t k = 0;
+	int len = snprintf(sql, 512, "SELECT %s FROM events WHERE 1 = 1", what);
+
+	if (type) {
+		p[k++] = BC_TEXT(type);
+		len += snprintf(sql + len, 512 - (size_t)len, " AND type = $%zu", k);
+	}
+	if (reason) {
+		snprintf(like, 160, "%%\"reason\":\"%s\"%%", reason);
+		p[k++] = BC_TEXT(like);
+		len += snprintf(sql + len, 512 - (size_t)len, " AND data LIKE $%zu", k);
+	}
+	if (subject) {
+		p[k++] = BC_TEXT(subject);
+		len += snprintf(sql + len, 512 - (size_t)len, " AND subject = $%zu", k);
+	}
+	snprintf(sql + len, 512 - (size_t)len, "%s", tail);
+	*n = k;
+}
+
+int64_t bct_events(struct bct_cp *cp, const char *type, const char *reason, const char *subject)
+{
+	char sql[512], like[160];
+	bc_param p[3];
+	size_t n;
+
+	events_query("COUNT(*)", type, reason, subject, "", sql, like, p, &n);
+	return bct_count(cp, sql, p, n);
+}
+
+char *bct_event_newest(struct bct_cp *cp, const char *type, const char *reason, const char *subject)
+{
+	char sql[512], like[160];
+	bc_param p[3];
+	size_t n;
+
+	events_query("data", type, reason, subject, " ORDER BY created_at DESC, id DESC LIMIT 1",
+	             sql, like, p, &n);
+	return bct_text(cp, sql, p, n);
 }
 
 int bct_tenant(struct bct_cp *cp, const char *id)
@@ -499,6 +569,22 @@ out:
 	free(csr);
 	EVP_PKEY_free(key);
 	return rc;
+}
+
+long bct_post(struct bct_cp *cp, const char *path, const uint8_t *body, size_t len)
+{
+	uint8_t *resp = NULL;
+	size_t resp_len = 0;
+	long status = 0;
+	char err[256];
+
+	if (bc_client_post(&cp->pins, path, body, len, &status, &resp, &resp_len, err,
+	                   sizeof(err)) != 0) {
+		fprintf(stderr, "bct: POST %s: %s\n", path, err);
+		return -1;
+	}
+	free(resp);
+	return status;
 }
 
 const char *bct_last_reason(struct bct_cp *cp)

@@ -50,6 +50,12 @@ int bct_engine_skip(void);
  * 0, BCT_SKIP (see above), or an error. */
 int bct_cp_start(struct bct_cp *cp, const char *extra_toml);
 void bct_cp_stop(struct bct_cp *cp);
+/* cmocka fixtures of a test case with its own control plane: bct_cp_setup starts one
+ * on a clock without offset, with the case's prestate (may be NULL) as its extra_toml,
+ * and puts it (malloc'd) in *state; bct_cp_teardown stops and frees it, and clears the
+ * clock offset the case may have set. Chain a case's own setup after bct_cp_setup. */
+int bct_cp_setup(void **state);
+int bct_cp_teardown(void **state);
 /* A second replica of cp's control plane: its own listener and refusal hook, cp's
  * store, secret and PKI bundle, with x509pop enabled. Stop it (bct_cp_stop) before cp. */
 int bct_cp_replica(struct bct_cp *cp, struct bct_cp *replica);
@@ -105,6 +111,17 @@ int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status,
  * for next_key: 0 and the successor in *out, or as bc_client_renew. */
 int bct_renew(struct bct_cp *cp, const struct bc_join_answer *ans, EVP_PKEY *key,
               EVP_PKEY *next_key, struct bc_join_answer *out);
+
+/* POSTs body to path on cp through the real client: the HTTP status, or -1 when no
+ * answer came (the reason on stderr). */
+long bct_post(struct bct_cp *cp, const char *path, const uint8_t *body, size_t len);
+
+/* The events rows of type (NULL: any type) whose data holds "reason":"<reason>"
+ * (NULL: any) and whose subject is subject (NULL: any): how many (-1 on a store
+ * error), and the data of the newest (malloc'd; NULL when none). */
+int64_t bct_events(struct bct_cp *cp, const char *type, const char *reason, const char *subject);
+char *bct_event_newest(struct bct_cp *cp, const char *type, const char *reason,
+                       const char *subject);
 
 /* The newest refusal reason seen by the hook ("" when none), and how many. */
 const char *bct_last_reason(struct bct_cp *cp);

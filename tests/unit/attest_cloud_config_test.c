@@ -10,13 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attest/cloud_iid.h"
-#include "bc/toml.h"
-#include "bct_capture.h"
+#include "attest/attest.h"
 #include "bct_cloud.h"
+#include "bct_config.h"
 #include "bctest.h"
 
 static char dir[256];
+/* @D@ in a text: the directory of the files setup() writes */
+static const struct bct_config K = {
+    .attestor = bc_attestor_cloud_iid, .table = "attestors.cloud-iid", .dir = dir};
 
 static int setup(void **state)
 {
@@ -55,82 +57,45 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Loads fmt (with @D@ the test directory); 0 or the error into err. */
-static int load(const char *fmt, char *err, size_t errlen)
-{
-	char text[4096], perr[256];
-	struct cloud_cfg *c = NULL;
-	bc_toml *t = NULL;
-	int rc;
-
-	size_t n = 0;
-	for (const char *p = fmt; *p && n + sizeof(dir) < sizeof(text); p++) {
-		if (strncmp(p, "@D@", 3) == 0) {
-			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s", dir);
-			p += 2;
-		} else {
-			text[n++] = *p;
-		}
-	}
-	text[n] = 0;
-	assert_int_equal(bc_toml_parse(text, strlen(text), &t, perr, sizeof(perr)), 0);
-	err[0] = 0;
-	rc = cloud_cfg_load(t, "attestors.cloud-iid", &c, err, errlen);
-	if (rc == 0)
-		assert_non_null(c);
-	else
-		assert_null(c);
-	cloud_cfg_free(c);
-	bc_toml_free(t);
-	return rc;
-}
-
 #define RULE                                                                                       \
 	"[attestors.cloud-iid.resolve.r]\nprovider = \"gcp\"\naccount = \"p\"\ntenant = "          \
 	"\"root\"\n"
 #define GCP "[attestors.cloud-iid.gcp]\naudience = \"https://bc\"\njwks = \"@D@/keys.jwks\"\n"
 
-static void refused(const char *fmt, const char *names)
+/* Refused with an error that names names. */
+static void refused(const char *text, const char *names)
 {
-	char err[512];
-
-	assert_int_equal(load(fmt, err, sizeof(err)), BC_ERR_CONFIG);
-	if (strstr(err, names) == NULL)
-		fail_msg("error \"%s\" does not name %s", err, names);
+	bct_config_refused(&K, text, names);
 }
 
 /* The former max_age_ms is read, in milliseconds, with a warning naming the new key. */
 static void test_old_name(void **state)
 {
+	struct bc_attestor a = *bc_attestor_cloud_iid();
 	struct bct_capture c;
 	char err[512];
-	int rc;
 
 	(void)state;
-	assert_int_equal(bct_capture_start(&c), 0);
-	rc = load(GCP "max_age_ms = 600000\n" RULE, err, sizeof(err));
-	bct_capture_end(&c);
-	assert_int_equal(rc, 0);
+	assert_int_equal(
+	    bct_configure_logged(&K, &a, GCP "max_age_ms = 600000\n" RULE, err, sizeof(err), &c),
+	    0);
+	a.destroy(&a);
 	if (strstr(c.text, "[attestors.cloud-iid.gcp] max_age_ms is deprecated: write "
 	                   "max_age_seconds instead") == NULL)
 		fail_msg("no warning naming max_age_seconds: %s", c.text);
-	assert_int_equal(load(GCP "max_age_seconds = 600\n" RULE, err, sizeof(err)), 0);
+	bct_config_loads(&K, GCP "max_age_seconds = 600\n" RULE);
 }
 
 static void test_good(void **state)
 {
-	char err[512];
 	(void)state;
-
-	assert_int_equal(
-	    load(GCP RULE "[attestors.cloud-iid.aws]\naccounts = [\"1\"]\n"
-	                  "[attestors.cloud-iid.aws.certificates]\nus-east-1 = \"@D@/region.pem\"\n"
-	                  "\"*\" = \"@D@/region.pem\"\n"
-	                  "[attestors.cloud-iid.oidc.x]\nissuer = \"https://i\"\n"
-	                  "jwks = \"http://127.0.0.1:9/keys\"\naudience = \"a\"\n"
-	                  "account_claim = \"sub.account\"\ninstance_claim = \"sub.vm\"\n",
-	         err, sizeof(err)),
-	    0);
+	bct_config_loads(&K, GCP RULE
+	                 "[attestors.cloud-iid.aws]\naccounts = [\"1\"]\n"
+	                 "[attestors.cloud-iid.aws.certificates]\nus-east-1 = \"@D@/region.pem\"\n"
+	                 "\"*\" = \"@D@/region.pem\"\n"
+	                 "[attestors.cloud-iid.oidc.x]\nissuer = \"https://i\"\n"
+	                 "jwks = \"http://127.0.0.1:9/keys\"\naudience = \"a\"\n"
+	                 "account_claim = \"sub.account\"\ninstance_claim = \"sub.vm\"\n");
 }
 
 static void test_mistakes(void **state)

@@ -12,43 +12,27 @@
 #include <string.h>
 
 #include "attest/attest.h"
-#include "bc/attestor.h"
-#include "bc/toml.h"
+#include "bct_config.h"
 
-/* Configures a copy of the discovery attestor from text; 0 or the error into err. */
-static int load(const char *text, char *err, size_t errlen)
-{
-	struct bc_attestor a = *bc_attestor_discovery();
-	char perr[256];
-	bc_toml *t = NULL;
-	int rc;
-
-	assert_int_equal(bc_toml_parse(text, strlen(text), &t, perr, sizeof(perr)), 0);
-	err[0] = 0;
-	rc = a.configure(&a, t, "attestors.discovery", err, errlen);
-	if (a.destroy)
-		a.destroy(&a);
-	bc_toml_free(t);
-	return rc;
-}
+static const struct bct_config K = {.attestor = bc_attestor_discovery,
+                                    .table = "attestors.discovery"};
 
 static void loads(const char *kinds)
 {
-	char text[4096], err[512];
+	char text[4096];
 
 	snprintf(text, sizeof(text), "[attestors.discovery]\nallowed_kinds = %s\n", kinds);
-	assert_int_equal(load(text, err, sizeof(err)), 0);
+	bct_config_loads(&K, text);
 }
 
+/* Refused with an error naming the key, and holding want. */
 static void refused(const char *kinds, const char *want)
 {
-	char text[4096], err[512];
+	char text[4096];
 
 	snprintf(text, sizeof(text), "[attestors.discovery]\nallowed_kinds = %s\n", kinds);
-	assert_int_equal(load(text, err, sizeof(err)), BC_ERR_CONFIG);
-	printf("allowed_kinds = %.60s: %s\n", kinds, err);
-	assert_non_null(strstr(err, "[attestors.discovery] allowed_kinds: "));
-	assert_non_null(strstr(err, want));
+	bct_config_refused(&K, text, "[attestors.discovery] allowed_kinds: ");
+	bct_config_refused(&K, text, want);
 }
 
 static void test_good_lists_load(void **state)
@@ -68,9 +52,7 @@ static void test_good_lists_load(void **state)
 	snprintf(list + n, sizeof(list) - n, "]");
 	loads(list);
 	/* with no allowed_kinds the table loads with the defaults */
-	char err[512];
-	assert_int_equal(load("[attestors.discovery]\napproval = \"never\"\n", err, sizeof(err)),
-	                 0);
+	bct_config_loads(&K, "[attestors.discovery]\napproval = \"never\"\n");
 }
 
 static void test_each_mistake_names_the_key(void **state)

@@ -12,46 +12,22 @@
 #include <string.h>
 
 #include "attest/attest.h"
-#include "bc/attestor.h"
-#include "bc/toml.h"
-#include "bct_capture.h"
+#include "bct_config.h"
 
 #define TABLE "attestors.tpm"
 #define OK    "[" TABLE "]\nallow_uncertified_ek = true\n"
 
-static int configure(struct bc_attestor *a, const char *text, char *err, size_t errlen)
-{
-	char perr[256];
-	bc_toml *t = NULL;
-	int rc;
-
-	assert_int_equal(bc_toml_parse(text, strlen(text), &t, perr, sizeof(perr)), 0);
-	err[0] = '\0';
-	rc = a->configure(a, t, TABLE, err, errlen);
-	bc_toml_free(t);
-	return rc;
-}
+static const struct bct_config K = {.attestor = bc_attestor_tpm, .table = TABLE};
 
 static void loads(const char *text)
 {
-	struct bc_attestor a = *bc_attestor_tpm();
-	char err[512];
-
-	if (configure(&a, text, err, sizeof(err)) != 0)
-		fail_msg("refused: %s", err);
-	a.destroy(&a);
+	bct_config_loads(&K, text);
 }
 
 /* Refused with an error that holds want. */
 static void refused(const char *text, const char *want)
 {
-	struct bc_attestor a = *bc_attestor_tpm();
-	char err[512];
-
-	assert_int_equal(configure(&a, text, err, sizeof(err)), BC_ERR_CONFIG);
-	if (strstr(err, want) == NULL)
-		fail_msg("got \"%s\", want \"%s\"", err, want);
-	assert_null(a.ctx);
+	bct_config_refused(&K, text, want);
 }
 
 static void test_good_tables(void **state)
@@ -101,13 +77,11 @@ static void test_old_name(void **state)
 	struct bc_attestor a = *bc_attestor_tpm();
 	struct bct_capture c;
 	char err[512];
-	int rc;
 
 	(void)state;
-	assert_int_equal(bct_capture_start(&c), 0);
-	rc = configure(&a, OK "challenge_ttl_ms = 300000\n", err, sizeof(err));
-	bct_capture_end(&c);
-	assert_int_equal(rc, 0);
+	assert_int_equal(
+	    bct_configure_logged(&K, &a, OK "challenge_ttl_ms = 300000\n", err, sizeof(err), &c),
+	    0);
 	a.destroy(&a);
 	if (strstr(c.text, "[" TABLE "] challenge_ttl_ms is deprecated: write "
 	                   "challenge_ttl_seconds instead") == NULL)

@@ -13,47 +13,21 @@
 #include <string.h>
 
 #include "attest/attest.h"
-#include "bc/attestor.h"
-#include "bc/toml.h"
-#include "bct_capture.h"
+#include "bct_config.h"
 
 #define TABLE "attestors.x509pop"
 
-/* Configures a (a copy of the attestor) from text; 0 or the error into err. */
-static int configure(struct bc_attestor *a, const char *text, char *err, size_t errlen)
-{
-	char perr[256];
-	bc_toml *t = NULL;
-	int rc;
-
-	assert_int_equal(bc_toml_parse(text, strlen(text), &t, perr, sizeof(perr)), 0);
-	err[0] = '\0';
-	rc = a->configure(a, t, TABLE, err, errlen);
-	bc_toml_free(t);
-	return rc;
-}
+static const struct bct_config K = {.attestor = bc_attestor_x509pop, .table = TABLE};
 
 static void loads(const char *text)
 {
-	struct bc_attestor a = *bc_attestor_x509pop();
-	char err[512];
-
-	if (configure(&a, text, err, sizeof(err)) != 0)
-		fail_msg("refused: %s", err);
-	assert_non_null(a.ctx);
-	a.destroy(&a);
-	assert_null(a.ctx);
+	bct_config_loads(&K, text);
 }
 
+/* Refused with exactly the error want. */
 static void refused(const char *text, const char *want)
 {
-	struct bc_attestor a = *bc_attestor_x509pop();
-	char err[512];
-
-	assert_int_equal(configure(&a, text, err, sizeof(err)), BC_ERR_CONFIG);
-	if (strcmp(err, want) != 0)
-		fail_msg("got \"%s\", want \"%s\"", err, want);
-	assert_null(a.ctx);
+	bct_config_refused_exact(&K, text, want);
 }
 
 static void test_good_tables(void **state)
@@ -89,14 +63,12 @@ static void test_old_names(void **state)
 	struct bc_attestor a = *bc_attestor_x509pop();
 	struct bct_capture c;
 	char err[512];
-	int rc;
 
 	(void)state;
-	assert_int_equal(bct_capture_start(&c), 0);
-	rc = configure(&a, "[" TABLE "]\ngrace_ms = 604800000\nwindow_ms = 1500\n", err,
-	               sizeof(err));
-	bct_capture_end(&c);
-	assert_int_equal(rc, 0);
+	assert_int_equal(
+	    bct_configure_logged(&K, &a, "[" TABLE "]\ngrace_ms = 604800000\nwindow_ms = 1500\n",
+	                         err, sizeof(err), &c),
+	    0);
 	a.destroy(&a);
 	if (strstr(c.text, "grace_ms is deprecated: write grace_seconds instead") == NULL ||
 	    strstr(c.text, "window_ms is deprecated: write window_seconds instead") == NULL)
@@ -120,18 +92,21 @@ static void test_state_in_context(void **state)
 
 	(void)state;
 	assert_null(a.ctx);
-	assert_int_equal(configure(&a, "[" TABLE "]\nwindow_seconds = 5\n", err, sizeof(err)), 0);
-	assert_int_equal(configure(&b, "", err, sizeof(err)), 0);
+	assert_int_equal(
+	    bct_configure(&K, &a, "[" TABLE "]\nwindow_seconds = 5\n", err, sizeof(err)), 0);
+	assert_int_equal(bct_configure(&K, &b, "", err, sizeof(err)), 0);
 	assert_non_null(a.ctx);
 	assert_non_null(b.ctx);
 	assert_ptr_not_equal(a.ctx, b.ctx);
 	b_ctx = b.ctx;
-	assert_int_equal(configure(&a, "[" TABLE "]\nwindow_seconds = 9\n", err, sizeof(err)), 0);
+	assert_int_equal(
+	    bct_configure(&K, &a, "[" TABLE "]\nwindow_seconds = 9\n", err, sizeof(err)), 0);
 	assert_ptr_equal(b.ctx, b_ctx);
 	/* a refused table leaves the context that was there */
 	void *a_ctx = a.ctx;
-	assert_int_equal(configure(&a, "[" TABLE "]\nwindow_seconds = 0\n", err, sizeof(err)),
-	                 BC_ERR_CONFIG);
+	assert_int_equal(
+	    bct_configure(&K, &a, "[" TABLE "]\nwindow_seconds = 0\n", err, sizeof(err)),
+	    BC_ERR_CONFIG);
 	assert_ptr_equal(a.ctx, a_ctx);
 	a.destroy(&a);
 	b.destroy(&b);
