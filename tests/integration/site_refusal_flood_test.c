@@ -156,21 +156,21 @@ static void test_unbacked_site_requests_are_summarized(void **state)
 		                               .role = "site",
 		                               .pub = stranger,
 		                               .not_before_ms = bc_now_ms()};
-		assert_int_equal(bc_pki_generate(bc_server_pki(cp.srv)->trust_domain, &other), 0);
+		assert_int_equal(bc_pki_generate(bc_server_pki(cp->srv)->trust_domain, &other), 0);
 		assert_int_equal(
 		    bc_pki_issue_node_cert(other, &req, &forged, &forged_len, serial, &na), 0);
-		before = all_events();
-		hooked = bct_refusal_total(&cp);
+		before = bct_events(cp, NULL, NULL, NULL);
+		hooked = bct_refusal_total(cp);
 		body = secret_request(forged, forged_len, stranger, &len);
 		for (int i = 0; i < FLOOD; i++)
-			assert_int_equal(post(BC_WIRE_PATH_FETCH_SECRET, body, len), 403);
+			assert_int_equal(bct_post(cp, BC_WIRE_PATH_FETCH_SECRET, body, len), 403);
 		free(body);
-		assert_string_equal(bct_last_reason(&cp), "site-malformed");
-		assert_int_equal(bct_refusal_total(&cp) - hooked, FLOOD);
-		assert_true(all_events() - before <= 3);
+		assert_string_equal(bct_last_reason(cp), "site-malformed");
+		assert_int_equal(bct_refusal_total(cp) - hooked, FLOOD);
+		assert_true(bct_events(cp, NULL, NULL, NULL) - before <= 3);
 		printf("site flood: %d FetchSecret with a forged site certificate, %lld event "
 		       "row(s)\n",
-		       FLOOD, (long long)(all_events() - before));
+		       FLOOD, (long long)(bct_events(cp, NULL, NULL, NULL) - before));
 		bc_pki_free(other);
 		free(forged);
 	}
