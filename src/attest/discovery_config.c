@@ -15,7 +15,9 @@ struct raw {
 };
 
 static const char *const approvals[] = {"never", "unknown-machines", "always", NULL};
-static const char *const hwkeys[] = {"none", "product-uuid", "serial", NULL};
+/* what join requests are keyed on: "product-uuid" is the boot entry's, which an
+ * operator set; a serial is only ever the machine's claim, so it is no choice */
+static const char *const hwkeys[] = {"none", "product-uuid", NULL};
 
 static const struct bc_toml_field fields[] = {
     {.key = "approval",
