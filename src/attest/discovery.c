@@ -15,9 +15,9 @@
  * the token's.
  *
  * What is proven: the site (its boot server's signature under the lease), the MAC
- * (the boot server served it and the token is bound to it) and the product UUID only
- * when the boot entry names it. The UUID iPXE's query carries and the machine's
- * claims are claims: the result's hardware key comes from the boot entry alone. */
+ * (the boot server served it and the token is bound to it) and, for the tenant whose
+ * operator set it, the boot entry's product UUID. The UUID iPXE's query carries and
+ * the machine's claims are claims. No result names a fleet-wide hardware key. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,11 +470,11 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	bc_token_admit(&t, BC_ROLE_RAMDISK, out);
 	snprintf(out->result.node_id, BC_ID_MAX, "%s", e.node);
 	snprintf(out->node_id, BC_ID_MAX, "%s", e.node);
-	/* an operator set this product UUID on the boot entry and the machine asserted
-	   it: a proven hardware key, unique across the fleet. Any other UUID is the
-	   machine's claim, which JoinService keeps unique within the tenant only. */
-	if (e.uuid[0])
-		snprintf(out->result.hardware_key, BC_HWKEY_MAX, "uuid:%s", e.uuid);
+	/* no hardware key of the fleet: the product UUID (the boot entry's, which the
+	   machine asserted and claims, or the machine's own claim) is left to
+	   JoinService as a claim, unique within the tenant. An entry's UUID is one
+	   tenant's operator's word: made fleet-wide it would let that tenant lock
+	   another's machine out (join:reclaim). */
 	out->result.cert_ttl_ms = c->cert_ttl_s * 1000;
 	snprintf(out->allowed_kinds_json, sizeof(out->allowed_kinds_json), "%s", c->allowed_kinds);
 	return 0;

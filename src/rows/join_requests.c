@@ -6,7 +6,7 @@
 
 #define JR_SELECT                                                                                  \
 	"SELECT id, tenant_id, pool_id, site_id, attestor, request_key, csr_sha256, detail, "      \
-	"state, decided_by, created_at, expires_at, decided_at FROM join_requests "
+	"state, decided_by, created_at, expires_at, decided_at, claims FROM join_requests "
 
 static const char *none_if_empty(const char *s)
 {

@@ -49,7 +49,7 @@ BC_WUR int bc_row_join_request_use(bc_tx *tx, const char *id);
 
 /* tenant_id's requests, oldest first, in state (NULL: any). Columns: id, tenant_id,
  * pool_id, site_id, attestor, request_key, csr_sha256, detail, state, decided_by,
- * created_at, expires_at, decided_at. */
+ * created_at, expires_at, decided_at, claims. */
 BC_WUR int bc_row_join_requests_list(bc_tx *tx, const char *tenant_id, const char *state,
                                      bc_rows **out);
 
