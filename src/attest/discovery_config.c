@@ -27,6 +27,8 @@ static const struct bc_toml_field fields[] = {
     {.key = "hardware_key",
      .type = BC_TOML_CHOICE,
      .choices = hwkeys,
+     .expect = "\"none\" or \"product-uuid\" (the boot entry's; a serial is only the "
+               "machine's claim)",
      BC_TOML_AT(struct raw, c.hwkey)},
     {.key = "pending_ttl_seconds",
      .type = BC_TOML_SECONDS,
