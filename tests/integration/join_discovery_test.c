@@ -999,6 +999,21 @@ static void test_two_replicas_grant_once_and_accept_once(void **state)
 
 /* ---- approvals ---- */
 
+/* The hex SHA-256 of a CSR, as join_requests and the admin API show it. */
+static void csr_hex(const uint8_t *csr, size_t len, char out[65])
+{
+	uint8_t d[32];
+	assert_int_equal(bc_sha256(csr, len, d), 0);
+	bc_hex_encode_to(d, sizeof(d), out);
+}
+
+/* A fresh key and its CSR. */
+static void key_csr(EVP_PKEY **key, uint8_t **csr, size_t *len)
+{
+	assert_int_equal(bc_key_generate(key), 0);
+	assert_int_equal(bc_csr_make(*key, BC_WIRE_CSR_CN, csr, len), 0);
+}
+
 /* A control plane of its own with the discovery options in toml, a site named name
  * and a site node a of it holding the site's lease. */
 static void own_boot_server(struct bct_cp *on, const char *toml, const char *name, char site[64],
@@ -1171,21 +1186,6 @@ static void test_configured_allowed_kinds_are_the_nodes(void **state)
 	free(t);
 	site_free(&a);
 	bct_cp_stop(&kp);
-}
-
-/* The hex SHA-256 of a CSR, as join_requests and the admin API show it. */
-static void csr_hex(const uint8_t *csr, size_t len, char out[65])
-{
-	uint8_t d[32];
-	assert_int_equal(bc_sha256(csr, len, d), 0);
-	bc_hex_encode_to(d, sizeof(d), out);
-}
-
-/* A fresh key and its CSR. */
-static void key_csr(EVP_PKEY **key, uint8_t **csr, size_t *len)
-{
-	assert_int_equal(bc_key_generate(key), 0);
-	assert_int_equal(bc_csr_make(*key, BC_WIRE_CSR_CN, csr, len), 0);
 }
 
 /* A second tenant, its own site and a site node b of it holding the site's lease. */
