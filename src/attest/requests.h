@@ -28,10 +28,9 @@ struct bc_join_request_place {
  * used and out holds a result with the request's tenant, pool and site); pending
  * waits (a deferral); denied refuses with denied_reason; another CSR or other claims
  * than the request's (pending or approved) refuse enrollment-csr; none, expired or
- * used makes a new pending request (a deferral, and the event
- * join.request.created). 0 with out filled or, for a
- * refusal, *reason set (out holds only the request's tenant: the attestor refuses
- * with bc_refuse()); or < 0. */
+ * used makes a new pending request (a deferral, and the event join.request.created,
+ * to p->tenant). 0 with out filled or, for a refusal, *reason set (out holds only
+ * the request's tenant: the attestor refuses with bc_refuse()); or < 0. */
 BC_WUR int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
                                  const struct bc_join_input *in, const char *denied_reason,
                                  struct bc_attest_outcome *out, const char **reason);
