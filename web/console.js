@@ -118,6 +118,15 @@ function failed(e) {
   status((e && e.message) || String(e), true);
 }
 
+// A join request's claims as "mac=… productUuid=… serial=…" (text, never markup).
+function claimsText(c) {
+  if (!c || typeof c !== 'object') return '';
+  return ['mac', 'productUuid', 'serial']
+    .filter((k) => typeof c[k] === 'string' && c[k] !== '')
+    .map((k) => k + '=' + c[k])
+    .join(' ');
+}
+
 // ---- pages ----
 async function loadPools() {
   const j = await api('GET', t('/pools'));
@@ -129,13 +138,16 @@ const loaders = {
   'join-requests': async () => {
     await loadPools();
     const j = await api('GET', t('/join-requests?state=pending'));
-    fill('join-requests-rows', j.joinRequests, 9, (tr, r) => {
+    fill('join-requests-rows', j.joinRequests, 11, (tr, r) => {
       cell(tr, r.id, 'mono');
       cell(tr, r.attestor);
       cell(tr, poolName(r.poolId));
       cell(tr, r.siteId, 'mono');
       cell(tr, r.requestKey, 'mono');
       cell(tr, r.detail && r.detail.ekIssuer);
+      // what an approval admits: the request is bound to these claims and this CSR
+      cell(tr, claimsText(r.claims), 'mono');
+      cell(tr, r.csrSha256, 'mono');
       cell(tr, r.createdAt);
       cell(tr, when(r.expiresAt));
       const td = cell(tr, '');

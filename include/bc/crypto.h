@@ -23,8 +23,12 @@
 #define BC_PURPOSE_SECRET_REQUEST      "secret-request"
 #define BC_PURPOSE_DISCOVERY_ASSERTION "discovery-assertion"
 #define BC_PURPOSE_SITE_RESPONSE       "site-response"
-#define BC_PURPOSE_LEASE_REQUEST       "lease-request"
-#define BC_PURPOSE_BOOT_ENTRIES        "boot-entries-request"
+/* one purpose per lease operation: a proof for one is no proof for another (the
+ * older single "lease-request" is refused) */
+#define BC_PURPOSE_LEASE_ACQUIRE "lease-acquire"
+#define BC_PURPOSE_LEASE_RENEW   "lease-renew"
+#define BC_PURPOSE_LEASE_RELEASE "lease-release"
+#define BC_PURPOSE_BOOT_ENTRIES  "boot-entries-request"
 
 #define BC_SIG_LEN    64
 #define BC_KEY_ID_LEN 64 /* hex characters, without the NUL */

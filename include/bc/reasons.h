@@ -119,6 +119,9 @@
 #define BC_R_ASSERTION_REUSED "assertion-reused"
 /* an operator denied the machine's join request */
 #define BC_R_DISCOVERY_DENIED "discovery-denied"
+/* the boot entry names a product UUID (commission --product-uuid) and the assertion
+ * names another, or none */
+#define BC_R_DISCOVERY_ENTRY_UUID "discovery-entry-uuid"
 
 /* SiteService and FetchSecret (published as security.site.refused) */
 /* no chain, the leaf is not a node certificate of ours, or a field is out of shape */
@@ -163,6 +166,9 @@
 /* the leaf's successor was used, or the leaf spent its one extra renewal: renew with the
  * newest certificate */
 #define BC_R_RENEW_SUPERSEDED "renew-superseded"
+/* a ramdisk certificate: a ramdisk identity ends with its first certificate (commission
+ * the machine again) */
+#define BC_R_RENEW_ROLE "renew-role"
 /* a urn:bc: statement we do not know */
 #define BC_R_KEY_STATEMENT_UNKNOWN "key-statement-unknown"
 /* a statement this build cannot prove again */
@@ -235,7 +241,7 @@
 #define BC_R_UNKNOWN_EK "unknown-ek"
 /* an operator denied this EK's join request */
 #define BC_R_ENROLLMENT_DENIED "enrollment-denied"
-/* the pending request was made for another CSR */
+/* the join request (tpm or discovery) was made for another CSR, or other claims */
 #define BC_R_ENROLLMENT_CSR "enrollment-csr"
 
 /* cloud-iid (every provider) */

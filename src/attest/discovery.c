@@ -9,8 +9,15 @@
  * left, the assertion's site, its expect.mac, the assertion's workflow); the signer
  * (a site node of that site, not retired, holding site::boot at exactly the asserted
  * epoch); the signature under a current certificate of the signer whose key id the
- * assertion names; freshness at database time; approval; the assertion's single use
- * (attestation_uses, kept until its expiry) and the token's. */
+ * assertion names; freshness at database time; the boot entry's product UUID, when
+ * an operator set one, is the asserted one; approval (a join request of the token's
+ * tenant); the assertion's single use (attestation_uses, kept until its expiry) and
+ * the token's.
+ *
+ * What is proven: the site (its boot server's signature under the lease), the MAC
+ * (the boot server served it and the token is bound to it) and, for the tenant whose
+ * operator set it, the boot entry's product UUID. The UUID iPXE's query carries and
+ * the machine's claims are claims. No result names a fleet-wide hardware key. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,47 +321,63 @@ out:
 	return rc;
 }
 
-/* The workflow the token was minted for is still a running commission; with
- * resolve_workflow_node, the node its boot entry names. */
-static int workflow_node(bc_tx *tx, const struct disc_cfg *c, const struct bc_token_row *t,
-                         char node[BC_ID_MAX], const char **reason)
+/* What the boot entry of the token's workflow says of the machine: the node it
+ * re-commissions (with resolve_workflow_node) and the product UUID an operator set
+ * (commission --product-uuid), the one UUID this attestor holds proven. */
+struct disc_entry {
+	char node[BC_ID_MAX];
+	char uuid[BC_UUID_LEN + 1]; /* "" when the entry names none */
+};
+
+/* The workflow the token was minted for is still a running commission; its entry's
+ * product UUID, when it names one, is the asserted one (the query iPXE sent, which
+ * the boot server signs, is the machine's word only). */
+static int workflow_entry(bc_tx *tx, const struct disc_cfg *c, const struct bc_token_row *t,
+                          const struct disc_state *st, struct disc_entry *e, const char **reason)
 {
 	struct bc_workflow_row w;
-	json_t *j = NULL;
+	json_t *j = NULL, *be;
 	const char *v;
 	int rc;
 
-	node[0] = 0;
+	memset(e, 0, sizeof(*e));
 	if ((rc = bc_row_workflow_lock(tx, t->tenant_id, t->workflow_id, &w)) < 0)
 		return rc;
-	if (rc == 0 || strcmp(w.kind, BC_WF_COMMISSION) != 0 || strcmp(w.state, BC_WF_RUNNING) != 0)
+	if (rc == 0 || strcmp(w.kind, BC_WF_COMMISSION) != 0 ||
+	    strcmp(w.state, BC_WF_RUNNING) != 0) {
 		*reason = BC_R_WORKFLOW_NOT_RUNNING;
-	else if (c->resolve_workflow_node &&
-	         bc_json_parse(w.data, strlen(w.data), 0, &j, NULL, 0) == 0 &&
-	         bc_json_get_string(json_object_get(j, "bootEntry"), "nodeId", &v) == 0 &&
-	         strlen(v) < BC_ID_MAX)
-		snprintf(node, BC_ID_MAX, "%s", v);
+		goto out;
+	}
+	if (bc_json_parse(w.data, strlen(w.data), 0, &j, NULL, 0) != 0 ||
+	    (be = json_object_get(j, "bootEntry")) == NULL)
+		goto out;
+	if (c->resolve_workflow_node && bc_json_get_string(be, "nodeId", &v) == 0 &&
+	    strlen(v) < BC_ID_MAX)
+		snprintf(e->node, BC_ID_MAX, "%s", v);
+	if (bc_json_get_string(be, "productUuid", &v) == 0 &&
+	    (bc_uuid_canon(v, e->uuid) != 0 || strcmp(e->uuid, st->uuid) != 0))
+		*reason = BC_R_DISCOVERY_ENTRY_UUID;
+out:
 	json_decref(j);
 	bc_row_workflow_clear(&w);
 	return 0;
 }
 
-/* The operator's decision, for a machine the configuration defers: the request is
- * keyed on the hardware key when one is configured, else on site and MAC. A refusal
- * in *reason. */
+/* The operator's decision, for a machine the configuration defers, in the token's
+ * tenant: the request is keyed on the boot entry's product UUID with hardware_key =
+ * "product-uuid" and an entry that names one, else on site and MAC (a UUID the
+ * machine or iPXE claims keys nothing: anyone on the boot network can claim one).
+ * It is bound to the claims it shows. A refusal in *reason. */
 static int approval(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_input *in,
                     const struct disc_state *st, const struct bc_token_row *t,
-                    struct bc_attest_outcome *out, const char **reason)
+                    const struct disc_entry *e, struct bc_attest_outcome *out, const char **reason)
 {
 	char key[BC_HWKEY_MAX], u[BC_UUID_LEN + 1], *claims;
 	json_t *j;
 	int rc;
 
-	if (c->hwkey == HWKEY_UUID && bc_uuid_canon(in->claims.product_uuid, u) == 0)
-		snprintf(key, sizeof(key), "uuid:%s", u);
-	else if (c->hwkey == HWKEY_SERIAL && in->claims.serial && in->claims.serial[0] &&
-	         strlen(in->claims.serial) < 96)
-		snprintf(key, sizeof(key), "serial:%s", in->claims.serial);
+	if (c->hwkey == HWKEY_UUID && e->uuid[0])
+		snprintf(key, sizeof(key), "uuid:%s", e->uuid);
 	else
 		snprintf(key, sizeof(key), "%s/%s", st->site, st->mac);
 	j = json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "siteId", st->site, "mac", st->mac,
@@ -374,15 +397,14 @@ static int approval(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_in
 	                                  .claims = claims,
 	                                  .detail = claims, /* what join-requests shows */
 	                                  .pending_ttl_s = c->pending_ttl_s,
-	                                  .retry_after_s = (uint32_t)c->retry_after_s,
-	                                  .renew_pending_csr = 1};
+	                                  .retry_after_s = (uint32_t)c->retry_after_s};
 	rc = bc_join_request_place(tx, &p, in, BC_R_DISCOVERY_DENIED, out, reason);
 	free(claims);
 	return rc;
 }
 
 static int checks(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_input *in,
-                  const struct disc_state *st, struct bc_token_row *t, char node[BC_ID_MAX],
+                  const struct disc_state *st, struct bc_token_row *t, struct disc_entry *e,
                   struct bc_attest_outcome *out, const char **reason)
 {
 	int rc;
@@ -402,7 +424,7 @@ static int checks(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_inpu
 	else if (st->expires_at <= in->now_ms || st->issued_at > in->now_ms + ISSUED_LEEWAY_MS)
 		*reason = BC_R_DISCOVERY_EXPIRED;
 	else if (t->workflow_id[0])
-		return workflow_node(tx, c, t, node, reason);
+		return workflow_entry(tx, c, t, st, e, reason);
 	return 0;
 }
 
@@ -412,13 +434,13 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	const struct disc_cfg *c = self->ctx ? self->ctx : &defaults;
 	const struct disc_state *st = in->check_state;
 	struct bc_token_row t;
-	char node[BC_ID_MAX] = "";
+	struct disc_entry e = {0};
 	const char *reason = NULL;
 	int rc;
 
 	if (st == NULL)
 		return BC_ERR_INTERNAL; /* check() always leaves one */
-	if ((rc = checks(tx, c, in, st, &t, node, out, &reason)) != 0)
+	if ((rc = checks(tx, c, in, st, &t, &e, out, &reason)) != 0)
 		return rc;
 	if (reason) {
 		bc_refuse(out, reason);
@@ -426,7 +448,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	}
 	if (c->approval == APPROVE_ALWAYS ||
 	    (c->approval == APPROVE_UNKNOWN && !t.workflow_id[0])) {
-		if ((rc = approval(tx, c, in, st, &t, out, &reason)) != 0)
+		if ((rc = approval(tx, c, in, st, &t, &e, out, &reason)) != 0)
 			return rc;
 		if (reason) {
 			bc_refuse(out, reason);
@@ -446,11 +468,13 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 	if (rc != 0 || (rc = bc_row_token_consume(tx, t.id, in->now_ms)) != 0)
 		return rc;
 	bc_token_admit(&t, BC_ROLE_RAMDISK, out);
-	snprintf(out->result.node_id, BC_ID_MAX, "%s", node);
-	snprintf(out->node_id, BC_ID_MAX, "%s", node);
-	/* the boot server vouched for this product UUID: a proven hardware key */
-	if (st->uuid[0])
-		snprintf(out->result.hardware_key, BC_HWKEY_MAX, "uuid:%s", st->uuid);
+	snprintf(out->result.node_id, BC_ID_MAX, "%s", e.node);
+	snprintf(out->node_id, BC_ID_MAX, "%s", e.node);
+	/* no hardware key of the fleet: the product UUID (the boot entry's, which the
+	   machine asserted and claims, or the machine's own claim) is left to
+	   JoinService as a claim, unique within the tenant. An entry's UUID is one
+	   tenant's operator's word: made fleet-wide it would let that tenant lock
+	   another's machine out (join:reclaim). */
 	out->result.cert_ttl_ms = c->cert_ttl_s * 1000;
 	snprintf(out->allowed_kinds_json, sizeof(out->allowed_kinds_json), "%s", c->allowed_kinds);
 	return 0;

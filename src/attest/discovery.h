@@ -12,7 +12,7 @@
 #define CERT_TTL_MAX_S 7200
 
 enum approval { APPROVE_NEVER = 0, APPROVE_UNKNOWN, APPROVE_ALWAYS };
-enum hwkey { HWKEY_NONE = 0, HWKEY_UUID, HWKEY_SERIAL };
+enum hwkey { HWKEY_NONE = 0, HWKEY_UUID };
 
 struct disc_cfg {
 	enum approval approval;

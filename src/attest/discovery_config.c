@@ -16,7 +16,9 @@ struct raw {
 };
 
 static const char *const approvals[] = {"never", "unknown-machines", "always", NULL};
-static const char *const hwkeys[] = {"none", "product-uuid", "serial", NULL};
+/* what join requests are keyed on: "product-uuid" is the boot entry's, which an
+ * operator set; a serial is only ever the machine's claim, so it is no choice */
+static const char *const hwkeys[] = {"none", "product-uuid", NULL};
 
 static const struct bc_toml_field fields[] = {
     {.key = "approval",
@@ -26,6 +28,8 @@ static const struct bc_toml_field fields[] = {
     {.key = "hardware_key",
      .type = BC_TOML_CHOICE,
      .choices = hwkeys,
+     .expect = "\"none\" or \"product-uuid\" (the boot entry's; a serial is only the "
+               "machine's claim)",
      BC_TOML_AT(struct raw, c.hwkey)},
     BC_ATTEST_PENDING_TTL_FIELD(struct raw, c.pending_ttl_s),
     BC_ATTEST_RETRY_AFTER_FIELD(struct raw, c.retry_after_s),

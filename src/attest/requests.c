@@ -71,32 +71,28 @@ int bc_join_request_place(bc_tx *tx, const struct bc_join_request_place *p,
 	const char *id = jr.id, *state = jr.state, *csr = jr.csr_sha256;
 	char csr_hex[65];
 	struct bc_attest_result *r = &out->result;
-	int64_t expires;
 	int rc;
 
 	*reason = NULL;
-	if ((rc = bc_row_join_request_lock(tx, p->attestor, p->key, &jr)) <= 0)
+	/* the request is the tenant's own: another tenant's for the same key is never
+	   found here, so it neither defers nor refuses this machine */
+	if ((rc = bc_row_join_request_lock(tx, p->tenant, p->attestor, p->key,
+	                                   p->claims ? p->claims : "{}", &jr)) <= 0)
 		return rc < 0 ? rc : new_request(tx, p, in, out);
-	expires = jr.expires_at;
 	snprintf(r->tenant_id, BC_ID_MAX, "%s", jr.tenant_id);
 	snprintf(r->pool_id, BC_ID_MAX, "%s", jr.pool_id);
 	snprintf(r->site_id, BC_ID_MAX, "%s", jr.site_id);
 	snprintf(out->tenant_id, BC_ID_MAX, "%s", r->tenant_id);
-	if (expires <= in->now_ms || strcmp(state, "used") == 0)
+	if (jr.expires_at <= in->now_ms || strcmp(state, "used") == 0)
 		return new_request(tx, p, in, out);
 	if (strcmp(state, "denied") == 0) {
 		*reason = denied_reason;
 		return 0;
 	}
+	/* the operator decides on the first CSR and claims: another CSR, or other claims,
+	   never take the request over (an approval admits the machine it showed) */
 	bc_hex_encode_to(in->csr_sha256, 32, csr_hex);
-	if (strcasecmp(csr, csr_hex) != 0 && p->renew_pending_csr &&
-	    strcmp(state, "pending") == 0) {
-		if ((rc = bc_row_join_request_set_csr(tx, id, csr_hex)) != 0)
-			return rc;
-		defer(out, id, p->retry_after_s);
-		return 0;
-	}
-	if (strcasecmp(csr, csr_hex) != 0) {
+	if (strcasecmp(csr, csr_hex) != 0 || !jr.same_claims) {
 		*reason = BC_R_ENROLLMENT_CSR;
 		return 0;
 	}

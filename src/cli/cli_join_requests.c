@@ -1,4 +1,4 @@
-/* join requests: machines an attestor (tpm enrollment) holds for an operator's
+/* join requests: machines an attestor (tpm enrollment, discovery) holds for an operator's
  * decision. approve lets the waiting machine finish its join at its next round;
  * deny makes it stop. */
 #include <stdio.h>
@@ -12,13 +12,16 @@ static const struct cli_col jr_cols[] = {
     {"STATE", "state", CLI_STR, 1, 0},
     {"POOL/SITE", NULL, CLI_TARGET, 1, 0},
     {"KEY", "requestKey", CLI_STR, 1, 16},
-    {"MAC", "detail.mac", CLI_STR, 1, 0},
-    {"PRODUCT UUID", "detail.productUuid", CLI_STR, 1, 0},
+    {"MAC", "claims.mac", CLI_STR, 1, 0},
+    {"PRODUCT UUID", "claims.productUuid", CLI_STR, 1, 0},
+    {"SERIAL", "claims.serial", CLI_STR, 1, 24},
+    /* what an approval admits: the request is bound to this CSR and these claims */
+    {"CSR SHA-256", "csrSha256", CLI_STR, 1, 0},
     {"CREATED", "createdAt", CLI_TIME, 1, 0},
     {"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
     {"DECIDED BY", "decidedBy", CLI_STR, 0, 0},
     {"DECIDED", "decidedAt", CLI_TIME, 0, 0},
-    {"CSR SHA-256", "csrSha256", CLI_STR, 0, 0},
+    {"CLAIMS", "claims", CLI_JSON, 0, 0},
     {"DETAIL", "detail", CLI_JSON, 0, 0},
 };
 #define N_JR_COLS (sizeof(jr_cols) / sizeof(jr_cols[0]))

@@ -70,6 +70,8 @@ int bc_client_lease(const struct bc_client_pins *pins, const struct bc_site_call
 {
 	static const char *const paths[] = {NULL, BC_WIRE_PATH_ACQUIRE_LEASE,
 	                                    BC_WIRE_PATH_RENEW_LEASE, BC_WIRE_PATH_RELEASE_LEASE};
+	static const char *const purposes[] = {NULL, BC_PURPOSE_LEASE_ACQUIRE,
+	                                       BC_PURPOSE_LEASE_RENEW, BC_PURPOSE_LEASE_RELEASE};
 	Bettercompute__Site__V1__LeaseRequest rq = BETTERCOMPUTE__SITE__V1__LEASE_REQUEST__INIT;
 	Bettercompute__Join__V1__SignedResponse *sr = NULL;
 	Bettercompute__Site__V1__LeaseBody *b = NULL;
@@ -91,7 +93,7 @@ int bc_client_lease(const struct bc_client_pins *pins, const struct bc_site_call
 	rq.client_time_ms = bc_now_ms();
 	if ((rc = bc_lease_payload(&p, rq.site_id, rq.name, rq.epoch, rq.ttl_seconds,
 	                           rq.client_time_ms)) == 0)
-		rc = sign_payload(c, BC_PURPOSE_LEASE_REQUEST, &p, sig);
+		rc = sign_payload(c, purposes[kind], &p, sig);
 	bc_buf_free(&p);
 	if (rc != 0)
 		return rc;

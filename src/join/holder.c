@@ -68,6 +68,9 @@ static int row_state(const struct bc_cert_row *row, const struct bc_holder_want 
 		return BC_HOLDER_EXPIRED;
 	if (w->role != NULL && strcmp(row->node.role, w->role) != 0)
 		return BC_HOLDER_ROLE;
+	if (w->not_role != NULL &&
+	    (strcmp(row->role, w->not_role) == 0 || strcmp(row->node.role, w->not_role) == 0))
+		return BC_HOLDER_ROLE;
 	if (w->window_ms > 0 && (w->client_time_ms < w->now_ms - w->window_ms ||
 	                         w->client_time_ms > w->now_ms + w->window_ms))
 		return BC_HOLDER_CLIENT_TIME;

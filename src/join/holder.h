@@ -85,13 +85,14 @@ struct bc_holder_want {
 	int64_t window_ms;      /* client_time_ms within this of now_ms; 0: not checked */
 	int64_t client_time_ms; /* the time the request was signed at */
 	const char *role;       /* the node's role required; NULL: any */
+	const char *not_role;   /* a role refused (the leaf's or its node's); NULL: none */
 	int lock;               /* lock the node's row first (the lineage is written) */
 };
 
 /* The leaf against its row and its node, in the order retired, generation, revoked,
- * superseded, expired, role, client time: BC_HOLDER_OK or the first that fails, with
- * *row filled whenever the row was found (BC_HOLDER_NOT_CURRENT: zeroed); or a
- * negative BC_ERR_* from the store. */
+ * superseded, expired, role (and not_role: BC_HOLDER_ROLE too), client time: BC_HOLDER_OK or the
+ * first that fails, with *row filled whenever the row was found (BC_HOLDER_NOT_CURRENT: zeroed); or
+ * a negative BC_ERR_* from the store. */
 BC_WUR int bc_holder_current(bc_tx *tx, const struct bc_holder *h, const struct bc_holder_want *w,
                              struct bc_cert_row *row);
 

@@ -189,6 +189,7 @@ static const char *holder_reason(int status)
 	case BC_HOLDER_SUPERSEDED: return BC_R_RENEW_SUPERSEDED;
 	case BC_HOLDER_EXPIRED: return BC_R_RENEW_EXPIRED;
 	case BC_HOLDER_CLIENT_TIME: return BC_R_RENEW_CLIENT_TIME;
+	case BC_HOLDER_ROLE: return BC_R_RENEW_ROLE;
 	case BC_HOLDER_NOT_CURRENT:
 	default: return BC_R_RENEW_NOT_CURRENT;
 	}
@@ -201,6 +202,8 @@ static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
 	struct bc_holder_want w = {.now_ms = st->d.issued.now_ms,
 	                           .window_ms = RENEW_WINDOW_MS,
 	                           .client_time_ms = st->rq->client_time_ms,
+	                           /* a ramdisk identity ends with its first certificate */
+	                           .not_role = BC_ROLE_RAMDISK,
 	                           /* one renewal of a node at a time: its lineage is read
 	                              and written under the lock */
 	                           .lock = !st->rq->check_only};

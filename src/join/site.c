@@ -342,7 +342,11 @@ static enum bc_rpc_status lease_handle(struct bc_join_service *s, enum lease_op 
 	                          .n_chain = rq->n_chain,
 	                          .site_id = rq->site_id,
 	                          .client_time_ms = rq->client_time_ms,
-	                          .purpose = BC_PURPOSE_LEASE_REQUEST,
+	                          /* one purpose per operation: a captured RenewLease
+	                             proof is no ReleaseLease proof */
+	                          .purpose = op == LEASE_ACQUIRE ? BC_PURPOSE_LEASE_ACQUIRE
+	                                     : op == LEASE_RENEW ? BC_PURPOSE_LEASE_RENEW
+	                                                         : BC_PURPOSE_LEASE_RELEASE,
 	                          .proof = &rq->proof,
 	                          .op = lease_op,
 	                          .rq = rq,

@@ -6,26 +6,27 @@
 
 #define JR_SELECT                                                                                  \
 	"SELECT id, tenant_id, pool_id, site_id, attestor, request_key, csr_sha256, detail, "      \
-	"state, decided_by, created_at, expires_at, decided_at FROM join_requests "
+	"state, decided_by, created_at, expires_at, decided_at, claims FROM join_requests "
 
 static const char *none_if_empty(const char *s)
 {
 	return s && s[0] ? s : NULL;
 }
 
-int bc_row_join_request_lock(bc_tx *tx, const char *attestor, const char *key,
-                             struct bc_join_request_row *r)
+int bc_row_join_request_lock(bc_tx *tx, const char *tenant_id, const char *attestor,
+                             const char *key, const char *claims, struct bc_join_request_row *r)
 {
 	bc_rows *rows = NULL;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	bc_param q[] = {BC_TEXT(attestor), BC_TEXT(key)};
-	if ((rc = bc_tx_query(
-	         tx,
-	         "SELECT id, state, csr_sha256, expires_at, tenant_id, pool_id, site_id "
-	         "FROM join_requests WHERE attestor = $1 AND request_key = $2 FOR UPDATE",
-	         q, 2, &rows)) != 0)
+	bc_param q[] = {BC_TEXT(tenant_id), BC_TEXT(attestor), BC_TEXT(key), BC_TEXT(claims)};
+	if ((rc = bc_tx_query(tx,
+	                      "SELECT id, state, csr_sha256, expires_at, tenant_id, pool_id, "
+	                      "site_id, CASE WHEN claims = $4 THEN 1 ELSE 0 END FROM join_requests "
+	                      "WHERE tenant_id = $1 AND attestor = $2 AND request_key = $3 "
+	                      "FOR UPDATE",
+	                      q, 4, &rows)) != 0)
 		return rc;
 	if ((rc = bc_rows_next(rows)) == 1) {
 		snprintf(r->id, sizeof(r->id), "%s", bc_rows_text(rows, 0));
@@ -35,6 +36,7 @@ int bc_row_join_request_lock(bc_tx *tx, const char *attestor, const char *key,
 		snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", bc_rows_text(rows, 4));
 		snprintf(r->pool_id, sizeof(r->pool_id), "%s", bc_rows_text(rows, 5));
 		snprintf(r->site_id, sizeof(r->site_id), "%s", bc_rows_text(rows, 6));
+		r->same_claims = bc_rows_int(rows, 7) == 1;
 	}
 	bc_rows_free(rows);
 	return rc;
@@ -44,10 +46,11 @@ int bc_row_join_request_replace(bc_tx *tx, const struct bc_join_request_write *w
 {
 	int rc;
 
-	bc_param del[] = {BC_TEXT(w->attestor), BC_TEXT(w->request_key)};
+	bc_param del[] = {BC_TEXT(w->tenant_id), BC_TEXT(w->attestor), BC_TEXT(w->request_key)};
 	if ((rc = bc_tx_exec(tx,
-	                     "DELETE FROM join_requests WHERE attestor = $1 AND request_key = $2",
-	                     del, 2, NULL)) != 0)
+	                     "DELETE FROM join_requests WHERE tenant_id = $1 AND attestor = $2 "
+	                     "AND request_key = $3",
+	                     del, 3, NULL)) != 0)
 		return rc;
 	bc_param q[] = {BC_TEXT(w->id),
 	                BC_TEXT(w->tenant_id),
@@ -66,13 +69,6 @@ int bc_row_join_request_replace(bc_tx *tx, const struct bc_join_request_write *w
 	                  "expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', "
 	                  "$10, $11)",
 	                  q, 11, NULL);
-}
-
-int bc_row_join_request_set_csr(bc_tx *tx, const char *id, const char *csr_sha256)
-{
-	bc_param c[] = {BC_TEXT(id), BC_TEXT(csr_sha256)};
-
-	return bc_tx_exec(tx, "UPDATE join_requests SET csr_sha256 = $2 WHERE id = $1", c, 2, NULL);
 }
 
 int bc_row_join_request_use(bc_tx *tx, const char *id)

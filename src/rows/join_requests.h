@@ -1,5 +1,6 @@
 /* join_requests: machines an attestor deferred for an operator, one row per
- * (attestor, request_key). See rows/query.h. */
+ * (tenant, attestor, request_key): a request belongs to the tenant that made it.
+ * See rows/query.h. */
 #ifndef BC_ROWS_JOIN_REQUESTS_H
 #define BC_ROWS_JOIN_REQUESTS_H
 
@@ -14,11 +15,14 @@ struct bc_join_request_row {
 	char tenant_id[64];
 	char pool_id[64]; /* "" for none */
 	char site_id[64]; /* "" for none */
+	int same_claims;  /* 1: its claims are byte for byte the claims asked about */
 };
 
-/* The request of (attestor, key), locked until the transaction ends: 1 with *r
- * filled, 0 when there is none (*r zeroed). */
-BC_WUR int bc_row_join_request_lock(bc_tx *tx, const char *attestor, const char *key,
+/* tenant_id's request of (attestor, key), locked until the transaction ends: 1 with
+ * *r filled (same_claims compares its claims with claims), 0 when there is none (*r
+ * zeroed). */
+BC_WUR int bc_row_join_request_lock(bc_tx *tx, const char *tenant_id, const char *attestor,
+                                    const char *key, const char *claims,
                                     struct bc_join_request_row *r);
 
 /* A request to write. Borrowed for the call. pool_id, site_id: NULL or "" for none. */
@@ -36,19 +40,16 @@ struct bc_join_request_write {
 	int64_t expires_at;
 };
 
-/* Replaces the request of (w->attestor, w->request_key), whatever its state, with a
- * new pending one. */
+/* Replaces w->tenant_id's request of (w->attestor, w->request_key), whatever its
+ * state, with a new pending one. */
 BC_WUR int bc_row_join_request_replace(bc_tx *tx, const struct bc_join_request_write *w);
-
-/* Request id now answers the CSR whose SHA-256 is csr_sha256 (hex). */
-BC_WUR int bc_row_join_request_set_csr(bc_tx *tx, const char *id, const char *csr_sha256);
 
 /* Request id was used: it admitted its machine once. */
 BC_WUR int bc_row_join_request_use(bc_tx *tx, const char *id);
 
 /* tenant_id's requests, oldest first, in state (NULL: any). Columns: id, tenant_id,
  * pool_id, site_id, attestor, request_key, csr_sha256, detail, state, decided_by,
- * created_at, expires_at, decided_at. */
+ * created_at, expires_at, decided_at, claims. */
 BC_WUR int bc_row_join_requests_list(bc_tx *tx, const char *tenant_id, const char *state,
                                      bc_rows **out);
 

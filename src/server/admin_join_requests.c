@@ -1,4 +1,5 @@
-/* Join requests: machines an attestor deferred for an operator (tpm enrollment). A
+/* Join requests: machines an attestor deferred for an operator (tpm enrollment,
+ * discovery approval). A
  * pending request is approved or denied once; the attestor reads the decision at
  * the machine's next round. An expired request can no longer be decided. */
 #include <stdlib.h>
@@ -12,14 +13,17 @@ static const char *const STATES[] = {"pending", "approved", "denied", "used", NU
 
 static json_t *jr_json(bc_rows *r)
 {
-	return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id",
-	                 bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
+	/* claims and csrSha256: exactly what an approval admits (the request is bound to
+	   both) */
+	return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o}",
+	                 "id", bc_rows_text(r, 0), "tenantId", bc_rows_text(r, 1), "poolId",
 	                 admin_col_text(r, 2), "siteId", admin_col_text(r, 3), "attestor",
 	                 bc_rows_text(r, 4), "requestKey", bc_rows_text(r, 5), "csrSha256",
-	                 bc_rows_text(r, 6), "detail", admin_col_json(r, 7, "{}"), "state",
-	                 bc_rows_text(r, 8), "decidedBy", admin_col_text(r, 9), "createdAt",
-	                 admin_time(bc_rows_int(r, 10)), "expiresAt",
-	                 admin_time(bc_rows_int(r, 11)), "decidedAt", admin_col_time(r, 12));
+	                 bc_rows_text(r, 6), "claims", admin_col_json(r, 13, "{}"), "detail",
+	                 admin_col_json(r, 7, "{}"), "state", bc_rows_text(r, 8), "decidedBy",
+	                 admin_col_text(r, 9), "createdAt", admin_time(bc_rows_int(r, 10)),
+	                 "expiresAt", admin_time(bc_rows_int(r, 11)), "decidedAt",
+	                 admin_col_time(r, 12));
 }
 
 int admin_join_requests_list(bc_tx *tx, struct admin_call *c)

@@ -124,6 +124,17 @@ try {
   }
   check(reqs.length === 1, 'no pending join request');
   check(reqs[0][1] === 'tpm' && reqs[0][2] === 'tpm', 'join request row: ' + reqs[0]);
+  // what the approval admits: the request's claims (a tpm request has none) and the
+  // CSR hash it is bound to, as the admin API has them
+  const apiReq = await page.evaluate(async (id) => {
+    const r = await fetch('/v1/tenants/root/join-requests?state=pending', {
+      headers: { Authorization: 'Bearer ' + sessionStorage.getItem('bc.apiKey') },
+    });
+    return (await r.json()).joinRequests.find((x) => x.id === id);
+  }, reqs[0][0]);
+  check(apiReq && /^[0-9a-f]{64}$/.test(apiReq.csrSha256), 'no CSR hash in the API: ' + JSON.stringify(apiReq));
+  check(reqs[0][7] === apiReq.csrSha256, 'the CSR SHA-256 cell is ' + reqs[0][7] + ', the request ' + apiReq.csrSha256);
+  check(reqs[0][6] === '' && JSON.stringify(apiReq.claims) === '{}', 'tpm request claims: ' + reqs[0][6]);
   await shot('join-requests');
   await page.click('#join-requests-rows button:text-is("Approve")');
   await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Approved jr_'));

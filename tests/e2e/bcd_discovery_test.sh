@@ -5,7 +5,8 @@
 # joins as a ramdisk node with a certificate of at most 2 h; under approval =
 # "unknown-machines" an unknown MAC waits, keeping its key and CSR in its data
 # directory: killed and started again it asks with them, the operator approves with
-# the CLI while it waits, and that process then joins with the kept key; a second bcd
+# the CLI while it waits, and that process then joins with the kept key (a second
+# machine answering for that MAC meanwhile is refused enrollment-csr); a second bcd
 # site that takes the lease over fences the first: its new scripts fail and its old
 # assertion is refused (discovery-fenced).
 . "$(dirname "$0")/lib.sh"
@@ -98,6 +99,21 @@ wait_for r2.out "pending (join request jr_"
 JR=$(sed -n 's/.*pending (join request \(jr_[0-9a-z]*\)).*/\1/p' r2.out | head -1)
 bc join-requests list >jr.list
 grep "$JR" jr.list | grep -q "$UMAC.*$UUUID" || fail "join-requests list: $(cat jr.list)"
+# what the approval admits: the request's claims and CSR hash, as the operator sees them
+bc --json join-requests list >jr.json
+[ "$(json_get '["joinRequests"][0]["claims"]["mac"]' <jr.json)" = "$UMAC" ] || fail "claims: $(cat jr.json)"
+JRCSR=$(json_get '["joinRequests"][0]["csrSha256"]' <jr.json)
+echo "$JRCSR" | grep -Eq '^[0-9a-f]{64}$' || fail "csrSha256: $(cat jr.json)"
+grep "$JR" jr.list | grep -q "$JRCSR" || fail "join-requests list shows no CSR hash: $(cat jr.list)"
+# the tried takeover: another machine answering for that MAC and UUID (its own key
+# and CSR, a script of its own) is refused; the request keeps the first machine's CSR
+script "$P1" "$UMAC" "$UUUID" >r2x.ipxe || fail "second script"
+cmdline_of r2x.ipxe r2x.cmdline
+ramdisk_machine r2x "$UMAC" "$UUUID"
+if bcd ramdisk --config r2x/config.toml --cmdline r2x.cmdline >r2x.out 2>&1; then fail "a second CSR took the request over"; fi
+[ "$(last_reason)" = enrollment-csr ] || fail "reason $(last_reason), want enrollment-csr"
+[ "$(bc --json join-requests list | json_get '["joinRequests"][0]["csrSha256"]')" = "$JRCSR" ] || fail "the request's CSR changed"
+echo "a second machine for $UMAC was refused enrollment-csr; $JR still shows the first CSR"
 # a data directory that persists keeps the request's key and CSR: a restarted bcd
 # ramdisk asks again with them, and the approval admits it
 grep -q "keeping the key and CSR of this join request" r2.out || fail "r2 kept nothing: $(cat r2.out)"

@@ -20,6 +20,7 @@
 
 #include "bc/buf.h"
 #include "bc/clock.h"
+#include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "bc/wire.h"
@@ -45,9 +46,10 @@ struct site_node {
 	uint64_t epoch;
 };
 
-static void site_node(struct bct_cp *on, const char *site, struct site_node *s)
+static void tenant_site_node(struct bct_cp *on, const char *tenant, const char *site,
+                             struct site_node *s)
 {
-	struct bct_token_opts to = {.site = site, .role = "site"};
+	struct bct_token_opts to = {.tenant = tenant, .site = site, .role = "site"};
 	char *t = bct_token(on, &to, NULL);
 	struct bct_join_opts jo = {.token = t, .role = "site"};
 
@@ -63,6 +65,11 @@ static void site_node(struct bct_cp *on, const char *site, struct site_node *s)
 	                               .sign = bc_es256_key_sign,
 	                               .sign_ctx = s->key,
 	                               .site_id = site};
+}
+
+static void site_node(struct bct_cp *on, const char *site, struct site_node *s)
+{
+	tenant_site_node(on, "root", site, s);
 }
 
 static void site_free(struct site_node *s)
@@ -118,9 +125,9 @@ static char *token_for(struct site_node *s, const char *wf, const char *mac)
 	return t;
 }
 
-/* A commission workflow of site for mac (its boot entry), running. */
-static void commission(const char *site, const char *mac, const char *uuid, const char *node,
-                       char wf[64])
+/* A commission workflow of tenant's site for mac (its boot entry), running, on. */
+static void commission_on(struct bct_cp *on, const char *tenant, const char *site, const char *mac,
+                          const char *uuid, const char *node, char wf[64])
 {
 	char data[512];
 
@@ -130,14 +137,21 @@ static void commission(const char *site, const char *mac, const char *uuid, cons
 	         site, mac, uuid ? ",\"productUuid\":\"" : "", uuid ? uuid : "", uuid ? "\"" : "",
 	         node ? ",\"nodeId\":\"" : "", node ? node : "", node ? "\"" : "",
 	         (long long)(bc_now_ms() + 60 * MIN_MS));
-	bc_param w[] = {BC_TEXT(wf), BC_TEXT(data), BC_TEXT(node)};
+	bc_param w[] = {BC_TEXT(wf), BC_TEXT(data), BC_TEXT(node), BC_TEXT(tenant)};
 	assert_int_equal(
-	    bct_exec(&cp,
+	    bct_exec(on,
 	             "INSERT INTO workflows (id, tenant_id, node_id, kind, state, data, "
-	             "created_at, updated_at) VALUES ($1, 'root', $3, 'commission', "
+	             "created_at, updated_at) VALUES ($1, $4, $3, 'commission', "
 	             "'running', $2, 1, 1)",
-	             w, 3),
+	             w, 4),
 	    0);
+}
+
+/* The same on cp, in root. */
+static void commission(const char *site, const char *mac, const char *uuid, const char *node,
+                       char wf[64])
+{
+	commission_on(&cp, "root", site, mac, uuid, node, wf);
 }
 
 struct assertion {
@@ -193,6 +207,8 @@ struct ramdisk {
 	const char *uuid; /* claimed */
 	const uint8_t *csr;
 	size_t csr_len;
+	EVP_PKEY *key; /* NULL: a fresh one */
+	const char *serial;
 };
 
 static int ramdisk_join(struct bct_cp *on, const struct ramdisk *r, struct bc_join_answer *ans)
@@ -205,7 +221,9 @@ static int ramdisk_join(struct bct_cp *on, const struct ramdisk *r, struct bc_jo
 	                           .mac = r->mac,
 	                           .product_uuid = r->uuid,
 	                           .csr = r->csr,
-	                           .csr_len = r->csr_len};
+	                           .csr_len = r->csr_len,
+	                           .key = r->key,
+	                           .serial = r->serial};
 	int rc = bct_join(on, &jo, ans);
 	if (rc == BC_ERR_DENIED && getenv("BCT_LOG"))
 		fprintf(stderr, "refused: %s\n", bct_last_reason(on));
@@ -323,9 +341,10 @@ static void test_lease_epochs_grow_and_fence(void **state)
 	site_free(&c);
 }
 
-/* A LeaseRequest made by hand: name, client time and the signing key as given. */
-static int raw_lease(struct site_node *s, const char *site, const char *name, int64_t when,
-                     EVP_PKEY *signer)
+/* A LeaseRequest made by hand: name, epoch, client time, the signing key, its
+ * purpose and the operation (path) as given. */
+static int raw_lease_as(struct site_node *s, const char *site, const char *name, uint64_t epoch,
+                        int64_t when, EVP_PKEY *signer, const char *purpose, const char *path)
 {
 	Bettercompute__Site__V1__LeaseRequest rq = BETTERCOMPUTE__SITE__V1__LEASE_REQUEST__INIT;
 	ProtobufCBinaryData chain = {.data = s->ans.chain[0], .len = s->ans.chain_lens[0]};
@@ -339,21 +358,29 @@ static int raw_lease(struct site_node *s, const char *site, const char *name, in
 	rq.n_chain = 1;
 	rq.site_id = (char *)site;
 	rq.name = (char *)name;
+	rq.epoch = epoch;
 	rq.client_time_ms = when;
-	assert_int_equal(bc_lease_payload(&p, site, name, 0, 0, when), 0);
-	assert_int_equal(bc_es256_sign(signer, BC_PURPOSE_LEASE_REQUEST, p.p, p.len, sig), 0);
+	assert_int_equal(bc_lease_payload(&p, site, name, epoch, 0, when), 0);
+	assert_int_equal(bc_es256_sign(signer, purpose, p.p, p.len, sig), 0);
 	bc_buf_free(&p);
 	rq.proof.data = sig;
 	rq.proof.len = sizeof(sig);
 	len = bettercompute__site__v1__lease_request__get_packed_size(&rq);
 	body = malloc(len);
 	bettercompute__site__v1__lease_request__pack(&rq, body);
-	assert_int_equal(bc_client_post(&cp.pins, BC_WIRE_PATH_ACQUIRE_LEASE, body, len, &status,
-	                                &resp, &resp_len, err, sizeof(err)),
-	                 0);
+	assert_int_equal(
+	    bc_client_post(&cp.pins, path, body, len, &status, &resp, &resp_len, err, sizeof(err)),
+	    0);
 	free(body);
 	free(resp);
 	return (int)status;
+}
+
+static int raw_lease(struct site_node *s, const char *site, const char *name, int64_t when,
+                     EVP_PKEY *signer)
+{
+	return raw_lease_as(s, site, name, 0, when, signer, BC_PURPOSE_LEASE_ACQUIRE,
+	                    BC_WIRE_PATH_ACQUIRE_LEASE);
 }
 
 static void site_refused(int rc, const char *reason)
@@ -385,6 +412,31 @@ static void test_site_service_refusals_by_name(void **state)
 	assert_string_equal(bct_last_reason(&cp), "site-client-time");
 	assert_int_equal(raw_lease(&a, site1, BC_WIRE_LEASE_BOOT, bc_now_ms(), stranger), 403);
 	assert_string_equal(bct_last_reason(&cp), "site-proof");
+	/* a proof names its operation: the older single purpose "lease-request" proves
+	 * nothing, and a RenewLease proof (captured, replayed within its 60 s) is no
+	 * ReleaseLease proof */
+	assert_int_equal(raw_lease_as(&a, site1, BC_WIRE_LEASE_BOOT, 0, bc_now_ms(), a.key,
+	                              "lease-request", BC_WIRE_PATH_ACQUIRE_LEASE),
+	                 403);
+	assert_string_equal(bct_last_reason(&cp), "site-proof");
+	hold(&a);
+	int64_t now = bc_now_ms();
+	assert_int_equal(raw_lease_as(&a, site1, BC_WIRE_LEASE_BOOT, a.epoch, now, a.key,
+	                              BC_PURPOSE_LEASE_RENEW, BC_WIRE_PATH_RENEW_LEASE),
+	                 200);
+	assert_int_equal(raw_lease_as(&a, site1, BC_WIRE_LEASE_BOOT, a.epoch, now, a.key,
+	                              BC_PURPOSE_LEASE_RENEW, BC_WIRE_PATH_RELEASE_LEASE),
+	                 403);
+	assert_string_equal(bct_last_reason(&cp), "site-proof");
+	assert_int_equal(raw_lease_as(&a, site1, BC_WIRE_LEASE_BOOT, a.epoch, now, a.key,
+	                              BC_PURPOSE_LEASE_RENEW, BC_WIRE_PATH_ACQUIRE_LEASE),
+	                 403);
+	assert_string_equal(bct_last_reason(&cp), "site-proof");
+	/* still the holder: the replay released nothing */
+	bc_param holder[] = {BC_TEXT(a.ans.node_id)};
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM leases WHERE holder = $1", holder, 1),
+	                 1);
+	release(&a);
 	/* a site node of another site */
 	a.c.site_id = site2;
 	site_refused(lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), "site-wrong-site");
@@ -595,12 +647,13 @@ static void test_a_vouched_ramdisk_joins_once(void **state)
 	       (long long)((id.not_after_ms - id.not_before_ms) / 1000));
 	bc_node_identity_clear(&id);
 	assert_int_equal(uses_left_of(t), 0);
-	/* its site, its hardware key (the vouched product UUID) and its inventory */
+	/* its site, its product UUID (the boot entry's, which the operator set) as a key
+	 * of its tenant, never of the fleet, and its inventory */
 	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(site1)};
 	assert_int_equal(bct_count(&cp,
 	                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND site_id = $2 AND "
-	                           "role = 'ramdisk' AND attestor = 'discovery' AND hardware_key = "
-	                           "'uuid:" UUID_A "'",
+	                           "role = 'ramdisk' AND attestor = 'discovery' AND hardware_key "
+	                           "IS NULL AND claimed_key = 'uuid:" UUID_A "'",
 	                           p, 2),
 	                 1);
 	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM inventory WHERE node_id = $1", p, 1),
@@ -946,6 +999,21 @@ static void test_two_replicas_grant_once_and_accept_once(void **state)
 
 /* ---- approvals ---- */
 
+/* The hex SHA-256 of a CSR, as join_requests and the admin API show it. */
+static void csr_hex(const uint8_t *csr, size_t len, char out[65])
+{
+	uint8_t d[32];
+	assert_int_equal(bc_sha256(csr, len, d), 0);
+	bc_hex_encode_to(d, sizeof(d), out);
+}
+
+/* A fresh key and its CSR. */
+static void key_csr(EVP_PKEY **key, uint8_t **csr, size_t *len)
+{
+	assert_int_equal(bc_key_generate(key), 0);
+	assert_int_equal(bc_csr_make(*key, BC_WIRE_CSR_CN, csr, len), 0);
+}
+
 /* A control plane of its own with the discovery options in toml, a site named name
  * and a site node a of it holding the site's lease. */
 static void own_boot_server(struct bct_cp *on, const char *toml, const char *name, char site[64],
@@ -1018,24 +1086,36 @@ static void test_unknown_machines_wait_for_an_operator(void **state)
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	assert_string_equal(ans.request_id, jr);
 	bc_join_answer_free(&ans);
-	/* a restarted ramdisk with a new CSR and fresh evidence takes the request over */
+	/* the tried takeover: another CSR (an attacker's, or a restarted ramdisk's) with
+	 * fresh evidence never replaces what the operator is approving, nor do other
+	 * claims with the same CSR */
+	char hex[65], *shown;
+	csr_hex(csr, csr_len, hex);
 	assert_int_equal(bc_key_generate(&key2), 0);
 	assert_int_equal(bc_csr_make(key2, BC_WIRE_CSR_CN, &csr2, &csr2_len), 0);
 	r.csr = csr2;
 	r.csr_len = csr2_len;
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
-	assert_int_equal(ans.state, BC_JOIN_PENDING);
-	assert_string_equal(ans.request_id, jr);
-	bc_join_answer_free(&ans);
-	/* approved: the same CSR joins, once */
-	assert_int_equal(
-	    bct_exec(&ap, "UPDATE join_requests SET state = 'approved' WHERE id = $1", p, 1), 0);
-	r.csr = csr;
-	r.csr_len = csr_len;
 	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&ap), "enrollment-csr");
+	r.csr = csr;
+	r.csr_len = csr_len;
+	r.serial = "ATTACKER-1";
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&ap), "enrollment-csr");
+	r.serial = NULL;
+	shown = bct_text(&ap, "SELECT csr_sha256 FROM join_requests WHERE id = $1", p, 1);
+	assert_non_null(shown);
+	assert_string_equal(shown, hex);
+	free(shown);
+	/* approved: the CSR the operator saw joins, once; the other is still refused */
+	assert_int_equal(
+	    bct_exec(&ap, "UPDATE join_requests SET state = 'approved' WHERE id = $1", p, 1), 0);
 	r.csr = csr2;
 	r.csr_len = csr2_len;
+	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&ap), "enrollment-csr");
+	r.csr = csr;
+	r.csr_len = csr_len;
 	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	bc_join_answer_free(&ans);
@@ -1108,6 +1188,272 @@ static void test_configured_allowed_kinds_are_the_nodes(void **state)
 	bct_cp_stop(&kp);
 }
 
+/* A second tenant, its own site and a site node b of it holding the site's lease. */
+static void other_tenant(struct bct_cp *on, const char *tenant, char site[64], struct site_node *b)
+{
+	struct bc_lease_answer l;
+
+	assert_int_equal(bct_tenant(on, tenant), 0);
+	assert_int_equal(bct_site(on, tenant, "dc-other", site), 0);
+	tenant_site_node(on, tenant, site, b);
+	assert_int_equal(lease(on, b, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_true(l.held);
+}
+
+/* The tried attack: tenant B's boot server vouched for a MAC of its own whose machine
+ * (and whose boot entry, which B's operator set) claims tenant A's machine's UUID. B's
+ * join request is B's: A's real machine gets its own request in A, B's denial does
+ * not refuse it, each request's events go to its own tenant, and A's approval admits
+ * A's machine in A. */
+static void test_requests_belong_to_their_tenant(void **state)
+{
+	struct bct_cp ap;
+	struct site_node a, b;
+	struct bc_join_answer ans;
+	EVP_PKEY *ka = NULL, *kb = NULL;
+	uint8_t *csr_a = NULL, *csr_b = NULL, *att_a, *att_b;
+	size_t la, lb, len_a, len_b;
+	char site_a[64], site_b[64], wf_a[64], wf_b[64], jr_a[64], jr_b[64], hex_a[65], hex_b[65];
+	int rc;
+	(void)state;
+
+	own_boot_server(&ap,
+	                "[attestors.discovery]\n"
+	                "approval = \"always\"\n"
+	                "hardware_key = \"product-uuid\"\n",
+	                "dc-a", site_a, &a);
+	other_tenant(&ap, "tnt_b", site_b, &b);
+	key_csr(&ka, &csr_a, &la);
+	key_csr(&kb, &csr_b, &lb);
+	csr_hex(csr_a, la, hex_a);
+	csr_hex(csr_b, lb, hex_b);
+	/* B first: its machine and its entry claim A's UUID */
+	commission_on(&ap, "tnt_b", site_b, MAC_B, UUID_A, NULL, wf_b);
+	char *tb = fetch(&ap, &b, wf_b, MAC_B, &rc);
+	assert_int_equal(rc, 0);
+	struct assertion asb = vouch(&b, MAC_B, wf_b, UUID_A);
+	att_b = sign(&asb, &len_b);
+	struct ramdisk rb = {.token = tb,
+	                     .att = att_b,
+	                     .att_len = len_b,
+	                     .mac = MAC_B,
+	                     .uuid = UUID_A,
+	                     .csr = csr_b,
+	                     .csr_len = lb};
+	assert_int_equal(ramdisk_join(&ap, &rb, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_PENDING);
+	snprintf(jr_b, sizeof(jr_b), "%s", ans.request_id);
+	bc_join_answer_free(&ans);
+	/* A's real machine, through A's site, with the UUID A's operator set */
+	commission_on(&ap, "root", site_a, MAC_A, UUID_A, NULL, wf_a);
+	char *ta = fetch(&ap, &a, wf_a, MAC_A, &rc);
+	assert_int_equal(rc, 0);
+	struct assertion asa = vouch(&a, MAC_A, wf_a, UUID_A);
+	att_a = sign(&asa, &len_a);
+	struct ramdisk ra = {.token = ta,
+	                     .att = att_a,
+	                     .att_len = len_a,
+	                     .mac = MAC_A,
+	                     .uuid = UUID_A,
+	                     .csr = csr_a,
+	                     .csr_len = la};
+	assert_int_equal(ramdisk_join(&ap, &ra, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_PENDING);
+	snprintf(jr_a, sizeof(jr_a), "%s", ans.request_id);
+	bc_join_answer_free(&ans);
+	printf("tenant B's request %s, tenant A's %s\n", jr_b, jr_a);
+	assert_string_not_equal(jr_a, jr_b);
+	/* each in its tenant, with its own machine's CSR: A's list shows A's machine */
+	bc_param pa[] = {BC_TEXT(jr_a), BC_TEXT(hex_a)};
+	bc_param pb[] = {BC_TEXT(jr_b), BC_TEXT(hex_b)};
+	assert_int_equal(bct_count(&ap,
+	                           "SELECT COUNT(*) FROM join_requests WHERE id = $1 AND "
+	                           "tenant_id = 'root' AND csr_sha256 = $2 AND request_key = "
+	                           "'uuid:" UUID_A "'",
+	                           pa, 2),
+	                 1);
+	assert_int_equal(bct_count(&ap,
+	                           "SELECT COUNT(*) FROM join_requests WHERE id = $1 AND "
+	                           "tenant_id = 'tnt_b' AND csr_sha256 = $2",
+	                           pb, 2),
+	                 1);
+	/* each request's event goes to its own tenant only */
+	assert_int_equal(bct_count(&ap,
+	                           "SELECT COUNT(*) FROM events WHERE type = "
+	                           "'join.request.created' AND subject = $1 AND tenant_id = 'root'",
+	                           pa, 1),
+	                 1);
+	assert_int_equal(bct_count(&ap,
+	                           "SELECT COUNT(*) FROM events WHERE subject = $1 AND "
+	                           "tenant_id <> 'tnt_b'",
+	                           pb, 1),
+	                 0);
+	/* B denies its request: B's machine is refused, in B; A's still waits on its own */
+	assert_int_equal(
+	    bct_exec(&ap, "UPDATE join_requests SET state = 'denied' WHERE id = $1", pb, 1), 0);
+	assert_int_equal(ramdisk_join(&ap, &rb, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&ap), "discovery-denied");
+	assert_string_equal(bct_last_refusal(&ap).tenant_id, "tnt_b");
+	assert_int_equal(ramdisk_join(&ap, &ra, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_PENDING);
+	assert_string_equal(ans.request_id, jr_a);
+	bc_join_answer_free(&ans);
+	/* A approves: A's machine joins in A */
+	assert_int_equal(
+	    bct_exec(&ap, "UPDATE join_requests SET state = 'approved' WHERE id = $1", pa, 1), 0);
+	assert_int_equal(ramdisk_join(&ap, &ra, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	bc_param pn[] = {BC_TEXT(ans.node_id)};
+	assert_int_equal(
+	    bct_count(&ap, "SELECT COUNT(*) FROM nodes WHERE id = $1 AND tenant_id = 'root'", pn,
+	              1),
+	    1);
+	bc_join_answer_free(&ans);
+	free(att_a);
+	free(att_b);
+	free(ta);
+	free(tb);
+	free(csr_a);
+	free(csr_b);
+	EVP_PKEY_free(ka);
+	EVP_PKEY_free(kb);
+	site_free(&a);
+	site_free(&b);
+	bct_cp_stop(&ap);
+}
+
+/* The tried attack: B's boot server signs the UUID iPXE's query carries, here A's
+ * machine's, for a MAC of its own. B's node holds it only as a claim within B; A's
+ * real machine, commissioned with that UUID, then joins in A (no join:reclaim), and
+ * neither node holds a fleet-wide hardware key. */
+static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
+{
+	struct bct_cp cq;
+	struct site_node a, b;
+	struct bc_join_answer ans_a, ans_b;
+	char site_a[64], site_b[64], wf_a[64];
+	size_t len;
+	int rc;
+	(void)state;
+
+	own_boot_server(&cq, "[attestors.discovery]\n", "dc-a", site_a, &a);
+	other_tenant(&cq, "tnt_b", site_b, &b);
+	char *tb = fetch(&cq, &b, "", MAC_B, &rc);
+	assert_int_equal(rc, 0);
+	struct assertion asb = vouch(&b, MAC_B, NULL, UUID_A);
+	uint8_t *att_b = sign(&asb, &len);
+	struct ramdisk rb = {
+	    .token = tb, .att = att_b, .att_len = len, .mac = MAC_B, .uuid = UUID_A};
+	assert_int_equal(ramdisk_join(&cq, &rb, &ans_b), 0);
+	assert_int_equal(ans_b.state, BC_JOIN_JOINED);
+	bc_param pb[] = {BC_TEXT(ans_b.node_id)};
+	assert_int_equal(
+	    bct_count(&cq,
+	              "SELECT COUNT(*) FROM nodes WHERE id = $1 AND tenant_id = "
+	              "'tnt_b' AND hardware_key IS NULL AND claimed_key = 'uuid:" UUID_A "'",
+	              pb, 1),
+	    1);
+	/* A's real machine */
+	commission_on(&cq, "root", site_a, MAC_A, UUID_A, NULL, wf_a);
+	char *ta = fetch(&cq, &a, wf_a, MAC_A, &rc);
+	assert_int_equal(rc, 0);
+	struct assertion asa = vouch(&a, MAC_A, wf_a, UUID_A);
+	uint8_t *att_a = sign(&asa, &len);
+	struct ramdisk ra = {
+	    .token = ta, .att = att_a, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
+	assert_int_equal(ramdisk_join(&cq, &ra, &ans_a), 0);
+	assert_int_equal(ans_a.state, BC_JOIN_JOINED);
+	assert_string_not_equal(ans_a.node_id, ans_b.node_id);
+	bc_param pa[] = {BC_TEXT(ans_a.node_id)};
+	assert_int_equal(bct_count(&cq,
+	                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND tenant_id = "
+	                           "'root' AND hardware_key IS NULL AND claimed_key = 'uuid:" UUID_A
+	                           "'",
+	                           pa, 1),
+	                 1);
+	assert_int_equal(
+	    bct_count(&cq, "SELECT COUNT(*) FROM nodes WHERE hardware_key IS NOT NULL", NULL, 0),
+	    0);
+	printf("B's claim of A's UUID: B's %s and A's %s both joined, each in its tenant\n",
+	       ans_b.node_id, ans_a.node_id);
+	bc_join_answer_free(&ans_a);
+	bc_join_answer_free(&ans_b);
+	free(att_a);
+	free(att_b);
+	free(ta);
+	free(tb);
+	site_free(&a);
+	site_free(&b);
+	bct_cp_stop(&cq);
+}
+
+/* commission --product-uuid binds the machine: an assertion naming another UUID (the
+ * query's, which the machine chose), or none, is refused discovery-entry-uuid and
+ * spends nothing. */
+static void test_the_boot_entry_uuid_binds_the_commission(void **state)
+{
+	struct site_node a;
+	char wf[64];
+	(void)state;
+
+	site_node(&cp, site1, &a);
+	hold(&a);
+	commission(site1, MAC_B, UUID_B, NULL, wf);
+	char *t = token_for(&a, wf, MAC_B);
+	struct assertion as = vouch(&a, MAC_B, wf, UUID_C);
+	refused_with(&as, t, MAC_B, UUID_C, "discovery-entry-uuid");
+	as = vouch(&a, MAC_B, wf, NULL);
+	refused_with(&as, t, MAC_B, UUID_B, "discovery-entry-uuid");
+	assert_int_equal(uses_left_of(t), 1);
+	free(t);
+	release(&a);
+	site_free(&a);
+}
+
+/* A ramdisk identity ends: its first certificate lasts cert_ttl_seconds, and Renew
+ * refuses it (renew-role), however often it is asked. */
+static void test_a_ramdisk_identity_ends(void **state)
+{
+	struct bct_cp tp;
+	struct site_node a;
+	struct bc_join_answer ans, next;
+	struct bc_node_identity id;
+	EVP_PKEY *key = NULL, *k2 = NULL;
+	char site[64];
+	size_t len;
+	int rc;
+	(void)state;
+
+	own_boot_server(&tp, "[attestors.discovery]\ncert_ttl_seconds = 600\n", "dc-ttl", site, &a);
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_key_generate(&k2), 0);
+	char *t = fetch(&tp, &a, "", MAC_A, &rc);
+	assert_int_equal(rc, 0);
+	struct assertion as = vouch(&a, MAC_A, NULL, NULL);
+	uint8_t *att = sign(&as, &len);
+	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .key = key};
+	assert_int_equal(ramdisk_join(&tp, &r, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(id.not_after_ms - id.not_before_ms, 600 * 1000);
+	bc_node_identity_clear(&id);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(bct_renew(&tp, &ans, key, k2, &next), BC_ERR_DENIED);
+		assert_string_equal(bct_last_reason(&tp), "renew-role");
+	}
+	bc_param p[] = {BC_TEXT(ans.node_id)};
+	assert_int_equal(bct_count(&tp, "SELECT COUNT(*) FROM node_certs WHERE node_id = $1", p, 1),
+	                 1);
+	printf("ramdisk certificate: 600 s, renewals refused renew-role\n");
+	bc_join_answer_free(&ans);
+	free(att);
+	free(t);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(k2);
+	site_free(&a);
+	bct_cp_stop(&tp);
+}
+
 int main(void)
 {
 	if (bct_engine_skip())
@@ -1123,6 +1469,10 @@ int main(void)
 	    cmocka_unit_test_setup(test_two_replicas_grant_once_and_accept_once, fresh_leases),
 	    cmocka_unit_test(test_unknown_machines_wait_for_an_operator),
 	    cmocka_unit_test(test_configured_allowed_kinds_are_the_nodes),
+	    cmocka_unit_test(test_requests_belong_to_their_tenant),
+	    cmocka_unit_test(test_a_claimed_uuid_binds_no_other_tenant),
+	    cmocka_unit_test_setup(test_the_boot_entry_uuid_binds_the_commission, fresh_leases),
+	    cmocka_unit_test(test_a_ramdisk_identity_ends),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

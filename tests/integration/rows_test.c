@@ -152,18 +152,35 @@ static int join_requests_tx(bc_tx *tx, void *arg)
 	int64_t n = -1, changes = -1;
 
 	(void)arg;
-	assert_int_equal(bc_row_join_request_lock(tx, "tpm", "ek", &jr), 0);
+	assert_int_equal(bc_row_join_request_lock(tx, "root", "tpm", "ek", "{}", &jr), 0);
 	assert_string_equal(jr.id, "");
 	assert_int_equal(bc_row_join_request_replace(tx, &w), 0);
-	assert_int_equal(bc_row_join_request_lock(tx, "tpm", "ek", &jr), 1);
+	assert_int_equal(bc_row_join_request_lock(tx, "root", "tpm", "ek", "{}", &jr), 1);
 	assert_string_equal(jr.id, "jr_a");
 	assert_string_equal(jr.state, "pending");
 	assert_string_equal(jr.csr_sha256, CSR1);
 	assert_string_equal(jr.pool_id, ""); /* "" stored as NULL */
 	assert_int_equal(jr.expires_at, 5000);
+	assert_int_equal(jr.same_claims, 1);
+	/* the claims it was made with, compared byte for byte */
+	assert_int_equal(bc_row_join_request_lock(tx, "root", "tpm", "ek", "{ }", &jr), 1);
+	assert_int_equal(jr.same_claims, 0);
+	/* another tenant's request of the same key is another row, never this one */
+	assert_int_equal(bc_row_join_request_lock(tx, "t2", "tpm", "ek", "{}", &jr), 0);
+	w.id = "jr_t2";
+	w.tenant_id = "t2";
+	w.csr_sha256 = CSR2;
+	assert_int_equal(bc_row_join_request_replace(tx, &w), 0);
+	assert_int_equal(bc_row_join_request_lock(tx, "root", "tpm", "ek", "{}", &jr), 1);
+	assert_string_equal(jr.id, "jr_a");
+	assert_int_equal(bc_row_join_request_lock(tx, "t2", "tpm", "ek", "{}", &jr), 1);
+	assert_string_equal(jr.id, "jr_t2");
+	assert_string_equal(jr.tenant_id, "t2");
+	assert_int_equal(bc_row_join_request_delete(tx, "t2", "jr_t2"), 0);
+	w.tenant_id = "root";
+	w.csr_sha256 = CSR1;
 	assert_int_equal(bc_row_join_requests_pending(tx, &n), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(bc_row_join_request_set_csr(tx, "jr_a", CSR2), 0);
 	/* expired: no decision */
 	assert_int_equal(
 	    bc_row_join_request_decide(tx, "root", "jr_a", "approved", "api:k", 6000, &changes), 0);
@@ -171,25 +188,26 @@ static int join_requests_tx(bc_tx *tx, void *arg)
 	assert_int_equal(
 	    bc_row_join_request_decide(tx, "root", "jr_a", "approved", "api:k", 2000, &changes), 0);
 	assert_int_equal(changes, 1);
-	assert_int_equal(bc_row_join_request_lock(tx, "tpm", "ek", &jr), 1);
+	assert_int_equal(bc_row_join_request_lock(tx, "root", "tpm", "ek", "{}", &jr), 1);
 	assert_string_equal(jr.state, "approved");
-	assert_string_equal(jr.csr_sha256, CSR2);
+	assert_string_equal(jr.csr_sha256, CSR1);
 	assert_int_equal(bc_row_join_request_use(tx, "jr_a"), 0);
 	assert_int_equal(bc_row_join_requests_pending(tx, &n), 0);
 	assert_int_equal(n, 0);
 	/* a new request of the same key replaces the used one */
 	w.id = "jr_b";
 	assert_int_equal(bc_row_join_request_replace(tx, &w), 0);
-	assert_int_equal(bc_row_join_request_lock(tx, "tpm", "ek", &jr), 1);
+	assert_int_equal(bc_row_join_request_lock(tx, "root", "tpm", "ek", "{}", &jr), 1);
 	assert_string_equal(jr.id, "jr_b");
 	assert_int_equal(bc_row_join_request_delete(tx, "root", "jr_b"), 0);
-	assert_int_equal(bc_row_join_request_lock(tx, "tpm", "ek", &jr), 0);
+	assert_int_equal(bc_row_join_request_lock(tx, "root", "tpm", "ek", "{}", &jr), 0);
 	return 0;
 }
 
 static void test_join_requests(void **state)
 {
 	(void)state;
+	assert_int_equal(bct_tenant(&cp, "t2"), 0);
 	in_tx(join_requests_tx);
 }
 

@@ -1122,9 +1122,9 @@ static void test_nodes_read(void **state)
 static void insert_join_request(const char *id, const char *tenant, const char *key)
 {
 	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant), BC_TEXT(key)};
-	sql("INSERT INTO join_requests (id, tenant_id, attestor, request_key, csr_sha256, state, "
-	    "created_at, expires_at) VALUES ($1, $2, 'discovery', $3, 'aa', 'pending', 1000, "
-	    "999999999999)",
+	sql("INSERT INTO join_requests (id, tenant_id, attestor, request_key, csr_sha256, claims, "
+	    "state, created_at, expires_at) VALUES ($1, $2, 'discovery', $3, 'aa', "
+	    "'{\"mac\":\"52:54:00:00:00:01\"}', 'pending', 1000, 999999999999)",
 	    p, 3);
 }
 
@@ -1156,6 +1156,10 @@ static void test_join_requests_delete(void **state)
 	json_t *arr = json_object_get(l, "joinRequests");
 	assert_int_equal(json_array_size(arr), 1);
 	assert_string_equal(str(json_array_get(arr, 0), "id"), "jr_root2");
+	/* what an approval admits: the claims and the CSR hash the request is bound to */
+	assert_string_equal(str(json_object_get(json_array_get(arr, 0), "claims"), "mac"),
+	                    "52:54:00:00:00:01");
+	assert_string_equal(str(json_array_get(arr, 0), "csrSha256"), "aa");
 	json_decref(l);
 	snprintf(url, sizeof(url), "/v1/tenants/%s/join-requests", acme);
 	l = ok(acme_auth, "GET", url, NULL, 200);

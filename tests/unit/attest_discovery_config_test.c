@@ -88,11 +88,31 @@ static void test_each_mistake_names_the_key(void **state)
 	refused(many, "expected an array of 1 to 32 command kinds");
 }
 
+/* hardware_key: none or the boot entry's product UUID; a serial, which nobody
+ * proves, is no choice */
+static void test_hardware_key_names_a_proven_source(void **state)
+{
+	char err[512];
+	(void)state;
+
+	assert_int_equal(
+	    load("[attestors.discovery]\nhardware_key = \"product-uuid\"\n", err, sizeof(err)), 0);
+	assert_int_equal(load("[attestors.discovery]\nhardware_key = \"none\"\n", err, sizeof(err)),
+	                 0);
+	assert_int_equal(
+	    load("[attestors.discovery]\nhardware_key = \"serial\"\n", err, sizeof(err)),
+	    BC_ERR_CONFIG);
+	printf("hardware_key = \"serial\": %s\n", err);
+	assert_non_null(strstr(err, "hardware_key"));
+	assert_non_null(strstr(err, "a serial is only the machine's claim"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_good_lists_load),
 	    cmocka_unit_test(test_each_mistake_names_the_key),
+	    cmocka_unit_test(test_hardware_key_names_a_proven_source),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
