@@ -92,19 +92,14 @@ static void test_each_mistake_names_the_key(void **state)
  * proves, is no choice */
 static void test_hardware_key_names_a_proven_source(void **state)
 {
-	char err[512];
 	(void)state;
 
-	assert_int_equal(
-	    load("[attestors.discovery]\nhardware_key = \"product-uuid\"\n", err, sizeof(err)), 0);
-	assert_int_equal(load("[attestors.discovery]\nhardware_key = \"none\"\n", err, sizeof(err)),
-	                 0);
-	assert_int_equal(
-	    load("[attestors.discovery]\nhardware_key = \"serial\"\n", err, sizeof(err)),
-	    BC_ERR_CONFIG);
-	printf("hardware_key = \"serial\": %s\n", err);
-	assert_non_null(strstr(err, "hardware_key"));
-	assert_non_null(strstr(err, "a serial is only the machine's claim"));
+	bct_config_loads(&K, "[attestors.discovery]\nhardware_key = \"product-uuid\"\n");
+	bct_config_loads(&K, "[attestors.discovery]\nhardware_key = \"none\"\n");
+	bct_config_refused(&K, "[attestors.discovery]\nhardware_key = \"serial\"\n",
+	                   "hardware_key");
+	bct_config_refused(&K, "[attestors.discovery]\nhardware_key = \"serial\"\n",
+	                   "a serial is only the machine's claim");
 }
 
 int main(void)
