@@ -118,39 +118,17 @@ struct bc_node_identity {
 	int64_t not_after_ms;
 	char serial_hex[41];
 };
+/* The one reader of a node certificate's identity (our own form without OpenSSL's
+ * X509 decoder, src/pki/node_read.c; anything else through it, with the same answer).
+ * point, when not NULL, receives the certificate's key as its uncompressed point
+ * (zeroed when the key is not P-256, and on error). */
 BC_WUR int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
-                                struct bc_node_identity *id);
-/* The same, and the certificate's key as its uncompressed point into point (zeroed
- * when the key is not P-256, and on error). */
-BC_WUR int bc_pki_node_identity_point(const uint8_t *der, size_t len, const char *trust_domain,
-                                      struct bc_node_identity *id, uint8_t point[static 65]);
+                                struct bc_node_identity *id, uint8_t *point);
 void bc_node_identity_clear(struct bc_node_identity *id);
-/* Verifies that der was signed by the node CA (issuer name and key identifier,
- * then the signature; validity times are the caller's to check against
- * database time). BC_ERR_VERIFY when it was not. */
+/* The one check that the node CA signed der (issuer name and key identifier, then
+ * the signature; validity times are the caller's to check against database time).
+ * BC_ERR_VERIFY when it was not. */
 BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len);
-/* The same two on a certificate already parsed (bc_x509_from_der), so that a request
- * that needs both decodes the leaf once: each parse decodes its key through OpenSSL's
- * decoder framework, the costliest part of a renewal after the signatures. */
-BC_WUR int bc_pki_node_identity_x509(X509 *x, const char *trust_domain,
-                                     struct bc_node_identity *id);
-BC_WUR int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x);
-/* A node certificate in the one form bc_pki_issue_node_cert writes, read without
- * OpenSSL's X509 decoder and without the CA, for a holder of the certificate that does
- * not check its signature (bc_pki_node_identity's contract): 0 only when der is that
- * form in strict DER (minimal definite lengths, nothing after it, at most 64 KiB), its
- * issuer one commonName of printable ASCII (the shape of the node CA's subject), its
- * SKI the SHA-1 of its key, its SANs valid for trust_domain and its key a point on
- * P-256; id then holds what bc_pki_node_identity gives and point the key. Neither the
- * issuer's name nor the signature is checked. It never accepts what bc_x509_from_der
- * and bc_pki_node_identity_x509 together refuse. Errors: BC_ERR_UNSUPPORTED for strict
- * DER shaped as a certificate but not in this form (the X509 path decides),
- * BC_ERR_INVALID for anything else malformed (bad DER, trailing bytes, a bad time, an
- * invalid SAN identity, a point off the curve), BC_ERR_LIMIT over 64 KiB,
- * BC_ERR_NOMEM, BC_ERR_CRYPTO. On any error id is cleared and point zeroed. */
-BC_WUR int bc_pki_node_cert_peek(const uint8_t *der, size_t len, const char *trust_domain,
-                                 struct bc_node_identity *id, uint8_t point[static 65]);
-
 /* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM.
  * bc_x509_from_der refuses input over 64 KiB (BC_ERR_LIMIT) and bytes after
  * the certificate (BC_ERR_TRAILING). */

@@ -166,7 +166,8 @@ static int check_leaf(const struct bcd_config *cfg, const char *path, struct bcd
 	struct bc_node_identity ni;
 	int rc = 0;
 
-	if (bc_pki_node_identity(id->chain[0], id->chain_lens[0], cfg->trust_domain, &ni) != 0) {
+	if (bc_pki_node_identity(id->chain[0], id->chain_lens[0], cfg->trust_domain, &ni, NULL) !=
+	    0) {
 		bcd_say(m, "%s: the leaf is not a node certificate of trust domain %s; %s", path,
 		        cfg->trust_domain, RESET_HINT);
 		return BC_ERR_INVALID;

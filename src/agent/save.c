@@ -113,7 +113,7 @@ static char *identity_of(const struct bc_join_answer *a, const char *joined_at,
 	int rc;
 
 	if (a->n_chain == 0 ||
-	    bc_pki_node_identity(a->chain[0], a->chain_lens[0], trust_domain, &ni) != 0) {
+	    bc_pki_node_identity(a->chain[0], a->chain_lens[0], trust_domain, &ni, NULL) != 0) {
 		bcd_say(m, "the answer's certificate is not a node certificate of trust domain %s",
 		        trust_domain);
 		return NULL;
@@ -201,8 +201,8 @@ int bcd_identity_replace(const struct bcd_config *cfg, const struct bc_join_answ
 	int rc;
 
 	/* read before anything moves, so identity.json can follow the certificate */
-	if (a->n_chain == 0 ||
-	    bc_pki_node_identity(a->chain[0], a->chain_lens[0], cfg->trust_domain, &ni) != 0) {
+	if (a->n_chain == 0 || bc_pki_node_identity(a->chain[0], a->chain_lens[0],
+	                                            cfg->trust_domain, &ni, NULL) != 0) {
 		bcd_say(m,
 		        "the new certificate is not a node certificate of trust domain %s; "
 		        "nothing was replaced",

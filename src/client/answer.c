@@ -208,7 +208,7 @@ int bc_client_leaf_node(const uint8_t *der, size_t len, const char *trust_domain
 	struct bc_node_identity id;
 	uint8_t got[65];
 
-	if (bc_pki_node_identity_point(der, len, trust_domain, &id, got) != 0)
+	if (bc_pki_node_identity(der, len, trust_domain, &id, got) != 0)
 		return BC_ERR_INVALID;
 	memcpy(node_id, id.node_id, 64);
 	bc_node_identity_clear(&id);

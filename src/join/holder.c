@@ -3,8 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/x509.h>
-
 #include "bc/crypto.h"
 
 int bc_holder_peek(struct bc_holder *h, const char *trust_domain, const uint8_t *der, size_t len,
@@ -17,7 +15,7 @@ int bc_holder_peek(struct bc_holder *h, const char *trust_domain, const uint8_t 
 	h->len = len;
 	if (der == NULL || len == 0)
 		return BC_HOLDER_MALFORMED;
-	if ((rc = bc_pki_node_identity_point(der, len, trust_domain, &h->id, h->point)) != 0) {
+	if ((rc = bc_pki_node_identity(der, len, trust_domain, &h->id, h->point)) != 0) {
 		bc_holder_clear(h);
 		return rc == BC_ERR_NOMEM ? rc : BC_HOLDER_MALFORMED;
 	}
@@ -26,18 +24,13 @@ int bc_holder_peek(struct bc_holder *h, const char *trust_domain, const uint8_t 
 	return BC_HOLDER_OK;
 }
 
-/* OpenSSL decodes the leaf for the CA's issuer and signature: refusals only. */
 int bc_holder_confirm(const struct bc_holder *h, const bc_pki *pki, int status)
 {
-	X509 *leaf = NULL;
 	int rc;
 
 	if (status < 0 || status == BC_HOLDER_MALFORMED || h->der == NULL)
 		return status < 0 ? status : BC_HOLDER_MALFORMED;
-	if ((rc = bc_x509_from_der(h->der, h->len, &leaf)) == 0)
-		rc = bc_pki_verify_node_x509(pki, leaf);
-	X509_free(leaf);
-	if (rc == BC_ERR_NOMEM)
+	if ((rc = bc_pki_verify_node_cert(pki, h->der, h->len)) == BC_ERR_NOMEM)
 		return rc;
 	return rc == 0 ? status : BC_HOLDER_MALFORMED;
 }

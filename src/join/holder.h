@@ -56,7 +56,7 @@ struct bc_holder {
 /* Reads der as a node certificate (its identity from the SPIFFE ID in the trust
  * domain, its key as a point) into h: BC_HOLDER_OK; BC_HOLDER_MALFORMED for anything
  * else (h is then cleared); BC_HOLDER_ROLE when role is not NULL and the leaf's role
- * differs; BC_ERR_NOMEM. Without the CA's signature (bc_pki_node_identity_point: our
+ * differs; BC_ERR_NOMEM. Without the CA's signature (bc_pki_node_identity: our
  * own form is read without OpenSSL's X509 decoder): the leaf that is next held to its stored
  * row by bc_holder_current: a row holding exactly these bytes is what makes it ours,
  * so the hot path parses nothing twice and checks no signature of ours. Until that

@@ -197,12 +197,15 @@ static int read_serial(X509 *x, char hex[static 41])
 	return 0;
 }
 
-int bc_pki_node_identity_point(const uint8_t *der, size_t len, const char *trust_domain,
-                               struct bc_node_identity *id, uint8_t point[static 65])
+int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
+                         struct bc_node_identity *id, uint8_t *point)
 {
+	uint8_t own[65];
 	X509 *x = NULL;
 	int rc;
 
+	if (point == NULL)
+		point = own;
 	memset(id, 0, sizeof(*id));
 	memset(point, 0, 65);
 	if (!bc_trust_domain_valid(trust_domain))
@@ -217,14 +220,6 @@ int bc_pki_node_identity_point(const uint8_t *der, size_t len, const char *trust
 		memset(point, 0, 65);
 	X509_free(x);
 	return rc;
-}
-
-int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trust_domain,
-                         struct bc_node_identity *id)
-{
-	uint8_t point[65];
-
-	return bc_pki_node_identity_point(der, len, trust_domain, id, point);
 }
 
 int bc_pki_node_identity_x509(X509 *x, const char *trust_domain, struct bc_node_identity *id)

@@ -119,4 +119,25 @@ BC_WUR int pki_der_signed(const uint8_t *tbs, size_t tbs_len, EVP_PKEY *key, uin
 /* A certificate from PEM text (exactly one, nothing but white space after). */
 BC_WUR int pki_x509_from_pem(const char *pem, X509 **out);
 
+/* bc_pki_node_identity's and bc_pki_verify_node_cert's X509 halves, on a certificate
+ * already parsed (bc_x509_from_der); tests compare the reader against them. */
+BC_WUR int bc_pki_node_identity_x509(X509 *x, const char *trust_domain,
+                                     struct bc_node_identity *id);
+BC_WUR int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x);
+/* A node certificate in the one form bc_pki_issue_node_cert writes, read without
+ * OpenSSL's X509 decoder and without the CA, for a holder of the certificate that does
+ * not check its signature (bc_pki_node_identity's contract): 0 only when der is that
+ * form in strict DER (minimal definite lengths, nothing after it, at most 64 KiB), its
+ * issuer one commonName of printable ASCII (the shape of the node CA's subject), its
+ * SKI the SHA-1 of its key, its SANs valid for trust_domain and its key a point on
+ * P-256; id then holds what bc_pki_node_identity gives and point the key. Neither the
+ * issuer's name nor the signature is checked. It never accepts what bc_x509_from_der
+ * and bc_pki_node_identity_x509 together refuse. Errors: BC_ERR_UNSUPPORTED for strict
+ * DER shaped as a certificate but not in this form (the X509 path decides),
+ * BC_ERR_INVALID for anything else malformed (bad DER, trailing bytes, a bad time, an
+ * invalid SAN identity, a point off the curve), BC_ERR_LIMIT over 64 KiB,
+ * BC_ERR_NOMEM, BC_ERR_CRYPTO. On any error id is cleared and point zeroed. */
+BC_WUR int bc_pki_node_cert_peek(const uint8_t *der, size_t len, const char *trust_domain,
+                                 struct bc_node_identity *id, uint8_t point[static 65]);
+
 #endif

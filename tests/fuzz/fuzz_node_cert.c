@@ -17,6 +17,7 @@
 
 #include "bc/crypto.h"
 #include "bc/pki.h"
+#include "pki/pki_internal.h"
 
 #define TRUST_DOMAIN "bc.fuzz"
 
@@ -133,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the fast path never changes bc_pki_node_identity's answer */
 	xrc = x509_identity(data, size, &xid, xpoint);
 	bc_node_identity_clear(&xid);
-	if (bc_pki_node_identity(data, size, pki->trust_domain, &xid) != xrc)
+	if (bc_pki_node_identity(data, size, pki->trust_domain, &xid, NULL) != xrc)
 		abort();
 	bc_node_identity_clear(&xid);
 	bc_node_identity_clear(&pid);

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct bc_node_identity id;
 
-	if (bc_pki_node_identity(data, size, "example.org", &id) == 0) {
+	if (bc_pki_node_identity(data, size, "example.org", &id, NULL) == 0) {
 		if (!bc_role_valid(id.role) || !bc_node_id_valid(id.node_id))
 			abort();
 		if (id.n_statements > BC_MAX_URIS - 1)

@@ -640,7 +640,8 @@ static void test_a_vouched_ramdisk_joins_once(void **state)
 	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
 	assert_int_equal(ramdisk_join(&cp, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_string_equal(id.role, "ramdisk");
 	assert_true(id.not_after_ms - id.not_before_ms <= 2LL * 3600 * 1000);
 	printf("ramdisk certificate: %lld s\n",

@@ -126,7 +126,8 @@ static void test_bootstrap_joins_a_new_node(void **state)
 	/* the firmware's upper case is the same machine */
 	assert_int_equal(prov_join(t, UUID_A_UPPER, &ans), 0);
 	assert_int_equal(uses_left(tok_id), 0);
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_string_equal(id.role, "node");
 	bc_node_identity_clear(&id);
 	bc_param p[] = {BC_TEXT(ans.node_id), BC_TEXT(pool_id)};

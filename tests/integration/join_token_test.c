@@ -63,7 +63,8 @@ static void test_token_join_admits(void **state)
 	assert_int_equal(strncmp(ans.node_id, "node_", 5), 0);
 	assert_int_equal(strlen(ans.node_id), 31);
 	assert_true(ans.n_chain == 2);
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_string_equal(id.node_id, ans.node_id);
 	assert_string_equal(id.role, "node");
 	assert_int_equal(id.n_statements, 0);
@@ -501,7 +502,8 @@ static void test_site_token_admits_site(void **state)
 	char *t = bct_token(&cp, &to, NULL);
 	struct bct_join_opts jo = {.token = t, .role = "site"};
 	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_string_equal(id.role, "site");
 	bc_node_identity_clear(&id);
 	bc_join_answer_free(&ans);

@@ -489,7 +489,8 @@ static void test_tpm_join_admitted_and_reclaimed(void **state)
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	snprintf(node_id, sizeof(node_id), "%s", ans.node_id);
 	/* the certificate names the AK after the SPIFFE ID */
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	h = bct_hex(ak_name, ak_name_len);
 	snprintf(urn, sizeof(urn), BC_WIRE_TPM_AK_URN_SHA256 "%s", h);
 	free(h);
@@ -712,7 +713,8 @@ static void test_tpm_node_key_any(void **state)
 	full_answer(&cp, &csr, NULL, &a);
 	assert_int_equal(round2(&cp, &csr, &a, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_int_equal(id.n_statements, 0);
 	bc_node_identity_clear(&id);
 	bc_param p[] = {BC_TEXT(ans.node_id)};
@@ -1136,7 +1138,8 @@ static void test_tpm_renewal_certified_by_the_ak(void **state)
 	/* a good renewal keeps the statement although its CSR asks for none */
 	struct renew_case good = {NK_HANDLE, NK_OTHER, NK_OTHER, NULL, NULL, 0, 0};
 	assert_int_equal(renew_tpm(&cp, leaf, leaf_len, node, &good, &r1), 200);
-	assert_int_equal(bc_pki_node_identity(r1.chain[0], r1.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(bc_pki_node_identity(r1.chain[0], r1.chain_lens[0], "bc.test", &id, NULL),
+	                 0);
 	assert_int_equal(id.n_statements, 1);
 	assert_string_equal(id.statements[0], urn);
 	bc_node_identity_clear(&id);

@@ -466,7 +466,8 @@ static void test_site_rejoins_as_site(void **state)
 	token_join(&m, "site", site);
 	make_pop(&m, 0, NULL, &p);
 	assert_int_equal(pop_join(&p, "site", &ans), 0);
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_string_equal(id.role, "site");
 	assert_string_equal(id.node_id, m.ans.node_id);
 	bc_node_identity_clear(&id);

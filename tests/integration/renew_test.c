@@ -247,7 +247,8 @@ static void test_renew_issues_the_next_certificate(void **state)
 	                                                  err, sizeof(err)),
 	                 0);
 	assert_string_equal(ans.node_id, j.ans.node_id);
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_string_equal(id.role, "node");
 	bc_node_identity_clear(&id);
 	bc_param p[] = {BC_TEXT(j.ans.node_id)};

@@ -167,7 +167,7 @@ static void test_issue_and_read(void **state)
 		r.pub = k;
 	}
 
-	assert_int_equal(bc_pki_node_identity(der, len, TD, &id), 0);
+	assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
 	assert_string_equal(id.node_id, NODE_ID);
 	assert_string_equal(id.role, "node");
 	assert_int_equal(id.n_statements, 2);
@@ -309,7 +309,7 @@ static void test_roles_and_ttl(void **state)
 		r.ttl_ms = cases[i].ttl;
 		assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &der, &len, serial, &na), 0);
 		assert_int_equal(na, NB_MS + cases[i].want);
-		assert_int_equal(bc_pki_node_identity(der, len, TD, &id), 0);
+		assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
 		assert_string_equal(id.role, cases[i].role);
 		assert_int_equal(id.not_after_ms - id.not_before_ms, cases[i].want);
 		assert_int_equal(id.n_statements, 0);
@@ -332,7 +332,7 @@ static void test_times_whole_seconds(void **state)
 	r.ttl_ms = 1500;
 	assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &der, &len, serial, &na), 0);
 	assert_int_equal(na, NB_MS + 2000);
-	assert_int_equal(bc_pki_node_identity(der, len, TD, &id), 0);
+	assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
 	assert_int_equal(id.not_before_ms, NB_MS);
 	assert_int_equal(id.not_after_ms, na);
 	bc_node_identity_clear(&id);
@@ -419,7 +419,7 @@ static void test_statement_no_injection(void **state)
 	r.statements = st;
 	r.n_statements = 1;
 	assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &der, &len, serial, &na), 0);
-	assert_int_equal(bc_pki_node_identity(der, len, TD, &id), 0);
+	assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
 	assert_string_equal(id.role, "node");
 	assert_int_equal(id.n_statements, 1);
 	assert_string_equal(id.statements[0], st[0]);
@@ -539,7 +539,7 @@ static int identity_of(struct fixture *f, const struct san *sans, size_t n, int 
 	struct bc_node_identity id;
 	size_t len;
 	uint8_t *der = hand_cert(f->pki, f->key, sans, n, copies, &len);
-	int rc = bc_pki_node_identity(der, len, TD, &id);
+	int rc = bc_pki_node_identity(der, len, TD, &id, NULL);
 
 	if (rc != 0) {
 		assert_string_equal(id.node_id, "");
@@ -649,16 +649,17 @@ static void test_identity_der_framing(void **state)
 	longer = malloc(len + 1);
 	memcpy(longer, der, len);
 	longer[len] = 0x00;
-	assert_int_equal(bc_pki_node_identity(longer, len + 1, TD, &id), BC_ERR_TRAILING);
+	assert_int_equal(bc_pki_node_identity(longer, len + 1, TD, &id, NULL), BC_ERR_TRAILING);
 	assert_int_equal(bc_pki_verify_node_cert(f->pki, longer, len + 1), BC_ERR_TRAILING);
-	assert_int_equal(bc_pki_node_identity(der, len - 1, TD, &id), BC_ERR_INVALID);
-	assert_int_equal(bc_pki_node_identity(der, 0, TD, &id), BC_ERR_INVALID);
-	assert_int_equal(bc_pki_node_identity(garbage, sizeof(garbage), TD, &id), BC_ERR_INVALID);
+	assert_int_equal(bc_pki_node_identity(der, len - 1, TD, &id, NULL), BC_ERR_INVALID);
+	assert_int_equal(bc_pki_node_identity(der, 0, TD, &id, NULL), BC_ERR_INVALID);
+	assert_int_equal(bc_pki_node_identity(garbage, sizeof(garbage), TD, &id, NULL),
+	                 BC_ERR_INVALID);
 	/* the trust domain asked for is checked too */
-	assert_int_equal(bc_pki_node_identity(der, len, "other.org", &id), BC_ERR_INVALID);
-	assert_int_equal(bc_pki_node_identity(der, len, "example", &id), BC_ERR_INVALID);
-	assert_int_equal(bc_pki_node_identity(der, len, "", &id), BC_ERR_INVALID);
-	assert_int_equal(bc_pki_node_identity(der, len, TD, &id), 0);
+	assert_int_equal(bc_pki_node_identity(der, len, "other.org", &id, NULL), BC_ERR_INVALID);
+	assert_int_equal(bc_pki_node_identity(der, len, "example", &id, NULL), BC_ERR_INVALID);
+	assert_int_equal(bc_pki_node_identity(der, len, "", &id, NULL), BC_ERR_INVALID);
+	assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
 	bc_node_identity_clear(&id);
 	free(longer);
 	free(der);

@@ -194,7 +194,7 @@ static int peek_rc(const uint8_t *der, size_t len, const char *td)
 	memset(pa, 0x5a, sizeof(pa));
 	rc = bc_pki_node_cert_peek(der, len, td, &a, pa);
 	xrc = x509_identity(der, len, td, &b, pb);
-	irc = bc_pki_node_identity(der, len, td, &c);
+	irc = bc_pki_node_identity(der, len, td, &c, NULL);
 	assert_int_equal(irc, xrc);
 	if (rc == 0) {
 		assert_int_equal(xrc, 0);
@@ -873,7 +873,7 @@ static void test_peek_issuer_shape(void **state)
 		assert_int_equal(peek_rc(der, len, TD), BC_ERR_UNSUPPORTED);
 		{
 			struct bc_node_identity id;
-			assert_int_equal(bc_pki_node_identity(der, len, TD, &id), 0);
+			assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
 			assert_string_equal(id.node_id, NODE_ID);
 			bc_node_identity_clear(&id);
 		}
