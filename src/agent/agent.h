@@ -361,7 +361,7 @@ BC_WUR int bcd_boot_query_parse(const char *target, size_t len, struct bcd_boot_
  *   BC_ERR_LIMIT       BCD_REQUEST_MAX bytes and the head has not ended (answer 400);
  *   BC_ERR_NOT_FOUND   a whole head whose target bcd_boot_query_parse refuses (404).
  * A result other than BC_ERR_TRUNCATED stays the same whatever bytes follow, so the
- * caller may decide on the bytes it has. */
+ * caller may decide on the bytes it has. q is zeroed unless the result is 0. */
 #define BCD_REQUEST_MAX      8192
 #define BCD_REQUEST_LINE_MAX (BCD_QUERY_MAX + 16) /* "GET " target " HTTP/1.1" */
 BC_WUR int bcd_site_request_parse(const char *buf, size_t len, struct bcd_boot_query *q);

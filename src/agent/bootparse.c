@@ -272,5 +272,9 @@ int bcd_site_request_parse(const char *buf, size_t len, struct bcd_boot_query *q
 		if (!header_line(buf + start, n))
 			return BC_ERR_INVALID;
 	}
-	return bcd_boot_query_parse(buf + t_off, t_len, q) == 0 ? 0 : BC_ERR_NOT_FOUND;
+	if (bcd_boot_query_parse(buf + t_off, t_len, q) != 0) {
+		memset(q, 0, sizeof(*q)); /* filled only for a request answered */
+		return BC_ERR_NOT_FOUND;
+	}
+	return 0;
 }
