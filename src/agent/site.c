@@ -211,11 +211,12 @@ static void serve_boot(struct boot_server *b, struct site_conn *c)
 		goto out;
 	}
 	if (!site_conn_alive(c)) {
-		site_conn_drop(&b->conns, c, "gone before its answer: no token minted");
+		site_conn_drop(&b->conns, c, SITE_SAY_GONE,
+		               "gone before its answer: no token minted");
 		goto out;
 	}
 	if ((script = malloc(SCRIPT_MAX)) == NULL) {
-		site_conn_drop(&b->conns, c, "out of memory");
+		site_conn_drop(&b->conns, c, SITE_SAY_OTHER, "out of memory");
 		goto out;
 	}
 	if (render(b, &c->q, c->peer_ip, e, script, SCRIPT_MAX, err, sizeof(err)) == 0) {
@@ -236,7 +237,8 @@ out:
 static void serve_next(struct boot_server *b, struct site_conn *c)
 {
 	if (!site_conn_alive(c)) {
-		site_conn_drop(&b->conns, c, "gone before its answer: no token minted");
+		site_conn_drop(&b->conns, c, SITE_SAY_GONE,
+		               "gone before its answer: no token minted");
 		return;
 	}
 	serve_boot(b, c);

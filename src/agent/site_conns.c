@@ -29,27 +29,28 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* One line on stderr, at most one a second: a flood of connections must not become a
- * flood of log lines. A line says how many were held back before it. */
-static void say(struct site_conns *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct site_conns *s, const char *fmt, ...)
+/* One line on stderr, at most one a second of each kind: a flood of connections must
+ * not become a flood of log lines. A line says how many of its kind were held back. */
+static void say(struct site_conns *s, enum site_say kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(struct site_conns *s, enum site_say kind, const char *fmt, ...)
 {
 	int64_t now = mono_ms();
 	va_list ap;
 
-	if (s->said_ms != 0 && now - s->said_ms < 1000) {
-		s->unsaid++;
+	if (s->said_ms[kind] != 0 && now - s->said_ms[kind] < 1000) {
+		s->unsaid[kind]++;
 		return;
 	}
 	fprintf(stderr, BCD_NAME " site: ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	if (s->unsaid)
-		fprintf(stderr, " (%u more lines held back)", s->unsaid);
+	if (s->unsaid[kind])
+		fprintf(stderr, " (and %u more like it)", s->unsaid[kind]);
 	fputc('\n', stderr);
-	s->said_ms = now;
-	s->unsaid = 0;
+	s->said_ms[kind] = now;
+	s->unsaid[kind] = 0;
 }
 
 static void conn_close(struct site_conns *s, struct site_conn *c)
@@ -144,8 +145,9 @@ static void admit(struct site_conns *s, int fd, const struct sockaddr_storage *p
 		/* best effort, never waited for: the socket buffer takes it or it is lost */
 		(void)send(fd, BUSY_ANSWER, sizeof(BUSY_ANSWER) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 		close(fd);
-		say(s, "%s has %d connections open (max_connections_per_client): refused one more",
-		    ip, s->lim.max_per_client);
+		say(s, SITE_SAY_CAP,
+		    "%s has %d connections open (max_connections_per_client): refused one more", ip,
+		    s->lim.max_per_client);
 		return;
 	}
 	memset(c, 0, sizeof(*c));
@@ -166,7 +168,7 @@ static void accept_all(struct site_conns *s)
 		                 SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
-				say(s,
+				say(s, SITE_SAY_OTHER,
 				    "accept: %s: raise the open files limit or lower "
 				    "max_connections",
 				    strerror(errno));
@@ -219,7 +221,7 @@ static void write_some(struct site_conns *s, struct site_conn *c)
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (w <= 0) {
-			site_conn_drop(s, c,
+			site_conn_drop(s, c, SITE_SAY_GONE,
 			               c->secret ? "gone while its answer was written: its token "
 			                           "was minted and expires unused"
 			                         : "gone while its answer was written");
@@ -245,7 +247,7 @@ static int64_t cut_late(struct site_conns *s, int64_t now)
 			next = by < next ? by : next;
 			continue;
 		}
-		site_conn_drop(s, c,
+		site_conn_drop(s, c, SITE_SAY_CUT,
 		               c->state == SITE_CONN_READING ? "cut: no whole request head in time"
 		               : c->state == SITE_CONN_READY
 		                   ? "cut: not answered in time (nothing minted for it)"
@@ -336,7 +338,7 @@ void site_conn_answer(struct site_conns *s, struct site_conn *c, int status, con
 
 	n = snprintf(NULL, 0, ANSWER_HEAD, status, what, blen);
 	if (n < 0 || (c->out = malloc((size_t)n + blen + 1)) == NULL) {
-		site_conn_drop(s, c, "out of memory for its answer");
+		site_conn_drop(s, c, SITE_SAY_OTHER, "out of memory for its answer");
 		return;
 	}
 	snprintf(c->out, (size_t)n + 1, ANSWER_HEAD, status, what, blen);
@@ -349,8 +351,8 @@ void site_conn_answer(struct site_conns *s, struct site_conn *c, int status, con
 		c->done_by = grace;
 }
 
-void site_conn_drop(struct site_conns *s, struct site_conn *c, const char *why)
+void site_conn_drop(struct site_conns *s, struct site_conn *c, enum site_say kind, const char *why)
 {
-	say(s, "%s: %s", c->peer_ip, why);
+	say(s, kind, "%s: %s", c->peer_ip, why);
 	conn_close(s, c);
 }

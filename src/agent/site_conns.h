@@ -57,6 +57,9 @@ struct site_conn {
 	int secret; /* the answer carries a token minted for it */
 };
 
+/* What a log line is about: each kind is throttled on its own. */
+enum site_say { SITE_SAY_CAP, SITE_SAY_CUT, SITE_SAY_GONE, SITE_SAY_OTHER, SITE_SAY_KINDS };
+
 struct site_conns {
 	struct site_limits lim;
 	int listen_fd; /* borrowed: the caller closes it */
@@ -65,8 +68,8 @@ struct site_conns {
 	int *pfd_conn; /* pfd[i]'s slot in c, -1 for the listening socket */
 	int n_open;
 	uint64_t seq;
-	int64_t said_ms; /* when the last throttled log line went out */
-	unsigned unsaid; /* lines held back since */
+	int64_t said_ms[SITE_SAY_KINDS]; /* when the last line of a kind went out */
+	unsigned unsaid[SITE_SAY_KINDS]; /* lines of that kind held back since */
 };
 
 /* A table for lim's connections on listen_fd (made non-blocking here). 0 or BC_ERR_NOMEM. */
@@ -85,7 +88,7 @@ int site_conn_alive(const struct site_conn *c);
  * at once, out of memory). */
 void site_conn_answer(struct site_conns *s, struct site_conn *c, int status, const char *body,
                       int secret);
-/* Closes c unanswered, saying why on stderr (throttled). */
-void site_conn_drop(struct site_conns *s, struct site_conn *c, const char *why);
+/* Closes c unanswered, saying why on stderr (throttled by kind). */
+void site_conn_drop(struct site_conns *s, struct site_conn *c, enum site_say kind, const char *why);
 
 #endif
