@@ -17,6 +17,8 @@
 #define ANSWER_HEAD                                                                                \
 	"HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"                    \
 	"Connection: close\r\n\r\n"
+/* how long accepting waits after the process ran out of descriptors or memory */
+#define ACCEPT_PAUSE_MS 100
 #define BUSY_ANSWER                                                                                \
 	"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 49\r\n"   \
 	"Connection: close\r\n\r\nbcd site: too many connections from this address\n"
@@ -167,11 +169,16 @@ static void accept_all(struct site_conns *s)
 		int fd = accept4(s->listen_fd, (struct sockaddr *)&peer, &pl,
 		                 SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* the connection stays in the backlog and the socket stays
+				 * readable: look again later, not in a spin */
+				s->accept_after = mono_ms() + ACCEPT_PAUSE_MS;
 				say(s, SITE_SAY_OTHER,
 				    "accept: %s: raise the open files limit or lower "
 				    "max_connections",
 				    strerror(errno));
+			}
 			return;
 		}
 		admit(s, fd, &peer);
@@ -260,7 +267,7 @@ static int fill_pollfds(struct site_conns *s)
 {
 	int n = 0;
 
-	if (s->n_open < s->lim.max_conns) {
+	if (s->n_open < s->lim.max_conns && mono_ms() >= s->accept_after) {
 		s->pfd_conn[n] = -1;
 		s->pfd[n++] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
 	}
@@ -283,6 +290,8 @@ void site_conns_poll(struct site_conns *s, int wait_ms)
 	int64_t now = mono_ms(), next = cut_late(s, now);
 	int n, ready;
 
+	if (s->accept_after > now && s->accept_after < next)
+		next = s->accept_after;
 	if (next != INT64_MAX && next - now < wait_ms)
 		wait_ms = (int)(next - now);
 	n = fill_pollfds(s);

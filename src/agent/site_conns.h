@@ -68,6 +68,7 @@ struct site_conns {
 	int *pfd_conn; /* pfd[i]'s slot in c, -1 for the listening socket */
 	int n_open;
 	uint64_t seq;
+	int64_t accept_after;            /* monotonic ms: no accept before (out of descriptors) */
 	int64_t said_ms[SITE_SAY_KINDS]; /* when the last line of a kind went out */
 	unsigned unsaid[SITE_SAY_KINDS]; /* lines of that kind held back since */
 };
