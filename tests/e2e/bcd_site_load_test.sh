@@ -49,7 +49,8 @@ bcd site --config s1/bad.toml >bad.out 2>&1 && fail "0 per client taken"
 grep -q "site.max_connections_per_client: expected" bad.out || fail "bad: $(cat bad.out)"
 
 "$BIN/bcd" site --config s1/config.toml 2>s1.log &
-PIDS="$PIDS $!"
+SITE_PID=$!
+PIDS="$PIDS $SITE_PID"
 wait_for s1.log "lease held"
 E0=$(epoch)
 
@@ -123,3 +124,9 @@ printf '%s bc.server=%s\n' "$(cat r1.cmdline)" "$SERVER_URL" >r1s.cmdline
 bcd ramdisk --config r1/config.toml --cmdline r1s.cmdline >r1.out 2>&1 || fail "ramdisk with a loopback bc.server: $(cat r1.out)"
 grep -q "joined as node_.* (ramdisk)" r1.out || fail "r1: $(cat r1.out)"
 echo "bcd ramdisk: bc.server over http off loopback refused (3 URLs), the token then joined via $SERVER_URL"
+
+# all of it, and the boot server still ends cleanly: the lease released, status 0
+kill -TERM "$SITE_PID"
+wait "$SITE_PID" || fail "bcd site ended with status $?: $(tail -5 s1.log)"
+PIDS=$(echo "$PIDS" | sed "s/ $SITE_PID//")
+grep -q "lease released" s1.log || fail "no release: $(tail -5 s1.log)"
