@@ -14,12 +14,11 @@
  * and a per-address cap and absolute deadlines, so a slow or flooding client holds a
  * slot, never the server; whole requests are answered here, one at a time, with the
  * lease renewed between them. A token is minted only for a client still connected
- * once its request is whole, right before its answer (site_serve). SIGTERM and SIGINT
+ * once its request is whole, right before its answer (serve_boot). SIGTERM and SIGINT
  * release the lease and end it with status 0. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,8 +183,8 @@ out:
 }
 
 /* The script for c's MAC, or one that says why there is none. The token is minted in
- * render, so the client is asked for first: one gone while the boot entries were
- * fetched costs nothing. */
+ * render, so the client is looked for right before it: one gone while the boot entries
+ * were fetched costs nothing. */
 static void serve_boot(struct boot_server *b, struct site_conn *c)
 {
 	struct bc_boot_entry *es = NULL;
