@@ -32,6 +32,12 @@ struct bc_client_pins {
 BC_WUR int bc_client_pins_from_json(const char *json, size_t len, struct bc_client_pins *out,
                                     char *err, size_t errlen);
 void bc_client_pins_free(struct bc_client_pins *p);
+/* Points pins at another server URL (bcd ramdisk's bc.server=) by the same rule the pins'
+ * "server" is read with: https (with the pins' CA bundle), or http only to a loopback
+ * address; scheme, host, port and a plain path only. The URL kept is its normal form.
+ * 0, or BC_ERR_CONFIG with err "pins: server: <why>" and the pins unchanged. */
+BC_WUR int bc_client_pins_set_server(struct bc_client_pins *p, const char *url, char *err,
+                                     size_t errlen);
 
 /* ---- the built-in attestors, as a joining machine uses them (attestors.c) ---- */
 

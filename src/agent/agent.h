@@ -73,6 +73,11 @@ struct bcd_config {
 	char *site_cmdline;   /* more kernel parameters */
 	char *site_unknown;   /* "true": script unknown MACs too (the server decides) */
 	char *site_lease_ttl; /* seconds, as text; default 30 */
+	/* how much of it a client may hold; 0 when unset (site.c has the defaults) */
+	int site_max_conns;      /* open connections in all */
+	int site_max_per_client; /* open connections from one address */
+	int64_t site_head_ms;    /* from accept to the end of the request head */
+	int64_t site_request_ms; /* from accept to the answer written */
 	int has_site;
 };
 #define BCD_HELPER_SOCKET     "/run/bcd/helper.sock"
@@ -342,6 +347,24 @@ struct bcd_boot_query {
 	char ip[46];
 };
 BC_WUR int bcd_boot_query_parse(const char *target, size_t len, struct bcd_boot_query *q);
+
+/* bcd site's request head, from the bytes read so far (buf[0..len), len > 0; bytes past
+ * BCD_REQUEST_MAX are not looked at): "GET <target> HTTP/1.0" or "HTTP/1.1", header lines
+ * "name: value", an empty line; each line ends in LF or CRLF and holds visible ASCII,
+ * spaces and tabs only. What follows the head is not read (a GET has no body).
+ *   0                  the head is whole and its target is a boot query (q filled);
+ *   BC_ERR_TRUNCATED   not whole yet: read more;
+ *   BC_ERR_INVALID     out of shape (answer 400), decided as soon as a byte shows it:
+ *                      another method or version, a request line of
+ *                      BCD_REQUEST_LINE_MAX bytes or more, a control byte, a header
+ *                      line without a name;
+ *   BC_ERR_LIMIT       BCD_REQUEST_MAX bytes and the head has not ended (answer 400);
+ *   BC_ERR_NOT_FOUND   a whole head whose target bcd_boot_query_parse refuses (404).
+ * A result other than BC_ERR_TRUNCATED stays the same whatever bytes follow, so the
+ * caller may decide on the bytes it has. q is zeroed unless the result is 0. */
+#define BCD_REQUEST_MAX      8192
+#define BCD_REQUEST_LINE_MAX (BCD_QUERY_MAX + 16) /* "GET " target " HTTP/1.1" */
+BC_WUR int bcd_site_request_parse(const char *buf, size_t len, struct bcd_boot_query *q);
 
 int bcd_cmd_site(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);
 int bcd_cmd_ramdisk(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status);

@@ -1,5 +1,6 @@
 /* The untrusted text of commissioning: the ramdisk's kernel command line (bc.token,
- * bc.assertion, bc.server) and the query of an iPXE script request (mac, uuid, ip).
+ * bc.assertion, bc.server) and an iPXE script request (its head, and the query of its
+ * target: mac, uuid, ip).
  * Both are bounded and strict: a parameter given twice, a value out of shape or too
  * long is refused, never guessed at. */
 #include <arpa/inet.h>
@@ -184,6 +185,96 @@ int bcd_boot_query_parse(const char *target, size_t len, struct bcd_boot_query *
 		if (inet_pton(AF_INET, ip, buf) != 1 && inet_pton(AF_INET6, ip, buf) != 1)
 			return BC_ERR_INVALID;
 		snprintf(q->ip, sizeof(q->ip), "%s", ip);
+	}
+	return 0;
+}
+
+/* Bytes a request line or header line may hold: visible ASCII, space and tab. A NUL,
+ * a bare CR or any other control byte ends the parse: nothing downstream guesses. */
+static int line_bytes_ok(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)p[i];
+		if ((ch < 0x20 && ch != '\t') || ch >= 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+/* A line of buf[from..len): *n its length without the LF and an optional CR before
+ * it, *next where the following line starts. 0 when whole, BC_ERR_TRUNCATED when no LF
+ * came yet, BC_ERR_INVALID for a byte no line may hold (seen as soon as it arrives). */
+static int next_line(const char *buf, size_t len, size_t from, size_t *n, size_t *next)
+{
+	const char *p = buf + from, *nl = memchr(p, '\n', len - from);
+	size_t k = nl ? (size_t)(nl - p) : len - from;
+
+	if (nl && k > 0 && p[k - 1] == '\r')
+		k--;
+	if (!line_bytes_ok(p, nl ? k : (k > 0 && p[k - 1] == '\r' ? k - 1 : k)))
+		return BC_ERR_INVALID;
+	if (nl == NULL)
+		return BC_ERR_TRUNCATED;
+	*n = k;
+	*next = (size_t)(nl - buf) + 1;
+	return 0;
+}
+
+/* "GET <target> HTTP/1.0|1: the target's place in line, or 0 when out of shape. */
+static int request_line(const char *line, size_t n, size_t *t_off, size_t *t_len)
+{
+	static const char get[] = "GET ", ver[] = " HTTP/1.";
+	const size_t vl = sizeof(ver) - 1;
+
+	if (n < sizeof(get) - 1 + 1 + vl + 1 || memcmp(line, get, sizeof(get) - 1) != 0 ||
+	    memcmp(line + n - vl - 1, ver, vl) != 0 || (line[n - 1] != '0' && line[n - 1] != '1'))
+		return 0;
+	*t_off = sizeof(get) - 1;
+	*t_len = n - vl - 1 - *t_off;
+	/* one space on each side: the target itself holds none, nor a tab */
+	return memchr(line + *t_off, ' ', *t_len) == NULL &&
+	       memchr(line + *t_off, '\t', *t_len) == NULL;
+}
+
+/* A header line "name: value": a name of token characters, then anything line_bytes_ok
+ * allows. A line starting with a space or tab (obsolete folding) is refused. */
+static int header_line(const char *line, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && line[i] != '\0' &&
+	       (isalnum((unsigned char)line[i]) || strchr("!#$%&'*+-.^_`|~", line[i]) != NULL))
+		i++;
+	return i > 0 && i < n && line[i] == ':';
+}
+
+int bcd_site_request_parse(const char *buf, size_t len, struct bcd_boot_query *q)
+{
+	size_t n, at = 0, t_off, t_len;
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	if (len > BCD_REQUEST_MAX)
+		len = BCD_REQUEST_MAX;
+	/* the request line: refused as soon as what came cannot start one */
+	if (memcmp(buf, "GET ", len < 4 ? len : 4) != 0)
+		return BC_ERR_INVALID;
+	if ((rc = next_line(buf, len, 0, &n, &at)) != 0)
+		return rc == BC_ERR_TRUNCATED && len > BCD_REQUEST_LINE_MAX ? BC_ERR_INVALID : rc;
+	if (n >= BCD_REQUEST_LINE_MAX || !request_line(buf, n, &t_off, &t_len))
+		return BC_ERR_INVALID;
+	for (;;) {
+		size_t start = at;
+		if ((rc = next_line(buf, len, start, &n, &at)) != 0)
+			return rc == BC_ERR_TRUNCATED && len >= BCD_REQUEST_MAX ? BC_ERR_LIMIT : rc;
+		if (n == 0)
+			break;
+		if (!header_line(buf + start, n))
+			return BC_ERR_INVALID;
+	}
+	if (bcd_boot_query_parse(buf + t_off, t_len, q) != 0) {
+		memset(q, 0, sizeof(*q)); /* filled only for a request answered */
+		return BC_ERR_NOT_FOUND;
 	}
 	return 0;
 }

@@ -69,6 +69,28 @@ static const struct bc_toml_field site_fields[] = {
     S("unknown_machines", site_unknown, 0),
     /* a string: site.c reads it and says what it allows */
     S("lease_ttl_seconds", site_lease_ttl, 0),
+    {.key = "max_connections",
+     .type = BC_TOML_INT,
+     .min = 1,
+     .max = 1024,
+     BC_TOML_AT(struct bcd_config, site_max_conns)},
+    {.key = "max_connections_per_client",
+     .type = BC_TOML_INT,
+     .min = 1,
+     .max = 1024,
+     BC_TOML_AT(struct bcd_config, site_max_per_client)},
+    {.key = "header_timeout_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 60,
+     .scale = 1000,
+     BC_TOML_AT(struct bcd_config, site_head_ms)},
+    {.key = "request_timeout_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = 300,
+     .scale = 1000,
+     BC_TOML_AT(struct bcd_config, site_request_ms)},
 };
 static const struct bc_toml_field helper_fields[] = {
     S("socket", helper_socket, 0),
@@ -130,7 +152,7 @@ static char *resolve(const char *dir, const char *p)
 
 /* The reader's finding in bcd's words, which docs/agent.md and the tests quote. */
 static void say_problem(const struct bcd_config *cfg, const struct table *tb,
-                        const struct bc_toml_read *r, struct bcd_msg *m)
+                        const struct bc_toml_read *r, const char *err, struct bcd_msg *m)
 {
 	char known[400], key[256];
 	const char *dot = tb->name[0] ? "." : "";
@@ -160,6 +182,12 @@ static void say_problem(const struct bcd_config *cfg, const struct table *tb,
 		break;
 	case BC_TOML_WRONG_TYPE:
 	case BC_TOML_OUT_OF_RANGE:
+		if (r->field != NULL && r->field->type != BC_TOML_STRING) {
+			/* the reader's words name the type and the bounds */
+			bcd_say(m, "%s: %s%s%s", cfg->path, tb->name, dot, err);
+			break;
+		}
+		/* fall through */
 	case BC_TOML_NOT_A_CHOICE:
 	case BC_TOML_BOTH_NAMES:
 	case BC_TOML_OK:
@@ -184,7 +212,7 @@ static int read_tables(const bc_toml *t, struct bcd_config *cfg, struct bcd_msg 
 		}
 		if ((rc = bc_toml_read_table(t, &r, cfg, err, sizeof(err))) != 0) {
 			if (rc == BC_ERR_CONFIG)
-				say_problem(cfg, tb, &r, m);
+				say_problem(cfg, tb, &r, err, m);
 			return rc;
 		}
 	}

@@ -2,7 +2,8 @@
  * node. Its kernel command line (/proc/cmdline, --cmdline FILE for tests) carries what
  * the site's boot server (bcd site) rendered: bc.token, the single-use discovery
  * token, and bc.assertion, the boot server's signed DiscoveryAssertion (bc.server may
- * name the control plane's URL; the pins stay the config's). The token is sealed to
+ * name the control plane's URL, held to the config's rule for its server: https, or
+ * http only to loopback; the pins stay the config's). The token is sealed to
  * the pinned join encryption key, the assertion sent as the discovery attestation with
  * the machine's claims; a pending answer (an operator's approval) is waited out and
  * retried with the same key and CSR. The identity goes to the data directory, which
@@ -63,6 +64,27 @@ static int read_cmdline(const char *path, struct bcd_cmdline *c, struct bcd_msg 
 	return rc;
 }
 
+/* bc.server comes from the boot network, unauthenticated: it is held to the rule of the
+ * config's server (the pins' own check), so it can never send the token and claims in
+ * plain HTTP off the machine. */
+static int use_server(struct bc_client_pins *pins, const char *url, const char *path,
+                      struct bcd_msg *m)
+{
+	char err[256];
+	int rc;
+
+	if ((rc = bc_client_pins_set_server(pins, url, err, sizeof(err))) == 0)
+		return 0;
+	if (rc == BC_ERR_CONFIG && strncmp(err, "pins: server: ", 14) == 0)
+		bcd_say(m,
+		        "%s: bc.server: %s, as the config's server; set an https URL in the boot "
+		        "server's [site] cmdline, or none to use the config's",
+		        path, err + 14);
+	else
+		bcd_say(m, "%s: bc.server: %s", path, bc_err_str(rc));
+	return rc;
+}
+
 static int join(const struct bcd_config *cfg, struct bc_client_pins *pins,
                 const struct bcd_cmdline *c, struct bcd_msg *m)
 {
@@ -94,6 +116,7 @@ int bcd_cmd_ramdisk(const struct bcd_opts *o, struct bcd_msg *m, int *exit_statu
 	struct bcd_config cfg;
 	struct bcd_identity id;
 	struct bcd_msg why;
+	const char *cmdline = o->cmdline ? o->cmdline : DEFAULT_CMDLINE;
 	int rc, lock = -1, have_pins = 0;
 
 	(void)exit_status;
@@ -108,19 +131,12 @@ int bcd_cmd_ramdisk(const struct bcd_opts *o, struct bcd_msg *m, int *exit_statu
 		bcd_identity_free(&id);
 		goto out;
 	}
-	if ((rc = read_cmdline(o->cmdline ? o->cmdline : DEFAULT_CMDLINE, &c, m)) != 0 ||
+	if ((rc = read_cmdline(cmdline, &c, m)) != 0 ||
 	    (rc = bcd_pins_from_config(&cfg, &pins, m)) != 0)
 		goto out;
 	have_pins = 1;
-	if (c.server[0]) {
-		char *u = strdup(c.server);
-		if (u == NULL) {
-			rc = BC_ERR_NOMEM;
-			goto out;
-		}
-		free(pins.server_url);
-		pins.server_url = u;
-	}
+	if (c.server[0] && (rc = use_server(&pins, c.server, cmdline, m)) != 0)
+		goto out;
 	rc = join(&cfg, &pins, &c, m);
 out:
 	if (have_pins)

@@ -10,22 +10,25 @@
  * taken again when it is free. A MAC without a boot entry (unless unknown_machines =
  * "true"), or any request while the lease is not held, gets a script that says why.
  *
- * One request at a time, each read with a bound (8 KiB) and a 5 s timeout. SIGTERM
- * and SIGINT release the lease and end it with status 0. */
+ * Connections are read and written by a poll() loop (site_conns.c) under a total
+ * and a per-address cap and absolute deadlines, so a slow or flooding client holds a
+ * slot, never the server; whole requests are answered here, one at a time, with the
+ * lease renewed between them. A token is minted only for a client still connected
+ * once its request is whole, right before its answer (serve_boot). SIGTERM and SIGINT
+ * release the lease and end it with status 0. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/nodekey.h"
+#include "agent/site_conns.h"
 #include "bc/buf.h"
 #include "bc/clock.h"
 #include "bc/codec.h"
@@ -33,9 +36,15 @@
 #include "bc/pki.h"
 #include "bc/wire.h"
 
-#define REQUEST_MAX    8192
-#define READ_TIMEOUT_S 5
-#define SCRIPT_MAX     8192
+#define SCRIPT_MAX 8192
+/* [site]'s limits when unset: a few iPXE clients per address (a NAT, a rack behind one
+ * relay), a head within 5 s (iPXE sends it in one write), all within 15 s */
+#define DEFAULT_MAX_CONNS      64
+#define DEFAULT_MAX_PER_CLIENT 4
+#define DEFAULT_HEAD_MS        5000
+#define DEFAULT_REQUEST_MS     15000
+/* where clients wait while every slot is in use */
+#define LISTEN_BACKLOG 128
 
 static volatile sig_atomic_t stop;
 
@@ -55,6 +64,7 @@ struct boot_server {
 	int64_t skew_ms; /* server time - our time, from the last lease answer */
 	int64_t next_ms; /* when to renew (or try to acquire) */
 	int listen_fd;
+	struct site_conns conns;
 };
 
 static void say_lease(const struct boot_server *b, const char *what)
@@ -99,41 +109,12 @@ static void lease_step(struct boot_server *b)
 	}
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static void respond(int fd, int status, const char *body)
-{
-	char head[256];
-	int n = snprintf(head, sizeof(head),
-	                 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-	                 "Connection: close\r\n\r\n",
-	                 status,
-	                 status == 200   ? "OK"
-	                 : status == 404 ? "Not Found"
-	                                 : "Bad Request",
-	                 strlen(body));
-	if (write_all(fd, head, (size_t)n) == 0)
-		(void)write_all(fd, body, strlen(body));
-}
-
 /* An iPXE script that says why nothing boots (and stops there). */
-static void refuse_script(int fd, const char *why)
+static void refuse_script(struct boot_server *b, struct site_conn *c, const char *why)
 {
 	char s[512];
 	snprintf(s, sizeof(s), "#!ipxe\necho bcd site: %s\nexit 1\n", why);
-	respond(fd, 200, s);
+	site_conn_answer(&b->conns, c, 200, s, 0);
 }
 
 static const struct bc_boot_entry *find_entry(const struct bc_boot_entry *es, size_t n,
@@ -201,87 +182,65 @@ out:
 	return rc;
 }
 
-static void serve_boot(struct boot_server *b, int fd, const struct bcd_boot_query *q,
-                       const char *peer_ip)
+/* The script for c's MAC, or one that says why there is none. The token is minted in
+ * render, so the client is looked for right before it: one gone while the boot entries
+ * were fetched costs nothing. */
+static void serve_boot(struct boot_server *b, struct site_conn *c)
 {
 	struct bc_boot_entry *es = NULL;
 	const struct bc_boot_entry *e;
-	char err[512], *script;
+	char err[512], *script = NULL;
 	size_t n = 0;
 	int64_t at;
 
 	if (b->epoch == 0) {
-		refuse_script(fd, "this boot server does not hold the site's boot lease");
+		refuse_script(b, c, "this boot server does not hold the site's boot lease");
 		return;
 	}
 	if (bc_client_boot_entries(&b->pins, &b->caller, b->epoch, &es, &n, &at, err,
 	                           sizeof(err)) != 0) {
 		fprintf(stderr, BCD_NAME " site: boot entries: %s\n", err);
-		refuse_script(fd, "the control plane gave no boot entries (lease lost?)");
+		refuse_script(b, c, "the control plane gave no boot entries (lease lost?)");
 		lease_step(b);
 		return;
 	}
-	e = find_entry(es, n, q->mac);
+	e = find_entry(es, n, c->q.mac);
 	if (e == NULL && !(b->cfg.site_unknown && strcmp(b->cfg.site_unknown, "true") == 0)) {
-		refuse_script(fd, "no boot entry for this MAC");
-		free(es);
-		return;
+		refuse_script(b, c, "no boot entry for this MAC");
+		goto out;
+	}
+	if (!site_conn_alive(c)) {
+		site_conn_drop(&b->conns, c, SITE_SAY_GONE,
+		               "gone before its answer: no token minted");
+		goto out;
 	}
 	if ((script = malloc(SCRIPT_MAX)) == NULL) {
-		free(es);
-		return;
+		site_conn_drop(&b->conns, c, SITE_SAY_OTHER, "out of memory");
+		goto out;
 	}
-	if (render(b, q, peer_ip, e, script, SCRIPT_MAX, err, sizeof(err)) == 0) {
-		respond(fd, 200, script);
-		fprintf(stderr, BCD_NAME " site: served %s (%s)\n", q->mac,
+	if (render(b, &c->q, c->peer_ip, e, script, SCRIPT_MAX, err, sizeof(err)) == 0) {
+		fprintf(stderr, BCD_NAME " site: served %s (%s)\n", c->q.mac,
 		        e ? e->workflow_id : "no workflow");
+		site_conn_answer(&b->conns, c, 200, script, 1);
 	} else {
-		fprintf(stderr, BCD_NAME " site: %s: %s\n", q->mac, err);
-		refuse_script(fd, "the control plane refused a token for this MAC");
+		fprintf(stderr, BCD_NAME " site: %s: %s\n", c->q.mac, err);
+		refuse_script(b, c, "the control plane refused a token for this MAC");
 	}
 	OPENSSL_cleanse(script, SCRIPT_MAX);
+out:
 	free(script);
 	free(es);
 }
 
-/* Reads one request head (bounded, with a timeout) and answers it. */
-static void serve_one(struct boot_server *b, int fd, const struct sockaddr_storage *peer)
+/* The oldest whole request, when its client is still there. */
+static void serve_next(struct boot_server *b, struct site_conn *c)
 {
-	struct timeval tv = {.tv_sec = READ_TIMEOUT_S};
-	char buf[REQUEST_MAX + 1], peer_ip[INET6_ADDRSTRLEN] = "";
-	struct bcd_boot_query q;
-	size_t n = 0;
-
-	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	while (n < REQUEST_MAX) {
-		ssize_t r = read(fd, buf + n, REQUEST_MAX - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-		buf[n] = 0;
-		if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
-			break;
-	}
-	buf[n] = 0;
-	char *sp1 = strchr(buf, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-	if (strncmp(buf, "GET ", 4) != 0 || sp2 == NULL) {
-		respond(fd, 400, "expected GET /boot.ipxe?mac=...\n");
+	if (!site_conn_alive(c)) {
+		site_conn_drop(&b->conns, c, SITE_SAY_GONE,
+		               "gone before its answer: no token minted");
 		return;
 	}
-	if (bcd_boot_query_parse(sp1 + 1, (size_t)(sp2 - sp1 - 1), &q) != 0) {
-		respond(fd, 404, "expected GET /boot.ipxe?mac=...&uuid=...&ip=...\n");
-		return;
-	}
-	if (peer->ss_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, peer_ip,
-		          sizeof(peer_ip));
-	else if (peer->ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, peer_ip,
-		          sizeof(peer_ip));
-	serve_boot(b, fd, &q, peer_ip);
+	serve_boot(b, c);
 }
 
 static int listen_on(struct boot_server *b, struct bcd_msg *m)
@@ -311,9 +270,11 @@ static int listen_on(struct boot_server *b, struct bcd_msg *m)
 		bcd_say(m, "%s: site.listen: %s is not an IP address", b->cfg.path, host);
 		return BC_ERR_CONFIG;
 	}
-	if ((b->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	if ((b->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) <
+	        0 ||
 	    setsockopt(b->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-	    bind(b->listen_fd, (struct sockaddr *)&ss, sl) != 0 || listen(b->listen_fd, 16) != 0) {
+	    bind(b->listen_fd, (struct sockaddr *)&ss, sl) != 0 ||
+	    listen(b->listen_fd, LISTEN_BACKLOG) != 0) {
 		bcd_say(m, "site.listen %s: %s; pick a free address", b->cfg.site_listen,
 		        strerror(errno));
 		return BC_ERR_IO;
@@ -321,8 +282,36 @@ static int listen_on(struct boot_server *b, struct bcd_msg *m)
 	return 0;
 }
 
+/* [site]'s limits, the defaults where unset; each key's own bounds are the config
+ * reader's, how they relate is checked here. */
+static int limits(const struct bcd_config *cfg, struct site_limits *lim, struct bcd_msg *m)
+{
+	lim->max_conns = cfg->site_max_conns ? cfg->site_max_conns : DEFAULT_MAX_CONNS;
+	lim->max_per_client =
+	    cfg->site_max_per_client ? cfg->site_max_per_client : DEFAULT_MAX_PER_CLIENT;
+	lim->head_ms = cfg->site_head_ms ? cfg->site_head_ms : DEFAULT_HEAD_MS;
+	lim->request_ms = cfg->site_request_ms ? cfg->site_request_ms : DEFAULT_REQUEST_MS;
+	if (lim->max_per_client > lim->max_conns) {
+		bcd_say(m,
+		        "%s: site.max_connections_per_client (%d) is more than max_connections "
+		        "(%d); lower it",
+		        cfg->path, lim->max_per_client, lim->max_conns);
+		return BC_ERR_CONFIG;
+	}
+	if (lim->head_ms > lim->request_ms) {
+		bcd_say(m,
+		        "%s: site.header_timeout_seconds (%lld) is more than "
+		        "request_timeout_seconds (%lld); lower it",
+		        cfg->path, (long long)(lim->head_ms / 1000),
+		        (long long)(lim->request_ms / 1000));
+		return BC_ERR_CONFIG;
+	}
+	return 0;
+}
+
 static int start(struct boot_server *b, const struct bcd_opts *o, struct bcd_msg *m)
 {
+	struct site_limits lim;
 	char *end = NULL;
 	long ttl = 30;
 	int rc;
@@ -364,7 +353,9 @@ static int start(struct boot_server *b, const struct bcd_opts *o, struct bcd_msg
 	                                    .sign = bcd_nodekey_sign,
 	                                    .sign_ctx = &b->id.nk,
 	                                    .site_id = b->cfg.site_id};
-	return listen_on(b, m);
+	if ((rc = limits(&b->cfg, &lim, m)) != 0 || (rc = listen_on(b, m)) != 0)
+		return rc;
+	return site_conns_init(&b->conns, b->listen_fd, &lim);
 }
 
 int bcd_cmd_site(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
@@ -385,21 +376,20 @@ int bcd_cmd_site(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 		goto out;
 	fprintf(stderr, BCD_NAME " site: serving iPXE on http://%s/boot.ipxe\n", b.cfg.site_listen);
 	while (!stop) {
-		struct pollfd p = {.fd = b.listen_fd, .events = POLLIN};
+		struct site_conn *c;
 		int64_t wait = b.next_ms - bc_now_ms();
+		/* the lease first: however many requests wait, a renewal is never late
+		 * by more than one answer */
 		if (wait <= 0) {
 			lease_step(&b);
 			continue;
 		}
-		if (poll(&p, 1, (int)(wait > 500 ? 500 : wait)) <= 0)
+		if ((c = site_conns_next_ready(&b.conns)) != NULL) {
+			serve_next(&b, c);
+			site_conns_poll(&b.conns, 0);
 			continue;
-		struct sockaddr_storage peer;
-		socklen_t pl = sizeof(peer);
-		int fd = accept4(b.listen_fd, (struct sockaddr *)&peer, &pl, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		serve_one(&b, fd, &peer);
-		close(fd);
+		}
+		site_conns_poll(&b.conns, (int)(wait > 500 ? 500 : wait));
 	}
 	if (b.epoch != 0) {
 		struct bc_lease_answer a;
@@ -409,6 +399,7 @@ int bcd_cmd_site(const struct bcd_opts *o, struct bcd_msg *m, int *exit_status)
 			say_lease(&b, "lease released");
 	}
 out:
+	site_conns_free(&b.conns);
 	if (b.listen_fd >= 0)
 		close(b.listen_fd);
 	if (b.id.key)

@@ -225,6 +225,27 @@ static int read_ca_bundle(const json_t *j, int https, struct bc_client_pins *p, 
 	return 0;
 }
 
+int bc_client_pins_set_server(struct bc_client_pins *p, const char *url, char *err, size_t errlen)
+{
+	char *norm = NULL;
+	int https, rc;
+
+	bc_client_errf(err, errlen, "%s", "");
+	if (p == NULL || url == NULL)
+		return BC_ERR_INVALID;
+	if ((rc = check_url(url, &norm, &https, err, errlen)) != 0)
+		return rc;
+	/* the rule read_ca_bundle applies: TLS is verified against the pinned CA only */
+	if (https && p->ca_bundle_pem == NULL) {
+		free(norm);
+		bc_client_errf(err, errlen, "pins: server: https needs the pinned caBundle");
+		return BC_ERR_CONFIG;
+	}
+	free(p->server_url);
+	p->server_url = norm;
+	return 0;
+}
+
 static int read_trust_domain(const json_t *j, struct bc_client_pins *p, char *err, size_t errlen)
 {
 	const char *v;

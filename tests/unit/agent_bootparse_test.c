@@ -1,5 +1,6 @@
 /* bcd's commissioning parsers (bootparse.c): the ramdisk's kernel command line and
- * bcd site's iPXE request target, what they accept and every way they refuse. */
+ * bcd site's iPXE request (its head and its target), what they accept and every way
+ * they refuse. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,6 +135,102 @@ static void test_query_refusals(void **state)
 	assert_int_equal(bcd_boot_query_parse(big, sizeof(big), &q), BC_ERR_INVALID);
 }
 
+static int head(const char *s, struct bcd_boot_query *q)
+{
+	return bcd_site_request_parse(s, strlen(s), q);
+}
+
+#define LINE                                                                                       \
+	"GET /boot.ipxe?mac=52:54:00:aa:00:01&uuid=6b1f3c52-0a4e-4d7b-9c1e-2f3a4b5c6d7e HTTP/1.1"
+
+static void test_request_reads_a_whole_head(void **state)
+{
+	struct bcd_boot_query q;
+	(void)state;
+
+	/* iPXE's request, with CRLF */
+	assert_int_equal(head(LINE "\r\nConnection: keep-alive\r\nUser-Agent: iPXE/1.21.1\r\n"
+	                           "Host: 10.0.0.2:8081\r\n\r\n",
+	                      &q),
+	                 0);
+	assert_string_equal(q.mac, "52:54:00:aa:00:01");
+	assert_string_equal(q.uuid, "6b1f3c52-0a4e-4d7b-9c1e-2f3a4b5c6d7e");
+	/* bare LFs, HTTP/1.0, no headers, a tab in a value, bytes after the head */
+	assert_int_equal(head("GET /boot.ipxe?mac=52-54-00-aa-00-01 HTTP/1.0\n\n", &q), 0);
+	assert_int_equal(head(LINE "\nX-A:\tb c\n\nGET / HTTP/1.1\r\n", &q), 0);
+	assert_string_equal(q.mac, "52:54:00:aa:00:01");
+}
+
+static void test_request_waits_for_the_rest(void **state)
+{
+	struct bcd_boot_query q;
+	const char *whole = LINE "\r\nHost: h\r\n\r\n";
+	(void)state;
+
+	/* every proper prefix of a good head wants more */
+	for (size_t n = 1; n < strlen(whole); n++)
+		assert_int_equal(bcd_site_request_parse(whole, n, &q), BC_ERR_TRUNCATED);
+	assert_int_equal(bcd_site_request_parse(whole, strlen(whole), &q), 0);
+}
+
+static void test_request_refusals(void **state)
+{
+	struct bcd_boot_query q;
+	static char big[BCD_REQUEST_MAX + 64];
+	size_t n;
+	(void)state;
+
+	/* the method, decided on the first bytes */
+	assert_int_equal(head("P", &q), BC_ERR_INVALID);
+	assert_int_equal(head("GETX", &q), BC_ERR_INVALID);
+	assert_int_equal(head("get /boot.ipxe?mac=52:54:00:aa:00:01 HTTP/1.1\r\n\r\n", &q),
+	                 BC_ERR_INVALID);
+	assert_int_equal(head("POST /boot.ipxe?mac=52:54:00:aa:00:01 HTTP/1.1\r\n\r\n", &q),
+	                 BC_ERR_INVALID);
+	/* the request line's shape */
+	assert_int_equal(head("GET /boot.ipxe?mac=52:54:00:aa:00:01\r\n\r\n", &q), BC_ERR_INVALID);
+	assert_int_equal(head("GET /boot.ipxe?mac=52:54:00:aa:00:01 HTTP/2.0\r\n\r\n", &q),
+	                 BC_ERR_INVALID);
+	assert_int_equal(head("GET /boot.ipxe?mac=52:54:00:aa:00:01 HTTP/1.2\r\n\r\n", &q),
+	                 BC_ERR_INVALID);
+	assert_int_equal(head("GET  /boot.ipxe?mac=52:54:00:aa:00:01 HTTP/1.1\r\n\r\n", &q),
+	                 BC_ERR_INVALID);
+	assert_int_equal(head("GET /boot.ipxe?mac=52:54:00:aa:00:01  HTTP/1.1\r\n\r\n", &q),
+	                 BC_ERR_INVALID);
+	assert_int_equal(head("GET /boot.ipxe?mac=52:54:00:aa:00:01\tHTTP/1.1\r\n\r\n", &q),
+	                 BC_ERR_INVALID);
+	assert_int_equal(head("GET  HTTP/1.1\r\n\r\n", &q), BC_ERR_INVALID);
+	/* control bytes, seen as soon as they come: a NUL, a bare CR, an escape */
+	assert_int_equal(bcd_site_request_parse("GET /\0", 6, &q), BC_ERR_INVALID);
+	assert_int_equal(head("GET /\rx", &q), BC_ERR_INVALID);
+	assert_int_equal(head(LINE "\r\nHost: a\033b", &q), BC_ERR_INVALID);
+	assert_int_equal(head(LINE "\r\nHost: \x80\r\n\r\n", &q), BC_ERR_INVALID);
+	/* header lines: a name, then ':'; no folding */
+	assert_int_equal(head(LINE "\r\nno colon\r\n\r\n", &q), BC_ERR_INVALID);
+	assert_int_equal(head(LINE "\r\n: v\r\n\r\n", &q), BC_ERR_INVALID);
+	assert_int_equal(head(LINE "\r\nBad Name: v\r\n\r\n", &q), BC_ERR_INVALID);
+	assert_int_equal(head(LINE "\r\nA: b\r\n c\r\n\r\n", &q), BC_ERR_INVALID);
+	/* a request line too long, decided before its end */
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "GET /boot.ipxe?mac=52:54:00:aa:00:01&x=", 39);
+	assert_int_equal(bcd_site_request_parse(big, BCD_REQUEST_LINE_MAX, &q), BC_ERR_TRUNCATED);
+	assert_int_equal(bcd_site_request_parse(big, BCD_REQUEST_LINE_MAX + 1, &q), BC_ERR_INVALID);
+	/* a head that never ends: BC_ERR_LIMIT at BCD_REQUEST_MAX */
+	n = strlen(LINE "\r\nX: ");
+	memcpy(big, LINE "\r\nX: ", n);
+	assert_int_equal(bcd_site_request_parse(big, BCD_REQUEST_MAX - 1, &q), BC_ERR_TRUNCATED);
+	assert_int_equal(bcd_site_request_parse(big, BCD_REQUEST_MAX, &q), BC_ERR_LIMIT);
+	assert_int_equal(bcd_site_request_parse(big, sizeof(big), &q), BC_ERR_LIMIT);
+	/* a whole head whose target is not a boot query: 404 */
+	assert_int_equal(head("GET / HTTP/1.1\r\n\r\n", &q), BC_ERR_NOT_FOUND);
+	assert_int_equal(head("GET /boot.ipxe?mac=nope HTTP/1.1\r\n\r\n", &q), BC_ERR_NOT_FOUND);
+	assert_int_equal(head("GET /boot.ipxe?mac=52:54:00:aa:00:01&mac=52:54:00:aa:00:01 "
+	                      "HTTP/1.1\r\n\r\n",
+	                      &q),
+	                 BC_ERR_NOT_FOUND);
+	assert_string_equal(q.mac, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +238,9 @@ int main(void)
 	    cmocka_unit_test(test_cmdline_refusals),
 	    cmocka_unit_test(test_query_reads_mac_uuid_and_ip),
 	    cmocka_unit_test(test_query_refusals),
+	    cmocka_unit_test(test_request_reads_a_whole_head),
+	    cmocka_unit_test(test_request_waits_for_the_rest),
+	    cmocka_unit_test(test_request_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

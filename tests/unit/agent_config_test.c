@@ -69,12 +69,18 @@ static void test_loads(void **state)
 
 	(void)state;
 	if (load(TOP "[site]\nid = \"s\"\nlisten = \"l\"\nkernel = \"k\"\ninitrd = \"i\"\n"
-	             "lease_ttl_seconds = \"30\"\n[fakehw]\nclaims = \"\"\n[helper]\n",
+	             "lease_ttl_seconds = \"30\"\nmax_connections = 32\n"
+	             "max_connections_per_client = 2\nheader_timeout_seconds = 3\n"
+	             "request_timeout_seconds = 10\n[fakehw]\nclaims = \"\"\n[helper]\n",
 	         &c, &m) != 0)
 		fail_msg("refused: %s", m.text);
 	snprintf(want, sizeof(want), "%s/ca.pem", dir);
 	assert_string_equal(c.ca_bundle, want);
 	assert_string_equal(c.site_lease_ttl, "30");
+	assert_int_equal(c.site_max_conns, 32);
+	assert_int_equal(c.site_max_per_client, 2);
+	assert_int_equal(c.site_head_ms, 3000);
+	assert_int_equal(c.site_request_ms, 10000);
 	assert_true(c.has_site && c.has_fakehw && c.has_helper && !c.has_cloud);
 	assert_null(c.fakehw_claims);
 	assert_string_equal(c.helper_user, BCD_HELPER_USER);
@@ -97,6 +103,17 @@ static void test_each_mistake(void **state)
 	        "site.initrd is missing");
 	refused(TOP "[site]\nid = \"\"\n", "site.id is empty; set it");
 	refused(TOP "[helper]\nuser = 0\n", "helper.user must be a string");
+	/* bcd site's limits: numbers within their bounds, named with them */
+#define SITE TOP "[site]\nid = \"s\"\nlisten = \"l\"\nkernel = \"k\"\ninitrd = \"i\"\n"
+	refused(SITE "max_connections = 0\n", "site.max_connections: expected ");
+	refused(SITE "max_connections = 1025\n", "site.max_connections: expected ");
+	refused(SITE "max_connections = \"8\"\n", "site.max_connections: expected ");
+	refused(SITE "max_connections_per_client = 0\n",
+	        "site.max_connections_per_client: expected ");
+	refused(SITE "header_timeout_seconds = 0\n", "site.header_timeout_seconds: expected ");
+	refused(SITE "header_timeout_seconds = 61\n", "site.header_timeout_seconds: expected ");
+	refused(SITE "request_timeout_seconds = 301\n", "site.request_timeout_seconds: expected ");
+#undef SITE
 }
 
 int main(void)

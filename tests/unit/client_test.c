@@ -318,48 +318,51 @@ static void test_pins_good(void **state)
 	assert_string_equal(T.pins.trust_domain, TD);
 }
 
+static const struct {
+	const char *url;
+	const char *kept; /* NULL: refused */
+} server_cases[] = {
+    {"https://cp.example.com:8443", "https://cp.example.com:8443"},
+    {"https://cp.example.com/", "https://cp.example.com"},
+    {"https://10.1.2.3:8443/prefix", "https://10.1.2.3:8443/prefix"},
+    {"http://127.0.0.1:8080", "http://127.0.0.1:8080"},
+    {"http://127.9.8.7:8080/", "http://127.9.8.7:8080"},
+    {"http://localhost:8080", "http://localhost:8080"},
+    {"http://[::1]:8080", "http://[::1]:8080"},
+    {"http://cp.example.com:8080", NULL},
+    {"http://10.0.0.1:8080", NULL},
+    {"http://128.0.0.1", NULL},
+    {"http://[::2]:8080", NULL},
+    {"http://[::ffff:127.0.0.1]:8080", NULL},
+    {"http://localhost.example.com", NULL},
+    {"http://127.0.0.1.example.com", NULL},
+    {"ftp://127.0.0.1", NULL},
+    {"file:///etc/passwd", NULL},
+    {"127.0.0.1:8080", NULL},
+    {"https://user:pw@cp.example.com", NULL},
+    {"https://cp.example.com/?x=1", NULL},
+    {"https://cp.example.com/#frag", NULL},
+    {"https://cp.example.com/a b", NULL},
+    {"", NULL},
+};
+
+#define N_SERVER_CASES (sizeof(server_cases) / sizeof(server_cases[0]))
+
 static void test_pins_servers(void **state)
 {
-	static const struct {
-		const char *url;
-		const char *kept; /* NULL: refused */
-	} cases[] = {
-	    {"https://cp.example.com:8443", "https://cp.example.com:8443"},
-	    {"https://cp.example.com/", "https://cp.example.com"},
-	    {"https://10.1.2.3:8443/prefix", "https://10.1.2.3:8443/prefix"},
-	    {"http://127.0.0.1:8080", "http://127.0.0.1:8080"},
-	    {"http://127.9.8.7:8080/", "http://127.9.8.7:8080"},
-	    {"http://localhost:8080", "http://localhost:8080"},
-	    {"http://[::1]:8080", "http://[::1]:8080"},
-	    {"http://cp.example.com:8080", NULL},
-	    {"http://10.0.0.1:8080", NULL},
-	    {"http://128.0.0.1", NULL},
-	    {"http://[::2]:8080", NULL},
-	    {"http://[::ffff:127.0.0.1]:8080", NULL},
-	    {"http://localhost.example.com", NULL},
-	    {"http://127.0.0.1.example.com", NULL},
-	    {"ftp://127.0.0.1", NULL},
-	    {"file:///etc/passwd", NULL},
-	    {"127.0.0.1:8080", NULL},
-	    {"https://user:pw@cp.example.com", NULL},
-	    {"https://cp.example.com/?x=1", NULL},
-	    {"https://cp.example.com/#frag", NULL},
-	    {"https://cp.example.com/a b", NULL},
-	    {"", NULL},
-	};
 	struct bc_client_pins p;
 	char err[256];
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int rc = parse_pins(pins_obj(cases[i].url), &p, err, sizeof(err));
-		if (cases[i].kept != NULL) {
+	for (size_t i = 0; i < N_SERVER_CASES; i++) {
+		int rc = parse_pins(pins_obj(server_cases[i].url), &p, err, sizeof(err));
+		if (server_cases[i].kept != NULL) {
 			if (rc != 0)
-				fail_msg("%s refused: %s", cases[i].url, err);
-			assert_string_equal(p.server_url, cases[i].kept);
+				fail_msg("%s refused: %s", server_cases[i].url, err);
+			assert_string_equal(p.server_url, server_cases[i].kept);
 		} else {
 			if (rc == 0)
-				fail_msg("%s accepted", cases[i].url);
+				fail_msg("%s accepted", server_cases[i].url);
 			assert_int_equal(rc, BC_ERR_CONFIG);
 			assert_null(p.server_url);
 			assert_contains(err, "pins: server: ");
@@ -370,6 +373,46 @@ static void test_pins_servers(void **state)
 	                 BC_ERR_CONFIG);
 	assert_string_equal(err,
 	                    "pins: server: must be https://, or http:// on a loopback address");
+}
+
+/* bcd ramdisk's bc.server: the very rule of the pins' server, each case of it */
+static void test_pins_set_server_same_rule(void **state)
+{
+	struct bc_client_pins p;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < N_SERVER_CASES; i++) {
+		assert_int_equal(parse_pins(pins_obj("http://127.0.0.1:1"), &p, err, sizeof(err)),
+		                 0);
+		int rc = bc_client_pins_set_server(&p, server_cases[i].url, err, sizeof(err));
+		if (server_cases[i].kept != NULL) {
+			if (rc != 0)
+				fail_msg("%s refused: %s", server_cases[i].url, err);
+			assert_string_equal(p.server_url, server_cases[i].kept);
+		} else {
+			if (rc == 0)
+				fail_msg("%s accepted", server_cases[i].url);
+			assert_int_equal(rc, BC_ERR_CONFIG);
+			assert_string_equal(p.server_url, "http://127.0.0.1:1"); /* unchanged */
+			assert_contains(err, "pins: server: ");
+		}
+		bc_client_pins_free(&p);
+	}
+	/* https is verified against the pinned CA only: none pinned, none taken */
+	assert_int_equal(parse_pins(pins_obj("http://127.0.0.1:1"), &p, err, sizeof(err)), 0);
+	free(p.ca_bundle_pem);
+	p.ca_bundle_pem = NULL;
+	assert_int_equal(bc_client_pins_set_server(&p, "https://cp.example.com", err, sizeof(err)),
+	                 BC_ERR_CONFIG);
+	assert_string_equal(err, "pins: server: https needs the pinned caBundle");
+	assert_int_equal(bc_client_pins_set_server(&p, "http://cp.example.com", err, sizeof(err)),
+	                 BC_ERR_CONFIG);
+	assert_string_equal(err,
+	                    "pins: server: must be https://, or http:// on a loopback address");
+	assert_int_equal(bc_client_pins_set_server(&p, "http://[::1]:9", err, sizeof(err)), 0);
+	assert_string_equal(p.server_url, "http://[::1]:9");
+	bc_client_pins_free(&p);
 }
 
 static void test_pins_missing(void **state)
@@ -1711,6 +1754,7 @@ int main(void)
 	    cmocka_unit_test(test_attestor_table),
 	    cmocka_unit_test(test_pins_good),
 	    cmocka_unit_test(test_pins_servers),
+	    cmocka_unit_test(test_pins_set_server_same_rule),
 	    cmocka_unit_test(test_pins_missing),
 	    cmocka_unit_test(test_pins_bad),
 	    cmocka_unit_test(test_seal_token),
