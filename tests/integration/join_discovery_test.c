@@ -1435,7 +1435,8 @@ static void test_a_ramdisk_identity_ends(void **state)
 	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .key = key};
 	assert_int_equal(ramdisk_join(&tp, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
-	assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id), 0);
+	assert_int_equal(
+	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_int_equal(id.not_after_ms - id.not_before_ms, 600 * 1000);
 	bc_node_identity_clear(&id);
 	for (int i = 0; i < 3; i++) {
