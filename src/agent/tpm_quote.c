@@ -68,7 +68,7 @@ int bcd_tpmi_attest_take(struct bcd_tpm *t, const TPM2B_ATTEST *q, const TPMT_SI
                          EVP_PKEY *key, TPM2_ST type, const uint8_t *extra, size_t extra_len,
                          TPMS_ATTEST *parsed, struct bcd_tpm_attest *out)
 {
-	uint8_t rs[64], digest[32];
+	uint8_t rs[64], digest[32], point[65];
 	size_t off = 0;
 	int rc;
 
@@ -86,9 +86,13 @@ int bcd_tpmi_attest_take(struct bcd_tpm *t, const TPM2B_ATTEST *q, const TPMT_SI
 		             (unsigned)parsed->type);
 		return BC_ERR_INVALID;
 	}
+	/* the TPM signs its own structure's SHA-256 (TPM_GENERATED_VALUE first is its
+	 * framing), so the check is over that digest as it is */
 	if ((rc = bcd_tpmi_ecdsa_p1363(sig, TPM2_ALG_SHA256, rs)) != 0 ||
 	    (rc = bc_sha256(q->attestationData, q->size, digest)) != 0 ||
-	    (rc = bc_p256_verify_p1363_key(key, digest, rs)) != 0) {
+	    (rc = bc_p256_public_point(key, point)) != 0 ||
+	    (rc = bc_es256_verify(point, BC_ES256_DIGEST, digest, sizeof(digest), rs,
+	                          sizeof(rs))) != 0) {
 		bcd_tpmi_say(t, "the TPM's attestation does not verify under the AK");
 		return BC_ERR_VERIFY;
 	}
