@@ -289,8 +289,8 @@ int bcd_tpm_certify(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uint8_t 
 	                                   ESYS_TR_NONE, &qd, &scheme, &info, &sig),
 	                      "Certify (node key by the AK)")) != 0)
 		goto out;
-	if ((rc = bcd_tpmi_attest_take(t, info, sig, akkey, TPM2_ST_ATTEST_CERTIFY, qd.buffer,
-	                               qd.size, &parsed, out)) != 0)
+	if ((rc = bcd_tpmi_attest_take(t, info, sig, akkey, TPM2_ST_ATTEST_CERTIFY, &qd, &parsed,
+	                               out)) != 0)
 		goto out;
 	nm = &parsed.attested.certify.name;
 	if (nm->size != BCD_TPM_NAME_LEN || memcmp(nm->name, k->name, BCD_TPM_NAME_LEN) != 0) {

@@ -272,8 +272,11 @@ static void call(int c, const char *verb, const uint8_t *body, size_t len, uint8
                  const uint8_t **ans, size_t *alen)
 {
 	char err[512] = "";
+	bc_reader r;
 
-	assert_int_equal(bcd_helper_call(c, verb, body, len, buf, ans, alen, err, sizeof(err)), 0);
+	assert_int_equal(bcd_helper_call(c, verb, body, len, buf, &r, err, sizeof(err)), 0);
+	*ans = r.p;
+	*alen = r.len;
 }
 
 static EVP_PKEY *public_key(const uint8_t *p, size_t n, int ak)
