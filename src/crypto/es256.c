@@ -1,5 +1,7 @@
 /* ES256 under a purpose: SHA-256("bettercompute/v1" 0x00 purpose 0x00 payload),
- * ECDSA P-256, signatures as P1363 r||s. */
+ * ECDSA P-256, signatures as P1363 r||s. The API's one sign (by a signer: a key in
+ * memory, or a key held elsewhere whose answer is checked here) and its one verify (by
+ * a point), over the primitives of p256.c. */
 #include <limits.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
