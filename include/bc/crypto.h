@@ -98,12 +98,12 @@ BC_WUR int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[stati
  *     under it before bc_es256_sign returns it: a TPM, a helper or a socket peer that
  *     answers with another key's or a wrong signature is caught at the one place every
  *     such signature passes, so a fn need not check its own answer.
- * Why one struct: the callers of a key and of a callback made the same proofs through
- * two functions and checked the callback's result in three places; the struct lets
- * every caller above (x509pop, renew, the site calls) take either without knowing
- * which, and the one check is here.
+ * Why one struct: every caller above (x509pop, renew, the site calls, the join
+ * service's answers) takes either kind of key without knowing which, and the answer of
+ * a key held elsewhere is checked in this one place, not by each caller or each fn.
  * bc_signer_init: s for key (fn NULL) or for fn with key its public half; point filled
- *   from key. BC_ERR_INVALID for no key or one that is not P-256. s borrows key and
+ *   from key (bc_key_to_point, which any provider's key gives). BC_ERR_INVALID for no
+ *   key or one that is not P-256. s borrows key and
  *   ctx (the caller keeps them alive while s is used). The client's functions (renew,
  *   x509pop, the site calls) read point, so they take a signer made here.
  * bc_es256_sign: sig = ES256(s, purpose, payload). BC_ERR_INVALID for a NULL or empty
