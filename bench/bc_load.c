@@ -307,6 +307,13 @@ static void renew_one(struct run *r, long i)
 	struct job *j = &r->jobs[i];
 	struct bc_client_pins pins = r->pins;
 	struct bc_join_answer a;
+	struct bc_signer cur;
+	struct bc_renew_params p = {.chain = (const uint8_t *const *)j->ans.chain,
+	                            .chain_lens = j->ans.chain_lens,
+	                            .n_chain = j->ans.n_chain,
+	                            .signer = &cur};
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
 	char err[512] = "";
 	int64_t t0, deadline = mono_ms() + r->o->retry_s * 1000;
 	int unavailable = 0, rc;
@@ -318,8 +325,17 @@ static void renew_one(struct run *r, long i)
 	t0 = mono_us();
 	for (;;) {
 		memset(&a, 0, sizeof(a));
-		rc = bc_client_renew(&pins, (const uint8_t *const *)j->ans.chain, j->ans.chain_lens,
-		                     j->ans.n_chain, j->key, j->next_key, &a, err, sizeof(err));
+		/* a CSR for the next key each try, as a renewing agent makes it */
+		if ((rc = bc_signer_init(&cur, j->key, NULL, NULL)) != 0 ||
+		    (rc = bc_csr_make(j->next_key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0) {
+			snprintf(err, sizeof(err), "cannot make the CSR (%s)", bc_err_str(rc));
+			break;
+		}
+		p.csr = csr;
+		p.csr_len = csr_len;
+		rc = bc_client_renew(&pins, &p, &a, err, sizeof(err));
+		free(csr);
+		csr = NULL;
 		bc_join_answer_free(&a);
 		if (!is_503(rc, err))
 			break;

@@ -17,11 +17,12 @@
 #include "bc/key_attestation.h"
 
 struct bc_client_pins {
-	char *server_url;          /* https://host:port, or http:// on a loopback address */
-	char *join_signing_kid;    /* hex SHA-256 of the join signing key's SPKI */
-	EVP_PKEY *join_signing;    /* its public key */
-	EVP_PKEY *join_encryption; /* the join encryption public key */
-	char *ca_bundle_pem;       /* PEM: TLS CA then node CA */
+	char *server_url;               /* https://host:port, or http:// on a loopback address */
+	char *join_signing_kid;         /* hex SHA-256 of the join signing key's SPKI */
+	EVP_PKEY *join_signing;         /* its public key */
+	uint8_t join_signing_point[65]; /* and its point, what answers are verified under */
+	EVP_PKEY *join_encryption;      /* the join encryption public key */
+	char *ca_bundle_pem;            /* PEM: TLS CA then node CA */
 	char *trust_domain;
 };
 
@@ -136,11 +137,18 @@ BC_WUR int bc_client_open_join_response_csr(const struct bc_client_pins *pins, c
                                             size_t len, const uint8_t *csr, size_t csr_len,
                                             struct bc_join_answer *out, char *err, size_t errlen);
 
-/* POST body to url + path with Content-Type: application/proto; *status receives the
- * HTTP status; *resp the body (at most 1 MiB). TLS verified against pins->ca_bundle_pem. */
+/* An HTTP answer: its status and body (malloc'd, free(); at most 1 MiB). */
+struct bc_client_reply {
+	long status;
+	uint8_t *body;
+	size_t len;
+};
+
+/* POST body to url + path with Content-Type: application/proto; out receives the
+ * answer (zeroed first; body NULL on failure). TLS verified against
+ * pins->ca_bundle_pem. */
 BC_WUR int bc_client_post(const struct bc_client_pins *pins, const char *path, const void *body,
-                          size_t len, long *status, uint8_t **resp, size_t *resp_len, char *err,
-                          size_t errlen);
+                          size_t len, struct bc_client_reply *out, char *err, size_t errlen);
 
 /* The Retry-After (in seconds, at most 3600) of the last answer this thread had from
  * bc_client_post, and so from bc_client_join, bc_client_renew and the site calls: 0
@@ -152,43 +160,37 @@ unsigned bc_client_retry_after_s(void);
  * none. */
 int64_t bc_client_retry_after_wait_ms(void);
 
-/* One Renew round trip (JoinService/Renew). chain is the node's current chain (DER,
- * leaf first, 1 to 8 certificates), key the current leaf's key (the key must be the
- * leaf's: BC_ERR_INVALID otherwise) and next_key the key the new certificate is for.
- * The request carries a CSR for next_key and a proof by key (purpose renew over
- * sha256(csr) || node id 0x00 || client_time_ms, 8-byte big-endian, bc_now_ms()).
- * The answer is opened like a join's (bc_client_open_join_response_csr) and must be
- * JOINED for the node the current leaf names (BC_ERR_VERIFY otherwise). Returns as
- * bc_client_join: BC_ERR_DENIED when refused (the reason is only in the server's
- * security.renew.refused event), BC_ERR_UNAVAILABLE when unreachable. out is freed
- * with bc_join_answer_free; nothing is kept on failure. pins->trust_domain is needed. */
-BC_WUR int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                           const size_t *chain_lens, size_t n_chain, EVP_PKEY *key,
-                           EVP_PKEY *next_key, struct bc_join_answer *out, char *err,
-                           size_t errlen);
-
-/* A renewal asked by a current key held elsewhere (a TPM), for a CSR the caller made. */
+/* A renewal: the current chain and key, and the CSR of the key the new certificate is
+ * for (made by the caller: bc_csr_make for a key in memory, bcd_nodekey_csr for one in
+ * a TPM). */
 struct bc_renew_params {
 	const uint8_t *const *chain; /* the node's current chain (DER, leaf first, 1 to 8) */
 	const size_t *chain_lens;
 	size_t n_chain;
-	EVP_PKEY *pub;   /* the current key's public half: it must be the leaf's */
-	bc_sign_fn sign; /* makes the proof with the current key (checked under pub) */
-	void *sign_ctx;
+	/* the current key (bc_signer_init), in memory or held elsewhere: it must be the
+	 * leaf's; it makes the proof, checked under its point before it is sent */
+	const struct bc_signer *signer;
 	const uint8_t *csr; /* DER, must pass bc_csr_check */
 	size_t csr_len;
 	const struct bc_key_attestation *ka; /* NULL: none */
 };
 
-/* bc_client_renew for p: the proof is made by p->sign and checked under p->pub before it
- * is sent (bc_es256_sign_with); p->csr, for the next key, must pass bc_csr_check; with
- * p->ka, the key attestation goes along (a field missing, empty or over BC_KA_FIELD_MAX is
- * BC_ERR_INVALID before anything is sent). Otherwise as bc_client_renew. */
-BC_WUR int bc_client_renew_with(const struct bc_client_pins *pins, const struct bc_renew_params *p,
-                                struct bc_join_answer *out, char *err, size_t errlen);
+/* One Renew round trip (JoinService/Renew) for p. The request carries p->csr and a
+ * proof by p->signer (purpose renew over sha256(csr) || node id 0x00 ||
+ * client_time_ms, 8-byte big-endian, bc_now_ms()); with p->ka, the key attestation
+ * goes along (a field missing, empty or over BC_KA_FIELD_MAX is BC_ERR_INVALID before
+ * anything is sent). A signer that is not the leaf's key, or a CSR that does not
+ * check, is BC_ERR_INVALID. The answer is opened like a join's
+ * (bc_client_open_join_response_csr) and must be JOINED for the node the current leaf
+ * names (BC_ERR_VERIFY otherwise). Returns as bc_client_join: BC_ERR_DENIED when
+ * refused (the reason is only in the server's security.renew.refused event),
+ * BC_ERR_UNAVAILABLE when unreachable. out is freed with bc_join_answer_free; nothing
+ * is kept on failure. pins->trust_domain is needed. */
+BC_WUR int bc_client_renew(const struct bc_client_pins *pins, const struct bc_renew_params *p,
+                           struct bc_join_answer *out, char *err, size_t errlen);
 
 /* Asks whether p->chain's leaf is still current (RenewRequest.check_only): the proof as
- * bc_client_renew_with's, p->csr a CSR for the leaf's own key (DER), p->ka unused,
+ * bc_client_renew's, p->csr a CSR for the leaf's own key (DER), p->ka unused,
  * nothing issued. 0 when the server answered the same leaf, signed; BC_ERR_DENIED when
  * it refused (revoked, superseded, another identity generation, the node retired,
  * expired, or the client's time out of the window: the reason is only in the server's
@@ -207,14 +209,12 @@ BC_WUR int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, con
 /* ---- a site node's calls: SiteService and JoinService/FetchSecret ---- */
 
 /* Who calls: a site node's current chain (DER, leaf first, 1 to 8) and its key, held
- * wherever (sign, sign_ctx; pub its public half, the leaf's), and the site it serves. */
+ * wherever (a signer made by bc_signer_init: the leaf's key), and the site it serves. */
 struct bc_site_caller {
 	const uint8_t *const *chain;
 	const size_t *chain_lens;
 	size_t n_chain;
-	EVP_PKEY *pub;
-	bc_sign_fn sign;
-	void *sign_ctx;
+	const struct bc_signer *signer;
 	const char *site_id;
 };
 
@@ -270,9 +270,9 @@ struct bc_discovery_fields {
 	int64_t not_after_ms;
 };
 
-/* A serialized SignedDiscoveryAssertion of f, signed by (sign, sign_ctx) under
- * discovery-assertion and checked under pub; key_id is pub's. *out malloc'd. */
-BC_WUR int bc_client_sign_assertion(const struct bc_discovery_fields *f, EVP_PKEY *pub,
-                                    bc_sign_fn sign, void *sign_ctx, uint8_t **out, size_t *len);
+/* A serialized SignedDiscoveryAssertion of f, signed by s (bc_signer_init) under
+ * discovery-assertion; key_id is s's key's. *out malloc'd. */
+BC_WUR int bc_client_sign_assertion(const struct bc_discovery_fields *f, const struct bc_signer *s,
+                                    uint8_t **out, size_t *len);
 
 #endif

@@ -91,22 +91,53 @@ BC_WUR int bc_p256_ecdh(EVP_PKEY *sk, const uint8_t peer[static 65], uint8_t out
 BC_WUR int bc_p256_public_point(EVP_PKEY *key, uint8_t out[static 65]);
 BC_WUR int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32]);
 
-/* ES256 under a purpose. bc_es256_verify returns BC_ERR_VERIFY for a bad
- * signature (any length other than 64 included). */
-BC_WUR int bc_es256_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_t len,
-                         uint8_t sig[static BC_SIG_LEN]);
-BC_WUR int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *payload, size_t len,
-                           const uint8_t *sig, size_t siglen);
-/* The same by a key given as its uncompressed point (bc_p256_verify_p1363);
- * BC_ERR_INVALID when the point is not on P-256. */
-BC_WUR int bc_es256_verify_point(const uint8_t point[static 65], const char *purpose,
-                                 const void *payload, size_t len, const uint8_t *sig,
-                                 size_t siglen);
-/* A P-256 signature r||s over a SHA-256 digest someone else framed: what a TPM signs
- * (the TPM is handed the ES256 digest, never the message). 0, BC_ERR_VERIFY for a bad
- * signature, BC_ERR_INVALID for no key, BC_ERR_UNSUPPORTED for a key that is not P-256. */
-BC_WUR int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
-                                    const uint8_t sig[static 64]);
+/* ES256 under a purpose: the one P-256 signature sign and verify of the API (the ECDSA
+ * primitives under them are src/crypto/internal.h's).
+ *
+ * A signer is a key in memory or a key held elsewhere (a TPM, bcd helper):
+ *   key: fn NULL: a P-256 private key, used here; else the public half of fn's key.
+ *   fn, ctx: signs a 32-byte SHA-256 digest with that key into P1363 r||s (0 or a
+ *     negative BC_ERR_*). The digest is all it is given: what it signs is framed here.
+ *   point: key's public point (65 bytes, uncompressed). fn's signature is checked
+ *     under it before bc_es256_sign returns it: a TPM, a helper or a socket peer that
+ *     answers with another key's or a wrong signature is caught at the one place every
+ *     such signature passes, so a fn need not check its own answer.
+ * Why one struct: every caller above (x509pop, renew, the site calls, the join
+ * service's answers) takes either kind of key without knowing which, and the answer of
+ * a key held elsewhere is checked in this one place, not by each caller or each fn.
+ * bc_signer_init: s for key (fn NULL) or for fn with key its public half; point filled
+ *   from key (bc_key_to_point, which any provider's key gives). BC_ERR_INVALID for no
+ *   key or one that is not P-256. s borrows key and
+ *   ctx (the caller keeps them alive while s is used). The client's functions (renew,
+ *   x509pop, the site calls) read point, so they take a signer made here.
+ * bc_es256_sign: sig = ES256(s, purpose, payload). BC_ERR_INVALID for a NULL or empty
+ *   purpose, payload NULL with len > 0, no key, a key that is not P-256, or fn without
+ *   point; BC_ERR_VERIFY when fn's signature does not verify under point; fn's own
+ *   error passes through. sig is zeroed on any failure. */
+typedef int (*bc_sign_fn)(void *ctx, const uint8_t digest[static 32],
+                          uint8_t sig[static BC_SIG_LEN]);
+struct bc_signer {
+	EVP_PKEY *key;
+	bc_sign_fn fn;
+	void *ctx;
+	uint8_t point[65];
+};
+BC_WUR int bc_signer_init(struct bc_signer *s, EVP_PKEY *key, bc_sign_fn fn, void *ctx);
+BC_WUR int bc_es256_sign(const struct bc_signer *s, const char *purpose, const void *payload,
+                         size_t len, uint8_t sig[static BC_SIG_LEN]);
+/* bc_es256_verify: 0 when sig (P1363 r||s) is ES256 of (purpose, payload) by the key
+ * whose uncompressed point is point. BC_ERR_VERIFY for a bad signature: any length
+ * other than 64, r or s zero or not below the order, another key, purpose or payload.
+ * BC_ERR_INVALID for a point not on P-256, a NULL or empty purpose, payload NULL with
+ * len > 0. A caller holding an EVP_PKEY computes its point once (bc_p256_public_point).
+ * purpose BC_ES256_DIGEST (compared by address, so no string, NULL or "" ever means it):
+ *   payload is a SHA-256 digest someone else framed (len 32, else BC_ERR_INVALID), what
+ *   a TPM signs over its own structures (the agent's check of a TPM attestation under
+ *   the AK). Never a purpose of this protocol's messages: those are framed here. */
+extern const char bc_es256_digest_purpose[];
+#define BC_ES256_DIGEST bc_es256_digest_purpose
+BC_WUR int bc_es256_verify(const uint8_t point[static 65], const char *purpose, const void *payload,
+                           size_t len, const uint8_t *sig, size_t siglen);
 /* The payload of the x509pop and renew proofs: sha256(csr) || node id || 0x00 ||
  * client time (8 bytes big-endian). b is initialized here; the caller frees it
  * (bc_buf_free) whatever the result. */
@@ -195,23 +226,6 @@ BC_WUR int bc_hpke_ctx_open(const struct bc_hpke_ctx *ctx, const void *aad, size
  * returns BC_ERR_NOMEM when an allocation failed, BC_ERR_CRYPTO otherwise. Call it
  * where an OpenSSL call has failed; other modules (pki, client) use it too. */
 BC_WUR int bc_ossl_err(void);
-
-/* Added for keys held elsewhere (a TPM): ES256 by a signing callback.
- * bc_es256_digest is the digest bc_es256_sign signs: SHA-256("bettercompute/v1" 0x00
- * purpose 0x00 payload). A bc_sign_fn signs that digest for (purpose, payload) with a
- * P-256 key it holds, into P1363 r || s; 0 or a negative BC_ERR_*.
- * bc_es256_sign_with calls sign and checks the signature under pub (the key's public
- * half) before it is returned: BC_ERR_VERIFY when it does not verify; sig is zeroed on
- * any failure. */
-typedef int (*bc_sign_fn)(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
-                          uint8_t sig[BC_SIG_LEN]);
-BC_WUR int bc_es256_digest(const char *purpose, const void *payload, size_t len,
-                           uint8_t out[static 32]);
-/* A bc_sign_fn for a key in memory: ctx is its EVP_PKEY *. */
-int bc_es256_key_sign(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
-                      uint8_t sig[BC_SIG_LEN]);
-BC_WUR int bc_es256_sign_with(bc_sign_fn sign, void *ctx, EVP_PKEY *pub, const char *purpose,
-                              const void *payload, size_t len, uint8_t sig[static BC_SIG_LEN]);
 
 /* SHA-256, fetched once per process and never freed: an implicit fetch (EVP_sha256()
  * in an init call) takes the provider store's locks on every call, which every thread

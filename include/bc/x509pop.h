@@ -14,18 +14,13 @@
 #include "bc/crypto.h"
 #include "bc/err.h"
 
-/* *json is malloc'd (NUL-terminated; its length is strlen). */
+/* The evidence for the CSR whose SHA-256 is csr_sha256, signed by s (bc_signer_init:
+ * the leaf's key, in memory or held elsewhere; a signature held elsewhere is checked
+ * under its point before it is used). *json is malloc'd (NUL-terminated; its length
+ * is strlen). */
 BC_WUR int bc_x509pop_evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
-                               EVP_PKEY *key, const char *node_id,
+                               const struct bc_signer *s, const char *node_id,
                                const uint8_t csr_sha256[static 32], int64_t client_time_ms,
                                char **json);
-
-/* Added: the same evidence by a key held elsewhere (a TPM): pub is its public half,
- * sign(sign_ctx, "x509pop", payload, ...) makes the signature, checked under pub
- * before it is used (bc_es256_sign_with). */
-BC_WUR int bc_x509pop_evidence_with(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
-                                    EVP_PKEY *pub, bc_sign_fn sign, void *sign_ctx,
-                                    const char *node_id, const uint8_t csr_sha256[static 32],
-                                    int64_t client_time_ms, char **json);
 
 #endif

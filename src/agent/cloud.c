@@ -50,23 +50,34 @@ static void cloud_free(void *ctx)
 	free(c);
 }
 
-/* GET (or method) base+path into *out; 200 only. */
-static int get(const struct cloud *c, const char *def_base, const char *path, const char *method,
-               const char *const *hdrs, size_t nh, char **out, size_t *len, long *status, char *err,
-               size_t errlen)
+/* One request to the metadata endpoint: the provider's base (or [cloud] metadata_url),
+ * the path, the method (NULL: GET) and its one header. */
+struct md_request {
+	const char *def_base;
+	const char *path;
+	const char *method;
+	const char *header;
+};
+
+/* q into *out (NUL-terminated) with its status in *status: 200 or 404 (either may be
+ * what a caller expects); any other status is BC_ERR_UNAVAILABLE. */
+static int get(const struct cloud *c, const struct md_request *q, char **out, long *status,
+               char *err, size_t errlen)
 {
+	const char *hdrs[1] = {q->header};
 	char url[URL_MAX];
+	size_t len = 0;
 	int rc;
 
-	snprintf(url, sizeof(url), "%s%s", c->base ? c->base : def_base, path);
+	snprintf(url, sizeof(url), "%s%s", c->base ? c->base : q->def_base, q->path);
 	struct bc_fetch f = {.url = url,
-	                     .method = method,
+	                     .method = q->method,
 	                     .headers = hdrs,
-	                     .n_headers = nh,
+	                     .n_headers = 1,
 	                     .http = c->base ? BC_FETCH_HTTP_LOOPBACK : BC_FETCH_HTTP,
 	                     .max = DOC_MAX,
 	                     .timeout_s = 10};
-	if ((rc = bc_fetch_run(&f, status, out, len, err, errlen)) != 0)
+	if ((rc = bc_fetch_run(&f, status, out, &len, err, errlen)) != 0)
 		return rc;
 	if (*status != 200 && *status != 404) {
 		snprintf(err, errlen, "%s: HTTP status %ld", url, *status);
@@ -90,9 +101,8 @@ static char *audience_for(const struct cloud *c, const uint8_t csr_sha256[static
 static int gcp_token(const struct cloud *c, const uint8_t csr_sha256[static 32], char **out,
                      char *err, size_t errlen)
 {
-	static const char *const hdrs[] = {"Metadata-Flavor: Google"};
+	struct md_request q = {GCP_BASE, NULL, NULL, "Metadata-Flavor: Google"};
 	char path[URL_MAX], *aud = audience_for(c, csr_sha256), *esc = NULL;
-	size_t len;
 	long status;
 	int rc;
 
@@ -106,8 +116,8 @@ static int gcp_token(const struct cloud *c, const uint8_t csr_sha256[static 32],
 	         esc);
 	curl_free(esc);
 	free(aud);
-	if ((rc = get(c, GCP_BASE, path, NULL, hdrs, 1, out, &len, &status, err, errlen)) == 0 &&
-	    status != 200) {
+	q.path = path;
+	if ((rc = get(c, &q, out, &status, err, errlen)) == 0 && status != 200) {
 		snprintf(err, errlen, "the GCP metadata server has no identity token (HTTP %ld)",
 		         status);
 		free(*out);
@@ -131,16 +141,14 @@ static void strip_space(char *s)
 static int aws_parts(const struct cloud *c, char **doc, char **sig, char **p7, char *err,
                      size_t errlen)
 {
-	static const char *const ttl[] = {TOKEN_TTL};
+	static const struct md_request token = {AWS_BASE, "/latest/api/token", "PUT", TOKEN_TTL};
 	char *session = NULL, hdr[512];
-	const char *hdrs[1] = {hdr};
-	size_t len;
+	struct md_request q = {AWS_BASE, NULL, NULL, hdr};
 	long st;
 	int rc;
 
 	*doc = *sig = *p7 = NULL;
-	if ((rc = get(c, AWS_BASE, "/latest/api/token", "PUT", ttl, 1, &session, &len, &st, err,
-	              errlen)) != 0)
+	if ((rc = get(c, &token, &session, &st, err, errlen)) != 0)
 		return rc;
 	strip_space(session);
 	if (st != 200 || strlen(session) > 400) {
@@ -150,23 +158,22 @@ static int aws_parts(const struct cloud *c, char **doc, char **sig, char **p7, c
 	}
 	snprintf(hdr, sizeof(hdr), "X-aws-ec2-metadata-token: %s", session);
 	bc_freezero(session, strlen(session));
-	if ((rc = get(c, AWS_BASE, "/latest/dynamic/instance-identity/document", NULL, hdrs, 1, doc,
-	              &len, &st, err, errlen)) != 0 ||
-	    st != 200) {
+	q.path = "/latest/dynamic/instance-identity/document";
+	if ((rc = get(c, &q, doc, &st, err, errlen)) != 0 || st != 200) {
 		if (rc == 0)
 			snprintf(err, errlen, "IMDS has no identity document (HTTP %ld)", st);
 		return rc ? rc : BC_ERR_UNAVAILABLE;
 	}
 	/* rsa2048 is preferred; signature is missing in some regions: either may 404 */
-	if ((rc = get(c, AWS_BASE, "/latest/dynamic/instance-identity/rsa2048", NULL, hdrs, 1, p7,
-	              &len, &st, err, errlen)) != 0)
+	q.path = "/latest/dynamic/instance-identity/rsa2048";
+	if ((rc = get(c, &q, p7, &st, err, errlen)) != 0)
 		return rc;
 	if (st != 200) {
 		free(*p7);
 		*p7 = NULL;
 	}
-	if ((rc = get(c, AWS_BASE, "/latest/dynamic/instance-identity/signature", NULL, hdrs, 1,
-	              sig, &len, &st, err, errlen)) != 0)
+	q.path = "/latest/dynamic/instance-identity/signature";
+	if ((rc = get(c, &q, sig, &st, err, errlen)) != 0)
 		return rc;
 	if (st != 200) {
 		free(*sig);
@@ -253,16 +260,15 @@ static int evidence(void *ctx, EVP_PKEY *node_key, const uint8_t csr_sha256[stat
 	return rc;
 }
 
-static int answer(void *ctx, const char *attestor, const uint8_t *challenge, size_t len,
-                  const uint8_t csr_sha256[static 32], uint8_t **out, size_t *outlen, char *err,
-                  size_t errlen)
+static int answer(void *ctx, const struct bcd_challenge *ch, uint8_t **out, size_t *outlen,
+                  char *err, size_t errlen)
 {
-	(void)ctx, (void)challenge, (void)len, (void)csr_sha256;
+	(void)ctx;
 	*out = NULL;
 	*outlen = 0;
 	snprintf(err, errlen,
 	         BC_WIRE_ATTESTOR_CLOUD_IID " has one round; the server sent a %s challenge",
-	         attestor);
+	         ch->attestor);
 	return BC_ERR_UNSUPPORTED;
 }
 

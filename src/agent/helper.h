@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "agent/tpm.h"
+#include "bc/buf.h"
 #include "bc/err.h"
 
 #define BCD_HELPER_FRAME_MAX    4096
@@ -107,10 +108,10 @@ int bcd_helper_has(const struct bcd_helper *h, const uint8_t unique[static BCD_T
 /* ---- the client (keyops.c) ---- */
 /* Connects to the helper's socket: BC_ERR_UNAVAILABLE when it cannot (m says why). */
 BC_WUR int bcd_helper_connect(const char *path, int *fd, char *err, size_t errlen);
-/* One request and its answer: *ans points into buf (its body, status stripped). A
- * refusal is BC_ERR_DENIED with its line in err. */
+/* One request and its answer: ans reads its body in buf (status stripped; empty on
+ * failure). A refusal is BC_ERR_DENIED with its line in err. */
 BC_WUR int bcd_helper_call(int fd, const char *verb, const uint8_t *body, size_t len,
-                           uint8_t buf[static BCD_HELPER_FRAME_MAX], const uint8_t **ans,
-                           size_t *ans_len, char *err, size_t errlen);
+                           uint8_t buf[static BCD_HELPER_FRAME_MAX], bc_reader *ans, char *err,
+                           size_t errlen);
 
 #endif

@@ -94,6 +94,7 @@ static int answer_challenge(struct bcd_producer *pr, struct bc_join_answer *a,
                             const uint8_t h[static 32], int *n, uint8_t **att, size_t *att_len,
                             struct bcd_msg *m)
 {
+	struct bcd_challenge ch;
 	char err[512] = "";
 	int rc;
 
@@ -113,8 +114,11 @@ static int answer_challenge(struct bcd_producer *pr, struct bc_join_answer *a,
 	}
 	bc_freezero(*att, *att_len);
 	*att = NULL;
-	if ((rc = pr->answer(pr->ctx, a->challenge_attestor, a->challenge, a->challenge_len, h, att,
-	                     att_len, err, sizeof(err))) != 0)
+	ch = (struct bcd_challenge){.attestor = a->challenge_attestor,
+	                            .payload = a->challenge,
+	                            .len = a->challenge_len,
+	                            .csr_sha256 = h};
+	if ((rc = pr->answer(pr->ctx, &ch, att, att_len, err, sizeof(err))) != 0)
 		bcd_say(m, "cannot answer the %s challenge: %s", a->challenge_attestor, err);
 	return rc;
 }

@@ -1,6 +1,8 @@
 /* Node-key operations in the TPM or through bcd helper (keyops.h), and the helper's
- * client side of the wire (helper.h). Whatever answered, the answer is checked here
- * with the server's own TPM structure checks (src/tpm), never taken on trust. */
+ * client side of the wire (helper.h). Whatever answered, the answer is checked, never
+ * taken on trust: TPM structures here with the server's own checks (src/tpm); a
+ * signature where it is used, under the key it must be (bc_es256_sign's signer check,
+ * bcd_csr_signed's X509_REQ_verify), which covers the TPM and the helper alike. */
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -76,14 +78,13 @@ static void refusal_text(const uint8_t *p, size_t n, char *err, size_t errlen)
 }
 
 int bcd_helper_call(int fd, const char *verb, const uint8_t *body, size_t len,
-                    uint8_t buf[static BCD_HELPER_FRAME_MAX], const uint8_t **ans, size_t *ans_len,
-                    char *err, size_t errlen)
+                    uint8_t buf[static BCD_HELPER_FRAME_MAX], bc_reader *ans, char *err,
+                    size_t errlen)
 {
 	size_t vlen = strlen(verb), n = 0;
 	int rc;
 
-	*ans = NULL;
-	*ans_len = 0;
+	bc_reader_init(ans, buf, 0);
 	if (vlen == 0 || vlen > BCD_HELPER_VERB_MAX || len > BCD_HELPER_FRAME_MAX - 1 - vlen)
 		return BC_ERR_INVALID;
 	buf[0] = (uint8_t)vlen;
@@ -103,33 +104,39 @@ int bcd_helper_call(int fd, const char *verb, const uint8_t *body, size_t len,
 		say(err, errlen, "bcd helper: %s: an answer out of shape", verb);
 		return BC_ERR_INVALID;
 	}
-	*ans = buf + 1;
-	*ans_len = n - 1;
+	bc_reader_init(ans, buf + 1, n - 1);
 	return 0;
 }
 
-/* A request with unique (and a short field) as its body. */
-static int call_keyed(struct bcd_keyops *s, const char *verb, const uint8_t *unique,
-                      const uint8_t *extra, size_t extra_len, int with_extra, bc_reader *r,
-                      char *err, size_t errlen)
+/* A request about one node key: its unique and, for a verb that takes one, a short
+ * field (a digest, qualifying data; it may be empty). */
+struct keyed {
+	const char *verb;
+	const uint8_t *unique;
+	int with_extra;
+	const uint8_t *extra;
+	size_t extra_len;
+};
+
+/* q as a body (unique, then extra with its length byte) and the helper's answer. */
+static int call_keyed(struct bcd_keyops *s, const struct keyed *q, bc_reader *r, char *err,
+                      size_t errlen)
 {
 	uint8_t body[BCD_TPM_UNIQUE_LEN + 1 + 64];
-	const uint8_t *ans;
-	size_t n = BCD_TPM_UNIQUE_LEN, alen;
+	size_t n = BCD_TPM_UNIQUE_LEN;
 	int rc;
 
-	if (extra_len > 64)
+	if (q->extra_len > 64)
 		return BC_ERR_INVALID;
-	memcpy(body, unique, BCD_TPM_UNIQUE_LEN);
-	if (with_extra) {
-		body[n++] = (uint8_t)extra_len;
-		memcpy(body + n, extra, extra_len);
-		n += extra_len;
+	memcpy(body, q->unique, BCD_TPM_UNIQUE_LEN);
+	if (q->with_extra) {
+		body[n++] = (uint8_t)q->extra_len;
+		if (q->extra_len > 0)
+			memcpy(body + n, q->extra, q->extra_len);
+		n += q->extra_len;
 	}
-	rc = bcd_helper_call(s->fd, verb, body, n, s->buf, &ans, &alen, err, errlen);
+	rc = bcd_helper_call(s->fd, q->verb, body, n, s->buf, r, err, errlen);
 	OPENSSL_cleanse(body, sizeof(body));
-	if (rc == 0)
-		bc_reader_init(r, ans, alen);
 	return rc;
 }
 
@@ -199,8 +206,8 @@ int bcd_keyops_ak(struct bcd_keyops *s, struct bcd_tpm_ak *ak, EVP_PKEY **key, c
                   size_t errlen)
 {
 	struct bcd_tpm_ak got;
-	const uint8_t *ans = NULL, *p = NULL;
-	size_t alen = 0, n = 0;
+	const uint8_t *p = NULL;
+	size_t n = 0;
 	bc_reader r;
 	int rc;
 
@@ -214,10 +221,8 @@ int bcd_keyops_ak(struct bcd_keyops *s, struct bcd_tpm_ak *ak, EVP_PKEY **key, c
 		p = got.pub;
 		n = got.pub_len;
 	} else {
-		if ((rc = bcd_helper_call(s->fd, "tpm.ak", NULL, 0, s->buf, &ans, &alen, err,
-		                          errlen)) != 0)
+		if ((rc = bcd_helper_call(s->fd, "tpm.ak", NULL, 0, s->buf, &r, err, errlen)) != 0)
 			return rc;
-		bc_reader_init(&r, ans, alen);
 		if (bc_reader_b16(&r, &p, &n) != 0 || bc_reader_done(&r) != 0)
 			n = 0;
 	}
@@ -245,7 +250,9 @@ int bcd_keyops_key(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM_UNI
 		}
 		p = bcd_tpm_nodekey_public(k, &n);
 	} else {
-		if ((rc = call_keyed(s, "tpm.nodekey", unique, NULL, 0, 0, &r, err, errlen)) != 0)
+		struct keyed q = {.verb = "tpm.nodekey", .unique = unique};
+
+		if ((rc = call_keyed(s, &q, &r, err, errlen)) != 0)
 			return rc;
 		if (bc_reader_b16(&r, &p, &n) != 0 || bc_reader_done(&r) != 0)
 			n = 0;
@@ -258,12 +265,17 @@ int bcd_keyops_key(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM_UNI
 }
 
 int bcd_keyops_sign(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM_UNIQUE_LEN],
-                    EVP_PKEY *pub, const uint8_t digest[static 32], uint8_t sig[static 64],
-                    char *err, size_t errlen)
+                    const uint8_t digest[static 32], uint8_t sig[static 64], char *err,
+                    size_t errlen)
 {
 	struct bcd_tpm_nodekey *k = NULL;
 	const uint8_t *p;
 	bc_reader r;
+	struct keyed sign = {.verb = "tpm.sign",
+	                     .unique = unique,
+	                     .with_extra = 1,
+	                     .extra = digest,
+	                     .extra_len = 32};
 	int rc;
 
 	memset(sig, 0, 64);
@@ -272,17 +284,12 @@ int bcd_keyops_sign(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM_UN
 		    (rc = bcd_tpm_nodekey_sign(s->t, k, digest, 32, sig)) != 0)
 			say(err, errlen, "%s", bcd_tpm_error(s->t));
 		bcd_tpm_nodekey_free(k);
-	} else if ((rc = call_keyed(s, "tpm.sign", unique, digest, 32, 1, &r, err, errlen)) == 0) {
+	} else if ((rc = call_keyed(s, &sign, &r, err, errlen)) == 0) {
 		if (bc_reader_bytes(&r, 64, &p) != 0 || bc_reader_done(&r) != 0) {
 			say(err, errlen, "bcd helper: tpm.sign: an answer out of shape");
 			return BC_ERR_INVALID;
 		}
 		memcpy(sig, p, 64);
-	}
-	/* the TPM's key, whoever asked it: the signature must be pub's */
-	if (rc == 0 && (rc = bc_p256_verify_p1363_key(pub, digest, sig)) != 0) {
-		say(err, errlen, "the signature does not verify under the node key");
-		memset(sig, 0, 64);
 	}
 	return rc;
 }
@@ -304,6 +311,11 @@ int bcd_keyops_certify(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM
 	const uint8_t *a = NULL, *g = NULL;
 	size_t alen = 0, glen = 0;
 	bc_reader r;
+	struct keyed q = {.verb = "tpm.certify",
+	                  .unique = unique,
+	                  .with_extra = 1,
+	                  .extra = qualifying,
+	                  .extra_len = len};
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -316,7 +328,7 @@ int bcd_keyops_certify(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM
 		bcd_tpm_nodekey_free(k);
 		return rc;
 	}
-	if ((rc = call_keyed(s, "tpm.certify", unique, qualifying, len, 1, &r, err, errlen)) != 0)
+	if ((rc = call_keyed(s, &q, &r, err, errlen)) != 0)
 		return rc;
 	if (bc_reader_b16(&r, &a, &alen) != 0 || bc_reader_b16(&r, &g, &glen) != 0 ||
 	    bc_reader_done(&r) != 0 || copy_out(a, alen, &out->attest, &out->attest_len) != 0 ||

@@ -41,10 +41,11 @@ BC_WUR int bcd_keyops_ak(struct bcd_keyops *s, struct bcd_tpm_ak *ak, EVP_PKEY *
 /* The node key of unique (a node key by its attributes, ECC P-256). */
 BC_WUR int bcd_keyops_key(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM_UNIQUE_LEN],
                           struct bcd_keyops_key *out, char *err, size_t errlen);
-/* ECDSA by the key of unique over a SHA-256 digest, verified under pub. */
+/* ECDSA by the key of unique over a SHA-256 digest, P1363 r || s; the caller checks it
+ * under the key it expects (the signer's check in bc_es256_sign does). */
 BC_WUR int bcd_keyops_sign(struct bcd_keyops *s, const uint8_t unique[static BCD_TPM_UNIQUE_LEN],
-                           EVP_PKEY *pub, const uint8_t digest[static 32], uint8_t sig[static 64],
-                           char *err, size_t errlen);
+                           const uint8_t digest[static 32], uint8_t sig[static 64], char *err,
+                           size_t errlen);
 /* The AK's certification of the key of unique over qualifying (at most 64 bytes),
  * as bytes only: the caller checks it (bc_tpm_check_certify) under the AK it got
  * from bcd_keyops_ak. Free with bcd_tpm_attest_free. */

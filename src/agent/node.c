@@ -137,6 +137,7 @@ static int renew_once(struct daemon *d, struct bcd_msg *m)
 	struct bcd_key_cert kc;
 	struct bc_key_attestation ka;
 	struct bc_renew_params p;
+	struct bc_signer cur;
 	uint8_t *csr = NULL;
 	size_t csr_len = 0;
 	char err[512];
@@ -149,16 +150,18 @@ static int renew_once(struct daemon *d, struct bcd_msg *m)
 	if ((rc = next_for(d, &next, &csr, &csr_len, &kc, &ka, &attested, m)) != 0)
 		goto out;
 	/* the proof by the current key, wherever it is; checked under its public half */
+	if ((rc = bcd_nodekey_signer(&d->id.nk, &cur)) != 0) {
+		bcd_say(m, "renewal: the current node key cannot sign (%s)", bc_err_str(rc));
+		goto out;
+	}
 	p = (struct bc_renew_params){.chain = (const uint8_t *const *)d->id.chain,
 	                             .chain_lens = d->id.chain_lens,
 	                             .n_chain = d->id.n_chain,
-	                             .pub = d->id.key,
-	                             .sign = bcd_nodekey_sign,
-	                             .sign_ctx = &d->id.nk,
+	                             .signer = &cur,
 	                             .csr = csr,
 	                             .csr_len = csr_len,
 	                             .ka = attested ? &ka : NULL};
-	if ((rc = bc_client_renew_with(&d->pins, &p, &a, err, sizeof(err))) != 0) {
+	if ((rc = bc_client_renew(&d->pins, &p, &a, err, sizeof(err))) != 0) {
 		bcd_say(m, "%s", err);
 		goto out;
 	}

@@ -237,11 +237,22 @@ struct ops_signer {
 	char err[512];
 };
 
-static int ops_sign_digest(void *ctx, const uint8_t digest[32], uint8_t sig[64])
+static int ops_sign_digest(void *ctx, const uint8_t digest[static 32], uint8_t sig[static 64])
 {
 	struct ops_signer *o = ctx;
 
-	return bcd_keyops_sign(o->s, o->k->unique, o->k->key, digest, sig, o->err, sizeof(o->err));
+	return bcd_keyops_sign(o->s, o->k->unique, digest, sig, o->err, sizeof(o->err));
+}
+
+/* A CSR for o->k by the keyops already open in o->s, checked under o->k->key. */
+static int ops_csr(struct ops_signer *o, const char *cn, uint8_t **der, size_t *len)
+{
+	struct bc_signer s;
+	int rc;
+
+	if ((rc = bc_signer_init(&s, o->k->key, ops_sign_digest, o)) != 0)
+		return rc;
+	return bcd_csr_signed(&s, cn, der, len);
 }
 
 int bcd_nodekey_csr(const struct bcd_nodekey *k, const char *cn, uint8_t **der, size_t *len,
@@ -259,37 +270,39 @@ int bcd_nodekey_csr(const struct bcd_nodekey *k, const char *cn, uint8_t **der, 
 	}
 	if ((rc = open_ops(k, &o.s, m)) != 0)
 		return rc;
-	if ((rc = bcd_csr_signed(k->key, cn, ops_sign_digest, &o, der, len)) != 0)
+	if ((rc = ops_csr(&o, cn, der, len)) != 0)
 		bcd_say(m, "the TPM cannot sign the CSR: %s", o.err[0] ? o.err : bc_err_str(rc));
 	bcd_keyops_close(o.s);
 	return rc;
 }
 
-int bcd_nodekey_sign(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
-                     uint8_t sig[64])
+/* A bc_sign_fn for a key in the TPM: ctx is the const struct bcd_nodekey *. */
+static int tpm_sign(void *ctx, const uint8_t digest[static 32], uint8_t sig[static 64])
 {
 	const struct bcd_nodekey *k = ctx;
 	struct bcd_keyops *s = NULL;
 	struct bcd_msg m = {""};
-	uint8_t digest[32];
 	char err[512] = "";
 	int rc;
 
 	memset(sig, 0, 64);
-	if (k == NULL || k->key == NULL)
-		return BC_ERR_INVALID;
-	if (!k->in_tpm)
-		return bc_es256_sign(k->key, purpose, payload, len, sig);
-	if ((rc = bc_es256_digest(purpose, payload, len, digest)) != 0)
-		return rc;
 	if ((rc = open_ops(k, &s, &m)) != 0) {
 		bc_log(BC_LOG_WARN, "cannot sign with the node key", "error", m.text, NULL);
 		return rc;
 	}
-	if ((rc = bcd_keyops_sign(s, k->unique, k->key, digest, sig, err, sizeof(err))) != 0)
+	if ((rc = bcd_keyops_sign(s, k->unique, digest, sig, err, sizeof(err))) != 0)
 		bc_log(BC_LOG_WARN, "the TPM cannot sign with the node key", "error", err, NULL);
 	bcd_keyops_close(s);
 	return rc;
+}
+
+int bcd_nodekey_signer(const struct bcd_nodekey *k, struct bc_signer *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (k == NULL || k->key == NULL)
+		return BC_ERR_INVALID;
+	/* ctx is only ever read back as a const struct bcd_nodekey * */
+	return bc_signer_init(s, k->key, k->in_tpm ? tpm_sign : NULL, (void *)k);
 }
 
 /* 1 when u is a URI SAN that is an AK statement, whatever name algorithm it names. */
@@ -414,7 +427,7 @@ static int next_key(struct bcd_keyops *s, struct bcd_nodekey *k, struct bcd_key_
 	kc->key_pub_len = got.pub_len;
 	k->key = got.pkey;
 	got.pkey = NULL;
-	if ((rc = bcd_csr_signed(k->key, BC_WIRE_CSR_CN, ops_sign_digest, &o, csr, csr_len)) != 0)
+	if ((rc = ops_csr(&o, BC_WIRE_CSR_CN, csr, csr_len)) != 0)
 		bcd_say(m, RENEW_NEXT_KEY "the CSR: %s", o.err[0] ? o.err : bc_err_str(rc));
 	return rc;
 }

@@ -64,11 +64,11 @@ BC_WUR int bcd_nodekey_pem(const struct bcd_nodekey *k, char **out);
  * *der malloc'd. */
 BC_WUR int bcd_nodekey_csr(const struct bcd_nodekey *k, const char *cn, uint8_t **der, size_t *len,
                            struct bcd_msg *m);
-/* A bc_sign_fn: ctx is a const struct bcd_nodekey *. ES256 over the purpose digest
- * (bc_es256_digest), in the TPM for a TPM key. Callers use bc_es256_sign_with (or the
- * client's *_with functions), which check the signature under k->key. */
-int bcd_nodekey_sign(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
-                     uint8_t sig[64]);
+/* The signer of k (bc/crypto.h) for bc_es256_sign and the client's calls: a file key
+ * signs in memory; a key in the TPM signs there (or through bcd helper), opened for
+ * each signature, and bc_es256_sign checks each under k->key before it is used. s
+ * borrows k, which must outlive it. */
+BC_WUR int bcd_nodekey_signer(const struct bcd_nodekey *k, struct bc_signer *s);
 /* Wipes the unique and frees the key; k is zeroed. NULL is fine. */
 void bcd_nodekey_free(struct bcd_nodekey *k);
 

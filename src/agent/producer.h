@@ -17,17 +17,24 @@
 struct bcd_config;
 struct bcd_nodekey;
 
+/* A challenge from a verified join answer: the attestor it names, its JoinChallenge
+ * payload, and the SHA-256 of the CSR both rounds are bound to. */
+struct bcd_challenge {
+	const char *attestor;
+	const uint8_t *payload;
+	size_t len;
+	const uint8_t *csr_sha256; /* 32 bytes */
+};
+
 struct bcd_producer {
 	const char *attestor; /* the JoinRequest.attestor it produces for */
 	void *ctx;            /* the producer's own state */
 	/* Round 1: the evidence, for the CSR of node_key. */
 	int (*evidence)(void *ctx, EVP_PKEY *node_key, const uint8_t csr_sha256[static 32],
 	                uint8_t **out, size_t *outlen, char *err, size_t errlen);
-	/* A challenge's answer (up to 3 rounds); challenge is the JoinChallenge payload of
-	 * the verified answer, for the attestor named in it. */
-	int (*answer)(void *ctx, const char *attestor, const uint8_t *challenge, size_t len,
-	              const uint8_t csr_sha256[static 32], uint8_t **out, size_t *outlen, char *err,
-	              size_t errlen);
+	/* A challenge's answer (up to 3 rounds). */
+	int (*answer)(void *ctx, const struct bcd_challenge *c, uint8_t **out, size_t *outlen,
+	              char *err, size_t errlen);
 	/* Releases ctx (may be NULL). */
 	void (*free)(void *ctx);
 	/* Optional (NULL: not needed): the join's node key, borrowed until free, given

@@ -58,6 +58,7 @@ struct boot_server {
 	struct bcd_config cfg;
 	struct bc_client_pins pins;
 	struct bcd_identity id;
+	struct bc_signer signer; /* the node key, wherever it is */
 	struct bc_site_caller caller;
 	uint32_t ttl_s;
 	uint64_t epoch;  /* the held epoch; 0 when not held */
@@ -155,8 +156,7 @@ static int render(struct boot_server *b, const struct bcd_boot_query *q, const c
 	    .issued_at_ms = now,
 	    .not_after_ms = not_after,
 	};
-	if ((rc = bc_client_sign_assertion(&f, b->id.key, bcd_nodekey_sign, &b->id.nk, &att,
-	                                   &att_len)) != 0) {
+	if ((rc = bc_client_sign_assertion(&f, &b->signer, &att, &att_len)) != 0) {
 		snprintf(err, errlen, "cannot sign the assertion (%s)", bc_err_str(rc));
 		goto out;
 	}
@@ -346,12 +346,14 @@ static int start(struct boot_server *b, const struct bcd_opts *o, struct bcd_msg
 	}
 	if ((rc = bcd_pins_from_config(&b->cfg, &b->pins, m)) != 0)
 		return rc;
+	if ((rc = bcd_nodekey_signer(&b->id.nk, &b->signer)) != 0) {
+		bcd_say(m, "the node key cannot sign (%s)", bc_err_str(rc));
+		return rc;
+	}
 	b->caller = (struct bc_site_caller){.chain = (const uint8_t *const *)b->id.chain,
 	                                    .chain_lens = b->id.chain_lens,
 	                                    .n_chain = b->id.n_chain,
-	                                    .pub = b->id.key,
-	                                    .sign = bcd_nodekey_sign,
-	                                    .sign_ctx = &b->id.nk,
+	                                    .signer = &b->signer,
 	                                    .site_id = b->cfg.site_id};
 	if ((rc = limits(&b->cfg, &lim, m)) != 0 || (rc = listen_on(b, m)) != 0)
 		return rc;

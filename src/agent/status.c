@@ -239,6 +239,7 @@ static void check_current(struct report *r, const struct bc_client_pins *pins,
 	static const char name[] = "identity current";
 	struct bcd_msg m = {""};
 	struct bc_renew_params p;
+	struct bc_signer cur;
 	uint8_t *csr = NULL;
 	size_t csr_len = 0;
 	char err[512] = "";
@@ -255,12 +256,15 @@ static void check_current(struct report *r, const struct bc_client_pins *pins,
 		check(r, FAIL, name, m.text, "see the node key and tpm checks");
 		return;
 	}
+	if (bcd_nodekey_signer(&id->nk, &cur) != 0) {
+		free(csr);
+		check(r, FAIL, name, "the node key cannot sign", "see the node key and tpm checks");
+		return;
+	}
 	p = (struct bc_renew_params){.chain = (const uint8_t *const *)id->chain,
 	                             .chain_lens = id->chain_lens,
 	                             .n_chain = id->n_chain,
-	                             .pub = id->key,
-	                             .sign = bcd_nodekey_sign,
-	                             .sign_ctx = &id->nk,
+	                             .signer = &cur,
 	                             .csr = csr,
 	                             .csr_len = csr_len};
 	rc = bc_client_renew_check(pins, &p, err, sizeof(err));

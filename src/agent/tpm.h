@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bc/crypto.h"
 #include "bc/err.h"
 
 #define BCD_TPM_UNIQUE_LEN   32
@@ -152,20 +153,19 @@ const uint8_t *bcd_tpm_nodekey_public(const struct bcd_tpm_nodekey *k, size_t *l
 const uint8_t *bcd_tpm_nodekey_name(const struct bcd_tpm_nodekey *k);
 
 /* ECDSA in the TPM over a digest of 32, 48 or 64 bytes (SHA-256, -384, -512), into
- * IEEE P1363 r || s; the signature is verified under the key before it is returned. */
+ * IEEE P1363 r || s. Not checked here: whoever uses it checks it under the key it
+ * expects, where the signature is used (bc_es256_sign for a signer's, X509_REQ_verify
+ * for a CSR's), so the check is made once, by the side that relies on it. */
 BC_WUR int bcd_tpm_nodekey_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uint8_t *digest,
                                 size_t len, uint8_t sig[static 64]);
 /* A CSR (subject CN = cn, no extensions, as bc_csr_make) for the key, signed in the TPM
  * with ECDSA-SHA256 and verified; *der malloc'd. */
 BC_WUR int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char *cn,
                                uint8_t **der, size_t *len);
-/* Signs a SHA-256 digest into P1363 r || s, wherever the key is. */
-typedef int (*bcd_digest_sign_fn)(void *ctx, const uint8_t digest[32], uint8_t sig[64]);
-/* A CSR as bcd_tpm_nodekey_csr for the key whose public half is pub, its to-be-signed
- * part signed through sign (ECDSA-SHA256) and the result verified under pub
- * (BC_ERR_VERIFY otherwise); *der malloc'd. */
-BC_WUR int bcd_csr_signed(EVP_PKEY *pub, const char *cn, bcd_digest_sign_fn sign, void *ctx,
-                          uint8_t **der, size_t *len);
+/* A CSR as bcd_tpm_nodekey_csr for the key of s (a signer whose fn signs, s->key its
+ * public half), its to-be-signed part's SHA-256 signed through s->fn (ECDSA-SHA256)
+ * and the result verified under s->key (BC_ERR_VERIFY otherwise); *der malloc'd. */
+BC_WUR int bcd_csr_signed(const struct bc_signer *s, const char *cn, uint8_t **der, size_t *len);
 /* The AK's TPM2_Certify of the key qualified by qualifying (the caller passes
  * sha256(csr); at most 64 bytes), checked before it is returned: signed by the AK, a
  * CERTIFY with this extraData naming this key. The AK is derived and flushed here.

@@ -44,10 +44,11 @@ BC_WUR int bcd_tpmi_ak_load(struct bcd_tpm *t, ESYS_TR *h, struct bcd_tpm_ak *ak
 BC_WUR int bcd_tpmi_ecdsa_p1363(const TPMT_SIGNATURE *sig, TPMI_ALG_HASH hash,
                                 uint8_t out[static 64]);
 /* Checks a TPM2B_ATTEST and its signature from the AK (key) and copies them into out:
- * it unmarshals exactly, has the magic, type and extraData wanted, and the signature
- * (ECDSA-SHA256) verifies. *parsed receives the structure. */
+ * it unmarshals exactly, has the magic, type and extraData (extra, as the TPM was
+ * given it) wanted, and the signature (ECDSA-SHA256) verifies. *parsed receives the
+ * structure. */
 BC_WUR int bcd_tpmi_attest_take(struct bcd_tpm *t, const TPM2B_ATTEST *q, const TPMT_SIGNATURE *sig,
-                                EVP_PKEY *key, TPM2_ST type, const uint8_t *extra, size_t extra_len,
+                                EVP_PKEY *key, TPM2_ST type, const TPM2B_DATA *extra,
                                 TPMS_ATTEST *parsed, struct bcd_tpm_attest *out);
 
 #endif

@@ -130,14 +130,10 @@ int bcd_tpm_nodekey_sign(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uin
 	                                &d, &scheme, &none, &s),
 	                      "Sign (node key)")) != 0)
 		return rc;
-	/* ECDSA on P-256 takes a digest's leftmost 32 bytes, the TPM's as OpenSSL's: the
-	 * first 32 of a longer digest verify what the TPM signed */
-	if ((rc = bcd_tpmi_ecdsa_p1363(s, scheme.details.ecdsa.hashAlg, sig)) != 0 ||
-	    (rc = bc_p256_verify_p1363_key(k->pkey, digest, sig)) != 0) {
+	if ((rc = bcd_tpmi_ecdsa_p1363(s, scheme.details.ecdsa.hashAlg, sig)) != 0) {
 		bcd_tpmi_say(t,
-		             "Sign (node key): the TPM's signature does not verify under the key");
+		             "Sign (node key): the TPM's answer is not an ECDSA P-256 signature");
 		memset(sig, 0, 64);
-		rc = BC_ERR_VERIFY;
 	}
 	Esys_Free(s);
 	return rc;
@@ -158,7 +154,7 @@ static int csr_body(X509_REQ *req, EVP_PKEY *key, const char *cn)
 }
 
 /* Signs the to-be-signed part through sign and sets the signature and its algorithm. */
-static int csr_sign(bcd_digest_sign_fn sign, void *ctx, X509_REQ *req)
+static int csr_sign(const struct bc_signer *s, X509_REQ *req)
 {
 	unsigned char *tbs = NULL;
 	uint8_t digest[32], rs[64], *der = NULL;
@@ -171,7 +167,7 @@ static int csr_sign(bcd_digest_sign_fn sign, void *ctx, X509_REQ *req)
 		return bc_ossl_err();
 	rc = bc_sha256(tbs, (size_t)n, digest);
 	OPENSSL_free(tbs);
-	if (rc != 0 || (rc = sign(ctx, digest, rs)) != 0 ||
+	if (rc != 0 || (rc = s->fn(s->ctx, digest, rs)) != 0 ||
 	    (rc = bc_ecdsa_p1363_to_der(rs, &der, &derlen)) != 0)
 		goto out;
 	if ((alg = X509_ALGOR_new()) == NULL ||
@@ -193,9 +189,9 @@ out:
 	return rc;
 }
 
-int bcd_csr_signed(EVP_PKEY *pub, const char *cn, bcd_digest_sign_fn sign, void *ctx, uint8_t **der,
-                   size_t *len)
+int bcd_csr_signed(const struct bc_signer *s, const char *cn, uint8_t **der, size_t *len)
 {
+	EVP_PKEY *pub = s != NULL ? s->key : NULL;
 	X509_REQ *req = NULL;
 	unsigned char *p;
 	size_t cnlen;
@@ -203,12 +199,12 @@ int bcd_csr_signed(EVP_PKEY *pub, const char *cn, bcd_digest_sign_fn sign, void 
 
 	*der = NULL;
 	*len = 0;
-	if (pub == NULL || sign == NULL || cn == NULL || (cnlen = strlen(cn)) == 0 ||
+	if (pub == NULL || s->fn == NULL || cn == NULL || (cnlen = strlen(cn)) == 0 ||
 	    cnlen > CN_MAX)
 		return BC_ERR_INVALID;
 	if ((req = X509_REQ_new()) == NULL)
 		return BC_ERR_NOMEM;
-	if ((rc = csr_body(req, pub, cn)) != 0 || (rc = csr_sign(sign, ctx, req)) != 0)
+	if ((rc = csr_body(req, pub, cn)) != 0 || (rc = csr_sign(s, req)) != 0)
 		goto out;
 	if (X509_REQ_verify(req, pub) != 1) {
 		rc = BC_ERR_VERIFY;
@@ -241,7 +237,7 @@ struct tpm_signer {
 	struct bcd_tpm_nodekey *k;
 };
 
-static int tpm_sign_digest(void *ctx, const uint8_t digest[32], uint8_t sig[64])
+static int tpm_sign_digest(void *ctx, const uint8_t digest[static 32], uint8_t sig[static 64])
 {
 	struct tpm_signer *s = ctx;
 
@@ -251,14 +247,17 @@ static int tpm_sign_digest(void *ctx, const uint8_t digest[32], uint8_t sig[64])
 int bcd_tpm_nodekey_csr(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const char *cn, uint8_t **der,
                         size_t *len)
 {
-	struct tpm_signer s = {.t = t, .k = k};
+	struct tpm_signer ts = {.t = t, .k = k};
+	struct bc_signer s = {.key = NULL};
 	int rc;
 
 	*der = NULL;
 	*len = 0;
 	if (!same_tpm(t, k))
 		return BC_ERR_INVALID;
-	if ((rc = bcd_csr_signed(k->pkey, cn, tpm_sign_digest, &s, der, len)) == BC_ERR_VERIFY)
+	if ((rc = bc_signer_init(&s, k->pkey, tpm_sign_digest, &ts)) != 0)
+		return rc;
+	if ((rc = bcd_csr_signed(&s, cn, der, len)) == BC_ERR_VERIFY)
 		bcd_tpmi_say(t, "CSR: the TPM-signed request does not verify");
 	return rc;
 }
@@ -290,8 +289,8 @@ int bcd_tpm_certify(struct bcd_tpm *t, struct bcd_tpm_nodekey *k, const uint8_t 
 	                                   ESYS_TR_NONE, &qd, &scheme, &info, &sig),
 	                      "Certify (node key by the AK)")) != 0)
 		goto out;
-	if ((rc = bcd_tpmi_attest_take(t, info, sig, akkey, TPM2_ST_ATTEST_CERTIFY, qd.buffer,
-	                               qd.size, &parsed, out)) != 0)
+	if ((rc = bcd_tpmi_attest_take(t, info, sig, akkey, TPM2_ST_ATTEST_CERTIFY, &qd, &parsed,
+	                               out)) != 0)
 		goto out;
 	nm = &parsed.attested.certify.name;
 	if (nm->size != BCD_TPM_NAME_LEN || memcmp(nm->name, k->name, BCD_TPM_NAME_LEN) != 0) {

@@ -267,9 +267,8 @@ static int pack_answer(struct tpm_producer *p, const Bettercompute__Attest__V1__
 	return 0;
 }
 
-static int round2(void *ctx, const char *attestor, const uint8_t *challenge, size_t len,
-                  const uint8_t csr_sha256[static 32], uint8_t **out, size_t *outlen, char *err,
-                  size_t errlen)
+static int round2(void *ctx, const struct bcd_challenge *ch, uint8_t **out, size_t *outlen,
+                  char *err, size_t errlen)
 {
 	struct tpm_producer *p = ctx;
 	Bettercompute__Attest__V1__TpmChallenge *c = NULL;
@@ -279,20 +278,21 @@ static int round2(void *ctx, const char *attestor, const uint8_t *challenge, siz
 	*out = NULL;
 	*outlen = 0;
 	memset(&a, 0, sizeof(a));
-	if (strcmp(attestor, BC_WIRE_ATTESTOR_TPM) != 0 || !p->have_evidence) {
-		snprintf(err, errlen, "a %.64s challenge to a tpm join%s", attestor,
+	if (strcmp(ch->attestor, BC_WIRE_ATTESTOR_TPM) != 0 || !p->have_evidence) {
+		snprintf(err, errlen, "a %.64s challenge to a tpm join%s", ch->attestor,
 		         p->have_evidence ? "" : " before its evidence");
 		return BC_ERR_INVALID;
 	}
-	if (len > BC_WIRE_CHALLENGE_MAX ||
-	    (c = bettercompute__attest__v1__tpm_challenge__unpack(NULL, len, challenge)) == NULL) {
+	if (ch->len > BC_WIRE_CHALLENGE_MAX ||
+	    (c = bettercompute__attest__v1__tpm_challenge__unpack(NULL, ch->len, ch->payload)) ==
+	        NULL) {
 		snprintf(err, errlen,
 		         "the server's TPM challenge does not decode; report this to "
 		         "the operator");
 		return BC_ERR_INVALID;
 	}
 	if ((rc = challenge_ok(c, err, errlen)) == 0 &&
-	    (rc = run_challenge(p, c, csr_sha256, &a, err, errlen)) == 0)
+	    (rc = run_challenge(p, c, ch->csr_sha256, &a, err, errlen)) == 0)
 		rc = pack_answer(p, c, &a, out, outlen);
 	parts_free(&a);
 	bettercompute__attest__v1__tpm_challenge__free_unpacked(c, NULL);

@@ -65,10 +65,10 @@ static int take_bytes(const TPM2B_ATTEST *q, const TPMT_SIGNATURE *sig, struct b
 }
 
 int bcd_tpmi_attest_take(struct bcd_tpm *t, const TPM2B_ATTEST *q, const TPMT_SIGNATURE *sig,
-                         EVP_PKEY *key, TPM2_ST type, const uint8_t *extra, size_t extra_len,
-                         TPMS_ATTEST *parsed, struct bcd_tpm_attest *out)
+                         EVP_PKEY *key, TPM2_ST type, const TPM2B_DATA *extra, TPMS_ATTEST *parsed,
+                         struct bcd_tpm_attest *out)
 {
-	uint8_t rs[64], digest[32];
+	uint8_t rs[64], digest[32], point[65];
 	size_t off = 0;
 	int rc;
 
@@ -80,15 +80,19 @@ int bcd_tpmi_attest_take(struct bcd_tpm *t, const TPM2B_ATTEST *q, const TPMT_SI
 		return BC_ERR_INVALID;
 	}
 	if (parsed->magic != TPM2_GENERATED_VALUE || parsed->type != type ||
-	    parsed->extraData.size != extra_len ||
-	    memcmp(parsed->extraData.buffer, extra, extra_len) != 0) {
+	    parsed->extraData.size != extra->size ||
+	    memcmp(parsed->extraData.buffer, extra->buffer, extra->size) != 0) {
 		bcd_tpmi_say(t, "the TPM's attestation is not the one asked for (type 0x%04x)",
 		             (unsigned)parsed->type);
 		return BC_ERR_INVALID;
 	}
+	/* the TPM signs its own structure's SHA-256 (TPM_GENERATED_VALUE first is its
+	 * framing), so the check is over that digest as it is */
 	if ((rc = bcd_tpmi_ecdsa_p1363(sig, TPM2_ALG_SHA256, rs)) != 0 ||
 	    (rc = bc_sha256(q->attestationData, q->size, digest)) != 0 ||
-	    (rc = bc_p256_verify_p1363_key(key, digest, rs)) != 0) {
+	    (rc = bc_p256_public_point(key, point)) != 0 ||
+	    (rc = bc_es256_verify(point, BC_ES256_DIGEST, digest, sizeof(digest), rs,
+	                          sizeof(rs))) != 0) {
 		bcd_tpmi_say(t, "the TPM's attestation does not verify under the AK");
 		return BC_ERR_VERIFY;
 	}
@@ -240,8 +244,8 @@ static int quote_once(struct bcd_tpm *t, ESYS_TR ak, EVP_PKEY *akkey, const TPML
 	                                 extra, &scheme, sel, &q, &sig),
 	                      "Quote")) != 0)
 		goto out;
-	if ((rc = bcd_tpmi_attest_take(t, q, sig, akkey, TPM2_ST_ATTEST_QUOTE, extra->buffer,
-	                               extra->size, &parsed, out)) != 0)
+	if ((rc = bcd_tpmi_attest_take(t, q, sig, akkey, TPM2_ST_ATTEST_QUOTE, extra, &parsed,
+	                               out)) != 0)
 		goto out;
 	if ((rc = covers(&parsed, sel, out, same)) != 0)
 		bcd_tpmi_say(t, "Quote: the selection quoted is not the one asked for");

@@ -23,6 +23,7 @@ static int pop_evidence(void *ctx, EVP_PKEY *node_key, const uint8_t csr_sha256[
                         uint8_t **out, size_t *outlen, char *err, size_t errlen)
 {
 	const struct bcd_identity *id = ctx;
+	struct bc_signer s;
 	char *json = NULL;
 	int rc;
 
@@ -30,9 +31,9 @@ static int pop_evidence(void *ctx, EVP_PKEY *node_key, const uint8_t csr_sha256[
 	*out = NULL;
 	*outlen = 0;
 	/* signed wherever the key is (a file or the TPM), checked under its public half */
-	if ((rc = bc_x509pop_evidence_with(id->chain, id->chain_lens, id->n_chain, id->key,
-	                                   bcd_nodekey_sign, (void *)&id->nk, id->node_id,
-	                                   csr_sha256, bc_now_ms(), &json)) != 0) {
+	if ((rc = bcd_nodekey_signer(&id->nk, &s)) != 0 ||
+	    (rc = bc_x509pop_evidence(id->chain, id->chain_lens, id->n_chain, &s, id->node_id,
+	                              csr_sha256, bc_now_ms(), &json)) != 0) {
 		snprintf(err, errlen, "cannot sign with the node key (%s)", bc_err_str(rc));
 		return rc;
 	}

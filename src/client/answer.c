@@ -108,7 +108,7 @@ int bc_client_open_signed(const struct bc_client_pins *pins, const char *purpose
 		               got[0] != '\0' ? got : "(none)", want);
 		return BC_ERR_VERIFY;
 	}
-	if (bc_es256_verify(pins->join_signing, purpose, sr->body.data, sr->body.len,
+	if (bc_es256_verify(pins->join_signing_point, purpose, sr->body.data, sr->body.len,
 	                    sr->signature.data, sr->signature.len) != 0) {
 		bc_client_errf(err, errlen,
 		               "join answer: the signature does not verify under the "

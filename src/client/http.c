@@ -181,8 +181,7 @@ static void note_retry_after(CURL *c)
 }
 
 int bc_client_post(const struct bc_client_pins *pins, const char *path, const void *body,
-                   size_t len, long *status, uint8_t **resp, size_t *resp_len, char *err,
-                   size_t errlen)
+                   size_t len, struct bc_client_reply *out, char *err, size_t errlen)
 {
 	struct sink s = {.over = 0, .nomem = 0};
 	struct curl_slist *hdrs = NULL, *h;
@@ -191,9 +190,7 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 	CURLcode cc;
 	int rc;
 
-	*status = 0;
-	*resp = NULL;
-	*resp_len = 0;
+	memset(out, 0, sizeof(*out));
 	last_retry_after_s = 0;
 	bc_buf_init(&s.buf, BC_CLIENT_MAX_RESPONSE);
 	bc_client_errf(err, errlen, "%s", "");
@@ -236,13 +233,13 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 		rc = transfer_error(c, cc, &s, url, cerr, err, errlen);
 		goto out;
 	}
-	if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status) != CURLE_OK) {
+	if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status) != CURLE_OK) {
 		rc = BC_ERR_INTERNAL;
 		goto out;
 	}
 	note_retry_after(c);
-	if ((*resp = bc_buf_steal(&s.buf, resp_len)) == NULL) {
-		*resp_len = 0;
+	if ((out->body = bc_buf_steal(&s.buf, &out->len)) == NULL) {
+		out->len = 0;
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}

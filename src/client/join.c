@@ -114,11 +114,11 @@ static int pack_request(const struct bc_join_params *p, const uint8_t *csr, size
 int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_params *p,
                    struct bc_join_answer *out, char *err, size_t errlen)
 {
-	uint8_t *made = NULL, *sealed = NULL, *req = NULL, *resp = NULL;
-	size_t csr_len = 0, sealed_len = 0, req_len = 0, resp_len = 0;
+	struct bc_client_reply r = {0};
+	uint8_t *made = NULL, *sealed = NULL, *req = NULL;
+	size_t csr_len = 0, sealed_len = 0, req_len = 0;
 	const uint8_t *csr = NULL;
 	uint8_t h[32], point[65];
-	long status = 0;
 	int rc;
 
 	if (out != NULL)
@@ -142,19 +142,18 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 		bc_client_errf(err, errlen, "join: cannot encode the request (%s)", bc_err_str(rc));
 		goto out;
 	}
-	if ((rc = bc_client_post(pins, BC_WIRE_PATH_JOIN, req, req_len, &status, &resp, &resp_len,
-	                         err, errlen)) != 0)
+	if ((rc = bc_client_post(pins, BC_WIRE_PATH_JOIN, req, req_len, &r, err, errlen)) != 0)
 		goto out;
-	if (status != 200) {
-		rc = bc_client_refused("join", "security.join.refused", status, resp, resp_len, err,
-		                       errlen);
+	if (r.status != 200) {
+		rc = bc_client_refused("join", "security.join.refused", r.status, r.body, r.len,
+		                       err, errlen);
 		goto out;
 	}
-	rc = bc_client_open_answer(pins, resp, resp_len, h, point, out, err, errlen);
+	rc = bc_client_open_answer(pins, r.body, r.len, h, point, out, err, errlen);
 out:
 	free(made);
 	free(sealed);
 	free(req);
-	free(resp);
+	free(r.body);
 	return rc;
 }

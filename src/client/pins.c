@@ -296,6 +296,11 @@ int bc_client_pins_from_json(const char *json, size_t len, struct bc_client_pins
 		goto out;
 	if ((rc = read_key(j, "joinSigningKey", &p.join_signing, err, errlen)) != 0)
 		goto out;
+	/* every answer is verified under it: its point is encoded once, here */
+	if ((rc = bc_p256_public_point(p.join_signing, p.join_signing_point)) != 0) {
+		bc_client_errf(err, errlen, "pins: joinSigningKey: cannot encode its point");
+		goto out;
+	}
 	if ((rc = read_kid(j, &p, err, errlen)) != 0)
 		goto out;
 	if ((rc = read_key(j, "joinEncryptionKey", &p.join_encryption, err, errlen)) != 0)

@@ -19,24 +19,16 @@
 
 #define MAX_RENEW_CHAIN 8
 
-/* The current key's proof: by key itself, or through sign when the key is held
- * elsewhere (key is then its public half, and the signature is checked under it). */
-struct signer {
-	EVP_PKEY *key;
-	bc_sign_fn sign;
-	void *ctx;
-};
-
-static int proof(const struct signer *s, const uint8_t csr_sha256[static 32], const char *node_id,
-                 int64_t client_time_ms, uint8_t sig[static BC_SIG_LEN])
+/* The current key's proof, wherever the key is (a signature held elsewhere is checked
+ * under the signer's point by bc_es256_sign). */
+static int proof(const struct bc_signer *s, const uint8_t csr_sha256[static 32],
+                 const char *node_id, int64_t client_time_ms, uint8_t sig[static BC_SIG_LEN])
 {
 	bc_buf b;
 	int rc;
 
 	if ((rc = bc_proof_payload(&b, csr_sha256, node_id, client_time_ms)) == 0)
-		rc = s->sign != NULL ? bc_es256_sign_with(s->sign, s->ctx, s->key, BC_PURPOSE_RENEW,
-		                                          b.p, b.len, sig)
-		                     : bc_es256_sign(s->key, BC_PURPOSE_RENEW, b.p, b.len, sig);
+		rc = bc_es256_sign(s, BC_PURPOSE_RENEW, b.p, b.len, sig);
 	bc_buf_free(&b);
 	return rc;
 }
@@ -84,17 +76,14 @@ static int pack(const struct bc_renew_params *p, int64_t t, const uint8_t sig[st
 	return *outlen == sz ? 0 : BC_ERR_INTERNAL;
 }
 
-/* The node the current leaf names, and that the key is the leaf's. */
+/* The node the current leaf names, and that the signer's key (its point) is the leaf's. */
 static int current_node(const struct bc_client_pins *pins, const uint8_t *leaf, size_t len,
-                        EVP_PKEY *key, char node_id[static 64], char *err, size_t errlen)
+                        const struct bc_signer *s, char node_id[static 64], char *err,
+                        size_t errlen)
 {
-	uint8_t point[65];
 	int rc;
 
-	/* a key that is not P-256 is not a node certificate's: the leaf check refuses it */
-	if (bc_p256_public_point(key, point) != 0)
-		memset(point, 0, sizeof(point));
-	rc = bc_client_leaf_node(leaf, len, pins->trust_domain, point, node_id);
+	rc = bc_client_leaf_node(leaf, len, pins->trust_domain, s->point, node_id);
 	if (rc == BC_ERR_INVALID) {
 		bc_client_errf(err, errlen,
 		               "renew: the current certificate is not a node certificate");
@@ -114,7 +103,7 @@ static int args_ok(const struct bc_client_pins *pins, const struct bc_renew_para
 		memset(out, 0, sizeof(*out));
 	bc_client_errf(err, errlen, "%s", "");
 	if (pins == NULL || p->chain == NULL || p->chain_lens == NULL || p->n_chain == 0 ||
-	    p->n_chain > MAX_RENEW_CHAIN || p->pub == NULL || p->csr == NULL || out == NULL ||
+	    p->n_chain > MAX_RENEW_CHAIN || p->signer == NULL || p->csr == NULL || out == NULL ||
 	    pins->trust_domain == NULL) {
 		bc_client_errf(err, errlen, "renew: no pins, chain or keys");
 		return BC_ERR_INVALID;
@@ -122,40 +111,39 @@ static int args_ok(const struct bc_client_pins *pins, const struct bc_renew_para
 	return 0;
 }
 
-/* The round trip once the CSR is made (its key's point in csr_point): the proof by
- * cur, the request, the answer. */
+/* The round trip once the CSR is checked (its key's point in csr_point): the proof by
+ * p->signer, the request, the answer. */
 static int renew_csr(const struct bc_client_pins *pins, const struct bc_renew_params *p,
-                     const struct signer *cur, const uint8_t csr_point[static 65], int check_only,
-                     struct bc_join_answer *out, char *err, size_t errlen)
+                     const uint8_t csr_point[static 65], int check_only, struct bc_join_answer *out,
+                     char *err, size_t errlen)
 {
-	uint8_t *req = NULL, *resp = NULL, h[32], sig[BC_SIG_LEN];
-	size_t req_len = 0, resp_len = 0;
+	struct bc_client_reply r = {0};
+	uint8_t *req = NULL, h[32], sig[BC_SIG_LEN];
+	size_t req_len = 0;
 	char node_id[64];
 	int64_t t;
-	long status = 0;
 	int rc;
 
-	if ((rc = current_node(pins, p->chain[0], p->chain_lens[0], cur->key, node_id, err,
+	if ((rc = current_node(pins, p->chain[0], p->chain_lens[0], p->signer, node_id, err,
 	                       errlen)) != 0)
 		goto out;
 	if ((rc = bc_sha256(p->csr, p->csr_len, h)) != 0)
 		goto out;
 	t = bc_now_ms();
-	if ((rc = proof(cur, h, node_id, t, sig)) != 0 ||
+	if ((rc = proof(p->signer, h, node_id, t, sig)) != 0 ||
 	    (rc = pack(p, t, sig, check_only, &req, &req_len)) != 0) {
 		bc_client_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
 		               bc_err_str(rc));
 		goto out;
 	}
-	if ((rc = bc_client_post(pins, BC_WIRE_PATH_RENEW, req, req_len, &status, &resp, &resp_len,
-	                         err, errlen)) != 0)
+	if ((rc = bc_client_post(pins, BC_WIRE_PATH_RENEW, req, req_len, &r, err, errlen)) != 0)
 		goto out;
-	if (status != 200) {
-		rc = bc_client_refused("renewal", "security.renew.refused", status, resp, resp_len,
+	if (r.status != 200) {
+		rc = bc_client_refused("renewal", "security.renew.refused", r.status, r.body, r.len,
 		                       err, errlen);
 		goto out;
 	}
-	if ((rc = bc_client_open_answer(pins, resp, resp_len, h, csr_point, out, err, errlen)) != 0)
+	if ((rc = bc_client_open_answer(pins, r.body, r.len, h, csr_point, out, err, errlen)) != 0)
 		goto out;
 	if (out->state != BC_JOIN_JOINED || strcmp(out->node_id, node_id) != 0) {
 		bc_client_errf(err, errlen, "renew answer: %s, not a certificate for %s",
@@ -167,38 +155,7 @@ static int renew_csr(const struct bc_client_pins *pins, const struct bc_renew_pa
 out:
 	OPENSSL_cleanse(sig, sizeof(sig));
 	free(req);
-	free(resp);
-	return rc;
-}
-
-int bc_client_renew(const struct bc_client_pins *pins, const uint8_t *const *chain,
-                    const size_t *chain_lens, size_t n_chain, EVP_PKEY *key, EVP_PKEY *next_key,
-                    struct bc_join_answer *out, char *err, size_t errlen)
-{
-	struct signer cur = {.key = key, .sign = NULL, .ctx = NULL};
-	struct bc_renew_params p = {
-	    .chain = chain, .chain_lens = chain_lens, .n_chain = n_chain, .pub = key};
-	uint8_t *csr = NULL, point[65];
-	size_t csr_len = 0;
-	int rc;
-
-	if (out != NULL)
-		memset(out, 0, sizeof(*out));
-	if (next_key == NULL) {
-		bc_client_errf(err, errlen, "renew: no pins, chain or keys");
-		return BC_ERR_INVALID;
-	}
-	if ((rc = bc_csr_make(next_key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0 ||
-	    (rc = bc_p256_public_point(next_key, point)) != 0) {
-		bc_client_errf(err, errlen, "renew: cannot make a CSR (%s)", bc_err_str(rc));
-		free(csr);
-		return rc;
-	}
-	p.csr = csr;
-	p.csr_len = csr_len;
-	if ((rc = args_ok(pins, &p, out, err, errlen)) == 0)
-		rc = renew_csr(pins, &p, &cur, point, 0, out, err, errlen);
-	free(csr);
+	free(r.body);
 	return rc;
 }
 
@@ -215,15 +172,14 @@ static int attestation_ok(const struct bc_key_attestation *ka)
 	       ka->signature_len > 0 && ka->signature_len <= BC_KA_FIELD_MAX;
 }
 
-int bc_client_renew_with(const struct bc_client_pins *pins, const struct bc_renew_params *p,
-                         struct bc_join_answer *out, char *err, size_t errlen)
+int bc_client_renew(const struct bc_client_pins *pins, const struct bc_renew_params *p,
+                    struct bc_join_answer *out, char *err, size_t errlen)
 {
-	struct signer cur;
 	uint8_t point[65];
 
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	if (p == NULL || p->sign == NULL || p->csr == NULL || !attestation_ok(p->ka)) {
+	if (p == NULL || p->signer == NULL || p->csr == NULL || !attestation_ok(p->ka)) {
 		bc_client_errf(err, errlen,
 		               "renew: no signer or CSR, or a key attestation out of shape");
 		return BC_ERR_INVALID;
@@ -233,32 +189,29 @@ int bc_client_renew_with(const struct bc_client_pins *pins, const struct bc_rene
 		bc_client_errf(err, errlen, "renew: the next key's CSR does not check");
 		return BC_ERR_INVALID;
 	}
-	cur = (struct signer){.key = p->pub, .sign = p->sign, .ctx = p->sign_ctx};
 	if (args_ok(pins, p, out, err, errlen) != 0)
 		return BC_ERR_INVALID;
-	return renew_csr(pins, p, &cur, point, 0, out, err, errlen);
+	return renew_csr(pins, p, point, 0, out, err, errlen);
 }
 
 int bc_client_renew_check(const struct bc_client_pins *pins, const struct bc_renew_params *p,
                           char *err, size_t errlen)
 {
 	struct bc_renew_params q;
-	struct signer cur;
 	struct bc_join_answer a;
 	uint8_t point[65];
 	int rc;
 
 	memset(&a, 0, sizeof(a));
-	if (p == NULL || p->sign == NULL || p->csr == NULL ||
+	if (p == NULL || p->signer == NULL || p->csr == NULL ||
 	    bc_csr_check_point(p->csr, p->csr_len, point) != 0) {
 		bc_client_errf(err, errlen, "renew check: no signer, or a CSR that does not check");
 		return BC_ERR_INVALID;
 	}
 	q = *p;
 	q.ka = NULL;
-	cur = (struct signer){.key = p->pub, .sign = p->sign, .ctx = p->sign_ctx};
 	if ((rc = args_ok(pins, &q, &a, err, errlen)) == 0)
-		rc = renew_csr(pins, &q, &cur, point, 1, &a, err, errlen);
+		rc = renew_csr(pins, &q, point, 1, &a, err, errlen);
 	/* the answer names the leaf sent, nothing else */
 	if (rc == 0 && (a.n_chain == 0 || a.chain_lens[0] != p->chain_lens[0] ||
 	                memcmp(a.chain[0], p->chain[0], p->chain_lens[0]) != 0)) {

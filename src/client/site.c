@@ -22,35 +22,39 @@
 static int caller_ok(const struct bc_client_pins *pins, const struct bc_site_caller *c)
 {
 	return pins && c && c->chain && c->chain_lens && c->n_chain > 0 &&
-	       c->n_chain <= MAX_CHAIN && c->pub && c->sign && c->site_id;
+	       c->n_chain <= MAX_CHAIN && c->signer && c->site_id;
 }
 
 static int sign_payload(const struct bc_site_caller *c, const char *purpose, bc_buf *b,
                         uint8_t sig[BC_SIG_LEN])
 {
-	return bc_es256_sign_with(c->sign, c->sign_ctx, c->pub, purpose, b->p, b->len, sig);
+	return bc_es256_sign(c->signer, purpose, b->p, b->len, sig);
 }
 
-/* POSTs a packed request and opens the answer under purpose. */
-static int call(const struct bc_client_pins *pins, const char *path, const char *what,
-                const uint8_t *req, size_t req_len, const char *purpose,
-                Bettercompute__Join__V1__SignedResponse **sr, char *err, size_t errlen)
+/* One kind of call: where it is posted, what errors call it, its answer's purpose. */
+struct site_call {
+	const char *path;
+	const char *what;
+	const char *purpose;
+};
+
+/* POSTs a packed request and opens the answer under k->purpose. */
+static int call(const struct bc_client_pins *pins, const struct site_call *k, const uint8_t *req,
+                size_t req_len, Bettercompute__Join__V1__SignedResponse **sr, char *err,
+                size_t errlen)
 {
-	uint8_t *resp = NULL;
-	size_t resp_len = 0;
-	long status = 0;
+	struct bc_client_reply r = {0};
 	int rc;
 
 	*sr = NULL;
-	if ((rc = bc_client_post(pins, path, req, req_len, &status, &resp, &resp_len, err,
-	                         errlen)) != 0)
+	if ((rc = bc_client_post(pins, k->path, req, req_len, &r, err, errlen)) != 0)
 		return rc;
-	if (status != 200)
-		rc = bc_client_refused(what, "security.site.refused", status, resp, resp_len, err,
-		                       errlen);
+	if (r.status != 200)
+		rc = bc_client_refused(k->what, "security.site.refused", r.status, r.body, r.len,
+		                       err, errlen);
 	else
-		rc = bc_client_open_signed(pins, purpose, resp, resp_len, sr, err, errlen);
-	free(resp);
+		rc = bc_client_open_signed(pins, k->purpose, r.body, r.len, sr, err, errlen);
+	free(r.body);
 	return rc;
 }
 
@@ -72,6 +76,7 @@ int bc_client_lease(const struct bc_client_pins *pins, const struct bc_site_call
 	                                    BC_WIRE_PATH_RENEW_LEASE, BC_WIRE_PATH_RELEASE_LEASE};
 	static const char *const purposes[] = {NULL, BC_PURPOSE_LEASE_ACQUIRE,
 	                                       BC_PURPOSE_LEASE_RENEW, BC_PURPOSE_LEASE_RELEASE};
+	struct site_call k = {NULL, "lease request", BC_PURPOSE_SITE_RESPONSE};
 	Bettercompute__Site__V1__LeaseRequest rq = BETTERCOMPUTE__SITE__V1__LEASE_REQUEST__INIT;
 	Bettercompute__Join__V1__SignedResponse *sr = NULL;
 	Bettercompute__Site__V1__LeaseBody *b = NULL;
@@ -103,8 +108,8 @@ int bc_client_lease(const struct bc_client_pins *pins, const struct bc_site_call
 	if ((req = malloc(req_len)) == NULL)
 		return BC_ERR_NOMEM;
 	bettercompute__site__v1__lease_request__pack(&rq, req);
-	rc = call(pins, paths[kind], "lease request", req, req_len, BC_PURPOSE_SITE_RESPONSE, &sr,
-	          err, errlen);
+	k.path = paths[kind];
+	rc = call(pins, &k, req, req_len, &sr, err, errlen);
 	free(req);
 	if (rc != 0)
 		goto out;
@@ -147,6 +152,8 @@ int bc_client_boot_entries(const struct bc_client_pins *pins, const struct bc_si
                            uint64_t epoch, struct bc_boot_entry **entries, size_t *n,
                            int64_t *issued_at_ms, char *err, size_t errlen)
 {
+	static const struct site_call k = {BC_WIRE_PATH_LIST_BOOT, "boot entries request",
+	                                   BC_PURPOSE_SITE_RESPONSE};
 	Bettercompute__Site__V1__BootEntriesRequest rq =
 	    BETTERCOMPUTE__SITE__V1__BOOT_ENTRIES_REQUEST__INIT;
 	Bettercompute__Join__V1__SignedResponse *sr = NULL;
@@ -178,8 +185,7 @@ int bc_client_boot_entries(const struct bc_client_pins *pins, const struct bc_si
 	if ((req = malloc(req_len)) == NULL)
 		return BC_ERR_NOMEM;
 	bettercompute__site__v1__boot_entries_request__pack(&rq, req);
-	rc = call(pins, BC_WIRE_PATH_LIST_BOOT, "boot entries request", req, req_len,
-	          BC_PURPOSE_SITE_RESPONSE, &sr, err, errlen);
+	rc = call(pins, &k, req, req_len, &sr, err, errlen);
 	free(req);
 	if (rc != 0)
 		goto out;
@@ -218,6 +224,8 @@ int bc_client_fetch_secret(const struct bc_client_pins *pins, const struct bc_si
                            const char *workflow_id, const char *mac, char **token,
                            int64_t *not_after_ms, char *err, size_t errlen)
 {
+	static const struct site_call k = {BC_WIRE_PATH_FETCH_SECRET, "discovery token request",
+	                                   BC_PURPOSE_SECRET_RESPONSE};
 	Bettercompute__Join__V1__SecretRequest rq = BETTERCOMPUTE__JOIN__V1__SECRET_REQUEST__INIT;
 	Bettercompute__Join__V1__SignedResponse *sr = NULL;
 	Bettercompute__Join__V1__SecretResponseBody *b = NULL;
@@ -248,8 +256,7 @@ int bc_client_fetch_secret(const struct bc_client_pins *pins, const struct bc_si
 	if ((req = malloc(req_len)) == NULL)
 		return BC_ERR_NOMEM;
 	bettercompute__join__v1__secret_request__pack(&rq, req);
-	rc = call(pins, BC_WIRE_PATH_FETCH_SECRET, "discovery token request", req, req_len,
-	          BC_PURPOSE_SECRET_RESPONSE, &sr, err, errlen);
+	rc = call(pins, &k, req, req_len, &sr, err, errlen);
 	free(req);
 	if (rc != 0)
 		goto out;
@@ -289,8 +296,8 @@ static char *or_empty(const char *s)
 	return (char *)(s ? s : "");
 }
 
-int bc_client_sign_assertion(const struct bc_discovery_fields *f, EVP_PKEY *pub, bc_sign_fn sign,
-                             void *sign_ctx, uint8_t **out, size_t *len)
+int bc_client_sign_assertion(const struct bc_discovery_fields *f, const struct bc_signer *s,
+                             uint8_t **out, size_t *len)
 {
 	Bettercompute__Site__V1__DiscoveryAssertion a =
 	    BETTERCOMPUTE__SITE__V1__DISCOVERY_ASSERTION__INIT;
@@ -304,7 +311,7 @@ int bc_client_sign_assertion(const struct bc_discovery_fields *f, EVP_PKEY *pub,
 	*out = NULL;
 	*len = 0;
 	if (f == NULL || f->site_id == NULL || f->signer_node_id == NULL || f->mac == NULL ||
-	    pub == NULL || sign == NULL)
+	    s == NULL)
 		return BC_ERR_INVALID;
 	a.site_id = (char *)f->site_id;
 	a.signer_node_id = (char *)f->signer_node_id;
@@ -319,9 +326,8 @@ int bc_client_sign_assertion(const struct bc_discovery_fields *f, EVP_PKEY *pub,
 	if ((body = malloc(body_len)) == NULL)
 		return BC_ERR_NOMEM;
 	bettercompute__site__v1__discovery_assertion__pack(&a, body);
-	if ((rc = bc_key_id(pub, kid)) != 0 ||
-	    (rc = bc_es256_sign_with(sign, sign_ctx, pub, BC_PURPOSE_DISCOVERY_ASSERTION, body,
-	                             body_len, sig)) != 0)
+	if ((rc = bc_key_id(s->key, kid)) != 0 ||
+	    (rc = bc_es256_sign(s, BC_PURPOSE_DISCOVERY_ASSERTION, body, body_len, sig)) != 0)
 		goto out;
 	sd.assertion.data = body;
 	sd.assertion.len = body_len;

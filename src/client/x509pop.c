@@ -11,9 +11,9 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 
-static int evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain, EVP_PKEY *key,
-                    bc_sign_fn sign, void *sign_ctx, const char *node_id,
-                    const uint8_t csr_sha256[static 32], int64_t client_time_ms, char **json)
+int bc_x509pop_evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
+                        const struct bc_signer *s, const char *node_id,
+                        const uint8_t csr_sha256[static 32], int64_t client_time_ms, char **json)
 {
 	uint8_t sig[BC_SIG_LEN];
 	json_t *root = NULL, *arr = NULL;
@@ -22,12 +22,10 @@ static int evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_ch
 	int rc;
 
 	*json = NULL;
-	if (n_chain == 0 || key == NULL || node_id == NULL)
+	if (n_chain == 0 || s == NULL || node_id == NULL)
 		return BC_ERR_INVALID;
 	if ((rc = bc_proof_payload(&b, csr_sha256, node_id, client_time_ms)) != 0 ||
-	    (rc = sign != NULL
-	              ? bc_es256_sign_with(sign, sign_ctx, key, BC_PURPOSE_X509POP, b.p, b.len, sig)
-	              : bc_es256_sign(key, BC_PURPOSE_X509POP, b.p, b.len, sig)) != 0)
+	    (rc = bc_es256_sign(s, BC_PURPOSE_X509POP, b.p, b.len, sig)) != 0)
 		goto out;
 	if ((arr = json_array()) == NULL) {
 		rc = BC_ERR_NOMEM;
@@ -57,24 +55,4 @@ out:
 	bc_buf_free(&b);
 	OPENSSL_cleanse(sig, sizeof(sig));
 	return rc;
-}
-
-int bc_x509pop_evidence(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
-                        EVP_PKEY *key, const char *node_id, const uint8_t csr_sha256[static 32],
-                        int64_t client_time_ms, char **json)
-{
-	return evidence(chain, chain_lens, n_chain, key, NULL, NULL, node_id, csr_sha256,
-	                client_time_ms, json);
-}
-
-int bc_x509pop_evidence_with(uint8_t *const *chain, const size_t *chain_lens, size_t n_chain,
-                             EVP_PKEY *pub, bc_sign_fn sign, void *sign_ctx, const char *node_id,
-                             const uint8_t csr_sha256[static 32], int64_t client_time_ms,
-                             char **json)
-{
-	*json = NULL;
-	if (sign == NULL)
-		return BC_ERR_INVALID;
-	return evidence(chain, chain_lens, n_chain, pub, sign, sign_ctx, node_id, csr_sha256,
-	                client_time_ms, json);
 }

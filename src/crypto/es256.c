@@ -1,5 +1,7 @@
 /* ES256 under a purpose: SHA-256("bettercompute/v1" 0x00 purpose 0x00 payload),
- * ECDSA P-256, signatures as P1363 r||s. */
+ * ECDSA P-256, signatures as P1363 r||s. The API's one sign (by a signer: a key in
+ * memory, or a key held elsewhere whose answer is checked here) and its one verify (by
+ * a point), over the primitives of p256.c. */
 #include <limits.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
@@ -39,28 +41,36 @@ out:
 	return rc;
 }
 
-int bc_es256_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_t len,
-                  uint8_t sig[static BC_SIG_LEN])
+const char bc_es256_digest_purpose[] = "(a digest framed elsewhere)";
+
+/* The digest a signature is over: the purpose's framing, or a digest given as is. */
+static int message_digest(const char *purpose, const void *payload, size_t len,
+                          uint8_t out[static 32])
+{
+	if (purpose != bc_es256_digest_purpose)
+		return purpose_digest(purpose, payload, len, out);
+	OPENSSL_cleanse(out, 32);
+	if (payload == NULL || len != 32)
+		return BC_ERR_INVALID;
+	memcpy(out, payload, 32);
+	return 0;
+}
+
+/* A key in memory: through its EC_KEY when OpenSSL gives one (no EVP context of its
+ * own), else through EVP (a key of another provider; anything but P-256 refused). */
+static int key_sign(EVP_PKEY *key, const uint8_t digest[static 32], uint8_t sig[static BC_SIG_LEN])
 {
 	EVP_PKEY_CTX *ctx = NULL;
-	uint8_t digest[32], der[80];
+	uint8_t der[80];
 	size_t derlen = sizeof(der);
 	int rc;
 
-	memset(sig, 0, BC_SIG_LEN);
-	if (key == NULL)
-		return BC_ERR_INVALID;
-	if ((rc = purpose_digest(purpose, payload, len, digest)) != 0)
-		return rc;
-	/* a P-256 key OpenSSL can give as an EC_KEY signs without an EVP context of its
-	 * own; any other goes through EVP (and anything but P-256 is refused there) */
 	if ((rc = bc_p256_sign_p1363(key, digest, sig)) != BC_ERR_UNSUPPORTED)
 		return rc;
 	if (!bc_crypto_is_p256(key))
 		return BC_ERR_INVALID;
 	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL)) == NULL ||
-	    EVP_PKEY_sign_init(ctx) != 1 ||
-	    EVP_PKEY_sign(ctx, der, &derlen, digest, sizeof(digest)) != 1) {
+	    EVP_PKEY_sign_init(ctx) != 1 || EVP_PKEY_sign(ctx, der, &derlen, digest, 32) != 1) {
 		rc = bc_ossl_err();
 		goto out;
 	}
@@ -70,50 +80,53 @@ out:
 	return rc;
 }
 
-int bc_es256_verify(EVP_PKEY *pub, const char *purpose, const void *payload, size_t len,
-                    const uint8_t *sig, size_t siglen)
+int bc_signer_init(struct bc_signer *s, EVP_PKEY *key, bc_sign_fn fn, void *ctx)
 {
-	EVP_PKEY_CTX *ctx = NULL;
-	uint8_t digest[32], *der = NULL;
-	size_t derlen = 0;
-	int rc, ok;
+	int rc;
 
-	if (!bc_crypto_is_p256(pub))
+	memset(s, 0, sizeof(*s));
+	if (key == NULL)
 		return BC_ERR_INVALID;
-	if (sig == NULL || siglen != BC_SIG_LEN)
-		return BC_ERR_VERIFY;
+	if ((rc = bc_key_to_point(key, s->point)) != 0)
+		return rc;
+	s->key = key;
+	s->fn = fn;
+	s->ctx = ctx;
+	return 0;
+}
+
+int bc_es256_sign(const struct bc_signer *s, const char *purpose, const void *payload, size_t len,
+                  uint8_t sig[static BC_SIG_LEN])
+{
+	uint8_t digest[32];
+	int rc;
+
+	memset(sig, 0, BC_SIG_LEN);
+	if (s == NULL || (s->fn == NULL && s->key == NULL) || purpose == bc_es256_digest_purpose)
+		return BC_ERR_INVALID;
+	/* a point that cannot be one is refused before anything is asked of fn */
+	if (s->fn != NULL && s->point[0] != 0x04)
+		return BC_ERR_INVALID;
 	if ((rc = purpose_digest(purpose, payload, len, digest)) != 0)
 		return rc;
-	/* as bc_es256_sign: through the key's EC_KEY when OpenSSL gives one, else EVP */
-	if ((rc = bc_p256_verify_p1363_key(pub, digest, sig)) != BC_ERR_UNSUPPORTED)
-		return rc;
-	if ((rc = bc_ecdsa_p1363_to_der(sig, &der, &derlen)) != 0)
-		goto out;
-	if ((ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pub, NULL)) == NULL ||
-	    EVP_PKEY_verify_init(ctx) != 1) {
-		rc = bc_ossl_err();
-		goto out;
-	}
-	/* 0 is a bad signature, < 0 one OpenSSL could not even parse (r or s zero
-	 * or not below the order): both are refusals. */
-	ok = EVP_PKEY_verify(ctx, der, derlen, digest, sizeof(digest));
-	ERR_clear_error();
-	rc = ok == 1 ? 0 : BC_ERR_VERIFY;
-out:
-	free(der);
-	EVP_PKEY_CTX_free(ctx);
+	if (s->fn == NULL)
+		rc = key_sign(s->key, digest, sig);
+	else if ((rc = s->fn(s->ctx, digest, sig)) == 0)
+		rc = bc_p256_verify_p1363(s->point, digest, sig);
+	if (rc != 0)
+		memset(sig, 0, BC_SIG_LEN);
 	return rc;
 }
 
-int bc_es256_verify_point(const uint8_t point[static 65], const char *purpose, const void *payload,
-                          size_t len, const uint8_t *sig, size_t siglen)
+int bc_es256_verify(const uint8_t point[static 65], const char *purpose, const void *payload,
+                    size_t len, const uint8_t *sig, size_t siglen)
 {
 	uint8_t digest[32];
 	int rc;
 
 	if (sig == NULL || siglen != BC_SIG_LEN)
 		return BC_ERR_VERIFY;
-	if ((rc = purpose_digest(purpose, payload, len, digest)) != 0)
+	if ((rc = message_digest(purpose, payload, len, digest)) != 0)
 		return rc;
 	return bc_p256_verify_p1363(point, digest, sig);
 }
@@ -205,27 +218,6 @@ out:
 	return rc;
 }
 
-int bc_es256_digest(const char *purpose, const void *payload, size_t len, uint8_t out[static 32])
-{
-	return purpose_digest(purpose, payload, len, out);
-}
-
-int bc_es256_sign_with(bc_sign_fn sign, void *ctx, EVP_PKEY *pub, const char *purpose,
-                       const void *payload, size_t len, uint8_t sig[static BC_SIG_LEN])
-{
-	int rc;
-
-	memset(sig, 0, BC_SIG_LEN);
-	if (sign == NULL || !bc_crypto_is_p256(pub) || purpose == NULL || purpose[0] == '\0' ||
-	    (payload == NULL && len != 0))
-		return BC_ERR_INVALID;
-	if ((rc = sign(ctx, purpose, payload, len, sig)) == 0)
-		rc = bc_es256_verify(pub, purpose, payload, len, sig, BC_SIG_LEN);
-	if (rc != 0)
-		memset(sig, 0, BC_SIG_LEN);
-	return rc;
-}
-
 int bc_proof_payload(bc_buf *b, const uint8_t csr_sha256[static 32], const char *node_id,
                      int64_t client_time_ms)
 {
@@ -269,10 +261,4 @@ int bc_secret_payload(bc_buf *b, const char *workflow_id, const char *kind, cons
 	    (rc = bc_buf_put_cstr(b, mac)) == 0)
 		rc = bc_buf_put_u64(b, (uint64_t)client_time_ms);
 	return rc;
-}
-
-int bc_es256_key_sign(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
-                      uint8_t sig[BC_SIG_LEN])
-{
-	return bc_es256_sign(ctx, purpose, payload, len, sig);
 }

@@ -40,10 +40,9 @@ BC_WUR int bc_crypto_parse_err(void);
  *   (at most BC_ECDSA_DER_MAX bytes), exactly DER. _digest takes the SHA-256 already
  *   made.
  * bc_p256_verify_p1363: the same over a digest, sig r||s (64 bytes).
- * bc_p256_verify_p1363_key (bc/crypto.h): the same by a P-256 EVP_PKEY, through its
- *   EC_KEY rather than an EVP verify context made each time.
  * bc_p256_sign_p1363: ECDSA over a SHA-256 digest by a P-256 private key, r||s, through
- *   the key's EC_KEY; BC_ERR_UNSUPPORTED as above (sign through EVP then). */
+ *   the key's EC_KEY; BC_ERR_UNSUPPORTED for a key OpenSSL does not give as a P-256
+ *   EC_KEY with its scalar (es256.c signs through EVP then). */
 #define BC_ECDSA_DER_MAX 72
 BC_WUR int bc_p256_verify(const uint8_t point[static 65], const void *msg, size_t len,
                           const uint8_t *sig, size_t siglen);

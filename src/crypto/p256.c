@@ -260,25 +260,3 @@ int bc_p256_spki_sha256(const uint8_t point[static 65], uint8_t out[static 32])
 	memcpy(spki + BC_P256_SPKI_PREFIX_LEN, point, 65);
 	return bc_sha256(spki, sizeof(spki), out);
 }
-
-/* A kept key's EC_KEY with its public point: BC_ERR_INVALID for none, BC_ERR_UNSUPPORTED
- * for a key OpenSSL does not give as a P-256 EC_KEY (the caller may take EVP). */
-static int public_ec_of(EVP_PKEY *pub, const EC_KEY **out)
-{
-	if (pub == NULL)
-		return BC_ERR_INVALID;
-	if ((*out = ec_of(pub)) == NULL || EC_KEY_get0_public_key(*out) == NULL)
-		return BC_ERR_UNSUPPORTED;
-	return 0;
-}
-
-int bc_p256_verify_p1363_key(EVP_PKEY *pub, const uint8_t digest[static 32],
-                             const uint8_t sig[static BC_SIG_LEN])
-{
-	const EC_KEY *k = NULL;
-	int rc;
-
-	if ((rc = public_ec_of(pub, &k)) != 0)
-		return rc;
-	return p1363_verify(k, digest, sig);
-}

@@ -39,7 +39,7 @@ int bc_holder_prove(const struct bc_holder *h, const char *purpose, const void *
                     const uint8_t *sig, size_t siglen)
 {
 	if (h->id.node_id[0] == 0 ||
-	    bc_es256_verify_point(h->point, purpose, payload, len, sig, siglen) != 0)
+	    bc_es256_verify(h->point, purpose, payload, len, sig, siglen) != 0)
 		return BC_HOLDER_PROOF;
 	return BC_HOLDER_OK;
 }

@@ -3,8 +3,9 @@
 #ifndef BC_JOIN_INTERNAL_H
 #define BC_JOIN_INTERNAL_H
 
-#include "join/refusal_summary.h"
+#include "bc/crypto.h"
 #include "join/join.h"
+#include "join/refusal_summary.h"
 
 #define BC_MAX_ATTESTORS  32
 #define BC_MAX_STATEMENTS 8
@@ -21,6 +22,7 @@ struct bc_join_service {
 	uint8_t *node_ca_der; /* the node CA, encoded once: every answer carries it */
 	size_t node_ca_der_len;
 	uint8_t join_encryption_point[65]; /* the sealed tokens' recipient key, encoded once */
+	struct bc_signer join_signer;      /* every answer's signer (cfg.pki->join_signing) */
 	/* refusals no credential backs, per kind (join/refusal.h) */
 	struct bc_refusal_summary refusals[BC_REFUSAL_KINDS];
 };

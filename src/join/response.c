@@ -71,7 +71,7 @@ int bc_join_sign_body(const struct bc_join_service *s, const char *purpose, cons
 
 	*out = NULL;
 	*len = 0;
-	if ((rc = bc_es256_sign(s->cfg.pki->join_signing, purpose, body, body_len, sig)) != 0)
+	if ((rc = bc_es256_sign(&s->join_signer, purpose, body, body_len, sig)) != 0)
 		return rc;
 	sr.body.data = (uint8_t *)body;
 	sr.body.len = body_len;

@@ -24,6 +24,7 @@
 static struct {
 	bc_pki *pki;
 	struct bc_client_pins pins;
+	struct bc_signer signer; /* the join signing key's, as the server signs */
 	EVP_PKEY *key;
 	uint8_t *csr, *leaf;
 	size_t csr_len, leaf_len;
@@ -48,6 +49,9 @@ static void init(void)
 	F.pins.server_url = "http://127.0.0.1:1";
 	F.pins.join_signing_kid = F.pki->join_signing_kid;
 	F.pins.join_signing = F.pki->join_signing;
+	if (bc_p256_public_point(F.pki->join_signing, F.pins.join_signing_point) != 0 ||
+	    bc_signer_init(&F.signer, F.pki->join_signing, NULL, NULL) != 0)
+		abort();
 	F.pins.join_encryption = F.pki->join_encryption;
 	F.pins.trust_domain = TD;
 }
@@ -101,7 +105,7 @@ static uint8_t *signed_body(uint8_t flags, const uint8_t *p, size_t n, size_t *l
 		b->trust_domain = saved_td;
 	}
 	bettercompute__join__v1__join_response_body__free_unpacked(b, NULL);
-	if (bc_es256_sign(F.pki->join_signing, BC_PURPOSE_JOIN_RESPONSE, body, blen, sig) != 0)
+	if (bc_es256_sign(&F.signer, BC_PURPOSE_JOIN_RESPONSE, body, blen, sig) != 0)
 		abort();
 	sr.body.data = body;
 	sr.body.len = blen;

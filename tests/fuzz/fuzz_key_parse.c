@@ -30,6 +30,7 @@ static void check_spki(const uint8_t *data, size_t size)
 static void check_pem(const uint8_t *data, size_t size, int private)
 {
 	EVP_PKEY *k = NULL;
+	struct bc_signer s;
 	uint8_t sig[BC_SIG_LEN], point[65];
 	int rc;
 
@@ -44,8 +45,10 @@ static void check_pem(const uint8_t *data, size_t size, int private)
 	}
 	if (bc_key_to_point(k, point) != 0)
 		abort();
-	if (private && (bc_es256_sign(k, BC_PURPOSE_RENEW, data, size, sig) != 0 ||
-	                bc_es256_verify(k, BC_PURPOSE_RENEW, data, size, sig, sizeof(sig)) != 0))
+	if (private &&
+	    (bc_signer_init(&s, k, NULL, NULL) != 0 ||
+	     bc_es256_sign(&s, BC_PURPOSE_RENEW, data, size, sig) != 0 ||
+	     bc_es256_verify(point, BC_PURPOSE_RENEW, data, size, sig, sizeof(sig)) != 0))
 		abort();
 	EVP_PKEY_free(k);
 }

@@ -285,6 +285,7 @@ static void test_gcp_admits_once(void **state)
 static void test_known_instance_rejoins_with_x509pop(void **state)
 {
 	struct bc_join_answer first, again;
+	struct bc_signer cs;
 	struct gcp g;
 	struct csr c, next;
 	char *jwt, *ev, *pop;
@@ -306,7 +307,8 @@ static void test_known_instance_rejoins_with_x509pop(void **state)
 	bc_clock_set_offset_ms(48LL * 3600 * 1000);
 	csr_new(&next);
 	assert_int_equal(bc_sha256(next.der, next.len, d), 0);
-	assert_int_equal(bc_x509pop_evidence(first.chain, first.chain_lens, first.n_chain, c.key,
+	assert_int_equal(bc_signer_init(&cs, c.key, NULL, NULL), 0);
+	assert_int_equal(bc_x509pop_evidence(first.chain, first.chain_lens, first.n_chain, &cs,
 	                                     first.node_id, d, bc_now_ms(), &pop),
 	                 0);
 	struct bct_join_opts po = {.attestor = "x509pop",

@@ -42,6 +42,7 @@ static char site1[64], site2[64];
 struct site_node {
 	EVP_PKEY *key;
 	struct bc_join_answer ans;
+	struct bc_signer signer;
 	struct bc_site_caller c;
 	uint64_t epoch;
 };
@@ -58,12 +59,11 @@ static void tenant_site_node(struct bct_cp *on, const char *tenant, const char *
 	jo.key = s->key;
 	assert_int_equal(bct_join(on, &jo, &s->ans), 0);
 	free(t);
+	assert_int_equal(bc_signer_init(&s->signer, s->key, NULL, NULL), 0);
 	s->c = (struct bc_site_caller){.chain = (const uint8_t *const *)s->ans.chain,
 	                               .chain_lens = s->ans.chain_lens,
 	                               .n_chain = s->ans.n_chain,
-	                               .pub = s->key,
-	                               .sign = bc_es256_key_sign,
-	                               .sign_ctx = s->key,
+	                               .signer = &s->signer,
 	                               .site_id = site};
 }
 
@@ -193,9 +193,10 @@ static uint8_t *sign(const struct assertion *a, size_t *len)
 	                                .workflow_id = a->wf,
 	                                .issued_at_ms = a->issued_at,
 	                                .not_after_ms = a->not_after};
+	struct bc_signer s;
 	uint8_t *out = NULL;
-	assert_int_equal(bc_client_sign_assertion(&f, a->key, bc_es256_key_sign, a->key, &out, len),
-	                 0);
+	assert_int_equal(bc_signer_init(&s, a->key, NULL, NULL), 0);
+	assert_int_equal(bc_client_sign_assertion(&f, &s, &out, len), 0);
 	return out;
 }
 
@@ -348,9 +349,9 @@ static int raw_lease_as(struct site_node *s, const char *site, const char *name,
 {
 	Bettercompute__Site__V1__LeaseRequest rq = BETTERCOMPUTE__SITE__V1__LEASE_REQUEST__INIT;
 	ProtobufCBinaryData chain = {.data = s->ans.chain[0], .len = s->ans.chain_lens[0]};
-	uint8_t sig[BC_SIG_LEN], *body, *resp = NULL;
-	size_t len, resp_len = 0;
-	long status = 0;
+	struct bc_client_reply r = {0};
+	uint8_t sig[BC_SIG_LEN], *body;
+	size_t len;
 	char err[256];
 	bc_buf p;
 
@@ -361,19 +362,17 @@ static int raw_lease_as(struct site_node *s, const char *site, const char *name,
 	rq.epoch = epoch;
 	rq.client_time_ms = when;
 	assert_int_equal(bc_lease_payload(&p, site, name, epoch, 0, when), 0);
-	assert_int_equal(bc_es256_sign(signer, purpose, p.p, p.len, sig), 0);
+	assert_int_equal(bct_sign(signer, purpose, p.p, p.len, sig), 0);
 	bc_buf_free(&p);
 	rq.proof.data = sig;
 	rq.proof.len = sizeof(sig);
 	len = bettercompute__site__v1__lease_request__get_packed_size(&rq);
 	body = malloc(len);
 	bettercompute__site__v1__lease_request__pack(&rq, body);
-	assert_int_equal(
-	    bc_client_post(&cp.pins, path, body, len, &status, &resp, &resp_len, err, sizeof(err)),
-	    0);
+	assert_int_equal(bc_client_post(&cp.pins, path, body, len, &r, err, sizeof(err)), 0);
 	free(body);
-	free(resp);
-	return (int)status;
+	free(r.body);
+	return (int)r.status;
 }
 
 static int raw_lease(struct site_node *s, const char *site, const char *name, int64_t when,
@@ -454,7 +453,8 @@ static void test_site_service_refusals_by_name(void **state)
 		nd.c.chain = (const uint8_t *const *)nd.ans.chain;
 		nd.c.chain_lens = nd.ans.chain_lens;
 		nd.c.n_chain = nd.ans.n_chain;
-		nd.c.pub = nd.c.sign_ctx = nd.key;
+		assert_int_equal(bc_signer_init(&nd.signer, nd.key, NULL, NULL), 0);
+		nd.c.signer = &nd.signer;
 		site_refused(lease(&cp, &nd, BC_LEASE_ACQUIRE, 0, &l), "site-role");
 		site_free(&nd);
 		free(t);
@@ -498,7 +498,8 @@ static void renewed(const struct site_node *s, EVP_PKEY *next_key, struct site_n
 	out->c.chain = (const uint8_t *const *)out->ans.chain;
 	out->c.chain_lens = out->ans.chain_lens;
 	out->c.n_chain = out->ans.n_chain;
-	out->c.pub = out->c.sign_ctx = next_key;
+	assert_int_equal(bc_signer_init(&out->signer, next_key, NULL, NULL), 0);
+	out->c.signer = &out->signer;
 }
 
 /* A site certificate rotated away (the node renewed L1 -> L2 -> L3: using L2

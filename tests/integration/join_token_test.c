@@ -529,19 +529,17 @@ static void test_pool_listing_join_token_admits(void **state)
 
 static void test_undecodable_body_is_invalid_argument(void **state)
 {
-	uint8_t *body = NULL;
-	size_t len = 0;
-	long status = 0;
+	struct bc_client_reply r = {0};
 	char err[256];
 	const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f};
 	(void)state;
 
-	assert_int_equal(bc_client_post(&cp.pins, BC_WIRE_PATH_JOIN, junk, sizeof(junk), &status,
-	                                &body, &len, err, sizeof(err)),
-	                 0);
-	assert_int_equal(status, 400);
-	assert_non_null(memmem(body, len, "invalid_argument", 16));
-	free(body);
+	assert_int_equal(
+	    bc_client_post(&cp.pins, BC_WIRE_PATH_JOIN, junk, sizeof(junk), &r, err, sizeof(err)),
+	    0);
+	assert_int_equal(r.status, 400);
+	assert_non_null(memmem(r.body, r.len, "invalid_argument", 16));
+	free(r.body);
 }
 
 static void test_32_clients_race_for_one_use(void **state)

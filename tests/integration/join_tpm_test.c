@@ -1028,10 +1028,10 @@ static long renew_tpm(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len, c
 	    BETTERCOMPUTE__JOIN__V1__TPM_KEY_ATTESTATION__INIT;
 	struct blob csr = make_csr(c->next, "node"), kp = {0};
 	struct answer a = {0};
-	uint8_t d[32], q[32], sig[64], payload[256], *wire, *body = NULL;
+	struct bc_client_reply r = {0};
+	uint8_t d[32], q[32], sig[64], payload[256], *wire;
 	ProtobufCBinaryData chain[1] = {{leaf_len, (uint8_t *)leaf}};
-	size_t n = 0, wire_len, len = 0;
-	long status = 0;
+	size_t n = 0, wire_len;
 	char err[256], name[64];
 	int64_t t = bc_now_ms();
 
@@ -1066,19 +1066,18 @@ static long renew_tpm(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len, c
 	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
 	wire = malloc(wire_len);
 	bettercompute__join__v1__renew_request__pack(&rq, wire);
-	assert_int_equal(bc_client_post(&cp->pins, BC_WIRE_PATH_RENEW, wire, wire_len, &status,
-	                                &body, &len, err, sizeof(err)),
-	                 0);
-	if (status == 200)
-		assert_int_equal(bc_client_open_join_response_csr(&cp->pins, body, len, csr.p,
+	assert_int_equal(
+	    bc_client_post(&cp->pins, BC_WIRE_PATH_RENEW, wire, wire_len, &r, err, sizeof(err)), 0);
+	if (r.status == 200)
+		assert_int_equal(bc_client_open_join_response_csr(&cp->pins, r.body, r.len, csr.p,
 		                                                  csr.n, ans, err, sizeof(err)),
 		                 0);
 	free(wire);
-	free(body);
+	free(r.body);
 	blob_free(&csr);
 	blob_free(&kp);
 	answer_free(&a);
-	return status;
+	return r.status;
 }
 
 static void expect_renew_refused(struct bct_cp *cp, const uint8_t *leaf, size_t leaf_len,

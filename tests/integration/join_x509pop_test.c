@@ -73,13 +73,15 @@ struct pop {
 static void make_pop(const struct machine *m, int64_t client_time, const char *node_id,
                      struct pop *p)
 {
+	struct bc_signer s;
 	uint8_t d[32];
 
 	assert_int_equal(bc_key_generate(&p->next), 0);
 	assert_int_equal(bc_csr_make(p->next, BC_WIRE_CSR_CN, &p->csr, &p->csr_len), 0);
 	assert_int_equal(bc_sha256(p->csr, p->csr_len, d), 0);
-	assert_int_equal(bc_x509pop_evidence(m->ans.chain, m->ans.chain_lens, m->ans.n_chain,
-	                                     m->key, node_id ? node_id : m->ans.node_id, d,
+	assert_int_equal(bc_signer_init(&s, m->key, NULL, NULL), 0);
+	assert_int_equal(bc_x509pop_evidence(m->ans.chain, m->ans.chain_lens, m->ans.n_chain, &s,
+	                                     node_id ? node_id : m->ans.node_id, d,
 	                                     client_time ? client_time : bc_now_ms(), &p->evidence),
 	                 0);
 }
@@ -370,7 +372,7 @@ static void test_proof_bound_to_purpose_and_csr(void **state)
 	assert_int_equal(bc_buf_put(&b, d, 32), 0);
 	assert_int_equal(bc_buf_put_cstr(&b, m.ans.node_id), 0);
 	assert_int_equal(bc_buf_put_u64(&b, (uint64_t)t), 0);
-	assert_int_equal(bc_es256_sign(m.key, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
+	assert_int_equal(bct_sign(m.key, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
 	bc_buf_free(&b);
 	char *b64 = bc_b64_encode(sig, 64);
 	json_object_set_new(ev, "sig", json_string(b64));

@@ -98,7 +98,7 @@ static void renew_request(const struct renew_opts *o, EVP_PKEY **next, uint8_t *
 	assert_int_equal(bc_buf_put(&b, d, 32), 0);
 	assert_int_equal(bc_buf_put_cstr(&b, o->node_id), 0);
 	assert_int_equal(bc_buf_put_u64(&b, (uint64_t)t), 0);
-	assert_int_equal(bc_es256_sign(o->signer, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
+	assert_int_equal(bct_sign(o->signer, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
 	bc_buf_free(&b);
 	if (o->corrupt_proof)
 		sig[10] ^= 1;
@@ -125,14 +125,17 @@ static void renew_request(const struct renew_opts *o, EVP_PKEY **next, uint8_t *
 static int renew(const struct renew_opts *o, long *status, uint8_t **body, size_t *len,
                  EVP_PKEY **next, uint8_t **csr_out, size_t *csr_len_out)
 {
+	struct bc_client_reply r = {0};
 	uint8_t *csr = NULL, *wire = NULL;
 	size_t csr_len = 0, wire_len = 0;
 	char err[256];
 	int rc;
 
 	renew_request(o, next, &csr, &csr_len, &wire, &wire_len);
-	rc = bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, wire, wire_len, status, body, len, err,
-	                    sizeof(err));
+	rc = bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, wire, wire_len, &r, err, sizeof(err));
+	*status = r.status;
+	*body = r.body;
+	*len = r.len;
 	free(wire);
 	if (csr_out) {
 		*csr_out = csr;
@@ -653,20 +656,19 @@ static void *replay(void *arg)
 
 	for (int i = 0; i < REPLAYS_EACH; i++) {
 		struct bc_join_answer ans;
-		long status = 0;
-		uint8_t *body = NULL;
-		size_t len = 0;
-		r->ok[i] = bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, r->wire, r->wire_len,
-		                          &status, &body, &len, err, sizeof(err)) == 0 &&
-		           status == 200 &&
-		           bc_client_open_join_response_csr(&cp.pins, body, len, r->csr, r->csr_len,
-		                                            &ans, err, sizeof(err)) == 0;
+		struct bc_client_reply a = {0};
+		r->ok[i] =
+		    bc_client_post(&cp.pins, BC_WIRE_PATH_RENEW, r->wire, r->wire_len, &a, err,
+		                   sizeof(err)) == 0 &&
+		    a.status == 200 &&
+		    bc_client_open_join_response_csr(&cp.pins, a.body, a.len, r->csr, r->csr_len,
+		                                     &ans, err, sizeof(err)) == 0;
 		if (r->ok[i]) {
 			r->ok[i] =
 			    bc_sha256(ans.chain[0], ans.chain_lens[0], r->leaf_sha256[i]) == 0;
 			bc_join_answer_free(&ans);
 		}
-		free(body);
+		free(a.body);
 	}
 	return NULL;
 }

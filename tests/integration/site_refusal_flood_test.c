@@ -71,7 +71,7 @@ static uint8_t *secret_request(const uint8_t *leaf, size_t leaf_len, EVP_PKEY *s
 	rq.client_time_ms = bc_now_ms();
 	assert_int_equal(bc_secret_payload(&p, rq.workflow_id, rq.kind, rq.mac, rq.client_time_ms),
 	                 0);
-	assert_int_equal(bc_es256_sign(signer, BC_PURPOSE_SECRET_REQUEST, p.p, p.len, sig), 0);
+	assert_int_equal(bct_sign(signer, BC_PURPOSE_SECRET_REQUEST, p.p, p.len, sig), 0);
 	bc_buf_free(&p);
 	rq.proof.data = sig;
 	rq.proof.len = sizeof(sig);

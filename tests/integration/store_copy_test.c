@@ -147,10 +147,10 @@ static long renew(const struct bc_client_pins *pins, const uint8_t *leaf, size_t
 {
 	Bettercompute__Join__V1__RenewRequest rq = BETTERCOMPUTE__JOIN__V1__RENEW_REQUEST__INIT;
 	ProtobufCBinaryData chain[1];
-	uint8_t *csr = NULL, d[32], sig[64], *wire, *body = NULL;
-	size_t csr_len = 0, wire_len, len = 0;
+	struct bc_client_reply r = {0};
+	uint8_t *csr = NULL, d[32], sig[64], *wire;
+	size_t csr_len = 0, wire_len;
 	EVP_PKEY *next = NULL;
-	long status = 0;
 	char err[256];
 	bc_buf b;
 
@@ -162,7 +162,7 @@ static long renew(const struct bc_client_pins *pins, const uint8_t *leaf, size_t
 	assert_int_equal(bc_buf_put(&b, d, 32), 0);
 	assert_int_equal(bc_buf_put_cstr(&b, node_id), 0);
 	assert_int_equal(bc_buf_put_u64(&b, (uint64_t)t), 0);
-	assert_int_equal(bc_es256_sign(key, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
+	assert_int_equal(bct_sign(key, BC_PURPOSE_RENEW, b.p, b.len, sig), 0);
 	bc_buf_free(&b);
 	chain[0].data = (uint8_t *)leaf;
 	chain[0].len = leaf_len;
@@ -176,14 +176,13 @@ static long renew(const struct bc_client_pins *pins, const uint8_t *leaf, size_t
 	wire_len = bettercompute__join__v1__renew_request__get_packed_size(&rq);
 	assert_non_null(wire = malloc(wire_len));
 	bettercompute__join__v1__renew_request__pack(&rq, wire);
-	assert_int_equal(bc_client_post(pins, BC_WIRE_PATH_RENEW, wire, wire_len, &status, &body,
-	                                &len, err, sizeof(err)),
-	                 0);
+	assert_int_equal(
+	    bc_client_post(pins, BC_WIRE_PATH_RENEW, wire, wire_len, &r, err, sizeof(err)), 0);
 	free(wire);
-	free(body);
+	free(r.body);
 	free(csr);
 	EVP_PKEY_free(next);
-	return status;
+	return r.status;
 }
 
 static void test_node_renews_after_the_move(void **state)
@@ -261,13 +260,8 @@ static void test_lineage_and_key_scope_survive_the_move(void **state)
 	    .token = t, .key = key, .product_uuid = "6b1d0c3e-7777-4000-8000-000000000007"};
 	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
 	free(t);
-	assert_int_equal(bc_client_renew(&cp.pins, (const uint8_t *const *)ans.chain,
-	                                 ans.chain_lens, ans.n_chain, key, k1, &s1, err,
-	                                 sizeof(err)),
-	                 0);
-	assert_int_equal(bc_client_renew(&cp.pins, (const uint8_t *const *)s1.chain, s1.chain_lens,
-	                                 s1.n_chain, k1, k2, &s2, err, sizeof(err)),
-	                 0);
+	assert_int_equal(bct_renew(&cp, &ans, key, k1, &s1), 0);
+	assert_int_equal(bct_renew(&cp, &s1, k1, k2, &s2), 0);
 	bc_server_stop(cp.srv);
 	cp.srv = NULL;
 	src = open_source();

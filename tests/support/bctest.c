@@ -525,6 +525,7 @@ int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status,
 {
 	Bettercompute__Join__V1__JoinRequest rq = BETTERCOMPUTE__JOIN__V1__JOIN_REQUEST__INIT;
 	Bettercompute__Join__V1__HardwareClaims hc = BETTERCOMPUTE__JOIN__V1__HARDWARE_CLAIMS__INIT;
+	struct bc_client_reply r = {0};
 	uint8_t *csr = NULL, *sealed = NULL, *wire = NULL, d[32];
 	size_t csr_len = 0, sealed_len = 0, wire_len;
 	EVP_PKEY *key = NULL;
@@ -561,8 +562,10 @@ int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status,
 	wire_len = bettercompute__join__v1__join_request__get_packed_size(&rq);
 	wire = malloc(wire_len ? wire_len : 1);
 	bettercompute__join__v1__join_request__pack(&rq, wire);
-	rc = bc_client_post(&cp->pins, BC_WIRE_PATH_JOIN, wire, wire_len, status, body, len, err,
-	                    sizeof(err));
+	rc = bc_client_post(&cp->pins, BC_WIRE_PATH_JOIN, wire, wire_len, &r, err, sizeof(err));
+	*status = r.status;
+	*body = r.body;
+	*len = r.len;
 out:
 	free(wire);
 	free(sealed);
@@ -573,18 +576,15 @@ out:
 
 long bct_post(struct bct_cp *cp, const char *path, const uint8_t *body, size_t len)
 {
-	uint8_t *resp = NULL;
-	size_t resp_len = 0;
-	long status = 0;
+	struct bc_client_reply r = {0};
 	char err[256];
 
-	if (bc_client_post(&cp->pins, path, body, len, &status, &resp, &resp_len, err,
-	                   sizeof(err)) != 0) {
+	if (bc_client_post(&cp->pins, path, body, len, &r, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bct: POST %s: %s\n", path, err);
 		return -1;
 	}
-	free(resp);
-	return status;
+	free(r.body);
+	return r.status;
 }
 
 const char *bct_last_reason(struct bct_cp *cp)
@@ -625,11 +625,37 @@ struct bct_refusal bct_last_refusal(struct bct_cp *cp)
 	return r;
 }
 
+int bct_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_t len,
+             uint8_t sig[BC_SIG_LEN])
+{
+	struct bc_signer s;
+	int rc;
+
+	if ((rc = bc_signer_init(&s, key, NULL, NULL)) != 0)
+		return rc;
+	return bc_es256_sign(&s, purpose, payload, len, sig);
+}
+
 int bct_renew(struct bct_cp *cp, const struct bc_join_answer *ans, EVP_PKEY *key,
               EVP_PKEY *next_key, struct bc_join_answer *out)
 {
+	struct bc_renew_params p = {.chain = (const uint8_t *const *)ans->chain,
+	                            .chain_lens = ans->chain_lens,
+	                            .n_chain = ans->n_chain};
+	struct bc_signer cur;
+	uint8_t *csr = NULL;
+	size_t csr_len = 0;
 	char err[256];
+	int rc;
 
-	return bc_client_renew(&cp->pins, (const uint8_t *const *)ans->chain, ans->chain_lens,
-	                       ans->n_chain, key, next_key, out, err, sizeof(err));
+	memset(out, 0, sizeof(*out));
+	if ((rc = bc_signer_init(&cur, key, NULL, NULL)) != 0 ||
+	    (rc = bc_csr_make(next_key, BC_WIRE_CSR_CN, &csr, &csr_len)) != 0)
+		return rc;
+	p.signer = &cur;
+	p.csr = csr;
+	p.csr_len = csr_len;
+	rc = bc_client_renew(&cp->pins, &p, out, err, sizeof(err));
+	free(csr);
+	return rc;
 }

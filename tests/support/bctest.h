@@ -107,6 +107,10 @@ int bct_race(struct bct_cp *cp, int n, const struct bct_join_opts *o, int *admit
 int bct_join_raw(struct bct_cp *cp, const struct bct_join_opts *o, long *status, uint8_t **body,
                  size_t *len);
 
+/* ES256 by a key in memory through the one sign (a signer of key, bc_signer_init): what a
+ * request made by hand is signed with. 0 or as bc_es256_sign. */
+int bct_sign(EVP_PKEY *key, const char *purpose, const void *payload, size_t len,
+             uint8_t sig[BC_SIG_LEN]);
 /* A renewal through the real client of the certificate chain ans holds, proved by key,
  * for next_key: 0 and the successor in *out, or as bc_client_renew. */
 int bct_renew(struct bct_cp *cp, const struct bc_join_answer *ans, EVP_PKEY *key,

@@ -83,8 +83,9 @@ static void test_key_in_tpm(void **state)
 	struct bcd_msg m = {""};
 	struct bcd_nodekey k, back;
 	char path[512];
-	uint8_t sig[64], *csr = NULL;
+	uint8_t sig[64], point[65], *csr = NULL;
 	size_t csr_len = 0;
+	struct bc_signer s;
 	EVP_PKEY *pub = NULL;
 	(void)state;
 
@@ -102,10 +103,11 @@ static void test_key_in_tpm(void **state)
 	assert_int_equal(back.in_tpm, 1);
 	assert_int_equal(EVP_PKEY_eq(k.key, back.key), 1);
 	/* signed in the TPM, checked under the public half */
-	assert_int_equal(bc_es256_sign_with(bcd_nodekey_sign, &back, back.key, BC_PURPOSE_RENEW,
-	                                    "payload", 7, sig),
-	                 0);
-	assert_int_equal(bc_es256_verify(k.key, BC_PURPOSE_RENEW, "payload", 7, sig, 64), 0);
+	assert_int_equal(bcd_nodekey_signer(&back, &s), 0);
+	assert_non_null(s.fn);
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_RENEW, "payload", 7, sig), 0);
+	assert_int_equal(bc_p256_public_point(k.key, point), 0);
+	assert_int_equal(bc_es256_verify(point, BC_PURPOSE_RENEW, "payload", 7, sig, 64), 0);
 	assert_int_equal(bcd_nodekey_csr(&back, BC_WIRE_CSR_CN, &csr, &csr_len, &m), 0);
 	assert_int_equal(bc_csr_check(csr, csr_len, &pub), 0);
 	assert_int_equal(EVP_PKEY_eq(pub, k.key), 1);
@@ -114,8 +116,8 @@ static void test_key_in_tpm(void **state)
 	/* a key the TPM no longer derives (as after TPM2_Clear): never signs */
 	EVP_PKEY_free(back.key);
 	assert_int_equal(bc_key_generate(&back.key), 0);
-	assert_int_not_equal(
-	    bcd_nodekey_sign(&back, BC_PURPOSE_RENEW, (const uint8_t *)"p", 1, sig), 0);
+	assert_int_equal(bcd_nodekey_signer(&back, &s), 0);
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_RENEW, "p", 1, sig), BC_ERR_VERIFY);
 	bcd_nodekey_free(&back);
 	bcd_nodekey_free(&k);
 	/* the TPM unavailable: the record does not load, and says why */
@@ -137,6 +139,7 @@ static void test_file_key(void **state)
 	struct bcd_config c;
 	struct bcd_msg m = {""};
 	struct bcd_nodekey k, back;
+	struct bc_signer s;
 	char path[512];
 	uint8_t sig[64];
 	(void)state;
@@ -152,9 +155,10 @@ static void test_file_key(void **state)
 	assert_int_equal(bcd_nodekey_read(&c, path, &back, &m), 0);
 	assert_int_equal(back.in_tpm, 0);
 	assert_int_equal(EVP_PKEY_eq(k.key, back.key), 1);
-	assert_int_equal(
-	    bc_es256_sign_with(bcd_nodekey_sign, &back, back.key, BC_PURPOSE_X509POP, "p", 1, sig),
-	    0);
+	assert_int_equal(bcd_nodekey_signer(&back, &s), 0);
+	assert_null(s.fn); /* signed in memory */
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_X509POP, "p", 1, sig), 0);
+	assert_int_equal(bc_es256_verify(s.point, BC_PURPOSE_X509POP, "p", 1, sig, 64), 0);
 	bcd_nodekey_free(&back);
 	bcd_nodekey_free(&k);
 	/* the TPM cannot hold it: a file key with a warning, or the error when required */

@@ -497,7 +497,7 @@ static void test_nodekey(void **state)
 	struct bcd_tpm_nodekey *k = NULL, *k2 = NULL, *k3 = NULL;
 	struct bcd_tpm_attest c;
 	struct bcd_tpm_ak ak;
-	uint8_t unique[32], other[32], name[34], sig[64], digest[32], q[32], *csr = NULL;
+	uint8_t unique[32], other[32], name[34], sig[64], digest[32], point[65], q[32], *csr = NULL;
 	const uint8_t *pb, *pb2;
 	size_t len, len2, csr_len = 0;
 	EVP_PKEY *pub = NULL, *akkey;
@@ -545,8 +545,8 @@ static void test_nodekey(void **state)
 	assert_int_equal(bc_sha256(msg.p, msg.len, digest), 0);
 	bc_buf_free(&msg);
 	assert_int_equal(bcd_tpm_nodekey_sign(t, k, digest, 32, sig), 0);
-	assert_int_equal(
-	    bc_es256_verify(bcd_tpm_nodekey_pkey(k), BC_PURPOSE_RENEW, "payload", 7, sig, 64), 0);
+	assert_int_equal(bc_p256_public_point(bcd_tpm_nodekey_pkey(k), point), 0);
+	assert_int_equal(bc_es256_verify(point, BC_PURPOSE_RENEW, "payload", 7, sig, 64), 0);
 	assert_int_equal(bcd_tpm_nodekey_sign(t, k, digest, 31, sig), BC_ERR_INVALID);
 
 	/* the AK certifies it over sha256(csr) */

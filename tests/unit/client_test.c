@@ -193,9 +193,13 @@ static uint8_t *wrap(const uint8_t *body, size_t body_len, EVP_PKEY *key, const 
 	Bettercompute__Join__V1__SignedResponse sr = BETTERCOMPUTE__JOIN__V1__SIGNED_RESPONSE__INIT;
 	uint8_t sig[BC_SIG_LEN] = {0}, *out;
 
-	if (key != NULL)
-		assert_int_equal(bc_es256_sign(key, BC_PURPOSE_JOIN_RESPONSE, body, body_len, sig),
+	if (key != NULL) {
+		struct bc_signer s;
+
+		assert_int_equal(bc_signer_init(&s, key, NULL, NULL), 0);
+		assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_JOIN_RESPONSE, body, body_len, sig),
 		                 0);
+	}
 	sr.body.data = (uint8_t *)body;
 	sr.body.len = body_len;
 	sr.signature.data = sig;
@@ -1322,9 +1326,7 @@ static void test_post_connection_refused(void **state)
 static void test_post_limit(void **state)
 {
 	struct bc_client_pins pins = T.pins;
-	uint8_t *resp = NULL;
-	size_t resp_len = 0;
-	long status = 0;
+	struct bc_client_reply r = {0};
 	char err[256];
 
 	(void)state;
@@ -1335,12 +1337,10 @@ static void test_post_limit(void **state)
 		s.resp = calloc(1, s.resp_len + 1);
 		srv_start(&s, 1);
 		pins.server_url = s.url;
-		assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
-		                                sizeof(err)),
-		                 0);
-		assert_int_equal(status, 200);
-		assert_int_equal(resp_len, 1u << 20);
-		free(resp);
+		assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &r, err, sizeof(err)), 0);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.len, 1u << 20);
+		free(r.body);
 		srv_wait(&s);
 		srv_free(&s);
 		/* one byte more is not, with or without a Content-Length */
@@ -1350,19 +1350,17 @@ static void test_post_limit(void **state)
 		s.resp = calloc(1, s.resp_len);
 		srv_start(&s, 1);
 		pins.server_url = s.url;
-		assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err,
-		                                sizeof(err)),
+		assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &r, err, sizeof(err)),
 		                 BC_ERR_LIMIT);
-		assert_null(resp);
-		assert_int_equal(resp_len, 0);
+		assert_null(r.body);
+		assert_int_equal(r.len, 0);
 		assert_contains(err, "the answer is larger than 1048576 bytes");
 		srv_wait(&s);
 		srv_free(&s);
 	}
 	/* a path must be one */
-	assert_int_equal(
-	    bc_client_post(&T.pins, "x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)),
-	    BC_ERR_INVALID);
+	assert_int_equal(bc_client_post(&T.pins, "x", "a", 1, &r, err, sizeof(err)),
+	                 BC_ERR_INVALID);
 }
 
 /* ---- bc-join, the test client, run as a process ---- */
@@ -1559,9 +1557,7 @@ static void test_post_tls(void **state)
 	char dir[64] = "/tmp/bc-client-tls.XXXXXX", url[64], err[512], p[256];
 	char *other = ca_bundle(T.other_pki);
 	static const char *const files[] = {"server.py", "cert.pem", "key.pem"};
-	uint8_t *resp = NULL;
-	size_t resp_len = 0;
-	long status = 0;
+	struct bc_client_reply r = {0};
 	int port, st;
 	pid_t pid;
 
@@ -1570,30 +1566,23 @@ static void test_post_tls(void **state)
 	pid = start_tls_server(dir, &port);
 	snprintf(url, sizeof(url), "https://127.0.0.1:%d", port);
 	pins.server_url = url;
-	assert_int_equal(
-	    bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)), 0);
-	assert_int_equal(status, 200);
-	assert_int_equal(resp_len, 2);
-	assert_memory_equal(resp, "ok", 2);
-	free(resp);
+	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.len, 2);
+	assert_memory_equal(r.body, "ok", 2);
+	free(r.body);
 	/* a bundle from another control plane: the server is not the pinned one */
 	pins.ca_bundle_pem = other;
-	assert_int_equal(
-	    bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)),
-	    BC_ERR_VERIFY);
+	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &r, err, sizeof(err)), BC_ERR_VERIFY);
 	assert_contains(err, "the server's TLS certificate is not from the pinned CA bundle");
-	assert_null(resp);
+	assert_null(r.body);
 	/* the right CA, but a name the certificate does not carry */
 	pins.ca_bundle_pem = T.pins.ca_bundle_pem;
 	snprintf(url, sizeof(url), "https://localhost:%d", port);
-	assert_int_equal(
-	    bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)),
-	    BC_ERR_VERIFY);
+	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &r, err, sizeof(err)), BC_ERR_VERIFY);
 	/* no bundle at all: refused before connecting, never the system store */
 	pins.ca_bundle_pem = NULL;
-	assert_int_equal(
-	    bc_client_post(&pins, "/x", "a", 1, &status, &resp, &resp_len, err, sizeof(err)),
-	    BC_ERR_CONFIG);
+	assert_int_equal(bc_client_post(&pins, "/x", "a", 1, &r, err, sizeof(err)), BC_ERR_CONFIG);
 	assert_contains(err, "no pinned CA bundle");
 	kill(pid, SIGTERM);
 	assert_int_equal(waitpid(pid, &st, 0), pid);

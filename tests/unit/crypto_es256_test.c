@@ -54,6 +54,30 @@ static EVP_PKEY *new_key(void)
 	return k;
 }
 
+/* ES256 by a key in memory (a signer of it), and a check by its point: what every
+ * caller holding an EVP_PKEY does with the one sign and the one verify. */
+static int sign_k(EVP_PKEY *k, const char *purpose, const void *payload, size_t len,
+                  uint8_t sig[BC_SIG_LEN])
+{
+	struct bc_signer s;
+	int rc;
+
+	if ((rc = bc_signer_init(&s, k, NULL, NULL)) != 0)
+		return rc;
+	return bc_es256_sign(&s, purpose, payload, len, sig);
+}
+
+static int verify_k(EVP_PKEY *k, const char *purpose, const void *payload, size_t len,
+                    const uint8_t *sig, size_t siglen)
+{
+	uint8_t pt[65];
+	int rc;
+
+	if ((rc = bc_p256_public_point(k, pt)) != 0)
+		return rc;
+	return bc_es256_verify(pt, purpose, payload, len, sig, siglen);
+}
+
 /* Keys of other kinds, made with OpenSSL directly. */
 static EVP_PKEY *foreign_key(int which)
 {
@@ -148,33 +172,33 @@ static void test_sign_verify_purposes(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < NPURPOSES; i++) {
-		assert_int_equal(bc_es256_sign(k, purposes[i], payload, strlen(payload), sig), 0);
+		assert_int_equal(sign_k(k, purposes[i], payload, strlen(payload), sig), 0);
 		assert_int_equal(
-		    bc_es256_verify(k, purposes[i], payload, strlen(payload), sig, sizeof(sig)), 0);
+		    verify_k(k, purposes[i], payload, strlen(payload), sig, sizeof(sig)), 0);
 		/* the signature holds for its purpose only */
 		for (size_t j = 0; j < NPURPOSES; j++) {
 			if (j != i)
-				assert_int_equal(bc_es256_verify(k, purposes[j], payload,
-				                                 strlen(payload), sig, sizeof(sig)),
+				assert_int_equal(verify_k(k, purposes[j], payload, strlen(payload),
+				                          sig, sizeof(sig)),
 				                 BC_ERR_VERIFY);
 		}
-		assert_int_equal(bc_es256_verify(k, purposes[i], "the body byteS", strlen(payload),
-		                                 sig, sizeof(sig)),
-		                 BC_ERR_VERIFY);
 		assert_int_equal(
-		    bc_es256_verify(k, purposes[i], payload, strlen(payload) - 1, sig, sizeof(sig)),
+		    verify_k(k, purposes[i], "the body byteS", strlen(payload), sig, sizeof(sig)),
+		    BC_ERR_VERIFY);
+		assert_int_equal(
+		    verify_k(k, purposes[i], payload, strlen(payload) - 1, sig, sizeof(sig)),
 		    BC_ERR_VERIFY);
 	}
 	/* the purpose/payload boundary is not movable: "renew" + "x" != "renewx" + "" */
-	assert_int_equal(bc_es256_sign(k, "renew", "x", 1, sig), 0);
-	assert_int_equal(bc_es256_verify(k, "renewx", NULL, 0, sig, sizeof(sig)), BC_ERR_VERIFY);
+	assert_int_equal(sign_k(k, "renew", "x", 1, sig), 0);
+	assert_int_equal(verify_k(k, "renewx", NULL, 0, sig, sizeof(sig)), BC_ERR_VERIFY);
 	/* an empty payload signs */
-	assert_int_equal(bc_es256_sign(k, BC_PURPOSE_RENEW, NULL, 0, sig), 0);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_RENEW, NULL, 0, sig, sizeof(sig)), 0);
+	assert_int_equal(sign_k(k, BC_PURPOSE_RENEW, NULL, 0, sig), 0);
+	assert_int_equal(verify_k(k, BC_PURPOSE_RENEW, NULL, 0, sig, sizeof(sig)), 0);
 	/* no purpose, no signature */
-	assert_int_equal(bc_es256_sign(k, NULL, "x", 1, sig), BC_ERR_INVALID);
-	assert_int_equal(bc_es256_sign(k, "", "x", 1, sig), BC_ERR_INVALID);
-	assert_int_equal(bc_es256_sign(k, "renew", NULL, 1, sig), BC_ERR_INVALID);
+	assert_int_equal(sign_k(k, NULL, "x", 1, sig), BC_ERR_INVALID);
+	assert_int_equal(sign_k(k, "", "x", 1, sig), BC_ERR_INVALID);
+	assert_int_equal(sign_k(k, "renew", NULL, 1, sig), BC_ERR_INVALID);
 	EVP_PKEY_free(k);
 }
 
@@ -184,29 +208,28 @@ static void test_verify_refuses_bad_signatures(void **state)
 	uint8_t sig[BC_SIG_LEN + 1] = {0}, bad[BC_SIG_LEN];
 
 	(void)state;
-	assert_int_equal(bc_es256_sign(k, BC_PURPOSE_X509POP, "p", 1, sig), 0);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, sig, 64), 0);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, sig, 63), BC_ERR_VERIFY);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, sig, 65), BC_ERR_VERIFY);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, sig, 0), BC_ERR_VERIFY);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, NULL, 64), BC_ERR_VERIFY);
-	assert_int_equal(bc_es256_verify(other, BC_PURPOSE_X509POP, "p", 1, sig, 64),
-	                 BC_ERR_VERIFY);
+	assert_int_equal(sign_k(k, BC_PURPOSE_X509POP, "p", 1, sig), 0);
+	assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, sig, 64), 0);
+	assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, sig, 63), BC_ERR_VERIFY);
+	assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, sig, 65), BC_ERR_VERIFY);
+	assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, sig, 0), BC_ERR_VERIFY);
+	assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, NULL, 64), BC_ERR_VERIFY);
+	assert_int_equal(verify_k(other, BC_PURPOSE_X509POP, "p", 1, sig, 64), BC_ERR_VERIFY);
 	for (size_t i = 0; i < BC_SIG_LEN * 8; i++) {
 		memcpy(bad, sig, sizeof(bad));
 		bad[i / 8] ^= (uint8_t)(1u << (i % 8));
-		assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, bad, sizeof(bad)),
+		assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, bad, sizeof(bad)),
 		                 BC_ERR_VERIFY);
 	}
 	/* r = 0, s = 0, and values at or above the order */
 	memcpy(bad, sig, sizeof(bad));
 	memset(bad, 0, 32);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, bad, 64), BC_ERR_VERIFY);
+	assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, bad, 64), BC_ERR_VERIFY);
 	memcpy(bad, sig, sizeof(bad));
 	memset(bad + 32, 0, 32);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, bad, 64), BC_ERR_VERIFY);
+	assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, bad, 64), BC_ERR_VERIFY);
 	memset(bad, 0xff, sizeof(bad));
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "p", 1, bad, 64), BC_ERR_VERIFY);
+	assert_int_equal(verify_k(k, BC_PURPOSE_X509POP, "p", 1, bad, 64), BC_ERR_VERIFY);
 	EVP_PKEY_free(k);
 	EVP_PKEY_free(other);
 }
@@ -222,7 +245,7 @@ static void test_message_format_independent(void **state)
 
 	(void)state;
 	assert_non_null(md);
-	assert_int_equal(bc_es256_sign(k, BC_PURPOSE_JOIN_RESPONSE, "payload", 7, sig), 0);
+	assert_int_equal(sign_k(k, BC_PURPOSE_JOIN_RESPONSE, "payload", 7, sig), 0);
 	assert_int_equal(bc_ecdsa_p1363_to_der(sig, &der, &derlen), 0);
 	assert_int_equal(EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, k), 1);
 	assert_int_equal(EVP_DigestVerify(md, der, derlen, (const uint8_t *)msg, sizeof(msg) - 1),
@@ -234,8 +257,8 @@ static void test_message_format_independent(void **state)
 	assert_int_equal(EVP_DigestSign(md, osig, &osiglen, (const uint8_t *)msg, sizeof(msg) - 1),
 	                 1);
 	assert_int_equal(bc_ecdsa_der_to_p1363(osig, osiglen, sig), 0);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_JOIN_RESPONSE, "payload", 7, sig, 64), 0);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_SECRET_RESPONSE, "payload", 7, sig, 64),
+	assert_int_equal(verify_k(k, BC_PURPOSE_JOIN_RESPONSE, "payload", 7, sig, 64), 0);
+	assert_int_equal(verify_k(k, BC_PURPOSE_SECRET_RESPONSE, "payload", 7, sig, 64),
 	                 BC_ERR_VERIFY);
 	EVP_MD_CTX_free(md);
 	free(der);
@@ -462,8 +485,8 @@ static void test_pem_from_openssl_cli(void **state)
 	assert_int_equal(pclose(f), 0);
 	assert_true(n > 0 && n < sizeof(pem));
 	assert_int_equal(bc_key_from_pem(pem, n, &k), 0);
-	assert_int_equal(bc_es256_sign(k, BC_PURPOSE_RENEW, "x", 1, sig), 0);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_RENEW, "x", 1, sig, 64), 0);
+	assert_int_equal(sign_k(k, BC_PURPOSE_RENEW, "x", 1, sig), 0);
+	assert_int_equal(verify_k(k, BC_PURPOSE_RENEW, "x", 1, sig, 64), 0);
 	OPENSSL_cleanse(pem, sizeof(pem));
 	EVP_PKEY_free(k);
 }
@@ -676,6 +699,7 @@ static void test_point(void **state)
 
 static void test_foreign_keys_refused(void **state)
 {
+	struct bc_signer s;
 	uint8_t sig[64] = {1}, raw[32], pt[65], *spki = NULL;
 	size_t spkilen = 0;
 	EVP_PKEY *out = NULL;
@@ -685,9 +709,12 @@ static void test_foreign_keys_refused(void **state)
 	for (int i = 0; i < NFOREIGN; i++) {
 		EVP_PKEY *f = foreign_key(i);
 
-		assert_int_equal(bc_es256_sign(f, BC_PURPOSE_RENEW, "x", 1, sig), BC_ERR_INVALID);
-		assert_int_equal(bc_es256_verify(f, BC_PURPOSE_RENEW, "x", 1, sig, 64),
-		                 BC_ERR_INVALID);
+		/* no signer of it, nor a key in memory written in one by hand; no point */
+		assert_int_equal(bc_signer_init(&s, f, NULL, NULL), BC_ERR_INVALID);
+		assert_int_equal(
+		    bc_es256_sign(&(struct bc_signer){.key = f}, BC_PURPOSE_RENEW, "x", 1, sig),
+		    BC_ERR_INVALID);
+		assert_int_equal(bc_p256_public_point(f, pt), BC_ERR_INVALID);
 		assert_int_equal(bc_key_to_raw(f, raw), BC_ERR_INVALID);
 		assert_int_equal(bc_key_to_point(f, pt), BC_ERR_INVALID);
 		assert_int_equal(bc_key_to_pem(f, &pem), BC_ERR_INVALID);
@@ -711,7 +738,11 @@ static void test_foreign_keys_refused(void **state)
 		free(opem);
 		EVP_PKEY_free(f);
 	}
+	assert_int_equal(bc_signer_init(&s, NULL, NULL, NULL), BC_ERR_INVALID);
 	assert_int_equal(bc_es256_sign(NULL, BC_PURPOSE_RENEW, "x", 1, sig), BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_es256_sign(&(struct bc_signer){.key = NULL}, BC_PURPOSE_RENEW, "x", 1, sig),
+	    BC_ERR_INVALID);
 }
 
 static void expect_der_refused(const char *hex)
@@ -751,7 +782,7 @@ static void test_der_p1363(void **state)
 	free(out);
 	/* real signatures both ways */
 	for (int i = 0; i < 16; i++) {
-		assert_int_equal(bc_es256_sign(k, BC_PURPOSE_RENEW, &i, sizeof(i), sig), 0);
+		assert_int_equal(sign_k(k, BC_PURPOSE_RENEW, &i, sizeof(i), sig), 0);
 		assert_int_equal(bc_ecdsa_p1363_to_der(sig, &out, &outlen), 0);
 		assert_int_equal(bc_ecdsa_der_to_p1363(out, outlen, sig2), 0);
 		assert_memory_equal(sig, sig2, 64);
@@ -780,68 +811,123 @@ static void test_der_p1363(void **state)
 	EVP_PKEY_free(k);
 }
 
-/* bc_es256_sign_with: a signer over bc_es256_digest is bc_es256_sign's equal, and a
- * signature the key's public half refuses is never returned. */
+/* A signer whose key is held elsewhere: fn gets the digest bc_es256_sign frames, and a
+ * signature the signer's point refuses is never returned. */
 struct signer_ctx {
 	EVP_PKEY *key;
 	int fail;
+	int calls;
+	uint8_t last[32];
 };
 
-static int digest_signer(void *ctx, const char *purpose, const uint8_t *payload, size_t len,
-                         uint8_t sig[BC_SIG_LEN])
+static int digest_signer(void *ctx, const uint8_t digest[static 32], uint8_t sig[static BC_SIG_LEN])
 {
 	struct signer_ctx *s = ctx;
 	EVP_PKEY_CTX *c;
-	uint8_t d[32], der[80];
+	uint8_t der[80];
 	size_t dl = sizeof(der);
-	int rc;
 
+	s->calls++;
+	memcpy(s->last, digest, 32);
 	if (s->fail)
 		return BC_ERR_UNAVAILABLE;
-	if ((rc = bc_es256_digest(purpose, payload, len, d)) != 0)
-		return rc;
 	c = EVP_PKEY_CTX_new_from_pkey(NULL, s->key, NULL);
 	assert_non_null(c);
 	assert_int_equal(EVP_PKEY_sign_init(c), 1);
-	assert_int_equal(EVP_PKEY_sign(c, der, &dl, d, sizeof(d)), 1);
+	assert_int_equal(EVP_PKEY_sign(c, der, &dl, digest, 32), 1);
 	EVP_PKEY_CTX_free(c);
 	return bc_ecdsa_der_to_p1363(der, dl, sig);
 }
 
-static void test_sign_with(void **state)
+/* SHA-256("bettercompute/v1" 0x00 purpose 0x00 payload), by hand. */
+static void framed(const char *purpose, const void *payload, size_t len, uint8_t out[32])
 {
-	EVP_PKEY *k = NULL, *other = NULL;
-	struct signer_ctx s = {NULL, 0};
-	uint8_t sig[BC_SIG_LEN], zero[BC_SIG_LEN] = {0}, d1[32], d2[32];
-	(void)state;
+	uint8_t m[256];
+	size_t n = 0;
 
-	assert_int_equal(bc_key_generate(&k), 0);
-	assert_int_equal(bc_key_generate(&other), 0);
-	s.key = k;
-	assert_int_equal(bc_es256_sign_with(digest_signer, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
-	                 0);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_RENEW, "abc", 3, sig, 64), 0);
-	assert_int_equal(bc_es256_verify(k, BC_PURPOSE_X509POP, "abc", 3, sig, 64), BC_ERR_VERIFY);
-	/* the digest separates purpose and payload like the signature does */
-	assert_int_equal(bc_es256_digest("ab", "c", 1, d1), 0);
-	assert_int_equal(bc_es256_digest("a", "bc", 2, d2), 0);
-	assert_memory_not_equal(d1, d2, 32);
-	assert_int_equal(bc_es256_digest("", "x", 1, d1), BC_ERR_INVALID);
-	/* a signer holding another key than pub says: refused, nothing returned */
-	s.key = other;
-	assert_int_equal(bc_es256_sign_with(digest_signer, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
-	                 BC_ERR_VERIFY);
+	memcpy(m, "bettercompute/v1", 17);
+	n = 17;
+	memcpy(m + n, purpose, strlen(purpose) + 1);
+	n += strlen(purpose) + 1;
+	assert_true(n + len <= sizeof(m));
+	memcpy(m + n, payload, len);
+	assert_int_equal(bc_sha256(m, n + len, out), 0);
+}
+
+static void test_signer_fn(void **state)
+{
+	EVP_PKEY *k = new_key(), *other = new_key();
+	struct signer_ctx c = {.key = k};
+	struct bc_signer s, bare;
+	uint8_t sig[BC_SIG_LEN], zero[BC_SIG_LEN] = {0}, d[32], pt[65];
+
+	(void)state;
+	assert_int_equal(bc_signer_init(&s, k, digest_signer, &c), 0);
+	assert_int_equal(bc_p256_public_point(k, pt), 0);
+	assert_memory_equal(s.point, pt, 65);
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_RENEW, "abc", 3, sig), 0);
+	assert_int_equal(c.calls, 1);
+	/* fn was handed the framed digest, and the signature is ES256 under the purpose */
+	framed(BC_PURPOSE_RENEW, "abc", 3, d);
+	assert_memory_equal(c.last, d, 32);
+	assert_int_equal(bc_es256_verify(pt, BC_PURPOSE_RENEW, "abc", 3, sig, 64), 0);
+	assert_int_equal(bc_es256_verify(pt, BC_PURPOSE_X509POP, "abc", 3, sig, 64), BC_ERR_VERIFY);
+	/* a signer holding another key than its point says: refused, nothing returned */
+	c.key = other;
+	memset(sig, 0xaa, sizeof(sig));
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_RENEW, "abc", 3, sig), BC_ERR_VERIFY);
 	assert_memory_equal(sig, zero, sizeof(sig));
 	/* a failing signer's error passes through */
-	s.fail = 1;
-	assert_int_equal(bc_es256_sign_with(digest_signer, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
-	                 BC_ERR_UNAVAILABLE);
+	c.key = k;
+	c.fail = 1;
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_RENEW, "abc", 3, sig), BC_ERR_UNAVAILABLE);
 	assert_memory_equal(sig, zero, sizeof(sig));
-	assert_int_equal(bc_es256_sign_with(NULL, &s, k, BC_PURPOSE_RENEW, "abc", 3, sig),
-	                 BC_ERR_INVALID);
-	assert_int_equal(
-	    bc_es256_sign_with(digest_signer, &s, NULL, BC_PURPOSE_RENEW, "abc", 3, sig),
-	    BC_ERR_INVALID);
+	c.fail = 0;
+	/* fn is never asked without a purpose, nor for a digest the caller names */
+	c.calls = 0;
+	assert_int_equal(bc_es256_sign(&s, NULL, "abc", 3, sig), BC_ERR_INVALID);
+	assert_int_equal(bc_es256_sign(&s, "", "abc", 3, sig), BC_ERR_INVALID);
+	assert_int_equal(bc_es256_sign(&s, BC_ES256_DIGEST, d, 32, sig), BC_ERR_INVALID);
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_RENEW, NULL, 3, sig), BC_ERR_INVALID);
+	/* nor without a point to check its answer under */
+	bare = (struct bc_signer){.key = k, .fn = digest_signer, .ctx = &c};
+	assert_int_equal(bc_es256_sign(&bare, BC_PURPOSE_RENEW, "abc", 3, sig), BC_ERR_INVALID);
+	assert_int_equal(c.calls, 0);
+	EVP_PKEY_free(k);
+	EVP_PKEY_free(other);
+}
+
+/* A signature over a digest framed elsewhere (what a TPM signs): checked as given, and
+ * never under a purpose's framing, nor the other way round. */
+static void test_verify_digest(void **state)
+{
+	EVP_PKEY *k = new_key(), *other = new_key();
+	struct signer_ctx c = {.key = k};
+	uint8_t sig[BC_SIG_LEN], d[32], pt[65], opt[65];
+	const char *impostor = "(a digest framed elsewhere)";
+
+	(void)state;
+	assert_int_equal(bc_p256_public_point(k, pt), 0);
+	assert_int_equal(bc_p256_public_point(other, opt), 0);
+	assert_int_equal(bc_sha256("TPM structure", 13, d), 0);
+	assert_int_equal(digest_signer(&c, d, sig), 0);
+	assert_int_equal(bc_es256_verify(pt, BC_ES256_DIGEST, d, 32, sig, 64), 0);
+	assert_int_equal(bc_es256_verify(opt, BC_ES256_DIGEST, d, 32, sig, 64), BC_ERR_VERIFY);
+	assert_int_equal(bc_es256_verify(pt, BC_ES256_DIGEST, d, 31, sig, 64), BC_ERR_INVALID);
+	assert_int_equal(bc_es256_verify(pt, BC_ES256_DIGEST, NULL, 32, sig, 64), BC_ERR_INVALID);
+	assert_int_equal(bc_es256_verify(pt, BC_ES256_DIGEST, d, 32, sig, 63), BC_ERR_VERIFY);
+	/* the same bytes as a purpose's payload, or the sentinel's text as a purpose: its
+	 * address is what names it, and framed it is another message */
+	assert_int_equal(bc_es256_verify(pt, BC_PURPOSE_RENEW, d, 32, sig, 64), BC_ERR_VERIFY);
+	assert_int_equal(bc_es256_verify(pt, impostor, d, 32, sig, 64), BC_ERR_VERIFY);
+	/* an ES256 signature is over the framed digest (so BC_ES256_DIGEST is never for
+	 * this protocol's messages: the caller would be doing the framing), not over any
+	 * other digest of it */
+	assert_int_equal(sign_k(k, BC_PURPOSE_RENEW, "x", 1, sig), 0);
+	framed(BC_PURPOSE_RENEW, "x", 1, d);
+	assert_int_equal(bc_es256_verify(pt, BC_ES256_DIGEST, d, 32, sig, 64), 0);
+	assert_int_equal(bc_sha256(d, 32, d), 0);
+	assert_int_equal(bc_es256_verify(pt, BC_ES256_DIGEST, d, 32, sig, 64), BC_ERR_VERIFY);
 	EVP_PKEY_free(k);
 	EVP_PKEY_free(other);
 }
@@ -864,7 +950,8 @@ int main(void)
 	    cmocka_unit_test(test_point),
 	    cmocka_unit_test(test_foreign_keys_refused),
 	    cmocka_unit_test(test_der_p1363),
-	    cmocka_unit_test(test_sign_with),
+	    cmocka_unit_test(test_signer_fn),
+	    cmocka_unit_test(test_verify_digest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

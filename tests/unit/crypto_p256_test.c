@@ -138,31 +138,43 @@ static void test_verify_p1363(void **state)
 {
 	static const char payload[] = "renewal proof";
 	EVP_PKEY *k = new_key(), *other = new_key();
-	uint8_t pt[65], opt[65], sig[BC_SIG_LEN], bad[BC_SIG_LEN], order[32];
+	uint8_t pt[65], opt[65], sig[BC_SIG_LEN], bad[BC_SIG_LEN], order[32], d[32];
+	uint8_t badpt[5][65];
+	struct bc_signer s;
 	const BIGNUM *n;
 	EC_GROUP *g;
+	size_t nbad;
 
 	(void)state;
 	point_of(k, pt);
 	point_of(other, opt);
-	assert_int_equal(bc_es256_sign(k, BC_PURPOSE_RENEW, payload, sizeof(payload), sig), 0);
+	assert_int_equal(bc_signer_init(&s, k, NULL, NULL), 0);
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_RENEW, payload, sizeof(payload), sig), 0);
 	assert_int_equal(
-	    bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), sig, sizeof(sig)),
-	    0);
-	/* what bc_es256_verify says for the same inputs */
+	    bc_es256_verify(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), sig, sizeof(sig)), 0);
 	assert_int_equal(
-	    bc_es256_verify(k, BC_PURPOSE_RENEW, payload, sizeof(payload), sig, sizeof(sig)), 0);
-	assert_int_equal(bc_es256_verify_point(opt, BC_PURPOSE_RENEW, payload, sizeof(payload), sig,
-	                                       sizeof(sig)),
+	    bc_es256_verify(opt, BC_PURPOSE_RENEW, payload, sizeof(payload), sig, sizeof(sig)),
+	    BC_ERR_VERIFY);
+	assert_int_equal(
+	    bc_es256_verify(pt, BC_PURPOSE_X509POP, payload, sizeof(payload), sig, sizeof(sig)),
+	    BC_ERR_VERIFY);
+	assert_int_equal(
+	    bc_es256_verify(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), sig, sizeof(sig) - 1),
+	    BC_ERR_VERIFY);
+	/* a point off the curve (or not a point at all) verifies nothing */
+	bad_points(pt, badpt, &nbad);
+	for (size_t i = 0; i < nbad; i++)
+		assert_int_equal(bc_es256_verify(badpt[i], BC_PURPOSE_RENEW, payload,
+		                                 sizeof(payload), sig, sizeof(sig)),
+		                 BC_ERR_INVALID);
+	/* a signature over a digest framed elsewhere, by the point */
+	assert_int_equal(bc_sha256(payload, sizeof(payload), d), 0);
+	assert_int_equal(bc_p256_sign_p1363(k, d, sig), 0);
+	assert_int_equal(bc_es256_verify(pt, BC_ES256_DIGEST, d, sizeof(d), sig, sizeof(sig)), 0);
+	assert_int_equal(bc_es256_verify(opt, BC_ES256_DIGEST, d, sizeof(d), sig, sizeof(sig)),
 	                 BC_ERR_VERIFY);
-	assert_int_equal(bc_es256_verify_point(pt, BC_PURPOSE_X509POP, payload, sizeof(payload),
-	                                       sig, sizeof(sig)),
-	                 BC_ERR_VERIFY);
-	assert_int_equal(bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload, sizeof(payload), sig,
-	                                       sizeof(sig) - 1),
-	                 BC_ERR_VERIFY);
-	/* r = 0, s = 0, s = n: never a signature, by the point or by the kept key (its
-	 * EC_KEY) */
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_RENEW, payload, sizeof(payload), sig), 0);
+	/* r = 0, s = 0, s = n: never a signature */
 	assert_non_null(g = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1));
 	assert_non_null(n = EC_GROUP_get0_order(g));
 	assert_int_equal(BN_bn2binpad(n, order, 32), 32);
@@ -175,19 +187,10 @@ static void test_verify_p1363(void **state)
 			memset(bad + 32, 0, 32);
 		else
 			memcpy(bad + 32, order, 32);
-		assert_int_equal(bc_es256_verify_point(pt, BC_PURPOSE_RENEW, payload,
-		                                       sizeof(payload), bad, sizeof(bad)),
-		                 BC_ERR_VERIFY);
-		assert_int_equal(bc_es256_verify(k, BC_PURPOSE_RENEW, payload, sizeof(payload), bad,
-		                                 sizeof(bad)),
+		assert_int_equal(bc_es256_verify(pt, BC_PURPOSE_RENEW, payload, sizeof(payload),
+		                                 bad, sizeof(bad)),
 		                 BC_ERR_VERIFY);
 	}
-	assert_int_equal(
-	    bc_es256_verify(other, BC_PURPOSE_RENEW, payload, sizeof(payload), sig, sizeof(sig)),
-	    BC_ERR_VERIFY);
-	assert_int_equal(
-	    bc_es256_verify(k, BC_PURPOSE_X509POP, payload, sizeof(payload), sig, sizeof(sig)),
-	    BC_ERR_VERIFY);
 	EVP_PKEY_free(other);
 	EVP_PKEY_free(k);
 }
@@ -287,8 +290,11 @@ static void test_sign(void **state)
 	assert_int_equal(bc_p256_sign_p1363(pub, digest, sig), BC_ERR_UNSUPPORTED);
 	assert_int_equal(bc_p256_sign_p1363(p384, digest, sig), BC_ERR_UNSUPPORTED);
 	assert_int_equal(bc_p256_sign_p1363(NULL, digest, sig), BC_ERR_UNSUPPORTED);
-	assert_int_equal(bc_es256_sign(p384, BC_PURPOSE_RENEW, "x", 1, sig), BC_ERR_INVALID);
-	assert_int_equal(bc_es256_sign(pub, BC_PURPOSE_RENEW, "x", 1, sig) != 0, 1);
+	assert_int_equal(
+	    bc_es256_sign(&(struct bc_signer){.key = p384}, BC_PURPOSE_RENEW, "x", 1, sig),
+	    BC_ERR_INVALID);
+	assert_int_equal(
+	    bc_es256_sign(&(struct bc_signer){.key = pub}, BC_PURPOSE_RENEW, "x", 1, sig) != 0, 1);
 	EVP_PKEY_free(pub);
 	EVP_PKEY_free(p384);
 	EVP_PKEY_free(k);

@@ -146,15 +146,17 @@ static void test_seal_open(void **state)
 {
 	struct fixture *f = *state;
 	bc_pki *q = NULL;
-	uint8_t sig[BC_SIG_LEN];
+	struct bc_signer s;
+	uint8_t sig[BC_SIG_LEN], point[65];
 
 	assert_int_equal(bc_pki_open(f->text, strlen(f->text), secret, &q), 0);
 	assert_non_null(q);
 	assert_same_pki(f->pki, q);
 	/* the opened private keys work: sign with one, verify with the other */
-	assert_int_equal(bc_es256_sign(q->join_signing, BC_PURPOSE_JOIN_RESPONSE, "x", 1, sig), 0);
-	assert_int_equal(bc_es256_verify(f->pki->join_signing, BC_PURPOSE_JOIN_RESPONSE, "x", 1,
-	                                 sig, sizeof(sig)),
+	assert_int_equal(bc_signer_init(&s, q->join_signing, NULL, NULL), 0);
+	assert_int_equal(bc_es256_sign(&s, BC_PURPOSE_JOIN_RESPONSE, "x", 1, sig), 0);
+	assert_int_equal(bc_p256_public_point(f->pki->join_signing, point), 0);
+	assert_int_equal(bc_es256_verify(point, BC_PURPOSE_JOIN_RESPONSE, "x", 1, sig, sizeof(sig)),
 	                 0);
 	bc_pki_free(q);
 }
