@@ -291,6 +291,8 @@
 #define BC_R_AWS_REGION "aws-region"
 /* neither rsa2048 nor signature verifies with the region's certificates */
 #define BC_R_AWS_SIGNATURE "aws-signature"
+/* rsa2048 verified, but the evidence's document is not the content it signed */
+#define BC_R_AWS_DOCUMENT_MISMATCH "aws-document-mismatch"
 /* pendingTime more than max_age_ms ago, or in the future */
 #define BC_R_AWS_TOO_OLD "aws-too-old"
 /* the account is not in accounts */

@@ -6,8 +6,8 @@
  * JWTs whose aud must be <audience>#<hex sha256(csr)>; an oidc token is matched to
  * its [oidc.<id>] by its iss, then verified in full.
  *
- * check() (before the transaction) does all the cryptography: the JWKS (loaded or
- * fetched again here, never inside the transaction), the JWS, the PKCS#7, the
+ * check() (before the transaction) does all the cryptography: the JWKS (the set
+ * its file or refresher thread holds: a join never fetches), the JWS, the PKCS#7, the
  * allow-lists and the times. verify() (inside it): a bound instance or a recorded
  * use is instance-reused (each (provider, account, instance) joins once, ever: a
  * known instance re-joins with x509pop), else the first resolve rule that matches
@@ -110,12 +110,12 @@ static int claim_at(const json_t *c, const char *path, char out[CLOUD_FIELD_MAX]
 	return 0;
 }
 
-/* The token under p's keys, fetching the set again (at most once a minute) when its
- * kid is unknown. */
+/* The token under p's keys; a kid the set lacks asks for the set again (the
+ * provider may have rotated its keys) and waits for it at most a bound. */
 static int jwt_verify(struct jwt_provider *p, const struct bc_join_input *in, const char *token,
                       json_t **claims, const char **reason)
 {
-	char aud[1024], csr_hex[65], kid[BC_JWS_KID_MAX], err[512] = "";
+	char aud[1024], csr_hex[65], kid[BC_JWS_KID_MAX], err[768] = "";
 	struct jwks_ref *r;
 	int rc;
 
@@ -128,12 +128,8 @@ static int jwt_verify(struct jwt_provider *p, const struct bc_join_input *in, co
 	                            .now_ms = in->now_ms,
 	                            .leeway_ms = CLOUD_LEEWAY_MS,
 	                            .max_age_ms = p->max_age_ms};
-	/* an unknown kid: the provider may have rotated its keys */
-	if ((r = jwks_get(&p->jwks, in->now_ms, 0, err, sizeof(err))) != NULL &&
-	    bc_jws_kid(token, strlen(token), kid) == 0 && !bc_jwks_has(r->keys, kid)) {
-		jwks_put(&p->jwks, r);
-		r = jwks_get(&p->jwks, in->now_ms, 1, err, sizeof(err));
-	}
+	r = jwks_get(&p->jwks, in->now_ms, bc_jws_kid(token, strlen(token), kid) == 0 ? kid : NULL,
+	             err, sizeof(err));
 	if (r == NULL) {
 		bc_log(BC_LOG_WARN, "cloud-iid: JWKS unavailable", "provider", p->name, "error",
 		       err, NULL);

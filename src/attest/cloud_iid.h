@@ -25,9 +25,15 @@
 #define CLOUD_OIDC_MAX     16
 #define CLOUD_LIST_MAX     256
 
-/* A key set from a file or an https URL, loaded when first needed and again after
- * an hour; an unknown kid loads it again at most once a minute. Loads run in check(),
- * before the transaction. */
+/* How long a join waits for a JWKS load it needs (no set yet, or an unknown kid),
+ * in real time, and how many joins of one source wait at once: the rest go on at
+ * once with the set there is. */
+#define CLOUD_JWKS_WAIT_MS 2000
+#define CLOUD_JWKS_WAITERS 4
+
+/* A key set from a file (read at configure, never again) or an https URL (loaded by
+ * the source's refresher thread: at start, after an hour, and on an unknown kid at
+ * most once a minute). cloud_iid_jwks.c says who waits for what. */
 struct jwks_ref {
 	bc_jwks *keys;
 	int refs;
@@ -38,19 +44,29 @@ struct jwks_src {
 	int is_url;
 	char *ca_file; /* NULL: the system store */
 	pthread_mutex_t mu;
+	pthread_cond_t work; /* the refresher waits for want or stop */
+	pthread_cond_t done; /* joins wait for loads to grow (CLOCK_MONOTONIC) */
 	struct jwks_ref *cur;
 	int64_t loaded_ms; /* the last successful load */
-	int64_t tried_ms;  /* the last attempt */
+	int64_t tried_ms;  /* the last load asked for */
+	uint64_t loads;    /* loads ended, successful or not */
+	int want, loading, stop, waiters;
+	char last_err[512]; /* why the last load failed; "" after a success */
+	pthread_t thread;
+	int inited, conds, has_thread;
 };
 
-/* The current set (a reference: jwks_put it), loading it when there is none, it is
- * older than an hour, or (refresh) the last attempt was a minute ago or more. NULL
- * when no set could be had; err says why. */
-struct jwks_ref *jwks_get(struct jwks_src *s, int64_t now_ms, int refresh, char *err,
+/* The current set (a reference: jwks_put it). For a URL: a stale set asks the
+ * refresher for a new one and is returned meanwhile; no set, or one without kid
+ * (NULL: none asked for), asks for a load (at most once a minute) and waits for it
+ * as the file's top comment says. Never fetches. NULL when there is no set; err says
+ * why. */
+struct jwks_ref *jwks_get(struct jwks_src *s, int64_t now_ms, const char *kid, char *err,
                           size_t errlen);
 void jwks_put(struct jwks_src *s, struct jwks_ref *r);
-/* Configure: the location checked (a file must load now; a URL must be https or
- * loopback http). */
+/* Configure: a file is read now (refused when others may write it: BC_ERR_DENIED
+ * reported as BC_ERR_CONFIG, err the chmod to run); a URL must be https or loopback
+ * http, and its refresher starts its first load. jwks_src_clear stops it. */
 BC_WUR int jwks_src_init(struct jwks_src *s, const char *location, const char *ca_file, char *err,
                          size_t errlen);
 void jwks_src_clear(struct jwks_src *s);
@@ -118,9 +134,9 @@ struct cloud_identity {
 	char subject_hex[65]; /* sha256(provider 0x00 account 0x00 instance) */
 };
 
-/* The AWS document: rsa2048 (PKCS#7 SignedData) when present, else signature over
- * the document's bytes; the identity read only from the bytes that verified. 0 with
- * *reason set on a refusal. */
+/* The AWS document: rsa2048 (PKCS#7 SignedData) when present, and then document
+ * must be the content it signed; else signature over the document's bytes; the
+ * identity read only from the bytes that verified. 0 with *reason set on a refusal. */
 BC_WUR int aws_check(const struct aws_cfg *c, const char *document, size_t doclen,
                      const uint8_t *sig, size_t siglen, const uint8_t *p7, size_t p7len,
                      int64_t now_ms, struct cloud_identity *id, const char **reason);

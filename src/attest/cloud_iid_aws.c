@@ -1,9 +1,12 @@
 /* The EC2 instance identity document. rsa2048 (PKCS#7 SignedData, SHA-256, by one of
- * the certificates the operator configured) when present: the identity is read from
- * the content PKCS7_verify hands back, the bytes it verified, never from the
- * evidence's "document" (SPIRE's aws_iid bug read one part and verified another).
+ * the 2048-bit certificates the operator configured) when present: the identity is
+ * read from the content PKCS7_verify hands back, the bytes it verified, never from
+ * the evidence's "document" (SPIRE's aws_iid bug read one part and verified another),
+ * and a "document" that is not those bytes is refused (aws-document-mismatch), so
+ * what the agent showed is what was admitted.
  * Else "signature" (RSA PKCS#1 v1.5, SHA-256) over the document's exact bytes, with
- * the document's region's certificates: the bytes parsed are the bytes verified. */
+ * the document's region's certificates (AWS's are 1024-bit: config keeps those for
+ * this path only): the bytes parsed are the bytes verified. */
 #include <openssl/err.h>
 #include <openssl/pkcs7.h>
 #include <stdio.h>
@@ -153,8 +156,9 @@ static int sig_verify(const struct aws_region *r, const char *doc, size_t len, c
 	return ok;
 }
 
-static const char *verify_rsa2048(const struct aws_cfg *c, const uint8_t *p7, size_t p7len,
-                                  struct cloud_identity *id, int64_t *pending)
+static const char *verify_rsa2048(const struct aws_cfg *c, const char *document, size_t doclen,
+                                  const uint8_t *p7, size_t p7len, struct cloud_identity *id,
+                                  int64_t *pending)
 {
 	char *content = NULL;
 	size_t clen = 0;
@@ -163,6 +167,8 @@ static const char *verify_rsa2048(const struct aws_cfg *c, const uint8_t *p7, si
 
 	if (!p7_verify(c, p7, p7len, &content, &clen, &signer))
 		why = BC_R_AWS_SIGNATURE;
+	else if (document == NULL || doclen != clen || memcmp(document, content, clen) != 0)
+		why = BC_R_AWS_DOCUMENT_MISMATCH;
 	else if (aws_parse_document(content, clen, id, pending) != 0)
 		why = BC_R_AWS_MALFORMED;
 	else if (region_of(c, id->region) == NULL)
@@ -182,7 +188,7 @@ int aws_check(const struct aws_cfg *c, const char *document, size_t doclen, cons
 
 	*reason = NULL;
 	if (p7 != NULL) {
-		*reason = verify_rsa2048(c, p7, p7len, id, &pending);
+		*reason = verify_rsa2048(c, document, doclen, p7, p7len, id, &pending);
 	} else if (sig == NULL || document == NULL ||
 	           aws_parse_document(document, doclen, id, &pending) != 0) {
 		*reason = BC_R_AWS_MALFORMED;

@@ -203,13 +203,15 @@ static int jwt_common(const struct jwt_raw *raw, const char *table, struct jwt_p
 		                             "required (a JWKS file or https URL)");
 	if ((p->audience = strdup(raw->audience)) == NULL)
 		return BC_ERR_NOMEM;
+	p->max_age_ms = raw->max_age_ms;
+	if ((rc = copy_list(&raw->allowed, &p->allowed)) != 0 ||
+	    (rc = set_algs(&raw->algs, table, p, err, errlen)) != 0)
+		return rc;
+	/* last: a URL's refresher starts its first load here */
 	if ((rc = jwks_src_init(&p->jwks, jwks, raw->jwks_ca, why, sizeof(why))) != 0)
 		return rc == BC_ERR_NOMEM ? rc
 		                          : bc_attest_config_fail(err, errlen, table, "jwks", why);
-	p->max_age_ms = raw->max_age_ms;
-	if ((rc = copy_list(&raw->allowed, &p->allowed)) != 0)
-		return rc;
-	return set_algs(&raw->algs, table, p, err, errlen);
+	return 0;
 }
 
 static int load_gcp(const bc_toml *t, const char *table, struct cloud_cfg *c, char *err,
@@ -222,7 +224,6 @@ static int load_gcp(const bc_toml *t, const char *table, struct cloud_cfg *c, ch
 		return rc;
 	if ((c->gcp = calloc(1, sizeof(*c->gcp))) == NULL)
 		return BC_ERR_NOMEM;
-	pthread_mutex_init(&c->gcp->jwks.mu, NULL);
 	snprintf(c->gcp->name, sizeof(c->gcp->name), "gcp");
 	if ((c->gcp->issuer = strdup(CLOUD_GCP_ISSUER)) == NULL)
 		return BC_ERR_NOMEM;
@@ -242,7 +243,6 @@ static int load_oidc_one(const bc_toml *t, const char *table, const char *id, st
 		return bc_attest_config_fail(err, errlen, table, id, "at most 16 OIDC issuers");
 	if ((p = c->oidc[c->n_oidc++] = calloc(1, sizeof(*p))) == NULL)
 		return BC_ERR_NOMEM;
-	pthread_mutex_init(&p->jwks.mu, NULL);
 	snprintf(p->name, sizeof(p->name), "oidc.%s", id);
 	if (raw.issuer == NULL)
 		return bc_attest_config_fail(err, errlen, table, "issuer", "required");
@@ -288,41 +288,77 @@ static int each_table(const bc_toml *t, const char *table, table_fn fn, struct c
 	return 0;
 }
 
-/* RSA certificates of at least 2048 bits, PEM. */
-static int load_certs(const char *path, STACK_OF(X509) * into, STACK_OF(X509) * all)
+/* The RSA sizes a region file may hold: AWS signs "signature" with a 1024-bit key in
+ * every region, so that path accepts one; rsa2048's PKCS#7 only verifies under 2048
+ * bits or more. Nothing else ever sees a key under 2048 bits. */
+#define AWS_SIG_MIN_BITS 1024
+#define AWS_P7_MIN_BITS  2048
+
+/* One certificate of a region file: an RSA key of at least 1024 bits goes into the
+ * region's certificates (the signature path); of at least 2048, also into all
+ * (PKCS7_verify's signers). A DSA certificate (AWS's pkcs7 endpoint, which bcd does
+ * not use) is skipped. *used 1 when it was kept. */
+static int add_cert(X509 *x, STACK_OF(X509) * into, STACK_OF(X509) * all, int *used)
+{
+	EVP_PKEY *pk = X509_get0_pubkey(x);
+	int type = pk ? EVP_PKEY_get_base_id(pk) : 0, bits = pk ? EVP_PKEY_get_bits(pk) : 0;
+
+	*used = 0;
+	if (type == EVP_PKEY_DSA)
+		return 0;
+	if (type != EVP_PKEY_RSA || bits < AWS_SIG_MIN_BITS)
+		return BC_ERR_INVALID;
+	if (!sk_X509_push(into, x))
+		return BC_ERR_NOMEM;
+	X509_up_ref(x);
+	*used = 1;
+	if (bits >= AWS_P7_MIN_BITS) {
+		X509_up_ref(x);
+		if (!sk_X509_push(all, x)) {
+			X509_free(x);
+			return BC_ERR_NOMEM;
+		}
+	}
+	return 0;
+}
+
+/* A PEM file of AWS's certificates for a region (add_cert); at least one usable. The
+ * file must not be writable by others: it is the trust. */
+static int load_certs(const char *path, STACK_OF(X509) * into, STACK_OF(X509) * all, char *why,
+                      size_t whylen)
 {
 	char *text = NULL;
 	size_t len;
 	BIO *bio;
 	X509 *x;
-	int n = 0, rc;
+	int n = 0, used, rc;
 
-	if ((rc = bc_file_read(path, PEM_MAX, BC_FILE_FOLLOW | BC_FILE_TEXT, &text, &len)) != 0)
+	if ((rc = bc_file_check_mode(path, 0, why, whylen)) != 0)
 		return rc;
+	if ((rc = bc_file_read(path, PEM_MAX, BC_FILE_FOLLOW | BC_FILE_TEXT, &text, &len)) != 0)
+		goto fail;
 	if ((bio = BIO_new_mem_buf(text, (int)len)) == NULL) {
 		free(text);
 		return BC_ERR_NOMEM;
 	}
-	rc = 0;
 	while (rc == 0 && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
-		EVP_PKEY *pk = X509_get0_pubkey(x);
-		if (pk == NULL || EVP_PKEY_get_base_id(pk) != EVP_PKEY_RSA ||
-		    EVP_PKEY_get_bits(pk) < 2048 || !sk_X509_push(into, x)) {
-			X509_free(x);
-			rc = BC_ERR_INVALID;
-			break;
-		}
-		X509_up_ref(x);
-		if (!sk_X509_push(all, x)) {
-			X509_free(x);
-			rc = BC_ERR_NOMEM;
-		}
-		n++;
+		rc = add_cert(x, into, all, &used);
+		n += used;
+		X509_free(x);
 	}
 	ERR_clear_error();
 	BIO_free(bio);
 	free(text);
-	return rc != 0 ? rc : n ? 0 : BC_ERR_INVALID;
+	if (rc == 0 && n == 0)
+		rc = BC_ERR_INVALID;
+	if (rc == 0 || rc == BC_ERR_NOMEM)
+		return rc;
+fail:
+	snprintf(why, whylen,
+	         "%s: expected PEM RSA certificates of at least 1024 bits, as AWS publishes "
+	         "them (1024-bit ones verify only \"signature\"; rsa2048 needs 2048) (%s)",
+	         path, bc_err_str(rc));
+	return rc;
 }
 
 static void aws_free(struct aws_cfg *a)
@@ -375,12 +411,10 @@ static int load_aws(const bc_toml *t, const char *table, struct cloud_cfg *c, ch
 		if (bc_toml_get_string(t, path, &file) != 0)
 			return bc_attest_config_fail(err, errlen, sub, regions[i],
 			                             "expected a PEM file name");
-		if ((rc = load_certs(file, r->certs, a->all)) != 0) {
-			snprintf(what, sizeof(what),
-			         "%s: expected PEM RSA certificates of at least 2048 bits (%s)",
-			         file, bc_err_str(rc));
-			return bc_attest_config_fail(err, errlen, sub, regions[i], what);
-		}
+		if ((rc = load_certs(file, r->certs, a->all, what, sizeof(what))) != 0)
+			return rc == BC_ERR_NOMEM
+			           ? rc
+			           : bc_attest_config_fail(err, errlen, sub, regions[i], what);
 	}
 	return 0;
 }

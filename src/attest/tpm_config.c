@@ -19,8 +19,9 @@
 #define FILE_MAX  (1024 * 1024)
 #define ROOTS_MAX 64
 
-/* PEM (one or more certificates) or one DER certificate. */
-static int load_roots(struct tpm_cfg *c, const char *path)
+/* PEM (one or more certificates) or one DER certificate, in a file others may not
+ * change (it decides which TPMs are genuine): BC_ERR_DENIED, why the chmod to run. */
+static int load_roots(struct tpm_cfg *c, const char *path, char *why, size_t whylen)
 {
 	char *text = NULL;
 	size_t len;
@@ -28,6 +29,8 @@ static int load_roots(struct tpm_cfg *c, const char *path)
 	X509 *x;
 	int rc, n = 0;
 
+	if ((rc = bc_file_check_mode(path, 0, why, whylen)) != 0)
+		return rc;
 	/* DER is binary: no BC_FILE_TEXT */
 	if ((rc = bc_file_read(path, FILE_MAX, BC_FILE_FOLLOW, &text, &len)) != 0)
 		return rc;
@@ -438,13 +441,16 @@ static int apply_scalars(struct tpm_cfg *c, const struct raw *r, const char *tab
 static int apply_lists(struct tpm_cfg *c, const struct raw *r, const char *table, char *err,
                        size_t errlen)
 {
+	char why[512];
+
 	if (r->ek_roots.v != NULL) {
 		if ((c->roots = calloc(ROOTS_MAX, sizeof(*c->roots))) == NULL)
 			return BC_ERR_NOMEM;
-		for (size_t i = 0; i < r->ek_roots.n; i++)
-			if (load_roots(c, r->ek_roots.v[i]) != 0)
-				return bc_attest_config_fail(err, errlen, table, "ek_roots",
-				                             r->ek_roots.v[i]);
+		for (size_t i = 0; i < r->ek_roots.n; i++) {
+			snprintf(why, sizeof(why), "%s", r->ek_roots.v[i]);
+			if (load_roots(c, r->ek_roots.v[i], why, sizeof(why)) != 0)
+				return bc_attest_config_fail(err, errlen, table, "ek_roots", why);
+		}
 	}
 	if (r->pcrs.v != NULL && parse_pcrs(c, r->pcrs.v, r->pcrs.n) != 0)
 		return bc_attest_config_fail(err, errlen, table, "pcrs",

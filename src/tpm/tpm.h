@@ -103,9 +103,10 @@ BC_WUR int bc_tpm_kdfe(uint16_t alg, const uint8_t *z, size_t z_len, const char 
                        uint32_t bits, uint8_t *out);
 
 /* The EK certificate (DER) chains to one of roots through the given intermediates
- * (DER), at time now_ms, and its key is the EK's (ek_key). *cert receives the parsed
- * certificate (for its issuer and serial). BC_ERR_VERIFY: no chain;
- * BC_ERR_CONFLICT: a chain, but another key; BC_ERR_INVALID: not a certificate. */
+ * (DER), at time now_ms; a root need not be self-signed (an intermediate or a
+ * cross-signed root the operator trusts ends the chain), and its key is the EK's
+ * (ek_key). *cert receives the parsed certificate (for its issuer and serial). BC_ERR_VERIFY: no
+ * chain; BC_ERR_CONFLICT: a chain, but another key; BC_ERR_INVALID: not a certificate. */
 BC_WUR int bc_tpm_ek_cert_verify(X509 *const *roots, size_t n_roots, const uint8_t *der, size_t len,
                                  const uint8_t *const *inter, const size_t *inter_lens,
                                  size_t n_inter, EVP_PKEY *ek_key, int64_t now_ms, X509 **cert);

@@ -31,7 +31,12 @@ static int parse_der(const uint8_t *der, size_t len, X509 **out)
 
 /* TCG EK certificates mark their SubjectAltName (a directoryName of TPM
  * manufacturer, model and version) critical; OpenSSL knows it, so nothing
- * critical is left unhandled and no flag relaxes the check. */
+ * critical is left unhandled and no flag relaxes that check.
+ * X509_V_FLAG_PARTIAL_CHAIN: a chain may end at any certificate of ek_roots, not
+ * only a self-signed one: manufacturers publish intermediates (Intel's per-platform
+ * CAs) and cross-signed roots (STMicro's, under GlobalSign), and an operator who
+ * names one trusts what it signed. Only ek_roots are anchors: the evidence's
+ * intermediates stay untrusted. */
 static int verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) * untrusted, int64_t now_ms)
 {
 	X509_STORE_CTX *ctx = NULL;
@@ -45,9 +50,10 @@ static int verify_chain(X509_STORE *store, X509 *leaf, STACK_OF(X509) * untruste
 		goto out;
 	}
 	param = X509_STORE_CTX_get0_param(ctx);
-	/* database time, so a test clock moves certificates too */
+	/* the caller's clock (check() passes the process clock, before the transaction) */
 	X509_VERIFY_PARAM_set_time(param, (time_t)(now_ms / 1000));
 	X509_VERIFY_PARAM_set_depth(param, INTER_MAX + 1);
+	X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_PARTIAL_CHAIN);
 	if (X509_verify_cert(ctx) == 1)
 		rc = 0;
 	else

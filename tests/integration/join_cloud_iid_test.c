@@ -30,6 +30,10 @@ static struct bct_cp cp;
 static char dir[256], toml[6144];
 static EVP_PKEY *gcp_key, *gcp_key2, *weak_key, *oidc_key, *evil_key, *use1_key, *west_key;
 static X509 *use1_cert, *west_cert, *evil_cert;
+/* eu-west-1 as AWS publishes it: a 1024-bit certificate for "signature" and a
+ * 2048-bit one for rsa2048, in one file */
+static EVP_PKEY *euw_sig_key, *euw_p7_key;
+static X509 *euw_sig_cert, *euw_p7_cert;
 static int serial;
 
 static void write_jwks(const char *name, const char *const *jwks, size_t n)
@@ -67,6 +71,12 @@ static void make_keys(void)
 	assert_int_equal(bct_write_cert(path, use1_cert), 0);
 	snprintf(path, sizeof(path), "%s/west.pem", dir);
 	assert_int_equal(bct_write_cert(path, west_cert), 0);
+	euw_sig_key = bct_rsa_key(1024);
+	euw_p7_key = bct_rsa_key(2048);
+	euw_sig_cert = bct_self_cert(euw_sig_key, "aws eu-west-1 signature");
+	euw_p7_cert = bct_self_cert(euw_p7_key, "aws eu-west-1 rsa2048");
+	snprintf(path, sizeof(path), "%s/euw.pem", dir);
+	assert_int_equal(bct_write_certs(path, (X509 *[]){euw_sig_cert, euw_p7_cert}, 2), 0);
 }
 
 static int setup(void **state)
@@ -85,7 +95,7 @@ static int setup(void **state)
 	         "jwks = \"%s/gcp.jwks\"\nprojects = [\"proj-a\", \"proj-b\"]\n"
 	         "[attestors.cloud-iid.aws]\naccounts = [\"111111111111\", \"222222222222\"]\n"
 	         "[attestors.cloud-iid.aws.certificates]\nus-east-1 = \"%s/use1.pem\"\n"
-	         "us-west-2 = \"%s/west.pem\"\n"
+	         "us-west-2 = \"%s/west.pem\"\neu-west-1 = \"%s/euw.pem\"\n"
 	         "[attestors.cloud-iid.oidc.lab]\nissuer = \"https://oidc.test\"\n"
 	         "jwks = \"%s/oidc.jwks\"\naudience = \"https://bc.test\"\n"
 	         "account_claim = \"tenant\"\ninstance_claim = \"vm.id\"\n"
@@ -101,7 +111,7 @@ static int setup(void **state)
 	         "tenant = \"root\"\n"
 	         "[attestors.cloud-iid.resolve.down]\nprovider = \"oidc.down\"\n"
 	         "account = \"acme\"\ntenant = \"root\"\n",
-	         dir, dir, dir, dir);
+	         dir, dir, dir, dir, dir);
 	return bct_cp_start(&cp, toml);
 }
 
@@ -120,6 +130,10 @@ static int teardown(void **state)
 	X509_free(use1_cert);
 	X509_free(west_cert);
 	X509_free(evil_cert);
+	EVP_PKEY_free(euw_sig_key);
+	EVP_PKEY_free(euw_p7_key);
+	X509_free(euw_sig_cert);
+	X509_free(euw_p7_cert);
 	return 0;
 }
 
@@ -434,56 +448,65 @@ static void test_evidence_refusals(void **state)
 	csr_free(&c);
 }
 
-/* An unknown kid loads the set again, at most once a minute. */
-static void test_gcp_key_rotation(void **state)
+/* A JWKS file is read when the server starts, never while it runs: a key appended to
+ * it (a forged identity, by whoever can write the file) admits nothing, on an unknown
+ * kid, a minute or an hour later; a server started afterwards reads it. */
+static void test_jwks_file_read_at_start_only(void **state)
 {
+	struct bct_cp replica;
 	struct gcp g;
-	char *j[2];
+	char *j[3];
 	(void)state;
 
-	gcp_defaults(&g);
-	assert_string_equal(gcp_try(&g), ""); /* the set is loaded */
-	j[0] = bct_jwk(gcp_key, "g1", "RS256");
-	j[1] = bct_jwk(gcp_key2, "g2", "RS256");
-	write_jwks("gcp.jwks", (const char *const *)j, 2);
-	gcp_defaults(&g);
-	g.kid = "g2";
-	g.key = gcp_key2;
-	/* the first unknown kid loads it again (the last load was at start or before) */
-	bc_clock_set_offset_ms(bc_clock_offset_ms() + 61000);
-	assert_string_equal(gcp_try(&g), "");
-	/* rotated again within the minute: not fetched again yet */
-	free(j[1]);
-	j[1] = bct_jwk(evil_key, "g3", "RS256");
-	write_jwks("gcp.jwks", (const char *const *)j, 2);
-	gcp_defaults(&g);
-	g.kid = "g3";
-	g.key = evil_key;
-	assert_string_equal(gcp_try(&g), BC_R_JWS_KID);
-	bc_clock_set_offset_ms(bc_clock_offset_ms() + 61000);
-	gcp_defaults(&g);
-	g.kid = "g3";
-	g.key = evil_key;
-	assert_string_equal(gcp_try(&g), "");
-	/* g1 leaves the file: the cached set still has it for the rest of the hour */
-	write_jwks("gcp.jwks", (const char *const *)&j[1], 1);
-	gcp_defaults(&g);
-	assert_string_equal(gcp_try(&g), "");
-	bc_clock_set_offset_ms(bc_clock_offset_ms() + 3601000);
-	gcp_defaults(&g);
-	assert_string_equal(gcp_try(&g), BC_R_JWS_KID);
-	/* the set as setup wrote it, for the tests after this one (loaded again when the
-	 * clock goes back) */
-	free(j[0]);
-	free(j[1]);
 	j[0] = bct_jwk(gcp_key, "g1", "RS256");
 	j[1] = bct_jwk(weak_key, "weak", NULL);
-	write_jwks("gcp.jwks", (const char *const *)j, 2);
-	free(j[0]);
-	free(j[1]);
-	bc_clock_set_offset_ms(0);
+	j[2] = bct_jwk(evil_key, "forged", "RS256");
+	write_jwks("gcp.jwks", (const char *const *)j, 3);
+	gcp_defaults(&g);
+	g.kid = "forged";
+	g.key = evil_key;
+	assert_string_equal(gcp_try(&g), BC_R_JWS_KID);
+	bc_clock_set_offset_ms(61000);
+	gcp_defaults(&g);
+	g.kid = "forged";
+	g.key = evil_key;
+	assert_string_equal(gcp_try(&g), BC_R_JWS_KID);
+	bc_clock_set_offset_ms(3601000);
+	gcp_defaults(&g);
+	g.kid = "forged";
+	g.key = evil_key;
+	assert_string_equal(gcp_try(&g), BC_R_JWS_KID);
+	/* the set read at start still admits */
 	gcp_defaults(&g);
 	assert_string_equal(gcp_try(&g), "");
+	bc_clock_set_offset_ms(0);
+	/* a server started now reads the file as it is */
+	assert_int_equal(bct_cp_replica_toml(&cp, &replica, toml), 0);
+	gcp_defaults(&g);
+	g.kid = "forged";
+	g.key = evil_key;
+	struct csr c;
+	char *jwt, *ev;
+	csr_new(&c);
+	jwt = gcp_jwt(&g, &c);
+	ev = jwt_evidence("gcp", jwt);
+	struct bct_join_opts jo = {.attestor = "cloud-iid",
+	                           .key = c.key,
+	                           .csr = c.der,
+	                           .csr_len = c.len,
+	                           .attestation = (const uint8_t *)ev,
+	                           .attestation_len = strlen(ev)};
+	struct bc_join_answer ans;
+	assert_int_equal(bct_join(&replica, &jo, &ans), 0);
+	bc_join_answer_free(&ans);
+	bct_cp_stop(&replica);
+	free(ev);
+	free(jwt);
+	csr_free(&c);
+	/* the set as setup wrote it */
+	write_jwks("gcp.jwks", (const char *const *)j, 2);
+	for (int i = 0; i < 3; i++)
+		free(j[i]);
 }
 
 /* ---- OIDC ---- */
@@ -675,30 +698,57 @@ static void test_aws(void **state)
 	free(doc);
 }
 
-/* The identity comes from the bytes rsa2048 verified, never from "document": a
- * valid PKCS#7 for one instance with the document of another admits the first. */
+/* The subject recorded for an AWS instance (provider 0x00 account 0x00 instance). */
+static void aws_subject(const char *account, const char *instance, char hex[65])
+{
+	uint8_t d[32];
+	bc_buf b;
+
+	bc_buf_init(&b, 0);
+	assert_int_equal(bc_buf_put_cstr(&b, "aws"), 0);
+	assert_int_equal(bc_buf_put_cstr(&b, account), 0);
+	assert_int_equal(bc_buf_put(&b, instance, strlen(instance)), 0);
+	assert_int_equal(bc_sha256(b.p, b.len, d), 0);
+	bc_buf_free(&b);
+	bc_hex_encode_to(d, 32, hex);
+}
+
+static int aws_uses(const char *account, const char *instance)
+{
+	char hex[65];
+
+	aws_subject(account, instance, hex);
+	bc_param q[] = {BC_TEXT(hex)};
+	return bct_count(&cp,
+	                 "SELECT COUNT(*) FROM attestation_uses WHERE attestor = 'cloud-iid' AND "
+	                 "subject = $1",
+	                 q, 1);
+}
+
+/* The identity comes from the bytes rsa2048 verified, and the document beside it must
+ * be those bytes: a valid PKCS#7 for one instance with the document of another is
+ * refused (aws-document-mismatch) and admits neither; with its own document it admits
+ * the instance it signed. */
 static void test_aws_identity_from_verified_bytes(void **state)
 {
 	char *signed_doc = aws_doc("111111111111", "i-signed", "us-east-1", -60);
 	char *other_doc = aws_doc("111111111111", "i-claimed", "us-east-1", -60);
 	char node[64], hex[65], *ev;
-	uint8_t *p7, *sig, d[32];
+	uint8_t *p7, *sig;
 	size_t pl, sl;
-	bc_buf b;
 	(void)state;
 
 	assert_non_null(p7 = bct_pkcs7(use1_cert, use1_key, signed_doc, "SHA256", &pl));
 	ev = aws_evidence(other_doc, NULL, 0, p7, pl);
+	assert_string_equal(aws_try(ev, NULL), BC_R_AWS_DOCUMENT_MISMATCH);
+	free(ev);
+	assert_int_equal(aws_uses("111111111111", "i-signed"), 0);
+	assert_int_equal(aws_uses("111111111111", "i-claimed"), 0);
+	ev = aws_evidence(signed_doc, NULL, 0, p7, pl);
 	assert_string_equal(aws_try(ev, node), "");
 	free(ev);
 	/* the subject recorded is i-signed's */
-	bc_buf_init(&b, 0);
-	assert_int_equal(bc_buf_put_cstr(&b, "aws"), 0);
-	assert_int_equal(bc_buf_put_cstr(&b, "111111111111"), 0);
-	assert_int_equal(bc_buf_put(&b, "i-signed", 8), 0);
-	assert_int_equal(bc_sha256(b.p, b.len, d), 0);
-	bc_buf_free(&b);
-	bc_hex_encode_to(d, 32, hex);
+	aws_subject("111111111111", "i-signed", hex);
 	bc_param q[] = {BC_TEXT(hex), BC_TEXT(node)};
 	assert_int_equal(
 	    bct_count(&cp,
@@ -715,6 +765,54 @@ static void test_aws_identity_from_verified_bytes(void **state)
 	free(p7);
 	free(signed_doc);
 	free(other_doc);
+}
+
+/* A document as AWS signs it: "signature" under the region's 1024-bit certificate,
+ * rsa2048 under its 2048-bit one, both from one region file. Admitted; with one byte
+ * of the document changed, refused; a 1024-bit key never verifies a PKCS#7. */
+static void test_aws_as_aws_signs_it(void **state)
+{
+	char *doc = aws_doc("111111111111", "i-0aws1", "eu-west-1", -60), *bad, *ev;
+	char *doc2 = aws_doc("111111111111", "i-0aws2", "eu-west-1", -60);
+	uint8_t *sig, *p7, *sig2, *p7w;
+	size_t sl, pl, sl2, pwl;
+	(void)state;
+
+	assert_non_null(sig = bct_rsa_sign(euw_sig_key, doc, &sl));
+	assert_int_equal(sl, 128); /* 1024 bits, as AWS's */
+	assert_non_null(p7 = bct_pkcs7(euw_p7_cert, euw_p7_key, doc, "SHA256", &pl));
+	/* one byte changed: "t3.micro" becomes "t3.nicro" */
+	bad = strdup(doc);
+	*strstr(bad, "micro\"") = 'n';
+	ev = aws_evidence(bad, sig, sl, p7, pl);
+	assert_string_equal(aws_try(ev, NULL), BC_R_AWS_DOCUMENT_MISMATCH);
+	free(ev);
+	ev = aws_evidence(bad, sig, sl, NULL, 0);
+	assert_string_equal(aws_try(ev, NULL), BC_R_AWS_SIGNATURE);
+	free(ev);
+	assert_int_equal(aws_uses("111111111111", "i-0aws1"), 0);
+	/* both, as bcd sends them: admitted once */
+	ev = aws_evidence(doc, sig, sl, p7, pl);
+	assert_string_equal(aws_try(ev, NULL), "");
+	assert_string_equal(aws_try(ev, NULL), BC_R_INSTANCE_REUSED);
+	free(ev);
+	/* "signature" alone under the 1024-bit certificate (regions without rsa2048) */
+	assert_non_null(sig2 = bct_rsa_sign(euw_sig_key, doc2, &sl2));
+	/* the same document in a PKCS#7 by the 1024-bit key: never accepted */
+	assert_non_null(p7w = bct_pkcs7(euw_sig_cert, euw_sig_key, doc2, "SHA256", &pwl));
+	ev = aws_evidence(doc2, sig2, sl2, p7w, pwl);
+	assert_string_equal(aws_try(ev, NULL), BC_R_AWS_SIGNATURE);
+	free(ev);
+	ev = aws_evidence(doc2, sig2, sl2, NULL, 0);
+	assert_string_equal(aws_try(ev, NULL), "");
+	free(ev);
+	free(bad);
+	free(sig);
+	free(p7);
+	free(sig2);
+	free(p7w);
+	free(doc);
+	free(doc2);
 }
 
 struct racer {
@@ -796,10 +894,11 @@ int main(void)
 	    cmocka_unit_test(test_known_instance_rejoins_with_x509pop),
 	    cmocka_unit_test(test_gcp_refusals),
 	    cmocka_unit_test(test_evidence_refusals),
-	    cmocka_unit_test(test_gcp_key_rotation),
+	    cmocka_unit_test(test_jwks_file_read_at_start_only),
 	    cmocka_unit_test(test_oidc),
 	    cmocka_unit_test(test_aws),
 	    cmocka_unit_test(test_aws_identity_from_verified_bytes),
+	    cmocka_unit_test(test_aws_as_aws_signs_it),
 	    cmocka_unit_test(test_two_replicas_admit_an_instance_once),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

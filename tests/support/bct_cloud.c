@@ -176,6 +176,18 @@ int bct_write_cert(const char *path, X509 *x)
 	return ok ? 0 : -1;
 }
 
+int bct_write_certs(const char *path, X509 *const *xs, size_t n)
+{
+	FILE *f = fopen(path, "w");
+	int ok = f != NULL;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = PEM_write_X509(f, xs[i]) == 1;
+	if (f && fclose(f) != 0)
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
 uint8_t *bct_pkcs7(X509 *x, EVP_PKEY *k, const char *doc, const char *md, size_t *len)
 {
 	BIO *in = BIO_new_mem_buf(doc, (int)strlen(doc));

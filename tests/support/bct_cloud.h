@@ -22,6 +22,8 @@ char *bct_jwt(EVP_PKEY *k, const char *header_json, const char *payload_json);
 /* A self-signed certificate of k (an RSA key). */
 X509 *bct_self_cert(EVP_PKEY *k, const char *cn);
 int bct_write_cert(const char *path, X509 *x);
+/* Several certificates, PEM, one after another in one file. */
+int bct_write_certs(const char *path, X509 *const *xs, size_t n);
 /* PKCS#7 SignedData (DER) of doc, attached, SHA-256, by x and k. */
 uint8_t *bct_pkcs7(X509 *x, EVP_PKEY *k, const char *doc, const char *md, size_t *len);
 /* RSA PKCS#1 v1.5 SHA-256 over doc. */

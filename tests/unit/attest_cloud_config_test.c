@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "attest/attest.h"
 #include "bct_cloud.h"
@@ -19,6 +20,59 @@ static char dir[256];
 /* @D@ in a text: the directory of the files setup() writes */
 static const struct bct_config K = {
     .attestor = bc_attestor_cloud_iid, .table = "attestors.cloud-iid", .dir = dir};
+
+/* A DSA key as AWS's pkcs7 certificates hold. */
+static EVP_PKEY *dsa_key(void)
+{
+	EVP_PKEY_CTX *pc = EVP_PKEY_CTX_new_from_name(NULL, "DSA", NULL), *kc = NULL;
+	EVP_PKEY *params = NULL, *k = NULL;
+
+	if (pc && EVP_PKEY_paramgen_init(pc) == 1 &&
+	    EVP_PKEY_CTX_set_dsa_paramgen_bits(pc, 1024) == 1 &&
+	    EVP_PKEY_CTX_set_dsa_paramgen_q_bits(pc, 160) == 1 &&
+	    EVP_PKEY_paramgen(pc, &params) == 1 &&
+	    (kc = EVP_PKEY_CTX_new_from_pkey(NULL, params, NULL)) != NULL &&
+	    EVP_PKEY_keygen_init(kc) == 1)
+		(void)EVP_PKEY_keygen(kc, &k);
+	EVP_PKEY_CTX_free(kc);
+	EVP_PKEY_CTX_free(pc);
+	EVP_PKEY_free(params);
+	return k;
+}
+
+/* AWS's region files: a 1024-bit "signature" certificate, a 2048-bit rsa2048 one,
+ * the DSA pkcs7 one; and what no region file may hold. */
+static void write_region_files(X509 *x, X509 *w)
+{
+	EVP_PKEY *tiny = bct_rsa_key(768), *ec = bct_ec_key(), *dsa = dsa_key();
+	X509 *t = bct_self_cert(tiny, "tiny"), *e = bct_self_cert(ec, "ec"),
+	     *d = bct_self_cert(dsa, "dsa");
+	char path[512];
+
+	assert_non_null(t);
+	assert_non_null(e);
+	assert_non_null(d);
+	snprintf(path, sizeof(path), "%s/both.pem", dir);
+	assert_int_equal(bct_write_certs(path, (X509 *[]){w, x}, 2), 0);
+	snprintf(path, sizeof(path), "%s/published.pem", dir);
+	assert_int_equal(bct_write_certs(path, (X509 *[]){d, w, x}, 3), 0);
+	snprintf(path, sizeof(path), "%s/dsa.pem", dir);
+	assert_int_equal(bct_write_cert(path, d), 0);
+	snprintf(path, sizeof(path), "%s/tiny.pem", dir);
+	assert_int_equal(bct_write_certs(path, (X509 *[]){x, t}, 2), 0);
+	snprintf(path, sizeof(path), "%s/ec.pem", dir);
+	assert_int_equal(bct_write_cert(path, e), 0);
+	/* the trust, writable by others */
+	snprintf(path, sizeof(path), "%s/shared.pem", dir);
+	assert_int_equal(bct_write_cert(path, x), 0);
+	assert_int_equal(chmod(path, 0664), 0);
+	X509_free(t);
+	X509_free(e);
+	X509_free(d);
+	EVP_PKEY_free(tiny);
+	EVP_PKEY_free(ec);
+	EVP_PKEY_free(dsa);
+}
 
 static int setup(void **state)
 {
@@ -41,6 +95,13 @@ static int setup(void **state)
 	bct_write_cert(path, x);
 	snprintf(path, sizeof(path), "%s/weak.pem", dir);
 	bct_write_cert(path, w);
+	snprintf(path, sizeof(path), "%s/shared.jwks", dir);
+	bct_write_file(path, set);
+	assert_int_equal(chmod(path, 0666), 0);
+	snprintf(path, sizeof(path), "%s/group.jwks", dir);
+	bct_write_file(path, set);
+	assert_int_equal(chmod(path, 0620), 0);
+	write_region_files(x, w);
 	free(set);
 	free(j[0]);
 	X509_free(x);
@@ -132,9 +193,16 @@ static void test_mistakes(void **state)
 	refused(GCP "[attestors.cloud-iid.resolve.r]\nprovider = \"gcp\"\naccount = \"p\"\n",
 	        "tenant");
 	refused(GCP RULE "[attestors.cloud-iid.aws]\n", "certificates");
+	/* under 1024 bits, not RSA, only DSA (which nothing verifies with) */
 	refused(GCP RULE "[attestors.cloud-iid.aws]\n[attestors.cloud-iid.aws.certificates]\n"
-	                 "us-east-1 = \"@D@/weak.pem\"\n",
-	        "2048");
+	                 "us-east-1 = \"@D@/tiny.pem\"\n",
+	        "tiny.pem: expected PEM RSA certificates of at least 1024 bits");
+	refused(GCP RULE "[attestors.cloud-iid.aws]\n[attestors.cloud-iid.aws.certificates]\n"
+	                 "us-east-1 = \"@D@/ec.pem\"\n",
+	        "ec.pem: expected PEM RSA certificates of at least 1024 bits");
+	refused(GCP RULE "[attestors.cloud-iid.aws]\n[attestors.cloud-iid.aws.certificates]\n"
+	                 "us-east-1 = \"@D@/dsa.pem\"\n",
+	        "dsa.pem: expected PEM RSA certificates");
 	refused(GCP RULE "[attestors.cloud-iid.aws]\n[attestors.cloud-iid.aws.certificates]\n"
 	                 "us-east-1 = \"@D@/keys.jwks\"\n",
 	        "us-east-1");
@@ -155,10 +223,40 @@ static void test_mistakes(void **state)
 	refused(GCP RULE "[attestors.cloud-iid]\nroles = [\"ramdisk\"]\n", "roles");
 }
 
+/* A region file as AWS publishes it loads: the 1024-bit "signature" certificate with
+ * the 2048-bit rsa2048 one (and the DSA one, skipped). */
+static void test_aws_region_files(void **state)
+{
+	(void)state;
+	bct_config_loads(&K, GCP RULE
+	                 "[attestors.cloud-iid.aws]\n[attestors.cloud-iid.aws.certificates]\n"
+	                 "us-east-1 = \"@D@/both.pem\"\neu-west-1 = \"@D@/published.pem\"\n"
+	                 "\"*\" = \"@D@/weak.pem\"\n");
+}
+
+/* Trust files others may change are refused, as the secret and config are. */
+static void test_trust_file_modes(void **state)
+{
+	(void)state;
+	refused(GCP RULE "[attestors.cloud-iid.aws]\n[attestors.cloud-iid.aws.certificates]\n"
+	                 "us-east-1 = \"@D@/shared.pem\"\n",
+	        "shared.pem: mode 0664 lets its group change it; run `chmod go-w ");
+	refused("[attestors.cloud-iid.gcp]\naudience = \"a\"\njwks = \"@D@/shared.jwks\"\n" RULE,
+	        "[attestors.cloud-iid.gcp] jwks: ");
+	refused("[attestors.cloud-iid.gcp]\naudience = \"a\"\njwks = \"@D@/shared.jwks\"\n" RULE,
+	        "shared.jwks: mode 0666 lets every user change it; run `chmod go-w ");
+	refused(GCP RULE "[attestors.cloud-iid.oidc.x]\nissuer = \"https://i\"\n"
+	                 "jwks = \"@D@/group.jwks\"\naudience = \"a\"\naccount_claim = \"p\"\n"
+	                 "instance_claim = \"v\"\n",
+	        "group.jwks: mode 0620 lets its group change it");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_good),
+	    cmocka_unit_test(test_aws_region_files),
+	    cmocka_unit_test(test_trust_file_modes),
 	    cmocka_unit_test(test_mistakes),
 	    cmocka_unit_test(test_old_name),
 	};

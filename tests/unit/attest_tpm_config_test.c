@@ -10,14 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "attest/attest.h"
+#include "bct_cloud.h"
 #include "bct_config.h"
+#include "bctest.h"
 
 #define TABLE "attestors.tpm"
 #define OK    "[" TABLE "]\nallow_uncertified_ek = true\n"
 
-static const struct bct_config K = {.attestor = bc_attestor_tpm, .table = TABLE};
+static char dir[256];
+/* @D@ in a text: a directory of EK root files this test writes */
+static const struct bct_config K = {.attestor = bc_attestor_tpm, .table = TABLE, .dir = dir};
 
 static void loads(const char *text)
 {
@@ -92,12 +97,41 @@ static void test_old_name(void **state)
 	        "[" TABLE "] challenge_ttl_ms: set only challenge_ttl_seconds");
 }
 
+/* ek_roots decide which TPMs are genuine: a file others may change is refused at
+ * start, as the secret and server.toml are, with the chmod that fixes it. */
+static void test_ek_roots_modes(void **state)
+{
+	EVP_PKEY *k = bct_ec_key();
+	X509 *x = bct_self_cert(k, "EK root");
+	char path[512], *d;
+	(void)state;
+
+	assert_non_null(d = bct_tmpdir());
+	snprintf(dir, sizeof(dir), "%s", d);
+	free(d);
+	snprintf(path, sizeof(path), "%s/roots.pem", dir);
+	assert_int_equal(bct_write_cert(path, x), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	loads("[" TABLE "]\nek_roots = [\"@D@/roots.pem\"]\n");
+	assert_int_equal(chmod(path, 0664), 0);
+	refused("[" TABLE "]\nek_roots = [\"@D@/roots.pem\"]\n", "[" TABLE "] ek_roots: ");
+	refused("[" TABLE "]\nek_roots = [\"@D@/roots.pem\"]\n",
+	        "roots.pem: mode 0664 lets its group change it; run `chmod go-w ");
+	assert_int_equal(chmod(path, 0646), 0);
+	refused("[" TABLE "]\nek_roots = [\"@D@/roots.pem\"]\n",
+	        "roots.pem: mode 0646 lets every user change it");
+	bct_rmrf(dir);
+	X509_free(x);
+	EVP_PKEY_free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_good_tables),
 	    cmocka_unit_test(test_each_mistake),
 	    cmocka_unit_test(test_old_name),
+	    cmocka_unit_test(test_ek_roots_modes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
