@@ -218,8 +218,8 @@ static uint8_t *evidence_pack(size_t *len)
 
 	ev.ek_public = (ProtobufCBinaryData){ek.n, ek.p};
 	ev.ek_certificate = (ProtobufCBinaryData){ek_cert.n, ek_cert.p};
-	ev.n_ek_intermediates = 1;
-	ev.ek_intermediates = &im;
+	ev.n_ek_intermediates = inter.n ? 1 : 0; /* none when the test cleared it */
+	ev.ek_intermediates = inter.n ? &im : NULL;
 	ev.ak_public = (ProtobufCBinaryData){ak.n, ak.p};
 	*len = bettercompute__attest__v1__tpm_evidence__get_packed_size(&ev);
 	out = malloc(*len);
@@ -336,8 +336,8 @@ static uint8_t *answer_pack(const struct answer *a, size_t *len)
 
 	ev.ek_public = (ProtobufCBinaryData){ek.n, ek.p};
 	ev.ek_certificate = (ProtobufCBinaryData){ek_cert.n, ek_cert.p};
-	ev.n_ek_intermediates = 1;
-	ev.ek_intermediates = &im;
+	ev.n_ek_intermediates = inter.n ? 1 : 0; /* none when the test cleared it */
+	ev.ek_intermediates = inter.n ? &im : NULL;
 	ev.ak_public = (ProtobufCBinaryData){ak.n, ak.p};
 	an.evidence = &ev;
 	an.state = (ProtobufCBinaryData){a->state.n, a->state.p};
@@ -427,14 +427,20 @@ static void full_answer(struct bct_cp *cp, const struct blob *csr, const char *n
 
 static char resolve_path[512];
 
-/* A control plane whose [attestors.tpm] has these lines besides the test root. */
-static void cp_start(struct bct_cp *cp, const char *lines)
+/* A control plane whose [attestors.tpm] has ek_roots = [roots] and these lines. */
+static void cp_start_roots(struct bct_cp *cp, const char *roots, const char *lines)
 {
 	char toml[4096];
 
-	snprintf(toml, sizeof(toml), "[attestors.tpm]\nek_roots = [\"%s\"]\n%s\n", tpm.root_pem,
+	snprintf(toml, sizeof(toml), "[attestors.tpm]\nek_roots = [\"%s\"]\n%s\n", roots,
 	         lines ? lines : "");
 	assert_int_equal(bct_cp_start(cp, toml), 0);
+}
+
+/* The same with the test's manufacturer root. */
+static void cp_start(struct bct_cp *cp, const char *lines)
+{
+	cp_start_roots(cp, tpm.root_pem, lines);
 }
 
 /* A resolve file sending the test's EK into pool (and naming node when set). */
@@ -454,19 +460,25 @@ static const char *write_resolve(const char *pool, const char *node)
 /* A control plane whose resolve file sends the test's EK into a pool of root with
  * this policy; the pool's id into pool[64]. The pool's id is made first: the resolve
  * file names it before the store exists. */
-static void cp_start_resolved(struct bct_cp *cp, const char *policy, char pool[64])
+static void cp_start_resolved_roots(struct bct_cp *cp, const char *roots, const char *policy,
+                                    char pool[64])
 {
 	char lines[1024];
 
 	assert_int_equal(bc_new_id("pool", pool, 64), 0);
 	snprintf(lines, sizeof(lines), "resolve = \"%s\"\n", write_resolve(pool, NULL));
-	cp_start(cp, lines);
+	cp_start_roots(cp, roots, lines);
 	bc_param pp[] = {BC_TEXT(pool), BC_TEXT(policy), BC_INT(bc_now_ms())};
 	assert_int_equal(bct_exec(cp,
 	                          "INSERT INTO pools (id, tenant_id, name, policy, created_at, "
 	                          "updated_at) VALUES ($1, 'root', 'tpm', $2, $3, $3)",
 	                          pp, 3),
 	                 0);
+}
+
+static void cp_start_resolved(struct bct_cp *cp, const char *policy, char pool[64])
+{
+	cp_start_resolved_roots(cp, tpm.root_pem, policy, pool);
 }
 
 /* ---- the tests ---- */
@@ -692,6 +704,58 @@ static void test_tpm_ek_refusals(void **state)
 	full_answer(&cp, &csr, NK_HANDLE, &a);
 	expect_refused(&cp, &csr, &a, "unknown-ek");
 	answer_free(&a);
+	blob_free(&csr);
+	bct_cp_stop(&cp);
+}
+
+/* ek_roots naming only the manufacturer's intermediate (as Intel's CNL CA is
+ * published): the chain ends there, with no intermediate in the evidence, and the
+ * TPM joins. An intermediate-only ek_roots of another CA still refuses it. */
+static void test_tpm_ek_roots_intermediate_only(void **state)
+{
+	struct bct_cp cp;
+	struct bc_join_answer ans;
+	struct answer a;
+	struct blob saved = inter;
+	char pool[64], issuer[512], other[512];
+	size_t n;
+	uint8_t *ev;
+	(void)state;
+
+	snprintf(issuer, sizeof(issuer), "%s/ca/issuercert.pem", tpm.dir);
+	inter = (struct blob){NULL, 0};
+	cp_start_resolved_roots(&cp, issuer, "{\"joinAttestors\":[\"tpm\"]}", pool);
+	struct blob csr = make_csr(NK_HANDLE, "node");
+	full_answer(&cp, &csr, NK_HANDLE, &a);
+	assert_int_equal(round2(&cp, &csr, &a, &ans), 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	bc_join_answer_free(&ans);
+	answer_free(&a);
+	bct_cp_stop(&cp);
+
+	/* another CA's root and intermediate; ek_roots names only the intermediate */
+	assert_int_equal(
+	    bct_tpm_sh(&tpm, "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+	                     "-keyout oroot.key -out oroot.pem -subj /CN=other-root -days 2 && "
+	                     "openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+	                     "-keyout ointer.key -out ointer.csr -subj /CN=other-inter && "
+	                     "printf 'basicConstraints=critical,CA:TRUE\\nkeyUsage=critical,"
+	                     "keyCertSign\\n' > ca.ext && "
+	                     "openssl x509 -req -in ointer.csr -CA oroot.pem -CAkey oroot.key "
+	                     "-CAcreateserial -out ointer.pem -days 2 -extfile ca.ext"),
+	    0);
+	snprintf(other, sizeof(other), "%s/ointer.pem", tpm.dir);
+	inter = saved;
+	cp_start_roots(&cp, other, NULL);
+	ev = evidence_pack(&n);
+	struct bct_join_opts jo = {.attestor = "tpm",
+	                           .csr = csr.p,
+	                           .csr_len = csr.n,
+	                           .attestation = ev,
+	                           .attestation_len = n};
+	assert_int_equal(bct_join(&cp, &jo, &ans), BC_ERR_DENIED);
+	assert_string_equal(bct_last_reason(&cp), "ek-certificate-chain");
+	free(ev);
 	blob_free(&csr);
 	bct_cp_stop(&cp);
 }
@@ -1196,6 +1260,7 @@ int main(void)
 	    cmocka_unit_test(test_tpm_join_admitted_and_reclaimed),
 	    cmocka_unit_test(test_tpm_refusals_by_name),
 	    cmocka_unit_test(test_tpm_ek_refusals),
+	    cmocka_unit_test(test_tpm_ek_roots_intermediate_only),
 	    cmocka_unit_test(test_tpm_node_key_any),
 	    cmocka_unit_test(test_tpm_pcr_policy),
 	    cmocka_unit_test(test_tpm_bound_elsewhere),
