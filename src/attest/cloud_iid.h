@@ -31,7 +31,7 @@
 #define CLOUD_JWKS_WAIT_MS 2000
 #define CLOUD_JWKS_WAITERS 4
 
-/* A key set from a file (read at configure, never again) or an https URL (loaded by
+/* A key set from a file (read at configure, and again after a SIGHUP) or an https URL (loaded by
  * the source's refresher thread: at start, after an hour, and on an unknown kid at
  * most once a minute). cloud_iid_jwks.c says who waits for what. */
 struct jwks_ref {
@@ -52,11 +52,13 @@ struct jwks_src {
 	uint64_t loads;    /* loads ended, successful or not */
 	int want, loading, stop, waiters;
 	char last_err[512]; /* why the last load failed; "" after a success */
+	uint64_t gen;       /* a file: the bc_reload_generation() it was read under */
 	pthread_t thread;
 	int inited, conds, has_thread;
 };
 
-/* The current set (a reference: jwks_put it). For a URL: a stale set asks the
+/* The current set (a reference: jwks_put it). A file is read again first when a
+ * SIGHUP came since it was read. For a URL: a stale set asks the
  * refresher for a new one and is returned meanwhile; no set, or one without kid
  * (NULL: none asked for), asks for a load (at most once a minute) and waits for it
  * as the file's top comment says. Never fetches. NULL when there is no set; err says

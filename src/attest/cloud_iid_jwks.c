@@ -1,8 +1,9 @@
 /* The cloud-iid JWKS cache.
  *
- * A file is trust the operator placed: read once, when the server is configured
- * (refused when others may write it), never again while it runs, so appending a key
- * to it admits nothing until a restart.
+ * A file is trust the operator placed: read when the server is configured (refused
+ * when others may write it) and again only after a SIGHUP (bc/reload.h), at its next
+ * use, never on an unknown kid: appending a key to it admits nothing until the
+ * operator says so. A file that fails on SIGHUP leaves the set read before.
  *
  * A URL is fetched by one refresher thread per source, never by a join: the first
  * load at start, again after an hour (the set in use stays meanwhile), and on a
@@ -23,6 +24,7 @@
 #include "bc/fetch.h"
 #include "bc/files.h"
 #include "bc/log.h"
+#include "bc/reload.h"
 
 static int load(const struct jwks_src *s, bc_jwks **out, char *err, size_t errlen)
 {
@@ -165,12 +167,44 @@ static void wait_load(struct jwks_src *s)
 	s->waiters--;
 }
 
+/* A file, after a SIGHUP it has not been read since: read again by the first join
+ * to see it, outside the lock (the others go on with the set there is). */
+static void file_sighup(struct jwks_src *s)
+{
+	uint64_t g = bc_reload_generation();
+	char err[512] = "";
+	bc_jwks *k = NULL;
+	int claim, rc;
+
+	pthread_mutex_lock(&s->mu);
+	if ((claim = g != s->gen) != 0)
+		s->gen = g;
+	pthread_mutex_unlock(&s->mu);
+	if (!claim)
+		return;
+	if ((rc = load(s, &k, err, sizeof(err))) == 0) {
+		pthread_mutex_lock(&s->mu);
+		rc = install(s, k, bc_now_ms());
+		pthread_mutex_unlock(&s->mu);
+	}
+	if (rc != 0)
+		bc_log(BC_LOG_WARN,
+		       "cloud-iid: JWKS file not read again after SIGHUP; the set read "
+		       "before stays",
+		       "jwks", s->location, "error", err[0] ? err : bc_err_str(rc), NULL);
+	else
+		bc_log(BC_LOG_INFO, "cloud-iid: JWKS file read again after SIGHUP", "jwks",
+		       s->location, NULL);
+}
+
 struct jwks_ref *jwks_get(struct jwks_src *s, int64_t now_ms, const char *kid, char *err,
                           size_t errlen)
 {
 	struct jwks_ref *r;
 	int stale, need;
 
+	if (!s->is_url)
+		file_sighup(s);
 	pthread_mutex_lock(&s->mu);
 	if (s->is_url) {
 		stale = s->cur == NULL || now_ms - s->loaded_ms >= CLOUD_JWKS_TTL_MS ||
@@ -234,7 +268,8 @@ int jwks_src_init(struct jwks_src *s, const char *location, const char *ca_file,
 		}
 		return start_refresher(s);
 	}
-	/* a file is read now, and only now: a mistake is reported at start */
+	/* a file is read now (and after a SIGHUP): a mistake is reported at start */
+	s->gen = bc_reload_generation();
 	if ((rc = load(s, &k, err, errlen)) != 0)
 		return rc == BC_ERR_NOMEM ? rc : BC_ERR_CONFIG;
 	return install(s, k, bc_now_ms());

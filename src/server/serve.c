@@ -7,13 +7,15 @@
 #include <string.h>
 
 #include "bc/log.h"
+#include "bc/reload.h"
 #include "server/server.h"
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: better-compute serve --config server.toml\n"
 	                "  starts the control plane (JoinService, the admin API, /healthz);\n"
-	                "  SIGTERM or SIGINT finishes in-flight requests and exits.\n"
+	                "  SIGTERM or SIGINT finishes in-flight requests and exits;\n"
+	                "  SIGHUP reads cloud-iid's JWKS files again (nothing else).\n"
 	                "  `better-compute init --dir var` writes a server.toml to start from.\n");
 }
 
@@ -81,6 +83,7 @@ int bc_cmd_serve(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if ((rc = bc_server_start(&cfg, NULL, NULL, &srv, err, sizeof(err))) != 0) {
@@ -100,7 +103,10 @@ int bc_cmd_serve(int argc, char **argv)
 	       cfg.metrics_listen ? cfg.metrics_listen : "none", "metrics_port",
 	       cfg.metrics_listen ? mport : "", "attestors", attestors, "access_log",
 	       cfg.access_log ? "on" : "off", NULL);
-	sigwait(&set, &sig);
+	while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+		bc_reload_request();
+		bc_log(BC_LOG_INFO, "SIGHUP: JWKS files are read again at their next use", NULL);
+	}
 	bc_log(BC_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
 	bc_server_stop(srv);
 	bc_log(BC_LOG_INFO, "stopped", NULL);

@@ -3,7 +3,8 @@
 # AWS region file holding both certificates AWS publishes for a region (its 1024-bit
 # "signature" one and its 2048-bit rsa2048 one) and tpm ek_roots; and it refuses to
 # start when any of them is group- or world-writable, with a message naming the file
-# and the chmod to run, as it refuses such a secret or server.toml.
+# and the chmod to run, as it refuses such a secret or server.toml. SIGHUP (the JWKS
+# files read again) leaves it serving.
 . "$(dirname "$0")/lib.sh"
 cd "$T"
 PORT=$(free_port)
@@ -44,6 +45,15 @@ EOF
 
 # as written, it starts: both of AWS's certificates load
 start_server var
+# SIGHUP asks for the JWKS files again; it stops nothing
+kill -HUP "$SERVER_PID"
+for _ in $(seq 1 300); do
+	grep -qF "SIGHUP: JWKS files are read again" var/serve.log && break
+	sleep 0.1
+done
+grep -qF "SIGHUP: JWKS files are read again" var/serve.log || fail "SIGHUP: $(cat var/serve.log)"
+curl -fsS "$(sed -n 's/^public_url *= *"\(.*\)"/\1/p' var/server.toml)/healthz" >/dev/null ||
+	fail "no /healthz after SIGHUP"
 stop_server var
 grep -qE 'attestors=[^ ]*tpm,cloud-iid' var/serve.log || fail "cloud-iid not enabled: $(cat var/serve.log)"
 

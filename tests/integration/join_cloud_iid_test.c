@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "bc/clock.h"
@@ -21,6 +22,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "bc/reasons.h"
+#include "bc/reload.h"
 #include "bc/wire.h"
 #include "bc/x509pop.h"
 #include "bct_cloud.h"
@@ -448,9 +450,12 @@ static void test_evidence_refusals(void **state)
 	csr_free(&c);
 }
 
-/* A JWKS file is read when the server starts, never while it runs: a key appended to
- * it (a forged identity, by whoever can write the file) admits nothing, on an unknown
- * kid, a minute or an hour later; a server started afterwards reads it. */
+/* A JWKS file is read when the server starts and after a SIGHUP, never on its own: a
+ * key appended to it (a forged identity, by whoever can write the file) admits
+ * nothing, on an unknown kid, a minute or an hour later; a server started afterwards
+ * reads it, and so does this one after a SIGHUP (what `serve` does on one:
+ * bc_reload_request). A file others may change is not read on SIGHUP: the set read
+ * before stays. */
 static void test_jwks_file_read_at_start_only(void **state)
 {
 	struct bct_cp replica;
@@ -503,8 +508,30 @@ static void test_jwks_file_read_at_start_only(void **state)
 	free(ev);
 	free(jwt);
 	csr_free(&c);
-	/* the set as setup wrote it */
+	/* SIGHUP: this server reads it too */
+	bc_reload_request();
+	gcp_defaults(&g);
+	g.kid = "forged";
+	g.key = evil_key;
+	assert_string_equal(gcp_try(&g), "");
+	/* the set as setup wrote it, but writable by its group: not read on SIGHUP */
+	char path[512];
+	snprintf(path, sizeof(path), "%s/gcp.jwks", dir);
 	write_jwks("gcp.jwks", (const char *const *)j, 2);
+	assert_int_equal(chmod(path, 0664), 0);
+	bc_reload_request();
+	gcp_defaults(&g);
+	g.kid = "forged";
+	g.key = evil_key;
+	assert_string_equal(gcp_try(&g), "");
+	assert_int_equal(chmod(path, 0644), 0);
+	bc_reload_request();
+	gcp_defaults(&g);
+	g.kid = "forged";
+	g.key = evil_key;
+	assert_string_equal(gcp_try(&g), BC_R_JWS_KID);
+	gcp_defaults(&g);
+	assert_string_equal(gcp_try(&g), "");
 	for (int i = 0; i < 3; i++)
 		free(j[i]);
 }
