@@ -2,7 +2,8 @@
  * does not open (sealed to another key, or for another CSR), and each bug a plugin can
  * have (tests/plugins/plugin_misbehave.c): no tenant, no reason, no outcome, a pool
  * that is not the tenant's, a node that does not exist or is retired. Each reaches the
- * refusal hook by name, and the same 403 reaches the machine. */
+ * refusal hook by name, and the same 403 reaches the machine. And a reclaim keeps a
+ * cordoned node cordoned: a machine coming back does not undo an operator's cordon. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,6 +133,35 @@ static void test_a_plugin_bug_is_refused_by_name(void **state)
 	assert_int_equal(bct_count(cp, "SELECT COUNT(*) FROM nodes", NULL, 0), 1);
 }
 
+static void test_a_reclaim_keeps_a_cordoned_node_cordoned(void **state)
+{
+	struct bct_cp *cp = *state;
+	const char *uuid = "6b1d0c3e-3333-4000-8000-000000000003";
+	struct bc_join_answer a1, a2;
+	char pool[64];
+
+	assert_int_equal(bct_pool(cp, "root", "cordon", "{}", pool), 0);
+	char *t1 = bct_token(cp, &(struct bct_token_opts){.pool = pool}, NULL);
+	char *t2 = bct_token(cp, &(struct bct_token_opts){.pool = pool, .allow_reclaim = 1}, NULL);
+	struct bct_join_opts j1 = {.token = t1, .product_uuid = uuid};
+	struct bct_join_opts j2 = {.token = t2, .product_uuid = uuid};
+	assert_int_equal(bct_join(cp, &j1, &a1), 0);
+	bc_param p[] = {BC_TEXT(a1.node_id)};
+	assert_int_equal(bct_exec(cp, "UPDATE nodes SET state = 'cordoned' WHERE id = $1", p, 1),
+	                 0);
+	assert_int_equal(bct_join(cp, &j2, &a2), 0);
+	assert_string_equal(a2.node_id, a1.node_id);
+	assert_int_equal(bct_count(cp,
+	                           "SELECT COUNT(*) FROM nodes WHERE id = $1 AND generation = 2 "
+	                           "AND state = 'cordoned'",
+	                           p, 1),
+	                 1);
+	bc_join_answer_free(&a1);
+	bc_join_answer_free(&a2);
+	free(t1);
+	free(t2);
+}
+
 int main(void)
 {
 	static char plugins[512];
@@ -142,6 +172,8 @@ int main(void)
 	                                             bct_cp_teardown, NULL),
 	    cmocka_unit_test_prestate_setup_teardown(test_a_plugin_bug_is_refused_by_name,
 	                                             bct_cp_setup, bct_cp_teardown, plugins),
+	    cmocka_unit_test_setup_teardown(test_a_reclaim_keeps_a_cordoned_node_cordoned,
+	                                    bct_cp_setup, bct_cp_teardown),
 	};
 
 	if (bct_engine_skip())
