@@ -68,8 +68,8 @@ static void test_approval_always(void **state)
 	                           "attestor = 'discovery' AND state = 'pending'",
 	                           p, 1),
 	                 1);
-	assert_int_equal(bct_count(&on, "SELECT COUNT(*) FROM nodes WHERE role = 'ramdisk'", NULL, 0),
-	                 0);
+	assert_int_equal(
+	    bct_count(&on, "SELECT COUNT(*) FROM nodes WHERE role = 'ramdisk'", NULL, 0), 0);
 	site_free(&a);
 	bct_cp_stop(&on);
 }
@@ -90,7 +90,8 @@ static void test_hardware_key(void **state)
 		                     : "[attestors.discovery]\napproval = \"always\"\n"
 		                       "hardware_key = \"none\"\n",
 		            site, &a);
-		assert_int_equal(join_commissioned(&on, &a, site, MAC_A, UUID_A, jr), BC_JOIN_PENDING);
+		assert_int_equal(join_commissioned(&on, &a, site, MAC_A, UUID_A, jr),
+		                 BC_JOIN_PENDING);
 		bc_param p[] = {BC_TEXT(jr)};
 		key = bct_text(&on, "SELECT request_key FROM join_requests WHERE id = $1", p, 1);
 		assert_non_null(key);

@@ -22,7 +22,8 @@ static void test_allow_uncertified_ek(void **state)
 	char lines[1024];
 	(void)state;
 
-	snprintf(lines, sizeof(lines), "[attestors.tpm]\nallow_uncertified_ek = true\nresolve = \"%s\"\n",
+	snprintf(lines, sizeof(lines),
+	         "[attestors.tpm]\nallow_uncertified_ek = true\nresolve = \"%s\"\n",
 	         write_resolve(NULL, NULL));
 	assert_int_equal(bct_cp_start(&cp, lines), 0);
 	ek_cert = (struct blob){NULL, 0};
@@ -162,7 +163,8 @@ int main(void)
 		return BCT_SKIP;
 	if ((rc = bct_tpm_start(&tpm)) != 0 || (rc = agent_prepare()) != 0) {
 		if (rc != 77)
-			fprintf(stderr, "options_tpm_test: swtpm or the agent's keys did not start (%s)\n",
+			fprintf(stderr,
+			        "options_tpm_test: swtpm or the agent's keys did not start (%s)\n",
 			        tpm.dir);
 		bct_tpm_stop(&tpm);
 		return rc == 77 ? 77 : 1;

@@ -184,9 +184,8 @@ static void test_node_tenant_rejoins_restricted(void **state)
 	assert_string_equal(ans.node_id, m.ans.node_id);
 	{
 		struct bc_node_identity id;
-		assert_int_equal(bc_pki_node_identity(ans.chain[0], ans.chain_lens[0],
-		                                      "bc.test", &id, NULL),
-		                 0);
+		assert_int_equal(
+		    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 		assert_string_equal(id.role, "node-tenant");
 		bc_node_identity_clear(&id);
 	}

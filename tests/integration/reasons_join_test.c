@@ -37,9 +37,8 @@ static long join_sealed(struct bct_cp *cp, const char *token, EVP_PKEY *seal_to,
 	assert_int_equal(bc_key_generate(&key), 0);
 	assert_int_equal(bc_csr_make(key, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
 	assert_int_equal(bc_sha256(csr, csr_len, d), 0);
-	assert_int_equal(bc_client_seal_token(seal_to, token, bound_to ? bound_to : d, &sealed,
-	                                      &sealed_len),
-	                 0);
+	assert_int_equal(
+	    bc_client_seal_token(seal_to, token, bound_to ? bound_to : d, &sealed, &sealed_len), 0);
 	rq.attestor = "join-token";
 	rq.role = "node";
 	rq.csr.data = csr;

@@ -68,12 +68,12 @@ static void test_round1_refusals(void **state)
 	ak = saved;
 
 	/* an EK certificate the manufacturer's CA issued, but for another key */
-	assert_int_equal(
-	    bct_tpm_sh(&tpm, "openssl req -new -newkey rsa:2048 -nodes -keyout other-ek.key "
-	                     "-subj /CN=other-ek -out other-ek.csr && openssl x509 -req -in "
-	                     "other-ek.csr -CA ca/issuercert.pem -CAkey ca/signkey.pem "
-	                     "-CAcreateserial -days 2 -outform der -out other-ek.der"),
-	    0);
+	assert_int_equal(bct_tpm_sh(&tpm,
+	                            "openssl req -new -newkey rsa:2048 -nodes -keyout other-ek.key "
+	                            "-subj /CN=other-ek -out other-ek.csr && openssl x509 -req -in "
+	                            "other-ek.csr -CA ca/issuercert.pem -CAkey ca/signkey.pem "
+	                            "-CAcreateserial -days 2 -outform der -out other-ek.der"),
+	                 0);
 	other = file_blob("other-ek.der");
 	saved = ek_cert;
 	ek_cert = other;
@@ -126,11 +126,12 @@ static void test_round2_refusals(void **state)
 	a.quote = blob_dup(quote.p, quote.n);
 	a.quote.p[3] ^= 0x01; /* TPM_GENERATED_VALUE 0xff544347, big-endian */
 	assert_int_equal(bct_tpm_write(&tpm, "forged.msg", a.quote.p, a.quote.n), 0);
-	assert_int_equal(bct_tpm_sh(&tpm, "rm -f forged.sig && tpm2_hash -C e -g sha256 "
-	                                  "-t forged.tkt -o forged.dig forged.msg && tpm2_sign -c " AK_HANDLE
-	                                  " -g sha256 -s ecdsa -d -t forged.tkt -o forged.sig "
-	                                  "forged.dig"),
-	                 0);
+	assert_int_equal(
+	    bct_tpm_sh(&tpm, "rm -f forged.sig && tpm2_hash -C e -g sha256 "
+	                     "-t forged.tkt -o forged.dig forged.msg && tpm2_sign -c " AK_HANDLE
+	                     " -g sha256 -s ecdsa -d -t forged.tkt -o forged.sig "
+	                     "forged.dig"),
+	    0);
 	a.qsig = file_blob("forged.sig");
 	expect_refused(&cp, &csr, &a, "quote-magic");
 	blob_free(&a.quote);
@@ -162,7 +163,8 @@ int main(void)
 		return BCT_SKIP;
 	if ((rc = bct_tpm_start(&tpm)) != 0 || (rc = agent_prepare()) != 0) {
 		if (rc != 77)
-			fprintf(stderr, "reasons_tpm_test: swtpm or the agent's keys did not start (%s)\n",
+			fprintf(stderr,
+			        "reasons_tpm_test: swtpm or the agent's keys did not start (%s)\n",
 			        tpm.dir);
 		bct_tpm_stop(&tpm);
 		return rc == 77 ? 77 : 1;

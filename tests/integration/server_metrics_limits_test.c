@@ -103,10 +103,12 @@ static void test_unknown_attestors_share_one_series(void **state)
 
 	assert_int_equal(get(cp, key, "/metrics", &b), 200);
 	assert_int_equal(
-	    sample(b.buf, "bc_join_refusals_total{attestor=\"(unknown)\",reason=\"attestor-unknown\"}"),
+	    sample(b.buf,
+	           "bc_join_refusals_total{attestor=\"(unknown)\",reason=\"attestor-unknown\"}"),
 	    300);
 	assert_int_equal(
-	    sample(b.buf, "bc_join_refusals_total{attestor=\"join-token\",reason=\"token-expired\"}"),
+	    sample(b.buf,
+	           "bc_join_refusals_total{attestor=\"join-token\",reason=\"token-expired\"}"),
 	    1);
 	assert_null(strstr(b.buf, "made-up-"));
 	free(key);

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #define MAX_REASONS 256
-#define MAX_FILE (4u << 20)
+#define MAX_FILE    (4u << 20)
 
 struct reason {
 	char constant[64];
@@ -107,7 +107,8 @@ static int quotes(const char *s, const char *word)
 static int visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	size_t len = strlen(path);
-	int c_file = len > 2 && (strcmp(path + len - 2, ".c") == 0 || strcmp(path + len - 2, ".h") == 0);
+	int c_file =
+	    len > 2 && (strcmp(path + len - 2, ".c") == 0 || strcmp(path + len - 2, ".h") == 0);
 	char *text;
 	(void)st;
 	(void)ftw;

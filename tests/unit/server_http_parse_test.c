@@ -116,8 +116,8 @@ static void test_refusals_by_name(void **state)
 	refused("GET /x HTTP/1.1\r\nHost : a\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
 	refused("GET /x HTTP/1.1\r\nHost: a\r\nX(y): 1\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
 	/* RFC 9112 6.1: chunked once, as the only coding; repeated in a list as well */
-	refused("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
-	        400, HTTP_BAD_TRANSFER_ENCODING);
+	refused("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400,
+	        HTTP_BAD_TRANSFER_ENCODING);
 	refused("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
 	        "transfer-encoding: CHUNKED\r\n\r\n",
 	        400, HTTP_BAD_TRANSFER_ENCODING);
