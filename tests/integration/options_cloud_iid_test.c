@@ -2,7 +2,9 @@
  * claims })) and may name a known node: a rule narrowed by role or by the machine's
  * claimed product UUID matches only such requests (unknown-instance otherwise), and a
  * rule naming a node re-keys that node in place (join:node-unknown when there is
- * none). Identity tokens of an OIDC issuer this test signs for, from a JWKS file. */
+ * none). Identity tokens of an OIDC issuer this test signs for, from a JWKS file.
+ * Then AWS's "*" certificates (regions not listed, and only those) and the attestor's
+ * roles, with EC2 documents this test signs as AWS does (PKCS#7, SHA-256). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,8 +12,11 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "bc/clock.h"
 #include "bc/codec.h"
@@ -176,11 +181,109 @@ static void test_rule_config_errors(void **state)
 	                   "[attestors.cloud-iid.resolve.r] product_uuid: expected a UUID");
 }
 
+/* An EC2 identity document of region, pending a minute ago, signed (PKCS#7 SHA-256) by
+ * k and x, as evidence. */
+static char *aws_evidence(const char *instance, const char *region, EVP_PKEY *k, X509 *x)
+{
+	char when[32], *doc, *e, *b64;
+	time_t t = (time_t)(bc_now_ms() / 1000 - 60);
+	struct tm tm;
+	uint8_t *p7;
+	size_t n;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	assert_true(asprintf(&doc,
+	                     "{\"accountId\":\"111111111111\",\"availabilityZone\":\"%sa\","
+	                     "\"instanceId\":\"%s\",\"pendingTime\":\"%s\",\"region\":\"%s\"}",
+	                     region, instance, when, region) > 0);
+	assert_non_null(p7 = bct_pkcs7(x, k, doc, "sha256", &n));
+	assert_non_null(b64 = bc_b64_encode(p7, n));
+	/* the document's bytes as a JSON string: it holds quotes */
+	json_t *j = json_string(doc);
+	char *ds = json_dumps(j, JSON_ENCODE_ANY);
+	assert_true(
+	    asprintf(&e, "{\"provider\":\"aws\",\"document\":%s,\"rsa2048\":\"%s\"}", ds, b64) > 0);
+	json_decref(j);
+	free(ds);
+	free(b64);
+	free(p7);
+	free(doc);
+	return e;
+}
+
+/* A join on on with evidence as role: "" admitted, else the reason. */
+static const char *join_on(struct bct_cp *on, const char *evidence, const char *role)
+{
+	struct bc_join_answer ans;
+	struct bct_join_opts jo = {.attestor = "cloud-iid",
+	                           .role = role,
+	                           .attestation = (const uint8_t *)evidence,
+	                           .attestation_len = strlen(evidence)};
+	int rc = bct_join(on, &jo, &ans);
+
+	if (rc == 0)
+		bc_join_answer_free(&ans);
+	return rc == 0 ? "" : bct_last_reason(on);
+}
+
+/* "*" covers the regions not listed, and no listed one: a listed region is checked
+ * with its own certificates only. roles = ["site"] admits site requests only. */
+static void test_aws_star_and_roles(void **state)
+{
+	struct bct_cp on;
+	EVP_PKEY *k1 = bct_rsa_key(2048), *ks = bct_rsa_key(2048);
+	X509 *x1 = bct_self_cert(k1, "aws us-east-1"), *xs = bct_self_cert(ks, "aws other regions");
+	char path[512], toml[2048], site[64], *ev;
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/use1.pem", dir);
+	assert_int_equal(bct_write_cert(path, x1), 0);
+	snprintf(path, sizeof(path), "%s/star.pem", dir);
+	assert_int_equal(bct_write_cert(path, xs), 0);
+	assert_int_equal(bc_new_id("site", site, sizeof(site)), 0);
+	snprintf(
+	    toml, sizeof(toml),
+	    "[attestors.cloud-iid]\nroles = [\"site\"]\n"
+	    "[attestors.cloud-iid.aws.certificates]\nus-east-1 = \"%s/use1.pem\"\n"
+	    "\"*\" = \"%s/star.pem\"\n"
+	    "[attestors.cloud-iid.resolve.aws]\nprovider = \"aws\"\naccount = \"111111111111\"\n"
+	    "tenant = \"root\"\nsite = \"%s\"\n",
+	    dir, dir, site);
+	assert_int_equal(bct_cp_start(&on, toml), 0);
+	bc_param sp[] = {BC_TEXT(site), BC_INT(bc_now_ms())};
+	assert_int_equal(bct_exec(&on,
+	                          "INSERT INTO sites (id, tenant_id, name, created_at) VALUES "
+	                          "($1, 'root', 'dc', $2)",
+	                          sp, 2),
+	                 0);
+
+	/* a region not listed, by the "*" certificate */
+	ev = aws_evidence("i-0b1", "eu-central-1", ks, xs);
+	assert_string_equal(join_on(&on, ev, "site"), "");
+	free(ev);
+	/* a listed region by the "*" certificate: not its certificate */
+	ev = aws_evidence("i-0b2", "us-east-1", ks, xs);
+	assert_string_equal(join_on(&on, ev, "site"), "aws-signature");
+	free(ev);
+	ev = aws_evidence("i-0b3", "us-east-1", k1, x1);
+	/* roles: node is not admitted here; site is */
+	assert_string_equal(join_on(&on, ev, "node"), "role-not-admitted");
+	assert_string_equal(join_on(&on, ev, "site"), "");
+	free(ev);
+	bct_cp_stop(&on);
+	EVP_PKEY_free(k1);
+	EVP_PKEY_free(ks);
+	X509_free(x1);
+	X509_free(xs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rules_see_role_and_claims_and_name_a_node),
 	    cmocka_unit_test(test_rule_config_errors),
+	    cmocka_unit_test(test_aws_star_and_roles),
 	};
 
 	if (bct_engine_skip())
