@@ -19,6 +19,7 @@
 
 #include "attest/attest.h"
 #include "attest/cloud_iid.h"
+#include "bc/canon.h"
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/json.h"
@@ -279,18 +280,26 @@ static void release(struct bc_attestor *self, void *state)
 	free(state);
 }
 
-static int rule_matches(const struct resolve_rule *r, const struct cloud_identity *id)
+/* The instance's proven identity, then what the request says: its role and the
+ * machine's claimed product UUID (a claim: it narrows a rule, never widens one). */
+static int rule_matches(const struct resolve_rule *r, const struct cloud_identity *id,
+                        const struct bc_join_input *in)
 {
+	char u[BC_UUID_LEN + 1];
+
 	return strcmp(r->provider, id->provider) == 0 && strcmp(r->account, id->account) == 0 &&
 	       (r->zone == NULL || strcmp(r->zone, id->zone) == 0) &&
-	       (r->region == NULL || strcmp(r->region, id->region) == 0);
+	       (r->region == NULL || strcmp(r->region, id->region) == 0) &&
+	       (r->role == NULL || strcmp(r->role, in->role) == 0) &&
+	       (r->product_uuid == NULL || (bc_uuid_canon(in->claims.product_uuid, u) == 0 &&
+	                                    strcmp(r->product_uuid, u) == 0));
 }
 
-static const struct resolve_rule *resolve(const struct cloud_cfg *c,
-                                          const struct cloud_identity *id)
+static const struct resolve_rule *
+resolve(const struct cloud_cfg *c, const struct cloud_identity *id, const struct bc_join_input *in)
 {
 	for (size_t i = 0; i < c->n_rules; i++)
-		if (rule_matches(&c->rules[i], id))
+		if (rule_matches(&c->rules[i], id, in))
 			return &c->rules[i];
 	return NULL;
 }
@@ -304,6 +313,8 @@ static void place(struct bc_attest_outcome *out, const struct resolve_rule *r,
 	snprintf(res->tenant_id, BC_ID_MAX, "%s", r->tenant);
 	snprintf(res->pool_id, BC_ID_MAX, "%s", r->pool);
 	snprintf(res->site_id, BC_ID_MAX, "%s", r->site);
+	/* a known node: JoinService re-keys it in place (join:node-unknown, -retired) */
+	snprintf(res->node_id, BC_ID_MAX, "%s", r->node);
 	snprintf(res->binding_kind, sizeof(res->binding_kind), "%s", CLOUD_BINDING_KIND);
 	snprintf(res->binding_key, sizeof(res->binding_key), "%s", id->subject_hex);
 	snprintf(res->hardware_key, sizeof(res->hardware_key), "cloud-iid:%s", id->subject_hex);
@@ -329,7 +340,7 @@ static int verify(struct bc_attestor *self, bc_tx *tx, const struct bc_join_inpu
 		bc_refuse(out, BC_R_INSTANCE_REUSED);
 		return 0;
 	}
-	if ((r = resolve(c, id)) == NULL) {
+	if ((r = resolve(c, id, in)) == NULL) {
 		bc_refuse(out, BC_R_UNKNOWN_INSTANCE);
 		return 0;
 	}

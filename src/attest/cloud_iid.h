@@ -108,7 +108,10 @@ struct aws_cfg {
 struct resolve_rule {
 	char *name;
 	char *provider, *account, *zone, *region; /* zone, region: NULL for any */
+	/* the request's role, the machine's claimed product UUID (canonical): NULL for any */
+	char *role, *product_uuid;
 	char tenant[BC_ID_MAX], pool[BC_ID_MAX], site[BC_ID_MAX];
+	char node[BC_ID_MAX]; /* "" or the known node the instance re-keys in place */
 };
 
 struct cloud_cfg {

@@ -11,7 +11,9 @@
 
 #include "attest/attest.h"
 #include "attest/cloud_iid.h"
+#include "bc/canon.h"
 #include "bc/files.h"
+#include "bc/pki.h"
 
 #define PEM_MAX (256 * 1024)
 
@@ -76,6 +78,7 @@ static const struct bc_toml_field aws_fields[] = {
 
 struct rule_raw {
 	const char *provider, *account, *zone, *region, *tenant, *pool, *site;
+	const char *node, *role, *product_uuid;
 };
 
 #define RULE_STR(k)                                                                                \
@@ -84,8 +87,8 @@ struct rule_raw {
 		.expect = "a non-empty string", BC_TOML_AT(struct rule_raw, k)                     \
 	}
 static const struct bc_toml_field rule_fields[] = {
-    RULE_STR(provider), RULE_STR(account), RULE_STR(zone), RULE_STR(region),
-    RULE_STR(tenant),   RULE_STR(pool),    RULE_STR(site),
+    RULE_STR(provider), RULE_STR(account), RULE_STR(zone), RULE_STR(region), RULE_STR(tenant),
+    RULE_STR(pool),     RULE_STR(site),    RULE_STR(node), RULE_STR(role),   RULE_STR(product_uuid),
 };
 
 struct top_raw {
@@ -451,8 +454,21 @@ static int load_rule(const bc_toml *t, const char *table, const char *name, stru
 		return BC_ERR_NOMEM;
 	if ((rc = copy_id(raw.tenant, table, "tenant", r->tenant, 1, err, errlen)) != 0 ||
 	    (rc = copy_id(raw.pool, table, "pool", r->pool, 0, err, errlen)) != 0 ||
-	    (rc = copy_id(raw.site, table, "site", r->site, 0, err, errlen)) != 0)
+	    (rc = copy_id(raw.site, table, "site", r->site, 0, err, errlen)) != 0 ||
+	    (rc = copy_id(raw.node, table, "node", r->node, 0, err, errlen)) != 0)
 		return rc;
+	if (raw.role && strcmp(raw.role, BC_ROLE_NODE) != 0 && strcmp(raw.role, BC_ROLE_SITE) != 0)
+		return bc_attest_config_fail(err, errlen, table, "role", "expected node or site");
+	if ((raw.role && (r->role = strdup(raw.role)) == NULL))
+		return BC_ERR_NOMEM;
+	if (raw.product_uuid) {
+		char u[BC_UUID_LEN + 1];
+		if (bc_uuid_canon(raw.product_uuid, u) != 0)
+			return bc_attest_config_fail(err, errlen, table, "product_uuid",
+			                             "expected a UUID");
+		if ((r->product_uuid = strdup(u)) == NULL)
+			return BC_ERR_NOMEM;
+	}
 	return 0;
 }
 
@@ -553,6 +569,8 @@ void cloud_cfg_free(struct cloud_cfg *c)
 		free(r->name);
 		free(r->provider);
 		free(r->account);
+		free(r->role);
+		free(r->product_uuid);
 		free(r->zone);
 		free(r->region);
 	}

@@ -47,6 +47,7 @@ static const struct disc_cfg defaults = {
     .pending_ttl_s = BC_ATTEST_PENDING_TTL_S,
     .retry_after_s = BC_ATTEST_RETRY_AFTER_S,
     .resolve_workflow_node = 1,
+    .max_age_ms = BC_WIRE_DISCOVERY_MAX_AGE_MS,
     .allowed_kinds = "[\"inventory.refresh\",\"logs.collect\",\"diag.*\",\"disk.wipe\","
                      "\"deploy.*\",\"boot.kexec\"]"};
 
@@ -421,7 +422,8 @@ static int checks(bc_tx *tx, const struct disc_cfg *c, const struct bc_join_inpu
 		*reason = BC_R_DISCOVERY_WORKFLOW;
 	else if ((rc = signer(tx, st, in, reason)) != 0 || *reason)
 		return rc;
-	else if (st->expires_at <= in->now_ms || st->issued_at > in->now_ms + ISSUED_LEEWAY_MS)
+	else if (st->expires_at <= in->now_ms || st->issued_at > in->now_ms + ISSUED_LEEWAY_MS ||
+	         in->now_ms - st->issued_at >= c->max_age_ms)
 		*reason = BC_R_DISCOVERY_EXPIRED;
 	else if (t->workflow_id[0])
 		return workflow_entry(tx, c, t, st, e, reason);

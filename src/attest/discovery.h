@@ -20,7 +20,8 @@ struct disc_cfg {
 	int64_t pending_ttl_s;
 	int64_t retry_after_s;
 	int resolve_workflow_node;
-	int64_t cert_ttl_s;                            /* 0: the ramdisk default, 2 hours */
+	int64_t cert_ttl_s; /* 0: the ramdisk default, 2 hours */
+	int64_t max_age_ms; /* an assertion admits at most this long after issued_at */
 	char allowed_kinds[BC_ALLOWED_KINDS_JSON_MAX]; /* a JSON array, for the result */
 };
 

@@ -8,6 +8,7 @@
 #include "attest/discovery.h"
 #include "bc/err.h"
 #include "bc/toml.h"
+#include "bc/wire.h"
 
 /* What the reader fills: the configuration, and the kinds before they are checked. */
 struct raw {
@@ -42,6 +43,14 @@ static const struct bc_toml_field fields[] = {
      .max = CERT_TTL_MAX_S,
      .expect = "60 to 7200 (a ramdisk certificate lasts at most 2 hours)",
      BC_TOML_AT(struct raw, c.cert_ttl_s)},
+    /* the spec's maxAgeMs: at most the 15 minutes bc/wire.h fixes, never longer */
+    {.key = "max_age_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 1,
+     .max = BC_WIRE_DISCOVERY_MAX_AGE_MS / 1000,
+     .scale = 1000,
+     .expect = "1 to 900 (an assertion admits at most 15 minutes after it was issued)",
+     BC_TOML_AT(struct raw, c.max_age_ms)},
     {.key = "allowed_kinds",
      .type = BC_TOML_STRINGS,
      .min = 1,

@@ -442,7 +442,7 @@ static int touch_tx(bc_tx *tx, void *arg)
 
 /* A failed authentication: counted against the client's address, and logged with it
  * once per address and minute, and when the address reaches the limit. */
-static void auth_failed(const struct bc_admin_config *cfg, const struct bc_http_request *req)
+void bc_admin_limit_failed(const struct bc_admin_config *cfg, const struct bc_http_request *req)
 {
 	const char *peer = req->peer ? req->peer : "";
 	int said = cfg->limiter ? bc_admin_limiter_fail(cfg->limiter, peer, bc_now_ms())
@@ -453,18 +453,23 @@ static void auth_failed(const struct bc_admin_config *cfg, const struct bc_http_
 		       NULL);
 	else if (said == BC_ADMIN_LIMIT_FIRST)
 		bc_log(BC_LOG_WARN, "admin authentication failed", "peer", peer, "method",
-		       req->method, NULL);
+		       req->method, "path", req->path, NULL);
 }
 
-static void answer_limited(struct bc_http_response *resp, int64_t wait_s)
+int bc_admin_limit_blocked(const struct bc_admin_config *cfg, const struct bc_http_request *req,
+                           struct bc_http_response *resp)
 {
 	char msg[160];
+	int64_t wait_s = bc_admin_limiter_blocked(cfg->limiter, req->peer, bc_now_ms());
 
+	if (wait_s <= 0)
+		return 0;
 	snprintf(msg, sizeof(msg),
 	         "too many failed authentications from this address; retry in %lld s",
 	         (long long)wait_s);
 	answer_json_error(resp, 429, "RESOURCE_EXHAUSTED", msg);
-	resp->retry_after_s = wait_s > 0 ? (unsigned)wait_s : 1;
+	resp->retry_after_s = (unsigned)wait_s;
+	return 1;
 }
 
 void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_request *req,
@@ -473,17 +478,14 @@ void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_req
 	struct admin_call c;
 	struct admin_run run = {&c, NULL, 0, 0, 0, 0};
 	enum bc_tx_mode mode;
-	int64_t wait_s;
 	char *s = NULL;
 	int rc;
 
 	memset(&c, 0, sizeof(c));
 	c.cfg = cfg;
 	c.req = req;
-	if ((wait_s = bc_admin_limiter_blocked(cfg->limiter, req->peer, bc_now_ms())) > 0) {
-		answer_limited(resp, wait_s);
+	if (bc_admin_limit_blocked(cfg, req, resp))
 		return;
-	}
 	run.route = find_route(&c, &run.known);
 	mode = run.route ? run.route->mode : BC_TX_READ;
 	rc = 0;
@@ -492,7 +494,7 @@ void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_req
 	if (rc == 0)
 		rc = bc_store_run(cfg->store, mode, run_call, &run);
 	if (rc == BC_ERR_DENIED && !run.authenticated)
-		auth_failed(cfg, req);
+		bc_admin_limit_failed(cfg, req);
 	/* at most once a minute per key, and never for a key that failed */
 	if (run.authenticated && run.last_used <= run.now_ms - LAST_USED_MS &&
 	    bc_store_run(cfg->store, BC_TX_WRITE, touch_tx, &run) != 0)

@@ -22,6 +22,15 @@ struct bc_admin_config {
 void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_request *req,
                      struct bc_http_response *resp);
 
+/* The failed-key limit of /v1/, for a route outside it that authenticates by API key
+ * (GET /metrics), so that guessing keys costs the same everywhere (one home):
+ * bc_admin_limit_blocked answers 429 with Retry-After into resp and returns 1 while
+ * req's address has failed too often, else 0; bc_admin_limit_failed counts and logs a
+ * failed authentication of req's address. */
+int bc_admin_limit_blocked(const struct bc_admin_config *cfg, const struct bc_http_request *req,
+                           struct bc_http_response *resp);
+void bc_admin_limit_failed(const struct bc_admin_config *cfg, const struct bc_http_request *req);
+
 /* API keys: "bck_" + key id (key_ + 26) + "_" + base64url(32 random bytes). Creates
  * the row in tx and returns the whole key (malloc'd, shown once). */
 BC_WUR int bc_admin_create_api_key(bc_tx *tx, const char *tenant_id, const char *name,

@@ -6,7 +6,12 @@
  *  - a body is framed one way: one Content-Length of digits, or Transfer-Encoding:
  *    chunked alone; both, or Content-Length twice, is ambiguous (request smuggling,
  *    RFC 9112 6.3) and refused; any other transfer coding is refused;
- *  - no obsolete line folding (a header line starting with a space). */
+ *  - no obsolete line folding (a header line starting with a space);
+ *  - a field name is a token: "Content-Length : 5" (whitespace before the colon) is
+ *    refused, never read as some other header (RFC 9112 5.1): phr_parse_request
+ *    refuses it (tests/unit/server_http_parse_test.c holds it to that);
+ *  - Transfer-Encoding once, "chunked" alone: repeated, or a list ("chunked, chunked"),
+ *    is refused (RFC 9112 6.1). */
 #include "server/http_parse.h"
 
 #include <stdlib.h>

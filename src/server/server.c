@@ -73,11 +73,18 @@ static int healthz_tx(bc_tx *tx, void *arg)
 	return bc_row_ping(tx);
 }
 
+struct metrics_auth {
+	const char *authorization;
+	int authenticated; /* a good key, root's or not */
+};
+
 static int metrics_auth_tx(bc_tx *tx, void *arg)
 {
+	struct metrics_auth *a = arg;
 	char tenant[64], key[64];
-	int rc = bc_admin_authenticate(tx, arg, tenant, key);
+	int rc = bc_admin_authenticate(tx, a->authorization, tenant, key);
 
+	a->authenticated = rc == 0;
 	return rc != 0 ? rc : (strcmp(tenant, "root") == 0 ? 0 : BC_ERR_DENIED);
 }
 
@@ -99,15 +106,22 @@ static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
 
 /* GET /metrics: for a root API key only (Authorization: Bearer bck_..., as Prometheus'
  * authorization.credentials_file sends it). The refusal reasons in it are what the
- * machine is never told, so an unauthenticated scrape would undo that. */
+ * machine is never told, so an unauthenticated scrape would undo that. A key that
+ * fails counts against the address as on /v1/ (the same limiter and log line). */
 static void serve_metrics(struct bc_server *s, const struct bc_http_request *req,
                           struct bc_http_response *resp)
 {
+	struct metrics_auth a = {.authorization = req->authorization};
+
 	if (strcmp(req->method, "GET") != 0) {
 		text(resp, 405, "application/json", metrics_method);
 		return;
 	}
-	if (bc_store_run(s->store, BC_TX_READ, metrics_auth_tx, (void *)req->authorization) != 0) {
+	if (bc_admin_limit_blocked(&s->admin, req, resp))
+		return;
+	if (bc_store_run(s->store, BC_TX_READ, metrics_auth_tx, &a) != 0) {
+		if (!a.authenticated)
+			bc_admin_limit_failed(&s->admin, req);
 		text(resp, 401, "application/json", metrics_denied);
 		return;
 	}
@@ -230,6 +244,17 @@ static void on_outcome(void *ctx, const struct bc_join_outcome *o)
 	bc_metrics_outcome(s->metrics, o);
 }
 
+/* The attestor label of a refusal's series: one this server runs, or renew and site
+ * (JoinService's own), else "(unknown)": a request names any attestor id it likes,
+ * and each would take a series a real reason needs. */
+static const char *metrics_attestor(const struct bc_server *s, const char *id)
+{
+	if (id != NULL && (strcmp(id, "renew") == 0 || strcmp(id, "site") == 0 ||
+	                   bc_join_attestor_known(s->join, id)))
+		return id;
+	return "(unknown)";
+}
+
 static void on_refusal(void *ctx, const struct bc_refusal *r)
 {
 	struct bc_server *s = ctx;
@@ -237,7 +262,7 @@ static void on_refusal(void *ctx, const struct bc_refusal *r)
 	char *js;
 
 	/* every refusal once, a summarized one too (count 0 or its summary's) */
-	bc_metrics_refusal(s->metrics, r->attestor, r->reason);
+	bc_metrics_refusal(s->metrics, metrics_attestor(s, r->attestor), r->reason);
 	if (s->hook)
 		s->hook(s->hook_ctx, r);
 	/* a refusal counted into a later summary is not passed on by itself */

@@ -821,7 +821,10 @@ static void test_tpm_pcr_policy(void **state)
 	         resolve_path);
 	cp_start(&cp, lines);
 	full_answer(&cp, &csr, NK_HANDLE, &a);
-	expect_refused(&cp, &csr, &a, "pcr-policy");
+	/* the command's own reason reaches the event, after pcr-policy: */
+	expect_refused(&cp, &csr, &a, "pcr-policy:no-such-firmware");
+	assert_int_equal(
+	    bct_events(&cp, "security.join.refused", "pcr-policy:no-such-firmware", NULL), 1);
 	answer_free(&a);
 	bct_cp_stop(&cp);
 	snprintf(lines, sizeof(lines),

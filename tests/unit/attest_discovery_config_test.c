@@ -102,12 +102,28 @@ static void test_hardware_key_names_a_proven_source(void **state)
 	                   "a serial is only the machine's claim");
 }
 
+/* max_age_seconds, the spec's maxAgeMs: up to the 15 minutes the wire fixes; above
+ * that the server does not start */
+static void test_max_age_is_at_most_15_minutes(void **state)
+{
+	(void)state;
+
+	bct_config_loads(&K, "[attestors.discovery]\nmax_age_seconds = 900\n");
+	bct_config_loads(&K, "[attestors.discovery]\nmax_age_seconds = 60\n");
+	bct_config_refused(&K, "[attestors.discovery]\nmax_age_seconds = 901\n",
+	                   "[attestors.discovery] max_age_seconds: ");
+	bct_config_refused(&K, "[attestors.discovery]\nmax_age_seconds = 901\n",
+	                   "1 to 900 (an assertion admits at most 15 minutes");
+	bct_config_refused(&K, "[attestors.discovery]\nmax_age_seconds = 0\n", "1 to 900");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_good_lists_load),
 	    cmocka_unit_test(test_each_mistake_names_the_key),
 	    cmocka_unit_test(test_hardware_key_names_a_proven_source),
+	    cmocka_unit_test(test_max_age_is_at_most_15_minutes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,23 @@ static void test_refusals_by_name(void **state)
 	refused("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
 	        "Transfer-Encoding: chunked\r\n\r\n",
 	        400, HTTP_BAD_TRANSFER_ENCODING);
+	/* RFC 9112 5.1: whitespace between a field name and its colon is a 400, never a
+	 * header of another name (a body framed one way here, another way by a proxy);
+	 * picohttpparser refuses a name that is not a token */
+	refused("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length : 5\r\n\r\nhello", 400,
+	        HTTP_BAD_REQUEST_LINE);
+	refused("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length\t: 5\r\n\r\nhello", 400,
+	        HTTP_BAD_REQUEST_LINE);
+	refused("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n", 400,
+	        HTTP_BAD_REQUEST_LINE);
+	refused("GET /x HTTP/1.1\r\nHost : a\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
+	refused("GET /x HTTP/1.1\r\nHost: a\r\nX(y): 1\r\n\r\n", 400, HTTP_BAD_REQUEST_LINE);
+	/* RFC 9112 6.1: chunked once, as the only coding; repeated in a list as well */
+	refused("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400,
+	        HTTP_BAD_TRANSFER_ENCODING);
+	refused("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+	        "transfer-encoding: CHUNKED\r\n\r\n",
+	        400, HTTP_BAD_TRANSFER_ENCODING);
 	/* headers that never end within HTTP_HEAD_MAX */
 	memset(big, 'a', sizeof(big));
 	memcpy(big, "GET /x HTTP/1.1\r\nHost: a\r\nX: ", 29);
