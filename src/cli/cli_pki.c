@@ -14,6 +14,7 @@
 #include "bc/pki.h"
 #include "cli/cli.h"
 #include "server/config.h"
+#include "server/server.h"
 
 #define DEFAULT_TRUST_DOMAIN "bc.internal"
 
@@ -134,6 +135,41 @@ out:
 	if (rc != 0 && created)
 		unlink(cfg.secret_file);
 	OPENSSL_cleanse(secret, sizeof(secret));
+	if (pki != NULL)
+		bc_pki_free(pki);
+	bc_server_config_free(&cfg);
+	return rc;
+}
+
+/* pki bundle: the trust bundle /bundle serves, read from the sealed PKI bundle (no
+ * server needed), for a relying party set up before the server runs. */
+int cli_cmd_pki_bundle(struct cli *c)
+{
+	const char *config = cli_opt(c, "config");
+	struct bc_server_config cfg;
+	bc_pki *pki = NULL;
+	char err[512], *out = NULL;
+	int rc;
+
+	memset(&cfg, 0, sizeof(cfg));
+	if (config == NULL)
+		return cli_usage(c, "--config is missing: name the server.toml whose pki_bundle "
+		                    "to read");
+	if ((rc = bc_server_config_load(config, &cfg, err, sizeof(err))) != 0)
+		return cli_fail(c, rc, "%s; check --config", err);
+	if ((rc = bc_server_pki_load(&cfg, &pki, err, sizeof(err))) != 0) {
+		rc = cli_fail(c, rc, "%s", err);
+		goto out;
+	}
+	if ((rc = bc_pki_trust_bundle(pki, cli_flag(c, "spiffe"), &out)) != 0) {
+		rc = cli_fail(c, rc, "cannot make the trust bundle: %s", bc_err_str(rc));
+		goto out;
+	}
+	fputs(out, stdout);
+	if (out[0] != '\0' && out[strlen(out) - 1] != '\n')
+		fputc('\n', stdout);
+out:
+	free(out);
 	if (pki != NULL)
 		bc_pki_free(pki);
 	bc_server_config_free(&cfg);

@@ -63,6 +63,13 @@ static const struct cli_cmd commands[] = {
      "The secret is made when secret_file does not exist. Existing keys are never\n"
      "overwritten.\n",
      0},
+    {"pki", "bundle", "--config server.toml [--spiffe]",
+     "print the trust bundle that GET /bundle serves (the node CAs), from the PKI bundle",
+     "config= spiffe", 0, 0, 0, cli_cmd_pki_bundle,
+     "  --config FILE        the server.toml whose pki_bundle (and secret_file) to read\n"
+     "  --spiffe             print it as a SPIFFE trust bundle (GET /bundle/spiffe)\n"
+     "Relying parties verify node certificates against it; see docs/server.md.\n",
+     0},
     {"api-keys", "create", "--name N [--ttl 720h] [--tenant T]", "create an API key (shown once)",
      "name= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
      "  --name N             what the key is for (a person, a pipeline)\n"

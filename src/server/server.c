@@ -18,6 +18,7 @@
 #include "bc/files.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 #include "attest/attest.h"
 #include "bc/proc.h"
 #include "rows/query.h"
@@ -51,6 +52,8 @@ struct bc_server {
 	char *public_url;
 	struct bc_metrics *metrics;
 	unsigned max_queue_wait_ms; /* 0: never shed */
+	char *trust_pem;            /* GET /bundle */
+	char *trust_spiffe;         /* GET /bundle/spiffe */
 };
 
 static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
@@ -61,6 +64,8 @@ static const char metrics_denied[] =
     "Authorization: Bearer bck_...\"}";
 static const char healthz_method[] =
     "{\"code\":\"method_not_allowed\",\"message\":\"/healthz answers GET and HEAD\"}";
+static const char bundle_method[] =
+    "{\"code\":\"method_not_allowed\",\"message\":\"/bundle answers GET and HEAD\"}";
 
 static void text(struct bc_http_response *resp, int status, const char *ct, const char *body)
 {
@@ -155,6 +160,18 @@ static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
 	               (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
 }
 
+/* GET /bundle and /bundle/spiffe: the node CAs for relying parties, public, no key. */
+static void serve_bundle(struct bc_server *s, const struct bc_http_request *req,
+                         struct bc_http_response *resp)
+{
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+		text(resp, 405, "application/json", bundle_method);
+	else if (strcmp(req->path, BC_WIRE_PATH_BUNDLE) == 0)
+		text(resp, 200, "application/x-pem-file", s->trust_pem);
+	else
+		text(resp, 200, "application/json", s->trust_spiffe);
+}
+
 static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_response *resp)
 {
 	struct bc_server *s = ctx;
@@ -167,6 +184,11 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 			     "{\"status\":\"ok\",\"version\":\"" BC_VERSION "\"}");
 		else
 			text(resp, 503, "application/json", "{\"status\":\"store unavailable\"}");
+		return;
+	}
+	if (strcmp(req->path, BC_WIRE_PATH_BUNDLE) == 0 ||
+	    strcmp(req->path, BC_WIRE_PATH_BUNDLE_SPIFFE) == 0) {
+		serve_bundle(s, req, resp);
 		return;
 	}
 	if (strncmp(req->path, "/v1/", 4) == 0) {
@@ -287,7 +309,7 @@ static int may_send_large_body(void *ctx, const char *method, const char *path,
 	return bc_store_run(s->store, BC_TX_READ, authenticate_tx, (void *)authorization) == 0;
 }
 
-static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
+int bc_server_pki_load(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
 {
 	uint8_t secret[32];
 	char *text_ = NULL;
@@ -321,6 +343,14 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 		return BC_ERR_CONFIG;
 	}
 	return 0;
+}
+
+/* The trust bundle served at /bundle and /bundle/spiffe. */
+static int make_trust(struct bc_server *s)
+{
+	int rc = bc_pki_trust_bundle(s->pki, 0, &s->trust_pem);
+
+	return rc != 0 ? rc : bc_pki_trust_bundle(s->pki, 1, &s->trust_spiffe);
 }
 
 static int start_join(struct bc_server *s, const struct bc_server_config *cfg, char *err,
@@ -432,8 +462,12 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 		snprintf(err, errlen, "metrics: %s", bc_err_str(rc));
 		goto fail;
 	}
-	if ((rc = load_pki(cfg, &s->pki, err, errlen)) != 0)
+	if ((rc = bc_server_pki_load(cfg, &s->pki, err, errlen)) != 0)
 		goto fail;
+	if ((rc = make_trust(s)) != 0) {
+		snprintf(err, errlen, "trust bundle: %s", bc_err_str(rc));
+		goto fail;
+	}
 	if ((rc = bc_store_open(cfg->database, &s->store, err, errlen)) != 0)
 		goto fail;
 	if ((rc = start_join(s, cfg, err, errlen)) != 0)
@@ -512,5 +546,7 @@ void bc_server_stop(struct bc_server *s)
 	bc_pki_free(s->pki);
 	pthread_mutex_destroy(&s->drop_lock);
 	free(s->public_url);
+	free(s->trust_pem);
+	free(s->trust_spiffe);
 	free(s);
 }
