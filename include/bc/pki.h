@@ -170,4 +170,22 @@ BC_WUR int bc_pki_trust_bundle(const bc_pki *pki, int spiffe, char **out);
 BC_WUR int bc_pki_server_tls_cert(const bc_pki *pki, const char *const *hosts, size_t n,
                                   char **cert_pem, char **key_pem);
 
+/* The server's TLS certificate read back (the first of a PEM chain). ours: 1 when the
+ * bundle's server TLS CA issued and signed it and it names hosts (SANs, in order, as
+ * bc_pki_server_tls_cert takes them): the server renews such a certificate itself;
+ * 0 for one the operator supplied, which is never replaced. Times in ms. BC_ERR_INVALID
+ * when cert_pem holds no certificate or an unreadable time. Free with
+ * bc_server_tls_clear. bc_server_tls_renew_at: when to renew, two thirds into its life. */
+#define BC_SERVER_TLS_MAX_HOSTS 32
+struct bc_server_tls {
+	int ours;
+	int64_t not_before_ms, not_after_ms;
+	char *hosts[BC_SERVER_TLS_MAX_HOSTS];
+	size_t n_hosts;
+};
+BC_WUR int bc_pki_server_tls_read(const bc_pki *pki, const char *cert_pem,
+                                  struct bc_server_tls *info);
+int64_t bc_server_tls_renew_at(const struct bc_server_tls *info);
+void bc_server_tls_clear(struct bc_server_tls *info);
+
 #endif

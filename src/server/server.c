@@ -28,6 +28,7 @@
 #include "server/console.h"
 #include "server/metrics.h"
 #include "server/http.h"
+#include "server/server_tls.h"
 
 #define BUNDLE_MAX (1 << 20)
 /* an on_refusal command is killed past this (its process group too) */
@@ -51,9 +52,10 @@ struct bc_server {
 	void *hook_ctx;
 	char *public_url;
 	struct bc_metrics *metrics;
-	unsigned max_queue_wait_ms; /* 0: never shed */
-	char *trust_pem;            /* GET /bundle */
-	char *trust_spiffe;         /* GET /bundle/spiffe */
+	unsigned max_queue_wait_ms;     /* 0: never shed */
+	struct bc_tls_watch *tls_watch; /* NULL: plain HTTP */
+	char *trust_pem;                /* GET /bundle */
+	char *trust_spiffe;             /* GET /bundle/spiffe */
 };
 
 static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
@@ -93,6 +95,8 @@ static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
 	                             .version = BC_VERSION};
 	char *body;
 
+	if (s->tls_watch != NULL)
+		bc_tls_watch_expiry(s->tls_watch, &x.tls_not_after_ms, &x.tls_ours);
 	if ((body = bc_metrics_render(s->metrics, &x)) == NULL) {
 		text(resp, 500, "application/json",
 		     "{\"code\":\"internal\",\"message\":\"out of memory\"}");
@@ -412,9 +416,12 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	    .access_log = cfg->access_log,
 	};
 	rc = bc_http_start(&hc, handle, s, &s->http, err, errlen);
-	free(cert);
 	if (key)
 		bc_freezero(key, strlen(key));
+	if (rc == 0 && cert != NULL &&
+	    (rc = bc_tls_watch_start(s->pki, s->http, cert, &s->tls_watch)) != 0)
+		snprintf(err, errlen, "[tls] %s: %s", cfg->tls_cert, bc_err_str(rc));
+	free(cert);
 	if (rc != 0 || cfg->metrics_listen == NULL)
 		return rc;
 	/* a scraper needs little: two workers, small requests, few connections */
@@ -524,6 +531,11 @@ bc_store *bc_server_store(struct bc_server *s)
 	return s->store;
 }
 
+int bc_server_tls_check(struct bc_server *s)
+{
+	return s->tls_watch != NULL ? bc_tls_watch_check(s->tls_watch) : 0;
+}
+
 const bc_pki *bc_server_pki(const struct bc_server *s)
 {
 	return s->pki;
@@ -535,6 +547,7 @@ void bc_server_stop(struct bc_server *s)
 		return;
 	if (s->metrics_http)
 		bc_http_stop(s->metrics_http);
+	bc_tls_watch_stop(s->tls_watch);
 	if (s->http)
 		bc_http_stop(s->http);
 	/* the commands still running finish; those waiting are dropped */

@@ -32,6 +32,9 @@ BC_WUR int bc_server_pki_load(const struct bc_server_config *cfg, bc_pki **out, 
                               size_t errlen);
 /* Refusals the on_refusal command never saw (its queue was full), since the start. */
 uint64_t bc_server_refusals_dropped(struct bc_server *s);
+/* Checks the TLS certificate served now, at bc_now_ms(), as the server does every
+ * minute (server_tls.h): 1 when it renewed it, 0 otherwise or on plain HTTP. */
+int bc_server_tls_check(struct bc_server *s);
 /* Stops accepting, finishes in-flight requests, frees. */
 void bc_server_stop(struct bc_server *s);
 
