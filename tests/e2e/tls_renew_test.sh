@@ -5,7 +5,8 @@
 # moved 300 days (past two thirds of its life) the server renews it itself, logs it,
 # serves the new one (another serial, a later notAfter) and a real bcd joins and renews
 # through it at that date. An operator's certificate (another CA) is never replaced:
-# 300 days on it is still served, with a warning in the log and renewed="operator".
+# 300 days on it is still served, with a warning in the log and renewed="operator", and
+# `pki check` warns, then fails near and past its end.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
 cd "$T"
@@ -50,6 +51,9 @@ M0=$(expiry_metric)
 [ "$M0" = "bc_tls_certificate_expiry_timestamp_seconds{renewed=\"auto\"} $(secs "$(served enddate)")" ] ||
 	fail "expiry metric: $M0"
 grep -q 'renewed the server TLS certificate' var/serve.log && fail "renewed a certificate not yet due"
+bc pki check --config var/server.toml >check0.out || fail "pki check: $(cat check0.out)"
+grep -q '^ok    tls certificate        issued by the server TLS CA: the server renews it from' check0.out ||
+	fail "pki check: $(cat check0.out)"
 # what bcd needs later, made now: the CLI checks the server's certificate at today's date
 bc pools create web >/dev/null
 bcd_machine m1
@@ -119,5 +123,19 @@ grep -q 'renewed the server TLS certificate' var/serve.log && fail "an operator'
 OPE=$(openssl x509 -in var/op.crt -noout -enddate | sed 's/^notAfter=//')
 [ "$(expiry_metric)" = "bc_tls_certificate_expiry_timestamp_seconds{renewed=\"operator\"} $(secs "$OPE")" ] ||
 	fail "operator expiry metric: $(expiry_metric)"
+# pki check, as an operator's monitoring runs it: a warning 300 days on, a failure
+# within 30 days of the end, and ok for a certificate the server renews
+BC_TEST_CLOCK_OFFSET_MS=$OFF bc pki check --config var/server.toml >check.out ||
+	fail "pki check failed 300 days on: $(cat check.out)"
+grep -q '^warn  tls certificate .*var/op.crt expires in [0-9]* days.*replace it before then' check.out ||
+	fail "pki check 300 days on: $(cat check.out)"
+if BC_TEST_CLOCK_OFFSET_MS=$((350 * 24 * 3600 * 1000)) bc pki check --config var/server.toml >check2.out; then
+	fail "pki check passed 15 days before the end: $(cat check2.out)"
+fi
+grep -q '^fail  tls certificate .*expires in 1[45] days' check2.out || fail "pki check 350 days on: $(cat check2.out)"
+if BC_TEST_CLOCK_OFFSET_MS=$((400 * 24 * 3600 * 1000)) bc pki check --config var/server.toml >check3.out; then
+	fail "pki check passed after the end"
+fi
+grep -q '^fail  tls certificate .*expired at .*replace it and restart' check3.out || fail "pki check 400 days on: $(cat check3.out)"
 stop_server var
 echo "ok: renewed $S0 -> $S1 (notAfter $E0 -> $E1) 300 days on; bcd joined and renewed; the operator's $OPS kept"
