@@ -18,7 +18,12 @@
 
 #define BC_NODE_CERT_TTL_MS    (24LL * 3600 * 1000)
 #define BC_RAMDISK_CERT_TTL_MS (2LL * 3600 * 1000)
-#define BC_MAX_URIS            4
+/* A node certificate's notBefore is this much before its issue time, so that a node
+ * whose clock runs behind the database's still accepts the certificate it was just
+ * given (step-ca and SPIRE backdate the same way). The lifetime (ttl) counts from
+ * the issue time, not from notBefore. */
+#define BC_NODE_CERT_BACKDATE_MS (5LL * 60 * 1000)
+#define BC_MAX_URIS              4
 
 typedef struct bc_pki {
 	char *trust_domain;
@@ -81,19 +86,18 @@ struct bc_node_cert_req {
 	const uint8_t *point;          /* its uncompressed point (65 bytes) */
 	const char *const *statements; /* urn:bc: URIs, at most BC_MAX_URIS - 1 */
 	size_t n_statements;
-	int64_t not_before_ms; /* database time */
+	int64_t not_before_ms; /* the issue time: database time */
 	int64_t ttl_ms;        /* 0: 24 hours (2 hours for ramdisk); capped likewise */
 };
 
 /* Issues a node certificate under the node CA: subject CN the node id, EKU
  * clientAuth, URI SANs: the SPIFFE ID first then the statements; a random 128-bit
  * serial (hex, lower case, into serial_hex[33]). The certificate's times are
- * whole seconds: notBefore is not_before_ms rounded down, and *not_after_ms
- * receives notAfter as the certificate says it (not_before_ms + ttl, rounded
- * down). BC_ERR_INVALID for an invalid node id or role, a key that is not
- * P-256 (or both pub and point given, or neither), a statement that is not
- * urn:bc: (printable, at most 1024 bytes) or more than BC_MAX_URIS - 1
- * statements. */
+ * whole seconds: notBefore is not_before_ms - BC_NODE_CERT_BACKDATE_MS (not before
+ * 1970) rounded down, and *not_after_ms receives notAfter as the certificate says
+ * it (not_before_ms + ttl, rounded down). BC_ERR_INVALID for an invalid node id or role, a key that
+ * is not P-256 (or both pub and point given, or neither), a statement that is not urn:bc:
+ * (printable, at most 1024 bytes) or more than BC_MAX_URIS - 1 statements. */
 BC_WUR int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req,
                                   uint8_t **der, size_t *len, char serial_hex[static 33],
                                   int64_t *not_after_ms);
@@ -136,11 +140,52 @@ BC_WUR int bc_x509_to_der(X509 *x, uint8_t **der, size_t *len);
 BC_WUR int bc_x509_to_pem(X509 *x, char **pem);
 BC_WUR int bc_x509_from_der(const uint8_t *der, size_t len, X509 **out);
 
+/* The trust bundle relying parties fetch to verify node certificates (public only).
+ * cas: 1..BC_TRUST_MAX_CAS node CA certificates, in the order served.
+ * bc_pki_trust_pem: the certificates as concatenated PEM (malloc'd).
+ * bc_pki_trust_spiffe: a SPIFFE trust bundle (SPIFFE Trust Domain and Bundle, 4):
+ * {"keys":[{"kty":"EC","crv":"P-256","x":..,"y":..,"use":"x509-svid","x5c":[DER
+ * in standard base64]}, ...], "spiffe_sequence":sequence,
+ * "spiffe_refresh_hint":refresh_hint_s}, compact JSON with sorted keys (malloc'd).
+ * BC_ERR_INVALID for no CA, too many, a NULL one, a CA key that is not P-256, a
+ * negative sequence or a refresh hint under 1 s.
+ * bc_pki_trust_sequence: the newest notBefore among cas in seconds since 1970, so
+ * that adding a CA (always made later than those before it) raises it; 0 for an
+ * invalid list. */
+#define BC_TRUST_MAX_CAS        8
+#define BC_TRUST_REFRESH_HINT_S 300
+BC_WUR int bc_pki_trust_pem(X509 *const *cas, size_t n, char **pem);
+BC_WUR int bc_pki_trust_spiffe(X509 *const *cas, size_t n, int64_t sequence, int64_t refresh_hint_s,
+                               char **json);
+int64_t bc_pki_trust_sequence(X509 *const *cas, size_t n);
+/* The one home of what the trust bundle of pki holds: the node CAs in use, as
+ * bc_pki_trust_pem (spiffe 0) or bc_pki_trust_spiffe with bc_pki_trust_sequence and
+ * BC_TRUST_REFRESH_HINT_S (spiffe 1). */
+BC_WUR int bc_pki_trust_bundle(const bc_pki *pki, int spiffe, char **out);
+
 /* A server TLS certificate signed by the TLS CA for the given host names and IP
  * addresses (SANs), valid one year; PEM outputs malloc'd (key PKCS#8: wipe it
  * with bc_freezero). An IP literal becomes an iPAddress SAN, anything else a
  * dNSName of [A-Za-z0-9.-]; 1..32 hosts; the first is the subject CN. */
 BC_WUR int bc_pki_server_tls_cert(const bc_pki *pki, const char *const *hosts, size_t n,
                                   char **cert_pem, char **key_pem);
+
+/* The server's TLS certificate read back (the first of a PEM chain). ours: 1 when the
+ * bundle's server TLS CA issued and signed it and it names hosts (SANs, in order, as
+ * bc_pki_server_tls_cert takes them): the server renews such a certificate itself;
+ * 0 for one the operator supplied, which is never replaced. Times in ms. BC_ERR_INVALID
+ * when cert_pem holds no certificate or an unreadable time. Free with
+ * bc_server_tls_clear. bc_server_tls_renew_at: when to renew, two thirds into its life. */
+#define BC_SERVER_TLS_MAX_HOSTS 32
+struct bc_server_tls {
+	int ours;
+	int64_t not_before_ms, not_after_ms;
+	char *hosts[BC_SERVER_TLS_MAX_HOSTS];
+	size_t n_hosts;
+};
+BC_WUR int bc_pki_server_tls_read(const bc_pki *pki, const char *cert_pem,
+                                  struct bc_server_tls *info);
+int64_t bc_server_tls_renew_at(const struct bc_server_tls *info);
+void bc_server_tls_clear(struct bc_server_tls *info);
 
 #endif

@@ -24,6 +24,10 @@
 #define BC_WIRE_PATH_RENEW_LEASE   BC_WIRE_SITE_SERVICE "RenewLease"
 #define BC_WIRE_PATH_RELEASE_LEASE BC_WIRE_SITE_SERVICE "ReleaseLease"
 #define BC_WIRE_PATH_LIST_BOOT     BC_WIRE_SITE_SERVICE "ListBootEntries"
+/* GET paths of the trust bundle (no key): the node CAs as PEM, and as a SPIFFE trust
+ * bundle (JWK set) for a SPIFFE bundle endpoint client. */
+#define BC_WIRE_PATH_BUNDLE        "/bundle"
+#define BC_WIRE_PATH_BUNDLE_SPIFFE "/bundle/spiffe"
 /* The boot lease's name, and the kind of secret FetchSecret mints for a MAC. */
 #define BC_WIRE_LEASE_BOOT       "site::boot"
 #define BC_WIRE_SECRET_DISCOVERY "discovery-token"

@@ -202,6 +202,8 @@ BC_WUR int cli_new_bundle(struct cli *c, const char *path, const char *trust_dom
 /* the commands */
 int cli_cmd_init(struct cli *c);
 int cli_cmd_pki_init(struct cli *c);
+int cli_cmd_pki_bundle(struct cli *c);
+int cli_cmd_pki_check(struct cli *c);
 int cli_cmd_api_keys_create(struct cli *c);
 int cli_cmd_api_keys_list(struct cli *c);
 int cli_cmd_api_keys_revoke(struct cli *c);

@@ -63,6 +63,21 @@ static const struct cli_cmd commands[] = {
      "The secret is made when secret_file does not exist. Existing keys are never\n"
      "overwritten.\n",
      0},
+    {"pki", "bundle", "--config server.toml [--spiffe]",
+     "print the trust bundle that GET /bundle serves (the node CAs), from the PKI bundle",
+     "config= spiffe", 0, 0, 0, cli_cmd_pki_bundle,
+     "  --config FILE        the server.toml whose pki_bundle (and secret_file) to read\n"
+     "  --spiffe             print it as a SPIFFE trust bundle (GET /bundle/spiffe)\n"
+     "Relying parties verify node certificates against it; see docs/server.md.\n",
+     0},
+    {"pki", "check", "--config server.toml",
+     "check what expires: the TLS certificate (renewed by the server or the operator's), "
+     "the CAs",
+     "config=", 0, 0, 0, cli_cmd_pki_check,
+     "  --config FILE        the server.toml whose [tls] cert and pki_bundle to check\n"
+     "Exit 1 when a check fails: an operator's TLS certificate expired or within 30 days\n"
+     "of it (warn from two thirds of its life), a CA expired (warn within a year).\n",
+     0},
     {"api-keys", "create", "--name N [--ttl 720h] [--tenant T]", "create an API key (shown once)",
      "name= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
      "  --name N             what the key is for (a person, a pipeline)\n"

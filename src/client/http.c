@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "bc/client.h"
 #include "bc/crypto.h"
 #include "bc/wire.h"
@@ -46,6 +47,20 @@ static size_t sink_write(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
+#ifdef BC_TESTING
+#include <openssl/ssl.h>
+/* A test that moves the clock (BC_TEST_CLOCK_OFFSET_MS) moves it for the certificate
+ * checks too, so that a server certificate renewed in the test's future verifies as
+ * it would on that day. Never in a release build. */
+static CURLcode verify_at_test_time(CURL *c, void *ssl_ctx, void *arg)
+{
+	(void)c;
+	(void)arg;
+	X509_VERIFY_PARAM_set_time(SSL_CTX_get0_param(ssl_ctx), (time_t)(bc_now_ms() / 1000));
+	return CURLE_OK;
+}
+#endif
+
 int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, const char *url, char *cerr)
 {
 	CURL *c = curl;
@@ -69,6 +84,11 @@ int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, const char
 		ca.flags = CURL_BLOB_COPY;
 		ok &= curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca) == CURLE_OK;
 	}
+#ifdef BC_TESTING
+	if (bc_clock_offset_ms() != 0 && strncmp(url, "https://", 8) == 0)
+		ok &=
+		    curl_easy_setopt(c, CURLOPT_SSL_CTX_FUNCTION, verify_at_test_time) == CURLE_OK;
+#endif
 	/* Plain http is loopback only (the pins refuse anything else): never send it
 	 * through a proxy from the environment. */
 	if (strncmp(url, "http://", 7) == 0)

@@ -167,7 +167,7 @@ out:
 	return rc;
 }
 
-static int read_time(const ASN1_TIME *t, int64_t *ms)
+int pki_read_time(const ASN1_TIME *t, int64_t *ms)
 {
 	struct tm tm;
 	time_t secs;
@@ -231,8 +231,8 @@ int bc_pki_node_identity_x509(X509 *x, const char *trust_domain, struct bc_node_
 		return BC_ERR_INVALID;
 	if ((rc = read_sans(x, trust_domain, id)) != 0)
 		goto out;
-	if ((rc = read_time(X509_get0_notBefore(x), &id->not_before_ms)) != 0 ||
-	    (rc = read_time(X509_get0_notAfter(x), &id->not_after_ms)) != 0)
+	if ((rc = pki_read_time(X509_get0_notBefore(x), &id->not_before_ms)) != 0 ||
+	    (rc = pki_read_time(X509_get0_notAfter(x), &id->not_after_ms)) != 0)
 		goto out;
 	rc = read_serial(x, id->serial_hex);
 out:

@@ -62,7 +62,10 @@ int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req
 	for (size_t i = 0; i < req->n_statements; i++)
 		f.uris[f.n_uris++] = req->statements[i];
 	f.cn = req->node_id;
-	f.not_before_ms = req->not_before_ms;
+	/* backdated for clocks behind ours; the lifetime still counts from now */
+	f.not_before_ms = req->not_before_ms > BC_NODE_CERT_BACKDATE_MS
+	                      ? req->not_before_ms - BC_NODE_CERT_BACKDATE_MS
+	                      : 0;
 	f.not_after_ms = req->not_before_ms + effective_ttl(req->role, req->ttl_ms);
 	if (req->point != NULL)
 		memcpy(f.point, req->point, sizeof(f.point));

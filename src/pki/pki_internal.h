@@ -116,6 +116,10 @@ BC_WUR int pki_der_signed(const uint8_t *tbs, size_t tbs_len, EVP_PKEY *key, uin
 /* Latest time a certificate may carry (9999-12-31T23:59:59Z). */
 #define PKI_MAX_TIME_MS 253402300799000LL
 
+/* A certificate time as ms since 1970 (whole seconds); BC_ERR_INVALID for NULL or a
+ * time OpenSSL cannot read, *ms then 0. */
+BC_WUR int pki_read_time(const ASN1_TIME *t, int64_t *ms);
+
 /* A certificate from PEM text (exactly one, nothing but white space after). */
 BC_WUR int pki_x509_from_pem(const char *pem, X509 **out);
 

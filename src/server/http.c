@@ -217,19 +217,67 @@ out:
  * connection holds little. No session tickets and no session cache: an agent makes a
  * new client for each call (it would never resume), and a ticket costs an encryption
  * per handshake and a cache entry a lock. */
+static int tls_ctx_new(const char *cert_pem, const char *key_pem, SSL_CTX **out)
+{
+	SSL_CTX *ctx;
+
+	*out = NULL;
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
+		return BC_ERR_CRYPTO;
+	(void)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	(void)SSL_CTX_set_num_tickets(ctx, 0);
+	(void)SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+	                          SSL_MODE_RELEASE_BUFFERS);
+	if (tls_load(ctx, cert_pem, key_pem) != 0) {
+		SSL_CTX_free(ctx);
+		return BC_ERR_CRYPTO;
+	}
+	*out = ctx;
+	return 0;
+}
+
 static int tls_start(struct bc_http *s, const struct bc_http_config *cfg)
 {
-	if ((s->tls = SSL_CTX_new(TLS_server_method())) == NULL)
-		return BC_ERR_CRYPTO;
-	(void)SSL_CTX_set_min_proto_version(s->tls, TLS1_2_VERSION);
-	(void)SSL_CTX_set_num_tickets(s->tls, 0);
-	(void)SSL_CTX_set_session_cache_mode(s->tls, SSL_SESS_CACHE_OFF);
-	SSL_CTX_set_options(s->tls, SSL_OP_NO_TICKET);
-	SSL_CTX_set_options(s->tls, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-	SSL_CTX_set_mode(s->tls, SSL_MODE_ENABLE_PARTIAL_WRITE |
-	                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-	                             SSL_MODE_RELEASE_BUFFERS);
-	return tls_load(s->tls, cfg->tls_cert_pem, cfg->tls_key_pem);
+	return tls_ctx_new(cfg->tls_cert_pem, cfg->tls_key_pem, &s->tls);
+}
+
+/* The new context is made whole first, then takes the old one's place under tls_lock,
+ * which conn_new holds around SSL_new: a connection gets one context or the other,
+ * never one half changed. SSL_new holds a reference, so the connections on the old
+ * context keep it until they close. */
+int bc_http_set_tls(struct bc_http *s, const char *cert_pem, const char *key_pem)
+{
+	SSL_CTX *ctx = NULL, *old;
+	int rc;
+
+	if (s == NULL || cert_pem == NULL || key_pem == NULL)
+		return BC_ERR_INVALID;
+	pthread_mutex_lock(&s->tls_lock);
+	old = s->tls;
+	pthread_mutex_unlock(&s->tls_lock);
+	if (old == NULL)
+		return BC_ERR_INVALID;
+	if ((rc = tls_ctx_new(cert_pem, key_pem, &ctx)) != 0)
+		return rc;
+	pthread_mutex_lock(&s->tls_lock);
+	old = s->tls;
+	s->tls = ctx;
+	pthread_mutex_unlock(&s->tls_lock);
+	SSL_CTX_free(old);
+	return 0;
+}
+
+SSL *http_tls_new(struct bc_http *s)
+{
+	SSL *ssl;
+
+	pthread_mutex_lock(&s->tls_lock);
+	ssl = SSL_new(s->tls);
+	pthread_mutex_unlock(&s->tls_lock);
+	return ssl;
 }
 
 /* ---- start and stop ---- */
@@ -387,6 +435,7 @@ static void http_free(struct bc_http *s)
 	pthread_mutex_destroy(&s->dlock);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->tls_lock);
 	free(s);
 }
 
@@ -402,6 +451,7 @@ static struct bc_http *http_new(bc_http_handler h, void *ctx)
 	pthread_mutex_init(&s->qlock, NULL);
 	pthread_cond_init(&s->qcond, NULL);
 	pthread_mutex_init(&s->dlock, NULL);
+	pthread_mutex_init(&s->tls_lock, NULL);
 	s->handler = h;
 	s->ctx = ctx;
 	return s;

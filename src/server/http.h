@@ -94,6 +94,11 @@ BC_WUR int bc_http_start(const struct bc_http_config *cfg, bc_http_handler h, vo
 uint16_t bc_http_port(const struct bc_http *s);
 /* Stops accepting, lets in-flight requests finish, frees. */
 void bc_http_stop(struct bc_http *s);
+/* Serves another certificate (PEM, then its chain) and key from the next connection
+ * on, without a restart; connections already open keep theirs. BC_ERR_INVALID on a
+ * plain HTTP listener, BC_ERR_CRYPTO when the PEM does not load or the key does not
+ * match (the old certificate is still served then). Safe from any thread. */
+BC_WUR int bc_http_set_tls(struct bc_http *s, const char *cert_pem, const char *key_pem);
 
 /* Helpers for handlers. */
 const char *bc_http_query(const struct bc_http_request *req, const char *key);

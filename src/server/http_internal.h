@@ -86,7 +86,8 @@ struct bc_http {
 	bc_http_authorize authorize;
 	uint16_t port;
 	struct sockaddr_storage addr;
-	SSL_CTX *tls;
+	SSL_CTX *tls; /* NULL: plain HTTP; replaced under tls_lock (bc_http_set_tls) */
+	pthread_mutex_t tls_lock;
 	int listen_fd, epfd, wake_fd;
 	atomic_int stopping;  /* answer 503, stop accepting */
 	atomic_int loop_stop; /* the loop returns */
@@ -130,6 +131,8 @@ void http_answer_bytes(int status, const char *ctype, const uint8_t *body, size_
 
 /* http_loop.c */
 void *http_loop_main(void *arg);
+/* An SSL for a new connection on the context in use (bc_http_set_tls), or NULL. */
+SSL *http_tls_new(struct bc_http *s);
 void http_conn_free(struct http_conn *c);
 /* http_worker.c */
 void *http_worker_main(void *arg);

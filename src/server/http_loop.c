@@ -611,7 +611,7 @@ static void conn_new(struct bc_http *s, int fd, const struct sockaddr_storage *s
 	if (atomic_load(&s->stopping) || atomic_load(&s->n_conns) >= s->max_connections ||
 	    (a = addr_get(s, sa)) == NULL || a->count >= s->per_address ||
 	    (c = calloc(1, sizeof(*c))) == NULL ||
-	    (s->tls != NULL && (c->ssl = SSL_new(s->tls)) == NULL)) {
+	    (s->tls != NULL && (c->ssl = http_tls_new(s)) == NULL)) {
 		free(c);
 		if (a != NULL) {
 			a->count++;

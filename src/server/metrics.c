@@ -349,6 +349,15 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 		          "# TYPE bc_start_time_seconds gauge\nbc_start_time_seconds %lld\n",
 		          (unsigned long long)x->refusals_dropped, x->version,
 		          (long long)(m->started_ms / 1000));
+	if (rc == 0 && x->tls_not_after_ms > 0)
+		rc = putf(&b,
+		          "# HELP bc_tls_certificate_expiry_timestamp_seconds When the TLS "
+		          "certificate served now expires (renewed=\"auto\": the server renews it; "
+		          "\"operator\": replace it yourself)\n"
+		          "# TYPE bc_tls_certificate_expiry_timestamp_seconds gauge\n"
+		          "bc_tls_certificate_expiry_timestamp_seconds{renewed=\"%s\"} %lld\n",
+		          x->tls_ours ? "auto" : "operator",
+		          (long long)(x->tls_not_after_ms / 1000));
 	if (rc == 0)
 		rc = bc_buf_put_u8(&b, 0);
 	if (rc != 0) {

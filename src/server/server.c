@@ -18,6 +18,7 @@
 #include "bc/files.h"
 #include "bc/json.h"
 #include "bc/log.h"
+#include "bc/wire.h"
 #include "attest/attest.h"
 #include "bc/proc.h"
 #include "rows/query.h"
@@ -27,6 +28,7 @@
 #include "server/console.h"
 #include "server/metrics.h"
 #include "server/http.h"
+#include "server/server_tls.h"
 
 #define BUNDLE_MAX (1 << 20)
 /* an on_refusal command is killed past this (its process group too) */
@@ -50,7 +52,10 @@ struct bc_server {
 	void *hook_ctx;
 	char *public_url;
 	struct bc_metrics *metrics;
-	unsigned max_queue_wait_ms; /* 0: never shed */
+	unsigned max_queue_wait_ms;     /* 0: never shed */
+	struct bc_tls_watch *tls_watch; /* NULL: plain HTTP */
+	char *trust_pem;                /* GET /bundle */
+	char *trust_spiffe;             /* GET /bundle/spiffe */
 };
 
 static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
@@ -61,6 +66,8 @@ static const char metrics_denied[] =
     "Authorization: Bearer bck_...\"}";
 static const char healthz_method[] =
     "{\"code\":\"method_not_allowed\",\"message\":\"/healthz answers GET and HEAD\"}";
+static const char bundle_method[] =
+    "{\"code\":\"method_not_allowed\",\"message\":\"/bundle answers GET and HEAD\"}";
 
 static void text(struct bc_http_response *resp, int status, const char *ct, const char *body)
 {
@@ -95,6 +102,8 @@ static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
 	                             .version = BC_VERSION};
 	char *body;
 
+	if (s->tls_watch != NULL)
+		bc_tls_watch_expiry(s->tls_watch, &x.tls_not_after_ms, &x.tls_ours);
 	if ((body = bc_metrics_render(s->metrics, &x)) == NULL) {
 		text(resp, 500, "application/json",
 		     "{\"code\":\"internal\",\"message\":\"out of memory\"}");
@@ -169,6 +178,18 @@ static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
 	               (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
 }
 
+/* GET /bundle and /bundle/spiffe: the node CAs for relying parties, public, no key. */
+static void serve_bundle(struct bc_server *s, const struct bc_http_request *req,
+                         struct bc_http_response *resp)
+{
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
+		text(resp, 405, "application/json", bundle_method);
+	else if (strcmp(req->path, BC_WIRE_PATH_BUNDLE) == 0)
+		text(resp, 200, "application/x-pem-file", s->trust_pem);
+	else
+		text(resp, 200, "application/json", s->trust_spiffe);
+}
+
 static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_response *resp)
 {
 	struct bc_server *s = ctx;
@@ -181,6 +202,11 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 			     "{\"status\":\"ok\",\"version\":\"" BC_VERSION "\"}");
 		else
 			text(resp, 503, "application/json", "{\"status\":\"store unavailable\"}");
+		return;
+	}
+	if (strcmp(req->path, BC_WIRE_PATH_BUNDLE) == 0 ||
+	    strcmp(req->path, BC_WIRE_PATH_BUNDLE_SPIFFE) == 0) {
+		serve_bundle(s, req, resp);
 		return;
 	}
 	if (strncmp(req->path, "/v1/", 4) == 0) {
@@ -312,7 +338,7 @@ static int may_send_large_body(void *ctx, const char *method, const char *path,
 	return bc_store_run(s->store, BC_TX_READ, authenticate_tx, (void *)authorization) == 0;
 }
 
-static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
+int bc_server_pki_load(const struct bc_server_config *cfg, bc_pki **out, char *err, size_t errlen)
 {
 	uint8_t secret[32];
 	char *text_ = NULL;
@@ -346,6 +372,14 @@ static int load_pki(const struct bc_server_config *cfg, bc_pki **out, char *err,
 		return BC_ERR_CONFIG;
 	}
 	return 0;
+}
+
+/* The trust bundle served at /bundle and /bundle/spiffe. */
+static int make_trust(struct bc_server *s)
+{
+	int rc = bc_pki_trust_bundle(s->pki, 0, &s->trust_pem);
+
+	return rc != 0 ? rc : bc_pki_trust_bundle(s->pki, 1, &s->trust_spiffe);
 }
 
 static int start_join(struct bc_server *s, const struct bc_server_config *cfg, char *err,
@@ -407,9 +441,12 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	    .access_log = cfg->access_log,
 	};
 	rc = bc_http_start(&hc, handle, s, &s->http, err, errlen);
-	free(cert);
 	if (key)
 		bc_freezero(key, strlen(key));
+	if (rc == 0 && cert != NULL &&
+	    (rc = bc_tls_watch_start(s->pki, s->http, cert, &s->tls_watch)) != 0)
+		snprintf(err, errlen, "[tls] %s: %s", cfg->tls_cert, bc_err_str(rc));
+	free(cert);
 	if (rc != 0 || cfg->metrics_listen == NULL)
 		return rc;
 	/* a scraper needs little: two workers, small requests, few connections */
@@ -457,8 +494,12 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 		snprintf(err, errlen, "metrics: %s", bc_err_str(rc));
 		goto fail;
 	}
-	if ((rc = load_pki(cfg, &s->pki, err, errlen)) != 0)
+	if ((rc = bc_server_pki_load(cfg, &s->pki, err, errlen)) != 0)
 		goto fail;
+	if ((rc = make_trust(s)) != 0) {
+		snprintf(err, errlen, "trust bundle: %s", bc_err_str(rc));
+		goto fail;
+	}
 	if ((rc = bc_store_open(cfg->database, &s->store, err, errlen)) != 0)
 		goto fail;
 	if ((rc = start_join(s, cfg, err, errlen)) != 0)
@@ -515,6 +556,11 @@ bc_store *bc_server_store(struct bc_server *s)
 	return s->store;
 }
 
+int bc_server_tls_check(struct bc_server *s)
+{
+	return s->tls_watch != NULL ? bc_tls_watch_check(s->tls_watch) : 0;
+}
+
 const bc_pki *bc_server_pki(const struct bc_server *s)
 {
 	return s->pki;
@@ -526,6 +572,7 @@ void bc_server_stop(struct bc_server *s)
 		return;
 	if (s->metrics_http)
 		bc_http_stop(s->metrics_http);
+	bc_tls_watch_stop(s->tls_watch);
 	if (s->http)
 		bc_http_stop(s->http);
 	/* the commands still running finish; those waiting are dropped */
@@ -537,5 +584,7 @@ void bc_server_stop(struct bc_server *s)
 	bc_pki_free(s->pki);
 	pthread_mutex_destroy(&s->drop_lock);
 	free(s->public_url);
+	free(s->trust_pem);
+	free(s->trust_spiffe);
 	free(s);
 }

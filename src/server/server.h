@@ -26,8 +26,15 @@ uint16_t bc_server_metrics_port(const struct bc_server *s);
 struct bc_join_service *bc_server_join(struct bc_server *s);
 bc_store *bc_server_store(struct bc_server *s);
 const bc_pki *bc_server_pki(const struct bc_server *s);
+/* The PKI bundle cfg names, opened with its secret_file (both checked for mode 0600);
+ * err says what to do when it fails (BC_ERR_CONFIG). */
+BC_WUR int bc_server_pki_load(const struct bc_server_config *cfg, bc_pki **out, char *err,
+                              size_t errlen);
 /* Refusals the on_refusal command never saw (its queue was full), since the start. */
 uint64_t bc_server_refusals_dropped(struct bc_server *s);
+/* Checks the TLS certificate served now, at bc_now_ms(), as the server does every
+ * minute (server_tls.h): 1 when it renewed it, 0 otherwise or on plain HTTP. */
+int bc_server_tls_check(struct bc_server *s);
 /* Stops accepting, finishes in-flight requests, frees. */
 void bc_server_stop(struct bc_server *s);
 

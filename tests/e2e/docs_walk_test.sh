@@ -12,7 +12,8 @@
 # attestation.md "Certificates" (certificate: openssl on the node certificate) and its
 # pool policy (pool-policy: pools create and update by name with --join-attestors),
 # docs/commissioning.md "commission" (commission: sites create, machines commission,
-# workflows list). To cover a procedure, mark its block; when a CLI command changes,
+# workflows list), docs/server.md "The trust bundle" (trust-bundle: pki bundle, and
+# openssl verify of the tour's node certificate against it; pki-check). To cover a procedure, mark its block; when a CLI command changes,
 # fix the documented command, not this walker.
 . "$(dirname "$0")/lib.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,7 +25,8 @@ export PATH="$BIN:$PATH"
 	fail "doc_walk.py: cannot extract the blocks"
 # what the walk must hold at least: losing a marker is a failure too
 for b in "README.md: tour" "README.md: second-machine" "docs/attestation.md: certificate" \
-	"docs/attestation.md: pool-policy" "docs/commissioning.md: commission"; do
+	"docs/attestation.md: pool-policy" "docs/commissioning.md: commission" \
+	"docs/server.md: trust-bundle" "docs/server.md: pki-check"; do
 	grep -qF "echo '== $b'" walk.sh || fail "no walk block $b"
 done
 "$BIN/better-compute" init --dir var --listen "127.0.0.1:$PORT" >init.out

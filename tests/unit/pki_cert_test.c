@@ -174,7 +174,9 @@ static void test_issue_and_read(void **state)
 	assert_string_equal(id.statements[0], st[0]);
 	assert_string_equal(id.statements[1], st[1]);
 	assert_null(id.statements[2]);
-	assert_int_equal(id.not_before_ms, NB_MS);
+	/* notBefore backdated by the documented margin, notAfter from the issue time */
+	assert_int_equal(id.not_before_ms, NB_MS - BC_NODE_CERT_BACKDATE_MS);
+	assert_int_equal(BC_NODE_CERT_BACKDATE_MS, 5 * 60 * 1000);
 	assert_int_equal(id.not_after_ms, na);
 	assert_string_equal(id.serial_hex, serial);
 	bc_node_identity_clear(&id);
@@ -311,7 +313,8 @@ static void test_roles_and_ttl(void **state)
 		assert_int_equal(na, NB_MS + cases[i].want);
 		assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
 		assert_string_equal(id.role, cases[i].role);
-		assert_int_equal(id.not_after_ms - id.not_before_ms, cases[i].want);
+		assert_int_equal(id.not_after_ms - id.not_before_ms,
+		                 cases[i].want + BC_NODE_CERT_BACKDATE_MS);
 		assert_int_equal(id.n_statements, 0);
 		bc_node_identity_clear(&id);
 		free(der);
@@ -333,8 +336,18 @@ static void test_times_whole_seconds(void **state)
 	assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &der, &len, serial, &na), 0);
 	assert_int_equal(na, NB_MS + 2000);
 	assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
-	assert_int_equal(id.not_before_ms, NB_MS);
+	assert_int_equal(id.not_before_ms, NB_MS - BC_NODE_CERT_BACKDATE_MS);
 	assert_int_equal(id.not_after_ms, na);
+	bc_node_identity_clear(&id);
+	free(der);
+
+	/* issued within the margin of 1970: notBefore stops at the epoch */
+	r.not_before_ms = 60 * 1000;
+	r.ttl_ms = 0;
+	assert_int_equal(bc_pki_issue_node_cert(f->pki, &r, &der, &len, serial, &na), 0);
+	assert_int_equal(na, 60 * 1000 + BC_NODE_CERT_TTL_MS);
+	assert_int_equal(bc_pki_node_identity(der, len, TD, &id, NULL), 0);
+	assert_int_equal(id.not_before_ms, 0);
 	bc_node_identity_clear(&id);
 	free(der);
 }

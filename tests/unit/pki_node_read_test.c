@@ -299,12 +299,12 @@ static void test_issued_read_back(void **state)
 	                    "urn:bc:pool:pool_01hzx3k9q8w7e6r5t4y3u2i1o0", longest};
 	const size_t counts[] = {0, 1, 3};
 	const int64_t times[] = {
-	    NB_MS,                                     /* UTCTime */
-	    0,                                         /* 1970-01-01: UTCTime 70... */
-	    Y2050_MS - 3600 * 1000,                    /* UTCTime, then GeneralizedTime */
-	    Y2050_MS,                                  /* GeneralizedTime */
-	    PKI_MAX_TIME_MS - BC_NODE_CERT_TTL_MS,     /* 9999-12-30 */
-	    951782400000LL /* 2000-02-29T00:00:00Z */, /* a leap day */
+	    NB_MS,                  /* UTCTime */
+	    0,                      /* 1970-01-01: UTCTime 70... */
+	    Y2050_MS - 3600 * 1000, /* UTCTime, then GeneralizedTime */
+	    Y2050_MS,               /* GeneralizedTime */
+	    PKI_MAX_TIME_MS - BC_NODE_CERT_TTL_MS - BC_NODE_CERT_BACKDATE_MS, /* 9999-12-30 */
+	    951782400000LL /* 2000-02-29T00:00:00Z */,                        /* a leap day */
 	};
 	size_t n = 0;
 
@@ -314,12 +314,13 @@ static void test_issued_read_back(void **state)
 	for (size_t r = 0; r < sizeof(roles) / sizeof(roles[0]); r++) {
 		for (size_t s = 0; s < sizeof(counts) / sizeof(counts[0]); s++) {
 			for (size_t t = 0; t < sizeof(times) / sizeof(times[0]); t++) {
-				struct bc_node_cert_req req = {.node_id = NODE_ID,
-				                               .role = roles[r],
-				                               .pub = f->key,
-				                               .statements = st,
-				                               .n_statements = counts[s],
-				                               .not_before_ms = times[t]};
+				struct bc_node_cert_req req = {
+				    .node_id = NODE_ID,
+				    .role = roles[r],
+				    .pub = f->key,
+				    .statements = st,
+				    .n_statements = counts[s],
+				    .not_before_ms = times[t] + BC_NODE_CERT_BACKDATE_MS};
 				struct bc_node_identity id;
 				uint8_t *der = NULL, point[65];
 				size_t len = 0;
@@ -327,7 +328,8 @@ static void test_issued_read_back(void **state)
 				int64_t na;
 
 				/* a part second, rounded down (but not past the latest time) */
-				if (times[t] < PKI_MAX_TIME_MS - BC_NODE_CERT_TTL_MS)
+				if (times[t] < PKI_MAX_TIME_MS - BC_NODE_CERT_TTL_MS -
+				                   BC_NODE_CERT_BACKDATE_MS)
 					req.not_before_ms += 999;
 				assert_int_equal(
 				    bc_pki_issue_node_cert(f->pki, &req, &der, &len, serial, &na),
