@@ -36,6 +36,16 @@ grep -q '^\.SH COMMANDS' "$S/share/man/man1/better-compute.1" || fail "make inst
 grep -rq /usr/local "$S/lib/systemd/system" && fail "make install: a unit still names /usr/local"
 
 # ---- the packages ----
+# make deb refuses a debian/changelog that does not carry CMakeLists.txt's version
+mkdir -p fake/scripts fake/debian
+cp "$ROOT/scripts/deb.sh" fake/scripts/
+cp "$ROOT/debian/changelog" fake/debian/
+sed "s/^project(better_compute VERSION [0-9.]*/project(better_compute VERSION 9.9.9/" \
+	"$ROOT/CMakeLists.txt" >fake/CMakeLists.txt
+if fake/scripts/deb.sh "$T/fake-out" >fake.out 2>&1; then fail "deb.sh built with a stale changelog"; fi
+grep -qF "deb: debian/changelog says $VERSION, CMakeLists.txt 9.9.9: add a changelog entry (dch -v 9.9.9)" \
+	fake.out || fail "deb.sh's version refusal: $(cat fake.out)"
+[ ! -e "$T/fake-out" ] || fail "deb.sh made its output directory before the version check"
 newer_sources() { # a source file newer than $1
 	(cd "$ROOT" && find CMakeLists.txt cmake debian docs include packaging proto scripts src web \
 		README.md -newer "$1" -type f -print -quit)
