@@ -30,13 +30,16 @@ fi
 	echo "deb: dpkg-buildpackage failed; the whole log is $OUT/build.log" >&2
 	exit 1
 }
-lintian --fail-on error --info "$OUT"/*.changes >"$OUT/lintian.txt" 2>&1 || {
+lintian --fail-on error --display-info "$OUT"/*.changes >"$OUT/lintian.txt" 2>&1 || {
 	cat "$OUT/lintian.txt" >&2
 	echo "deb: lintian found errors (above)" >&2
 	exit 1
 }
 ls "$OUT"/*.deb
-if [ -s "$OUT/lintian.txt" ]; then
-	echo "deb: lintian warnings ($OUT/lintian.txt):"
-	grep -E '^[WIN]: ' "$OUT/lintian.txt" | sort -u || true
+tags=$(grep -E '^[WI]: ' "$OUT/lintian.txt" | sort -u || true)
+if [ -n "$tags" ]; then
+	echo "deb: lintian: no errors; its warnings and notes ($OUT/lintian.txt):"
+	echo "$tags"
+else
+	echo "deb: lintian: no errors, no warnings"
 fi
