@@ -4,8 +4,11 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 VAR ?= var
 FUZZ_SECONDS ?= 10
+# make install: under $(DESTDIR)$(PREFIX) (bin/, share/man, share/doc, lib/systemd/system)
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all deps build build-test run check test asan fuzz fuzz-build bench bench-fleet bench-peers format format-check sql-check clean
+.PHONY: all deps build build-test install deb run check test asan fuzz fuzz-build bench bench-fleet bench-peers format format-check sql-check clean
 
 all: build
 
@@ -19,6 +22,15 @@ build: deps
 build-test: deps
 	@cmake -S . -B build-test -DBC_TESTING=ON >/dev/null
 	@cmake --build build-test -j$(JOBS) -- --no-print-directory
+
+# better-compute, bcd, their man pages, bash completions, docs and systemd units (whose
+# ExecStart names $(PREFIX)/bin); DESTDIR=/tmp/root stages them for a package
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install build --prefix "$(PREFIX)"
+
+# Debian packages better-compute and bcd in build-deb/ (debian/, scripts/deb.sh), lintian-checked
+deb: deps
+	@scripts/deb.sh build-deb
 
 run: build
 	@scripts/run.sh build/better-compute $(VAR)
@@ -73,4 +85,4 @@ sql-check:
 	@scripts/sql-check.sh
 
 clean:
-	rm -rf build build-test build-asan build-fuzz
+	rm -rf build build-test build-asan build-fuzz build-deb

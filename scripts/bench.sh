@@ -172,7 +172,7 @@ stop_all
 # SQLite, one replica, over TLS: as deployed (plain HTTP is loopback only)
 U=$(init sqt https)
 serve sqt
-"$BIN/better-compute" daemon config --server "$U" --api-key-file sqt/admin.key \
+"$BIN/better-compute" daemon config --server "$U" --api-key-file sqt/admin.key --force \
 	--ca-file sqt/tls-ca.pem --out pins.json >/dev/null
 BENCH_TLS=1 report "SQLite, 1 replica, TLS" "$T/sqt/bc.db" "$T/sqt/admin.key" "$U"
 HS=$(field "$OUT" tls_handshake_crypto_ms)
@@ -199,7 +199,7 @@ pg_runs() {
 	pki_bundle  = "$T/pg/pki.bundle"
 	TOML
 	serve pg
-	"$BIN/better-compute" daemon config --server "$U1" --api-key-file pg/admin.key --out pins.json >/dev/null
+	"$BIN/better-compute" daemon config --server "$U1" --api-key-file pg/admin.key --out pins.json --force >/dev/null
 	report "PostgreSQL, 1 replica" "$PGURL" "$T/pg/admin.key" "$U1"
 	serve pg2
 	report "PostgreSQL, 2 replicas" "$PGURL" "$T/pg/admin.key" "$U1" "$U2"

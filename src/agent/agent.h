@@ -20,8 +20,10 @@
 #include "bc/err.h"
 #include "bc/wire.h"
 
-#define BCD_NAME           "bcd"
-#define BCD_VERSION        "bcd/0.1"
+#define BCD_NAME "bcd"
+/* The release, BC_VERSION (CMakeLists.txt's project version), is the one home of the
+ * version: `bcd --version` prints it and a join claims it as agentVersion "bcd/0.6.0". */
+#define BCD_AGENT_VERSION  BCD_NAME "/" BC_VERSION
 #define BCD_DEFAULT_CONFIG "/etc/bcd/config.toml"
 #define BCD_EXIT_USAGE     2
 

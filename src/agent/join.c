@@ -253,7 +253,7 @@ int bcd_join_request(const struct bcd_config *cfg, const struct bc_client_pins *
 	p.key = r->key;
 	p.csr = r->csr != NULL ? r->csr : csr;
 	p.csr_len = r->csr != NULL ? r->csr_len : csr_len;
-	p.agent_version = BCD_VERSION;
+	p.agent_version = BCD_AGENT_VERSION;
 	rc = join_rounds(pins, &p, r, a, m);
 out:
 	bcd_claims_free(&claims);

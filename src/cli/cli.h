@@ -49,16 +49,18 @@ struct cli {
 	const char *opt_api_key_file;
 	const char *opt_ca_file;
 	const char *opt_tenant;
+	const char *opt_timeout;
 	char *opt_api_key; /* a copy: the argv string is wiped */
 	int json;
 	int json_errors; /* --json somewhere on the line: errors as JSON */
 
 	/* resolved on the first API call */
 	int resolved;
-	char *server;  /* URL without a trailing '/' */
-	char *api_key; /* wiped in cli_free() */
-	char *ca_file; /* NULL: the system's CAs */
-	char *tenant;  /* --tenant, or the key's own (GET /v1/whoami) */
+	char *server;   /* URL without a trailing '/' */
+	char *api_key;  /* wiped in cli_free() */
+	char *ca_file;  /* NULL: the system's CAs */
+	char *tenant;   /* --tenant, or the key's own (GET /v1/whoami) */
+	long timeout_s; /* --timeout: seconds a request may take in all */
 
 	const struct cli_cmd *cmd;
 	struct cli_kv opts[CLI_MAX_OPTS];
@@ -188,6 +190,12 @@ const char *cli_jstr(const json_t *obj, const char *key);
  * link for NOCLOBBER), fsync the directory. The file has exactly mode. */
 BC_WUR int cli_write_file(const char *path, const void *data, size_t len, unsigned mode, int flags);
 int cli_exists(const char *path);
+/* The one rule of every file a command writes (--out, --bcd-dir's files): an existing
+ * file is replaced only with --force. cli_out_check refuses (CONFLICT, exit 1,
+ * naming the file and --force) before the command changes anything on the server;
+ * path NULL passes. cli_out_flags: the cli_write_file flags the rule gives. */
+BC_WUR int cli_out_check(struct cli *c, const char *path);
+int cli_out_flags(const struct cli *c);
 /* dir + "/" + name, malloc'd. */
 char *cli_join_path(const char *dir, const char *name);
 

@@ -15,7 +15,6 @@
 
 #define MAX_ANSWER        (16u * 1024 * 1024)
 #define CONNECT_TIMEOUT_S 10L
-#define TIMEOUT_S         120L
 
 void cli_resp_free(struct cli_resp *r)
 {
@@ -80,8 +79,9 @@ static void set_options(struct cli *c, CURL *h, const char *method, const char *
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
+	                 c->timeout_s < CONNECT_TIMEOUT_S ? c->timeout_s : CONNECT_TIMEOUT_S);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout_s);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, CLI_NAME);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
@@ -111,6 +111,11 @@ static int report_transport(struct cli *c, CURLcode cc, const char *errbuf)
 		                "the answer of the control plane at %s was larger than %u bytes; "
 		                "check --server",
 		                c->server, MAX_ANSWER);
+	case CURLE_OPERATION_TIMEDOUT:
+		return cli_fail(c, BC_ERR_UNAVAILABLE,
+		                "the control plane at %s did not answer within %lds: %s; is it "
+		                "overloaded or hung? (--timeout sets the wait)",
+		                c->server, c->timeout_s, why);
 	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CACERT_BADFILE:
 		return cli_fail(c, BC_ERR_UNAVAILABLE,
@@ -139,13 +144,65 @@ static int code_to_err(const char *code)
 	return BC_ERR_IO;
 }
 
+/* The API fields a command fills from a flag whose range only the server knows: it
+ * names the field ("token.ttlSeconds: expected an integer from 60 to 31536000"), the
+ * person typed the flag, so the message is said again in the flag's terms. The
+ * server stays the one home of the limits; each field here holds seconds that the
+ * flag took as a duration. (--uses and --limit are checked before sending.) */
+static const struct {
+	const char *field;
+	const char *flag;
+} FIELD_FLAGS[] = {{"ttlSeconds", "ttl"}};
+
+/* 90 -> "90s", 3600 -> "1h", 31536000 -> "365d": the largest unit that divides it. */
+static void duration_text(long long s, char out[static 24])
+{
+	if (s > 0 && s % 86400 == 0)
+		snprintf(out, 24, "%lldd", s / 86400);
+	else if (s > 0 && s % 3600 == 0)
+		snprintf(out, 24, "%lldh", s / 3600);
+	else if (s > 0 && s % 60 == 0)
+		snprintf(out, 24, "%lldm", s / 60);
+	else
+		snprintf(out, 24, "%llds", s);
+}
+
+/* msg as the flag's message into out, or 0 when it names no field of a given flag. */
+static int flag_message(const struct cli *c, const char *msg, char *out, size_t outlen)
+{
+	const char *colon = strstr(msg, ": "), *dot, *given;
+	long long lo, hi;
+	char a[24], b[24];
+
+	if (colon == NULL)
+		return 0;
+	for (dot = colon; dot > msg && dot[-1] != '.'; dot--)
+		;
+	for (size_t i = 0; i < sizeof(FIELD_FLAGS) / sizeof(FIELD_FLAGS[0]); i++) {
+		if (strlen(FIELD_FLAGS[i].field) != (size_t)(colon - dot) ||
+		    strncmp(dot, FIELD_FLAGS[i].field, (size_t)(colon - dot)) != 0 ||
+		    (given = cli_opt(c, FIELD_FLAGS[i].flag)) == NULL)
+			continue;
+		if (sscanf(colon + 2, "expected an integer from %lld to %lld", &lo, &hi) != 2)
+			snprintf(out, outlen, "--%s: %s", FIELD_FLAGS[i].flag, colon + 2);
+		else {
+			duration_text(lo, a);
+			duration_text(hi, b);
+			snprintf(out, outlen, "--%s: expected a duration from %s to %s, got \"%s\"",
+			         FIELD_FLAGS[i].flag, a, b, given);
+		}
+		return 1;
+	}
+	return 0;
+}
+
 /* {"error":{"code","message"}}; the text comes from the server, so it is cleaned of
  * control characters before it reaches the terminal. */
 static int report_api_error(struct cli *c, const struct cli_resp *r)
 {
 	const json_t *e = r->json ? json_object_get(r->json, "error") : NULL;
-	const char *code = cli_jstr(e, "code"), *msg = cli_jstr(e, "message");
-	char *scode, *smsg;
+	const char *code = cli_jstr(e, "code"), *msg = cli_jstr(e, "message"), *shown = NULL;
+	char *scode, *smsg, flagged[1200];
 	int rc;
 
 	if (code == NULL || msg == NULL)
@@ -163,7 +220,9 @@ static int report_api_error(struct cli *c, const struct cli_resp *r)
 	}
 	cli_sanitize(scode);
 	cli_sanitize(smsg);
-	rc = cli_error(c, code_to_err(code), scode, "%s%s", smsg,
+	if (strcmp(scode, "INVALID_INPUT") == 0 && flag_message(c, smsg, flagged, sizeof(flagged)))
+		shown = flagged;
+	rc = cli_error(c, code_to_err(code), scode, "%s%s", shown ? shown : smsg,
 	               r->status == 401 ? " (check the API key: --api-key-file, BC_API_KEY_FILE, "
 	                                  "BC_API_KEY)"
 	                                : "");

@@ -148,11 +148,11 @@ static int take_api_key(struct cli *c, char *val)
 
 int cli_parse_global(struct cli *c, int argc, char **argv, int i, int *consumed)
 {
-	static const char *const valued[] = {"server", "api-key", "api-key-file", "ca-file",
-	                                     "tenant"};
+	static const char *const valued[] = {"server",  "api-key", "api-key-file",
+	                                     "ca-file", "tenant",  "timeout"};
 	const char *a = argv[i];
-	const char **slots[] = {&c->opt_server, NULL, &c->opt_api_key_file, &c->opt_ca_file,
-	                        &c->opt_tenant};
+	const char **slots[] = {&c->opt_server,  NULL,           &c->opt_api_key_file,
+	                        &c->opt_ca_file, &c->opt_tenant, &c->opt_timeout};
 	size_t len;
 	char *val;
 
@@ -327,8 +327,11 @@ int cli_opt_ttl(struct cli *c, json_t *body)
 
 	if (ttl == NULL)
 		return 0;
-	if (bc_duration_parse_ms(ttl, &ms) != 0 || ms < 1000)
+	if (bc_duration_parse_ms(ttl, &ms) != 0)
 		return cli_usage(c, "--ttl: expected a duration like 30m, 1h or 7d, got \"%s\"",
 		                 ttl);
+	/* "0s" would mean a credential dead on arrival, "1500ms" a rounding */
+	if (ms < 1000 || ms % 1000 != 0)
+		return cli_usage(c, "--ttl: expected whole seconds, at least 1s, got \"%s\"", ttl);
 	return json_object_set_new(body, "ttlSeconds", json_integer(ms / 1000)) ? BC_ERR_NOMEM : 0;
 }

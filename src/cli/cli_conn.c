@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 
 #include "bc/buf.h"
+#include "bc/clock.h"
 #include "bc/files.h"
 #include "bc/net.h"
 #include "bc/toml.h"
@@ -17,10 +18,13 @@
 #include "bc/net.h"
 
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
-#define VAR_CONFIG     "var/server.toml"
-#define VAR_KEY        "var/admin.key"
-#define VAR_CA         "var/tls-ca.pem"
-#define MAX_KEY_FILE   4096
+/* --timeout: the default, and the longest a person would wait (seconds) */
+#define DEFAULT_TIMEOUT_S 30L
+#define MAX_TIMEOUT_S     3600L
+#define VAR_CONFIG        "var/server.toml"
+#define VAR_KEY           "var/admin.key"
+#define VAR_CA            "var/tls-ca.pem"
+#define MAX_KEY_FILE      4096
 
 static const char *env(const char *name)
 {
@@ -66,6 +70,8 @@ static int check_server_url(struct cli *c, const char *from)
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
+		/* a malformed value given on the line or in the environment: usage (2) */
+		c->usage_error = strcmp(from, "--server") == 0 || strcmp(from, "BC_SERVER") == 0;
 		rc = cli_fail(c, BC_ERR_CONFIG,
 		              "the server URL \"%s\" (%s) is not an http:// or https:// URL; "
 		              "fix %s",
@@ -134,9 +140,13 @@ bad:
 
 static int key_from_file(struct cli *c, const char *path, const char *from)
 {
+	char err[512];
 	size_t len;
 	int rc;
 
+	/* the key opens the admin API: the rule of the server's secret file holds */
+	if (bc_file_check_mode(path, BC_MODE_SECRET, err, sizeof(err)) != 0)
+		return cli_fail(c, BC_ERR_CONFIG, "the API key file %s", err);
 	rc = bc_file_read(path, MAX_KEY_FILE, BC_FILE_TEXT | BC_FILE_FOLLOW, &c->api_key, &len);
 	if (rc == BC_ERR_INVALID && errno == EILSEQ)
 		return cli_fail(c, BC_ERR_CONFIG, "the API key file %s (%s) holds a NUL byte", path,
@@ -188,14 +198,35 @@ static int resolve_ca(struct cli *c)
 	return 0;
 }
 
+/* --timeout D: the whole of one request (connect, send, answer), so that a hung
+ * server costs at most D. */
+static int resolve_timeout(struct cli *c)
+{
+	int64_t ms;
+
+	c->timeout_s = DEFAULT_TIMEOUT_S;
+	if (c->opt_timeout == NULL)
+		return 0;
+	if (bc_duration_parse_ms(c->opt_timeout, &ms) != 0 || ms < 1000 ||
+	    ms > MAX_TIMEOUT_S * 1000 || ms % 1000 != 0) {
+		c->usage_error = 1;
+		return cli_fail(c, BC_ERR_INVALID,
+		                "--timeout: expected whole seconds from 1s to 1h, like 10s or 2m, "
+		                "got \"%s\"",
+		                c->opt_timeout);
+	}
+	c->timeout_s = (long)(ms / 1000);
+	return 0;
+}
+
 int cli_connect(struct cli *c)
 {
 	int rc;
 
 	if (c->resolved)
 		return 0;
-	if ((rc = resolve_server(c)) != 0 || (rc = resolve_key(c)) != 0 ||
-	    (rc = resolve_ca(c)) != 0)
+	if ((rc = resolve_timeout(c)) != 0 || (rc = resolve_server(c)) != 0 ||
+	    (rc = resolve_key(c)) != 0 || (rc = resolve_ca(c)) != 0)
 		return rc;
 	if (c->curl == NULL && (c->curl = curl_easy_init()) == NULL)
 		return cli_fail(c, BC_ERR_NOMEM, "cannot start libcurl: out of memory");

@@ -57,3 +57,16 @@ int cli_write_file(const char *path, const void *data, size_t len, unsigned mode
 	errno = saved;
 	return rc;
 }
+
+int cli_out_check(struct cli *c, const char *path)
+{
+	if (path == NULL || cli_flag(c, "force") || !cli_exists(path))
+		return 0;
+	return cli_error(c, BC_ERR_CONFLICT, "CONFLICT",
+	                 "%s exists; give --force to replace it, or another file", path);
+}
+
+int cli_out_flags(const struct cli *c)
+{
+	return cli_flag(c, "force") ? 0 : CLI_WRITE_NOCLOBBER;
+}

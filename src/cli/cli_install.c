@@ -228,21 +228,31 @@ int cli_daemon_config_bcd(struct cli *c, const char *dir)
 
 	if (cli_opt(c, "out") != NULL)
 		return cli_usage(c, "--out and --bcd-dir do not go together");
-	if ((rc = fetch_files(c, &toml, &ca)) != 0)
+	if ((tp = cli_join_path(dir, "config.toml")) == NULL ||
+	    (cp = cli_join_path(dir, "ca.pem")) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	/* a joined machine's config names its data directory: replacing it with the
+	 * default would strand its identity, so that one is never guessed */
+	if (cli_exists(tp) && cli_flag(c, "force") && cli_opt(c, "data-dir") == NULL) {
+		rc = cli_usage(c,
+		               "--force replaces %s: give --data-dir too (the data_dir it names "
+		               "is not guessed)",
+		               tp);
+		goto out;
+	}
+	if ((rc = cli_out_check(c, tp)) != 0 || (rc = cli_out_check(c, cp)) != 0 ||
+	    (rc = fetch_files(c, &toml, &ca)) != 0)
 		goto out;
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
 		rc = cli_fail(c, BC_ERR_IO, "cannot make %s: %s; check --bcd-dir", dir,
 		              strerror(errno));
 		goto out;
 	}
-	if ((tp = cli_join_path(dir, "config.toml")) == NULL ||
-	    (cp = cli_join_path(dir, "ca.pem")) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
 	/* the CA first: a config.toml names it */
-	if ((rc = cli_write_file(cp, ca, strlen(ca), 0644, 0)) != 0 ||
-	    (rc = cli_write_file(tp, toml, strlen(toml), 0644, 0)) != 0) {
+	if ((rc = cli_write_file(cp, ca, strlen(ca), 0644, cli_out_flags(c))) != 0 ||
+	    (rc = cli_write_file(tp, toml, strlen(toml), 0644, cli_out_flags(c))) != 0) {
 		rc = cli_fail(c, rc, "cannot write into %s: %s; check --bcd-dir", dir,
 		              strerror(errno));
 		goto out;

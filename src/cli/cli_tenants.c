@@ -150,7 +150,8 @@ int cli_cmd_daemon_config(struct cli *c)
 		return cli_daemon_config_bcd(c, cli_opt(c, "bcd-dir"));
 	if (cli_opt(c, "data-dir") != NULL)
 		return cli_usage(c, "--data-dir goes with --bcd-dir");
-	if ((rc = cli_api(c, "GET", "/v1/daemon-config", NULL, &r)) != 0)
+	if ((rc = cli_out_check(c, out)) != 0 ||
+	    (rc = cli_api(c, "GET", "/v1/daemon-config", NULL, &r)) != 0)
 		return rc;
 	if (out == NULL) {
 		cli_print_raw(&r);
@@ -161,8 +162,9 @@ int cli_cmd_daemon_config(struct cli *c)
 		goto done;
 	}
 	/* public keys and certificates only: readable by the agent's user */
-	if ((rc = cli_write_file(out, text, strlen(text), 0644, 0)) != 0)
-		rc = cli_fail(c, rc, "cannot write %s: %s; check --out", out, strerror(errno));
+	if ((rc = cli_write_file(out, text, strlen(text), 0644, cli_out_flags(c))) != 0)
+		rc = cli_fail(c, rc, "cannot write %s: %s; check --out", out,
+		              rc == BC_ERR_CONFLICT ? "it exists (give --force)" : strerror(errno));
 	else if (!c->json)
 		printf("Wrote the agent's pins (server URL, join keys, CA bundle) to %s.\n", out);
 	else

@@ -169,7 +169,7 @@ static int save_secret(struct cli *c, const json_t *ans, const char *file)
 
 	if (asprintf(&line, "%s\n", secret) < 0)
 		return BC_ERR_NOMEM;
-	rc = cli_write_file(file, line, strlen(line), 0600, CLI_WRITE_NOCLOBBER);
+	rc = cli_write_file(file, line, strlen(line), 0600, cli_out_flags(c));
 	saved = errno;
 	bc_freezero(line, strlen(line));
 	if (rc != 0) {
@@ -211,10 +211,8 @@ int cli_cmd_tokens_create(struct cli *c)
 	if ((rc = token_body(c, &body)) != 0)
 		return rc;
 	/* before the token exists, so that a name taken already costs nothing */
-	if (file != NULL && cli_exists(file)) {
-		rc = cli_fail(c, BC_ERR_CONFLICT, "%s exists; give --out a new file", file);
+	if ((rc = cli_out_check(c, file)) != 0)
 		goto out;
-	}
 	if ((rc = cli_tenant_path(c, &path, "tokens", NULL)) != 0 ||
 	    (rc = cli_api(c, "POST", path, body, &r)) != 0)
 		goto out;

@@ -287,7 +287,7 @@ static int deliver(struct cli *c, const json_t *ans, char *text, size_t len)
 			                strerror(errno), id);
 		return 0;
 	}
-	if (cli_write_file(file, text, len, 0600, CLI_WRITE_NOCLOBBER) != 0)
+	if (cli_write_file(file, text, len, 0600, cli_out_flags(c)) != 0)
 		return cli_fail(c, BC_ERR_IO,
 		                "cannot write the user data to %s: %s; cancel workflow %s "
 		                "(`workflows cancel %s`) and deploy again",
@@ -314,8 +314,8 @@ int cli_cmd_machines_deploy(struct cli *c)
 
 	if (cli_opt(c, "node") == NULL)
 		return cli_usage(c, "give --node ID: the node whose OS the deploy installs");
-	if (file != NULL && cli_exists(file))
-		return cli_fail(c, BC_ERR_CONFLICT, "%s exists; give --out a new file", file);
+	if ((rc = cli_out_check(c, file)) != 0)
+		return rc;
 	if ((rc = read_parts(c, &p)) != 0)
 		goto out;
 	if ((rc = cli_resolve(c, CLI_K_NODE, cli_opt(c, "node"), &node)) != 0)

@@ -116,10 +116,11 @@ static const struct cli_cmd commands[] = {
     {"tokens", "create",
      "--role node|site|provisioned (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] "
      "[--expect-product-uuid U] "
-     "[--expect-mac M] [--expect-serial S] [--allow-reclaim] [--description D] [--out FILE]",
+     "[--expect-mac M] [--expect-serial S] [--allow-reclaim] [--description D] [--out FILE "
+     "[--force]]",
      "create a join token (its secret is shown once, or written to --out FILE)",
      "role= pool= site= uses= ttl= expect-product-uuid= expect-mac= expect-serial= "
-     "allow-reclaim description= out=",
+     "allow-reclaim description= out= force",
      0, 0, TNT, cli_cmd_tokens_create,
      "  --role node|site     what the machine joins as; provisioned: a provider bootstrap's\n"
      "                       single-use token (--pool and --expect-product-uuid needed)\n"
@@ -130,7 +131,8 @@ static const struct cli_cmd commands[] = {
      "                       admit only a machine that reports these\n"
      "  --allow-reclaim      let the token re-join a machine another node holds\n"
      "  --description D      a note shown in `tokens list`\n"
-     "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n",
+     "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n"
+     "  --force              let --out replace an existing FILE\n",
      0},
     {"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL, 0},
     {"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL,
@@ -191,14 +193,16 @@ static const struct cli_cmd commands[] = {
      "  --ttl DURATION       how long the boot entry lives (default 1h, at most 7d)\n",
      0},
     {"machines", "deploy",
-     "--node N [--user-data FILE] [--out FILE] [--bcd-url URL] [--data-dir DIR] [--ttl 24h]",
+     "--node N [--user-data FILE] [--out FILE [--force]] [--bcd-url URL] [--data-dir DIR] "
+     "[--ttl 24h]",
      "create a deploy workflow: a single-use provisioned token in the node's user data",
-     "node= user-data= out= bcd-url= data-dir= ttl=", 0, 0, TNT, cli_cmd_machines_deploy,
+     "node= user-data= out= force bcd-url= data-dir= ttl=", 0, 0, TNT, cli_cmd_machines_deploy,
      "  --node N             the node whose OS is installed (it must have joined once)\n"
      "  --user-data FILE     a template instead of the default cloud-init document:\n"
      "                       {{token}}, {{server}}, {{config}} (bcd's config.toml) and\n"
      "                       {{ca}} (its ca.pem) are filled in\n"
      "  --out FILE           write the user data to a new FILE (0600) instead of printing it\n"
+     "  --force              let --out replace an existing FILE\n"
      "  --bcd-url URL        cloud-init downloads bcd from this https:// URL first\n"
      "  --data-dir DIR       bcd's data directory in the config (default /var/lib/bcd)\n"
      "  --ttl DURATION       how long the token is valid (default 24h, at most 7d)\n"
@@ -220,12 +224,14 @@ static const struct cli_cmd commands[] = {
      "  --node N             only rows about this node (id or hostname)\n"
      "  --limit N            at most N rows (1 to 1000; default 100)\n",
      0},
-    {"daemon", "config", "[--out FILE | --bcd-dir DIR [--data-dir DIR]]",
+    {"daemon", "config", "[--out FILE | --bcd-dir DIR [--data-dir DIR]] [--force]",
      "print the agent's pins (server, keys, CA bundle) as JSON, or write them to FILE",
-     "out= bcd-dir= data-dir=", 0, 0, API, cli_cmd_daemon_config,
-     "  --out FILE           write the JSON to FILE instead of printing it\n"
+     "out= bcd-dir= data-dir= force", 0, 0, API, cli_cmd_daemon_config,
+     "  --out FILE           write the JSON to a new FILE instead of printing it\n"
      "  --bcd-dir DIR        write bcd's DIR/config.toml and DIR/ca.pem instead\n"
-     "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n",
+     "  --data-dir DIR       the data_dir in that config.toml (default /var/lib/bcd)\n"
+     "  --force              replace an existing FILE, or DIR's files (a joined machine's\n"
+     "                       config: give its --data-dir too, it is not guessed)\n",
      0},
     {"daemon", "install-script",
      "(--bcd-url URL (--bcd-sha256 HEX | --bcd-file FILE) | --bcd-path PATH) [--attestor "
@@ -262,6 +268,8 @@ static const char global_help[] =
     "                       default: ./var/admin.key when it exists)\n"
     "  --ca-file PEM        CA certificates for an https server (default: ./var/tls-ca.pem)\n"
     "  --tenant T           the tenant of a tenant-scoped command (default: the key's own)\n"
+    "  --timeout D          give up on a server that has not answered within D (default\n"
+    "                       30s, at most 1h)\n"
     "  --json               print the API's JSON as is, for scripts; errors as\n"
     "                       {\"error\":{\"code\",\"message\"}} on stderr\n"
     "  --help               help for any command\n"
@@ -281,9 +289,10 @@ static int cli_cmd_version(struct cli *c)
 }
 
 /* The global options that take a value, for completion to skip their values. */
-static const char completion_valued[] = "--server|--api-key|--api-key-file|--ca-file|--tenant";
+static const char completion_valued[] =
+    "--server|--api-key|--api-key-file|--ca-file|--tenant|--timeout";
 static const char completion_globals[] =
-    "--server --api-key --api-key-file --ca-file --tenant --json --help --version";
+    "--server --api-key --api-key-file --ca-file --tenant --timeout --json --help --version";
 
 /* "--a --b" of a command's "a= b" options. */
 static void print_opts(const char *opts)
@@ -409,9 +418,16 @@ static void print_usage(const struct cli_cmd *cmd)
 	        cmd->summary + 1);
 	if (cmd->help != NULL)
 		fprintf(f, "\nOptions:\n%s", cmd->help);
+	/* the global options once, in `better-compute --help`, not in every command's */
 	if (cmd->flags & CLI_F_API)
-		fprintf(f, "\nIt speaks the admin API of the server given by --server.\n");
-	fprintf(f, "\n%s", global_help);
+		fprintf(f,
+		        "\nIt speaks the admin API of the server given by --server.\n"
+		        "Global options: --server, --api-key, --api-key-file, --ca-file,%s "
+		        "--timeout, --json\n(see `" CLI_NAME " --help`).\n",
+		        cmd->flags & CLI_F_TENANT ? " --tenant," : "");
+	else
+		fprintf(f, "\nGlobal options: --json (see `" CLI_NAME " --help`).\n");
+	fprintf(f, "Exit status: 0 done, 1 refused or failed, 2 usage.\n");
 }
 
 /* `serve` has options of its own: everything from the word on is the server's. */
@@ -420,7 +436,7 @@ static int run_serve(struct cli *c, int argc, char **argv, int i)
 	static char *serve_help[] = {"serve", "--help", NULL};
 
 	if (c->opt_server || c->opt_api_key || c->opt_api_key_file || c->opt_ca_file ||
-	    c->opt_tenant || c->json) {
+	    c->opt_tenant || c->opt_timeout || c->json) {
 		c->usage_error = 1;
 		return cli_fail(
 		    c, BC_ERR_INVALID,

@@ -16,6 +16,9 @@
 #define NODES_LIMIT_MAX      500
 #define FILTER_MAX           64
 
+/* a node's states (the nodes table's state column) */
+static const char *const NODE_STATES[] = {"adopted", "cordoned", "retired", NULL};
+
 static json_t *cert_json(bc_rows *r)
 {
 	if (bc_rows_is_null(r, 18))
@@ -63,6 +66,14 @@ static int answer_node(bc_tx *tx, struct admin_call *c)
 	return rc != 0 ? rc : admin_answer(c, 200, node);
 }
 
+static int known_state(const char *state)
+{
+	for (size_t i = 0; NODE_STATES[i] != NULL; i++)
+		if (strcmp(state, NODE_STATES[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* Filters (pool, state, attestor, hostname, expiringWithin seconds) and a page of
  * at most limit rows in id order after the cursor `after`, all in SQL; nextCursor is
  * the last id when another page may follow. */
@@ -83,6 +94,9 @@ int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 	    (rc = admin_query_text(c, "expiringWithin", 16, &expiring)) != 0 ||
 	    (rc = admin_query_limit(c, NODES_LIMIT_DEFAULT, NODES_LIMIT_MAX, &f.limit)) != 0)
 		return rc;
+	if (f.state != NULL && !known_state(f.state))
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "state: expected adopted, cordoned or retired");
 	if (expiring != NULL && (bc_duration_parse_ms(expiring, &within_ms) != 0 || within_ms < 0 ||
 	                         within_ms > 366LL * 86400 * 1000))
 		return admin_fail(c, BC_ERR_INVALID,

@@ -10,13 +10,19 @@
 #include "bc/reload.h"
 #include "server/server.h"
 
-static void usage(void)
+/* On stdout when asked for (--help), on stderr after a usage error. */
+static void usage(FILE *f)
 {
-	fprintf(stderr, "usage: better-compute serve --config server.toml\n"
-	                "  starts the control plane (JoinService, the admin API, /healthz);\n"
-	                "  SIGTERM or SIGINT finishes in-flight requests and exits;\n"
-	                "  SIGHUP reads cloud-iid's JWKS files again (nothing else).\n"
-	                "  `better-compute init --dir var` writes a server.toml to start from.\n");
+	fprintf(f, "usage: better-compute serve --config server.toml
+"
+	           "  starts the control plane (JoinService, the admin API, /healthz);
+"
+	           "  SIGTERM or SIGINT finishes in-flight requests and exits;
+"
+	           "  SIGHUP reads cloud-iid's JWKS files again (nothing else).
+"
+	           "  `better-compute init --dir var` writes a server.toml to start from.
+");
 }
 
 /* The database setting as the log may show it: a postgres:// URL without its password
@@ -59,17 +65,17 @@ int bc_cmd_serve(int argc, char **argv)
 		} else if (strncmp(argv[i], "--config=", 9) == 0) {
 			path = argv[i] + 9;
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage();
+			usage(stdout);
 			return 0;
 		} else {
 			fprintf(stderr, "better-compute serve: unknown argument %s\n", argv[i]);
-			usage();
+			usage(stderr);
 			return 2;
 		}
 	}
 	if (path == NULL) {
 		fprintf(stderr, "better-compute serve: --config is required\n");
-		usage();
+		usage(stderr);
 		return 2;
 	}
 	if (bc_server_config_load(path, &cfg, err, sizeof(err)) != 0) {

@@ -28,6 +28,11 @@ NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\)$/\1/p' join1.out)
 grep -q "BEGIN PRIVATE KEY" m1/data/node.key || fail "node.key is not PKCS#8 PEM"
 bc nodes list | grep -q "$NODE" || fail "nodes list does not show $NODE"
 [ "$(json_get '["nodeId"]' <m1/data/identity.json)" = "$NODE" ] || fail "identity.json nodeId"
+# the version the join claims is the one bcd --version prints (one home: BC_VERSION)
+version=$(bcd --version | sed -n 's/^bcd \([0-9][0-9.]*\)$/\1/p')
+[ -n "$version" ] || fail "bcd --version: $(bcd --version)"
+[ "$(bc --json nodes get "$NODE" | json_get '["agentVersion"]')" = "bcd/$version" ] ||
+	fail "agentVersion $(bc --json nodes get "$NODE" | json_get '["agentVersion"]') is not bcd/$version"
 
 # joined already: no token needed, exit 0
 bcd join --config m1/config.toml >again.out 2>&1 || fail "second join failed: $(cat again.out)"

@@ -261,6 +261,7 @@ js_is 'd["tenantId"]' root
 run 2 "$CLI" api-keys create
 err_has "\-\-name is missing"
 echo "$ACME_KEY" >acme.key
+chmod 600 acme.key
 run 0 "$CLI" --api-key-file acme.key tenants list --json
 js_is 'len(d["tenants"])' 1
 js_is 'd["tenants"][0]["id"]' "$ACME"
@@ -272,7 +273,7 @@ out_has "^TENANT  *$ACME"
 run 2 "$CLI" api-keys create --name short --ttl soon
 err_has "\-\-ttl: expected a duration"
 run 1 "$CLI" api-keys create --name short --ttl 10s
-err_has "apiKey.ttlSeconds"
+err_has "\-\-ttl: expected a duration from 1m to"
 run 0 "$CLI" --json api-keys create --tenant "$ACME" --name temp --ttl 720h
 TEMP_ID="$(js 'd["id"]')"
 TEMP_KEY="$(js 'd["key"]')"
