@@ -13,16 +13,11 @@
 /* On stdout when asked for (--help), on stderr after a usage error. */
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: better-compute serve --config server.toml
-"
-	           "  starts the control plane (JoinService, the admin API, /healthz);
-"
-	           "  SIGTERM or SIGINT finishes in-flight requests and exits;
-"
-	           "  SIGHUP reads cloud-iid's JWKS files again (nothing else).
-"
-	           "  `better-compute init --dir var` writes a server.toml to start from.
-");
+	fprintf(f, "usage: better-compute serve --config server.toml\n"
+	           "  starts the control plane (JoinService, the admin API, /healthz);\n"
+	           "  SIGTERM or SIGINT finishes in-flight requests and exits;\n"
+	           "  SIGHUP reads cloud-iid's JWKS files again (nothing else).\n"
+	           "  `better-compute init --dir var` writes a server.toml to start from.\n");
 }
 
 /* The database setting as the log may show it: a postgres:// URL without its password
