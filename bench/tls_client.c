@@ -196,9 +196,11 @@ static int dial(struct conn *c, const struct target *t)
 	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
 	    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 ||
 	    connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0;
+	int saved = errno;
 	freeaddrinfo(ai);
 	if (!e)
 		return 0;
+	errno = saved;
 	if (errno == ECONNREFUSED)
 		errf(c->err, c->errlen, "POST %s: connection refused", c->url);
 	else

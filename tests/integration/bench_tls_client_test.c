@@ -234,6 +234,29 @@ static void test_a_cut_answer_is_an_error(void **state)
 	    cut_answer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, err, sizeof(err)), 0);
 }
 
+/* a port nobody listens on (bound, then closed): refused at once, not retried */
+static void test_a_closed_port_is_unavailable(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	struct bc_client_pins pins = tls.pins;
+	struct bc_client_reply r = {0};
+	char url[64], err[512] = "";
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	(void)state;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	close(fd);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u", ntohs(a.sin_port));
+	pins.server_url = url;
+	assert_int_equal(bc_client_post(&pins, "/x", "", 0, &r, err, sizeof(err)),
+	                 BC_ERR_UNAVAILABLE);
+	assert_non_null(strstr(err, "connection refused"));
+	assert_null(r.body);
+}
+
 static void test_an_answer_the_reader_refuses(void **state)
 {
 	char err[512];
@@ -260,6 +283,7 @@ int main(void)
 	    cmocka_unit_test(test_a_bundle_without_the_servers_ca_is_refused),
 	    cmocka_unit_test(test_a_cut_answer_is_an_error),
 	    cmocka_unit_test(test_an_answer_the_reader_refuses),
+	    cmocka_unit_test(test_a_closed_port_is_unavailable),
 	};
 	int rc;
 
