@@ -74,7 +74,7 @@ static char *token(void)
 
 static void test_joins_and_renews_over_tls(void **state)
 {
-	struct bc_join_answer ans = {0}, next = {0};
+	struct bc_join_answer ans = {0}, next = {0}, again = {0};
 	EVP_PKEY *key = NULL, *next_key = NULL;
 	char *tok = token();
 	(void)state;
@@ -90,8 +90,9 @@ static void test_joins_and_renews_over_tls(void **state)
 	assert_int_equal(next.state, BC_JOIN_JOINED);
 	assert_int_equal(atomic_load(&posts), 2);
 	/* the token is spent: a second join is refused, an answer all the same */
-	assert_int_equal(bct_join(&tls, &(struct bct_join_opts){.token = tok}, &ans),
+	assert_int_equal(bct_join(&tls, &(struct bct_join_opts){.token = tok}, &again),
 	                 BC_ERR_DENIED);
+	bc_join_answer_free(&again);
 	bc_join_answer_free(&ans);
 	bc_join_answer_free(&next);
 	EVP_PKEY_free(key);
