@@ -15,6 +15,14 @@
  *   bc-load --pins FILE --database URL --url URL [--url URL]... [--tokens N]
  *           [--uses K] [--joins J] [--clients C] [--retry-unavailable SECONDS]
  *           [--renew] [--server-pid PID]... [--metrics-key FILE] [--rate R] [--floor]
+ *           [--curl]
+ *
+ * The joins and renewals go through the client library (bc_client_join,
+ * bc_client_renew) over bc-load's own HTTP/1.1 client (bench/tls_client.c: one SSL_CTX a
+ * thread, a fresh connection and a full TLS handshake an operation), so that the load
+ * generator costs what an agent's handshake costs and leaves the CPU to the servers.
+ * --curl: over libcurl instead, as bcd sends them (a new handle with the CA bundle per
+ * operation), to compare the two.
  *
  * --rate: the operations of each phase are offered at that many a second (operation i
  * starts i / rate seconds into it, or when a client is free, whichever is later),
@@ -76,6 +84,7 @@
 #include "bc/pki.h"
 #include "bc/store.h"
 #include "bc/wire.h"
+#include "tls_client.h"
 
 #define MAX_URLS       16
 #define MAX_CLIENTS    8192
@@ -91,6 +100,7 @@ struct opts {
 	long rate; /* operations offered per second; 0: as fast as they are answered */
 	int renew;
 	int floor; /* --floor */
+	int curl;  /* --curl: libcurl, not bench/tls_client.c */
 	long pids[MAX_URLS];
 	size_t n_pids;
 	char *metrics_key; /* NULL: /metrics is not read */
@@ -894,7 +904,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: bc-load --pins FILE --database URL --url URL [--url URL]...\n"
 	           "               [--tokens N] [--uses K] [--joins J] [--clients C]\n"
 	           "               [--retry-unavailable SECONDS] [--renew] [--server-pid PID]...\n"
-	           "               [--metrics-key FILE] [--rate R] [--floor]\n");
+	           "               [--metrics-key FILE] [--rate R] [--floor] [--curl]\n");
 }
 
 static int num(const char *name, const char *v, long lo, long hi, long *out)
@@ -945,6 +955,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	                                   {"metrics-key", required_argument, NULL, 'M'},
 	                                   {"rate", required_argument, NULL, 'T'},
 	                                   {"floor", no_argument, NULL, 'F'},
+	                                   {"curl", no_argument, NULL, 'C'},
 	                                   {NULL, 0, NULL, 0}};
 	int c, rc = 0;
 
@@ -967,6 +978,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'r': rc = num("retry-unavailable", optarg, 0, 3600, &o->retry_s); break;
 		case 'R': o->renew = 1; break;
 		case 'F': o->floor = 1; break;
+		case 'C': o->curl = 1; break;
 		case 'P':
 			if (o->n_pids == MAX_URLS) {
 				fprintf(stderr, "bc-load: at most %d --server-pid\n", MAX_URLS);
@@ -1090,6 +1102,8 @@ int main(int argc, char **argv)
 	}
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
+	if (!o.curl)
+		bc_client_set_transport(&(struct bc_client_transport){.post = bench_tls_post});
 	pthread_mutex_init(&r.mu, NULL);
 	r.tokens = calloc((size_t)o.tokens, sizeof(char *));
 	r.jobs = calloc((size_t)o.joins, sizeof(struct job));

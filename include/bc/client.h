@@ -137,12 +137,47 @@ BC_WUR int bc_client_open_join_response_csr(const struct bc_client_pins *pins, c
                                             size_t len, const uint8_t *csr, size_t csr_len,
                                             struct bc_join_answer *out, char *err, size_t errlen);
 
-/* An HTTP answer: its status and body (malloc'd, free(); at most 1 MiB). */
+/* The largest answer the client reads from the server, whatever its status. */
+#define BC_CLIENT_MAX_RESPONSE (1024u * 1024u)
+
+/* An HTTP answer: its status and body (malloc'd, free(); at most
+ * BC_CLIENT_MAX_RESPONSE bytes), and its Retry-After in seconds (0: none). */
 struct bc_client_reply {
 	long status;
 	uint8_t *body;
 	size_t len;
+	unsigned retry_after_s;
 };
+
+/* One POST as bc_client_post hands it to a transport: url is pins->server_url and the
+ * path, https:// (only pins->ca_bundle_pem may vouch for the server: never the system
+ * store) or http:// (the pins allow it on loopback only); the body is sent with
+ * Content-Type: application/proto (BC_WIRE_CONTENT_TYPE). */
+struct bc_client_post_req {
+	const struct bc_client_pins *pins;
+	const char *url;
+	const void *body;
+	size_t len;
+};
+
+/* A sender of bc_client_post's requests in place of libcurl (bc-load's own TLS client,
+ * bench/tls_client.c): the request and response code above it stay the client's.
+ * post fills out (zeroed by the caller) when an answer came, whatever its status, and
+ * returns 0; else BC_ERR_UNAVAILABLE (no answer: refused, closed, timed out, TLS
+ * failed), BC_ERR_VERIFY (the server's certificate is not from the pinned CA bundle),
+ * BC_ERR_LIMIT (the answer passed BC_CLIENT_MAX_RESPONSE), BC_ERR_INVALID (a URL it
+ * cannot send to) or BC_ERR_NOMEM, with err saying what in one line; out->body is
+ * NULL then. post is called from every thread that posts, with arg. */
+struct bc_client_transport {
+	int (*post)(void *arg, const struct bc_client_post_req *req, struct bc_client_reply *out,
+	            char *err, size_t errlen);
+	void *arg;
+};
+
+/* Every later bc_client_post of this process goes through t (copied), or through
+ * libcurl again when t is NULL. Set before the threads that post start: it is not
+ * synchronized with them. */
+void bc_client_set_transport(const struct bc_client_transport *t);
 
 /* POST body to url + path with Content-Type: application/proto; out receives the
  * answer (zeroed first; body NULL on failure). TLS verified against

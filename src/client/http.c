@@ -1,4 +1,5 @@
-/* One POST to JoinService over libcurl. TLS is verified against the pinned CA bundle
+/* One POST to JoinService over libcurl, or over the transport a program set in its place
+ * (bc_client_set_transport). TLS is verified against the pinned CA bundle
  * only (never the system store), redirects are not followed, and the answer is read
  * into a bounded buffer: the transfer is aborted as soon as it would pass the bound. */
 #include <curl/curl.h>
@@ -191,13 +192,45 @@ int64_t bc_client_retry_after_wait_ms(void)
 }
 
 /* Retry-After of the answer (seconds or an HTTP date; libcurl reads both). */
-static void note_retry_after(CURL *c)
+static unsigned retry_after_of(CURL *c)
 {
 	curl_off_t ra = 0;
 
 	if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra <= 0)
-		return;
-	last_retry_after_s = ra > MAX_RETRY_AFTER_S ? MAX_RETRY_AFTER_S : (unsigned)ra;
+		return 0;
+	return ra > MAX_RETRY_AFTER_S ? MAX_RETRY_AFTER_S : (unsigned)ra;
+}
+
+/* the process's transport, when one replaced libcurl (bc_client_set_transport) */
+static struct bc_client_transport transport;
+
+void bc_client_set_transport(const struct bc_client_transport *t)
+{
+	transport = t != NULL ? *t : (struct bc_client_transport){NULL, NULL};
+}
+
+/* The POST through the transport set: its answer bounded and its Retry-After capped as
+ * libcurl's are, whatever the transport says. */
+static int transport_post(const struct bc_client_pins *pins, const char *url, const void *body,
+                          size_t len, struct bc_client_reply *out, char *err, size_t errlen)
+{
+	struct bc_client_post_req req = {.pins = pins, .url = url, .body = body, .len = len};
+	int rc = transport.post(transport.arg, &req, out, err, errlen);
+
+	if (rc == 0 && out->len > BC_CLIENT_MAX_RESPONSE) {
+		bc_client_errf(err, errlen, "POST %s: the answer is larger than %u bytes", url,
+		               BC_CLIENT_MAX_RESPONSE);
+		rc = BC_ERR_LIMIT;
+	}
+	if (rc != 0) {
+		free(out->body);
+		memset(out, 0, sizeof(*out));
+		return rc;
+	}
+	if (out->retry_after_s > MAX_RETRY_AFTER_S)
+		out->retry_after_s = MAX_RETRY_AFTER_S;
+	last_retry_after_s = out->retry_after_s;
+	return 0;
 }
 
 int bc_client_post(const struct bc_client_pins *pins, const char *path, const void *body,
@@ -229,6 +262,10 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
+	if (transport.post != NULL) {
+		rc = transport_post(pins, url, body, len, out, err, errlen);
+		goto out;
+	}
 	if (pthread_once(&curl_once, curl_init) != 0 || curl_init_rc != CURLE_OK ||
 	    (c = curl_easy_init()) == NULL) {
 		bc_client_errf(err, errlen, "POST %s: cannot start libcurl", url);
@@ -257,7 +294,7 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 		rc = BC_ERR_INTERNAL;
 		goto out;
 	}
-	note_retry_after(c);
+	last_retry_after_s = out->retry_after_s = retry_after_of(c);
 	if ((out->body = bc_buf_steal(&s.buf, &out->len)) == NULL) {
 		out->len = 0;
 		rc = BC_ERR_NOMEM;

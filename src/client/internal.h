@@ -5,8 +5,8 @@
 #include <openssl/evp.h>
 #include <stddef.h>
 
-/* The largest answer the client reads from the server, whatever its status. */
-#define BC_CLIENT_MAX_RESPONSE (1024u * 1024u)
+/* BC_CLIENT_MAX_RESPONSE: the largest answer read, in bc/client.h */
+#include "bc/client.h"
 
 /* snprintf into err when err is not NULL; err is always NUL-terminated. */
 void bc_client_errf(char *err, size_t errlen, const char *fmt, ...)

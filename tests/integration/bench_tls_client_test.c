@@ -1,0 +1,309 @@
+/* bc-load's own TLS client (bench/tls_client.c) as the client library's transport,
+ * against a real control plane serving TLS (a replica of an in-process control plane
+ * with the [tls] of `better-compute init`, on this engine): token joins and renewals
+ * succeed through it and nothing else; a CA bundle without the server's CA is refused
+ * (BC_ERR_VERIFY); a server that closes before or in the middle of its answer, with or
+ * without close_notify, is an error (BC_ERR_UNAVAILABLE), never a hang or a short body
+ * taken as whole. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bc/crypto.h"
+#include "bc/pki.h"
+#include "bctest.h"
+#include "tls_client.h"
+
+static struct bct_cp cp, tls; /* the control plane, and its replica serving TLS */
+static char *cert_pem, *key_pem;
+static atomic_int posts;
+
+/* bench_tls_post, counted: the requests went through it */
+static int counted_post(void *arg, const struct bc_client_post_req *req,
+                        struct bc_client_reply *out, char *err, size_t errlen)
+{
+	atomic_fetch_add(&posts, 1);
+	return bench_tls_post(arg, req, out, err, errlen);
+}
+
+static int start_tls_replica(void)
+{
+	const char *hosts[] = {"127.0.0.1"};
+	char crt[512], key[512], toml[1400], url[sizeof(tls.url)];
+	int rc;
+
+	if ((rc = bc_pki_server_tls_cert(bc_server_pki(cp.srv), hosts, 1, &cert_pem, &key_pem)) !=
+	    0)
+		return rc;
+	snprintf(crt, sizeof(crt), "%s/tls.crt", cp.dir);
+	snprintf(key, sizeof(key), "%s/tls.key", cp.dir);
+	if (bct_write_file(crt, cert_pem) != 0 || bct_write_file(key, key_pem) != 0)
+		return BC_ERR_IO;
+	snprintf(toml, sizeof(toml), "[tls]\ncert = \"%s\"\nkey = \"%s\"\n", crt, key);
+	if ((rc = bct_cp_replica_toml(&cp, &tls, toml)) != 0)
+		return rc;
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u", bc_server_port(tls.srv));
+	snprintf(tls.url, sizeof(tls.url), "%s", url);
+	free(tls.pins.server_url);
+	return (tls.pins.server_url = strdup(url)) != NULL ? 0 : BC_ERR_NOMEM;
+}
+
+static char *token(void)
+{
+	char pool[64];
+	struct bct_token_opts o = {.pool = pool};
+
+	if (bct_pool(&cp, "root", "bench-tls", "{}", pool) != 0)
+		return NULL;
+	return bct_token(&cp, &o, NULL);
+}
+
+static void test_joins_and_renews_over_tls(void **state)
+{
+	struct bc_join_answer ans = {0}, next = {0}, again = {0};
+	EVP_PKEY *key = NULL, *next_key = NULL;
+	char *tok = token();
+	(void)state;
+
+	assert_non_null(tok);
+	assert_int_equal(bc_key_generate(&key), 0);
+	assert_int_equal(bc_key_generate(&next_key), 0);
+	atomic_store(&posts, 0);
+	assert_int_equal(bct_join(&tls, &(struct bct_join_opts){.token = tok, .key = key}, &ans),
+	                 0);
+	assert_int_equal(ans.state, BC_JOIN_JOINED);
+	assert_int_equal(bct_renew(&tls, &ans, key, next_key, &next), 0);
+	assert_int_equal(next.state, BC_JOIN_JOINED);
+	assert_int_equal(atomic_load(&posts), 2);
+	/* the token is spent: a second join is refused, an answer all the same */
+	assert_int_equal(bct_join(&tls, &(struct bct_join_opts){.token = tok}, &again),
+	                 BC_ERR_DENIED);
+	bc_join_answer_free(&again);
+	bc_join_answer_free(&ans);
+	bc_join_answer_free(&next);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(next_key);
+	free(tok);
+}
+
+/* the pins' bundle without its first certificate (the TLS CA): the node CA only */
+static void test_a_bundle_without_the_servers_ca_is_refused(void **state)
+{
+	struct bc_client_pins pins = tls.pins;
+	struct bc_client_reply r = {0};
+	char err[512] = "";
+	const char *second = strstr(tls.pins.ca_bundle_pem + 1, "-----BEGIN CERTIFICATE-----");
+	(void)state;
+
+	assert_non_null(second);
+	pins.ca_bundle_pem = (char *)second;
+	assert_int_equal(bc_client_post(&pins, "/healthz", "", 0, &r, err, sizeof(err)),
+	                 BC_ERR_VERIFY);
+	assert_non_null(strstr(err, "not from the pinned CA bundle"));
+	assert_null(r.body);
+	/* the thread's context follows the bundle: the right one works again */
+	assert_int_equal(bc_client_post(&tls.pins, "/healthz", "", 0, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.status, 405); /* /healthz answers GET and HEAD only */
+	free(r.body);
+}
+
+/* ---- a TLS server that cuts its answer ---- */
+
+struct cutter {
+	int lfd;
+	const char *answer; /* what it sends before it closes */
+	int close_notify;
+};
+
+static SSL_CTX *server_ctx(void)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	BIO *c = BIO_new_mem_buf(cert_pem, -1), *k = BIO_new_mem_buf(key_pem, -1);
+	X509 *x = PEM_read_bio_X509(c, NULL, NULL, NULL);
+	EVP_PKEY *pk = PEM_read_bio_PrivateKey(k, NULL, NULL, NULL);
+
+	if (ctx == NULL || x == NULL || pk == NULL || SSL_CTX_use_certificate(ctx, x) != 1 ||
+	    SSL_CTX_use_PrivateKey(ctx, pk) != 1) {
+		SSL_CTX_free(ctx);
+		ctx = NULL;
+	}
+	X509_free(x);
+	EVP_PKEY_free(pk);
+	BIO_free(c);
+	BIO_free(k);
+	return ctx;
+}
+
+/* Reads the request to the end of its head and body (its Content-Length), so that the
+ * cut comes after the request was taken, then answers and closes. */
+static void *cutter_main(void *arg)
+{
+	struct cutter *cu = arg;
+	SSL_CTX *ctx = server_ctx();
+	SSL *ssl = NULL;
+	char buf[8192];
+	size_t got = 0, n;
+	int fd = accept(cu->lfd, NULL, NULL);
+
+	if (ctx == NULL || fd < 0 || (ssl = SSL_new(ctx)) == NULL || SSL_set_fd(ssl, fd) != 1 ||
+	    SSL_accept(ssl) != 1)
+		goto out;
+	for (;;) {
+		char *end, *cl;
+		if (SSL_read_ex(ssl, buf + got, sizeof(buf) - 1 - got, &n) != 1)
+			goto out;
+		got += n;
+		buf[got] = '\0';
+		if ((end = strstr(buf, "\r\n\r\n")) != NULL &&
+		    (cl = strstr(buf, "Content-Length: ")) &&
+		    got >= (size_t)(end + 4 - buf) + strtoul(cl + 16, NULL, 10))
+			break;
+	}
+	(void)SSL_write_ex(ssl, cu->answer, strlen(cu->answer), &n);
+	if (cu->close_notify)
+		(void)SSL_shutdown(ssl);
+out:
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+static int cut_answer(const char *answer, int close_notify, char *err, size_t errlen)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	struct cutter cu = {.answer = answer, .close_notify = close_notify};
+	struct bc_client_pins pins = tls.pins;
+	struct bc_client_reply r = {0};
+	char url[64];
+	pthread_t th;
+	int rc;
+
+	cu.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(cu.lfd >= 0);
+	assert_int_equal(bind(cu.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(cu.lfd, 4), 0);
+	assert_int_equal(getsockname(cu.lfd, (struct sockaddr *)&a, &alen), 0);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u", ntohs(a.sin_port));
+	pins.server_url = url;
+	assert_int_equal(pthread_create(&th, NULL, cutter_main, &cu), 0);
+	rc = bc_client_post(&pins, "/x", "request", 7, &r, err, errlen);
+	pthread_join(th, NULL);
+	close(cu.lfd);
+	if (rc != 0)
+		assert_null(r.body);
+	else
+		assert_memory_equal(r.body, "ok", r.len);
+	free(r.body);
+	return rc;
+}
+
+static void test_a_cut_answer_is_an_error(void **state)
+{
+	static const char partial[] = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial";
+	char err[512];
+	(void)state;
+
+	for (int notify = 0; notify < 2; notify++) {
+		assert_int_equal(cut_answer(partial, notify, err, sizeof(err)), BC_ERR_UNAVAILABLE);
+		assert_non_null(
+		    strstr(err, "closed the connection after 7 of the answer's 100 bytes"));
+		assert_int_equal(
+		    cut_answer("HTTP/1.1 200 OK\r\nContent-Le", notify, err, sizeof(err)),
+		    BC_ERR_UNAVAILABLE);
+		assert_non_null(
+		    strstr(err, "closed the connection before the answer's head ended"));
+	}
+	/* a whole answer from the same server is taken, so the cuts above are the cause */
+	assert_int_equal(
+	    cut_answer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, err, sizeof(err)), 0);
+}
+
+/* a port nobody listens on (bound, then closed): refused at once, not retried */
+static void test_a_closed_port_is_unavailable(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	struct bc_client_pins pins = tls.pins;
+	struct bc_client_reply r = {0};
+	char url[64], err[512] = "";
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	(void)state;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	close(fd);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u", ntohs(a.sin_port));
+	pins.server_url = url;
+	assert_int_equal(bc_client_post(&pins, "/x", "", 0, &r, err, sizeof(err)),
+	                 BC_ERR_UNAVAILABLE);
+	assert_non_null(strstr(err, "connection refused"));
+	assert_null(r.body);
+}
+
+static void test_an_answer_the_reader_refuses(void **state)
+{
+	char err[512];
+	(void)state;
+
+	assert_int_equal(
+	    cut_answer("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 0, err,
+	               sizeof(err)),
+	    BC_ERR_INVALID);
+	assert_non_null(strstr(err, "Transfer-Encoding"));
+	assert_int_equal(
+	    cut_answer("HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n", 0, err, sizeof(err)),
+	    BC_ERR_LIMIT);
+	assert_int_equal(
+	    cut_answer("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nab", 0, err, sizeof(err)),
+	    BC_ERR_INVALID);
+	assert_non_null(strstr(err, "bytes after the answer's body"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_joins_and_renews_over_tls),
+	    cmocka_unit_test(test_a_bundle_without_the_servers_ca_is_refused),
+	    cmocka_unit_test(test_a_cut_answer_is_an_error),
+	    cmocka_unit_test(test_an_answer_the_reader_refuses),
+	    cmocka_unit_test(test_a_closed_port_is_unavailable),
+	};
+	int rc;
+
+	if (bct_engine_skip())
+		return BCT_SKIP;
+	if (bct_cp_start(&cp, NULL) != 0)
+		return 1;
+	if (start_tls_replica() != 0) {
+		fprintf(stderr, "cannot start the TLS replica\n");
+		bct_cp_stop(&cp);
+		return 1;
+	}
+	bc_client_set_transport(&(struct bc_client_transport){.post = counted_post});
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	bc_client_set_transport(NULL);
+	bct_cp_stop(&tls);
+	bct_cp_stop(&cp);
+	free(cert_pem);
+	if (key_pem != NULL)
+		bc_freezero(key_pem, strlen(key_pem));
+	return rc;
+}
