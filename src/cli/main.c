@@ -17,6 +17,11 @@ static int cli_cmd_completion(struct cli *c);
 
 #define API CLI_F_API
 #define TNT (CLI_F_API | CLI_F_TENANT)
+/* the options of every paged list */
+#define PAGE_HELP                                                                                  \
+	"  --limit N            at most N rows (1 to 1000; default 100)\n"                         \
+	"  --cursor C           the page a nextCursor or prevCursor names (--json shows both;\n"   \
+	"                       a full page prints the next --cursor on stderr)\n"
 
 static const struct cli_cmd commands[] = {
     {"init", NULL,
@@ -117,12 +122,14 @@ static const struct cli_cmd commands[] = {
      "  --description D      a note shown in `tokens list`\n"
      "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n",
      0},
-    {"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL, 0},
+    {"tokens", "list", "[--limit N] [--cursor C]", "list join tokens, a page at a time",
+     "limit= cursor=", 0, 0, TNT, cli_cmd_tokens_list, PAGE_HELP, 0},
     {"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL,
      0},
-    {"join-requests", "list", "[--state pending|approved|denied|used]",
-     "list join requests (machines waiting for an operator, such as tpm enrollment)", "state=", 0,
-     0, TNT, cli_cmd_join_requests_list, "  --state S            only requests in this state\n", 0},
+    {"join-requests", "list", "[--state pending|approved|denied|used] [--limit N] [--cursor C]",
+     "list join requests (machines waiting for an operator, such as tpm enrollment)",
+     "state= limit= cursor=", 0, 0, TNT, cli_cmd_join_requests_list,
+     "  --state S            only requests in this state\n" PAGE_HELP, 0},
     {"join-requests", "approve", "ID", "approve a pending join request: the machine joins", "", 1,
      1, TNT, cli_cmd_join_requests_approve, NULL, 0},
     {"join-requests", "deny", "ID", "deny a pending join request: the machine stops", "", 1, 1, TNT,
@@ -130,16 +137,18 @@ static const struct cli_cmd commands[] = {
     {"join-requests", "delete", "ID", "delete a join request: the machine's next round starts over",
      "", 1, 1, TNT, cli_cmd_join_requests_delete, NULL, 0},
     {"nodes", "list",
-     "[--pool P] [--state S] [--attestor A] [--expiring-within 2h] [--limit N] [--after ID]",
+     "[--pool P] [--state S] [--attestor A] [--expiring-within 2h] [--limit N] [--cursor C]",
      "list nodes, a page at a time, with when their certificates expire",
-     "pool= state= attestor= expiring-within= limit= after=", 0, 0, TNT, cli_cmd_nodes_list,
+     "pool= state= attestor= expiring-within= limit= after= cursor=", 0, 0, TNT, cli_cmd_nodes_list,
      "  --pool P             only nodes of this pool (id or name)\n"
      "  --state S            only nodes in this state: adopted, cordoned, retired, ...\n"
      "  --attestor A         only nodes that joined through this attestor, e.g. tpm\n"
      "  --expiring-within D  only nodes whose certificate expires within D (2h, 7d), or has\n"
      "  --limit N            at most N nodes (1 to 500; default 100)\n"
-     "  --after ID           the page after this node id (the hint a full page prints)\n"
-     "Nodes come in id order; a full page prints the next --after on stderr.\n",
+     "  --cursor C           the page a nextCursor or prevCursor names (--json shows both;\n"
+     "                       a full page prints the next --cursor on stderr)\n"
+     "  --after ID           the page after this node id (id order only)\n"
+     "Nodes come in id order, with --expiring-within in order of expiry.\n",
      0},
     {"nodes", "get", "ID|HOSTNAME", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL,
      CLI_K_NODE},
@@ -158,8 +167,9 @@ static const struct cli_cmd commands[] = {
      cli_cmd_nodes_retire, NULL, CLI_K_NODE},
     {"nodes", "inventory", "ID|HOSTNAME", "show what each of a node's joins claimed, oldest first",
      "", 1, 1, TNT, cli_cmd_nodes_inventory, NULL, CLI_K_NODE},
-    {"workflows", "list", "", "list commission and deploy workflows", "", 0, 0, TNT,
-     cli_cmd_workflows_list, NULL, 0},
+    {"workflows", "list", "[--limit N] [--cursor C]",
+     "list commission and deploy workflows, a page at a time", "limit= cursor=", 0, 0, TNT,
+     cli_cmd_workflows_list, PAGE_HELP, 0},
     {"workflows", "get", "ID", "show a workflow", "", 1, 1, TNT, cli_cmd_workflows_get, NULL, 0},
     {"workflows", "cancel", "ID", "cancel a running workflow (a deploy's token is then refused)",
      "", 1, 1, TNT, cli_cmd_workflows_cancel, NULL, 0},
@@ -189,21 +199,24 @@ static const struct cli_cmd commands[] = {
      "  --ttl DURATION       how long the token is valid (default 24h, at most 7d)\n"
      "The user data holds the token's secret: it is shown once.\n",
      0},
-    {"events", "list", "[--type T] [--since 1h|TIME] [--node N] [--limit N]",
-     "list events, newest first", "type= since= node= limit=", 0, 0, TNT, cli_cmd_events_list,
+    {"events", "list", "[--type T] [--since 1h|TIME] [--node N] [--limit N] [--cursor C]",
+     "list events, newest first", "type= since= node= limit= cursor=", 0, 0, TNT,
+     cli_cmd_events_list,
      "  --type T             only events of this type, e.g. security.join.refused\n"
      "  --since D|TIME       only events of the last D (1h, 30m, 7d) or since an RFC 3339\n"
      "                       time (2026-11-29T10:00:00Z)\n"
      "  --node N             only events about this node (id or hostname)\n"
-     "  --limit N            at most N events (1 to 1000; default 100)\n",
+     "  --limit N            at most N events (1 to 1000; default 100)\n"
+     "  --cursor C           the page a nextCursor or prevCursor names\n",
      0},
-    {"audit", "list", "[--action A] [--since 1h|TIME] [--node N] [--limit N]",
+    {"audit", "list", "[--action A] [--since 1h|TIME] [--node N] [--limit N] [--cursor C]",
      "list the audit trail (who changed what through the admin API), newest first",
-     "action= since= node= limit=", 0, 0, TNT, cli_cmd_audit_list,
+     "action= since= node= limit= cursor=", 0, 0, TNT, cli_cmd_audit_list,
      "  --action A           only rows of this action, e.g. pool.updated\n"
      "  --since D|TIME       only rows of the last D (1h, 30m, 7d) or since an RFC 3339 time\n"
      "  --node N             only rows about this node (id or hostname)\n"
-     "  --limit N            at most N rows (1 to 1000; default 100)\n",
+     "  --limit N            at most N rows (1 to 1000; default 100)\n"
+     "  --cursor C           the page a nextCursor or prevCursor names\n",
      0},
     {"daemon", "config", "[--out FILE | --bcd-dir DIR [--data-dir DIR]]",
      "print the agent's pins (server, keys, CA bundle) as JSON, or write them to FILE",
