@@ -41,15 +41,20 @@ static const struct cli_cmd commands[] = {
      "print a bash completion script (source it, or put it in /etc/bash_completion.d)", "", 1, 1, 0,
      cli_cmd_completion, NULL, 0},
     {"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL, 0},
-    {"prune", NULL, "--config server.toml [--batch 5000] [--events-days N]",
-     "delete expired and spent rows and old events from the store (no server needed)",
-     "config= batch= events-days=", 0, 0, 0, cli_cmd_prune,
+    {"prune", NULL, "--config server.toml [--batch 5000] [--events-days N] [--audit-days N]",
+     "delete expired and spent rows, old events and audit rows from the store (no server "
+     "needed)",
+     "config= batch= events-days= audit-days=", 0, 0, 0, cli_cmd_prune,
      "  --config FILE        the server.toml whose database to prune\n"
      "  --batch N            rows per transaction (default 5000)\n"
      "  --events-days N      delete events older than N days (default: event_retention_days\n"
      "                       of server.toml, 90; 0 keeps every event)\n"
+     "  --audit-days N       delete audit rows older than N days (default:\n"
+     "                       audit_retention_days of server.toml, 400; 0 keeps them)\n"
      "Deletes expired attestation uses, expired, spent or revoked tokens, decided or\n"
-     "expired join requests and old events, at database time, and prints the counts.\n",
+     "expired join requests, old events and audit rows, and certificates expired more\n"
+     "than 90 days ago that are no node's current one, at database time, and prints\n"
+     "the counts. The server does the same every prune_interval_seconds.\n",
      0},
     {"store", "copy", "--from <sqlite path> --to <postgres url> [--batch 500]",
      "copy a whole store into a new, empty database (no server needed)", "from= to= batch=", 0, 0,
