@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 10
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps build build-test install deb run check test asan fuzz fuzz-build bench bench-fleet bench-peers format format-check sql-check clean
+.PHONY: all deps build build-test install deb run check test asan fuzz fuzz-build bench bench-fleet bench-scale bench-peers format format-check sql-check clean
 
 all: build
 
@@ -64,6 +64,11 @@ bench: build
 # 10,000 nodes renewing at once, then a herd of 5,000 (minutes; not in CI)
 bench-fleet: build
 	@scripts/bench-fleet.sh build
+
+# Each list's page, nodes get, /metrics and prune at 10,000 to 1,000,000 nodes on a
+# store filled directly (bench/bc_scale.c; minutes; not in CI)
+bench-scale: build
+	@scripts/bench-scale.sh build
 
 # Ours beside step-ca and cfssl, interleaved, over TLS (scripts/bench-peers.sh runs
 # BENCH_PEERS/run.sh; it installs Go and the peers' Debian packages and builds step-ca

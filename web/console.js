@@ -44,8 +44,11 @@ async function api(method, path, body) {
   return j;
 }
 
-// the most nodes the nodes page lists; past it, `better-compute nodes list --after`
-const MAX_NODES = 5000;
+// nodes a page of the nodes page shows; the server reads each page from an index
+const NODES_PAGE = 100;
+// the nodes page's filters and where it is: the cursor of the page shown (null: the
+// first), and how many rows came before it (for "nodes 101 to 200")
+const nodesView = { filters: {}, cursor: null, offset: 0, next: null, prev: null, shown: 0 };
 
 function t(path) { return '/v1/tenants/' + encodeURIComponent(tenant) + path; }
 function seg(id) { return encodeURIComponent(id); }
@@ -158,16 +161,26 @@ const loaders = {
     });
   },
   nodes: async () => {
-    await loadPools();
-    // the API pages nodes (500 at most a page): follow its cursor, up to MAX_NODES
-    const nodes = [];
-    let after = null;
-    do {
-      const j = await api('GET', t('/nodes?limit=500' + (after ? '&after=' + encodeURIComponent(after) : '')));
-      nodes.push(...j.nodes);
-      after = j.nextCursor;
-    } while (after && nodes.length < MAX_NODES);
-    fill('nodes-rows', nodes, 9, (tr, n) => {
+    const ps = await loadPools();
+    options($('nodes-pool'), ps, 'any');
+    // counts from the store, one page of nodes from the server's filters and cursor
+    const v = nodesView;
+    const q = new URLSearchParams({ limit: String(NODES_PAGE) });
+    for (const [k, val] of Object.entries(v.filters)) if (val) q.set(k, val);
+    if (v.cursor) q.set('cursor', v.cursor);
+    const [counts, j] = await Promise.all([api('GET', t('/node-counts')),
+      api('GET', t('/nodes?' + q.toString()))]);
+    const by = Object.entries(counts.byState || {}).map(([s, n]) => n + ' ' + s).join(', ');
+    $('nodes-count').textContent = counts.total + ' nodes in this tenant' + (by ? ' (' + by + ')' : '') + '.';
+    v.next = j.nextCursor;
+    v.prev = j.prevCursor;
+    v.shown = j.nodes.length;
+    $('nodes-prev').disabled = !v.prev;
+    $('nodes-next').disabled = !v.next;
+    $('nodes-range').textContent = j.nodes.length
+      ? 'nodes ' + (v.offset + 1) + ' to ' + (v.offset + j.nodes.length) + (Object.values(v.filters).some(Boolean) ? ' that match' : '')
+      : 'no node matches';
+    fill('nodes-rows', j.nodes, 9, (tr, n) => {
       tr.dataset.node = n.id;
       cell(tr, n.id, 'mono');
       cell(tr, n.hostname);
@@ -254,12 +267,12 @@ const loaders = {
   },
 };
 
-function options(select, items) {
+function options(select, items, noneLabel) {
   const keep = select.value;
   select.replaceChildren();
   const none = document.createElement('option');
   none.value = '';
-  none.textContent = '(none)';
+  none.textContent = noneLabel || '(none)';
   select.appendChild(none);
   for (const it of items) {
     const o = document.createElement('option');
@@ -345,6 +358,9 @@ document.addEventListener('DOMContentLoaded', () => {
   $('tenant').addEventListener('change', (ev) => {
     tenant = ev.target.value;
     sessionStorage.setItem(TENANT, tenant);
+    // another tenant's nodes: from their first page, unfiltered
+    Object.assign(nodesView, { filters: {}, cursor: null, offset: 0 });
+    for (const id of ['nodes-state', 'nodes-pool', 'nodes-hostname', 'nodes-expiring']) $(id).value = '';
     show(location.hash.slice(1));
   });
   // the current page's link loads it again
@@ -379,6 +395,31 @@ document.addEventListener('DOMContentLoaded', () => {
     } catch (e) {
       failed(e);
     }
+  });
+  // the nodes page: filters run on the server; a new filter starts at the first page
+  $('nodes-filter').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    nodesView.filters = {
+      state: $('nodes-state').value,
+      pool: $('nodes-pool').value,
+      hostname: $('nodes-hostname').value.trim(),
+      expiringWithin: $('nodes-expiring').value,
+    };
+    nodesView.cursor = null;
+    nodesView.offset = 0;
+    show('nodes', true);
+  });
+  $('nodes-next').addEventListener('click', () => {
+    if (!nodesView.next) return;
+    nodesView.offset += nodesView.shown;
+    nodesView.cursor = nodesView.next;
+    show('nodes', true);
+  });
+  $('nodes-prev').addEventListener('click', () => {
+    if (!nodesView.prev) return;
+    nodesView.offset = Math.max(0, nodesView.offset - NODES_PAGE);
+    nodesView.cursor = nodesView.prev;
+    show('nodes', true);
   });
   $('token-secret-done').addEventListener('click', () => {
     $('token-secret').textContent = '';

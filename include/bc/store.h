@@ -126,20 +126,28 @@ BC_WUR int bc_new_id(const char *prefix, char *out, size_t outlen);
 
 /* ---- retention (prune.c) ---- */
 
+/* A certificate is kept this long past its notAfter: the longest grace x509pop may
+ * be configured with ([attestors.x509pop] grace_seconds), so that no certificate an
+ * x509pop join could still accept is ever deleted. */
+#define BC_CERT_GRACE_MAX_MS (90LL * 24 * 3600 * 1000)
+
 struct bc_prune_opts {
 	int64_t batch;              /* rows per transaction; 0: 5000 */
 	int64_t event_retention_ms; /* events older than this go; 0: keep every event */
+	int64_t audit_retention_ms; /* audit rows older than this go; 0: keep every row */
 };
 struct bc_prune_counts {
 	int64_t attestation_uses; /* expires_at set and past */
 	int64_t join_tokens;      /* expired, spent (uses_left = 0) or revoked */
 	int64_t join_requests;    /* denied or used (decided and done), or expired */
 	int64_t events;           /* older than the retention */
+	int64_t node_certs;       /* expired BC_CERT_GRACE_MAX_MS ago, not a node's current */
+	int64_t audit;            /* older than the audit retention */
 };
-/* Deletes what retention allows, at database time, in transactions of at most
- * o->batch rows each (replayed on BC_ERR_RETRY/BUSY), until none is left. *out
- * counts what was removed, including by batches committed before an error: a
- * failed prune leaves only whole batches removed and can simply run again. */
+/* Deletes what retention allows (docs/server.md, "Retention"), at database time, in transactions of
+ * at most o->batch rows each (replayed on BC_ERR_RETRY/BUSY), until none is left. *out counts what
+ * was removed, including by batches committed before an error: a failed prune leaves only whole
+ * batches removed and can simply run again. */
 BC_WUR int bc_store_prune(bc_store *s, const struct bc_prune_opts *o, struct bc_prune_counts *out);
 
 /* ---- moving a store (copy.c) ---- */

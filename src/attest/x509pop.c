@@ -26,6 +26,7 @@
 #include "bc/crypto.h"
 #include "bc/json.h"
 #include "bc/pki.h"
+#include "bc/store.h"
 #include "attest/attest.h"
 #include "bc/reasons.h"
 #include "join/holder.h"
@@ -323,7 +324,7 @@ static const struct bc_toml_field fields[] = {
     {.key = "grace_seconds",
      .type = BC_TOML_SECONDS,
      .min = 0,
-     .max = 90LL * 24 * 3600,
+     .max = BC_CERT_GRACE_MAX_MS / 1000, /* prune keeps certificates this long */
      .scale = 1000,
      .old = "grace_ms",
      BC_TOML_AT(struct x509pop, grace_ms)},

@@ -124,6 +124,10 @@ BC_WUR int cli_tenant(struct cli *c, const char **out);
 BC_WUR int cli_tenant_path(struct cli *c, char **out, ...) __attribute__((sentinel));
 /* "?k=v&..." of the pairs whose value is not NULL (escaped); "" when none. */
 BC_WUR int cli_query(struct cli *c, char **out, const char *const *kv, size_t n);
+/* The tenant's list what with the query of the pairs kv (at most 12) and the page
+ * options --cursor and --limit when given and not in kv: "/v1/tenants/<t>/what?...". */
+BC_WUR int cli_list_path(struct cli *c, char **out, const char *what, const char *const *kv,
+                         size_t n);
 /* Wipes the characters of a string member in place (a secret in an answer). */
 void cli_wipe_member(json_t *obj, const char *key);
 /* Prints the answer's JSON as it came (--json). */

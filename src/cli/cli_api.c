@@ -393,6 +393,38 @@ int cli_tenant_path(struct cli *c, char **out, ...)
 	return 0;
 }
 
+int cli_list_path(struct cli *c, char **out, const char *what, const char *const *kv, size_t n)
+{
+	static const char *const page[] = {"cursor", "limit"};
+	const char *all[2 * 14];
+	char *path = NULL, *q = NULL;
+	size_t k = 0;
+	int rc;
+
+	*out = NULL;
+	if (n > 12)
+		return BC_ERR_INVALID;
+	for (; k < 2 * n; k++)
+		all[k] = kv[k];
+	for (size_t i = 0; i < 2; i++) {
+		int given = 0;
+		for (size_t j = 0; j < n; j++)
+			given |= strcmp(kv[2 * j], page[i]) == 0;
+		if (!given) {
+			all[k++] = page[i];
+			all[k++] = cli_opt(c, page[i]);
+		}
+	}
+	if ((rc = cli_tenant_path(c, &path, what, NULL)) == 0 &&
+	    (rc = cli_query(c, &q, all, k / 2)) == 0 && asprintf(out, "%s%s", path, q) < 0) {
+		*out = NULL;
+		rc = BC_ERR_NOMEM;
+	}
+	free(path);
+	free(q);
+	return rc;
+}
+
 int cli_query(struct cli *c, char **out, const char *const *kv, size_t n)
 {
 	char *q, *np, *esc;

@@ -28,30 +28,19 @@ static const struct cli_col jr_cols[] = {
 
 int cli_cmd_join_requests_list(struct cli *c)
 {
-	const char *state = cli_opt(c, "state");
+	/* the state is escaped: it goes into the URL as typed */
+	const char *kv[] = {"state", cli_opt(c, "state")};
 	struct cli_resp r;
-	char *path = NULL, *full = NULL;
+	char *full = NULL;
 	int rc;
 
-	if ((rc = cli_tenant_path(c, &path, "join-requests", NULL)) != 0)
+	if ((rc = cli_list_path(c, &full, "join-requests", kv, 1)) != 0)
 		return rc;
-	/* the state is escaped: it goes into the URL as typed */
-	{
-		const char *kv[] = {"state", state};
-		char *q = NULL;
-		if ((rc = cli_query(c, &q, kv, 1)) != 0 || asprintf(&full, "%s%s", path, q) < 0) {
-			free(q);
-			free(path);
-			return rc ? rc : BC_ERR_NOMEM;
-		}
-		free(q);
-	}
-	if ((rc = cli_api(c, "GET", full ? full : path, NULL, &r)) == 0) {
+	if ((rc = cli_api(c, "GET", full, NULL, &r)) == 0) {
 		rc = cli_show_list(c, &r, "joinRequests", jr_cols, N_JR_COLS);
 		cli_resp_free(&r);
 	}
 	free(full);
-	free(path);
 	return rc;
 }
 

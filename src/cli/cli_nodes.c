@@ -58,17 +58,11 @@ static int get_list(struct cli *c, const char *what, const char *const *kv, size
                     struct cli_resp *keep)
 {
 	struct cli_resp r;
-	char *path = NULL, *q = NULL, *full = NULL;
+	char *full = NULL;
 	int rc;
 
-	if ((rc = cli_tenant_path(c, &path, what, NULL)) != 0 ||
-	    (rc = cli_query(c, &q, kv, n)) != 0)
+	if ((rc = cli_list_path(c, &full, what, kv, n)) != 0)
 		goto out;
-	if (asprintf(&full, "%s%s", path, q) < 0) {
-		full = NULL;
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
 	if ((rc = cli_api(c, "GET", full, NULL, &r)) == 0) {
 		rc = cli_show_list(c, &r, key, cols, ncols);
 		if (keep != NULL)
@@ -78,8 +72,6 @@ static int get_list(struct cli *c, const char *what, const char *const *kv, size
 	}
 out:
 	free(full);
-	free(q);
-	free(path);
 	return rc;
 }
 
@@ -108,15 +100,15 @@ static int since_param(struct cli *c, char buf[static 24], const char **out)
 
 int cli_cmd_nodes_list(struct cli *c)
 {
-	const char *kv[14] = {"pool",           NULL,
+	const char *kv[16] = {"pool",           NULL,
 	                      "state",          cli_opt(c, "state"),
 	                      "attestor",       cli_opt(c, "attestor"),
 	                      "expiringWithin", cli_opt(c, "expiring-within"),
 	                      "limit",          cli_opt(c, "limit"),
-	                      "after",          cli_opt(c, "after")};
+	                      "after",          cli_opt(c, "after"),
+	                      "cursor",         cli_opt(c, "cursor")};
 	struct cli_resp r = {0};
 	char *pool = NULL;
-	const char *next;
 	int64_t limit, ms;
 	int present, rc;
 
@@ -128,9 +120,7 @@ int cli_cmd_nodes_list(struct cli *c)
 	if ((rc = cli_resolve(c, CLI_K_POOL, cli_opt(c, "pool"), &pool)) != 0)
 		return rc;
 	kv[1] = pool;
-	rc = get_list(c, "nodes", kv, 6, "nodes", node_cols, N_NODE_COLS, &r);
-	if (rc == 0 && !c->json && (next = cli_jstr(r.json, "nextCursor")) != NULL)
-		fprintf(stderr, "more nodes: add --after %s\n", next);
+	rc = get_list(c, "nodes", kv, 7, "nodes", node_cols, N_NODE_COLS, &r);
 	cli_resp_free(&r);
 	free(pool);
 	return rc;
@@ -230,6 +220,7 @@ static int history(struct cli *c, const char *what, const char *kind, const stru
 {
 	const char *kv[8] = {
 	    kind, cli_opt(c, "type"), "limit", cli_opt(c, "limit"), "since", NULL, "node", NULL};
+	/* --cursor: cli_list_path */
 	char buf[24], *node = NULL;
 	int64_t limit;
 	int present, rc;

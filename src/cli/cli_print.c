@@ -301,6 +301,7 @@ int cli_show_list(struct cli *c, const struct cli_resp *r, const char *key,
                   const struct cli_col *cols, size_t n)
 {
 	const json_t *arr = json_object_get(r->json, key);
+	int rc;
 
 	if (c->json) {
 		cli_print_raw(r);
@@ -311,7 +312,12 @@ int cli_show_list(struct cli *c, const struct cli_resp *r, const char *key,
 		                "the control plane's answer has no \"%s\" list; is --server a "
 		                "`" CLI_NAME " serve` of this version?",
 		                key);
-	return cli_print_table(arr, cols, n);
+	rc = cli_print_table(arr, cols, n);
+	/* a page of a longer list says how to reach the next one */
+	if (rc == 0 && json_is_string(json_object_get(r->json, "nextCursor")))
+		fprintf(stderr, "more %s: add --cursor %s\n", key,
+		        json_string_value(json_object_get(r->json, "nextCursor")));
+	return rc;
 }
 
 int cli_show_object(struct cli *c, const struct cli_resp *r, const json_t *obj,

@@ -1,5 +1,6 @@
 /* Commands that work on the store directly, like init (no server needed):
- *   prune --config server.toml [--batch N] [--events-days N]   retention (bc_store_prune)
+ *   prune --config server.toml [--batch N] [--events-days N] [--audit-days N]
+ *                                                             retention (bc_store_prune)
  *   store copy --from <sqlite path> --to <url> [--batch N]     moving up (bc_store_copy)
  * Database URLs are never printed back: they may hold a password. */
 #include <inttypes.h>
@@ -27,12 +28,14 @@ static int print_prune(struct cli *c, const struct bc_prune_counts *n)
 {
 	if (c->json)
 		return cli_print_json(json_pack(
-		    "{s:I,s:I,s:I,s:I}", "attestationUses", (json_int_t)n->attestation_uses,
+		    "{s:I,s:I,s:I,s:I,s:I,s:I}", "attestationUses", (json_int_t)n->attestation_uses,
 		    "joinTokens", (json_int_t)n->join_tokens, "joinRequests",
-		    (json_int_t)n->join_requests, "events", (json_int_t)n->events));
+		    (json_int_t)n->join_requests, "events", (json_int_t)n->events, "nodeCerts",
+		    (json_int_t)n->node_certs, "audit", (json_int_t)n->audit));
 	printf("removed %" PRId64 " attestation_uses, %" PRId64 " join_tokens, %" PRId64
-	       " join_requests, %" PRId64 " events\n",
-	       n->attestation_uses, n->join_tokens, n->join_requests, n->events);
+	       " join_requests, %" PRId64 " events, %" PRId64 " node_certs, %" PRId64 " audit\n",
+	       n->attestation_uses, n->join_tokens, n->join_requests, n->events, n->node_certs,
+	       n->audit);
 	return 0;
 }
 
@@ -44,14 +47,15 @@ int cli_cmd_prune(struct cli *c)
 	const char *path = cli_opt(c, "config");
 	bc_store *st = NULL;
 	char err[512] = "";
-	int64_t days = 0;
-	int batch_given = 0, given = 0, rc;
+	int64_t days = 0, audit_days = 0;
+	int batch_given = 0, given = 0, audit_given = 0, rc;
 
 	memset(&cfg, 0, sizeof(cfg));
 	if (path == NULL)
 		return cli_usage(c, "--config server.toml is required");
 	if ((rc = cli_opt_int(c, "batch", 1, 1000000, &o.batch, &batch_given)) != 0 ||
-	    (rc = cli_opt_int(c, "events-days", 0, 36500, &days, &given)) != 0)
+	    (rc = cli_opt_int(c, "events-days", 0, 36500, &days, &given)) != 0 ||
+	    (rc = cli_opt_int(c, "audit-days", 0, 36500, &audit_days, &audit_given)) != 0)
 		return rc;
 	if ((rc = bc_server_config_load(path, &cfg, err, sizeof(err))) != 0) {
 		rc = cli_fail(c, rc, "%s", err);
@@ -60,6 +64,9 @@ int cli_cmd_prune(struct cli *c)
 	if (!given)
 		days = cfg.event_retention_days;
 	o.event_retention_ms = days * DAY_MS;
+	if (!audit_given)
+		audit_days = cfg.audit_retention_days;
+	o.audit_retention_ms = audit_days * DAY_MS;
 	if ((rc = open_store(c, cfg.database, "the database of server.toml", &st)) != 0)
 		goto out;
 	rc = bc_store_prune(st, &o, &n);

@@ -240,7 +240,7 @@ int cli_cmd_tokens_list(struct cli *c)
 	char *path = NULL;
 	int rc;
 
-	if ((rc = cli_tenant_path(c, &path, "tokens", NULL)) != 0)
+	if ((rc = cli_list_path(c, &path, "tokens", NULL, 0)) != 0)
 		return rc;
 	if ((rc = cli_api(c, "GET", path, NULL, &r)) == 0) {
 		rc = cli_show_list(c, &r, "tokens", token_cols, N_TOKEN_COLS);

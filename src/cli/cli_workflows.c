@@ -58,7 +58,18 @@ static int call_show(struct cli *c, const char *method, json_t *body, const char
 
 int cli_cmd_workflows_list(struct cli *c)
 {
-	return call_show(c, "GET", NULL, "workflows", wf_cols, N_WF_COLS, "workflows", NULL, NULL);
+	struct cli_resp r;
+	char *full = NULL;
+	int rc;
+
+	if ((rc = cli_list_path(c, &full, "workflows", NULL, 0)) != 0)
+		return rc;
+	if ((rc = cli_api(c, "GET", full, NULL, &r)) == 0) {
+		rc = cli_show_list(c, &r, "workflows", wf_cols, N_WF_COLS);
+		cli_resp_free(&r);
+	}
+	free(full);
+	return rc;
 }
 
 int cli_cmd_workflows_get(struct cli *c)

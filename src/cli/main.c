@@ -17,6 +17,11 @@ static int cli_cmd_completion(struct cli *c);
 
 #define API CLI_F_API
 #define TNT (CLI_F_API | CLI_F_TENANT)
+/* the options of every paged list */
+#define PAGE_HELP                                                                                  \
+	"  --limit N            at most N rows (1 to 1000; default 100)\n"                         \
+	"  --cursor C           the page a nextCursor or prevCursor names (--json shows both;\n"   \
+	"                       a full page prints the next --cursor on stderr)\n"
 
 static const struct cli_cmd commands[] = {
     {"init", NULL,
@@ -36,15 +41,20 @@ static const struct cli_cmd commands[] = {
      "print a bash completion script (source it, or put it in /etc/bash_completion.d)", "", 1, 1, 0,
      cli_cmd_completion, NULL, 0},
     {"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL, 0},
-    {"prune", NULL, "--config server.toml [--batch 5000] [--events-days N]",
-     "delete expired and spent rows and old events from the store (no server needed)",
-     "config= batch= events-days=", 0, 0, 0, cli_cmd_prune,
+    {"prune", NULL, "--config server.toml [--batch 5000] [--events-days N] [--audit-days N]",
+     "delete expired and spent rows, old events and audit rows from the store (no server "
+     "needed)",
+     "config= batch= events-days= audit-days=", 0, 0, 0, cli_cmd_prune,
      "  --config FILE        the server.toml whose database to prune\n"
      "  --batch N            rows per transaction (default 5000)\n"
      "  --events-days N      delete events older than N days (default: event_retention_days\n"
      "                       of server.toml, 90; 0 keeps every event)\n"
+     "  --audit-days N       delete audit rows older than N days (default:\n"
+     "                       audit_retention_days of server.toml, 400; 0 keeps them)\n"
      "Deletes expired attestation uses, expired, spent or revoked tokens, decided or\n"
-     "expired join requests and old events, at database time, and prints the counts.\n",
+     "expired join requests, old events and audit rows, and certificates expired more\n"
+     "than 90 days ago that are no node's current one, at database time, and prints\n"
+     "the counts. The server does the same every prune_interval_seconds.\n",
      0},
     {"store", "copy", "--from <sqlite path> --to <postgres url> [--batch 500]",
      "copy a whole store into a new, empty database (no server needed)", "from= to= batch=", 0, 0,
@@ -134,12 +144,14 @@ static const struct cli_cmd commands[] = {
      "  --out FILE           write the secret to a new FILE (mode 0600) instead of printing it\n"
      "  --force              let --out replace an existing FILE\n",
      0},
-    {"tokens", "list", "", "list join tokens", "", 0, 0, TNT, cli_cmd_tokens_list, NULL, 0},
+    {"tokens", "list", "[--limit N] [--cursor C]", "list join tokens, a page at a time",
+     "limit= cursor=", 0, 0, TNT, cli_cmd_tokens_list, PAGE_HELP, 0},
     {"tokens", "revoke", "ID", "revoke a join token", "", 1, 1, TNT, cli_cmd_tokens_revoke, NULL,
      0},
-    {"join-requests", "list", "[--state pending|approved|denied|used]",
-     "list join requests (machines waiting for an operator, such as tpm enrollment)", "state=", 0,
-     0, TNT, cli_cmd_join_requests_list, "  --state S            only requests in this state\n", 0},
+    {"join-requests", "list", "[--state pending|approved|denied|used] [--limit N] [--cursor C]",
+     "list join requests (machines waiting for an operator, such as tpm enrollment)",
+     "state= limit= cursor=", 0, 0, TNT, cli_cmd_join_requests_list,
+     "  --state S            only requests in this state\n" PAGE_HELP, 0},
     {"join-requests", "approve", "ID", "approve a pending join request: the machine joins", "", 1,
      1, TNT, cli_cmd_join_requests_approve, NULL, 0},
     {"join-requests", "deny", "ID", "deny a pending join request: the machine stops", "", 1, 1, TNT,
@@ -147,16 +159,18 @@ static const struct cli_cmd commands[] = {
     {"join-requests", "delete", "ID", "delete a join request: the machine's next round starts over",
      "", 1, 1, TNT, cli_cmd_join_requests_delete, NULL, 0},
     {"nodes", "list",
-     "[--pool P] [--state S] [--attestor A] [--expiring-within 2h] [--limit N] [--after ID]",
+     "[--pool P] [--state S] [--attestor A] [--expiring-within 2h] [--limit N] [--cursor C]",
      "list nodes, a page at a time, with when their certificates expire",
-     "pool= state= attestor= expiring-within= limit= after=", 0, 0, TNT, cli_cmd_nodes_list,
+     "pool= state= attestor= expiring-within= limit= after= cursor=", 0, 0, TNT, cli_cmd_nodes_list,
      "  --pool P             only nodes of this pool (id or name)\n"
      "  --state S            only nodes in this state: adopted, cordoned, retired, ...\n"
      "  --attestor A         only nodes that joined through this attestor, e.g. tpm\n"
      "  --expiring-within D  only nodes whose certificate expires within D (2h, 7d), or has\n"
      "  --limit N            at most N nodes (1 to 500; default 100)\n"
-     "  --after ID           the page after this node id (the hint a full page prints)\n"
-     "Nodes come in id order; a full page prints the next --after on stderr.\n",
+     "  --cursor C           the page a nextCursor or prevCursor names (--json shows both;\n"
+     "                       a full page prints the next --cursor on stderr)\n"
+     "  --after ID           the page after this node id (id order only)\n"
+     "Nodes come in id order, with --expiring-within in order of expiry.\n",
      0},
     {"nodes", "get", "ID|HOSTNAME", "show a node", "", 1, 1, TNT, cli_cmd_nodes_get, NULL,
      CLI_K_NODE},
@@ -175,8 +189,9 @@ static const struct cli_cmd commands[] = {
      cli_cmd_nodes_retire, NULL, CLI_K_NODE},
     {"nodes", "inventory", "ID|HOSTNAME", "show what each of a node's joins claimed, oldest first",
      "", 1, 1, TNT, cli_cmd_nodes_inventory, NULL, CLI_K_NODE},
-    {"workflows", "list", "", "list commission and deploy workflows", "", 0, 0, TNT,
-     cli_cmd_workflows_list, NULL, 0},
+    {"workflows", "list", "[--limit N] [--cursor C]",
+     "list commission and deploy workflows, a page at a time", "limit= cursor=", 0, 0, TNT,
+     cli_cmd_workflows_list, PAGE_HELP, 0},
     {"workflows", "get", "ID", "show a workflow", "", 1, 1, TNT, cli_cmd_workflows_get, NULL, 0},
     {"workflows", "cancel", "ID", "cancel a running workflow (a deploy's token is then refused)",
      "", 1, 1, TNT, cli_cmd_workflows_cancel, NULL, 0},
@@ -208,21 +223,24 @@ static const struct cli_cmd commands[] = {
      "  --ttl DURATION       how long the token is valid (default 24h, at most 7d)\n"
      "The user data holds the token's secret: it is shown once.\n",
      0},
-    {"events", "list", "[--type T] [--since 1h|TIME] [--node N] [--limit N]",
-     "list events, newest first", "type= since= node= limit=", 0, 0, TNT, cli_cmd_events_list,
+    {"events", "list", "[--type T] [--since 1h|TIME] [--node N] [--limit N] [--cursor C]",
+     "list events, newest first", "type= since= node= limit= cursor=", 0, 0, TNT,
+     cli_cmd_events_list,
      "  --type T             only events of this type, e.g. security.join.refused\n"
      "  --since D|TIME       only events of the last D (1h, 30m, 7d) or since an RFC 3339\n"
      "                       time (2026-11-29T10:00:00Z)\n"
      "  --node N             only events about this node (id or hostname)\n"
-     "  --limit N            at most N events (1 to 1000; default 100)\n",
+     "  --limit N            at most N events (1 to 1000; default 100)\n"
+     "  --cursor C           the page a nextCursor or prevCursor names\n",
      0},
-    {"audit", "list", "[--action A] [--since 1h|TIME] [--node N] [--limit N]",
+    {"audit", "list", "[--action A] [--since 1h|TIME] [--node N] [--limit N] [--cursor C]",
      "list the audit trail (who changed what through the admin API), newest first",
-     "action= since= node= limit=", 0, 0, TNT, cli_cmd_audit_list,
+     "action= since= node= limit= cursor=", 0, 0, TNT, cli_cmd_audit_list,
      "  --action A           only rows of this action, e.g. pool.updated\n"
      "  --since D|TIME       only rows of the last D (1h, 30m, 7d) or since an RFC 3339 time\n"
      "  --node N             only rows about this node (id or hostname)\n"
-     "  --limit N            at most N rows (1 to 1000; default 100)\n",
+     "  --limit N            at most N rows (1 to 1000; default 100)\n"
+     "  --cursor C           the page a nextCursor or prevCursor names\n",
      0},
     {"daemon", "config", "[--out FILE | --bcd-dir DIR [--data-dir DIR]] [--force]",
      "print the agent's pins (server, keys, CA bundle) as JSON, or write them to FILE",

@@ -9,6 +9,18 @@
 #include "bc/crypto.h"
 #include "rows/internal.h"
 
+/* The node's current certificate (the newest unrevoked one) copied onto its row, for
+ * the nodes list and its expiringWithin filter (rows/nodes.h); run after every change
+ * to which certificate is current, in the same transaction. */
+static int node_current_refresh(bc_tx *tx, const char *node_id)
+{
+	return bc_tx_exec(tx,
+	                  "UPDATE nodes SET (cert_serial, cert_not_after) = (SELECT c.serial, "
+	                  "c.not_after FROM node_certs c WHERE c.node_id = $1 AND c.revoked_at IS "
+	                  "NULL ORDER BY c.created_at DESC, c.serial DESC LIMIT 1) WHERE id = $1",
+	                  (bc_param[]){BC_TEXT(node_id)}, 1, NULL);
+}
+
 int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 {
 	char sha[65], csr[65], point[131], *hex = NULL, *stmts = NULL;
@@ -46,6 +58,8 @@ int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 	                "csr_sha256, key_point, role) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6, "
 	                "$9, $10, $11, $12)",
 	                p, sizeof(p) / sizeof(p[0]), NULL);
+	if (rc == 0)
+		rc = node_current_refresh(tx, c->node_id);
 out:
 	free(hex);
 	free(stmts);
@@ -221,10 +235,14 @@ int bc_row_cert_revoke_all(bc_tx *tx, const char *node_id, int64_t now_ms, int64
 {
 	bc_param p[] = {BC_INT(now_ms), BC_TEXT(node_id)};
 
-	return bc_tx_exec(tx,
-	                  "UPDATE node_certs SET revoked_at = $1 WHERE node_id = $2 "
-	                  "AND revoked_at IS NULL",
-	                  p, 2, revoked);
+	int rc;
+
+	if ((rc = bc_tx_exec(tx,
+	                     "UPDATE node_certs SET revoked_at = $1 WHERE node_id = $2 "
+	                     "AND revoked_at IS NULL",
+	                     p, 2, revoked)) != 0)
+		return rc;
+	return node_current_refresh(tx, node_id);
 }
 
 int bc_row_cert_each(bc_tx *tx, const char *node_id,

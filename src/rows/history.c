@@ -1,38 +1,54 @@
 /* events and audit (history.h). */
 #include "rows/history.h"
 
-static int history_list(bc_tx *tx, const char *select, const char *what, const char *tenant_id,
-                        const struct bc_row_history_filter *f, bc_rows **out)
+static void history_sql(const char *select, const char *what, const char *tenant_id,
+                        const struct bc_row_history_filter *f, const struct bc_row_page *pg,
+                        struct bc_row_where *w)
 {
-	struct bc_row_where w;
-
-	bc_row_where_init(&w, select, BC_TEXT(tenant_id));
+	bc_row_where_init(w, select, BC_TEXT(tenant_id));
 	if (f->type != NULL)
-		bc_row_where_add(&w, what, BC_TEXT(f->type));
+		bc_row_where_add(w, what, BC_TEXT(f->type));
 	if (f->subject != NULL)
-		bc_row_where_add(&w, "subject =", BC_TEXT(f->subject));
+		bc_row_where_add(w, "subject =", BC_TEXT(f->subject));
 	if (f->has_since)
-		bc_row_where_add(&w, "created_at >=", BC_INT(f->since));
-	bc_row_where_tail(&w, " ORDER BY created_at DESC, id DESC LIMIT", BC_INT(f->limit));
-	return bc_row_where_query(tx, &w, out);
+		bc_row_where_add(w, "created_at >=", BC_INT(f->since));
+	if (f->has_until)
+		bc_row_where_add(w, "created_at <", BC_INT(f->until));
+	bc_row_where_page(w, "created_at", "id", 1, pg);
+}
+
+void bc_row_events_list_sql(const char *tenant_id, const struct bc_row_history_filter *f,
+                            const struct bc_row_page *pg, struct bc_row_where *w)
+{
+	history_sql("SELECT id, tenant_id, type, subject, data, created_at FROM events "
+	            "WHERE tenant_id = $1",
+	            "type =", tenant_id, f, pg, w);
 }
 
 int bc_row_events_list(bc_tx *tx, const char *tenant_id, const struct bc_row_history_filter *f,
-                       bc_rows **out)
+                       const struct bc_row_page *pg, bc_rows **out)
 {
-	return history_list(tx,
-	                    "SELECT id, tenant_id, type, subject, data, created_at FROM events "
-	                    "WHERE tenant_id = $1",
-	                    "type =", tenant_id, f, out);
+	struct bc_row_where w;
+
+	bc_row_events_list_sql(tenant_id, f, pg, &w);
+	return bc_row_where_query(tx, &w, out);
+}
+
+void bc_row_audit_list_sql(const char *tenant_id, const struct bc_row_history_filter *f,
+                           const struct bc_row_page *pg, struct bc_row_where *w)
+{
+	history_sql("SELECT id, tenant_id, action, subject, data, created_at, actor "
+	            "FROM audit WHERE tenant_id = $1",
+	            "action =", tenant_id, f, pg, w);
 }
 
 int bc_row_audit_list(bc_tx *tx, const char *tenant_id, const struct bc_row_history_filter *f,
-                      bc_rows **out)
+                      const struct bc_row_page *pg, bc_rows **out)
 {
-	return history_list(tx,
-	                    "SELECT id, tenant_id, action, subject, data, created_at, actor "
-	                    "FROM audit WHERE tenant_id = $1",
-	                    "action =", tenant_id, f, out);
+	struct bc_row_where w;
+
+	bc_row_audit_list_sql(tenant_id, f, pg, &w);
+	return bc_row_where_query(tx, &w, out);
 }
 
 int bc_row_event_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *type,

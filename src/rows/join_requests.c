@@ -78,17 +78,22 @@ int bc_row_join_request_use(bc_tx *tx, const char *id)
 	return bc_tx_exec(tx, "UPDATE join_requests SET state = 'used' WHERE id = $1", u, 1, NULL);
 }
 
-int bc_row_join_requests_list(bc_tx *tx, const char *tenant_id, const char *state, bc_rows **out)
+void bc_row_join_requests_list_sql(const char *tenant_id, const char *state,
+                                   const struct bc_row_page *pg, struct bc_row_where *w)
 {
-	bc_param p[] = {BC_TEXT(tenant_id), BC_TEXT(state)};
-
-	*out = NULL;
+	bc_row_where_init(w, JR_SELECT "WHERE tenant_id = $1", BC_TEXT(tenant_id));
 	if (state != NULL)
-		return bc_tx_query(tx,
-		                   JR_SELECT "WHERE tenant_id = $1 AND state = $2 "
-		                             "ORDER BY created_at, id",
-		                   p, 2, out);
-	return bc_tx_query(tx, JR_SELECT "WHERE tenant_id = $1 ORDER BY created_at, id", p, 1, out);
+		bc_row_where_add(w, "state =", BC_TEXT(state));
+	bc_row_where_page(w, NULL, "id", 0, pg);
+}
+
+int bc_row_join_requests_list(bc_tx *tx, const char *tenant_id, const char *state,
+                              const struct bc_row_page *pg, bc_rows **out)
+{
+	struct bc_row_where w;
+
+	bc_row_join_requests_list_sql(tenant_id, state, pg, &w);
+	return bc_row_where_query(tx, &w, out);
 }
 
 int bc_row_join_requests_get(bc_tx *tx, const char *tenant_id, const char *id, bc_rows **out)

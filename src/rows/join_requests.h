@@ -47,11 +47,13 @@ BC_WUR int bc_row_join_request_replace(bc_tx *tx, const struct bc_join_request_w
 /* Request id was used: it admitted its machine once. */
 BC_WUR int bc_row_join_request_use(bc_tx *tx, const char *id);
 
-/* tenant_id's requests, oldest first, in state (NULL: any). Columns: id, tenant_id,
- * pool_id, site_id, attestor, request_key, csr_sha256, detail, state, decided_by,
- * created_at, expires_at, decided_at, claims. */
+/* A page of tenant_id's requests in id order (rows/query.h), in state (NULL: any).
+ * Columns: id, tenant_id, pool_id, site_id, attestor, request_key, csr_sha256, detail,
+ * state, decided_by, created_at, expires_at, decided_at, claims. */
+void bc_row_join_requests_list_sql(const char *tenant_id, const char *state,
+                                   const struct bc_row_page *pg, struct bc_row_where *w);
 BC_WUR int bc_row_join_requests_list(bc_tx *tx, const char *tenant_id, const char *state,
-                                     bc_rows **out);
+                                     const struct bc_row_page *pg, bc_rows **out);
 
 /* tenant_id's request id, as listed. */
 BC_WUR int bc_row_join_requests_get(bc_tx *tx, const char *tenant_id, const char *id,

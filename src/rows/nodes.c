@@ -8,11 +8,6 @@
 #include "rows/certs.h"
 #include "rows/internal.h"
 
-/* The current certificate is the newest unrevoked one; both subqueries pick the same
- * row (created_at then serial break ties). */
-#define CURRENT_CERT(col)                                                                          \
-	"(SELECT c." col " FROM node_certs c WHERE c.node_id = n.id AND c.revoked_at IS NULL "     \
-	"ORDER BY c.created_at DESC, c.serial DESC LIMIT 1)"
 /* What the node's newest join claimed (inventory, newest last). */
 #define NEWEST_INVENTORY(col)                                                                      \
 	"(SELECT i." col                                                                           \
@@ -22,32 +17,53 @@
 	"SELECT n.id, n.tenant_id, n.pool_id, n.site_id, n.role, n.state, n.generation, "     \
 	"n.product_uuid, n.serial, n.macs, n.hostname, n.arch, n.agent_version, n.attestor, " \
 	"n.node_key, n.joined_at, n.updated_at, n.identity_revoked_at, "                      \
-	CURRENT_CERT("serial") ", " CURRENT_CERT("not_after") ", "                            \
+	"n.cert_serial, n.cert_not_after, "                                                   \
 	NEWEST_INVENTORY("taken_at") ", " NEWEST_INVENTORY("data") ", "                       \
 	"n.allowed_kinds, (SELECT p.name FROM pools p WHERE p.id = n.pool_id), "              \
 	"(SELECT s.name FROM sites s WHERE s.id = n.site_id) FROM nodes n "
 /* clang-format on */
 
+void bc_row_nodes_list_sql(const char *tenant_id, const struct bc_row_node_filter *f,
+                           const struct bc_row_page *pg, struct bc_row_where *w)
+{
+	const struct {
+		const char *cond, *v;
+	} eq[] = {
+	    {"n.pool_id =", f->pool_id},
+	    {"n.site_id =", f->site_id},
+	    {"n.role =", f->role},
+	    {"n.state =", f->state},
+	    {"n.attestor =", f->attestor},
+	    {"n.hostname =", f->hostname},
+	    {"n.product_uuid =", f->product_uuid},
+	};
+
+	bc_row_where_init(w, NODE_SELECT "WHERE n.tenant_id = $1", BC_TEXT(tenant_id));
+	for (size_t i = 0; i < sizeof(eq) / sizeof(eq[0]); i++)
+		if (eq[i].v != NULL)
+			bc_row_where_add(w, eq[i].cond, BC_TEXT(eq[i].v));
+	if (f->expiring_before != 0) {
+		bc_row_where_add(w, "n.cert_not_after <=", BC_INT(f->expiring_before));
+		bc_row_where_page(w, "n.cert_not_after", "n.id", 0, pg);
+	} else {
+		bc_row_where_page(w, NULL, "n.id", 0, pg);
+	}
+}
+
 int bc_row_nodes_list(bc_tx *tx, const char *tenant_id, const struct bc_row_node_filter *f,
-                      bc_rows **out)
+                      const struct bc_row_page *pg, bc_rows **out)
 {
 	struct bc_row_where w;
 
-	bc_row_where_init(&w, NODE_SELECT "WHERE n.tenant_id = $1", BC_TEXT(tenant_id));
-	if (f->pool_id != NULL)
-		bc_row_where_add(&w, "n.pool_id =", BC_TEXT(f->pool_id));
-	if (f->state != NULL)
-		bc_row_where_add(&w, "n.state =", BC_TEXT(f->state));
-	if (f->attestor != NULL)
-		bc_row_where_add(&w, "n.attestor =", BC_TEXT(f->attestor));
-	if (f->hostname != NULL)
-		bc_row_where_add(&w, "n.hostname =", BC_TEXT(f->hostname));
-	if (f->expiring_before != 0)
-		bc_row_where_add(&w, CURRENT_CERT("not_after") " <=", BC_INT(f->expiring_before));
-	if (f->after != NULL)
-		bc_row_where_add(&w, "n.id >", BC_TEXT(f->after));
-	bc_row_where_tail(&w, " ORDER BY n.id LIMIT", BC_INT(f->limit));
+	bc_row_nodes_list_sql(tenant_id, f, pg, &w);
 	return bc_row_where_query(tx, &w, out);
+}
+
+int bc_row_nodes_count(bc_tx *tx, const char *tenant_id, bc_rows **out)
+{
+	return bc_tx_query(tx,
+	                   "SELECT state, COUNT(*) FROM nodes WHERE tenant_id = $1 GROUP BY state",
+	                   (bc_param[]){BC_TEXT(tenant_id)}, 1, out);
 }
 
 int bc_row_nodes_get(bc_tx *tx, const char *tenant_id, const char *id, bc_rows **out)

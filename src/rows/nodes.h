@@ -11,7 +11,8 @@
 #include "rows/query.h"
 
 /* The columns of a node's view, in this order. The current certificate is the
- * newest unrevoked one; inventory is the newest record. */
+ * newest unrevoked one (kept on the node's row: rows/certs.h); inventory is the
+ * newest record. */
 enum bc_row_node_col {
 	BC_NODE_COL_ID,
 	BC_NODE_COL_TENANT_ID,
@@ -40,20 +41,29 @@ enum bc_row_node_col {
 	BC_NODE_COL_SITE_NAME,
 };
 
-/* The filters of a list; NULL (expiring_before: 0) for none. */
+/* The filters of a list; NULL (expiring_before: 0) for none. Each is served by an
+ * index of (tenant, filter, id) (migration 007). */
 struct bc_row_node_filter {
 	const char *pool_id;
+	const char *site_id;
+	const char *role;
 	const char *state;
 	const char *attestor;
 	const char *hostname;
+	const char *product_uuid;
 	int64_t expiring_before; /* the current certificate ends at or before this (ms) */
-	const char *after;       /* ids greater than this */
-	int64_t limit;
 };
 
-/* The nodes of tenant_id that pass f, in id order, at most f->limit. */
+/* A page of the nodes of tenant_id that pass f (rows/query.h): in id order, or with
+ * expiring_before in order of (the current certificate's notAfter, id), the key a
+ * cursor of it carries. */
+void bc_row_nodes_list_sql(const char *tenant_id, const struct bc_row_node_filter *f,
+                           const struct bc_row_page *pg, struct bc_row_where *w);
 BC_WUR int bc_row_nodes_list(bc_tx *tx, const char *tenant_id, const struct bc_row_node_filter *f,
-                             bc_rows **out);
+                             const struct bc_row_page *pg, bc_rows **out);
+
+/* How many nodes tenant_id has in each state: the rows (state, count). */
+BC_WUR int bc_row_nodes_count(bc_tx *tx, const char *tenant_id, bc_rows **out);
 
 /* tenant_id's node id. */
 BC_WUR int bc_row_nodes_get(bc_tx *tx, const char *tenant_id, const char *id, bc_rows **out);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bc/cursor.h"
 #include "bc/store.h"
 
 /* A list query with optional filters: the base SQL (its WHERE and $1 included), then
@@ -34,8 +35,29 @@ void bc_row_where_init(struct bc_row_where *w, const char *base, bc_param first)
 void bc_row_where_add(struct bc_row_where *w, const char *cond, bc_param v);
 /* tail ends where the parameter goes: " ORDER BY n.id LIMIT". */
 void bc_row_where_tail(struct bc_row_where *w, const char *tail, bc_param v);
+
+/* A keyset page of a list (bc/cursor.h): where it starts and at most how many rows.
+ * The list's SQL asks for limit + 1 rows, so that its caller knows whether another
+ * page follows (bc_row_page_trim). */
+struct bc_row_page {
+	const struct bc_cursor *cursor; /* NULL: the first page */
+	int64_t limit;                  /* 1 .. 10000 */
+};
+/* Ends w with the page of a list ordered by (at_col, id_col), or by id_col alone when
+ * at_col is NULL, ascending, or newest first when desc: the key condition after (or,
+ * for cursor->before, before) the cursor's key, then ORDER BY and LIMIT limit + 1.
+ * The rows of a page before the cursor come nearest the cursor first, that is in
+ * the list's reverse order: the caller turns them around. Column names are constant
+ * SQL of src/rows. */
+void bc_row_where_page(struct bc_row_where *w, const char *at_col, const char *id_col, int desc,
+                       const struct bc_row_page *pg);
 /* The rows of w (BC_ERR_LIMIT if w overflowed: a bug, never the caller's input). */
 BC_WUR int bc_row_where_query(bc_tx *tx, const struct bc_row_where *w, bc_rows **out);
+
+/* The planner's plan for w, one step a line, into plan (truncated to n - 1 bytes):
+ * the detail column of SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN text. For
+ * the plan tests and bench/: a list must read an index, never sort its table. */
+BC_WUR int bc_row_where_plan(bc_tx *tx, const struct bc_row_where *w, char *plan, size_t n);
 
 /* 1 when the query sql of n parameters returns a row, 0 when none, or < 0. */
 BC_WUR int bc_row_exists(bc_tx *tx, const char *sql, const bc_param *p, size_t n);

@@ -9,6 +9,13 @@
 #include "bc/attestor.h"
 #include "rows/query.h"
 
+/* A page of tenant_id's tokens in id order (rows/query.h), columns as
+ * bc_row_tokens_query's. */
+void bc_row_tokens_list_sql(const char *tenant_id, const struct bc_row_page *pg,
+                            struct bc_row_where *w);
+BC_WUR int bc_row_tokens_list(bc_tx *tx, const char *tenant_id, const struct bc_row_page *pg,
+                              bc_rows **out);
+
 /* The tokens of tenant_id, oldest first (id NULL), or its token id. Columns: id,
  * tenant_id, pool_id, site_id, role, uses_left, uses_total, expires_at, revoked_at,
  * expect, allow_reclaim, description, created_at, last_used_at, the pool's name, the

@@ -7,6 +7,22 @@
 
 #include "rows/internal.h"
 
+void bc_row_workflows_list_sql(const char *tenant_id, const struct bc_row_page *pg,
+                               struct bc_row_where *w)
+{
+	bc_row_where_init(w, BC_ROW_WORKFLOW_SELECT "WHERE tenant_id = $1", BC_TEXT(tenant_id));
+	bc_row_where_page(w, NULL, "id", 0, pg);
+}
+
+int bc_row_workflows_list(bc_tx *tx, const char *tenant_id, const struct bc_row_page *pg,
+                          bc_rows **out)
+{
+	struct bc_row_where w;
+
+	bc_row_workflows_list_sql(tenant_id, pg, &w);
+	return bc_row_where_query(tx, &w, out);
+}
+
 int bc_row_workflows_query(bc_tx *tx, const char *tenant_id, const char *id, bc_rows **out)
 {
 	bc_param p[] = {BC_TEXT(tenant_id), BC_TEXT(id)};

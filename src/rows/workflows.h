@@ -9,6 +9,13 @@
 #include "bc/attestor.h"
 #include "rows/query.h"
 
+/* A page of tenant_id's workflows in id order (rows/query.h), columns as
+ * bc_row_workflows_query's. */
+void bc_row_workflows_list_sql(const char *tenant_id, const struct bc_row_page *pg,
+                               struct bc_row_where *w);
+BC_WUR int bc_row_workflows_list(bc_tx *tx, const char *tenant_id, const struct bc_row_page *pg,
+                                 bc_rows **out);
+
 /* The workflows of tenant_id, oldest first (id NULL), or its workflow id. Columns, as
  * BC_ROW_WORKFLOW_SELECT: id, tenant_id, node_id, kind, state, data, created_at,
  * updated_at. */

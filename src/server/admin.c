@@ -33,11 +33,15 @@ struct admin_route {
 	const char *const *query; /* allowed query parameters, NULL-terminated; NULL: none */
 };
 
-static const char *const EVENTS_QUERY[] = {"type", "limit", "since", "node", NULL};
-static const char *const AUDIT_QUERY[] = {"action", "limit", "since", "node", NULL};
-static const char *const NODES_QUERY[] = {"pool",  "state", "attestor",       "hostname",
-                                          "after", "limit", "expiringWithin", NULL};
-static const char *const JOIN_REQUESTS_QUERY[] = {"state", NULL};
+static const char *const EVENTS_QUERY[] = {"type", "limit",  "since", "until",
+                                           "node", "cursor", NULL};
+static const char *const AUDIT_QUERY[] = {"action", "limit",  "since", "until",
+                                          "node",   "cursor", NULL};
+static const char *const NODES_QUERY[] = {"pool",     "site",     "role",           "state",
+                                          "attestor", "hostname", "productUuid",    "after",
+                                          "cursor",   "limit",    "expiringWithin", NULL};
+static const char *const PAGE_QUERY[] = {"cursor", "limit", NULL};
+static const char *const JOIN_REQUESTS_QUERY[] = {"state", "cursor", "limit", NULL};
 
 static const struct admin_route ROUTES[] = {
     {"GET", "/v1/whoami", BC_TX_READ, 0, admin_whoami, NULL},
@@ -59,11 +63,12 @@ static const struct admin_route ROUTES[] = {
     {"GET", "/v1/tenants/{t}/sites/{id}", BC_TX_WRITE, R_TENANT, admin_sites_get, NULL},
     {"POST", "/v1/tenants/{t}/sites/{id}/release-lease", BC_TX_WRITE, R_TENANT,
      admin_sites_release_lease, NULL},
-    {"GET", "/v1/tenants/{t}/tokens", BC_TX_READ, R_TENANT, admin_tokens_list, NULL},
+    {"GET", "/v1/tenants/{t}/tokens", BC_TX_READ, R_TENANT, admin_tokens_list, PAGE_QUERY},
     {"POST", "/v1/tenants/{t}/tokens", BC_TX_WRITE, R_BODY | R_TENANT, admin_tokens_create, NULL},
     {"POST", "/v1/tenants/{t}/tokens/{id}/revoke", BC_TX_WRITE, R_TENANT, admin_tokens_revoke,
      NULL},
     {"GET", "/v1/tenants/{t}/nodes", BC_TX_READ, R_TENANT, admin_nodes_list, NODES_QUERY},
+    {"GET", "/v1/tenants/{t}/node-counts", BC_TX_READ, R_TENANT, admin_nodes_counts, NULL},
     {"GET", "/v1/tenants/{t}/nodes/{n}", BC_TX_READ, R_TENANT, admin_nodes_get, NULL},
     {"DELETE", "/v1/tenants/{t}/nodes/{n}", BC_TX_WRITE, R_TENANT, admin_nodes_delete, NULL},
     {"POST", "/v1/tenants/{t}/nodes/{n}/cordon", BC_TX_WRITE, R_TENANT, admin_nodes_cordon, NULL},
@@ -74,7 +79,7 @@ static const struct admin_route ROUTES[] = {
     {"POST", "/v1/tenants/{t}/nodes/{n}/retire", BC_TX_WRITE, R_TENANT, admin_nodes_retire, NULL},
     {"GET", "/v1/tenants/{t}/nodes/{n}/inventory", BC_TX_READ, R_TENANT, admin_nodes_inventory,
      NULL},
-    {"GET", "/v1/tenants/{t}/workflows", BC_TX_READ, R_TENANT, admin_workflows_list, NULL},
+    {"GET", "/v1/tenants/{t}/workflows", BC_TX_READ, R_TENANT, admin_workflows_list, PAGE_QUERY},
     {"GET", "/v1/tenants/{t}/workflows/{w}", BC_TX_READ, R_TENANT, admin_workflows_get, NULL},
     {"POST", "/v1/tenants/{t}/workflows/{w}/cancel", BC_TX_WRITE, R_TENANT, admin_workflows_cancel,
      NULL},

@@ -14,6 +14,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "bc/cursor.h"
+#include "rows/query.h"
 #include "server/admin.h"
 
 #define ADMIN_ID_MAX      64
@@ -80,11 +82,37 @@ json_t *admin_col_json(bc_rows *r, int col, const char *fallback);
 
 /* Query parameters of list routes, each refused by name when out of shape:
  * limit (1..max, def when absent); a text value of 1..maxlen bytes (NULL when absent);
- * since, a duration back from now ("1h", "30m", "7d") or milliseconds since the epoch
+ * since or until (key), a duration back from now ("1h", "30m", "7d") or milliseconds
+ * since the epoch
  * (*present 0 when absent). */
 int admin_query_limit(struct admin_call *c, int64_t def, int64_t max, int64_t *out);
 int admin_query_text(struct admin_call *c, const char *key, size_t maxlen, const char **out);
-int admin_query_since(struct admin_call *c, int64_t now_ms, int64_t *out, int *present);
+int admin_query_since(struct admin_call *c, const char *key, int64_t now_ms, int64_t *out,
+                      int *present);
+
+/* A page of a list route (rows/query.h, bc/cursor.h): ?cursor= (a nextCursor or
+ * prevCursor this list answered) and ?limit=. list names the cursors; at_col and
+ * id_col are the view's columns of the order key (at_col -1: the list orders by id
+ * alone). */
+#define ADMIN_LIST_LIMIT_DEFAULT 100 /* tokens, join requests, workflows */
+#define ADMIN_LIST_LIMIT_MAX     1000
+struct admin_page {
+	const char *list;
+	int at_col, id_col;
+	struct bc_cursor cursor;
+	struct bc_row_page rows; /* what the rows layer reads */
+};
+/* Reads ?cursor= and ?limit= (1..max, def when absent) into pg. Refused by name: a
+ * cursor that is not one of this list's ("cursor: ..."), a bad limit. */
+int admin_query_page(struct admin_call *c, struct admin_page *pg, const char *list, int at_col,
+                     int id_col, int64_t def, int64_t max);
+/* Starts pg after the row of key id (the older ?after=), as a cursor would. */
+int admin_page_after(struct admin_call *c, struct admin_page *pg, const char *id);
+/* Answers 200 with {key: [the page's rows, in the list's order], "nextCursor": ...,
+ * "prevCursor": ...}: a cursor where another page may follow that way, else null.
+ * rows is freed. */
+int admin_page_answer(struct admin_call *c, const struct admin_page *pg, bc_rows *rows,
+                      admin_row_fn fn, const char *key);
 
 /* Events and audit of one change, both in tx: type is the event type and audit action. */
 int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const char *type,
@@ -108,6 +136,7 @@ int admin_tokens_list(bc_tx *tx, struct admin_call *c);
 int admin_tokens_create(bc_tx *tx, struct admin_call *c);
 int admin_tokens_revoke(bc_tx *tx, struct admin_call *c);
 int admin_nodes_list(bc_tx *tx, struct admin_call *c);
+int admin_nodes_counts(bc_tx *tx, struct admin_call *c);
 int admin_nodes_get(bc_tx *tx, struct admin_call *c);
 int admin_nodes_cordon(bc_tx *tx, struct admin_call *c);
 int admin_nodes_uncordon(bc_tx *tx, struct admin_call *c);

@@ -29,7 +29,7 @@ static json_t *jr_json(bc_rows *r)
 int admin_join_requests_list(bc_tx *tx, struct admin_call *c)
 {
 	const char *state = bc_http_query(c->req, "state");
-	json_t *arr = NULL;
+	struct admin_page pg;
 	bc_rows *r;
 	int rc, known = state == NULL;
 
@@ -38,11 +38,11 @@ int admin_join_requests_list(bc_tx *tx, struct admin_call *c)
 	if (!known)
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "state: expected pending, approved, denied or used");
-	if ((rc = bc_row_join_requests_list(tx, c->arg[0], state, &r)) == 0)
-		rc = admin_rows_list(r, jr_json, &arr);
-	if (rc != 0)
+	if ((rc = admin_query_page(c, &pg, "join_requests", -1, 0, ADMIN_LIST_LIMIT_DEFAULT,
+	                           ADMIN_LIST_LIMIT_MAX)) != 0 ||
+	    (rc = bc_row_join_requests_list(tx, c->arg[0], state, &pg.rows, &r)) != 0)
 		return rc;
-	return admin_answer(c, 200, json_pack("{s:o}", "joinRequests", arr));
+	return admin_page_answer(c, &pg, r, jr_json, "joinRequests");
 }
 
 /* pending -> approved or denied, once, while it has not expired. */

@@ -74,25 +74,28 @@ static int known_state(const char *state)
 	return 0;
 }
 
-/* Filters (pool, state, attestor, hostname, expiringWithin seconds) and a page of
- * at most limit rows in id order after the cursor `after`, all in SQL; nextCursor is
- * the last id when another page may follow. */
+/* Filters (pool, site, role, state, attestor, hostname, productUuid, expiringWithin)
+ * and a page of at most limit rows, each served by an index (rows/nodes.h): in id
+ * order, or with expiringWithin by the certificate's expiry then id. ?after= (an id)
+ * is the older form of a cursor, in id order only. */
 int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 {
-	const char *expiring;
+	const char *expiring, *after;
 	struct bc_row_node_filter f = {0};
-	json_t *arr = NULL, *last;
+	struct admin_page pg;
 	int64_t within_ms = 0;
 	bc_rows *r;
 	int rc;
 
 	if ((rc = admin_query_text(c, "pool", FILTER_MAX, &f.pool_id)) != 0 ||
+	    (rc = admin_query_text(c, "site", FILTER_MAX, &f.site_id)) != 0 ||
+	    (rc = admin_query_text(c, "role", FILTER_MAX, &f.role)) != 0 ||
 	    (rc = admin_query_text(c, "state", FILTER_MAX, &f.state)) != 0 ||
 	    (rc = admin_query_text(c, "attestor", FILTER_MAX, &f.attestor)) != 0 ||
 	    (rc = admin_query_text(c, "hostname", 255, &f.hostname)) != 0 ||
-	    (rc = admin_query_text(c, "after", FILTER_MAX, &f.after)) != 0 ||
-	    (rc = admin_query_text(c, "expiringWithin", 16, &expiring)) != 0 ||
-	    (rc = admin_query_limit(c, NODES_LIMIT_DEFAULT, NODES_LIMIT_MAX, &f.limit)) != 0)
+	    (rc = admin_query_text(c, "productUuid", FILTER_MAX, &f.product_uuid)) != 0 ||
+	    (rc = admin_query_text(c, "after", FILTER_MAX, &after)) != 0 ||
+	    (rc = admin_query_text(c, "expiringWithin", 16, &expiring)) != 0)
 		return rc;
 	if (f.state != NULL && !known_state(f.state))
 		return admin_fail(c, BC_ERR_INVALID,
@@ -101,17 +104,48 @@ int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 	                         within_ms > 366LL * 86400 * 1000))
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "expiringWithin: expected a duration such as 2h or 7d");
+	if ((rc = admin_query_page(c, &pg, expiring ? "nodes_expiring" : "nodes",
+	                           expiring ? BC_NODE_COL_CERT_NOT_AFTER : -1, BC_NODE_COL_ID,
+	                           NODES_LIMIT_DEFAULT, NODES_LIMIT_MAX)) != 0)
+		return rc;
+	if (after != NULL && expiring != NULL)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "after: not with expiringWithin (ordered by expiry); use cursor");
+	if (after != NULL && (rc = admin_page_after(c, &pg, after)) != 0)
+		return rc;
 	if (expiring != NULL)
 		f.expiring_before = bc_tx_now_ms(tx) + within_ms;
-	if ((rc = bc_row_nodes_list(tx, c->arg[0], &f, &r)) != 0 ||
-	    (rc = admin_rows_list(r, node_json, &arr)) != 0)
+	if ((rc = bc_row_nodes_list(tx, c->arg[0], &f, &pg.rows, &r)) != 0)
 		return rc;
-	last = (int64_t)json_array_size(arr) == f.limit
-	           ? json_array_get(arr, json_array_size(arr) - 1)
-	           : NULL;
-	return admin_answer(c, 200,
-	                    json_pack("{s:o, s:O}", "nodes", arr, "nextCursor",
-	                              last ? json_object_get(last, "id") : json_null()));
+	return admin_page_answer(c, &pg, r, node_json, "nodes");
+}
+
+/* How many nodes the tenant has, in all and in each state: what a console shows
+ * without walking pages. */
+int admin_nodes_counts(bc_tx *tx, struct admin_call *c)
+{
+	json_t *states = json_object();
+	json_int_t total = 0;
+	bc_rows *r;
+	int rc;
+
+	if (states == NULL)
+		return BC_ERR_NOMEM;
+	if ((rc = bc_row_nodes_count(tx, c->arg[0], &r)) != 0) {
+		json_decref(states);
+		return rc;
+	}
+	while ((rc = bc_rows_next(r)) == 1) {
+		json_int_t n = (json_int_t)bc_rows_int(r, 1);
+		total += n;
+		json_object_set_new(states, bc_rows_text(r, 0), json_integer(n));
+	}
+	bc_rows_free(r);
+	if (rc < 0) {
+		json_decref(states);
+		return rc;
+	}
+	return admin_answer(c, 200, json_pack("{s:I, s:o}", "total", total, "byState", states));
 }
 
 int admin_nodes_get(bc_tx *tx, struct admin_call *c)
@@ -299,36 +333,34 @@ static json_t *event_json(bc_rows *r)
 }
 
 typedef int (*history_fn)(bc_tx *tx, const char *tenant_id, const struct bc_row_history_filter *f,
-                          bc_rows **out);
+                          const struct bc_row_page *pg, bc_rows **out);
 
-/* Events or audit rows of the tenant, newest first: since (a duration back or ms),
- * subject (node), type or action, limit. */
+/* Events or audit rows of the tenant, newest first, a page at a time: since and until
+ * (a duration back or ms), subject (node), type or action. */
 static int history_list(bc_tx *tx, struct admin_call *c, history_fn list, const char *kind,
-                        admin_row_fn fn, json_t **out)
+                        admin_row_fn fn, const char *key)
 {
 	struct bc_row_history_filter f = {0};
+	struct admin_page pg;
+	int64_t now = bc_tx_now_ms(tx);
 	bc_rows *r;
 	int rc;
 
-	*out = NULL;
-	if ((rc = admin_query_limit(c, EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX, &f.limit)) != 0 ||
+	if ((rc = admin_query_page(c, &pg, key, 5, 0, EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX)) !=
+	        0 ||
 	    (rc = admin_query_text(c, kind, EVENT_TYPE_MAX, &f.type)) != 0 ||
 	    (rc = admin_query_text(c, "node", FILTER_MAX, &f.subject)) != 0 ||
-	    (rc = admin_query_since(c, bc_tx_now_ms(tx), &f.since, &f.has_since)) != 0)
+	    (rc = admin_query_since(c, "since", now, &f.since, &f.has_since)) != 0 ||
+	    (rc = admin_query_since(c, "until", now, &f.until, &f.has_until)) != 0)
 		return rc;
-	if ((rc = list(tx, c->arg[0], &f, &r)) != 0)
+	if ((rc = list(tx, c->arg[0], &f, &pg.rows, &r)) != 0)
 		return rc;
-	return admin_rows_list(r, fn, out);
+	return admin_page_answer(c, &pg, r, fn, key);
 }
 
 int admin_events_list(bc_tx *tx, struct admin_call *c)
 {
-	json_t *arr = NULL;
-	int rc;
-
-	if ((rc = history_list(tx, c, bc_row_events_list, "type", event_json, &arr)) != 0)
-		return rc;
-	return admin_answer(c, 200, json_pack("{s:o}", "events", arr));
+	return history_list(tx, c, bc_row_events_list, "type", event_json, "events");
 }
 
 static json_t *audit_json(bc_rows *r)
@@ -341,10 +373,5 @@ static json_t *audit_json(bc_rows *r)
 
 int admin_audit_list(bc_tx *tx, struct admin_call *c)
 {
-	json_t *arr = NULL;
-	int rc;
-
-	if ((rc = history_list(tx, c, bc_row_audit_list, "action", audit_json, &arr)) != 0)
-		return rc;
-	return admin_answer(c, 200, json_pack("{s:o}", "audit", arr));
+	return history_list(tx, c, bc_row_audit_list, "action", audit_json, "audit");
 }

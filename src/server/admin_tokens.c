@@ -245,14 +245,15 @@ out:
 
 int admin_tokens_list(bc_tx *tx, struct admin_call *c)
 {
-	json_t *arr = NULL;
+	struct admin_page pg;
 	bc_rows *r;
 	int rc;
 
-	if ((rc = bc_row_tokens_query(tx, c->arg[0], NULL, &r)) != 0 ||
-	    (rc = admin_rows_list(r, token_json, &arr)) != 0)
+	if ((rc = admin_query_page(c, &pg, "tokens", -1, 0, ADMIN_LIST_LIMIT_DEFAULT,
+	                           ADMIN_LIST_LIMIT_MAX)) != 0 ||
+	    (rc = bc_row_tokens_list(tx, c->arg[0], &pg.rows, &r)) != 0)
 		return rc;
-	return admin_answer(c, 200, json_pack("{s:o}", "tokens", arr));
+	return admin_page_answer(c, &pg, r, token_json, "tokens");
 }
 
 /* Revoking a revoked token answers it unchanged. */

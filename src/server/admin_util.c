@@ -284,9 +284,10 @@ int admin_query_text(struct admin_call *c, const char *key, size_t maxlen, const
 	return 0;
 }
 
-int admin_query_since(struct admin_call *c, int64_t now_ms, int64_t *out, int *present)
+int admin_query_since(struct admin_call *c, const char *key, int64_t now_ms, int64_t *out,
+                      int *present)
 {
-	const char *s = bc_http_query(c->req, "since");
+	const char *s = bc_http_query(c->req, key);
 	int64_t v = 0, d;
 	size_t i;
 
@@ -303,9 +304,121 @@ int admin_query_since(struct admin_call *c, int64_t now_ms, int64_t *out, int *p
 	}
 	if (bc_duration_parse_ms(s, &d) != 0 || d < 0 || d > now_ms)
 		return admin_fail(c, BC_ERR_INVALID,
-		                  "since: expected a duration back from now (1h, 30m, 7d) or "
-		                  "milliseconds since the epoch");
+		                  "%s: expected a duration back from now (1h, 30m, 7d) or "
+		                  "milliseconds since the epoch",
+		                  key);
 	*out = now_ms - d;
 	*present = 1;
 	return 0;
+}
+
+/* ---- pages of lists ---- */
+
+int admin_query_page(struct admin_call *c, struct admin_page *pg, const char *list, int at_col,
+                     int id_col, int64_t def, int64_t max)
+{
+	const char *s;
+	int rc;
+
+	memset(pg, 0, sizeof(*pg));
+	pg->list = list;
+	pg->at_col = at_col;
+	pg->id_col = id_col;
+	if ((rc = admin_query_limit(c, def, max, &pg->rows.limit)) != 0 ||
+	    (rc = admin_query_text(c, "cursor", BC_CURSOR_MAX, &s)) != 0)
+		return rc;
+	if (s == NULL)
+		return 0;
+	if (bc_cursor_decode(list, s, &pg->cursor) != 0)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "cursor: not a cursor of this list; pass a nextCursor or "
+		                  "prevCursor this list answered, with the same filters");
+	pg->rows.cursor = &pg->cursor;
+	return 0;
+}
+
+int admin_page_after(struct admin_call *c, struct admin_page *pg, const char *id)
+{
+	size_t n = strlen(id);
+
+	if (pg->rows.cursor != NULL)
+		return admin_fail(c, BC_ERR_INVALID, "after: give cursor or after, not both");
+	if (n > BC_CURSOR_ID_MAX)
+		return admin_fail(c, BC_ERR_INVALID, "after: expected an id");
+	memset(&pg->cursor, 0, sizeof(pg->cursor));
+	memcpy(pg->cursor.id, id, n);
+	pg->rows.cursor = &pg->cursor;
+	return 0;
+}
+
+/* The key of the current row as a cursor going that way. */
+static void row_key(const struct admin_page *pg, bc_rows *r, struct bc_cursor *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->at = pg->at_col >= 0 ? bc_rows_int(r, pg->at_col) : 0;
+	snprintf(k->id, sizeof(k->id), "%s", bc_rows_text(r, pg->id_col));
+}
+
+static json_t *cursor_json(const struct admin_page *pg, const struct bc_cursor *k, int before)
+{
+	struct bc_cursor w = *k;
+	char s[BC_CURSOR_MAX + 1];
+
+	w.before = before;
+	/* a key that no cursor can carry (an id out of shape) ends the walk there */
+	return bc_cursor_encode(pg->list, &w, s) == 0 ? json_string(s) : json_null();
+}
+
+/* Reverses a in place: a page before the cursor is read nearest the cursor first. */
+static void reverse(json_t *a)
+{
+	size_t n = json_array_size(a);
+
+	for (size_t i = 0; i < n / 2; i++) {
+		json_t *x = json_incref(json_array_get(a, i));
+		json_array_set(a, i, json_array_get(a, n - 1 - i));
+		json_array_set_new(a, n - 1 - i, x);
+	}
+}
+
+int admin_page_answer(struct admin_call *c, const struct admin_page *pg, bc_rows *rows,
+                      admin_row_fn fn, const char *key)
+{
+	const struct bc_cursor *cur = pg->rows.cursor;
+	int before = cur != NULL && cur->before, more = 0, rc = 0;
+	struct bc_cursor first = {0}, last = {0};
+	json_t *arr = json_array(), *next, *prev;
+	int64_t n = 0;
+
+	while (arr != NULL && (rc = bc_rows_next(rows)) == 1) {
+		if (n == pg->rows.limit) {
+			more = 1; /* the row of limit + 1 only says another page follows */
+			break;
+		}
+		row_key(pg, rows, n == 0 ? &first : &last);
+		if (n == 0)
+			last = first;
+		if (json_array_append_new(arr, fn(rows)) != 0)
+			rc = BC_ERR_NOMEM;
+		if (rc < 0)
+			break;
+		n++;
+	}
+	bc_rows_free(rows);
+	if (arr == NULL || rc < 0) {
+		json_decref(arr);
+		return arr == NULL ? BC_ERR_NOMEM : rc;
+	}
+	if (before) {
+		struct bc_cursor t = first;
+		reverse(arr);
+		first = last;
+		last = t;
+	}
+	/* going forward, a page follows when one more row was there; going back, the page
+	 * the cursor came from follows */
+	next = n > 0 && (before || more) ? cursor_json(pg, &last, 0) : json_null();
+	prev = n > 0 && (before ? more : cur != NULL) ? cursor_json(pg, &first, 1) : json_null();
+	return admin_answer(
+	    c, 200, json_pack("{s:o, s:o, s:o}", key, arr, "nextCursor", next, "prevCursor", prev));
 }

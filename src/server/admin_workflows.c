@@ -58,14 +58,15 @@ static int answer_workflow(bc_tx *tx, struct admin_call *c, const char *id, int 
 
 int admin_workflows_list(bc_tx *tx, struct admin_call *c)
 {
-	json_t *arr = NULL;
+	struct admin_page pg;
 	bc_rows *r;
 	int rc;
 
-	if ((rc = bc_row_workflows_query(tx, c->arg[0], NULL, &r)) != 0 ||
-	    (rc = admin_rows_list(r, workflow_json, &arr)) != 0)
+	if ((rc = admin_query_page(c, &pg, "workflows", -1, 0, ADMIN_LIST_LIMIT_DEFAULT,
+	                           ADMIN_LIST_LIMIT_MAX)) != 0 ||
+	    (rc = bc_row_workflows_list(tx, c->arg[0], &pg.rows, &r)) != 0)
 		return rc;
-	return admin_answer(c, 200, json_pack("{s:o}", "workflows", arr));
+	return admin_page_answer(c, &pg, r, workflow_json, "workflows");
 }
 
 int admin_workflows_get(bc_tx *tx, struct admin_call *c)

@@ -67,6 +67,13 @@ static const struct bc_toml_field top_fields[] = {
      BC_TOML_AT(struct bc_server_config, raw_plugins)},
     /* 0 keeps every event; a century is as long as "forever" needs to be */
     NUM("event_retention_days", 0, 36500, event_retention_days),
+    NUM("audit_retention_days", 0, 36500, audit_retention_days),
+    /* 0: the server never prunes by itself (run `better-compute prune`) */
+    {.key = "prune_interval_seconds",
+     .type = BC_TOML_SECONDS,
+     .min = 0,
+     .max = 7 * 86400,
+     C(prune_interval_s)},
     NUM("max_unauthenticated_body", 1024, 16 << 20, max_unauth_body),
     NUM("unauthenticated_body_budget", 0, (int64_t)1 << 40, unauth_body_budget),
     {.key = "request_timeout_seconds",
@@ -129,6 +136,8 @@ static int set_defaults(struct bc_server_config *c)
 	c->on_refusal_queue = 256;
 	c->max_queue_wait_ms = 3000;
 	c->event_retention_days = 90;
+	c->audit_retention_days = 400;
+	c->prune_interval_s = 3600;
 	if ((c->listen = strdup("127.0.0.1:8080")) == NULL ||
 	    (c->database = strdup("bc.db")) == NULL ||
 	    (c->secret_file = strdup("secret")) == NULL ||

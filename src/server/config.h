@@ -25,8 +25,10 @@
  *                                         # loopback or a scrape network
  *   access_log  = false                   # one line per request (client, method, path,
  *                                         # status, duration)
- *   event_retention_days = 90             # `better-compute prune` deletes older events;
- *                                         # 0 keeps them all
+ *   event_retention_days = 90             # prune deletes older events; 0 keeps them all
+ *   audit_retention_days = 400            # prune deletes older audit rows; 0 keeps them
+ *   prune_interval_seconds = 3600         # the server prunes this often; 0: only
+ *                                         # `better-compute prune` does
  *   [tls]
  *   cert = "tls.crt"                      # PEM chain; both or neither
  *   key  = "tls.key"
@@ -72,9 +74,11 @@ struct bc_server_config {
 	unsigned on_refusal_queue;
 	unsigned max_queue_wait_ms;
 	int64_t event_retention_days;
-	int log_level;  /* enum bc_log_level */
-	int log_format; /* enum bc_log_format */
-	bc_toml *toml;  /* kept for the attestors' own tables */
+	int64_t audit_retention_days;
+	unsigned prune_interval_s; /* 0: no pruning inside the server */
+	int log_level;             /* enum bc_log_level */
+	int log_format;            /* enum bc_log_format */
+	bc_toml *toml;             /* kept for the attestors' own tables */
 };
 
 /* err: "server.toml: <key>: <what is wrong>". On failure *out holds nothing to free

@@ -44,6 +44,11 @@ struct histogram {
 
 #define MAX_RPC_SERIES 32
 
+/* The kinds of rows prune deletes, in the order of struct bc_prune_counts. */
+static const char *const prune_kinds[] = {"attestation_uses", "join_tokens", "join_requests",
+                                          "events",           "node_certs",  "audit"};
+#define N_PRUNE_KINDS (sizeof(prune_kinds) / sizeof(prune_kinds[0]))
+
 struct bc_metrics {
 	pthread_mutex_t mu;
 	struct table refusals;
@@ -52,6 +57,8 @@ struct bc_metrics {
 	size_t n_rpc;
 	uint64_t rpc_other;
 	uint64_t shed[3]; /* Join, Renew, any other method */
+	uint64_t pruned[N_PRUNE_KINDS];
+	uint64_t prune_runs[2]; /* failed, ok */
 	int64_t started_ms;
 };
 
@@ -132,6 +139,18 @@ void bc_metrics_shed(struct bc_metrics *m, const char *method)
 		i++;
 	pthread_mutex_lock(&m->mu);
 	m->shed[i]++;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void bc_metrics_prune(struct bc_metrics *m, const struct bc_prune_counts *n, int ok)
+{
+	const int64_t v[N_PRUNE_KINDS] = {n->attestation_uses, n->join_tokens, n->join_requests,
+	                                  n->events,           n->node_certs,  n->audit};
+
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < N_PRUNE_KINDS; i++)
+		m->pruned[i] += v[i] > 0 ? (uint64_t)v[i] : 0;
+	m->prune_runs[ok ? 1 : 0]++;
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -335,6 +354,21 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 	for (size_t i = 0; rc == 0 && i < 3; i++)
 		rc = putf(&b, "bc_requests_shed_total{method=\"%s\"} %llu\n", shed_methods[i],
 		          (unsigned long long)m->shed[i]);
+	if (rc == 0)
+		rc = putf(&b,
+		          "# HELP bc_prune_deleted_total Rows the server's own prune deleted, by "
+		          "kind\n# TYPE bc_prune_deleted_total counter\n");
+	for (size_t i = 0; rc == 0 && i < N_PRUNE_KINDS; i++)
+		rc = putf(&b, "bc_prune_deleted_total{kind=\"%s\"} %llu\n", prune_kinds[i],
+		          (unsigned long long)m->pruned[i]);
+	if (rc == 0)
+		rc = putf(&b,
+		          "# HELP bc_prune_runs_total The server's own prunes, by result\n"
+		          "# TYPE bc_prune_runs_total counter\n"
+		          "bc_prune_runs_total{result=\"ok\"} %llu\n"
+		          "bc_prune_runs_total{result=\"error\"} %llu\n",
+		          (unsigned long long)m->prune_runs[1],
+		          (unsigned long long)m->prune_runs[0]);
 	pthread_mutex_unlock(&m->mu);
 	if (rc == 0)
 		rc = put_store(&b, x);

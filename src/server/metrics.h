@@ -33,6 +33,11 @@ void bc_metrics_rpc(struct bc_metrics *m, const char *method, int status, double
  * "Join", "Renew" or anything else. */
 void bc_metrics_shed(struct bc_metrics *m, const char *method);
 
+/* One prune the server ran by itself (prune_interval_seconds): the rows it deleted by
+ * kind, and whether it ran to the end (ok 0: an error stopped it; what it counted
+ * was deleted all the same). */
+void bc_metrics_prune(struct bc_metrics *m, const struct bc_prune_counts *n, int ok);
+
 /* What a scrape reads besides the counters. */
 struct bc_metrics_extra {
 	bc_store *store;

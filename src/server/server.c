@@ -56,6 +56,13 @@ struct bc_server {
 	struct bc_tls_watch *tls_watch; /* NULL: plain HTTP */
 	char *trust_pem;                /* GET /bundle */
 	char *trust_spiffe;             /* GET /bundle/spiffe */
+	/* the prune run every prune_interval_s (0: none), until stop is set */
+	struct bc_prune_opts prune;
+	unsigned prune_interval_s;
+	pthread_t pruner;
+	int pruner_started, pruner_stop;
+	pthread_mutex_t prune_lock;
+	pthread_cond_t prune_cond;
 };
 
 static const char not_found[] = "{\"code\":\"not_found\",\"message\":\"no such path\"}";
@@ -467,6 +474,84 @@ static int start_http(struct bc_server *s, const struct bc_server_config *cfg, c
 	return rc;
 }
 
+/* ---- retention inside the server ---- */
+
+/* One prune, its counts into the metrics and, when it deleted anything or failed,
+ * one log line. */
+static void prune_once(struct bc_server *s)
+{
+	struct bc_prune_counts n;
+	char total[24];
+	int rc = bc_store_prune(s->store, &s->prune, &n);
+	int64_t sum = n.attestation_uses + n.join_tokens + n.join_requests + n.events +
+	              n.node_certs + n.audit;
+
+	bc_metrics_prune(s->metrics, &n, rc == 0);
+	snprintf(total, sizeof(total), "%lld", (long long)sum);
+	if (rc != 0)
+		bc_log(BC_LOG_WARN, "prune stopped; it runs again at the next interval", "error",
+		       bc_err_str(rc), "deleted", total, NULL);
+	else if (sum > 0)
+		bc_log(BC_LOG_INFO, "pruned", "deleted", total, NULL);
+}
+
+/* Prunes every prune_interval_s, the first time one interval after the start, until
+ * bc_server_stop() sets pruner_stop. Every replica prunes: batches of one and of
+ * another delete different rows or none. */
+static void *pruner_main(void *arg)
+{
+	struct bc_server *s = arg;
+	struct timespec at;
+
+	pthread_mutex_lock(&s->prune_lock);
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &at);
+		at.tv_sec += s->prune_interval_s;
+		while (!s->pruner_stop &&
+		       pthread_cond_timedwait(&s->prune_cond, &s->prune_lock, &at) == 0)
+			;
+		if (s->pruner_stop)
+			break;
+		pthread_mutex_unlock(&s->prune_lock);
+		prune_once(s);
+		pthread_mutex_lock(&s->prune_lock);
+	}
+	pthread_mutex_unlock(&s->prune_lock);
+	return NULL;
+}
+
+static int start_pruner(struct bc_server *s, const struct bc_server_config *cfg)
+{
+	const int64_t day_ms = 86400LL * 1000;
+
+	s->prune = (struct bc_prune_opts){.event_retention_ms = cfg->event_retention_days * day_ms,
+	                                  .audit_retention_ms = cfg->audit_retention_days * day_ms};
+	s->prune_interval_s = cfg->prune_interval_s;
+	if (s->prune_interval_s == 0)
+		return 0;
+	if (pthread_create(&s->pruner, NULL, pruner_main, s) != 0)
+		return BC_ERR_INTERNAL;
+	s->pruner_started = 1;
+	return 0;
+}
+
+static void stop_pruner(struct bc_server *s)
+{
+	if (!s->pruner_started)
+		return;
+	pthread_mutex_lock(&s->prune_lock);
+	s->pruner_stop = 1;
+	pthread_cond_signal(&s->prune_cond);
+	pthread_mutex_unlock(&s->prune_lock);
+	pthread_join(s->pruner, NULL);
+	s->pruner_started = 0;
+}
+
+void bc_server_prune_now(struct bc_server *s)
+{
+	prune_once(s);
+}
+
 int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void *hook_ctx,
                     struct bc_server **out, char *err, size_t errlen)
 {
@@ -477,6 +562,8 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return BC_ERR_NOMEM;
 	pthread_mutex_init(&s->drop_lock, NULL);
+	pthread_mutex_init(&s->prune_lock, NULL);
+	pthread_cond_init(&s->prune_cond, NULL);
 	s->hook = hook;
 	s->hook_ctx = hook_ctx;
 	s->max_queue_wait_ms = cfg->max_queue_wait_ms;
@@ -515,6 +602,10 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 	}
 	if ((rc = start_http(s, cfg, err, errlen)) != 0)
 		goto fail;
+	if ((rc = start_pruner(s, cfg)) != 0) {
+		snprintf(err, errlen, "prune: cannot start its thread");
+		goto fail;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -570,6 +661,7 @@ void bc_server_stop(struct bc_server *s)
 {
 	if (s == NULL)
 		return;
+	stop_pruner(s);
 	if (s->metrics_http)
 		bc_http_stop(s->metrics_http);
 	bc_tls_watch_stop(s->tls_watch);
@@ -583,6 +675,8 @@ void bc_server_stop(struct bc_server *s)
 	bc_store_close(s->store);
 	bc_pki_free(s->pki);
 	pthread_mutex_destroy(&s->drop_lock);
+	pthread_mutex_destroy(&s->prune_lock);
+	pthread_cond_destroy(&s->prune_cond);
 	free(s->public_url);
 	free(s->trust_pem);
 	free(s->trust_spiffe);

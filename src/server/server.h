@@ -25,6 +25,10 @@ void bc_server_attestors(const struct bc_server *s, char *out, size_t outlen);
 uint16_t bc_server_metrics_port(const struct bc_server *s);
 struct bc_join_service *bc_server_join(struct bc_server *s);
 bc_store *bc_server_store(struct bc_server *s);
+/* Runs the prune the server runs every prune_interval_seconds, once, now, with the
+ * retention of its config; its counts go to /metrics (bc_prune_deleted_total) like a
+ * scheduled one's. */
+void bc_server_prune_now(struct bc_server *s);
 const bc_pki *bc_server_pki(const struct bc_server *s);
 /* The PKI bundle cfg names, opened with its secret_file (both checked for mode 0600);
  * err says what to do when it fails (BC_ERR_CONFIG). */

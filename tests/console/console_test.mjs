@@ -157,6 +157,48 @@ try {
   await open('nodes');
   await shot('nodes');
 
+  // a fleet of BC_FILL more nodes: counted by the API, shown a page at a time
+  const fill = Number(env('BC_FILL'));
+  const count = await page.textContent('#nodes-count');
+  const total = Number((count.match(/^(\d+) nodes/) || [])[1]);
+  check(total >= fill + 3, 'the nodes count says ' + count);
+  check(count.includes((fill / 4) + ' cordoned'), 'no count by state: ' + count);
+  const first = await rows('nodes-rows');
+  check(first.length === 100, 'the first page has ' + first.length + ' rows');
+  check((await page.textContent('#nodes-range')) === 'nodes 1 to 100', 'first range: ' + (await page.textContent('#nodes-range')));
+  check(await page.isDisabled('#nodes-prev'), 'the first page has a previous page');
+  await page.click('#nodes-next');
+  await page.waitForSelector('body[data-loaded="nodes"]');
+  const second = await rows('nodes-rows');
+  check(second.length === 100 && second[0][0] > first[99][0], 'the next page does not follow the first');
+  check((await page.textContent('#nodes-range')) === 'nodes 101 to 200', 'second range');
+  await page.click('#nodes-prev');
+  await page.waitForSelector('body[data-loaded="nodes"]');
+  const ids = (rs) => JSON.stringify(rs.map((r) => r[0]));
+  check(ids(await rows('nodes-rows')) === ids(first), 'previous is not the first page');
+  // the last node of the fleet, 20,000 rows in, by the server's hostname filter
+  const last = 'node_zzfill' + String(fill).padStart(5, '0');
+  await page.fill('#nodes-hostname', 'fill-' + fill);
+  await page.click('#nodes-apply');
+  await page.waitForSelector('body[data-loaded="nodes"]');
+  let found = await rows('nodes-rows');
+  check(found.length === 1 && found[0][0] === last, 'hostname filter: ' + JSON.stringify(found));
+  await page.click('#nodes-rows tr[data-node="' + last + '"] button:text-is("Retire")');
+  await page.waitForFunction((sel) => {
+    const td = document.querySelector(sel + ' td:nth-child(4)');
+    return td && td.textContent === 'retired';
+  }, '#nodes-rows tr[data-node="' + last + '"]');
+  // state filter: every row of a page is cordoned
+  await page.fill('#nodes-hostname', '');
+  await page.selectOption('#nodes-state', 'cordoned');
+  await page.click('#nodes-apply');
+  await page.waitForSelector('body[data-loaded="nodes"]');
+  found = await rows('nodes-rows');
+  check(found.length === 100 && found.every((r) => r[3] === 'cordoned'), 'state filter');
+  await page.selectOption('#nodes-state', '');
+  await page.click('#nodes-apply');
+  await page.waitForSelector('body[data-loaded="nodes"]');
+
   // cordon, then retire, the token node
   const row = '#nodes-rows tr[data-node="' + ROOT_NODE + '"]';
   await page.click(row + ' button:text-is("Cordon")');

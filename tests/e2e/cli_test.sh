@@ -436,17 +436,24 @@ if [ -x "$JOIN" ]; then
 	js_is 'len(d["nodes"])' 2
 	run 1 "$CLI" nodes list --pool nosuch
 	err_has 'NOT_FOUND: no pool with the name or id "nosuch"'
-	# pages: a full page names the next cursor
+	# pages: a page with more after it names the next cursor, the last page none;
+	# the page after the first names the one before it
 	run 0 "$CLI" nodes list --limit 1
 	FIRST="$(awk 'NR == 2 { print $1 }' "$W/out")"
-	err_has "more nodes: add \-\-after $FIRST"
-	run 0 "$CLI" nodes list --limit 1 --after "$FIRST" --json
+	err_has "more nodes: add \-\-cursor "
+	NEXT="$(sed -n 's/^more nodes: add --cursor //p' "$W/err")"
+	run 0 "$CLI" nodes list --limit 1 --cursor "$NEXT" --json
 	js_is 'len(d["nodes"])' 1
 	js_is 'd["nodes"][0]["id"] > "'"$FIRST"'"' True
-	js_is 'd["nextCursor"] == d["nodes"][0]["id"]' True
-	run 0 "$CLI" nodes list --limit 2 --after "$(js 'd["nodes"][0]["id"]')" --json
-	js_is 'd["nodes"]' "[]"
 	js_is 'd["nextCursor"]' None
+	run 0 "$CLI" nodes list --limit 1 --cursor "$(js 'd["prevCursor"]')" --json
+	js_is 'd["nodes"][0]["id"]' "$FIRST"
+	js_is 'd["prevCursor"]' None
+	# --after ID, the older form, still pages in id order
+	run 0 "$CLI" nodes list --limit 2 --after "$FIRST" --json
+	js_is 'len(d["nodes"])' 1
+	run 1 "$CLI" nodes list --cursor "$NEXT" --expiring-within 2h
+	err_has "cursor: not a cursor of this list"
 	# an ambiguous hostname names the nodes it matches
 	sql "UPDATE nodes SET hostname = 'cli-host' WHERE id = '$N2'"
 	run 1 "$CLI" nodes get cli-host

@@ -9,6 +9,8 @@
 #    (a refused join's and a retired node's renewal's reasons) and cordon/retire
 #    work from the pages; a site node of lab (bcd site) holds its boot lease, which the
 #    sites page shows;
+#  - with 20,000 more nodes in the store, the nodes page counts them from the API, pages
+#    forward and back, and finds the last one by a server-side filter and cordons it;
 #  - a tenant key sees only its tenant's node;
 #  - the API key is never in a URL, the DOM (beyond the password field) or the log.
 # BC_CONSOLE_SCREENSHOTS=DIR writes a PNG of each page into DIR (docs/console/).
@@ -152,6 +154,14 @@ PIDS="$PIDS $SITE_PID"
 for _ in $(seq 1 100); do grep -q "lease held" s1.log && break; sleep 0.1; done
 grep -q "lease held" s1.log || fail "the site node took no lease: $(cat s1.log)"
 
+# ---- a fleet of 20,000 more nodes, written directly: the nodes page shows counts from
+# the store and one page at a time, and reaches any node by its filters ----
+FILL=20000
+sqlite3 -cmd '.timeout 10000' var/bc.db "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < $FILL)
+INSERT INTO nodes (id, tenant_id, role, state, attestor, hostname, joined_at, updated_at)
+SELECT printf('node_zzfill%05d', i), 'root', 'node', CASE WHEN i % 4 = 0 THEN 'cordoned' ELSE 'adopted' END,
+'join-token', 'fill-' || i, 1, 1 FROM s" || fail "cannot fill the store with $FILL nodes"
+
 # ---- the tpm machine waits for an operator ----
 tpm_machine m1 "$PORT_A"
 BCD_FAKEHW_TPM_KEYS=1 "$BIN/bcd" join --config m1/config.toml --attestor tpm >join.out 2>join.err &
@@ -162,7 +172,7 @@ PIDS="$PIDS $JOIN_PID"
 rc=0
 NODE_PATH="$NPM_DIR/node_modules" BC_SITE_NODE=$SITE_NODE BC_URL=$URL BC_ROOT_KEY=$ROOT_KEY BC_TENANT_KEY=$TENANT_KEY \
 	BC_TENANT=$ACME BC_TENANT_NODE=$ACME_NODE BC_ROOT_NODE=$ROOT_NODE BC_RETIRED_NODE=$RETIRED BC_REASON=$REASON BC_CHROMIUM=$CHROMIUM \
-	BC_PROFILE="$T/chromium-profile" BC_SHOTS=$SHOTS \
+	BC_PROFILE="$T/chromium-profile" BC_SHOTS=$SHOTS BC_FILL=$FILL \
 	node "$HERE/../console/console_test.mjs" "$NPM_DIR" 2>&1 | tee browser.out || rc=${PIPESTATUS[0]}
 [ "$rc" != 77 ] || exit 77
 [ "$rc" = 0 ] || fail "the browser test failed ($rc)"

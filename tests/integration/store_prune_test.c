@@ -1,6 +1,7 @@
 /* bc_store_prune() on the store of a control plane, on each engine (BC_TEST_ENGINE):
  * what is past at database time goes, what is not stays, batches of any size remove
- * everything, and a retention of 0 keeps every event. */
+ * everything, a retention of 0 keeps every event or audit row, and certificates go
+ * only past the grace and when no node's current one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -174,6 +175,60 @@ static void test_zero_retention_keeps_events(void **state)
 	assert_true(count("SELECT COUNT(*) FROM events WHERE id = 'evt_ancient'") == 1);
 	o.batch = -1;
 	assert_int_equal(bc_store_prune(bct_store(&cp), &o, &n), BC_ERR_INVALID);
+	o.batch = 0;
+	o.audit_retention_ms = -1;
+	assert_int_equal(bc_store_prune(bct_store(&cp), &o, &n), BC_ERR_INVALID);
+}
+
+/* Audit rows go after their retention, 0 keeps them; a certificate goes once it
+ * expired past the longest x509pop grace, unless it is its node's current one. */
+static void test_audit_and_certificates(void **state)
+{
+	int64_t now = bc_now_ms();
+	struct bc_prune_opts o = {.audit_retention_ms = 30 * DAY_MS};
+	struct bc_prune_counts n;
+	bc_param old[] = {BC_INT(now - 31 * DAY_MS)}, recent[] = {BC_INT(now - 29 * DAY_MS)},
+	         gone[] = {BC_INT(now - BC_CERT_GRACE_MAX_MS - HOUR_MS)},
+	         kept[] = {BC_INT(now - BC_CERT_GRACE_MAX_MS + HOUR_MS)};
+
+	(void)state;
+	assert_int_equal(bct_exec(&cp,
+	                          "INSERT INTO audit (id, tenant_id, actor, action, created_at) "
+	                          "VALUES ('aud_old', 'root', 'a', 'x', $1)",
+	                          old, 1),
+	                 0);
+	assert_int_equal(bct_exec(&cp,
+	                          "INSERT INTO audit (id, tenant_id, actor, action, created_at) "
+	                          "VALUES ('aud_recent', 'root', 'a', 'x', $1)",
+	                          recent, 1),
+	                 0);
+	assert_int_equal(bct_exec(&cp,
+	                          "INSERT INTO nodes (id, tenant_id, role, state, attestor, "
+	                          "joined_at, updated_at, cert_serial) VALUES ('node_p', 'root', "
+	                          "'node', 'adopted', 'x', 1, 1, 'cur')",
+	                          NULL, 0),
+	                 0);
+	static const char *const certs[] = {"gone", "cur", "kept"};
+	for (size_t i = 0; i < 3; i++) {
+		bc_param p[] = {BC_TEXT(certs[i]), i == 2 ? kept[0] : gone[0]};
+		assert_int_equal(bct_exec(&cp,
+		                          "INSERT INTO node_certs (serial, node_id, generation, "
+		                          "der_hex, der_sha256, not_before, not_after, created_at) "
+		                          "VALUES ($1, 'node_p', 1, '00', $1, 1, $2, 1)",
+		                          p, 2),
+		                 0);
+	}
+	o.audit_retention_ms = 0;
+	assert_int_equal(bc_store_prune(bct_store(&cp), &o, &n), 0);
+	assert_true(n.audit == 0 && n.node_certs == 1);
+	assert_true(count("SELECT COUNT(*) FROM audit WHERE id = 'aud_old'") == 1);
+	assert_true(count("SELECT COUNT(*) FROM node_certs WHERE node_id = 'node_p'") == 2);
+	assert_true(count("SELECT COUNT(*) FROM node_certs WHERE serial = 'gone'") == 0);
+	o.audit_retention_ms = 30 * DAY_MS;
+	assert_int_equal(bc_store_prune(bct_store(&cp), &o, &n), 0);
+	assert_true(n.audit == 1 && n.node_certs == 0);
+	assert_true(count("SELECT COUNT(*) FROM audit WHERE id LIKE 'aud_%'") == 1);
+	assert_true(count("SELECT COUNT(*) FROM audit WHERE id = 'aud_recent'") == 1);
 }
 
 int main(void)
@@ -182,6 +237,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_prunes_what_is_past, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_zero_retention_keeps_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_audit_and_certificates, setup, teardown),
 	};
 
 	if (bct_engine_skip())

@@ -74,6 +74,8 @@ static void test_defaults_and_values(void **state)
 	assert_int_equal(c.request_timeout_s, 10);
 	assert_int_equal(c.max_queue_wait_ms, 3000);
 	assert_int_equal(c.event_retention_days, 90);
+	assert_int_equal(c.audit_retention_days, 400);
+	assert_int_equal(c.prune_interval_s, 3600);
 	assert_int_equal(c.log_level, 1);
 	assert_null(c.on_refusal);
 	assert_null(c.tls_cert);
@@ -117,6 +119,8 @@ static void test_each_mistake(void **state)
 	refused("[attestors]\ntpm = 1\n", "attestors.tpm: unknown key (known: [attestors.<id>])");
 	refused("threads = \"8\"\n", "threads: expected an integer from 1 to 256");
 	refused("threads = 0\n", "threads: expected an integer from 1 to 256");
+	refused("audit_retention_days = -1\n", "audit_retention_days: expected an integer");
+	refused("prune_interval_seconds = 700000\n", "prune_interval_seconds: expected");
 	refused("max_queue_wait_seconds = 61\n",
 	        "max_queue_wait_seconds: expected 0 to 60 (seconds)");
 	refused("log_level = \"loud\"\n",

@@ -44,7 +44,15 @@ static void test_counters_and_histogram(void **state)
 	bc_metrics_shed(m, "Renew");
 	bc_metrics_shed(m, "Renew");
 	bc_metrics_shed(m, "Other");
+	bc_metrics_prune(m, &(struct bc_prune_counts){.node_certs = 7, .audit = 2}, 1);
+	bc_metrics_prune(m, &(struct bc_prune_counts){.node_certs = 3, .events = 1}, 0);
 	t = render(m);
+	assert_non_null(strstr(t, "bc_prune_deleted_total{kind=\"node_certs\"} 10\n"));
+	assert_non_null(strstr(t, "bc_prune_deleted_total{kind=\"audit\"} 2\n"));
+	assert_non_null(strstr(t, "bc_prune_deleted_total{kind=\"events\"} 1\n"));
+	assert_non_null(strstr(t, "bc_prune_deleted_total{kind=\"join_tokens\"} 0\n"));
+	assert_non_null(strstr(t, "bc_prune_runs_total{result=\"ok\"} 1\n"));
+	assert_non_null(strstr(t, "bc_prune_runs_total{result=\"error\"} 1\n"));
 	assert_non_null(strstr(
 	    t, "bc_join_refusals_total{attestor=\"join-token\",reason=\"token-unknown\"} 2\n"));
 	assert_non_null(
