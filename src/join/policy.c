@@ -101,13 +101,31 @@ out:
 	return rc;
 }
 
+int bc_join_pool_admits(const char *policy_json, const char *attestor_id)
+{
+	json_t *policy = NULL, *list;
+	int listed = 0;
+
+	/* a policy the admin API validated cannot be unreadable: refuse, never admit */
+	if (bc_json_parse(policy_json, strlen(policy_json), 0, &policy, NULL, 0) != 0)
+		return 0;
+	list = json_object_get(policy, "joinAttestors");
+	if (list == NULL)
+		listed = 1;
+	for (size_t i = 0; json_is_array(list) && i < json_array_size(list); i++) {
+		const char *id = json_string_value(json_array_get(list, i));
+		listed |= id != NULL && strcmp(id, attestor_id) == 0;
+	}
+	json_decref(policy);
+	return listed;
+}
+
 /* The pool's joinAttestors, when set, must list the attestor that admitted the machine. */
 static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id, const char **reason)
 {
 	const char *tenant = st->d.out.result.tenant_id;
-	json_t *policy = NULL, *list;
 	char pool_tenant[64], *pj = NULL;
-	int rc, listed = 0;
+	int rc;
 
 	if ((rc = bc_row_pool_policy(tx, pool_id, pool_tenant, &pj)) < 0)
 		goto out;
@@ -117,22 +135,9 @@ static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id, 
 		goto out;
 	}
 	rc = 0;
-	if (bc_json_parse(pj, strlen(pj), 0, &policy, NULL, 0) != 0) {
-		/* a policy the admin API validated cannot be unreadable: refuse, never admit */
-		refuse_policy(st, reason, BC_R_POOL_ATTESTOR, tenant);
-		goto out;
-	}
-	list = json_object_get(policy, "joinAttestors");
-	if (list == NULL)
-		goto out;
-	for (size_t i = 0; json_is_array(list) && i < json_array_size(list); i++) {
-		const char *id = json_string_value(json_array_get(list, i));
-		listed |= id != NULL && strcmp(id, st->attestor->id) == 0;
-	}
-	if (!listed)
+	if (!bc_join_pool_admits(pj, st->attestor->id))
 		refuse_policy(st, reason, BC_R_POOL_ATTESTOR, tenant);
 out:
-	json_decref(policy);
 	free(pj);
 	return rc;
 }
@@ -156,6 +161,7 @@ static int target_named(bc_tx *tx, struct bc_join_state *st, const char *id, con
 		return 0;
 	}
 	snprintf(st->d.node_id, sizeof(st->d.node_id), "%s", n.id);
+	snprintf(st->d.node_role, sizeof(st->d.node_role), "%s", n.role);
 	snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", n.tenant_id);
 	snprintf(r->pool_id, sizeof(r->pool_id), "%s", n.pool_id);
 	snprintf(r->site_id, sizeof(r->site_id), "%s", n.site_id);
@@ -255,6 +261,17 @@ int bc_join_policy(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	 * applies to every way in */
 	if (r->pool_id[0] && ((rc = check_pool(tx, st, r->pool_id, reason)) != 0 || *reason))
 		return rc;
+	/* 5. a ramdisk node leaves its role only as a machine an operator enrolled in a
+	 * pool (machines enroll, then deploy): a discovered machine is no node of a pool
+	 * until then */
+	if (st->d.reclaimed && strcmp(st->d.node_role, "ramdisk") == 0 &&
+	    strcmp(r->role, "ramdisk") != 0) {
+		if (r->pool_id[0] == 0) {
+			refuse_policy(st, reason, BC_R_NOT_ENROLLED, r->tenant_id);
+			return 0;
+		}
+		st->d.role_change = 1;
+	}
 	/* a statement no verifier proves again would leave a certificate that cannot renew */
 	if (r->node_key_uri[0] && bc_join_find_statement(st->svc, r->node_key_uri) == NULL) {
 		refuse_policy(st, reason, BC_R_NODE_KEY_STATEMENT, r->tenant_id);
