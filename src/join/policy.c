@@ -202,6 +202,17 @@ static int named_node(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	return rc;
 }
 
+/* The token's pool is the node's; or the token names none (discovery's) and the node is
+ * a ramdisk an operator enrolled: booted again before its deploy, it stays enrolled (the
+ * reclaim keeps its pool, whose policy then applies). */
+static int same_pool(const struct bc_node_row *holder, const struct bc_attest_result *r)
+{
+	if (strcmp(holder->pool_id, r->pool_id) == 0)
+		return 1;
+	return r->pool_id[0] == 0 && strcmp(holder->role, "ramdisk") == 0 &&
+	       strcmp(r->role, "ramdisk") == 0;
+}
+
 /* 3. The hardware key: another node holding it is this machine's old self. A key the
  * attestor proves is unique across the fleet; one taken from the claims only within the
  * tenant, so a machine of another tenant claiming the same UUID neither locks this one
@@ -230,7 +241,7 @@ static int hardware_key(bc_tx *tx, struct bc_join_state *st, int allow_reclaim, 
 	/* a reclaim takes back the same machine in the same role: a token of another
 	 * role would leave the certificate and the node row disagreeing */
 	if (st->d.node_id[0] || !allow_reclaim || strcmp(holder.tenant_id, r->tenant_id) != 0 ||
-	    strcmp(holder.pool_id, r->pool_id) != 0 || strcmp(holder.state, "retired") == 0 ||
+	    !same_pool(&holder, r) || strcmp(holder.state, "retired") == 0 ||
 	    strcmp(holder.role, r->role) != 0) {
 		refuse_policy(st, reason, BC_R_RECLAIM, r->tenant_id);
 		return 0;

@@ -20,6 +20,24 @@
 cd "$T"
 H=$((3600 * 1000))
 
+# docs/commissioning.md opens with this walk: each command of its <!-- life --> block
+# (better-compute written as this script's bc) is one this script runs
+python3 - "$HERE/../../docs/commissioning.md" "$HERE/machine_life_test.sh" <<'PY' || fail "docs/commissioning.md's walk-through drifted from this test"
+import sys
+doc, script = open(sys.argv[1]).read().split("\n"), open(sys.argv[2]).read()
+i = doc.index("<!-- life -->")
+assert doc[i + 1] == "```sh"
+n = 0
+for line in doc[i + 2:doc.index("```", i + 2)]:
+    if not line.strip() or line.lstrip().startswith("#"):
+        continue
+    cmd = line.replace("better-compute ", "bc ", 1) if line.startswith("better-compute ") else line
+    if cmd not in script:
+        sys.exit("not in the test: " + line)
+    n += 1
+assert n >= 15, n
+PY
+
 MAC=52:54:00:00:00:01
 UUID=7e0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b
 
@@ -120,6 +138,14 @@ bc machines enroll --node "$NODE" --pool web >enroll.out || fail "enroll: $(cat 
 [ "$(events node.enrolled "$NODE")" = 1 ] || fail "no node.enrolled event"
 if bc machines enroll --node "$NODE" --pool web >enroll2.out 2>&1; then fail "enrolled twice"; fi
 grep -q "already enrolled in pool" enroll2.out || fail "enroll twice: $(cat enroll2.out)"
+# the ramdisk boots again before its deploy: the same node, still enrolled
+curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$MAC" >boot2.ipxe || fail "no second iPXE script"
+sed -n 's/^kernel [^ ]* //p' boot2.ipxe >cmdline2
+bcd_machine ramdisk2 "$UUID"
+cp ramdisk/claims.json ramdisk2/claims.json
+bcd ramdisk --config ramdisk2/config.toml --cmdline cmdline2 >ramdisk2.out 2>&1 || fail "ramdisk again: $(cat ramdisk2.out)"
+grep -qx "joined as $NODE (ramdisk)" ramdisk2.out || fail "the ramdisk again is another node: $(cat ramdisk2.out)"
+expect_node "$NODE" ramdisk web discovery 2 unattested
 bc machines deploy --node "$NODE" --data-dir "$T/os/data" --out user-data.yaml >deploy.out ||
 	fail "deploy: $(cat deploy.out)"
 WF=$(sed -n 's/^Deploy \(wf_[0-9a-z]*\) .*/\1/p' deploy.out)
@@ -153,17 +179,17 @@ printf '\n[fakehw]\nclaims = "claims.json"\n' >>os/config.toml
 bcd join --config os/config.toml --attestor provisioned --token-file os/provisioned.token >os.join 2>&1 ||
 	fail "provisioned join: $(cat os.join)"
 grep -qx "joined as $NODE" os.join || fail "not the same node: $(cat os.join)"
-expect_node "$NODE" node web provisioned 2 unattested
+expect_node "$NODE" node web provisioned 3 unattested
 [ "$(field "$NODE" '["allowedKinds"]')" = "[]" ] || fail "the installed node kept ramdisk kinds"
-[ "$(bc --json workflows get "$WF" | json_get '["state"]')" = succeeded ] || fail "workflow not succeeded"
-[ "$(events node.reclaimed "$NODE")" = 1 ] || fail "no node.reclaimed event"
+bc workflows get "$WF" | grep -q '^STATE *succeeded' || fail "workflow not succeeded: $(bc workflows get "$WF")"
+[ "$(events node.reclaimed "$NODE")" = 2 ] || fail "no node.reclaimed event"
 [ "$(sql 'SELECT COUNT(*) FROM node_certs WHERE serial = ? AND revoked_at IS NOT NULL' "$RAMDISK_SERIAL")" = 1 ] ||
 	fail "the ramdisk certificate is not revoked"
-[ "$(bc --json nodes inventory "$NODE" | json_get '["inventory"].__len__()')" = 2 ] || fail "inventory not kept"
+[ "$(bc --json nodes inventory "$NODE" | json_get '["inventory"].__len__()')" = 3 ] || fail "inventory not kept"
 bc --json events list | grep -q "\"subject\": *\"$NODE\"" || fail "history lost"
 scrape m2.txt
 [ "$(outcome m2.txt provisioned reclaimed)" = 1 ] || fail "metrics: provisioned reclaimed $(outcome m2.txt provisioned reclaimed)"
-echo "provisioned: $NODE re-keyed in place (generation 2, role node, pool web)"
+echo "provisioned: $NODE re-keyed in place (generation 3, role node, pool web)"
 
 # ---- bcd node renews twice ----
 BCD_RENEW_AFTER=1s BCD_RETRY_BASE=1s "$BIN/bcd" node --config os/config.toml >node1.log 2>&1 &
@@ -178,7 +204,7 @@ stop_node() {
 stop_node
 scrape m3.txt
 [ "$(outcome m3.txt renew renewed)" -ge 2 ] || fail "metrics: renewed $(outcome m3.txt renew renewed)"
-expect_node "$NODE" node web provisioned 2 unattested
+expect_node "$NODE" node web provisioned 3 unattested
 echo "renewals: two"
 
 # ---- 3 days later, the node off meanwhile: bcd node rejoins by x509pop ----
@@ -208,11 +234,11 @@ NODE_PID=$!
 PIDS="$PIDS $NODE_PID"
 wait_for node2.log 'msg="rejoined with x509pop"'
 stop_node
-expect_node "$NODE" node web x509pop 3 unattested
-[ "$(events node.reclaimed "$NODE")" = 2 ] || fail "x509pop: no node.reclaimed"
+expect_node "$NODE" node web x509pop 4 unattested
+[ "$(events node.reclaimed "$NODE")" = 3 ] || fail "x509pop: no node.reclaimed"
 scrape m4.txt
 [ "$(outcome m4.txt x509pop reclaimed)" = 1 ] || fail "metrics: x509pop reclaimed $(outcome m4.txt x509pop reclaimed)"
-echo "x509pop: $NODE rejoined as itself 3 days later (generation 3)"
+echo "x509pop: $NODE rejoined as itself 3 days later (generation 4)"
 
 # ---- to its TPM: the pool then admits tpm only ----
 bc pools update web --join-attestors tpm >/dev/null || fail "pools update"
@@ -220,7 +246,7 @@ printf 'tpm = "swtpm:host=127.0.0.1,port=%s"\n' "$TPM_PORT_LIFE" >>os/config.tom
 BCD_FAKEHW_TPM_KEYS=1 bcd join --config os/config.toml --reset --yes --attestor tpm >tpm.join 2>&1 ||
 	fail "tpm join: $(cat tpm.join)"
 grep -qx "joined as $NODE" tpm.join || fail "tpm: not the same node: $(cat tpm.join)"
-expect_node "$NODE" node web tpm 4 tpm
+expect_node "$NODE" node web tpm 5 tpm
 [ "$(sql "SELECT node_id FROM node_bindings WHERE kind = 'tpm-ek' AND key = ?" "$EK")" = "$NODE" ] ||
 	fail "not bound to its EK"
 BCD_FAKEHW_TPM_KEYS=1 BCD_RENEW_AFTER=1s BCD_RETRY_BASE=1s "$BIN/bcd" node --config os/config.toml >node3.log 2>&1 &
@@ -230,11 +256,11 @@ wait_for node3.log "msg=renewed nodeId=$NODE" 2
 stop_node
 openssl x509 -in os/data/node.crt -noout -text | grep -Eq "URI:urn:bc:tpm-ak:sha256:000b[0-9a-f]{64}" ||
 	fail "the renewed certificate names no AK"
-expect_node "$NODE" node web tpm 4 tpm
+expect_node "$NODE" node web tpm 5 tpm
 scrape m5.txt
 [ "$(outcome m5.txt tpm reclaimed)" = 1 ] || fail "metrics: tpm reclaimed $(outcome m5.txt tpm reclaimed)"
 [ "$(outcome m5.txt renew renewed)" -ge 2 ] || fail "metrics: AK renewals $(outcome m5.txt renew renewed)"
-echo "tpm: $NODE moved to its TPM (generation 4), renewed twice by the AK"
+echo "tpm: $NODE moved to its TPM (generation 5), renewed twice by the AK"
 
 # ---- a token join of the same machine: the pool admits tpm only ----
 bcd_machine again "$UUID"
@@ -245,5 +271,5 @@ if bcd join --config again/config.toml --token-file var/tn >again.out 2>&1; then
 scrape m6.txt
 [ "$(metric m6.txt 'bc_join_refusals_total{attestor="join-token",reason="join:pool-attestor"}')" = 1 ] ||
 	fail "metrics: no join:pool-attestor refusal"
-expect_node "$NODE" node web tpm 4 tpm
+expect_node "$NODE" node web tpm 5 tpm
 echo "ok: $NODE's life: discovered, enrolled, deployed, renewed, rejoined by x509pop, moved to its TPM; a token join refused join:pool-attestor"
