@@ -18,6 +18,7 @@ const TENANT_KEY = env('BC_TENANT_KEY');
 const TENANT_NODE = env('BC_TENANT_NODE');
 const ROOT_NODE = env('BC_ROOT_NODE');
 const REASON = env('BC_REASON');
+const RAMDISK_NODE = env('BC_RAMDISK_NODE');
 const SHOTS = process.env.BC_SHOTS || '';
 
 function fail(msg) {
@@ -156,6 +157,25 @@ try {
   check((await rows('join-requests-rows'))[0][0] === 'none', 'the approved request is still pending');
   await open('nodes');
   await shot('nodes');
+
+  // the discovered machine: its role and kinds, then Enroll in the pool web
+  const rd = '#nodes-rows tr[data-node="' + RAMDISK_NODE + '"]';
+  const rdRow = (await rows('nodes-rows')).find((r) => r[0] === RAMDISK_NODE);
+  check(rdRow && rdRow[8] === 'ramdisk', 'ramdisk node row: ' + JSON.stringify(rdRow));
+  check(rdRow[9].split(' ').includes('disk.wipe') && rdRow[9].split(' ').includes('diag.*'),
+    'the ramdisk node shows no allowed kinds: ' + rdRow[9]);
+  check(rdRow[2] === '', 'a discovered node in a pool: ' + rdRow[2]);
+  check((await page.$$('#nodes-rows tr:not([data-node="' + RAMDISK_NODE + '"]) button:text-is("Enroll")')).length === 0,
+    'Enroll offered for a node that is no ramdisk');
+  await page.selectOption(rd + ' select.enroll-pool', await page.$eval(rd + ' select.enroll-pool',
+    (sel) => [...sel.options].find((o) => o.textContent.startsWith('web (')).value));
+  await page.click(rd + ' button:text-is("Enroll")');
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Enrolled node_'));
+  await page.waitForFunction((sel) => {
+    const td = document.querySelector(sel + ' td:nth-child(3)');
+    return td && td.textContent === 'web';
+  }, rd);
+  check((await page.$(rd + ' button:text-is("Enroll")')) === null, 'Enroll still offered once enrolled');
 
   // cordon, then retire, the token node
   const row = '#nodes-rows tr[data-node="' + ROOT_NODE + '"]';
