@@ -64,7 +64,6 @@ struct bc_join_service;
  * the admin API to an enrollment (machines enroll: its deploy joins by provisioned). */
 int bc_join_pool_admits(const char *policy_json, const char *attestor_id);
 
-
 /* A service with no attestor and no statement verifier: the caller registers them
  * (the server registers the built-ins of src/attest like plugins). */
 BC_WUR int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service **out);
