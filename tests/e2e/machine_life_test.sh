@@ -13,10 +13,16 @@
 # At each step it reads what the operator sees: nodes get (role, pool, attestor,
 # generation, node key, allowed kinds), events list and /metrics. docs/commissioning.md
 # opens with this walk, its commands as run here. Skipped (77) without swtpm or
-# tpm2-tools.
+# tpm2-tools. With LIFE_ENGINE=postgres (machine_life_pg_test.sh), the same life on a
+# throwaway PostgreSQL with two replicas: the CLI and bcd site on the first, the ramdisk
+# and the installed OS on the second; /metrics summed over both.
+LIFE_ENGINE=${LIFE_ENGINE:-sqlite}
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
+[ "$LIFE_ENGINE" != postgres ] || . "$(dirname "$0")/pg_lib.sh"
 . "$(dirname "$0")/bcd_tpm_lib.sh"
+# bcd_tpm_lib's trap runs this after the swtpms: the processes, then the cluster
+[ "$LIFE_ENGINE" != postgres ] || EXTRA_CLEANUP='cleanup; cd /; "$SRC/scripts/pg.sh" stop "$PGDIR" || true'
 cd "$T"
 H=$((3600 * 1000))
 
@@ -42,17 +48,54 @@ MAC=52:54:00:00:00:01
 UUID=7e0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b
 
 # ---- the control plane: discovery, provisioned and x509pop ----
-bcd_server var '[attestors.discovery]
+ATTESTORS='[attestors.discovery]
 retry_after_seconds = 1
 
 [attestors.provisioned]
 
 [attestors.x509pop]'
-URL=$(sed -n 's/^public_url *= *"\(.*\)"/\1/p' var/server.toml)
+public_url() { sed -n 's/^public_url *= *"\(.*\)"/\1/p' "$1/server.toml"; }
+# servers_start / servers_stop / servers_toml TEXT: the one server (SQLite), or both
+# replicas (PostgreSQL)
+if [ "$LIFE_ENGINE" = postgres ]; then
+	init_on_pg var "$(free_port)"
+	replica_of var var2 "$(free_port)"
+	printf '\n%s\n' "$ATTESTORS" | tee -a var2/server.toml >>var/server.toml
+	servers_start() {
+		start_server var
+		PID1=$SERVER_PID
+		start_server var2
+		PID2=$SERVER_PID
+	}
+	servers_stop() {
+		SERVER_PID=$PID2 && stop_server var2
+		SERVER_PID=$PID1 && stop_server var
+	}
+	servers_toml() { printf '%s\n' "$1" | tee -a var2/server.toml >>var/server.toml; }
+	# q QUERY ARG: one value of the store, ? standing for ARG
+	q() { psql "$PGURL" -X -q -tA -v ON_ERROR_STOP=1 -c "${1//\?/\'$2\'}"; }
+	# a machine of the life talks to the second replica
+	on_replica2() { sed -i "s|^server = .*|server = \"$(public_url var2)\"|" "$1/config.toml"; }
+	URLS="$(public_url var) $(public_url var2)"
+else
+	bc init --dir var --listen "127.0.0.1:$(free_port)" >var.init.out
+	printf '\n%s\n' "$ATTESTORS" >>var/server.toml
+	servers_start() { start_server var; }
+	servers_stop() { stop_server var; }
+	servers_toml() { printf '%s\n' "$1" >>var/server.toml; }
+	q() { sql "$1" "$2"; }
+	on_replica2() { :; }
+	URLS=$(public_url var)
+fi
+servers_start
 KEY=$(cat var/admin.key)
-scrape() { curl -fsS -H "Authorization: Bearer $KEY" "$URL/metrics" >"$1" || fail "scrape failed"; }
-# metric FILE SERIES: the sample of that exact series (0 when absent)
-metric() { awk -v s="$2" '$1 == s { v = $2 } END { print v == "" ? 0 : v }' "$1"; }
+# scrape FILE: /metrics of every replica, one after the other
+scrape() {
+	: >"$1"
+	for u in $URLS; do curl -fsS -H "Authorization: Bearer $KEY" "$u/metrics" >>"$1" || fail "scrape of $u failed"; done
+}
+# metric FILE SERIES: the sample of that exact series, summed over the replicas
+metric() { awk -v s="$2" '$1 == s { v += $2 } END { print v + 0 }' "$1"; }
 outcome() { metric "$1" "bc_join_outcomes_total{attestor=\"$2\",outcome=\"$3\"}"; }
 # field NODE JSONPATH: what nodes get says
 field() { bc --json nodes get "$1" | json_get "$2"; }
@@ -116,6 +159,7 @@ bcd_machine ramdisk "$UUID"
 cat >ramdisk/claims.json <<JSON
 {"product_uuid":"$UUID","serial":"SN-LIFE-1","macs":["$MAC"],"hostname":"ramdisk-1","arch":"x86_64"}
 JSON
+on_replica2 ramdisk
 scrape m0.txt
 bcd ramdisk --config ramdisk/config.toml --cmdline cmdline >ramdisk.out 2>&1 || fail "ramdisk: $(cat ramdisk.out)"
 NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\) (ramdisk)$/\1/p' ramdisk.out)
@@ -143,6 +187,7 @@ curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$MAC" >boot2.ipxe || fail "
 sed -n 's/^kernel [^ ]* //p' boot2.ipxe >cmdline2
 bcd_machine ramdisk2 "$UUID"
 cp ramdisk/claims.json ramdisk2/claims.json
+on_replica2 ramdisk2
 bcd ramdisk --config ramdisk2/config.toml --cmdline cmdline2 >ramdisk2.out 2>&1 || fail "ramdisk again: $(cat ramdisk2.out)"
 grep -qx "joined as $NODE (ramdisk)" ramdisk2.out || fail "the ramdisk again is another node: $(cat ramdisk2.out)"
 expect_node "$NODE" ramdisk web discovery 2 unattested
@@ -176,6 +221,7 @@ cat >os/claims.json <<JSON
 {"product_uuid":"$UUID","serial":"SN-LIFE-1","macs":["$MAC"],"hostname":"web-1","arch":"x86_64"}
 JSON
 printf '\n[fakehw]\nclaims = "claims.json"\n' >>os/config.toml
+on_replica2 os
 bcd join --config os/config.toml --attestor provisioned --token-file os/provisioned.token >os.join 2>&1 ||
 	fail "provisioned join: $(cat os.join)"
 grep -qx "joined as $NODE" os.join || fail "not the same node: $(cat os.join)"
@@ -183,7 +229,7 @@ expect_node "$NODE" node web provisioned 3 unattested
 [ "$(field "$NODE" '["allowedKinds"]')" = "[]" ] || fail "the installed node kept ramdisk kinds"
 bc workflows get "$WF" | grep -q '^STATE *succeeded' || fail "workflow not succeeded: $(bc workflows get "$WF")"
 [ "$(events node.reclaimed "$NODE")" = 2 ] || fail "no node.reclaimed event"
-[ "$(sql 'SELECT COUNT(*) FROM node_certs WHERE serial = ? AND revoked_at IS NOT NULL' "$RAMDISK_SERIAL")" = 1 ] ||
+[ "$(q 'SELECT COUNT(*) FROM node_certs WHERE serial = ? AND revoked_at IS NOT NULL' "$RAMDISK_SERIAL")" = 1 ] ||
 	fail "the ramdisk certificate is not revoked"
 [ "$(bc --json nodes inventory "$NODE" | json_get '["inventory"].__len__()')" = 3 ] || fail "inventory not kept"
 bc --json events list | grep -q "\"subject\": *\"$NODE\"" || fail "history lost"
@@ -214,21 +260,19 @@ PIDS=$(echo "$PIDS" | sed "s/ $SITE_PID//")
 tpm_start tpm
 TPM_PORT_LIFE=$TPM_PORT
 EK=$(ek_hash "$TPM_PORT_LIFE")
-stop_server var
+servers_stop
 cat >resolve.toml <<TOML
 [ek.$EK]
 tenant = "root"
 node = "$NODE"
 TOML
-cat >>var/server.toml <<TOML
-
+servers_toml "
 [attestors.tpm]
-ek_roots = ["$T/tpm/ca/swtpm-localca-rootca-cert.pem", "$T/tpm/ca/issuercert.pem"]
-resolve = "$T/resolve.toml"
-TOML
+ek_roots = [\"$T/tpm/ca/swtpm-localca-rootca-cert.pem\", \"$T/tpm/ca/issuercert.pem\"]
+resolve = \"$T/resolve.toml\""
 OFF=$((3 * 24 * H))
 export BC_TEST_CLOCK_OFFSET_MS=$OFF
-start_server var
+servers_start
 BCD_RENEW_AFTER=1h BCD_RETRY_BASE=1s "$BIN/bcd" node --config os/config.toml >node2.log 2>&1 &
 NODE_PID=$!
 PIDS="$PIDS $NODE_PID"
@@ -247,7 +291,7 @@ BCD_FAKEHW_TPM_KEYS=1 bcd join --config os/config.toml --reset --yes --attestor 
 	fail "tpm join: $(cat tpm.join)"
 grep -qx "joined as $NODE" tpm.join || fail "tpm: not the same node: $(cat tpm.join)"
 expect_node "$NODE" node web tpm 5 tpm
-[ "$(sql "SELECT node_id FROM node_bindings WHERE kind = 'tpm-ek' AND key = ?" "$EK")" = "$NODE" ] ||
+[ "$(q "SELECT node_id FROM node_bindings WHERE kind = 'tpm-ek' AND key = ?" "$EK")" = "$NODE" ] ||
 	fail "not bound to its EK"
 BCD_FAKEHW_TPM_KEYS=1 BCD_RENEW_AFTER=1s BCD_RETRY_BASE=1s "$BIN/bcd" node --config os/config.toml >node3.log 2>&1 &
 NODE_PID=$!
@@ -272,4 +316,4 @@ scrape m6.txt
 [ "$(metric m6.txt 'bc_join_refusals_total{attestor="join-token",reason="join:pool-attestor"}')" = 1 ] ||
 	fail "metrics: no join:pool-attestor refusal"
 expect_node "$NODE" node web tpm 5 tpm
-echo "ok: $NODE's life: discovered, enrolled, deployed, renewed, rejoined by x509pop, moved to its TPM; a token join refused join:pool-attestor"
+echo "ok ($LIFE_ENGINE): $NODE's life: discovered, enrolled, deployed, renewed, rejoined by x509pop, moved to its TPM; a token join refused join:pool-attestor"
