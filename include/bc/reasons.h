@@ -39,7 +39,7 @@
 /* another node holds the trusted hardware key */
 #define BC_R_RECLAIM "join:reclaim"
 /* a ramdisk node would be re-keyed in another role before an operator enrolled it in a
- * pool (machines enroll) */
+ * pool (machines enroll), or in a role other than node */
 #define BC_R_NOT_ENROLLED "join:not-enrolled"
 /* the node to reclaim is retired */
 #define BC_R_NODE_RETIRED "join:node-retired"

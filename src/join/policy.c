@@ -272,12 +272,12 @@ int bc_join_policy(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	 * applies to every way in */
 	if (r->pool_id[0] && ((rc = check_pool(tx, st, r->pool_id, reason)) != 0 || *reason))
 		return rc;
-	/* 5. a ramdisk node leaves its role only as a machine an operator enrolled in a
-	 * pool (machines enroll, then deploy): a discovered machine is no node of a pool
-	 * until then */
+	/* 5. a ramdisk node leaves its role only as a node of the pool an operator enrolled
+	 * it in (machines enroll, then deploy): a discovered machine is no node of a pool
+	 * until then, and never a site node */
 	if (st->d.reclaimed && strcmp(st->d.node_role, "ramdisk") == 0 &&
 	    strcmp(r->role, "ramdisk") != 0) {
-		if (r->pool_id[0] == 0) {
+		if (r->pool_id[0] == 0 || strcmp(r->role, "node") != 0) {
 			refuse_policy(st, reason, BC_R_NOT_ENROLLED, r->tenant_id);
 			return 0;
 		}
