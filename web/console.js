@@ -85,6 +85,21 @@ function action(td, label, page, path, done, ask) {
   });
 }
 
+// a pool choice and an Enroll button for a discovered (ramdisk) node in no pool
+function enroll(td, n, ps) {
+  const sel = document.createElement('select');
+  sel.className = 'enroll-pool';
+  sel.setAttribute('aria-label', 'Pool to enroll ' + n.id + ' in');
+  options(sel, ps);
+  td.appendChild(sel);
+  button(td, 'Enroll', async () => {
+    if (!sel.value) { status('Choose the pool to enroll ' + n.id + ' in.', true); return; }
+    await api('POST', t('/machines/enroll'), { nodeId: n.id, poolId: sel.value });
+    status('Enrolled ' + n.id + ' in ' + poolName(sel.value) + ': deploy it with better-compute machines deploy --node ' + n.id + '.');
+    await show('nodes', true);
+  });
+}
+
 function fill(tbodyId, rows, columns, render) {
   const tb = $(tbodyId);
   tb.replaceChildren();
@@ -180,7 +195,7 @@ const loaders = {
     $('nodes-range').textContent = j.nodes.length
       ? 'nodes ' + (v.offset + 1) + ' to ' + (v.offset + j.nodes.length) + (Object.values(v.filters).some(Boolean) ? ' that match' : '')
       : 'no node matches';
-    fill('nodes-rows', j.nodes, 9, (tr, n) => {
+    fill('nodes-rows', j.nodes, 11, (tr, n) => {
       tr.dataset.node = n.id;
       cell(tr, n.id, 'mono');
       cell(tr, n.hostname);
@@ -190,8 +205,13 @@ const loaders = {
       cell(tr, n.nodeKey);
       cell(tr, n.certificate ? when(n.certificate.notAfter) : 'none');
       cell(tr, n.joinedAt);
+      cell(tr, n.role);
+      // the command kinds a dispatcher must hold a ramdisk node to (none for others)
+      cell(tr, (n.allowedKinds || []).join(' '), 'mono kinds');
       const td = cell(tr, '');
       const path = '/nodes/' + seg(n.id);
+      // a discovered machine becomes a machine of a pool, so that it can be deployed
+      if (n.role === 'ramdisk' && !n.poolId && n.state !== 'retired') enroll(td, n, ps);
       if (n.state !== 'cordoned' && n.state !== 'retired') action(td, 'Cordon', 'nodes', path + '/cordon', 'Cordoned ' + n.id + '.');
       if (n.state === 'cordoned') action(td, 'Uncordon', 'nodes', path + '/uncordon', 'Uncordoned ' + n.id + '.');
       if (n.state !== 'retired') {

@@ -38,6 +38,9 @@
 #define BC_R_EXPECT_MISMATCH "join:expect-mismatch"
 /* another node holds the trusted hardware key */
 #define BC_R_RECLAIM "join:reclaim"
+/* a ramdisk node would be re-keyed in another role before an operator enrolled it in a
+ * pool (machines enroll), or in a role other than node */
+#define BC_R_NOT_ENROLLED "join:not-enrolled"
 /* the node to reclaim is retired */
 #define BC_R_NODE_RETIRED "join:node-retired"
 /* the result names a node that does not exist here */

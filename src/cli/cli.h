@@ -253,6 +253,7 @@ int cli_cmd_workflows_cancel(struct cli *c);
 int cli_cmd_workflows_complete(struct cli *c);
 int cli_cmd_machines_commission(struct cli *c);
 int cli_cmd_machines_deploy(struct cli *c);
+int cli_cmd_machines_enroll(struct cli *c);
 int cli_cmd_nodes_inventory(struct cli *c);
 int cli_cmd_events_list(struct cli *c);
 int cli_cmd_join_requests_list(struct cli *c);

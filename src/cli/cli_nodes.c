@@ -246,3 +246,34 @@ int cli_cmd_audit_list(struct cli *c)
 {
 	return history(c, "audit", "action", audit_cols, N_AUDIT_COLS);
 }
+
+/* machines enroll: a discovered (ramdisk) node becomes a machine of a pool; the answer
+ * is the node, its id, inventory and history kept. */
+int cli_cmd_machines_enroll(struct cli *c)
+{
+	struct cli_resp r;
+	char *node = NULL, *pool = NULL, *path = NULL;
+	json_t *b = NULL;
+	int rc;
+
+	if (cli_opt(c, "node") == NULL || cli_opt(c, "pool") == NULL)
+		return cli_usage(c, "give --node ID and --pool NAME");
+	if ((rc = cli_resolve(c, CLI_K_NODE, cli_opt(c, "node"), &node)) != 0 ||
+	    (rc = cli_resolve(c, CLI_K_POOL, cli_opt(c, "pool"), &pool)) != 0 ||
+	    (rc = cli_tenant_path(c, &path, "machines", "enroll", NULL)) != 0)
+		goto out;
+	if ((b = json_pack("{s:s, s:s}", "nodeId", node, "poolId", pool)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
+	if ((rc = cli_api(c, "POST", path, b, &r)) == 0) {
+		rc = cli_show_object(c, &r, NULL, node_cols, N_NODE_COLS);
+		cli_resp_free(&r);
+	}
+out:
+	json_decref(b);
+	free(path);
+	free(pool);
+	free(node);
+	return rc;
+}

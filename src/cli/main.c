@@ -207,6 +207,14 @@ static const struct cli_cmd commands[] = {
      "  --node N             the node it is, when it was one before\n"
      "  --ttl DURATION       how long the boot entry lives (default 1h, at most 7d)\n",
      0},
+    {"machines", "enroll", "--node N --pool P",
+     "enroll a discovered (ramdisk) node in a pool, so that it can be deployed", "node= pool=", 0,
+     0, TNT, cli_cmd_machines_enroll,
+     "  --node N             the ramdisk node discovery admitted (id or hostname)\n"
+     "  --pool P             the pool it joins as a node (id or name); its joinAttestors\n"
+     "                       must admit provisioned (the deploy's join)\n"
+     "The node keeps its id, inventory and history; machines deploy installs it.\n",
+     0},
     {"machines", "deploy",
      "--node N [--user-data FILE] [--out FILE [--force]] [--bcd-url URL] [--data-dir DIR] "
      "[--ttl 24h]",

@@ -41,6 +41,8 @@ struct bc_join_decision {
 	char refusal_tenant[BC_ID_MAX]; /* whom the refusal is reported to; "" = root */
 	char node_id[BC_ID_MAX];        /* the issued identity */
 	int reclaimed;
+	char node_role[16]; /* the reclaimed node's role before this join */
+	int role_change;    /* an enrolled ramdisk node re-keyed in another role */
 	char hwkey[BC_HWKEY_MAX];
 	int hwkey_claimed; /* hwkey comes from the claims: unique within the tenant only */
 	uint8_t *cert_der;

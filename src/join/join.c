@@ -126,12 +126,15 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, 
 	};
 	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
 		goto out;
+	/* the command kinds a relying party must hold the node to (kinds_ok checked them) */
+	const char *kinds = st->d.out.allowed_kinds_json[0] ? st->d.out.allowed_kinds_json : "[]";
 	data = json_pack(
-	    "{s:s, s:s, s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?}", "nodeId", st->d.node_id, "attestor",
-	    st->attestor->id, "role", r->role, "nodeKey", r->node_key_tpm ? "tpm" : "unattested",
-	    "generation", (json_int_t)generation, "serial", serial, "poolId",
-	    r->pool_id[0] ? r->pool_id : NULL, "siteId", r->site_id[0] ? r->site_id : NULL,
-	    "tokenId", r->token_id[0] ? r->token_id : NULL);
+	    "{s:s, s:s, s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?, s:o}", "nodeId", st->d.node_id,
+	    "attestor", st->attestor->id, "role", r->role, "nodeKey",
+	    r->node_key_tpm ? "tpm" : "unattested", "generation", (json_int_t)generation, "serial",
+	    serial, "poolId", r->pool_id[0] ? r->pool_id : NULL, "siteId",
+	    r->site_id[0] ? r->site_id : NULL, "tokenId", r->token_id[0] ? r->token_id : NULL,
+	    "allowedKinds", json_loads(kinds, JSON_REJECT_DUPLICATES, NULL));
 	if (data == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
@@ -197,8 +200,11 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, int64_t *generation, 
 	    .now_ms = st->d.now_ms,
 	};
 	/* a reclaim keeps the node's state, pool and site; the identity moves on */
-	if (st->d.reclaimed)
-		return bc_row_node_reclaim(tx, &n, generation);
+	if (st->d.reclaimed) {
+		if ((rc = bc_row_node_reclaim(tx, &n, generation)) != 0 || !st->d.role_change)
+			return rc;
+		return bc_row_node_set_role(tx, n.id, r->role, n.now_ms);
+	}
 	*generation = 1;
 	rc = bc_row_node_insert(tx, &n);
 	/* another join took this hardware key first */

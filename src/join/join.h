@@ -58,6 +58,12 @@ struct bc_join_config {
 
 struct bc_join_service;
 
+/* 1 when a pool's policy (its JSON text) admits joins by attestor_id: its
+ * joinAttestors is absent or lists it; 0 otherwise, and for a policy that does not
+ * parse. The one home of this rule: JoinService applies it to every join into a pool,
+ * the admin API to an enrollment (machines enroll: its deploy joins by provisioned). */
+int bc_join_pool_admits(const char *policy_json, const char *attestor_id);
+
 /* A service with no attestor and no statement verifier: the caller registers them
  * (the server registers the built-ins of src/attest like plugins). */
 BC_WUR int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service **out);

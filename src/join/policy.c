@@ -101,13 +101,31 @@ out:
 	return rc;
 }
 
+int bc_join_pool_admits(const char *policy_json, const char *attestor_id)
+{
+	json_t *policy = NULL, *list;
+	int listed = 0;
+
+	/* a policy the admin API validated cannot be unreadable: refuse, never admit */
+	if (bc_json_parse(policy_json, strlen(policy_json), 0, &policy, NULL, 0) != 0)
+		return 0;
+	list = json_object_get(policy, "joinAttestors");
+	if (list == NULL)
+		listed = 1;
+	for (size_t i = 0; json_is_array(list) && i < json_array_size(list); i++) {
+		const char *id = json_string_value(json_array_get(list, i));
+		listed |= id != NULL && strcmp(id, attestor_id) == 0;
+	}
+	json_decref(policy);
+	return listed;
+}
+
 /* The pool's joinAttestors, when set, must list the attestor that admitted the machine. */
 static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id, const char **reason)
 {
 	const char *tenant = st->d.out.result.tenant_id;
-	json_t *policy = NULL, *list;
 	char pool_tenant[64], *pj = NULL;
-	int rc, listed = 0;
+	int rc;
 
 	if ((rc = bc_row_pool_policy(tx, pool_id, pool_tenant, &pj)) < 0)
 		goto out;
@@ -117,22 +135,9 @@ static int check_pool(bc_tx *tx, struct bc_join_state *st, const char *pool_id, 
 		goto out;
 	}
 	rc = 0;
-	if (bc_json_parse(pj, strlen(pj), 0, &policy, NULL, 0) != 0) {
-		/* a policy the admin API validated cannot be unreadable: refuse, never admit */
-		refuse_policy(st, reason, BC_R_POOL_ATTESTOR, tenant);
-		goto out;
-	}
-	list = json_object_get(policy, "joinAttestors");
-	if (list == NULL)
-		goto out;
-	for (size_t i = 0; json_is_array(list) && i < json_array_size(list); i++) {
-		const char *id = json_string_value(json_array_get(list, i));
-		listed |= id != NULL && strcmp(id, st->attestor->id) == 0;
-	}
-	if (!listed)
+	if (!bc_join_pool_admits(pj, st->attestor->id))
 		refuse_policy(st, reason, BC_R_POOL_ATTESTOR, tenant);
 out:
-	json_decref(policy);
 	free(pj);
 	return rc;
 }
@@ -156,6 +161,7 @@ static int target_named(bc_tx *tx, struct bc_join_state *st, const char *id, con
 		return 0;
 	}
 	snprintf(st->d.node_id, sizeof(st->d.node_id), "%s", n.id);
+	snprintf(st->d.node_role, sizeof(st->d.node_role), "%s", n.role);
 	snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", n.tenant_id);
 	snprintf(r->pool_id, sizeof(r->pool_id), "%s", n.pool_id);
 	snprintf(r->site_id, sizeof(r->site_id), "%s", n.site_id);
@@ -196,6 +202,17 @@ static int named_node(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	return rc;
 }
 
+/* The token's pool is the node's; or the token names none (discovery's) and the node is
+ * a ramdisk an operator enrolled: booted again before its deploy, it stays enrolled (the
+ * reclaim keeps its pool, whose policy then applies). */
+static int same_pool(const struct bc_node_row *holder, const struct bc_attest_result *r)
+{
+	if (strcmp(holder->pool_id, r->pool_id) == 0)
+		return 1;
+	return r->pool_id[0] == 0 && strcmp(holder->role, "ramdisk") == 0 &&
+	       strcmp(r->role, "ramdisk") == 0;
+}
+
 /* 3. The hardware key: another node holding it is this machine's old self. A key the
  * attestor proves is unique across the fleet; one taken from the claims only within the
  * tenant, so a machine of another tenant claiming the same UUID neither locks this one
@@ -224,7 +241,7 @@ static int hardware_key(bc_tx *tx, struct bc_join_state *st, int allow_reclaim, 
 	/* a reclaim takes back the same machine in the same role: a token of another
 	 * role would leave the certificate and the node row disagreeing */
 	if (st->d.node_id[0] || !allow_reclaim || strcmp(holder.tenant_id, r->tenant_id) != 0 ||
-	    strcmp(holder.pool_id, r->pool_id) != 0 || strcmp(holder.state, "retired") == 0 ||
+	    !same_pool(&holder, r) || strcmp(holder.state, "retired") == 0 ||
 	    strcmp(holder.role, r->role) != 0) {
 		refuse_policy(st, reason, BC_R_RECLAIM, r->tenant_id);
 		return 0;
@@ -255,6 +272,17 @@ int bc_join_policy(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	 * applies to every way in */
 	if (r->pool_id[0] && ((rc = check_pool(tx, st, r->pool_id, reason)) != 0 || *reason))
 		return rc;
+	/* 5. a ramdisk node leaves its role only as a node of the pool an operator enrolled
+	 * it in (machines enroll, then deploy): a discovered machine is no node of a pool
+	 * until then, and never a site node */
+	if (st->d.reclaimed && strcmp(st->d.node_role, "ramdisk") == 0 &&
+	    strcmp(r->role, "ramdisk") != 0) {
+		if (r->pool_id[0] == 0 || strcmp(r->role, "node") != 0) {
+			refuse_policy(st, reason, BC_R_NOT_ENROLLED, r->tenant_id);
+			return 0;
+		}
+		st->d.role_change = 1;
+	}
 	/* a statement no verifier proves again would leave a certificate that cannot renew */
 	if (r->node_key_uri[0] && bc_join_find_statement(st->svc, r->node_key_uri) == NULL) {
 		refuse_policy(st, reason, BC_R_NODE_KEY_STATEMENT, r->tenant_id);

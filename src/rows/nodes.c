@@ -99,6 +99,22 @@ int bc_row_node_set_state(bc_tx *tx, const char *id, const char *state, int64_t 
 	                  NULL);
 }
 
+int bc_row_node_enroll(bc_tx *tx, const char *id, const char *pool_id, int64_t now_ms)
+{
+	bc_param p[] = {BC_TEXT(pool_id), BC_INT(now_ms), BC_TEXT(id)};
+
+	return bc_tx_exec(tx, "UPDATE nodes SET pool_id = $1, updated_at = $2 WHERE id = $3", p, 3,
+	                  NULL);
+}
+
+int bc_row_node_set_role(bc_tx *tx, const char *id, const char *role, int64_t now_ms)
+{
+	bc_param p[] = {BC_TEXT(role), BC_INT(now_ms), BC_TEXT(id)};
+
+	return bc_tx_exec(tx, "UPDATE nodes SET role = $1, updated_at = $2 WHERE id = $3", p, 3,
+	                  NULL);
+}
+
 int bc_row_node_revoke_identity(bc_tx *tx, const char *id, int64_t now_ms)
 {
 	bc_param p[] = {BC_INT(now_ms), BC_TEXT(id)};

@@ -75,6 +75,13 @@ BC_WUR int bc_row_node_lock_state(bc_tx *tx, const char *tenant_id, const char *
 /* Sets node id's state at now_ms. */
 BC_WUR int bc_row_node_set_state(bc_tx *tx, const char *id, const char *state, int64_t now_ms);
 
+/* Node id enrolled in pool_id at now_ms (machines enroll: a discovered ramdisk node
+ * becomes a machine of that pool; the caller checked both). */
+BC_WUR int bc_row_node_enroll(bc_tx *tx, const char *id, const char *pool_id, int64_t now_ms);
+
+/* Node id's role set at now_ms (an enrolled ramdisk node re-keyed as a node). */
+BC_WUR int bc_row_node_set_role(bc_tx *tx, const char *id, const char *role, int64_t now_ms);
+
 /* Node id's identity revoked at now_ms: its generation raised by one (certificates
  * are revoked with bc_row_cert_revoke_all). */
 BC_WUR int bc_row_node_revoke_identity(bc_tx *tx, const char *id, int64_t now_ms);

@@ -89,6 +89,8 @@ static const struct admin_route ROUTES[] = {
      admin_machines_commission, NULL},
     {"POST", "/v1/tenants/{t}/machines/deploy", BC_TX_WRITE, R_BODY | R_TENANT,
      admin_machines_deploy, NULL},
+    {"POST", "/v1/tenants/{t}/machines/enroll", BC_TX_WRITE, R_BODY | R_TENANT,
+     admin_machines_enroll, NULL},
     {"GET", "/v1/tenants/{t}/events", BC_TX_READ, R_TENANT, admin_events_list, EVENTS_QUERY},
     {"GET", "/v1/tenants/{t}/audit", BC_TX_READ, R_TENANT, admin_audit_list, AUDIT_QUERY},
     {"GET", "/v1/tenants/{t}/join-requests", BC_TX_READ, R_TENANT, admin_join_requests_list,

@@ -152,6 +152,7 @@ int admin_workflows_cancel(bc_tx *tx, struct admin_call *c);
 int admin_workflows_complete(bc_tx *tx, struct admin_call *c);
 int admin_machines_commission(bc_tx *tx, struct admin_call *c);
 int admin_machines_deploy(bc_tx *tx, struct admin_call *c);
+int admin_machines_enroll(bc_tx *tx, struct admin_call *c);
 int admin_nodes_inventory(bc_tx *tx, struct admin_call *c);
 /* admin_sites.c */
 int admin_sites_get(bc_tx *tx, struct admin_call *c);

@@ -4,9 +4,12 @@
 #include <string.h>
 
 #include "bc/clock.h"
+#include "bc/wire.h"
+#include "join/join.h"
 #include "rows/certs.h"
 #include "rows/history.h"
 #include "rows/nodes.h"
+#include "rows/pools.h"
 #include "server/admin_internal.h"
 
 #define EVENTS_LIMIT_DEFAULT 100
@@ -374,4 +377,88 @@ static json_t *audit_json(bc_rows *r)
 int admin_audit_list(bc_tx *tx, struct admin_call *c)
 {
 	return history_list(tx, c, bc_row_audit_list, "action", audit_json, "audit");
+}
+
+/* ---- machines enroll: a discovered machine becomes a machine of a pool ---- */
+
+static const char *const ENROLL_FIELDS[] = {"nodeId", "poolId", NULL};
+
+/* The pool of this tenant, and its policy admits the deploy's provisioned join (the
+ * rule is JoinService's: bc_join_pool_admits). */
+static int enroll_pool(bc_tx *tx, struct admin_call *c, const char *pool_id)
+{
+	char tenant[64], *policy = NULL;
+	int rc;
+
+	if ((rc = bc_row_pool_policy(tx, pool_id, tenant, &policy)) < 0)
+		return rc;
+	if (rc == 0 || strcmp(tenant, c->arg[0]) != 0)
+		rc = admin_fail(c, BC_ERR_INVALID, "enroll.poolId: no such pool in this tenant");
+	else if (!bc_join_pool_admits(policy, BC_WIRE_ATTESTOR_PROVISIONED))
+		rc = admin_fail(c, BC_ERR_CONFLICT,
+		                "pool %s does not admit provisioned joins (joinAttestors), so the "
+		                "deploy's join would be refused: add provisioned to its policy, or "
+		                "enroll in another pool",
+		                pool_id);
+	else
+		rc = 0;
+	free(policy);
+	return rc;
+}
+
+/* The node: a ramdisk node of this tenant, not retired, in no pool yet. Locked. */
+static int enroll_node(bc_tx *tx, struct admin_call *c, const char *node_id)
+{
+	struct bc_node_row n;
+	int rc;
+
+	if ((rc = bc_row_node_get(tx, BC_NODE_BY_ID, node_id, &n)) < 0)
+		return rc;
+	if (rc == 0 || strcmp(n.tenant_id, c->arg[0]) != 0)
+		return admin_fail(c, BC_ERR_NOT_FOUND, "node not found");
+	if ((rc = bc_row_node_lock(tx, n.id)) != 0)
+		return rc;
+	if (strcmp(n.state, "retired") == 0)
+		return admin_fail(c, BC_ERR_CONFLICT,
+		                  "node %s is retired: delete it (nodes delete) and boot the "
+		                  "machine through discovery again to enroll it",
+		                  n.id);
+	if (strcmp(n.role, "ramdisk") != 0)
+		return admin_fail(c, BC_ERR_CONFLICT,
+		                  "node %s is of role %s, not a discovered ramdisk: only a ramdisk "
+		                  "node is enrolled; deploy it as it is (machines deploy)",
+		                  n.id, n.role);
+	if (n.pool_id[0])
+		return admin_fail(c, BC_ERR_CONFLICT,
+		                  "node %s is already enrolled in pool %s: deploy it (machines "
+		                  "deploy), or delete it and boot it again to start over",
+		                  n.id, n.pool_id);
+	return 0;
+}
+
+/* Records the pool on the ramdisk node, which keeps its id, inventory and history; its
+ * deploy's provisioned join re-keys it in place as a node of that pool. */
+int admin_machines_enroll(bc_tx *tx, struct admin_call *c)
+{
+	const char *node_id, *pool_id;
+	json_t *ev = NULL;
+	int rc;
+
+	if ((rc = admin_check_fields(c, c->body, "enroll", ENROLL_FIELDS)) != 0 ||
+	    (rc = admin_get_text(c, c->body, "nodeId", "enroll.nodeId", 1, ADMIN_ID_MAX - 1,
+	                         &node_id)) != 0 ||
+	    (rc = admin_get_text(c, c->body, "poolId", "enroll.poolId", 1, ADMIN_ID_MAX - 1,
+	                         &pool_id)) != 0)
+		return rc;
+	if ((rc = enroll_node(tx, c, node_id)) != 0 || (rc = enroll_pool(tx, c, pool_id)) != 0 ||
+	    (rc = bc_row_node_enroll(tx, node_id, pool_id, bc_tx_now_ms(tx))) != 0)
+		return rc;
+	ev = json_pack("{s:s, s:s}", "nodeId", node_id, "poolId", pool_id);
+	if ((rc = admin_record(tx, c, c->arg[0], "node.enrolled", node_id, ev, 1)) != 0)
+		goto out;
+	snprintf(c->arg[1], sizeof(c->arg[1]), "%s", node_id);
+	rc = answer_node(tx, c);
+out:
+	json_decref(ev);
+	return rc;
 }

@@ -244,8 +244,14 @@ static int deploy_target(bc_tx *tx, struct admin_call *c, const char *node_id,
 	/* one running deploy per node, also between replicas: the node's row is the lock */
 	if ((rc = bc_row_node_lock(tx, n->id)) != 0)
 		return rc;
-	/* the provisioned attestor admits role node: a site node would come back as one */
-	if (strcmp(n->role, "node") != 0)
+	/* the provisioned attestor admits role node: a site node would come back as one; a
+	 * discovered ramdisk becomes one once enrolled in a pool */
+	if (strcmp(n->role, "ramdisk") == 0 && n->pool_id[0] == 0)
+		return admin_fail(c, BC_ERR_CONFLICT,
+		                  "node %s is a discovered ramdisk in no pool: enroll it first "
+		                  "(machines enroll --node %s --pool POOL)",
+		                  n->id, n->id);
+	if (strcmp(n->role, "node") != 0 && strcmp(n->role, "ramdisk") != 0)
 		return admin_fail(c, BC_ERR_CONFLICT,
 		                  "node %s is of role %s: a deploy re-keys nodes of role node",
 		                  n->id, n->role);

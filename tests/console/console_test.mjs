@@ -18,6 +18,8 @@ const TENANT_KEY = env('BC_TENANT_KEY');
 const TENANT_NODE = env('BC_TENANT_NODE');
 const ROOT_NODE = env('BC_ROOT_NODE');
 const REASON = env('BC_REASON');
+const RAMDISK_NODE = env('BC_RAMDISK_NODE');
+const DISCOVERY_MAC = env('BC_DISCOVERY_MAC');
 const SHOTS = process.env.BC_SHOTS || '';
 
 function fail(msg) {
@@ -114,29 +116,44 @@ try {
 
   // ---- root ----
   await signIn(ROOT_KEY);
-  // the pending tpm request (bcd join is waiting): reload until it shows
+  // the pending tpm request (bcd join is waiting) and the unknown machine's discovery
+  // request (bcd ramdisk is waiting): reload until both show
   let reqs = [];
   for (let i = 0; i < 300; i++) {
     await open('join-requests');
     reqs = (await rows('join-requests-rows')).filter((r) => r[0].startsWith('jr_'));
-    if (reqs.length) break;
+    if (reqs.length === 2) break;
     await page.waitForTimeout(100);
   }
-  check(reqs.length === 1, 'no pending join request');
-  check(reqs[0][1] === 'tpm' && reqs[0][2] === 'tpm', 'join request row: ' + reqs[0]);
-  // what the approval admits: the request's claims (a tpm request has none) and the
-  // CSR hash it is bound to, as the admin API has them
-  const apiReq = await page.evaluate(async (id) => {
+  check(reqs.length === 2, 'pending join requests: ' + JSON.stringify(reqs));
+  const tpmReq = reqs.find((r) => r[1] === 'tpm');
+  const discReq = reqs.find((r) => r[1] === 'discovery');
+  check(tpmReq && tpmReq[2] === 'tpm', 'tpm join request row: ' + tpmReq);
+  check(discReq, 'no discovery join request row: ' + JSON.stringify(reqs));
+  // what an approval admits: each request's claims and the CSR hash it is bound to,
+  // as the admin API has them
+  const apiReqs = await page.evaluate(async () => {
     const r = await fetch('/v1/tenants/root/join-requests?state=pending', {
       headers: { Authorization: 'Bearer ' + sessionStorage.getItem('bc.apiKey') },
     });
-    return (await r.json()).joinRequests.find((x) => x.id === id);
-  }, reqs[0][0]);
-  check(apiReq && /^[0-9a-f]{64}$/.test(apiReq.csrSha256), 'no CSR hash in the API: ' + JSON.stringify(apiReq));
-  check(reqs[0][7] === apiReq.csrSha256, 'the CSR SHA-256 cell is ' + reqs[0][7] + ', the request ' + apiReq.csrSha256);
-  check(reqs[0][6] === '' && JSON.stringify(apiReq.claims) === '{}', 'tpm request claims: ' + reqs[0][6]);
+    return (await r.json()).joinRequests;
+  });
+  for (const row of [tpmReq, discReq]) {
+    const a = apiReqs.find((x) => x.id === row[0]);
+    check(a && /^[0-9a-f]{64}$/.test(a.csrSha256), 'no CSR hash in the API: ' + JSON.stringify(a));
+    check(row[7] === a.csrSha256, 'the CSR SHA-256 cell is ' + row[7] + ', the request ' + a.csrSha256);
+  }
+  check(tpmReq[6] === '', 'tpm request claims: ' + tpmReq[6]);
+  const discApi = apiReqs.find((x) => x.id === discReq[0]);
+  check(discApi.claims.mac === DISCOVERY_MAC, 'discovery request claims in the API: ' + JSON.stringify(discApi.claims));
+  check(discReq[6].split(' ').includes('mac=' + DISCOVERY_MAC), 'the claims cell is "' + discReq[6] + '"');
+  check(discReq[6].split(' ').includes('productUuid=' + discApi.claims.productUuid),
+    'the claims cell lacks the product UUID: "' + discReq[6] + '"');
   await shot('join-requests');
-  await page.click('#join-requests-rows button:text-is("Approve")');
+  // deny the unknown machine, approve the tpm one
+  await page.click('#join-requests-rows tr:has(td:text-is("' + discReq[0] + '")) button:text-is("Deny")');
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Denied jr_'));
+  await page.click('#join-requests-rows tr:has(td:text-is("' + tpmReq[0] + '")) button:text-is("Approve")');
   await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Approved jr_'));
 
   // the machine joins at its next attempt
@@ -156,6 +173,25 @@ try {
   check((await rows('join-requests-rows'))[0][0] === 'none', 'the approved request is still pending');
   await open('nodes');
   await shot('nodes');
+
+  // the discovered machine: its role and kinds, then Enroll in the pool web
+  const rd = '#nodes-rows tr[data-node="' + RAMDISK_NODE + '"]';
+  const rdRow = (await rows('nodes-rows')).find((r) => r[0] === RAMDISK_NODE);
+  check(rdRow && rdRow[8] === 'ramdisk', 'ramdisk node row: ' + JSON.stringify(rdRow));
+  check(rdRow[9].split(' ').includes('disk.wipe') && rdRow[9].split(' ').includes('diag.*'),
+    'the ramdisk node shows no allowed kinds: ' + rdRow[9]);
+  check(rdRow[2] === '', 'a discovered node in a pool: ' + rdRow[2]);
+  check((await page.$$('#nodes-rows tr:not([data-node="' + RAMDISK_NODE + '"]) button:text-is("Enroll")')).length === 0,
+    'Enroll offered for a node that is no ramdisk');
+  await page.selectOption(rd + ' select.enroll-pool', await page.$eval(rd + ' select.enroll-pool',
+    (sel) => [...sel.options].find((o) => o.textContent.startsWith('web (')).value));
+  await page.click(rd + ' button:text-is("Enroll")');
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Enrolled node_'));
+  await page.waitForFunction((sel) => {
+    const td = document.querySelector(sel + ' td:nth-child(3)');
+    return td && td.textContent === 'web';
+  }, rd);
+  check((await page.$(rd + ' button:text-is("Enroll")')) === null, 'Enroll still offered once enrolled');
 
   // a fleet of BC_FILL more nodes: counted by the API, shown a page at a time
   const fill = Number(env('BC_FILL'));

@@ -8,7 +8,8 @@
 #    console, and the node appears (tpm, adopted); tokens, pools, sites, the refusal feed
 #    (a refused join's and a retired node's renewal's reasons) and cordon/retire
 #    work from the pages; a site node of lab (bcd site) holds its boot lease, which the
-#    sites page shows;
+#    sites page shows; a ramdisk node discovery admitted through it shows its role and
+#    allowed kinds, and Enroll puts it in the pool web;
 #  - with 20,000 more nodes in the store, the nodes page counts them from the API, pages
 #    forward and back, and finds the last one by a server-side filter and cordons it;
 #  - a tenant key sees only its tenant's node;
@@ -57,6 +58,10 @@ ek_roots = ["$T/tpmA/ca/swtpm-localca-rootca-cert.pem", "$T/tpmA/ca/issuercert.p
 enrollment_tenant = "root"
 enrollment_site = "$SITE"
 enrollment_pool = "$POOL"
+retry_after_seconds = 1
+
+[attestors.discovery]
+approval = "unknown-machines"
 retry_after_seconds = 1
 TOML
 start_server var
@@ -139,20 +144,44 @@ bcd join --config s1/config.toml --role site --token-file site.token >s1.join 2>
 	fail "site join: $(cat s1.join)"
 SITE_NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\).*/\1/p' s1.join)
 [ -n "$SITE_NODE" ] || fail "no site node: $(cat s1.join)"
+BOOT_PORT=$(free_port)
 cat >>s1/config.toml <<TOML
 
 [site]
 id = "$SITE"
-listen = "127.0.0.1:$(free_port)"
+listen = "127.0.0.1:$BOOT_PORT"
 kernel = "http://boot.example/vmlinuz"
 initrd = "http://boot.example/initrd.img"
 cmdline = "console=ttyS0"
+unknown_machines = "true"
 TOML
 "$BIN/bcd" site --config s1/config.toml 2>s1.log &
 SITE_PID=$!
 PIDS="$PIDS $SITE_PID"
 for _ in $(seq 1 100); do grep -q "lease held" s1.log && break; sleep 0.1; done
 grep -q "lease held" s1.log || fail "the site node took no lease: $(cat s1.log)"
+
+# ---- a machine discovery admitted: a ramdisk node the console enrolls ----
+bc machines commission --site "$SITE" --mac 52-54-00-00-00-21 >/dev/null || fail "commission"
+curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=52:54:00:00:00:21" | sed -n 's/^kernel [^ ]* //p' >rd.cmdline
+[ -s rd.cmdline ] || fail "no iPXE script from the site node"
+bcd_machine rd 2b3c4d5e-6f70-4a8b-9c0d-1e2f3a4b5c6d
+sed -i 's/"macs":\["[^"]*"\]/"macs":["52:54:00:00:00:21"]/' rd/claims.json
+bcd ramdisk --config rd/config.toml --cmdline rd.cmdline >rd.out 2>&1 || fail "ramdisk: $(cat rd.out)"
+RAMDISK_NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\) (ramdisk)$/\1/p' rd.out)
+[ -n "$RAMDISK_NODE" ] || fail "no ramdisk node: $(cat rd.out)"
+# a machine no workflow names waits for an operator: the console shows what an approval
+# would admit (its claims and CSR hash); the operator denies it there
+UMAC=52:54:00:00:00:22
+curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$UMAC" | sed -n 's/^kernel [^ ]* //p' >ru.cmdline
+[ -s ru.cmdline ] || fail "no iPXE script for an unknown MAC"
+bcd_machine ru 3c4d5e6f-7081-4b9c-8d1e-2f3a4b5c6d7e
+sed -i "s/\"macs\":\[\"[^\"]*\"\]/\"macs\":[\"$UMAC\"]/" ru/claims.json
+"$BIN/bcd" ramdisk --config ru/config.toml --cmdline ru.cmdline >ru.out 2>&1 &
+RU_PID=$!
+PIDS="$PIDS $RU_PID"
+for _ in $(seq 1 100); do grep -q "pending (join request jr_" ru.out && break; sleep 0.1; done
+grep -q "pending (join request jr_" ru.out || fail "the unknown machine is not waiting: $(cat ru.out)"
 
 # ---- a fleet of 20,000 more nodes, written directly: the nodes page shows counts from
 # the store and one page at a time, and reaches any node by its filters ----
@@ -171,12 +200,16 @@ PIDS="$PIDS $JOIN_PID"
 # ---- the browser ----
 rc=0
 NODE_PATH="$NPM_DIR/node_modules" BC_SITE_NODE=$SITE_NODE BC_URL=$URL BC_ROOT_KEY=$ROOT_KEY BC_TENANT_KEY=$TENANT_KEY \
-	BC_TENANT=$ACME BC_TENANT_NODE=$ACME_NODE BC_ROOT_NODE=$ROOT_NODE BC_RETIRED_NODE=$RETIRED BC_REASON=$REASON BC_CHROMIUM=$CHROMIUM \
+	BC_TENANT=$ACME BC_TENANT_NODE=$ACME_NODE BC_ROOT_NODE=$ROOT_NODE BC_RETIRED_NODE=$RETIRED BC_RAMDISK_NODE=$RAMDISK_NODE BC_DISCOVERY_MAC=$UMAC BC_REASON=$REASON BC_CHROMIUM=$CHROMIUM \
 	BC_PROFILE="$T/chromium-profile" BC_SHOTS=$SHOTS BC_FILL=$FILL \
 	node "$HERE/../console/console_test.mjs" "$NPM_DIR" 2>&1 | tee browser.out || rc=${PIPESTATUS[0]}
 [ "$rc" != 77 ] || exit 77
 [ "$rc" = 0 ] || fail "the browser test failed ($rc)"
 
+# the denied machine is refused at its next attempt and gives up
+wait "$RU_PID" && fail "a denied machine joined: $(cat ru.out)"
+PIDS=$(echo "$PIDS" | sed "s/ $RU_PID//")
+grep -q "an operator denied it" ru.out || fail "the denied machine says: $(cat ru.out)"
 # the approved machine finished its join
 wait "$JOIN_PID" || fail "approved join exited $?: $(cat join.out join.err)"
 PIDS=$(echo "$PIDS" | sed "s/ $JOIN_PID//")
@@ -191,4 +224,6 @@ for k in "$ROOT_KEY" "$TENANT_KEY"; do
 	[ ${#secret} -ge 20 ] || fail "cannot take the secret of $k"
 	grep -qF "$secret" var/serve.log && fail "an API key's secret is in serve.log"
 done
+# the console's Enroll left the ramdisk node in the pool web
+[ "$(bc --json nodes get "$RAMDISK_NODE" | json_get '["poolName"]')" = web ] || fail "Enroll in the console did not enroll"
 echo "PASS console"
