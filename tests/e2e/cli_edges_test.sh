@@ -25,7 +25,7 @@ out_has() { grep -q -e "$1" "$W/out" || { cat "$W/out" >&2; fail "stdout lacks: 
 out_lacks() { ! grep -q -e "$1" "$W/out" || { cat "$W/out" >&2; fail "stdout has: $1"; }; }
 err_has() { grep -q -F -e "$1" "$W/err" || { cat "$W/err" >&2; fail "stderr lacks: $1"; }; }
 err_lacks() { ! grep -q -F -e "$1" "$W/err" || { cat "$W/err" >&2; fail "stderr has: $1"; }; }
-count() { "$CLI" --json "$@" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(list(d.values())[0]))'; }
+count() { "$CLI" --json "$@" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(next(v for v in d.values() if isinstance(v, list))))'; }
 
 cd "$W"
 PORT=$(free_port)
