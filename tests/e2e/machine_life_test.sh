@@ -3,6 +3,7 @@
 # SQLite, bcd site, bcd ramdisk, bcd join, bcd node, swtpm; the test clock moves time):
 #
 #   commission -> bcd site renders its iPXE script -> bcd ramdisk joins by discovery
+#   (and a machine whose MAC no workflow names waits for join-requests approve)
 #   -> inventory recorded -> machines enroll -> machines deploy -> the installed OS joins
 #   with --attestor provisioned (the same node id, generation +1) -> bcd node renews
 #   twice -> 3 days later, the node off meanwhile, bcd node rejoins by x509pop as itself
@@ -50,6 +51,7 @@ UUID=7e0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b
 # ---- the control plane: discovery, provisioned and x509pop ----
 ATTESTORS='[attestors.discovery]
 retry_after_seconds = 1
+approval = "unknown-machines"
 
 [attestors.provisioned]
 
@@ -139,6 +141,7 @@ listen = "127.0.0.1:$BOOT_PORT"
 kernel = "http://boot.example/vmlinuz"
 initrd = "http://boot.example/initrd.img"
 cmdline = "console=ttyS0"
+unknown_machines = "true"
 TOML
 "$BIN/bcd" site --config boot/config.toml 2>site.log &
 SITE_PID=$!
@@ -175,6 +178,51 @@ RAMDISK_SERIAL=$(field "$NODE" '["certificate"]["serial"]')
 scrape m1.txt
 [ "$(outcome m1.txt discovery joined)" = 1 ] || fail "metrics: discovery joined $(outcome m1.txt discovery joined)"
 echo "discovery: $NODE joined as a ramdisk, inventory $UUID"
+
+# ---- a machine no workflow names waits for the operator's approval ----
+UMAC=52:54:00:00:00:09
+UUUID=1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$UMAC&uuid=$UUUID" >unknown.ipxe || fail "no iPXE script for $UMAC"
+sed -n 's/^kernel [^ ]* //p' unknown.ipxe >ucmdline
+grep -q 'bc.token=bct_tok_.* bc.assertion=' ucmdline || fail "unknown kernel command line: $(cat unknown.ipxe)"
+bcd_machine unknown "$UUUID"
+cat >unknown/claims.json <<JSON
+{"product_uuid":"$UUUID","serial":"SN-LIFE-2","macs":["$UMAC"],"hostname":"ramdisk-2","arch":"x86_64"}
+JSON
+on_replica2 unknown
+"$BIN/bcd" ramdisk --config unknown/config.toml --cmdline ucmdline >unknown.out 2>&1 &
+UPID=$!
+PIDS="$PIDS $UPID"
+wait_for unknown.out "pending (join request jr_"
+JR=$(sed -n 's/.*pending (join request \(jr_[0-9a-z]*\)).*/\1/p' unknown.out | head -1)
+# what the approval admits, as the operator sees it: the claims and the CSR's hash
+bc join-requests list >jr.list || fail "join-requests list"
+bc --json join-requests list --state pending >jr.json || fail "join-requests list --json"
+python3 -c 'import json, re, sys
+rs = [r for r in json.load(open("jr.json"))["joinRequests"] if r["id"] == sys.argv[1]]
+assert len(rs) == 1, rs
+c = rs[0]["claims"]
+assert (c["mac"], c["productUuid"]) == (sys.argv[2], sys.argv[3]), c
+assert re.fullmatch("[0-9a-f]{64}", rs[0]["csrSha256"]), rs[0]
+print(rs[0]["csrSha256"])' "$JR" "$UMAC" "$UUUID" >jr.csr || fail "join-requests list: $(cat jr.json)"
+grep "$JR" jr.list | grep "$UMAC" | grep -q "$(cat jr.csr)" ||
+	fail "join-requests list shows not the claims and CSR hash: $(cat jr.list)"
+[ "$(events join.request.created "$JR")" = 1 ] || fail "no join.request.created event"
+bc join-requests approve "$JR" >approve.out || fail "approve: $(cat approve.out)"
+wait "$UPID" || fail "the approved ramdisk did not join: $(cat unknown.out)"
+PIDS=$(echo "$PIDS" | sed "s/ $UPID//")
+UNODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\) (ramdisk)$/\1/p' unknown.out)
+[ -n "$UNODE" ] && [ "$UNODE" != "$NODE" ] || fail "approved, joined as: $(cat unknown.out)"
+expect_node "$UNODE" ramdisk - discovery 1 unattested
+[ "$(field "$UNODE" '["inventory"]["claims"]["productUuid"]')" = "$UUUID" ] || fail "no inventory for $UNODE"
+bc nodes get "$UNODE" | grep -q '^ALLOWED KINDS .*disk.wipe' || fail "nodes get $UNODE: $(bc nodes get "$UNODE")"
+[ "$(events join-request.approved "$JR")" = 1 ] || fail "no join-request.approved event"
+[ "$(bc --json join-requests list --state used | json_get '["joinRequests"][0]["id"]')" = "$JR" ] ||
+	fail "the request is not used: $(bc join-requests list)"
+scrape m1b.txt
+[ "$(outcome m1b.txt discovery deferred)" -ge 1 ] || fail "metrics: discovery deferred $(outcome m1b.txt discovery deferred)"
+[ "$(outcome m1b.txt discovery joined)" = 2 ] || fail "metrics: discovery joined $(outcome m1b.txt discovery joined)"
+echo "approval: $UMAC waited for $JR (CSR $(cut -c1-12 jr.csr)...), approved, joined as $UNODE"
 
 # ---- enroll, then deploy ----
 bc machines enroll --node "$NODE" --pool web >enroll.out || fail "enroll: $(cat enroll.out)"
