@@ -99,6 +99,10 @@ int bcd_tpm_tcti(const struct bcd_config *cfg, enum bcd_tpm_use use, char *out, 
 		snprintf(out, len, "%s", t);
 		return 0;
 	}
+	if ((t = bcd_test_host_tpm()) != NULL && strlen(t) < len) {
+		snprintf(out, len, "%s", t);
+		return 0;
+	}
 	if (stat("/dev/tpmrm0", &st) != 0) {
 		bcd_say(m, "this host has no TPM (/dev/tpmrm0 is missing; load the kernel's TPM "
 		           "driver, or enable the TPM in the firmware)");
