@@ -305,6 +305,12 @@ BC_WUR int bcd_reset(const struct bcd_config *cfg, int yes, struct bcd_msg *m, i
 /* ---- the machine ---- */
 /* 1 when this host has a TPM for node keys: /dev/tpmrm0, or [fakehw] tpm set. */
 int bcd_host_has_tpm(const struct bcd_config *cfg);
+/* Test builds only (BC_TESTING, never a release build): the host's TPM is the swtpm that
+ * BCD_TEST_HOST_TPM names ("swtpm:host=127.0.0.1,port=N") instead of /dev/tpmrm0, so a
+ * test reaches a host's TPM path, the install script's included, without a TPM device
+ * (tests/e2e/install_script_tpm_test.sh). NULL when unset, and always in a release build. */
+#define BCD_TEST_HOST_TPM_ENV "BCD_TEST_HOST_TPM"
+const char *bcd_test_host_tpm(void);
 
 /* ---- commands ---- */
 struct bcd_cmd;

@@ -151,5 +151,19 @@ int bcd_host_has_tpm(const struct bcd_config *cfg)
 
 	if (cfg->has_fakehw)
 		return cfg->fakehw_tpm != NULL && cfg->fakehw_tpm[0] != '\0';
+	if (bcd_test_host_tpm() != NULL)
+		return 1;
 	return stat("/dev/tpmrm0", &st) == 0;
+}
+
+const char *bcd_test_host_tpm(void)
+{
+#ifdef BC_TESTING
+	const char *v = getenv(BCD_TEST_HOST_TPM_ENV);
+
+	/* only swtpm, as [fakehw] tpm: the TCTI loader would load any libtss2-tcti-<name> */
+	if (v != NULL && strncmp(v, "swtpm:", 6) == 0 && strpbrk(v, "\n\r") == NULL)
+		return v;
+#endif
+	return NULL;
 }

@@ -10,6 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef BC_TESTING
+#include <fcntl.h>
+#include <time.h>
+#endif
 
 #include "agent/agent.h"
 #include "bc/files.h"
@@ -30,6 +34,35 @@
 #define RENEW_NEXT_KEY  "renewal: the next node key in the TPM: "
 #define RENEW_CERTIFY   "renewal: the TPM's attestation key certifying the next key: "
 #define FAKEHW_KEYS_ENV "BCD_FAKEHW_TPM_KEYS"
+
+#ifdef BC_TESTING
+/* Test builds only: BCD_TEST_RENEW_PAUSE=STEP:PATH holds a renewal, its TPM session
+ * open, before STEP ("next-key" or "certify"): it creates PATH.paused and waits until
+ * PATH.go exists, so that a test stops the TPM at that point without timing
+ * (tests/e2e/bcd_tpm_gone_steps_test.sh). Never in a release build. */
+static void test_pause(const char *step)
+{
+	const char *v = getenv("BCD_TEST_RENEW_PAUSE");
+	size_t n = strlen(step);
+	struct timespec ts = {0, 50 * 1000 * 1000};
+	char p[1024];
+	int fd;
+
+	if (v == NULL || strncmp(v, step, n) != 0 || v[n] != ':' || strlen(v + n + 1) > 1000)
+		return;
+	snprintf(p, sizeof(p), "%s.go", v + n + 1);
+	if (access(p, F_OK) == 0)
+		return;
+	snprintf(p, sizeof(p), "%s.paused", v + n + 1);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) >= 0)
+		close(fd);
+	snprintf(p, sizeof(p), "%s.go", v + n + 1);
+	while (access(p, F_OK) != 0)
+		nanosleep(&ts, NULL);
+}
+#else
+#define test_pause(step) ((void)0)
+#endif
 
 static int fakehw_keys_allowed(void)
 {
@@ -63,6 +96,10 @@ int bcd_tpm_tcti(const struct bcd_config *cfg, enum bcd_tpm_use use, char *out, 
 			bcd_say(m, "node keys use the fakehw TPM only with " FAKEHW_KEYS_ENV "=1");
 			return BC_ERR_NOT_FOUND;
 		}
+		snprintf(out, len, "%s", t);
+		return 0;
+	}
+	if ((t = bcd_test_host_tpm()) != NULL && strlen(t) < len) {
 		snprintf(out, len, "%s", t);
 		return 0;
 	}
@@ -495,9 +532,13 @@ int bcd_nodekey_new_certified(const struct bcd_config *cfg,
 		goto out;
 	}
 	/* one session: the AK checked, the next key made, signed and certified */
-	if ((rc = certifier(s, ak_name, kc, &ak, m)) != 0 ||
-	    (rc = next_key(s, k, kc, csr, csr_len, m)) != 0 ||
-	    (rc = certify_next(s, k, ak, *csr, *csr_len, kc, m)) != 0)
+	if ((rc = certifier(s, ak_name, kc, &ak, m)) != 0)
+		goto out;
+	test_pause("next-key");
+	if ((rc = next_key(s, k, kc, csr, csr_len, m)) != 0)
+		goto out;
+	test_pause("certify");
+	if ((rc = certify_next(s, k, ak, *csr, *csr_len, kc, m)) != 0)
 		goto out;
 out:
 	bcd_keyops_close(s);
