@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -30,6 +29,7 @@
 #include "bc/reasons.h"
 #include "bc/wire.h"
 #include "bct_cloud.h"
+#include "bct_http.h"
 #include "bctest.h"
 
 extern char **environ;
@@ -208,28 +208,12 @@ static const char *oidc_settled(EVP_PKEY *key, const char *kid, const char *pend
 	return why;
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *arg)
-{
-	(void)p;
-	(void)arg;
-	return size * n;
-}
-
+/* The status of /healthz, 0 when no answer came. */
 static long healthz(void)
 {
-	char url[256];
-	long status = 0;
-	CURL *h = curl_easy_init();
+	long status = bct_http(&cp, "GET", "/healthz", NULL, NULL, NULL);
 
-	assert_non_null(h);
-	snprintf(url, sizeof(url), "%s/healthz", cp.url);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
-	return status;
+	return status > 0 ? status : 0;
 }
 
 struct racer {

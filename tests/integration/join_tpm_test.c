@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <curl/curl.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -24,6 +23,7 @@
 #include "bc/pki.h"
 #include "bc/wire.h"
 #include "bct_tpm.h"
+#include "bct_http.h"
 #include "bctest.h"
 #include "bettercompute/attest/v1/tpm.pb-c.h"
 #include "bettercompute/join/v1/join.pb-c.h"
@@ -883,39 +883,19 @@ struct api_body {
 	size_t n;
 };
 
-static size_t api_write(char *p, size_t sz, size_t nm, void *ud)
-{
-	struct api_body *b = ud;
-	size_t n = sz * nm, room = sizeof(b->buf) - 1 - b->n;
-	memcpy(b->buf + b->n, p, n < room ? n : room);
-	b->n += n < room ? n : room;
-	b->buf[b->n] = 0;
-	return n;
-}
-
 static long api(struct bct_cp *cp, const char *key, const char *method, const char *path,
                 struct api_body *out)
 {
-	char url[512], authz[256];
-	struct curl_slist *h = NULL;
-	CURL *c = curl_easy_init();
-	long status = 0;
+	char *text = NULL;
+	long status = bct_http(cp, method, path, key, NULL, &text);
 
+	assert_true(status > 0);
 	memset(out, 0, sizeof(*out));
-	snprintf(url, sizeof(url), "%s%s", cp->url, path);
-	snprintf(authz, sizeof(authz), "Authorization: Bearer %s", key);
-	h = curl_slist_append(h, authz);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	if (strcmp(method, "POST") == 0)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, api_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	if (text != NULL) {
+		out->n = strlen(text) < sizeof(out->buf) - 1 ? strlen(text) : sizeof(out->buf) - 1;
+		memcpy(out->buf, text, out->n);
+		free(text);
+	}
 	return status;
 }
 

@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "bc/clock.h"
 #include "bc/pki.h"
+#include "bct_http.h"
 #include "bctest.h"
 #include "provision/provision.h"
 #include "rows/certs.h"
@@ -38,44 +38,15 @@ static char *api_key;
 
 /* ---- the admin API over loopback ---- */
 
-struct body {
-	char buf[16384];
-	size_t n;
-};
-
-static size_t body_write(char *p, size_t sz, size_t nm, void *ud)
-{
-	struct body *b = ud;
-	size_t n = sz * nm, room = sizeof(b->buf) - 1 - b->n;
-	memcpy(b->buf + b->n, p, n < room ? n : room);
-	b->n += n < room ? n : room;
-	b->buf[b->n] = 0;
-	return n;
-}
-
 /* POST path with the JSON in; the status, the answer in *out (parsed; NULL if none). */
 static long post(const char *path, const char *json, json_t **out)
 {
-	char url[512], authz[256];
-	struct curl_slist *h = NULL;
-	struct body b = {.n = 0};
-	CURL *c = curl_easy_init();
-	long status = 0;
+	char *text = NULL;
+	long status = bct_http(&cp, "POST", path, api_key, json, &text);
 
-	snprintf(url, sizeof(url), "%s%s", cp.url, path);
-	snprintf(authz, sizeof(authz), "Authorization: Bearer %s", api_key);
-	h = curl_slist_append(h, authz);
-	h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	*out = json_loads(b.buf, 0, NULL);
+	assert_true(status > 0);
+	*out = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	free(text);
 	return status;
 }
 

@@ -6,40 +6,19 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "bct_http.h"
 #include "bctest.h"
 
 static struct bct_cp cp;
 
-static size_t drop(char *p, size_t size, size_t n, void *arg)
-{
-	(void)p;
-	(void)arg;
-	return size * n;
-}
-
 static long status_of(const char *method)
 {
-	char url[192];
-	long status = 0;
-	CURL *h = curl_easy_init();
+	long status = bct_http(&cp, method, "/healthz", NULL, NULL, NULL);
 
-	assert_non_null(h);
-	snprintf(url, sizeof(url), "%s/healthz", cp.url);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, drop);
-	if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-	else
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	assert_int_equal(curl_easy_perform(h), CURLE_OK);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
+	assert_true(status > 0);
 	return status;
 }
 
