@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 10
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all deps build build-test install deb run check test asan fuzz fuzz-build bench bench-fleet bench-scale bench-peers format format-check sql-check clean
+.PHONY: all deps build build-test install deb run check test asan fuzz fuzz-build bench bench-fleet bench-scale bench-peers soak format format-check sql-check clean
 
 all: build
 
@@ -64,6 +64,13 @@ bench: build
 # 10,000 nodes renewing at once, then a herd of 5,000 (minutes; not in CI)
 bench-fleet: build
 	@scripts/bench-fleet.sh build
+
+# A day of churn, compressed: joins, renewals, refusals and admin reads at a steady rate
+# against one server over TLS, its RSS, fds and database size every minute
+# (scripts/soak.sh; SOAK_MINUTES, default 30; not in CI)
+SOAK_MINUTES ?= 30
+soak: build
+	@BC_BINARY_DIR=build SOAK_MINUTES=$(SOAK_MINUTES) scripts/soak.sh
 
 # Each list's page, nodes get, /metrics and prune at 10,000 to 1,000,000 nodes on a
 # store filled directly (bench/bc_scale.c; minutes; not in CI)

@@ -24,10 +24,12 @@ start_server() {
 	env "$@" "$BIN/better-compute" serve --config "$dir/server.toml" >>"$dir/serve.log" 2>&1 &
 	SERVER_PID=$!
 	PIDS="$PIDS $SERVER_PID"
-	local url
+	local url ca=()
 	url=$(sed -n 's/^public_url *= *"\(.*\)"/\1/p' "$dir/server.toml")
+	# an https server made by init: its own CA
+	[ ! -s "$dir/tls-ca.pem" ] || ca=(--cacert "$dir/tls-ca.pem")
 	for _ in $(seq 1 100); do
-		if curl -fsS "$url/healthz" >/dev/null 2>&1; then return 0; fi
+		if curl -fsS "${ca[@]}" "$url/healthz" >/dev/null 2>&1; then return 0; fi
 		kill -0 "$SERVER_PID" 2>/dev/null || { cat "$dir/serve.log" >&2; fail "server exited"; }
 		sleep 0.1
 	done
