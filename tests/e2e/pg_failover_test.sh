@@ -51,25 +51,10 @@ P2=$(free_port)
 init_on_pg var "$P1"
 replica_of var var2 "$P2"
 sed -i "s|^database *=.*|database    = \"$MULTI\"|" var/server.toml var2/server.toml
-start_server var
-PID1=$SERVER_PID
-start_server var2
-PID2=$SERVER_PID
+start_replicas failover
 bc() { "$BIN/better-compute" "$@"; }
-bc daemon config --out pins.json
-POOL=$(bc --json pools create failover | json_get '["id"]')
-field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" "$2"; }
-
 JOINS=${FAILOVER_JOINS:-1500}
-"$BIN/bc-load" --pins pins.json --database "$MULTI" --url "http://127.0.0.1:$P1" \
-	--url "http://127.0.0.1:$P2" --tokens "$JOINS" --clients 8 --retry-unavailable 180 \
-	>load.out 2>load.err &
-LOAD=$!
-PIDS="$PIDS $LOAD"
-for _ in $(seq 1 600); do
-	[ "$(sql "SELECT COUNT(*) FROM nodes")" -ge 100 ] && break
-	sleep 0.05
-done
+load_through_both "$MULTI" "$JOINS" 180
 # the primary dies: its postmaster killed, no shutdown, no final WAL
 KILLED=$(date +%s%N)
 kill -9 "$(head -n 1 "$PGDIR/data/postmaster.pid")"

@@ -53,3 +53,32 @@ secret_file = "$(cd "$dir" && pwd)/secret"
 pki_bundle  = "$(cd "$dir" && pwd)/pki.bundle"
 TOML
 }
+
+# field NAME FILE: the value of NAME=... in a bc-load line.
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" "$2"; }
+
+# start_replicas POOLNAME: the servers of var and var2 started (PID1, PID2), the
+# agent's pins in pins.json, and a pool POOLNAME (its id in POOL).
+start_replicas() {
+	start_server var
+	PID1=$SERVER_PID
+	start_server var2
+	PID2=$SERVER_PID
+	"$BIN/better-compute" daemon config --out pins.json
+	POOL=$("$BIN/better-compute" --json pools create "$1" | json_get '["id"]')
+}
+
+# load_through_both DATABASE JOINS RETRY_SECONDS: bc-load's JOINS token joins through
+# both replicas in the background (LOAD; its line in load.out), sending a 503 again for
+# up to RETRY_SECONDS, and back once 100 nodes are in the database.
+load_through_both() {
+	"$BIN/bc-load" --pins pins.json --database "$1" --url "http://127.0.0.1:$P1" \
+		--url "http://127.0.0.1:$P2" --tokens "$2" --clients 8 --retry-unavailable "$3" \
+		>load.out 2>load.err &
+	LOAD=$!
+	PIDS="$PIDS $LOAD"
+	for _ in $(seq 1 600); do
+		[ "$(sql "SELECT COUNT(*) FROM nodes")" -ge 100 ] && return 0
+		sleep 0.05
+	done
+}

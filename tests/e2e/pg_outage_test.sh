@@ -22,26 +22,11 @@ rc=0
 grep -q "cannot connect to the database" bad/out || fail "no clear message: $(cat bad/out)"
 grep -q "127.0.0.1:$DEAD\|port $DEAD" bad/out || fail "the message does not name the database: $(cat bad/out)"
 
-start_server var
-PID1=$SERVER_PID
-start_server var2
-PID2=$SERVER_PID
+start_replicas outage
 bc() { "$BIN/better-compute" "$@"; }
-bc daemon config --out pins.json
-POOL=$(bc --json pools create outage | json_get '["id"]')
 bc tokens create --role node --pool "$POOL" --out tok1 >/dev/null
-field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" "$2"; }
-
 JOINS=${OUTAGE_JOINS:-1500}
-"$BIN/bc-load" --pins pins.json --database "$PGURL" --url "http://127.0.0.1:$P1" \
-	--url "http://127.0.0.1:$P2" --tokens "$JOINS" --clients 8 --retry-unavailable 120 \
-	>load.out 2>load.err &
-LOAD=$!
-PIDS="$PIDS $LOAD"
-for _ in $(seq 1 300); do
-	[ "$(sql "SELECT COUNT(*) FROM nodes")" -ge 100 ] && break
-	sleep 0.05
-done
+load_through_both "$PGURL" "$JOINS" 120
 pg_down
 echo "PostgreSQL stopped with $(grep -c 'msg="node joined"' var/serve.log var2/serve.log | paste -sd' ') joins logged"
 for u in "http://127.0.0.1:$P1" "http://127.0.0.1:$P2"; do

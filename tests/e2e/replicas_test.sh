@@ -19,7 +19,6 @@ PID2=$SERVER_PID
 U1="http://127.0.0.1:$P1"
 U2="http://127.0.0.1:$P2"
 load() { "$BIN/bc-load" --pins pins.json --database "$PGURL" --url "$U1" --url "$U2" "$@"; }
-field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" "$2"; }
 
 # the race: one token of one use, 64 clients at once over both replicas
 load --tokens 1 --uses 1 --joins 64 --clients 64 >race.out
