@@ -85,9 +85,9 @@ refuse() {
 
 reads() {
 	for _ in $(seq 1 "$1"); do
-		"$BIN/better-compute" nodes list --limit 100 >/dev/null
-		"$BIN/better-compute" events list --limit 100 >/dev/null
-		"$BIN/better-compute" audit list --limit 100 >/dev/null
+		"$BIN/better-compute" nodes list --limit 100 >/dev/null 2>&1
+		"$BIN/better-compute" events list --limit 100 >/dev/null 2>&1
+		"$BIN/better-compute" audit list --limit 100 >/dev/null 2>&1
 	done
 }
 
