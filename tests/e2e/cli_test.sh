@@ -124,7 +124,7 @@ err_has "\-\-since"
 run 2 "$CLI" frobnicate
 err_has "unknown command"
 run 2 "$CLI" pools
-err_has "create, get, list or update"
+err_has "create, get, list, update or delete"
 run 2 "$CLI" pools create
 err_has "missing argument"
 run 2 "$CLI" pools create a b
