@@ -231,3 +231,15 @@ int cli_cmd_sites_list(struct cli *c)
 	free(path);
 	return rc;
 }
+
+/* Refused (CONFLICT) while nodes, live tokens or open join requests name the pool:
+ * the server's message says which. */
+int cli_cmd_pools_delete(struct cli *c)
+{
+	char *path = NULL;
+	int rc;
+
+	if ((rc = cli_tenant_path(c, &path, "pools", c->args[0], NULL)) != 0)
+		return rc;
+	return cli_delete(c, path, "pool", c->args[0]);
+}

@@ -40,3 +40,14 @@ int cli_cmd_sites_release_lease(struct cli *c)
 {
 	return site_call(c, "POST", "release-lease");
 }
+
+/* Refused (CONFLICT) while anything names the site: the server's message says what. */
+int cli_cmd_sites_delete(struct cli *c)
+{
+	char *path = NULL;
+	int rc;
+
+	if ((rc = cli_tenant_path(c, &path, "sites", c->args[0], NULL)) != 0)
+		return rc;
+	return cli_delete(c, path, "site", c->args[0]);
+}

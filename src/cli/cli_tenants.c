@@ -48,8 +48,8 @@ static int print_api_key(const json_t *ans)
 	const char *id = cli_jstr(ans, "id"), *t = cli_jstr(ans, "tenantId");
 	char *text = NULL;
 
-	if (asprintf(&text, "API key %s for tenant %s:\n%s\n", id ? id : "?", t ? t : "?",
-	             cli_jstr(ans, "key")) < 0)
+	if (asprintf(&text, "API key %s for tenant %s, role %s:\n%s\n", id ? id : "?", t ? t : "?",
+	             cli_jstr(ans, "role") ? cli_jstr(ans, "role") : "?", cli_jstr(ans, "key")) < 0)
 		return BC_ERR_NOMEM;
 	cli_sanitize_lines(text);
 	fputs(text, stdout);
@@ -71,7 +71,7 @@ int cli_cmd_api_keys_create(struct cli *c)
 		return cli_usage(c, "--name is missing: name the key after who or what uses it");
 	if ((rc = cli_tenant_path(c, &path, "api-keys", NULL)) != 0)
 		return rc;
-	if ((body = json_pack("{s:s}", "name", name)) == NULL) {
+	if ((body = json_pack("{s:s, s:s?}", "name", name, "role", cli_opt(c, "role"))) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
@@ -100,6 +100,7 @@ static const struct cli_col key_cols[] = {
     {"ID", "id", CLI_STR, 1, 0},
     {"TENANT", "tenantId", CLI_STR, 0, 0},
     {"NAME", "name", CLI_STR, 1, 40},
+    {"ROLE", "role", CLI_STR, 1, 0},
     {"CREATED", "createdAt", CLI_TIME, 1, 0},
     {"EXPIRES", "expiresAt", CLI_TIME, 1, 0},
     {"LAST USED", "lastUsedAt", CLI_TIME, 1, 0},
@@ -173,4 +174,18 @@ done:
 	free(text);
 	cli_resp_free(&r);
 	return rc;
+}
+
+/* DELETE /v1/tenants/T: the tenant the command names is the path's, not --tenant. */
+int cli_cmd_tenants_delete(struct cli *c)
+{
+	char *path = NULL;
+	int rc;
+
+	free(c->tenant);
+	if ((c->tenant = strdup(c->args[0])) == NULL)
+		return BC_ERR_NOMEM;
+	if ((rc = cli_tenant_path(c, &path, NULL)) != 0)
+		return rc;
+	return cli_delete(c, path, "tenant", c->args[0]);
 }

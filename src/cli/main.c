@@ -88,9 +88,12 @@ static const struct cli_cmd commands[] = {
      "Exit 1 when a check fails: an operator's TLS certificate expired or within 30 days\n"
      "of it (warn from two thirds of its life), a CA expired (warn within a year).\n",
      0},
-    {"api-keys", "create", "--name N [--ttl 720h] [--tenant T]", "create an API key (shown once)",
-     "name= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
+    {"api-keys", "create", "--name N [--role R] [--ttl 720h] [--tenant T]",
+     "create an API key (shown once)", "name= role= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
      "  --name N             what the key is for (a person, a pipeline)\n"
+     "  --role R             what it may call: admin (everything; the default), operator\n"
+     "                       (all but API keys and tenants), viewer (read only), metrics\n"
+     "                       (GET /metrics only, for a root tenant's scraper)\n"
      "  --ttl DURATION       refuse the key after this long: 1h, 30d, 720h (default: never)\n"
      "The key is printed once; the server keeps only its hash.\n",
      0},
@@ -101,6 +104,9 @@ static const struct cli_cmd commands[] = {
     {"tenants", "list", "", "list tenants", "", 0, 0, API, cli_cmd_tenants_list, NULL, 0},
     {"tenants", "create", "NAME", "create a tenant (root key only)", "", 1, 1, API,
      cli_cmd_tenants_create, NULL, 0},
+    {"tenants", "delete", "ID|NAME",
+     "delete a tenant with nothing left in it (root admin key only)", "", 1, 1, API,
+     cli_cmd_tenants_delete, NULL, CLI_K_TENANT},
     {"pools", "create", "NAME [--join-attestors a,b] [--policy JSON]", "create a pool",
      "join-attestors= policy=", 1, 1, TNT, cli_cmd_pools_create,
      "  --join-attestors a,b the attestors that may admit machines into the pool\n"
@@ -116,6 +122,9 @@ static const struct cli_cmd commands[] = {
      "  --policy JSON        a new policy object: it replaces the old one whole\n"
      "  --join-attestors a,b set only policy.joinAttestors and keep the rest of the policy\n",
      CLI_K_POOL},
+    {"pools", "delete", "ID|NAME",
+     "delete a pool that no node, live token or open join request names", "", 1, 1, TNT,
+     cli_cmd_pools_delete, NULL, CLI_K_POOL},
     {"sites", "create", "NAME", "create a site", "", 1, 1, TNT, cli_cmd_sites_create, NULL, 0},
     {"sites", "list", "", "list sites", "", 0, 0, TNT, cli_cmd_sites_list, NULL, 0},
     {"sites", "get", "ID|NAME", "show a site and who holds its boot lease (holder, epoch, expiry)",
@@ -123,6 +132,9 @@ static const struct cli_cmd commands[] = {
     {"sites", "release-lease", "ID|NAME",
      "end the site's boot lease: another site node takes it at the next epoch", "", 1, 1, TNT,
      cli_cmd_sites_release_lease, NULL, CLI_K_SITE},
+    {"sites", "delete", "ID|NAME",
+     "delete a site that no node, live token, open join request or running commission names", "", 1,
+     1, TNT, cli_cmd_sites_delete, NULL, CLI_K_SITE},
     {"tokens", "create",
      "--role node|site|provisioned (--pool ID|NAME | --site ID|NAME) [--uses N] [--ttl 1h] "
      "[--expect-product-uuid U] "

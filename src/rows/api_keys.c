@@ -5,8 +5,8 @@
 #include <string.h>
 
 #define KEY_SELECT                                                                                 \
-	"SELECT id, tenant_id, name, created_at, expires_at, revoked_at, last_used_at FROM "       \
-	"api_keys "
+	"SELECT id, tenant_id, name, created_at, expires_at, revoked_at, last_used_at, role "      \
+	"FROM api_keys "
 
 int bc_row_api_key_auth(bc_tx *tx, const char *id, struct bc_api_key_auth *k)
 {
@@ -15,10 +15,11 @@ int bc_row_api_key_auth(bc_tx *tx, const char *id, struct bc_api_key_auth *k)
 
 	memset(k, 0, sizeof(*k));
 	bc_param p[] = {BC_TEXT(id)};
-	if ((rc = bc_tx_query(tx,
-	                      "SELECT tenant_id, secret_hash, revoked_at, expires_at, last_used_at "
-	                      "FROM api_keys WHERE id = $1",
-	                      p, 1, &rows)) != 0)
+	if ((rc =
+	         bc_tx_query(tx,
+	                     "SELECT tenant_id, secret_hash, revoked_at, expires_at, last_used_at, "
+	                     "role FROM api_keys WHERE id = $1",
+	                     p, 1, &rows)) != 0)
 		return rc;
 	if ((rc = bc_rows_next(rows)) == 1) {
 		snprintf(k->tenant_id, sizeof(k->tenant_id), "%s",
@@ -29,21 +30,23 @@ int bc_row_api_key_auth(bc_tx *tx, const char *id, struct bc_api_key_auth *k)
 		k->expires = !bc_rows_null_named(rows, "expires_at");
 		k->expires_at = bc_rows_int_named(rows, "expires_at");
 		k->last_used_at = bc_rows_int_named(rows, "last_used_at");
+		snprintf(k->role, sizeof(k->role), "%s", bc_rows_text_named(rows, "role"));
 	}
 	bc_rows_free(rows);
 	return rc;
 }
 
 int bc_row_api_key_insert(bc_tx *tx, const char *id, const char *tenant_id, const char *secret_hash,
-                          const char *name, int64_t now_ms)
+                          const char *name, const char *role, int64_t now_ms)
 {
-	bc_param p[] = {BC_TEXT(id), BC_TEXT(tenant_id), BC_TEXT(secret_hash), BC_TEXT(name),
-	                BC_INT(now_ms)};
+	bc_param p[] = {BC_TEXT(id),   BC_TEXT(tenant_id), BC_TEXT(secret_hash),
+	                BC_TEXT(name), BC_TEXT(role),      BC_INT(now_ms)};
 
-	return bc_tx_exec(tx,
-	                  "INSERT INTO api_keys (id, tenant_id, secret_hash, name, created_at) "
-	                  "VALUES ($1, $2, $3, $4, $5)",
-	                  p, 5, NULL);
+	return bc_tx_exec(
+	    tx,
+	    "INSERT INTO api_keys (id, tenant_id, secret_hash, name, role, created_at) "
+	    "VALUES ($1, $2, $3, $4, $5, $6)",
+	    p, 6, NULL);
 }
 
 int bc_row_api_key_set_expiry(bc_tx *tx, const char *id, int64_t expires_at)

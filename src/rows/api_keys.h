@@ -13,14 +13,17 @@ struct bc_api_key_auth {
 	int expires; /* expires_at is set */
 	int64_t expires_at;
 	int64_t last_used_at; /* 0 when never */
+	char role[16];        /* admin, operator, viewer or metrics (as stored) */
 };
 
 /* Key id: 1 with *k filled, 0 when there is none (*k zeroed). */
 BC_WUR int bc_row_api_key_auth(bc_tx *tx, const char *id, struct bc_api_key_auth *k);
 
-/* A new key of tenant_id, never expiring. */
+/* A new key of tenant_id with role (admin, operator, viewer, metrics), never
+ * expiring. */
 BC_WUR int bc_row_api_key_insert(bc_tx *tx, const char *id, const char *tenant_id,
-                                 const char *secret_hash, const char *name, int64_t now_ms);
+                                 const char *secret_hash, const char *name, const char *role,
+                                 int64_t now_ms);
 
 /* Key id expires at expires_at. */
 BC_WUR int bc_row_api_key_set_expiry(bc_tx *tx, const char *id, int64_t expires_at);
@@ -35,7 +38,8 @@ BC_WUR int bc_row_api_key_revoke(bc_tx *tx, const char *tenant_id, const char *i
 BC_WUR int bc_row_api_key_touch(bc_tx *tx, const char *id, int64_t now_ms, int64_t older_than);
 
 /* The keys of tenant_id, oldest first (id NULL), or its key id. Columns: id,
- * tenant_id, name, created_at, expires_at, revoked_at, last_used_at (never the hash). */
+ * tenant_id, name, created_at, expires_at, revoked_at, last_used_at, role (never the
+ * hash). */
 BC_WUR int bc_row_api_keys_query(bc_tx *tx, const char *tenant_id, const char *id, bc_rows **out);
 
 #endif

@@ -30,3 +30,11 @@ int bc_row_site_insert(bc_tx *tx, const char *id, const char *tenant_id, const c
 	    tx, "INSERT INTO sites (id, tenant_id, name, created_at) VALUES ($1, $2, $3, $4)", p, 4,
 	    NULL);
 }
+
+int bc_row_site_lock(bc_tx *tx, const char *tenant_id, const char *id)
+{
+	bc_param p[] = {BC_TEXT(tenant_id), BC_TEXT(id)};
+
+	return bc_row_exists(tx, "SELECT 1 FROM sites WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+	                     p, 2);
+}

@@ -37,3 +37,10 @@ int bc_row_tenant_insert_root(bc_tx *tx, int64_t now_ms)
 	                  "VALUES ('root', 'root', $1)",
 	                  p, 1, NULL);
 }
+
+int bc_row_tenant_lock(bc_tx *tx, const char *id)
+{
+	bc_param p[] = {BC_TEXT(id)};
+
+	return bc_row_exists(tx, "SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE", p, 1);
+}

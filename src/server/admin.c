@@ -29,6 +29,9 @@ struct admin_route {
 	const char *pattern; /* "{x}" captures one path segment into arg[] */
 	enum bc_tx_mode mode;
 	unsigned flags; /* R_BODY: takes a JSON object; R_TENANT: arg[0] is a tenant */
+	/* the least role a key needs to call the route: the one rule of who may do what,
+	 * checked by run_call before anything else of the request is looked at */
+	enum admin_role min_role;
 	admin_fn fn;
 	const char *const *query; /* allowed query parameters, NULL-terminated; NULL: none */
 };
@@ -44,64 +47,128 @@ static const char *const PAGE_QUERY[] = {"cursor", "limit", NULL};
 static const char *const JOIN_REQUESTS_QUERY[] = {"state", "cursor", "limit", NULL};
 
 static const struct admin_route ROUTES[] = {
-    {"GET", "/v1/whoami", BC_TX_READ, 0, admin_whoami, NULL},
-    {"GET", "/v1/daemon-config", BC_TX_READ, 0, admin_daemon_config, NULL},
-    {"GET", "/v1/tenants", BC_TX_READ, 0, admin_tenants_list, NULL},
-    {"POST", "/v1/tenants", BC_TX_WRITE, R_BODY, admin_tenants_create, NULL},
-    {"GET", "/v1/tenants/{t}/api-keys", BC_TX_READ, R_TENANT, admin_api_keys_list, NULL},
-    {"POST", "/v1/tenants/{t}/api-keys/{id}/revoke", BC_TX_WRITE, R_TENANT, admin_api_keys_revoke,
+    {"GET", "/v1/whoami", BC_TX_READ, 0, ADMIN_ROLE_VIEWER, admin_whoami, NULL},
+    {"GET", "/v1/daemon-config", BC_TX_READ, 0, ADMIN_ROLE_VIEWER, admin_daemon_config, NULL},
+    {"GET", "/v1/tenants", BC_TX_READ, 0, ADMIN_ROLE_VIEWER, admin_tenants_list, NULL},
+    {"POST", "/v1/tenants", BC_TX_WRITE, R_BODY, ADMIN_ROLE_ADMIN, admin_tenants_create, NULL},
+    {"DELETE", "/v1/tenants/{t}", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_ADMIN, admin_tenants_delete,
      NULL},
-    {"POST", "/v1/tenants/{t}/api-keys", BC_TX_WRITE, R_BODY | R_TENANT, admin_api_keys_create,
+    {"GET", "/v1/tenants/{t}/api-keys", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
+     admin_api_keys_list, NULL},
+    {"POST", "/v1/tenants/{t}/api-keys/{id}/revoke", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_ADMIN,
+     admin_api_keys_revoke, NULL},
+    {"POST", "/v1/tenants/{t}/api-keys", BC_TX_WRITE, R_BODY | R_TENANT, ADMIN_ROLE_ADMIN,
+     admin_api_keys_create, NULL},
+    {"GET", "/v1/tenants/{t}/pools", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER, admin_pools_list,
      NULL},
-    {"GET", "/v1/tenants/{t}/pools", BC_TX_READ, R_TENANT, admin_pools_list, NULL},
-    {"POST", "/v1/tenants/{t}/pools", BC_TX_WRITE, R_BODY | R_TENANT, admin_pools_create, NULL},
-    {"GET", "/v1/tenants/{t}/pools/{p}", BC_TX_READ, R_TENANT, admin_pools_get, NULL},
-    {"PATCH", "/v1/tenants/{t}/pools/{p}", BC_TX_WRITE, R_BODY | R_TENANT, admin_pools_update,
+    {"POST", "/v1/tenants/{t}/pools", BC_TX_WRITE, R_BODY | R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_pools_create, NULL},
+    {"GET", "/v1/tenants/{t}/pools/{p}", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER, admin_pools_get,
      NULL},
-    {"GET", "/v1/tenants/{t}/sites", BC_TX_READ, R_TENANT, admin_sites_list, NULL},
-    {"POST", "/v1/tenants/{t}/sites", BC_TX_WRITE, R_BODY | R_TENANT, admin_sites_create, NULL},
-    {"GET", "/v1/tenants/{t}/sites/{id}", BC_TX_WRITE, R_TENANT, admin_sites_get, NULL},
-    {"POST", "/v1/tenants/{t}/sites/{id}/release-lease", BC_TX_WRITE, R_TENANT,
+    {"PATCH", "/v1/tenants/{t}/pools/{p}", BC_TX_WRITE, R_BODY | R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_pools_update, NULL},
+    {"DELETE", "/v1/tenants/{t}/pools/{p}", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_pools_delete, NULL},
+    {"GET", "/v1/tenants/{t}/sites", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER, admin_sites_list,
+     NULL},
+    {"POST", "/v1/tenants/{t}/sites", BC_TX_WRITE, R_BODY | R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_sites_create, NULL},
+    {"GET", "/v1/tenants/{t}/sites/{id}", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_VIEWER, admin_sites_get,
+     NULL},
+    {"DELETE", "/v1/tenants/{t}/sites/{id}", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_sites_delete, NULL},
+    {"POST", "/v1/tenants/{t}/sites/{id}/release-lease", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
      admin_sites_release_lease, NULL},
-    {"GET", "/v1/tenants/{t}/tokens", BC_TX_READ, R_TENANT, admin_tokens_list, PAGE_QUERY},
-    {"POST", "/v1/tenants/{t}/tokens", BC_TX_WRITE, R_BODY | R_TENANT, admin_tokens_create, NULL},
-    {"POST", "/v1/tenants/{t}/tokens/{id}/revoke", BC_TX_WRITE, R_TENANT, admin_tokens_revoke,
+    {"GET", "/v1/tenants/{t}/tokens", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER, admin_tokens_list,
+     PAGE_QUERY},
+    {"POST", "/v1/tenants/{t}/tokens", BC_TX_WRITE, R_BODY | R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_tokens_create, NULL},
+    {"POST", "/v1/tenants/{t}/tokens/{id}/revoke", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_tokens_revoke, NULL},
+    {"GET", "/v1/tenants/{t}/nodes", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER, admin_nodes_list,
+     NODES_QUERY},
+    {"GET", "/v1/tenants/{t}/node-counts", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
+     admin_nodes_counts, NULL},
+    {"GET", "/v1/tenants/{t}/nodes/{n}", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER, admin_nodes_get,
      NULL},
-    {"GET", "/v1/tenants/{t}/nodes", BC_TX_READ, R_TENANT, admin_nodes_list, NODES_QUERY},
-    {"GET", "/v1/tenants/{t}/node-counts", BC_TX_READ, R_TENANT, admin_nodes_counts, NULL},
-    {"GET", "/v1/tenants/{t}/nodes/{n}", BC_TX_READ, R_TENANT, admin_nodes_get, NULL},
-    {"DELETE", "/v1/tenants/{t}/nodes/{n}", BC_TX_WRITE, R_TENANT, admin_nodes_delete, NULL},
-    {"POST", "/v1/tenants/{t}/nodes/{n}/cordon", BC_TX_WRITE, R_TENANT, admin_nodes_cordon, NULL},
-    {"POST", "/v1/tenants/{t}/nodes/{n}/uncordon", BC_TX_WRITE, R_TENANT, admin_nodes_uncordon,
-     NULL},
+    {"DELETE", "/v1/tenants/{t}/nodes/{n}", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_nodes_delete, NULL},
+    {"POST", "/v1/tenants/{t}/nodes/{n}/cordon", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_nodes_cordon, NULL},
+    {"POST", "/v1/tenants/{t}/nodes/{n}/uncordon", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_nodes_uncordon, NULL},
     {"POST", "/v1/tenants/{t}/nodes/{n}/revoke-identity", BC_TX_WRITE, R_TENANT,
-     admin_nodes_revoke_identity, NULL},
-    {"POST", "/v1/tenants/{t}/nodes/{n}/retire", BC_TX_WRITE, R_TENANT, admin_nodes_retire, NULL},
-    {"GET", "/v1/tenants/{t}/nodes/{n}/inventory", BC_TX_READ, R_TENANT, admin_nodes_inventory,
-     NULL},
-    {"GET", "/v1/tenants/{t}/workflows", BC_TX_READ, R_TENANT, admin_workflows_list, PAGE_QUERY},
-    {"GET", "/v1/tenants/{t}/workflows/{w}", BC_TX_READ, R_TENANT, admin_workflows_get, NULL},
-    {"POST", "/v1/tenants/{t}/workflows/{w}/cancel", BC_TX_WRITE, R_TENANT, admin_workflows_cancel,
-     NULL},
+     ADMIN_ROLE_OPERATOR, admin_nodes_revoke_identity, NULL},
+    {"POST", "/v1/tenants/{t}/nodes/{n}/retire", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_nodes_retire, NULL},
+    {"GET", "/v1/tenants/{t}/nodes/{n}/inventory", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
+     admin_nodes_inventory, NULL},
+    {"GET", "/v1/tenants/{t}/workflows", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
+     admin_workflows_list, PAGE_QUERY},
+    {"GET", "/v1/tenants/{t}/workflows/{w}", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
+     admin_workflows_get, NULL},
+    {"POST", "/v1/tenants/{t}/workflows/{w}/cancel", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
+     admin_workflows_cancel, NULL},
     {"POST", "/v1/tenants/{t}/workflows/{w}/complete", BC_TX_WRITE, R_BODY | R_TENANT,
-     admin_workflows_complete, NULL},
+     ADMIN_ROLE_OPERATOR, admin_workflows_complete, NULL},
     {"POST", "/v1/tenants/{t}/machines/commission", BC_TX_WRITE, R_BODY | R_TENANT,
-     admin_machines_commission, NULL},
-    {"POST", "/v1/tenants/{t}/machines/deploy", BC_TX_WRITE, R_BODY | R_TENANT,
+     ADMIN_ROLE_OPERATOR, admin_machines_commission, NULL},
+    {"POST", "/v1/tenants/{t}/machines/deploy", BC_TX_WRITE, R_BODY | R_TENANT, ADMIN_ROLE_OPERATOR,
      admin_machines_deploy, NULL},
-    {"POST", "/v1/tenants/{t}/machines/enroll", BC_TX_WRITE, R_BODY | R_TENANT,
+    {"POST", "/v1/tenants/{t}/machines/enroll", BC_TX_WRITE, R_BODY | R_TENANT, ADMIN_ROLE_OPERATOR,
      admin_machines_enroll, NULL},
-    {"GET", "/v1/tenants/{t}/events", BC_TX_READ, R_TENANT, admin_events_list, EVENTS_QUERY},
-    {"GET", "/v1/tenants/{t}/audit", BC_TX_READ, R_TENANT, admin_audit_list, AUDIT_QUERY},
-    {"GET", "/v1/tenants/{t}/join-requests", BC_TX_READ, R_TENANT, admin_join_requests_list,
-     JOIN_REQUESTS_QUERY},
+    {"GET", "/v1/tenants/{t}/events", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER, admin_events_list,
+     EVENTS_QUERY},
+    {"GET", "/v1/tenants/{t}/audit", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER, admin_audit_list,
+     AUDIT_QUERY},
+    {"GET", "/v1/tenants/{t}/join-requests", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
+     admin_join_requests_list, JOIN_REQUESTS_QUERY},
     {"POST", "/v1/tenants/{t}/join-requests/{id}/approve", BC_TX_WRITE, R_TENANT,
-     admin_join_requests_approve, NULL},
-    {"POST", "/v1/tenants/{t}/join-requests/{id}/deny", BC_TX_WRITE, R_TENANT,
+     ADMIN_ROLE_OPERATOR, admin_join_requests_approve, NULL},
+    {"POST", "/v1/tenants/{t}/join-requests/{id}/deny", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
      admin_join_requests_deny, NULL},
-    {"DELETE", "/v1/tenants/{t}/join-requests/{id}", BC_TX_WRITE, R_TENANT,
+    {"DELETE", "/v1/tenants/{t}/join-requests/{id}", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
      admin_join_requests_delete, NULL},
 };
+
+/* /metrics (server.c) is for a root tenant's key of this role or above: the fleet's
+ * refusal reasons are in it, across every tenant. */
+#define METRICS_MIN_ROLE ADMIN_ROLE_METRICS
+
+static const char *const ROLE_NAMES[] = {
+    [ADMIN_ROLE_METRICS] = "metrics",
+    [ADMIN_ROLE_VIEWER] = "viewer",
+    [ADMIN_ROLE_OPERATOR] = "operator",
+    [ADMIN_ROLE_ADMIN] = "admin",
+};
+#define N_ROLES (sizeof(ROLE_NAMES) / sizeof(ROLE_NAMES[0]))
+
+const char *admin_role_name(enum admin_role role)
+{
+	return (size_t)role < N_ROLES ? ROLE_NAMES[role] : "none";
+}
+
+int admin_role_parse(const char *name, enum admin_role *out)
+{
+	for (size_t i = 0; name != NULL && i < N_ROLES; i++)
+		if (strcmp(name, ROLE_NAMES[i]) == 0) {
+			*out = (enum admin_role)i;
+			return 0;
+		}
+	return BC_ERR_INVALID;
+}
+
+#ifdef BC_TESTING
+int bc_admin_route_at(size_t i, const char **method, const char **pattern, const char **min_role)
+{
+	if (i >= sizeof(ROUTES) / sizeof(ROUTES[0]))
+		return BC_ERR_NOT_FOUND;
+	*method = ROUTES[i].method;
+	*pattern = ROUTES[i].pattern;
+	*min_role = admin_role_name(ROUTES[i].min_role);
+	return 0;
+}
+#endif
 
 /* ---- routing ---- */
 
@@ -175,10 +242,10 @@ static int parse_api_key(const char *authz, char key_id[ADMIN_ID_MAX], const cha
 	return bc_secret_parse_api_key(authz + 7, key_id, secret);
 }
 
-/* The key's row: usable when neither revoked nor expired at database time; *last_used
- * its last_used_at (0 when never). */
+/* The key's row: usable when neither revoked nor expired at database time and of a
+ * known role (*role); *last_used its last_used_at (0 when never). */
 static int load_key(bc_tx *tx, const char *id, char tenant[ADMIN_ID_MAX], char hash[65],
-                    int *usable, int64_t *last_used)
+                    int *usable, int64_t *last_used, enum admin_role *role)
 {
 	struct bc_api_key_auth k;
 	int rc;
@@ -189,7 +256,7 @@ static int load_key(bc_tx *tx, const char *id, char tenant[ADMIN_ID_MAX], char h
 		snprintf(tenant, ADMIN_ID_MAX, "%s", k.tenant_id);
 		snprintf(hash, 65, "%s", k.secret_hash);
 		*usable = !k.revoked && (!k.expires || k.expires_at > bc_tx_now_ms(tx)) &&
-		          strlen(tenant) < ADMIN_ID_MAX - 1;
+		          strlen(tenant) < ADMIN_ID_MAX - 1 && admin_role_parse(k.role, role) == 0;
 		*last_used = k.last_used_at;
 	}
 	OPENSSL_cleanse(&k, sizeof(k));
@@ -197,7 +264,7 @@ static int load_key(bc_tx *tx, const char *id, char tenant[ADMIN_ID_MAX], char h
 }
 
 static int authenticate(bc_tx *tx, const char *authorization, char tenant_id[64], char key_id[64],
-                        int64_t *last_used)
+                        int64_t *last_used, enum admin_role *role)
 {
 	char id[ADMIN_ID_MAX], tenant[ADMIN_ID_MAX] = "";
 	/* compared against when the key is unknown, so that both paths do the same work */
@@ -209,7 +276,8 @@ static int authenticate(bc_tx *tx, const char *authorization, char tenant_id[64]
 	key_id[0] = '\0';
 	if (authorization == NULL || parse_api_key(authorization, id, &secret) != 0)
 		return BC_ERR_DENIED;
-	if ((rc = load_key(tx, id, tenant, stored, &usable, last_used)) != 0)
+	*role = ADMIN_ROLE_METRICS;
+	if ((rc = load_key(tx, id, tenant, stored, &usable, last_used, role)) != 0)
 		return rc;
 	if ((rc = equal = bc_secret_matches(secret, stored)) < 0)
 		goto out;
@@ -227,25 +295,49 @@ out:
 
 int bc_admin_authenticate(bc_tx *tx, const char *authorization, char tenant_id[64], char key_id[64])
 {
+	enum admin_role role;
 	int64_t last_used;
 
-	return authenticate(tx, authorization, tenant_id, key_id, &last_used);
+	return authenticate(tx, authorization, tenant_id, key_id, &last_used, &role);
+}
+
+int bc_admin_authorize_metrics(bc_tx *tx, const char *authorization, int *authenticated)
+{
+	char tenant[ADMIN_ID_MAX], key[ADMIN_ID_MAX];
+	enum admin_role role;
+	int64_t last_used;
+	int rc = authenticate(tx, authorization, tenant, key, &last_used, &role);
+
+	*authenticated = rc == 0;
+	if (rc != 0)
+		return rc;
+	return strcmp(tenant, ADMIN_ROOT_TENANT) == 0 && role >= METRICS_MIN_ROLE ? 0
+	                                                                          : BC_ERR_DENIED;
 }
 
 int bc_admin_create_api_key(bc_tx *tx, const char *tenant_id, const char *name, char **key_out)
 {
+	return bc_admin_create_api_key_role(tx, tenant_id, name, ROLE_NAMES[ADMIN_ROLE_DEFAULT],
+	                                    key_out);
+}
+
+int bc_admin_create_api_key_role(bc_tx *tx, const char *tenant_id, const char *name,
+                                 const char *role, char **key_out)
+{
 	char id[ADMIN_ID_MAX], hash[65];
 	char *whole = NULL;
+	enum admin_role r;
 	int rc;
 
 	*key_out = NULL;
-	if (tenant_id == NULL || name == NULL)
+	if (tenant_id == NULL || name == NULL || admin_role_parse(role, &r) != 0)
 		return BC_ERR_INVALID;
 	if ((rc = bc_new_id("key", id, sizeof(id))) != 0)
 		return rc;
 	if ((rc = bc_secret_mint(BC_SECRET_API_KEY_PREFIX, id, &whole, hash)) != 0)
 		return rc;
-	if ((rc = bc_row_api_key_insert(tx, id, tenant_id, hash, name, bc_tx_now_ms(tx))) != 0)
+	if ((rc = bc_row_api_key_insert(tx, id, tenant_id, hash, name, role, bc_tx_now_ms(tx))) !=
+	    0)
 		goto out;
 	*key_out = whole;
 	whole = NULL;
@@ -329,6 +421,7 @@ static void reset_call(struct admin_call *c)
 	c->msg[0] = '\0';
 	c->tenant_id[0] = '\0';
 	c->key_id[0] = '\0';
+	c->role = ADMIN_ROLE_METRICS;
 }
 
 static int run_call(bc_tx *tx, void *arg)
@@ -339,8 +432,8 @@ static int run_call(bc_tx *tx, void *arg)
 
 	reset_call(c);
 	run->authenticated = 0;
-	if ((rc = authenticate(tx, c->req->authorization, c->tenant_id, c->key_id,
-	                       &run->last_used)) != 0)
+	if ((rc = authenticate(tx, c->req->authorization, c->tenant_id, c->key_id, &run->last_used,
+	                       &c->role)) != 0)
 		return rc;
 	run->authenticated = 1;
 	run->now_ms = bc_tx_now_ms(tx);
@@ -351,6 +444,14 @@ static int run_call(bc_tx *tx, void *arg)
 	}
 	if (run->route == NULL)
 		return admin_fail(c, BC_ERR_NOT_FOUND, "no such route");
+	if (c->role < run->route->min_role) {
+		c->err_status = 403;
+		return admin_fail(
+		    c, BC_ERR_DENIED, "this API key's role is %s: %s %s needs role %s or above%s",
+		    admin_role_name(c->role), run->route->method, run->route->pattern,
+		    admin_role_name(run->route->min_role),
+		    c->role == ADMIN_ROLE_METRICS ? " (a metrics key may only GET /metrics)" : "");
+	}
 	if ((rc = check_query(c, run->route->query)) != 0)
 		return rc;
 	if ((rc = parse_body(c, run->route->flags & R_BODY)) != 0)
@@ -432,8 +533,8 @@ static int authenticate_tx(bc_tx *tx, void *arg)
 	int rc;
 
 	run->authenticated = 0;
-	if ((rc = authenticate(tx, c->req->authorization, c->tenant_id, c->key_id,
-	                       &run->last_used)) == 0)
+	if ((rc = authenticate(tx, c->req->authorization, c->tenant_id, c->key_id, &run->last_used,
+	                       &c->role)) == 0)
 		run->authenticated = 1;
 	run->now_ms = bc_tx_now_ms(tx);
 	return rc;
@@ -523,10 +624,28 @@ void bc_admin_handle(const struct bc_admin_config *cfg, const struct bc_http_req
 
 /* ---- whoami and the agent's pins ---- */
 
+/* The caller's tenant, key and role, and "allows": every route its role may call as
+ * "METHOD /v1/pattern", read from the route table, so that a console hides the rest. */
 int admin_whoami(bc_tx *tx, struct admin_call *c)
 {
+	json_t *allows = json_array();
+	char route[160];
+
+	for (size_t i = 0; allows != NULL && i < sizeof(ROUTES) / sizeof(ROUTES[0]); i++) {
+		if (c->role < ROUTES[i].min_role)
+			continue;
+		snprintf(route, sizeof(route), "%s %s", ROUTES[i].method, ROUTES[i].pattern);
+		if (json_array_append_new(allows, json_string(route)) != 0) {
+			json_decref(allows);
+			allows = NULL;
+		}
+	}
+	if (allows == NULL)
+		return BC_ERR_NOMEM;
 	return admin_answer(c, 200,
-	                    json_pack("{s:s, s:s}", "tenantId", c->tenant_id, "keyId", c->key_id));
+	                    json_pack("{s:s, s:s, s:s, s:o}", "tenantId", c->tenant_id, "keyId",
+	                              c->key_id, "role", admin_role_name(c->role), "allows",
+	                              allows));
 }
 
 /* The TLS CA (when the bundle has one) then the node CA, as one PEM text. */

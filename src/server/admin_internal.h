@@ -24,6 +24,22 @@
 #define ADMIN_ROOT_TENANT "root"
 #define ADMIN_KEY_ID_LEN  30 /* "key_" + a 26-character ULID */
 
+/* What an API key may call, from least to most (docs/admin-api.md, "Roles"): each
+ * role may do all that the roles below it may. The route table in admin.c names the
+ * least role of each route. */
+enum admin_role {
+	ADMIN_ROLE_METRICS,  /* GET /metrics (server.c), nothing under /v1/ */
+	ADMIN_ROLE_VIEWER,   /* every GET */
+	ADMIN_ROLE_OPERATOR, /* every route but API keys' and tenants' writes */
+	ADMIN_ROLE_ADMIN,    /* everything */
+};
+#define ADMIN_ROLE_DEFAULT ADMIN_ROLE_ADMIN /* of a key made without one */
+
+/* The role's name ("viewer"). */
+const char *admin_role_name(enum admin_role role);
+/* The role named name: 0, or BC_ERR_INVALID when name is none of them. */
+int admin_role_parse(const char *name, enum admin_role *out);
+
 struct admin_call {
 	const struct bc_admin_config *cfg;
 	const struct bc_http_request *req;
@@ -31,12 +47,13 @@ struct admin_call {
 	json_t *body;                           /* the parsed body; NULL when there is none */
 	char tenant_id[ADMIN_ID_MAX];           /* the caller's key */
 	char key_id[ADMIN_ID_MAX];
+	enum admin_role role;         /* the caller's key's */
 	char actor[ADMIN_ID_MAX + 8]; /* "api:<key id>" */
 	/* the answer, reset before each run */
 	int status;
 	json_t *answer;
 	int err_status; /* 0: derived from the error code */
-	char msg[256];
+	char msg[512];
 };
 
 typedef int (*admin_fn)(bc_tx *tx, struct admin_call *c);
@@ -55,7 +72,9 @@ int admin_check_fields(struct admin_call *c, const json_t *obj, const char *what
  * absent key or a JSON null leaves *out NULL. */
 int admin_get_text(struct admin_call *c, const json_t *obj, const char *key, const char *field,
                    int required, size_t max, const char **out);
-/* A name: admin_get_text with at most 128 bytes. */
+/* A name: admin_get_text with at most 128 bytes. A tenant's, pool's, site's or API
+ * key's name (field "pool.name"...) that begins with its kind's id prefix ("pool_")
+ * is refused: it would be taken for an id. */
 int admin_get_name(struct admin_call *c, const json_t *obj, const char *key, const char *field,
                    int required, const char **out);
 /* An integer in [min, max]; def when absent. */
@@ -126,12 +145,14 @@ int admin_tenants_create(bc_tx *tx, struct admin_call *c);
 int admin_api_keys_create(bc_tx *tx, struct admin_call *c);
 int admin_api_keys_list(bc_tx *tx, struct admin_call *c);
 int admin_api_keys_revoke(bc_tx *tx, struct admin_call *c);
+int admin_tenants_delete(bc_tx *tx, struct admin_call *c);
 int admin_sites_list(bc_tx *tx, struct admin_call *c);
 int admin_sites_create(bc_tx *tx, struct admin_call *c);
 int admin_pools_list(bc_tx *tx, struct admin_call *c);
 int admin_pools_create(bc_tx *tx, struct admin_call *c);
 int admin_pools_get(bc_tx *tx, struct admin_call *c);
 int admin_pools_update(bc_tx *tx, struct admin_call *c);
+int admin_pools_delete(bc_tx *tx, struct admin_call *c);
 int admin_tokens_list(bc_tx *tx, struct admin_call *c);
 int admin_tokens_create(bc_tx *tx, struct admin_call *c);
 int admin_tokens_revoke(bc_tx *tx, struct admin_call *c);
@@ -157,6 +178,7 @@ int admin_nodes_inventory(bc_tx *tx, struct admin_call *c);
 /* admin_sites.c */
 int admin_sites_get(bc_tx *tx, struct admin_call *c);
 int admin_sites_release_lease(bc_tx *tx, struct admin_call *c);
+int admin_sites_delete(bc_tx *tx, struct admin_call *c);
 
 /* admin_join_requests.c */
 int admin_join_requests_list(bc_tx *tx, struct admin_call *c);

@@ -9,7 +9,7 @@
 #include "server/admin_internal.h"
 
 static const char *const NAME_ONLY[] = {"name", NULL};
-static const char *const API_KEY_FIELDS[] = {"name", "ttlSeconds", NULL};
+static const char *const API_KEY_FIELDS[] = {"name", "ttlSeconds", "role", NULL};
 
 #define KEY_TTL_MIN_S 60
 #define KEY_TTL_MAX_S (10LL * 365 * 24 * 3600)
@@ -30,10 +30,11 @@ static json_t *site_json(bc_rows *r)
 /* A key as listed: never its secret or hash. */
 static json_t *key_json(bc_rows *r)
 {
-	return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", bc_rows_text(r, 0),
-	                 "tenantId", bc_rows_text(r, 1), "name", bc_rows_text(r, 2), "createdAt",
-	                 admin_time(bc_rows_int(r, 3)), "expiresAt", admin_col_time(r, 4),
-	                 "revokedAt", admin_col_time(r, 5), "lastUsedAt", admin_col_time(r, 6));
+	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", bc_rows_text(r, 0),
+	                 "tenantId", bc_rows_text(r, 1), "name", bc_rows_text(r, 2), "role",
+	                 bc_rows_text(r, 7), "createdAt", admin_time(bc_rows_int(r, 3)),
+	                 "expiresAt", admin_col_time(r, 4), "revokedAt", admin_col_time(r, 5),
+	                 "lastUsedAt", admin_col_time(r, 6));
 }
 
 /* A list answer {"<key>": [...]} */
@@ -88,9 +89,26 @@ out:
 	return rc;
 }
 
+/* apiKey.role: absent is ADMIN_ROLE_DEFAULT. No key makes a key of a role above its
+ * own by construction: only admin, the greatest role, may call the route (admin.c). */
+static int read_key_role(struct admin_call *c, enum admin_role *role)
+{
+	const char *name = NULL;
+	int rc;
+
+	*role = ADMIN_ROLE_DEFAULT;
+	if ((rc = admin_get_text(c, c->body, "role", "apiKey.role", 0, 16, &name)) != 0)
+		return rc;
+	if (name != NULL && admin_role_parse(name, role) != 0)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "apiKey.role: expected admin, operator, viewer or metrics");
+	return 0;
+}
+
 int admin_api_keys_create(bc_tx *tx, struct admin_call *c)
 {
 	char key_id[ADMIN_ID_MAX] = "";
+	enum admin_role role;
 	const char *name;
 	char *key = NULL;
 	json_t *data = NULL, *row = NULL;
@@ -101,9 +119,11 @@ int admin_api_keys_create(bc_tx *tx, struct admin_call *c)
 	if ((rc = admin_check_fields(c, c->body, "apiKey", API_KEY_FIELDS)) != 0 ||
 	    (rc = admin_get_name(c, c->body, "name", "apiKey.name", 1, &name)) != 0 ||
 	    (rc = admin_get_int(c, c->body, "ttlSeconds", "apiKey.ttlSeconds", KEY_TTL_MIN_S,
-	                        KEY_TTL_MAX_S, 0, &ttl_s)) != 0)
+	                        KEY_TTL_MAX_S, 0, &ttl_s)) != 0 ||
+	    (rc = read_key_role(c, &role)) != 0)
 		return rc;
-	if ((rc = bc_admin_create_api_key(tx, c->arg[0], name, &key)) != 0)
+	if ((rc = bc_admin_create_api_key_role(tx, c->arg[0], name, admin_role_name(role), &key)) !=
+	    0)
 		return rc;
 	/* "bck_" + the key id + "_" + secret */
 	memcpy(key_id, key + 4, ADMIN_KEY_ID_LEN);
@@ -114,14 +134,14 @@ int admin_api_keys_create(bc_tx *tx, struct admin_call *c)
 	if ((rc = bc_row_api_keys_query(tx, c->arg[0], key_id, &r)) != 0 ||
 	    (rc = admin_rows_one(r, key_json, &row)) != 0)
 		goto out;
-	data = json_pack("{s:s, s:s, s:O}", "keyId", key_id, "name", name, "expiresAt",
-	                 json_object_get(row, "expiresAt"));
+	data = json_pack("{s:s, s:s, s:s, s:O}", "keyId", key_id, "name", name, "role",
+	                 admin_role_name(role), "expiresAt", json_object_get(row, "expiresAt"));
 	if ((rc = admin_record(tx, c, c->arg[0], "admin.key.created", key_id, data, 1)) != 0)
 		goto out;
 	rc = admin_answer(c, 201,
-	                  json_pack("{s:s, s:s, s:s, s:O, s:s}", "id", key_id, "tenantId",
-	                            c->arg[0], "name", name, "expiresAt",
-	                            json_object_get(row, "expiresAt"), "key", key));
+	                  json_pack("{s:s, s:s, s:s, s:s, s:O, s:s}", "id", key_id, "tenantId",
+	                            c->arg[0], "name", name, "role", admin_role_name(role),
+	                            "expiresAt", json_object_get(row, "expiresAt"), "key", key));
 out:
 	json_decref(data);
 	json_decref(row);

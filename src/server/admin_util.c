@@ -109,10 +109,34 @@ int admin_get_text(struct admin_call *c, const json_t *obj, const char *key, con
 	return 0;
 }
 
+/* The objects found by name as well as by id (the CLI's resolver, cli_resolve.c): a
+ * name that begins as their ids do would be taken for an id and never found. */
+static const struct {
+	const char *field;
+	const char *id_prefix;
+} NAMED[] = {
+    {"tenant.name", "tnt_"},
+    {"pool.name", "pool_"},
+    {"site.name", "site_"},
+    {"apiKey.name", "key_"},
+};
+
 int admin_get_name(struct admin_call *c, const json_t *obj, const char *key, const char *field,
                    int required, const char **out)
 {
-	return admin_get_text(c, obj, key, field, required, NAME_MAX_LEN, out);
+	int rc;
+
+	if ((rc = admin_get_text(c, obj, key, field, required, NAME_MAX_LEN, out)) != 0 ||
+	    *out == NULL)
+		return rc;
+	for (size_t i = 0; i < sizeof(NAMED) / sizeof(NAMED[0]); i++)
+		if (strcmp(field, NAMED[i].field) == 0 &&
+		    strncmp(*out, NAMED[i].id_prefix, strlen(NAMED[i].id_prefix)) == 0)
+			return admin_fail(c, BC_ERR_INVALID,
+			                  "%s: \"%s\" begins with %s as ids do, so commands would "
+			                  "take it for an id; choose a name that does not",
+			                  field, admin_safe(*out), NAMED[i].id_prefix);
+	return 0;
 }
 
 int admin_get_int(struct admin_call *c, const json_t *obj, const char *key, const char *field,

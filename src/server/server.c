@@ -95,11 +95,8 @@ struct metrics_auth {
 static int metrics_auth_tx(bc_tx *tx, void *arg)
 {
 	struct metrics_auth *a = arg;
-	char tenant[64], key[64];
-	int rc = bc_admin_authenticate(tx, a->authorization, tenant, key);
 
-	a->authenticated = rc == 0;
-	return rc != 0 ? rc : (strcmp(tenant, "root") == 0 ? 0 : BC_ERR_DENIED);
+	return bc_admin_authorize_metrics(tx, a->authorization, &a->authenticated);
 }
 
 static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
@@ -120,9 +117,9 @@ static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
 	free(body);
 }
 
-/* GET /metrics: for a root API key only (Authorization: Bearer bck_..., as Prometheus'
- * authorization.credentials_file sends it). The refusal reasons in it are what the
- * machine is never told, so an unauthenticated scrape would undo that. A key that
+/* GET /metrics: for a root tenant's API key of any role (bc_admin_authorize_metrics; Authorization:
+ * Bearer bck_..., as Prometheus' authorization.credentials_file sends it). The refusal reasons in
+ * it are what the machine is never told, so an unauthenticated scrape would undo that. A key that
  * fails counts against the address as on /v1/ (the same limiter and log line). */
 static void serve_metrics(struct bc_server *s, const struct bc_http_request *req,
                           struct bc_http_response *resp)

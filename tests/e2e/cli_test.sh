@@ -124,7 +124,7 @@ err_has "\-\-since"
 run 2 "$CLI" frobnicate
 err_has "unknown command"
 run 2 "$CLI" pools
-err_has "create, get, list or update"
+err_has "create, get, list, update or delete"
 run 2 "$CLI" pools create
 err_has "missing argument"
 run 2 "$CLI" pools create a b
@@ -280,8 +280,17 @@ TEMP_KEY="$(js 'd["key"]')"
 js_is 'd["expiresAt"] is not None' True
 run 0 env BC_API_KEY="$TEMP_KEY" "$CLI" tenants list
 run 0 "$CLI" api-keys list --tenant "$ACME"
-out_has "^ID  *NAME  *CREATED  *EXPIRES  *LAST USED  *REVOKED"
-out_has "^$TEMP_ID  *temp"
+out_has "^ID  *NAME  *ROLE  *CREATED  *EXPIRES  *LAST USED  *REVOKED"
+out_has "^$TEMP_ID  *temp  *admin"
+# a key of less than admin: it reads, and a write is refused naming the role it needs
+run 0 "$CLI" --json api-keys create --tenant "$ACME" --name dash --role viewer
+js_is 'd["role"]' viewer
+VIEW_KEY="$(js 'd["key"]')"
+run 0 env BC_API_KEY="$VIEW_KEY" "$CLI" pools list
+run 1 env BC_API_KEY="$VIEW_KEY" "$CLI" pools create view-pool
+err_has "ACCESS_DENIED: this API key's role is viewer: POST /v1/tenants/{t}/pools needs role operator or above"
+run 1 "$CLI" api-keys create --tenant "$ACME" --name bad --role root
+err_has "apiKey.role: expected admin, operator, viewer or metrics"
 run 0 "$CLI" --json api-keys list --tenant "$ACME"
 js_is '[k["lastUsedAt"] is not None for k in d["apiKeys"] if k["id"] == "'"$TEMP_ID"'"]' '[True]'
 js_is '"key" in d["apiKeys"][0] or "secretHash" in d["apiKeys"][0]' False

@@ -13,7 +13,8 @@
 # pool policy (pool-policy: pools create and update by name with --join-attestors),
 # docs/commissioning.md "commission" (commission: sites create, machines commission,
 # workflows list), docs/server.md "The trust bundle" (trust-bundle: pki bundle, and
-# openssl verify of the tour's node certificate against it; pki-check). To cover a procedure, mark its block; when a CLI command changes,
+# openssl verify of the tour's node certificate against it; pki-check; roles-delete:
+# api-keys create --role, pools, sites and tenants delete, the name rule). To cover a procedure, mark its block; when a CLI command changes,
 # fix the documented command, not this walker.
 . "$(dirname "$0")/lib.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,7 +27,8 @@ export PATH="$BIN:$PATH"
 # what the walk must hold at least: losing a marker is a failure too
 for b in "README.md: tour" "README.md: second-machine" "docs/attestation.md: certificate" \
 	"docs/attestation.md: pool-policy" "docs/commissioning.md: commission" \
-	"docs/server.md: trust-bundle" "docs/server.md: pki-check"; do
+	"docs/server.md: trust-bundle" "docs/server.md: pki-check" \
+	"docs/server.md: roles-delete"; do
 	grep -qF "echo '== $b'" walk.sh || fail "no walk block $b"
 done
 "$BIN/better-compute" init --dir var --listen "127.0.0.1:$PORT" >init.out

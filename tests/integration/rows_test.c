@@ -56,12 +56,16 @@ static int api_keys_tx(bc_tx *tx, void *arg)
 	(void)arg;
 	assert_int_equal(bc_row_api_key_auth(tx, "key_none", &k), 0);
 	assert_string_equal(k.tenant_id, "");
-	assert_int_equal(bc_row_api_key_insert(tx, "key_a", "root", HASH, "a", 1000), 0);
-	assert_int_equal(bc_row_api_key_insert(tx, "key_a", "root", HASH, "a", 1000),
+	assert_int_equal(bc_row_api_key_insert(tx, "key_a", "root", HASH, "a", "viewer", 1000), 0);
+	assert_int_equal(bc_row_api_key_insert(tx, "key_a", "root", HASH, "a", "viewer", 1000),
 	                 BC_ERR_CONFLICT);
+	/* the store holds no role but the four (migration 010's CHECK) */
+	assert_int_not_equal(bc_row_api_key_insert(tx, "key_b", "root", HASH, "b", "root", 1000),
+	                     0);
 	assert_int_equal(bc_row_api_key_auth(tx, "key_a", &k), 1);
 	assert_string_equal(k.tenant_id, "root");
 	assert_string_equal(k.secret_hash, HASH);
+	assert_string_equal(k.role, "viewer");
 	assert_false(k.revoked);
 	assert_false(k.expires);
 	assert_int_equal(k.last_used_at, 0);
