@@ -5,14 +5,16 @@
 # joins and 20 /healthz from that same address are made. The server closes the
 # connection of the address with the least progress for each new one, never one that
 # sent its request whole, so each join and /healthz gets through. The verdict is by
-# counts within generous deadlines (every one of the 20 and 20 within 120 s, each
-# attempt retried after a failure), never by speed: a loaded machine passes it. Prints
-# the attempts, each answer's time, the evictions counted and the server's VmRSS.
+# counts within a generous deadline (every one of the 20 joins and, beside them, the
+# 20 /healthz within 300 s, each attempt retried after a failure), never by speed: at a
+# load average of 21 (two CPU hogs beside the other helpers' builds) it took 104 s, 75 s
+# at 14. Prints the attempts, each answer's time, the evictions counted (the metric and
+# the clients' count) and the server's VmRSS.
 . "$(dirname "$0")/lib.sh"
 cd "$T"
 SLOW=1500
 JOINS=20
-DEADLINE_S=120
+DEADLINE_S=300
 ulimit -n "$(ulimit -Hn)"
 PORT=$(free_port)
 "$BIN/better-compute" init --dir var --listen "127.0.0.1:$PORT" >init.out
@@ -50,34 +52,42 @@ rss() {
 }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
 start=$(date +%s)
-joins=0 healthz=0 join_tries=0 healthz_tries=0
-while [ "$joins" -lt "$JOINS" ] || [ "$healthz" -lt "$JOINS" ]; do
-	[ $(($(date +%s) - start)) -lt "$DEADLINE_S" ] || break
-	kill -0 "$SLOW_PID" 2>/dev/null || { cat slow.err >&2; fail "the slow clients stopped"; }
-	if [ "$healthz" -lt "$JOINS" ]; then
-		healthz_tries=$((healthz_tries + 1))
+# /healthz, beside the joins: one at a time, each retried until 20 were answered
+(
+	n=0 tries=0
+	while [ "$n" -lt "$JOINS" ] && [ $(($(date +%s) - start)) -lt "$DEADLINE_S" ]; do
+		tries=$((tries + 1))
 		t0=$(date +%s.%N)
 		if curl -fsS -o /dev/null --max-time 20 "$URL/healthz" 2>>healthz.err; then
-			healthz=$((healthz + 1))
-			echo "healthz $healthz answered in $(since "$t0") s"
+			n=$((n + 1))
+			echo "healthz $n answered in $(since "$t0") s"
 		fi
-	fi
+		echo "$n $tries" >healthz.count
+	done
+) &
+HEALTHZ_PID=$!
+PIDS="$PIDS $HEALTHZ_PID"
+joins=0 join_tries=0
+while [ "$joins" -lt "$JOINS" ] && [ $(($(date +%s) - start)) -lt "$DEADLINE_S" ]; do
+	kill -0 "$SLOW_PID" 2>/dev/null || { cat slow.err >&2; fail "the slow clients stopped"; }
 	rss
-	if [ "$joins" -lt "$JOINS" ]; then
-		i=$((joins + 1))
-		join_tries=$((join_tries + 1))
-		t0=$(date +%s.%N)
-		if timeout 30 "$BIN/bc-join" --pins var/pins.json --token-file "var/token$i" \
-			--out "var/m$i" --product-uuid "$(printf '6b1d0c3e-aaaa-4000-8000-%012d' "$i")" \
-			>"join$i.out" 2>&1 && grep -q "joined as node_" "join$i.out"; then
-			joins=$i
-			echo "join $i answered in $(since "$t0") s"
-		else
-			echo "join $i attempt failed: $(tail -n 1 "join$i.out")"
-		fi
+	i=$((joins + 1))
+	join_tries=$((join_tries + 1))
+	t0=$(date +%s.%N)
+	if timeout 30 "$BIN/bc-join" --pins var/pins.json --token-file "var/token$i" \
+		--out "var/m$i" --product-uuid "$(printf '6b1d0c3e-aaaa-4000-8000-%012d' "$i")" \
+		>"join$i.out" 2>&1 && grep -q "joined as node_" "join$i.out"; then
+		joins=$i
+		echo "join $i answered in $(since "$t0") s"
+	else
+		echo "join $i attempt failed: $(tail -n 1 "join$i.out")"
 	fi
 	rss
 done
+wait "$HEALTHZ_PID" || true
+PIDS=$(echo "$PIDS" | sed "s/ $HEALTHZ_PID//")
+[ -s healthz.count ] || echo "0 0" >healthz.count
+read -r healthz healthz_tries <healthz.count
 elapsed=$(($(date +%s) - start))
 # the crowd was there all along: the server closed connections of the address for
 # the new ones (counted by the metric) and the clients kept reopening them
