@@ -7,8 +7,8 @@
 # sent its request whole, so each join and /healthz gets through. The verdict is by
 # counts within a generous deadline (every one of the 20 joins and, beside them, the
 # 20 /healthz within 300 s, each attempt retried after a failure), never by speed: at a
-# load average of 21 (two CPU hogs beside the other helpers' builds) it took 104 s, 75 s
-# at 14. Prints the attempts, each answer's time, the evictions counted (the metric and
+# load average of 21 (two CPU hogs beside the other helpers' builds) it took 104 s.
+# Prints the attempts, each answer's time, the evictions counted (the metric and
 # the clients' count) and the server's VmRSS.
 . "$(dirname "$0")/lib.sh"
 cd "$T"
