@@ -54,7 +54,7 @@ struct http_conn {
 	char peer[INET6_ADDRSTRLEN];
 	uint64_t rx, rx_base; /* bytes received (TLS: as sent, encrypted); rx at the request's
 	                       * start (the connection's, or the previous answer's end) */
-	char *in; /* read and not consumed: at most HTTP_HEAD_MAX bytes */
+	char *in;             /* read and not consumed: at most HTTP_HEAD_MAX bytes */
 	size_t in_len;
 	/* the request being read */
 	int have_head;
@@ -116,7 +116,7 @@ struct bc_http {
 	/* the loop thread's own */
 	struct http_conn *conns;
 	struct http_addr *addrs[HTTP_ADDR_BUCKETS];
-	int listening; /* the listen socket is in the epoll set */
+	int listening;        /* the listen socket is in the epoll set */
 	atomic_ulong evicted; /* connections closed to make room at a crowded address */
 	uint64_t paused_until_ms;
 	struct http_counts counts;

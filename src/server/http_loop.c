@@ -705,8 +705,7 @@ static void conn_new(struct bc_http *s, int fd, const struct sockaddr_storage *s
 	}
 	a->count++; /* this one's place, held while others are closed to make room */
 	if ((a->count > s->per_address && make_room(s, a) != 0) ||
-	    atomic_load(&s->n_conns) >= s->max_connections ||
-	    (c = calloc(1, sizeof(*c))) == NULL ||
+	    atomic_load(&s->n_conns) >= s->max_connections || (c = calloc(1, sizeof(*c))) == NULL ||
 	    (s->tls != NULL && (c->ssl = http_tls_new(s)) == NULL)) {
 		free(c);
 		addr_put(s, a);
