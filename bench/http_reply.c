@@ -6,22 +6,11 @@
 #include <sys/types.h>
 
 #include "bc/err.h"
+#include "lib/picohttp.h"
 #include "tls_client.h"
 
 #define MAX_HEADERS     64
 #define MAX_RETRY_AFTER 86400u
-
-/* picohttpparser's interface as libh2o-evloop exports it (Debian ships no header for
- * it): the declarations of its picohttpparser.h, as in src/server/http_parse.c. */
-struct phr_header {
-	const char *name;
-	size_t name_len;
-	const char *value;
-	size_t value_len;
-};
-int phr_parse_response(const char *buf, size_t len, int *minor_version, int *status,
-                       const char **msg, size_t *msg_len, struct phr_header *headers,
-                       size_t *num_headers, size_t last_len);
 
 static int name_is(const struct phr_header *hd, const char *name)
 {

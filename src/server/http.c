@@ -504,6 +504,11 @@ out:
 	return rc;
 }
 
+uint64_t bc_http_evicted(struct bc_http *s)
+{
+	return atomic_load(&s->evicted);
+}
+
 uint16_t bc_http_port(const struct bc_http *s)
 {
 	return s ? s->port : 0;

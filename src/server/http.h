@@ -92,6 +92,11 @@ BC_WUR int bc_http_start(const struct bc_http_config *cfg, bc_http_handler h, vo
                          struct bc_http **out, char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 uint16_t bc_http_port(const struct bc_http *s);
+/* Connections closed to make room for a new one at an address at its cap
+ * (per_address): each time, the one of that address still sending its request with the
+ * fewest bytes received, the oldest of equals; one that sent its request whole is never
+ * closed for another (the new one is then refused). */
+uint64_t bc_http_evicted(struct bc_http *s);
 /* Stops accepting, lets in-flight requests finish, frees. */
 void bc_http_stop(struct bc_http *s);
 /* Serves another certificate (PEM, then its chain) and key from the next connection

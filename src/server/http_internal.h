@@ -36,6 +36,7 @@ struct http_addr {
 	struct http_addr *next;
 	uint8_t key[17]; /* family, then the address */
 	unsigned count;
+	struct http_conn *conns; /* this address's connections, newest first */
 };
 
 struct http_conn {
@@ -43,6 +44,7 @@ struct http_conn {
 	struct http_conn *qnext;       /* the worker queue, then the done list */
 	struct bc_http *srv;
 	struct http_addr *addr;
+	struct http_conn *aprev, *anext; /* the address's list */
 	int fd;
 	SSL *ssl; /* NULL: plain HTTP */
 	enum http_conn_state st;
@@ -50,7 +52,9 @@ struct http_conn {
 	uint64_t accepted_ms, since_ms, last_read_ms;
 	int fresh; /* no request answered yet */
 	char peer[INET6_ADDRSTRLEN];
-	char *in; /* read and not consumed: at most HTTP_HEAD_MAX bytes */
+	uint64_t rx, rx_base; /* bytes received (TLS: as sent, encrypted); rx at the request's
+	                       * start (the connection's, or the previous answer's end) */
+	char *in;             /* read and not consumed: at most HTTP_HEAD_MAX bytes */
 	size_t in_len;
 	/* the request being read */
 	int have_head;
@@ -112,7 +116,8 @@ struct bc_http {
 	/* the loop thread's own */
 	struct http_conn *conns;
 	struct http_addr *addrs[HTTP_ADDR_BUCKETS];
-	int listening; /* the listen socket is in the epoll set */
+	int listening;        /* the listen socket is in the epoll set */
+	atomic_ulong evicted; /* connections closed to make room at a crowded address */
 	uint64_t paused_until_ms;
 	struct http_counts counts;
 	char first_line[256];
@@ -134,6 +139,11 @@ void *http_loop_main(void *arg);
 /* An SSL for a new connection on the context in use (bc_http_set_tls), or NULL. */
 SSL *http_tls_new(struct bc_http *s);
 void http_conn_free(struct http_conn *c);
+/* The connection of this address to close for a new one when the address is at its cap:
+ * of those still sending a request (TLS handshake, or a request head or body not yet
+ * whole), the one with the fewest bytes received for its request, the oldest of equals;
+ * NULL when every one has sent its request (being served, answered or closing). */
+struct http_conn *http_evict_choice(struct http_addr *a);
 /* http_worker.c */
 void *http_worker_main(void *arg);
 void http_queue_push(struct bc_http *s, struct http_conn *c);

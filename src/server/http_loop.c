@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "bc/log.h"
@@ -125,6 +126,75 @@ static void addr_put(struct bc_http *s, struct http_addr *a)
 		}
 }
 
+/* Bytes received on the connection: read by us (TLS: by OpenSSL, handshake included) and
+ * waiting in the socket. */
+static uint64_t conn_rx_read(struct http_conn *c)
+{
+	return c->ssl != NULL ? (uint64_t)BIO_number_read(SSL_get_rbio(c->ssl)) : c->rx;
+}
+
+static uint64_t conn_rx(struct http_conn *c)
+{
+	uint64_t n = conn_rx_read(c);
+	int waiting = 0;
+
+	if (ioctl(c->fd, FIONREAD, &waiting) == 0 && waiting > 0)
+		n += (uint64_t)waiting;
+	return n;
+}
+
+/* Still sending its request: a handshake, a request (or the wait for one) not read
+ * whole, or a body after 100 Continue. Busy, answered and closing ones are served. */
+static int conn_evictable(const struct http_conn *c)
+{
+	return c->st == CS_HANDSHAKE || c->st == CS_READ || (c->st == CS_WRITE && c->interim);
+}
+
+struct http_conn *http_evict_choice(struct http_addr *a)
+{
+	struct http_conn *best = NULL, *c;
+	uint64_t best_rx = 0;
+
+	/* newest first: "<=" leaves the oldest of equals */
+	for (c = a->conns; c != NULL; c = c->anext) {
+		uint64_t rx;
+
+		if (!conn_evictable(c))
+			continue;
+		rx = conn_rx(c) - c->rx_base;
+		if (best == NULL || rx <= best_rx) {
+			best = c;
+			best_rx = rx;
+		}
+	}
+	return best;
+}
+
+static void addr_link(struct http_addr *a, struct http_conn *c)
+{
+	c->addr = a;
+	c->aprev = NULL;
+	c->anext = a->conns;
+	if (a->conns != NULL)
+		a->conns->aprev = c;
+	a->conns = c;
+}
+
+static void addr_unlink(struct http_conn *c)
+{
+	struct http_addr *a = c->addr;
+
+	if (a == NULL)
+		return;
+	if (c->aprev != NULL)
+		c->aprev->anext = c->anext;
+	else
+		a->conns = c->anext;
+	if (c->anext != NULL)
+		c->anext->aprev = c->aprev;
+	c->aprev = c->anext = NULL;
+}
+
 /* ---- the connection's life ---- */
 
 /* events 0: out of the epoll set (a busy connection must not wake the loop). */
@@ -191,6 +261,7 @@ static void conn_close(struct http_conn *c)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	addr_unlink(c);
 	addr_put(s, c->addr);
 	atomic_fetch_sub(&s->n_conns, 1);
 	http_conn_free(c);
@@ -209,6 +280,7 @@ static ssize_t io_read(struct http_conn *c, void *p, size_t n, uint32_t *want)
 		r = recv(c->fd, p, n, 0);
 		if (r < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -2 : -1;
+		c->rx += (uint64_t)r;
 		return r;
 	}
 	if ((r = SSL_read(c->ssl, p, (int)n)) > 0)
@@ -511,6 +583,9 @@ static void answered(struct http_conn *c)
 	request_reset(c);
 	c->since_ms = now;
 	c->fresh = 0;
+	/* the next request's progress counts from here (pipelined bytes read already
+	 * are read on at once, below) */
+	c->rx_base = conn_rx_read(c) - c->in_len;
 	if (c->close_after) {
 		if (c->ssl != NULL)
 			(void)SSL_shutdown(c->ssl);
@@ -601,6 +676,22 @@ static void peer_name(const struct sockaddr_storage *sa, char *out, size_t n)
 		                (socklen_t)n);
 }
 
+/* An address at its cap: its connection with the least progress makes room for the new
+ * one (http_evict_choice), so that a client trickling many connections from a shared
+ * address cannot lock out the others there. 0: room made; -1: every one is served. */
+static int make_room(struct bc_http *s, struct http_addr *a)
+{
+	struct http_conn *victim;
+
+	while (a->count > s->per_address) {
+		if ((victim = http_evict_choice(a)) == NULL)
+			return -1;
+		atomic_fetch_add(&s->evicted, 1);
+		conn_close(victim);
+	}
+	return 0;
+}
+
 /* A new connection, within the caps; closed at once otherwise. */
 static void conn_new(struct bc_http *s, int fd, const struct sockaddr_storage *sa)
 {
@@ -608,23 +699,23 @@ static void conn_new(struct bc_http *s, int fd, const struct sockaddr_storage *s
 	struct http_conn *c = NULL;
 	int one = 1;
 
-	if (atomic_load(&s->stopping) || atomic_load(&s->n_conns) >= s->max_connections ||
-	    (a = addr_get(s, sa)) == NULL || a->count >= s->per_address ||
-	    (c = calloc(1, sizeof(*c))) == NULL ||
+	if (atomic_load(&s->stopping) || (a = addr_get(s, sa)) == NULL) {
+		close(fd);
+		return;
+	}
+	a->count++; /* this one's place, held while others are closed to make room */
+	if ((a->count > s->per_address && make_room(s, a) != 0) ||
+	    atomic_load(&s->n_conns) >= s->max_connections || (c = calloc(1, sizeof(*c))) == NULL ||
 	    (s->tls != NULL && (c->ssl = http_tls_new(s)) == NULL)) {
 		free(c);
-		if (a != NULL) {
-			a->count++;
-			addr_put(s, a);
-		}
+		addr_put(s, a);
 		close(fd);
 		return;
 	}
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->srv = s;
 	c->fd = fd;
-	c->addr = a;
-	a->count++;
+	addr_link(a, c);
 	c->accepted_ms = c->since_ms = c->last_read_ms = http_mono_ms();
 	c->fresh = 1;
 	peer_name(sa, c->peer, sizeof(c->peer));
@@ -639,6 +730,9 @@ static void conn_new(struct bc_http *s, int fd, const struct sockaddr_storage *s
 	s->conns = c;
 	atomic_fetch_add(&s->n_conns, 1);
 	conn_want(c, EPOLLIN);
+	/* what the client sent already is read now: a whole request goes to a worker (and
+	 * can no longer be chosen to make room) before the next connection is taken */
+	conn_event(c);
 }
 
 static void listen_want(struct bc_http *s, int on)

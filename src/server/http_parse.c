@@ -19,18 +19,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
-/* picohttpparser's interface as libh2o-evloop 2.2.5 exports it (Debian ships no
- * header for it): the declarations of its picohttpparser.h. */
-struct phr_header {
-	const char *name;
-	size_t name_len;
-	const char *value;
-	size_t value_len;
-};
-int phr_parse_request(const char *buf, size_t len, const char **method, size_t *method_len,
-                      const char **path, size_t *path_len, int *minor_version,
-                      struct phr_header *headers, size_t *num_headers, size_t last_len);
-ssize_t phr_decode_chunked(struct http_chunked *decoder, char *buf, size_t *bufsz);
+#include "lib/picohttp.h"
 
 #define ERR(msg) "{\"code\":\"invalid_argument\",\"message\":\"" msg "\"}"
 const char HTTP_BAD_REQUEST_LINE[] = ERR("malformed request line");
@@ -263,7 +252,7 @@ int http_chunked_decode(struct http_chunked *d, char *buf, size_t *len, size_t *
 	ssize_t r;
 
 	d->consume_trailer = 1;
-	r = phr_decode_chunked(d, buf, len);
+	r = phr_decode_chunked((struct phr_chunked_decoder *)d, buf, len);
 	*rest = 0;
 	if (r == -1)
 		return BC_ERR_INVALID;

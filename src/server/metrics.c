@@ -383,6 +383,15 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 		          "# TYPE bc_start_time_seconds gauge\nbc_start_time_seconds %lld\n",
 		          (unsigned long long)x->refusals_dropped, x->version,
 		          (long long)(m->started_ms / 1000));
+	if (rc == 0)
+		rc =
+		    putf(&b,
+		         "# HELP bc_http_connections_evicted_total Connections closed to make room "
+		         "for a new one from an address at max_connections_per_address (the one "
+		         "still sending its request with the least progress)\n"
+		         "# TYPE bc_http_connections_evicted_total counter\n"
+		         "bc_http_connections_evicted_total %llu\n",
+		         (unsigned long long)x->http_evicted);
 	if (rc == 0 && x->tls_not_after_ms > 0)
 		rc = putf(&b,
 		          "# HELP bc_tls_certificate_expiry_timestamp_seconds When the TLS "

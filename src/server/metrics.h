@@ -45,6 +45,7 @@ struct bc_metrics_extra {
 	const char *version;
 	int64_t tls_not_after_ms; /* the TLS certificate served now; 0: plain HTTP */
 	int tls_ours;             /* 1: the server renews it, 0: the operator's */
+	uint64_t http_evicted;    /* connections closed to make room at a crowded address */
 };
 
 /* The exposition text (malloc'd, the caller frees), or NULL when out of memory. A

@@ -108,6 +108,8 @@ static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
 
 	if (s->tls_watch != NULL)
 		bc_tls_watch_expiry(s->tls_watch, &x.tls_not_after_ms, &x.tls_ours);
+	if (s->http != NULL)
+		x.http_evicted = bc_http_evicted(s->http);
 	if ((body = bc_metrics_render(s->metrics, &x)) == NULL) {
 		text(resp, 500, "application/json",
 		     "{\"code\":\"internal\",\"message\":\"out of memory\"}");

@@ -20,6 +20,122 @@
 
 #if __has_include(<libpq-fe.h>)
 #include <libpq-fe.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* libpq is loaded when a postgres:// store is opened, not linked: a server on SQLite
+ * never maps it, nor what it links (libgnutls through libldap, among others). Every
+ * function this file calls, resolved at load. */
+#define PQ_FUNCS(X)                                                                                \
+	X(PQclear)                                                                                 \
+	X(PQcmdStatus)                                                                             \
+	X(PQcmdTuples)                                                                             \
+	X(PQconnectdbParams)                                                                       \
+	X(PQconninfoFree)                                                                          \
+	X(PQconninfoParse)                                                                         \
+	X(PQenterPipelineMode)                                                                     \
+	X(PQerrorMessage)                                                                          \
+	X(PQexec)                                                                                  \
+	X(PQexitPipelineMode)                                                                      \
+	X(PQfinish)                                                                                \
+	X(PQfname)                                                                                 \
+	X(PQfnumber)                                                                               \
+	X(PQfreemem)                                                                               \
+	X(PQftype)                                                                                 \
+	X(PQgetResult)                                                                             \
+	X(PQgetisnull)                                                                             \
+	X(PQgetlength)                                                                             \
+	X(PQgetvalue)                                                                              \
+	X(PQisthreadsafe)                                                                          \
+	X(PQnfields)                                                                               \
+	X(PQntuples)                                                                               \
+	X(PQpipelineStatus)                                                                        \
+	X(PQpipelineSync)                                                                          \
+	X(PQreset)                                                                                 \
+	X(PQresultErrorField)                                                                      \
+	X(PQresultErrorMessage)                                                                    \
+	X(PQresultStatus)                                                                          \
+	X(PQsendPrepare)                                                                           \
+	X(PQsendQueryParams)                                                                       \
+	X(PQsendQueryPrepared)                                                                     \
+	X(PQsetErrorVerbosity)                                                                     \
+	X(PQsetNoticeReceiver)                                                                     \
+	X(PQstatus)                                                                                \
+	X(PQtransactionStatus)                                                                     \
+	X(PQunescapeBytea)
+
+static struct {
+#define X(f) __typeof__(f) *f;
+	PQ_FUNCS(X)
+#undef X
+} pq;
+static pthread_once_t pq_once = PTHREAD_ONCE_INIT;
+static char pq_error[256]; /* empty: loaded */
+
+static void pq_load(void)
+{
+	const char *name = "libpq.so.5";
+	void *h;
+
+#ifdef BC_TESTING
+	/* a test build may name another library, to show the error of a missing one */
+	if (getenv("BC_TEST_LIBPQ") != NULL)
+		name = getenv("BC_TEST_LIBPQ");
+#endif
+	if ((h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		snprintf(pq_error, sizeof(pq_error),
+		         "postgres: cannot load %s (%s); install libpq5 (PostgreSQL's client "
+		         "library) to use a postgres:// store",
+		         name, dlerror());
+		return;
+	}
+#define X(f)                                                                                       \
+	if ((*(void **)&pq.f = dlsym(h, #f)) == NULL) {                                            \
+		snprintf(pq_error, sizeof(pq_error),                                               \
+		         "postgres: %s has no %s; install libpq5 14 or later", name, #f);          \
+		return;                                                                            \
+	}
+	PQ_FUNCS(X)
+#undef X
+}
+
+/* From here on, each PQ... call goes through the table. */
+#define PQclear              (pq.PQclear)
+#define PQcmdStatus          (pq.PQcmdStatus)
+#define PQcmdTuples          (pq.PQcmdTuples)
+#define PQconnectdbParams    (pq.PQconnectdbParams)
+#define PQconninfoFree       (pq.PQconninfoFree)
+#define PQconninfoParse      (pq.PQconninfoParse)
+#define PQenterPipelineMode  (pq.PQenterPipelineMode)
+#define PQerrorMessage       (pq.PQerrorMessage)
+#define PQexec               (pq.PQexec)
+#define PQexitPipelineMode   (pq.PQexitPipelineMode)
+#define PQfinish             (pq.PQfinish)
+#define PQfname              (pq.PQfname)
+#define PQfnumber            (pq.PQfnumber)
+#define PQfreemem            (pq.PQfreemem)
+#define PQftype              (pq.PQftype)
+#define PQgetResult          (pq.PQgetResult)
+#define PQgetisnull          (pq.PQgetisnull)
+#define PQgetlength          (pq.PQgetlength)
+#define PQgetvalue           (pq.PQgetvalue)
+#define PQisthreadsafe       (pq.PQisthreadsafe)
+#define PQnfields            (pq.PQnfields)
+#define PQntuples            (pq.PQntuples)
+#define PQpipelineStatus     (pq.PQpipelineStatus)
+#define PQpipelineSync       (pq.PQpipelineSync)
+#define PQreset              (pq.PQreset)
+#define PQresultErrorField   (pq.PQresultErrorField)
+#define PQresultErrorMessage (pq.PQresultErrorMessage)
+#define PQresultStatus       (pq.PQresultStatus)
+#define PQsendPrepare        (pq.PQsendPrepare)
+#define PQsendQueryParams    (pq.PQsendQueryParams)
+#define PQsendQueryPrepared  (pq.PQsendQueryPrepared)
+#define PQsetErrorVerbosity  (pq.PQsetErrorVerbosity)
+#define PQsetNoticeReceiver  (pq.PQsetNoticeReceiver)
+#define PQstatus             (pq.PQstatus)
+#define PQtransactionStatus  (pq.PQtransactionStatus)
+#define PQunescapeBytea      (pq.PQunescapeBytea)
 
 #define STMT_CACHE_SIZE   64
 #define CONNECT_TIMEOUT_S "5"
@@ -683,6 +799,13 @@ static int pg_open(const char *target, void **state, char *err, size_t errlen)
 	char *perr = NULL;
 
 	*state = NULL;
+	(void)pthread_once(&pq_once, pq_load);
+	if (pq_error[0] != '\0') {
+		bc_store_set_errmsg("%s", pq_error);
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "%s", pq_error);
+		return BC_ERR_UNSUPPORTED;
+	}
 	if (!PQisthreadsafe()) {
 		bc_store_set_errmsg("postgres: this libpq is not thread-safe");
 		return BC_ERR_UNSUPPORTED;

@@ -1,42 +1,47 @@
 #!/usr/bin/env bash
-# Slow clients cannot stop the service: 1,500 connections trickling a byte a second
-# (from 50 loopback addresses, 30 each) are held for 20 s while /healthz and token
-# joins keep being answered. The request deadline (request_timeout, 10 s) closes
-# every slow connection at least once in that time, although each stays active; one
-# address cannot hold more than max_connections_per_address. Prints each answer's
-# time and the server's VmRSS.
-#
-# (awk, not python, for the arithmetic between requests: a python start is a second on
-# a loaded machine, and the loop must fit 8 joins in its 18 s.)
-# The 3 s bound on each answer is a generous functional bound (a request that waits
-# behind the slow ones would wait for their deadline, 10 s, or for ever), not a
-# measurement: the timings printed are the figures.
+# Slow clients from a crowded address cannot lock out the others there: 1,500
+# connections from 127.0.0.1 trickle a byte a second (reopened half a second after
+# the server closes one), far past max_connections_per_address (64), while 20 token
+# joins and 20 /healthz from that same address are made. The server closes the
+# connection of the address with the least progress for each new one, never one that
+# sent its request whole, so each join and /healthz gets through. The verdict is by
+# counts within a generous deadline (every one of the 20 joins and, beside them, the
+# 20 /healthz within 300 s, each attempt retried after a failure), never by speed: at a
+# load average of 21 (two CPU hogs beside the other helpers' builds) it took 104 s.
+# Prints the attempts, each answer's time, the evictions counted (the metric and
+# the clients' count) and the server's VmRSS.
 . "$(dirname "$0")/lib.sh"
 cd "$T"
 SLOW=1500
-HOLD_S=20
+JOINS=20
+DEADLINE_S=300
 ulimit -n "$(ulimit -Hn)"
 PORT=$(free_port)
 "$BIN/better-compute" init --dir var --listen "127.0.0.1:$PORT" >init.out
 start_server var
 URL="http://127.0.0.1:$PORT"
+KEY=$(cat var/admin.key)
 bc() { "$BIN/better-compute" "$@"; }
 bc pools create web >/dev/null
 POOL=$(bc --json pools list | json_get '["pools"][0]["id"]')
 bc daemon config --out var/pins.json
-for i in $(seq 1 8); do bc tokens create --role node --pool "$POOL" --out "var/token$i" >/dev/null; done
+for i in $(seq 1 "$JOINS"); do
+	bc tokens create --role node --pool "$POOL" --out "var/token$i" >/dev/null
+done
 
-# one address is capped (64 by default): of 80 connections, at least 16 are closed
+# one address is capped (64 by default): of 80 idle connections, at least 16 are closed
 python3 "$(dirname "$0")/slow_clients.py" --cap "$PORT" 80 >cap.out
 CAPPED=$(sed -n 's/.*closed_by_server=\([0-9]*\).*/\1/p' cap.out)
 echo "per-address cap: $(cat cap.out)"
 [ "$CAPPED" -ge 16 ] || fail "one address held more than 64 connections: $(cat cap.out)"
 
-python3 "$(dirname "$0")/slow_clients.py" "$PORT" "$SLOW" 30 "$HOLD_S" ready >slow.out 2>slow.err &
+python3 "$(dirname "$0")/slow_clients.py" "$PORT" "$SLOW" $((DEADLINE_S + 60)) ready \
+	>slow.out 2>slow.err &
 SLOW_PID=$!
 PIDS="$PIDS $SLOW_PID"
-for _ in $(seq 1 300); do [ -s ready ] && break; sleep 0.1; done
-[ -s ready ] || { cat slow.err >&2; fail "the slow clients did not connect"; }
+for _ in $(seq 1 600); do [ -s ready ] && break; sleep 0.1; done
+[ -s ready ] || { cat slow.err >&2; fail "the slow clients did not start"; }
+sleep 3 # the crowd fills the address's 64 places and the listen queue
 
 rss_max=0
 rss() {
@@ -45,38 +50,63 @@ rss() {
 	[ "$kb" -gt "$rss_max" ] && rss_max=$kb
 	return 0
 }
-worst=0
-note() { # note WHAT SECONDS
-	echo "$1 answered in $2 s"
-	worst=$(awk -v a="$worst" -v b="$2" 'BEGIN { print (b > a ? b : a) }')
-}
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
 start=$(date +%s)
-i=0
-while [ $(($(date +%s) - start)) -lt $((HOLD_S - 2)) ]; do
-	t=$(curl -fsS -o /dev/null -w '%{time_total}' --max-time 3 "$URL/healthz") ||
-		fail "/healthz did not answer within 3 s under $SLOW slow connections"
-	note healthz "$t"
-	rss
-	if [ "$i" -lt 8 ]; then
-		i=$((i + 1))
+# /healthz, beside the joins: one at a time, each retried until 20 were answered
+(
+	n=0 tries=0
+	while [ "$n" -lt "$JOINS" ] && [ $(($(date +%s) - start)) -lt "$DEADLINE_S" ]; do
+		tries=$((tries + 1))
 		t0=$(date +%s.%N)
-		timeout 3 "$BIN/bc-join" --pins var/pins.json --token-file "var/token$i" --out "var/m$i" \
-			--product-uuid "6b1d0c3e-aaaa-4000-8000-00000000000$i" >"join$i.out" 2>&1 ||
-			fail "join $i did not succeed within 3 s: $(cat "join$i.out")"
-		grep -q "joined as node_" "join$i.out" || fail "join $i: $(cat "join$i.out")"
-		note join "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')"
+		if curl -fsS -o /dev/null --max-time 20 "$URL/healthz" 2>>healthz.err; then
+			n=$((n + 1))
+			echo "healthz $n answered in $(since "$t0") s"
+		fi
+		echo "$n $tries" >healthz.count
+	done
+) &
+HEALTHZ_PID=$!
+PIDS="$PIDS $HEALTHZ_PID"
+joins=0 join_tries=0
+while [ "$joins" -lt "$JOINS" ] && [ $(($(date +%s) - start)) -lt "$DEADLINE_S" ]; do
+	kill -0 "$SLOW_PID" 2>/dev/null || { cat slow.err >&2; fail "the slow clients stopped"; }
+	rss
+	i=$((joins + 1))
+	join_tries=$((join_tries + 1))
+	t0=$(date +%s.%N)
+	if timeout 30 "$BIN/bc-join" --pins var/pins.json --token-file "var/token$i" \
+		--out "var/m$i" --product-uuid "$(printf '6b1d0c3e-aaaa-4000-8000-%012d' "$i")" \
+		>"join$i.out" 2>&1 && grep -q "joined as node_" "join$i.out"; then
+		joins=$i
+		echo "join $i answered in $(since "$t0") s"
+	else
+		echo "join $i attempt failed: $(tail -n 1 "join$i.out")"
 	fi
 	rss
-	sleep 0.2
 done
+wait "$HEALTHZ_PID" || true
+PIDS=$(echo "$PIDS" | sed "s/ $HEALTHZ_PID//")
+[ -s healthz.count ] || echo "0 0" >healthz.count
+read -r healthz healthz_tries <healthz.count
+elapsed=$(($(date +%s) - start))
+# the crowd was there all along: the server closed connections of the address for
+# the new ones (counted by the metric) and the clients kept reopening them
+curl -fsS --retry 10 --retry-all-errors --max-time 20 -H "Authorization: Bearer $KEY" \
+	"$URL/metrics" >metrics.txt || fail "the /metrics scrape failed"
+EVICTED=$(sed -n 's/^bc_http_connections_evicted_total \([0-9]*\)$/\1/p' metrics.txt)
+touch ready.stop
 wait "$SLOW_PID" || { cat slow.err >&2; fail "the slow clients failed"; }
 PIDS=$(echo "$PIDS" | sed "s/ $SLOW_PID//")
-echo "slow clients: $(tail -n 1 slow.out)"
+echo "slow clients: $(tail -n 1 slow.out); evicted (metric): $EVICTED"
+echo "joins: $joins of $JOINS in $join_tries attempts; healthz: $healthz of $JOINS in" \
+	"$healthz_tries attempts; ${elapsed}s; server VmRSS peak: $rss_max kB"
 CLOSED=$(sed -n 's/.*closed_by_server=\([0-9]*\).*/\1/p' slow.out)
-# each trickling connection passes the 10 s deadline at least once in 20 s
-[ "$CLOSED" -ge "$SLOW" ] || fail "the request deadline closed only $CLOSED slow connections"
-[ "$i" = 8 ] || fail "only $i joins ran"
+[ "$joins" = "$JOINS" ] || fail "only $joins of $JOINS joins succeeded within ${DEADLINE_S}s"
+[ "$healthz" = "$JOINS" ] || fail "only $healthz of $JOINS /healthz answered within ${DEADLINE_S}s"
+# every slow connection past the address's 64 places was closed at least once
+[ "$CLOSED" -ge $((SLOW - 64)) ] || fail "the server closed only $CLOSED slow connections"
+[ "${EVICTED:-0}" -ge $((SLOW - 64)) ] || fail "bc_http_connections_evicted_total is ${EVICTED:-none}"
 kill -0 "$SERVER_PID" || fail "the server died"
-echo "server VmRSS peak: $rss_max kB; slowest answer: $worst s"
 stop_server var
-echo "ok: $SLOW slow connections held ${HOLD_S}s; healthz and joins answered; RSS ${rss_max} kB"
+echo "ok: $SLOW slow connections from one address; $joins joins and $healthz /healthz" \
+	"from it answered within ${DEADLINE_S}s; RSS ${rss_max} kB"

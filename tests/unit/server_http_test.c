@@ -40,8 +40,9 @@ struct seen {
 	int q_missing_is_null;
 	int delay_ms;
 	uint64_t queued_ms;
-	atomic_int started;
+	atomic_int started; /* handler calls begun */
 	atomic_int finished;
+	atomic_int hold; /* 1: the handler waits until it is 0 */
 };
 
 static void copy(char *dst, size_t n, const char *src)
@@ -54,7 +55,9 @@ static void handler(void *ctx, const struct bc_http_request *req, struct bc_http
 	struct seen *s = ctx;
 	static const char answer[] = "{\"ok\":true}";
 
-	atomic_store(&s->started, 1);
+	atomic_fetch_add(&s->started, 1);
+	while (atomic_load(&s->hold))
+		usleep(1000);
 	s->calls++;
 	copy(s->method, sizeof(s->method), req->method);
 	copy(s->path, sizeof(s->path), req->path);
@@ -849,6 +852,105 @@ static void test_aborted_connections_log_is_summarized(void **state)
 	assert_int_equal(summaries, 1);
 }
 
+/* 1 when the server closed fd (end of stream or reset), 0 when it is open, nothing to read. */
+static int closed_by_server(int fd, int wait)
+{
+	char b;
+	ssize_t n = recv(fd, &b, 1, wait ? 0 : MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	return n <= 0;
+}
+
+static void wait_started(struct seen *s, int n)
+{
+	for (int i = 0; i < 5000 && atomic_load(&s->started) < n; i++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&s->started), n);
+}
+
+/* An address at its cap: a new connection closes the one of that address with the
+ * least progress (fewest bytes of its request received, the oldest of equals); one that
+ * sent its request whole is never closed for it, and when all have, the new one is. */
+static void test_crowded_address_closes_the_least_progress(void **state)
+{
+	static const char req[] = "GET /busy HTTP/1.1\r\nHost: a\r\n\r\n";
+	static const char part[] = "GET /x HTTP/1.1\r\nHost: a\r\nX-Slow: 0123456789abcdefghij";
+	struct bc_http_config cfg = {.listen = "127.0.0.1:0", .threads = 2, .per_address = 4};
+	struct seen s = {0};
+	struct bc_http *srv = NULL;
+	char err[256];
+	int busy, idle_old, idle_new, few, more, most, late;
+	(void)state;
+
+	assert_int_equal(bc_http_start(&cfg, handler, &s, &srv, err, sizeof(err)), 0);
+	atomic_store(&s.hold, 1);
+	busy = raw_connect(srv);
+	raw_send(busy, req, sizeof(req) - 1);
+	wait_started(&s, 1);
+	idle_old = raw_connect(srv);
+	idle_new = raw_connect(srv);
+	few = raw_connect(srv);
+	raw_send(few, part, 30);
+	/* the address is full: each new connection closes one */
+	more = raw_connect(srv);
+	assert_true(closed_by_server(idle_old, 1)); /* nothing sent, and the oldest */
+	assert_false(closed_by_server(idle_new, 0));
+	raw_send(more, part, 40);
+	most = raw_connect(srv);
+	assert_true(closed_by_server(idle_new, 1));
+	assert_false(closed_by_server(few, 0));
+	raw_send(most, part, 50);
+	late = raw_connect(srv);
+	assert_true(closed_by_server(few, 1)); /* 30 bytes, fewer than 40 and 50 */
+	assert_false(closed_by_server(more, 0));
+	assert_false(closed_by_server(most, 0));
+	assert_int_equal(bc_http_evicted(srv), 3);
+	/* the request being served was never a candidate */
+	atomic_store(&s.hold, 0);
+	assert_int_equal(raw_status(busy), 201);
+	close(busy);
+	close(idle_old);
+	close(idle_new);
+	close(few);
+	close(more);
+	close(most);
+	close(late);
+	bc_http_stop(srv);
+}
+
+/* Every connection of the address has sent its request: the new one is closed, and
+ * those are answered. */
+static void test_crowded_address_of_served_requests_refuses(void **state)
+{
+	static const char req[] = "GET /busy HTTP/1.1\r\nHost: a\r\n\r\n";
+	struct bc_http_config cfg = {.listen = "127.0.0.1:0", .threads = 2, .per_address = 2};
+	struct seen s = {0};
+	struct bc_http *srv = NULL;
+	char err[256];
+	int a, b, c;
+	(void)state;
+
+	assert_int_equal(bc_http_start(&cfg, handler, &s, &srv, err, sizeof(err)), 0);
+	atomic_store(&s.hold, 1);
+	a = raw_connect(srv);
+	raw_send(a, req, sizeof(req) - 1);
+	b = raw_connect(srv);
+	raw_send(b, req, sizeof(req) - 1);
+	wait_started(&s, 2);
+	c = raw_connect(srv);
+	assert_true(closed_by_server(c, 1));
+	assert_int_equal(bc_http_evicted(srv), 0);
+	atomic_store(&s.hold, 0);
+	assert_int_equal(raw_status(a), 201);
+	assert_int_equal(raw_status(b), 201);
+	close(a);
+	close(b);
+	close(c);
+	bc_http_stop(srv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -867,6 +969,8 @@ int main(void)
 	    cmocka_unit_test(test_first_request_reports_its_queue_wait),
 	    cmocka_unit_test(test_aborted_connections_log_is_summarized),
 	    cmocka_unit_test(test_deadline_shortens_when_connections_run_short),
+	    cmocka_unit_test(test_crowded_address_closes_the_least_progress),
+	    cmocka_unit_test(test_crowded_address_of_served_requests_refuses),
 	};
 	int rc;
 
