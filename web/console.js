@@ -614,6 +614,11 @@ const loaders = {
       cell(tr, c.predecessor, 'mono');
       cell(tr, c.role);
     });
+    fill('node-bindings-rows', certs.bindings || [], 3, (tr, b) => {
+      cell(tr, b.kind);
+      cell(tr, b.key, 'mono');
+      cell(tr, b.createdAt);
+    });
     fill('node-inventory-rows', (inv.inventory || []).slice().reverse(), 2, (tr, i) => {
       cell(tr, i.takenAt);
       dataCell(tr, i.claims);

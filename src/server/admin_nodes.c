@@ -6,6 +6,7 @@
 #include "bc/clock.h"
 #include "bc/wire.h"
 #include "join/join.h"
+#include "rows/bindings.h"
 #include "rows/certs.h"
 #include "rows/history.h"
 #include "rows/nodes.h"
@@ -220,11 +221,18 @@ static json_t *node_cert_json(bc_rows *r)
 	                 admin_col_text(r, BC_CERT_COL_ROLE));
 }
 
+static json_t *binding_json(bc_rows *r)
+{
+	return json_pack("{s:s, s:s, s:o}", "kind", bc_rows_text(r, 0), "key", bc_rows_text(r, 1),
+	                 "createdAt", admin_time(bc_rows_int(r, 2)));
+}
+
 /* A node's certificates, the latest to expire first (at most NODE_CERTS_MAX), with
- * the serial of its current one (null when it has none): a node's page. */
+ * the serial of its current one (null when it has none), and the hardware keys bound
+ * to it (at most NODE_CERTS_MAX): a node's page. */
 int admin_nodes_certificates(bc_tx *tx, struct admin_call *c)
 {
-	json_t *list = NULL, *current;
+	json_t *list = NULL, *bindings = NULL, *current;
 	bc_rows *r;
 	int rc;
 
@@ -239,13 +247,17 @@ int admin_nodes_certificates(bc_tx *tx, struct admin_call *c)
 	              : json_string(bc_rows_text(r, BC_NODE_COL_CERT_SERIAL));
 	bc_rows_free(r);
 	if ((rc = bc_row_certs_of_node(tx, c->arg[1], NODE_CERTS_MAX, &r)) != 0 ||
-	    (rc = admin_rows_list(r, node_cert_json, &list)) != 0) {
+	    (rc = admin_rows_list(r, node_cert_json, &list)) != 0 ||
+	    (rc = bc_row_bindings_of_node(tx, c->arg[1], NODE_CERTS_MAX, &r)) != 0 ||
+	    (rc = admin_rows_list(r, binding_json, &bindings)) != 0) {
 		json_decref(current);
+		json_decref(list);
 		return rc;
 	}
 	return admin_answer(c, 200,
-	                    json_pack("{s:o, s:o, s:I}", "certificates", list, "currentSerial",
-	                              current, "max", (json_int_t)NODE_CERTS_MAX));
+	                    json_pack("{s:o, s:o, s:o, s:I}", "certificates", list, "currentSerial",
+	                              current, "bindings", bindings, "max",
+	                              (json_int_t)NODE_CERTS_MAX));
 }
 
 /* ---- state changes ---- */

@@ -483,6 +483,7 @@ static void test_current_cert_kept(void **state)
 	assert_string_equal(json_string_value(json_object_get(n, "serial")), "0badcafe");
 	assert_int_equal(json_integer_value(json_object_get(n, "generation")), 1);
 	assert_non_null(json_string_value(json_object_get(n, "revokedAt")));
+	assert_int_equal(json_array_size(json_object_get(j, "bindings")), 0);
 	json_decref(j);
 	/* a node without a certificate that is not retired is counted as such */
 	j = get_ok("/v1/tenants/root/node-counts");
