@@ -314,7 +314,7 @@ function svgEl(name, attrs, text) {
 function barChart(boxId, bars, cls) {
   const W = 480, H = 120, top = 12, bottom = 18;
   const max = Math.max(1, ...bars.map((b) => b.value));
-  const svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', preserveAspectRatio: 'none' });
+  const svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img' });
   const bw = W / bars.length;
   svg.appendChild(svgEl('line', { x1: 0, y1: H - bottom, x2: W, y2: H - bottom, class: 'axis' }));
   bars.forEach((b, i) => {
@@ -326,7 +326,7 @@ function barChart(boxId, bars, cls) {
     if (b.value > 0) svg.appendChild(svgEl('text', { x: i * bw + bw / 2, y: H - bottom - h - 2, 'text-anchor': 'middle' }, b.value));
     if (i % 3 === 0) svg.appendChild(svgEl('text', { x: i * bw + 2, y: H - 4 }, b.label));
   });
-  svg.appendChild(svgEl('text', { x: W - 4, y: 10, 'text-anchor': 'end' }, 'max ' + max));
+  svg.appendChild(svgEl('text', { x: 4, y: 10 }, 'max ' + max + ' an hour'));
   $(boxId).replaceChildren(svg);
 }
 
@@ -334,7 +334,7 @@ function barChart(boxId, bars, cls) {
 function lineChart(boxId, a, b, labels) {
   const W = 480, H = 120, pad = 14;
   const max = Math.max(1, ...a, ...b);
-  const svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img', preserveAspectRatio: 'none' });
+  const svg = svgEl('svg', { viewBox: '0 0 ' + W + ' ' + H, role: 'img' });
   svg.appendChild(svgEl('line', { x1: 0, y1: H - pad, x2: W, y2: H - pad, class: 'axis' }));
   const pts = (s) => s.map((v, i) => (s.length < 2 ? 0 : (i * W) / (s.length - 1)) + ',' + (H - pad - ((H - 2 * pad) * v) / max)).join(' ');
   svg.appendChild(svgEl('polyline', { points: pts(a), class: 'line-a' }));
@@ -993,6 +993,8 @@ document.addEventListener('DOMContentLoaded', () => {
       await signedIn();
     } catch (e) {
       if (e instanceof ApiError && e.httpStatus === 401) signOut('The server refused that API key.');
+      // a metrics key reads /metrics and nothing else: no page of the console is its
+      else if (e instanceof ApiError && e.httpStatus === 403) signOut('This key may not read the admin API (' + e.message + '): the console needs an admin, operator or viewer key.');
       else failed(e);
     }
   });
