@@ -13,6 +13,7 @@ fi
 url=$(sed -n 's/^public_url *= *"\(.*\)"/\1/p' "$var/server.toml")
 cat <<MSG
 The control plane is starting at ${url:-the address in $var/server.toml}.
+Its web console: ${url:-the public_url}/console/ (sign in with the key in $var/admin.key).
 To join a machine, in a second shell in $top:
 
   build/better-compute pools create web

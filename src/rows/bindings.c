@@ -35,3 +35,13 @@ int bc_row_binding_insert(bc_tx *tx, const char *kind, const char *key, const ch
 	                  "($1, $2, $3, $4)",
 	                  p, 4, NULL);
 }
+
+int bc_row_bindings_of_node(bc_tx *tx, const char *node_id, int64_t limit, bc_rows **out)
+{
+	bc_param p[] = {BC_TEXT(node_id), BC_INT(limit)};
+
+	return bc_tx_query(tx,
+	                   "SELECT kind, key, created_at FROM node_bindings WHERE node_id = $1 "
+	                   "ORDER BY created_at, kind LIMIT $2",
+	                   p, 2, out);
+}

@@ -24,4 +24,8 @@ BC_WUR int bc_row_binding_get(bc_tx *tx, const char *kind, const char *key,
 BC_WUR int bc_row_binding_insert(bc_tx *tx, const char *kind, const char *key, const char *node_id,
                                  int64_t now_ms);
 
+/* The bindings of node_id, oldest first, at most limit: the rows (kind, key,
+ * created_at). A node's page. */
+BC_WUR int bc_row_bindings_of_node(bc_tx *tx, const char *node_id, int64_t limit, bc_rows **out);
+
 #endif

@@ -269,3 +269,14 @@ int bc_row_cert_each(bc_tx *tx, const char *node_id,
 	bc_rows_free(r);
 	return rc < 0 ? rc : stop;
 }
+
+int bc_row_certs_of_node(bc_tx *tx, const char *node_id, int64_t limit, bc_rows **out)
+{
+	bc_param p[] = {BC_TEXT(node_id), BC_INT(limit)};
+
+	return bc_tx_query(tx,
+	                   "SELECT serial, generation, not_before, not_after, revoked_at, used_at, "
+	                   "superseded_at, predecessor, role FROM node_certs WHERE node_id = $1 "
+	                   "ORDER BY not_after DESC, serial DESC LIMIT $2",
+	                   p, 2, out);
+}

@@ -95,4 +95,20 @@ BC_WUR int bc_row_cert_revoke_all(bc_tx *tx, const char *node_id, int64_t now_ms
 BC_WUR int bc_row_cert_each(bc_tx *tx, const char *node_id,
                             int (*fn)(void *ctx, const uint8_t *der, size_t len), void *ctx);
 
+/* The certificates of node_id, the latest to expire first, at most limit: the rows
+ * (serial, generation, not_before, not_after, revoked_at, used_at, superseded_at,
+ * predecessor, role), NULL columns where unset. What a node's page shows. */
+enum {
+	BC_CERT_COL_SERIAL,
+	BC_CERT_COL_GENERATION,
+	BC_CERT_COL_NOT_BEFORE,
+	BC_CERT_COL_NOT_AFTER,
+	BC_CERT_COL_REVOKED_AT,
+	BC_CERT_COL_USED_AT,
+	BC_CERT_COL_SUPERSEDED_AT,
+	BC_CERT_COL_PREDECESSOR,
+	BC_CERT_COL_ROLE,
+};
+BC_WUR int bc_row_certs_of_node(bc_tx *tx, const char *node_id, int64_t limit, bc_rows **out);
+
 #endif

@@ -66,6 +66,42 @@ int bc_row_nodes_count(bc_tx *tx, const char *tenant_id, bc_rows **out)
 	                   (bc_param[]){BC_TEXT(tenant_id)}, 1, out);
 }
 
+int bc_row_nodes_count_by(bc_tx *tx, const char *tenant_id, enum bc_node_count_by by, bc_rows **out)
+{
+	static const char *const sql[] = {
+	    [BC_NODE_COUNT_ROLE] = "SELECT role, COUNT(*) FROM nodes WHERE tenant_id = $1 "
+	                           "GROUP BY role",
+	    [BC_NODE_COUNT_ATTESTOR] = "SELECT attestor, COUNT(*) FROM nodes WHERE tenant_id = $1 "
+	                               "GROUP BY attestor",
+	    [BC_NODE_COUNT_POOL] = "SELECT pool_id, COUNT(*) FROM nodes WHERE tenant_id = $1 "
+	                           "GROUP BY pool_id",
+	};
+
+	if ((unsigned)by >= sizeof(sql) / sizeof(sql[0]))
+		return BC_ERR_INVALID;
+	return bc_tx_query(tx, sql[by], (bc_param[]){BC_TEXT(tenant_id)}, 1, out);
+}
+
+int bc_row_nodes_count_expiring(bc_tx *tx, const char *tenant_id, int64_t before_ms, int64_t *n)
+{
+	bc_param p[] = {BC_TEXT(tenant_id), BC_INT(before_ms)};
+
+	return bc_tx_query_int(tx,
+	                       "SELECT COUNT(*) FROM nodes WHERE tenant_id = $1 "
+	                       "AND cert_not_after <= $2",
+	                       p, 2, n);
+}
+
+int bc_row_nodes_count_uncertified(bc_tx *tx, const char *tenant_id, int64_t *n)
+{
+	bc_param p[] = {BC_TEXT(tenant_id)};
+
+	return bc_tx_query_int(tx,
+	                       "SELECT COUNT(*) FROM nodes WHERE tenant_id = $1 "
+	                       "AND cert_not_after IS NULL AND state <> 'retired'",
+	                       p, 1, n);
+}
+
 int bc_row_nodes_get(bc_tx *tx, const char *tenant_id, const char *id, bc_rows **out)
 {
 	bc_param p[] = {BC_TEXT(tenant_id), BC_TEXT(id)};

@@ -64,6 +64,18 @@ BC_WUR int bc_row_nodes_list(bc_tx *tx, const char *tenant_id, const struct bc_r
 
 /* How many nodes tenant_id has in each state: the rows (state, count). */
 BC_WUR int bc_row_nodes_count(bc_tx *tx, const char *tenant_id, bc_rows **out);
+/* How many nodes tenant_id has by one of its columns: the rows (value, count), value
+ * NULL for nodes without one (a node in no pool). Each is an index scan. */
+enum bc_node_count_by { BC_NODE_COUNT_ROLE, BC_NODE_COUNT_ATTESTOR, BC_NODE_COUNT_POOL };
+BC_WUR int bc_row_nodes_count_by(bc_tx *tx, const char *tenant_id, enum bc_node_count_by by,
+                                 bc_rows **out);
+/* How many of tenant_id's nodes have a current certificate that expires at or before
+ * before_ms (expired ones too), into *n. */
+BC_WUR int bc_row_nodes_count_expiring(bc_tx *tx, const char *tenant_id, int64_t before_ms,
+                                       int64_t *n);
+/* How many of tenant_id's nodes that are not retired have no current certificate (an
+ * identity revoked, or every certificate expired past its lineage), into *n. */
+BC_WUR int bc_row_nodes_count_uncertified(bc_tx *tx, const char *tenant_id, int64_t *n);
 
 /* tenant_id's node id. */
 BC_WUR int bc_row_nodes_get(bc_tx *tx, const char *tenant_id, const char *id, bc_rows **out);

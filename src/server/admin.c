@@ -49,6 +49,7 @@ static const char *const JOIN_REQUESTS_QUERY[] = {"state", "cursor", "limit", NU
 static const struct admin_route ROUTES[] = {
     {"GET", "/v1/whoami", BC_TX_READ, 0, ADMIN_ROLE_VIEWER, admin_whoami, NULL},
     {"GET", "/v1/daemon-config", BC_TX_READ, 0, ADMIN_ROLE_VIEWER, admin_daemon_config, NULL},
+    {"GET", "/v1/server", BC_TX_READ, 0, ADMIN_ROLE_VIEWER, admin_server_facts, NULL},
     {"GET", "/v1/tenants", BC_TX_READ, 0, ADMIN_ROLE_VIEWER, admin_tenants_list, NULL},
     {"POST", "/v1/tenants", BC_TX_WRITE, R_BODY, ADMIN_ROLE_ADMIN, admin_tenants_create, NULL},
     {"DELETE", "/v1/tenants/{t}", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_ADMIN, admin_tenants_delete,
@@ -101,6 +102,8 @@ static const struct admin_route ROUTES[] = {
      ADMIN_ROLE_OPERATOR, admin_nodes_revoke_identity, NULL},
     {"POST", "/v1/tenants/{t}/nodes/{n}/retire", BC_TX_WRITE, R_TENANT, ADMIN_ROLE_OPERATOR,
      admin_nodes_retire, NULL},
+    {"GET", "/v1/tenants/{t}/nodes/{n}/certificates", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
+     admin_nodes_certificates, NULL},
     {"GET", "/v1/tenants/{t}/nodes/{n}/inventory", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
      admin_nodes_inventory, NULL},
     {"GET", "/v1/tenants/{t}/workflows", BC_TX_READ, R_TENANT, ADMIN_ROLE_VIEWER,
@@ -646,6 +649,29 @@ int admin_whoami(bc_tx *tx, struct admin_call *c)
 	                    json_pack("{s:s, s:s, s:s, s:o}", "tenantId", c->tenant_id, "keyId",
 	                              c->key_id, "role", admin_role_name(c->role), "allows",
 	                              allows));
+}
+
+/* What any key may know of the server it talks to: its version, trust domain, public
+ * URL and the attestors it runs (a console's server facts). Read-only; no secret. */
+int admin_server_facts(bc_tx *tx, struct admin_call *c)
+{
+	json_t *attestors = json_array();
+	const char *id;
+
+	(void)tx;
+	if (attestors == NULL)
+		return BC_ERR_NOMEM;
+	for (size_t i = 0; c->cfg->attestor_at != NULL &&
+	                   (id = c->cfg->attestor_at(c->cfg->attestor_ctx, i)) != NULL;
+	     i++)
+		if (json_array_append_new(attestors, json_string(id)) != 0) {
+			json_decref(attestors);
+			return BC_ERR_NOMEM;
+		}
+	return admin_answer(c, 200,
+	                    json_pack("{s:s, s:s?, s:s?, s:o}", "version", BC_VERSION,
+	                              "trustDomain", c->cfg->pki ? c->cfg->pki->trust_domain : NULL,
+	                              "publicUrl", c->cfg->public_url, "attestors", attestors));
 }
 
 /* The TLS CA (when the bundle has one) then the node CA, as one PEM text. */

@@ -14,6 +14,9 @@ struct bc_admin_config {
 	/* 1 when id names an attestor this server runs (pool policy validation) */
 	int (*attestor_known)(void *ctx, const char *id);
 	void *attestor_ctx;
+	/* the id of the i-th attestor this server runs, NULL past the last (GET /v1/server);
+	 * NULL: none is said */
+	const char *(*attestor_at)(void *ctx, size_t i);
 	/* failed authentication per client address (admin_limit.h); NULL: not limited */
 	struct bc_admin_limiter *limiter;
 };

@@ -139,6 +139,7 @@ int admin_record(bc_tx *tx, struct admin_call *c, const char *tenant_id, const c
 
 /* Handlers (admin_tenants.c, admin_pools.c, admin_tokens.c, admin_nodes.c). */
 int admin_whoami(bc_tx *tx, struct admin_call *c);
+int admin_server_facts(bc_tx *tx, struct admin_call *c);
 int admin_daemon_config(bc_tx *tx, struct admin_call *c);
 int admin_tenants_list(bc_tx *tx, struct admin_call *c);
 int admin_tenants_create(bc_tx *tx, struct admin_call *c);
@@ -158,6 +159,7 @@ int admin_tokens_create(bc_tx *tx, struct admin_call *c);
 int admin_tokens_revoke(bc_tx *tx, struct admin_call *c);
 int admin_nodes_list(bc_tx *tx, struct admin_call *c);
 int admin_nodes_counts(bc_tx *tx, struct admin_call *c);
+int admin_nodes_certificates(bc_tx *tx, struct admin_call *c);
 int admin_nodes_get(bc_tx *tx, struct admin_call *c);
 int admin_nodes_cordon(bc_tx *tx, struct admin_call *c);
 int admin_nodes_uncordon(bc_tx *tx, struct admin_call *c);

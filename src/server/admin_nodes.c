@@ -6,6 +6,7 @@
 #include "bc/clock.h"
 #include "bc/wire.h"
 #include "join/join.h"
+#include "rows/bindings.h"
 #include "rows/certs.h"
 #include "rows/history.h"
 #include "rows/nodes.h"
@@ -123,37 +124,140 @@ int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 	return admin_page_answer(c, &pg, r, node_json, "nodes");
 }
 
-/* How many nodes the tenant has, in all and in each state: what a console shows
- * without walking pages. */
+/* The rows (value, count) of r into obj (a NULL value under none); frees r. */
+static int count_rows(bc_rows *r, json_t *obj, const char *none, json_int_t *total)
+{
+	int rc;
+
+	while ((rc = bc_rows_next(r)) == 1) {
+		json_int_t n = (json_int_t)bc_rows_int(r, 1);
+		if (total != NULL)
+			*total += n;
+		if (json_object_set_new(obj, bc_rows_is_null(r, 0) ? none : bc_rows_text(r, 0),
+		                        json_integer(n)) != 0) {
+			rc = BC_ERR_NOMEM;
+			break;
+		}
+	}
+	bc_rows_free(r);
+	return rc < 0 ? rc : 0;
+}
+
+#define DAY_MS (86400LL * 1000)
+
+/* How many nodes the tenant has, in all and by state, role, attestor and pool, and
+ * how many certificates expire soon: what a console shows without walking pages.
+ * Every count is an index scan of the tenant's nodes. */
 int admin_nodes_counts(bc_tx *tx, struct admin_call *c)
 {
-	json_t *states = json_object();
+	static const struct {
+		const char *key;
+		enum bc_node_count_by by;
+	} groups[] = {
+	    {"byRole", BC_NODE_COUNT_ROLE},
+	    {"byAttestor", BC_NODE_COUNT_ATTESTOR},
+	    {"byPool", BC_NODE_COUNT_POOL},
+	};
+	json_t *answer = json_object(), *states = json_object();
 	json_int_t total = 0;
+	int64_t now = bc_tx_now_ms(tx), expired = 0, day = 0, week = 0, none = 0;
 	bc_rows *r;
 	int rc;
 
-	if (states == NULL)
-		return BC_ERR_NOMEM;
-	if ((rc = bc_row_nodes_count(tx, c->arg[0], &r)) != 0) {
-		json_decref(states);
-		return rc;
+	if (answer == NULL || states == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto fail;
 	}
-	while ((rc = bc_rows_next(r)) == 1) {
-		json_int_t n = (json_int_t)bc_rows_int(r, 1);
-		total += n;
-		json_object_set_new(states, bc_rows_text(r, 0), json_integer(n));
+	if ((rc = bc_row_nodes_count(tx, c->arg[0], &r)) != 0 ||
+	    (rc = count_rows(r, states, "none", &total)) != 0)
+		goto fail;
+	json_object_set_new(answer, "total", json_integer(total));
+	json_object_set_new(answer, "byState", states);
+	states = NULL;
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+		json_t *obj = json_object();
+		if (obj == NULL || json_object_set_new(answer, groups[i].key, obj) != 0) {
+			rc = BC_ERR_NOMEM;
+			goto fail;
+		}
+		if ((rc = bc_row_nodes_count_by(tx, c->arg[0], groups[i].by, &r)) != 0 ||
+		    (rc = count_rows(r, obj, "none", NULL)) != 0)
+			goto fail;
 	}
-	bc_rows_free(r);
-	if (rc < 0) {
-		json_decref(states);
-		return rc;
-	}
-	return admin_answer(c, 200, json_pack("{s:I, s:o}", "total", total, "byState", states));
+	if ((rc = bc_row_nodes_count_expiring(tx, c->arg[0], now, &expired)) != 0 ||
+	    (rc = bc_row_nodes_count_expiring(tx, c->arg[0], now + DAY_MS, &day)) != 0 ||
+	    (rc = bc_row_nodes_count_expiring(tx, c->arg[0], now + 7 * DAY_MS, &week)) != 0 ||
+	    (rc = bc_row_nodes_count_uncertified(tx, c->arg[0], &none)) != 0)
+		goto fail;
+	json_object_set_new(answer, "certificates",
+	                    json_pack("{s:I, s:I, s:I, s:I}", "expired", (json_int_t)expired,
+	                              "expiringWithin1d", (json_int_t)day, "expiringWithin7d",
+	                              (json_int_t)week, "none", (json_int_t)none));
+	return admin_answer(c, 200, answer);
+fail:
+	json_decref(states);
+	json_decref(answer);
+	return rc;
 }
 
 int admin_nodes_get(bc_tx *tx, struct admin_call *c)
 {
 	return answer_node(tx, c);
+}
+
+#define NODE_CERTS_MAX 100
+
+static json_t *node_cert_json(bc_rows *r)
+{
+	return json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "serial",
+	                 bc_rows_text(r, BC_CERT_COL_SERIAL), "generation",
+	                 (json_int_t)bc_rows_int(r, BC_CERT_COL_GENERATION), "notBefore",
+	                 admin_col_time(r, BC_CERT_COL_NOT_BEFORE), "notAfter",
+	                 admin_col_time(r, BC_CERT_COL_NOT_AFTER), "revokedAt",
+	                 admin_col_time(r, BC_CERT_COL_REVOKED_AT), "usedAt",
+	                 admin_col_time(r, BC_CERT_COL_USED_AT), "supersededAt",
+	                 admin_col_time(r, BC_CERT_COL_SUPERSEDED_AT), "predecessor",
+	                 admin_col_text(r, BC_CERT_COL_PREDECESSOR), "role",
+	                 admin_col_text(r, BC_CERT_COL_ROLE));
+}
+
+static json_t *binding_json(bc_rows *r)
+{
+	return json_pack("{s:s, s:s, s:o}", "kind", bc_rows_text(r, 0), "key", bc_rows_text(r, 1),
+	                 "createdAt", admin_time(bc_rows_int(r, 2)));
+}
+
+/* A node's certificates, the latest to expire first (at most NODE_CERTS_MAX), with
+ * the serial of its current one (null when it has none), and the hardware keys bound
+ * to it (at most NODE_CERTS_MAX): a node's page. */
+int admin_nodes_certificates(bc_tx *tx, struct admin_call *c)
+{
+	json_t *list = NULL, *bindings = NULL, *current;
+	bc_rows *r;
+	int rc;
+
+	if ((rc = bc_row_nodes_get(tx, c->arg[0], c->arg[1], &r)) != 0)
+		return rc;
+	if ((rc = bc_rows_next(r)) != 1) {
+		bc_rows_free(r);
+		return rc < 0 ? rc : admin_fail(c, BC_ERR_NOT_FOUND, "node not found");
+	}
+	current = bc_rows_is_null(r, BC_NODE_COL_CERT_SERIAL)
+	              ? json_null()
+	              : json_string(bc_rows_text(r, BC_NODE_COL_CERT_SERIAL));
+	bc_rows_free(r);
+	if ((rc = bc_row_certs_of_node(tx, c->arg[1], NODE_CERTS_MAX, &r)) != 0 ||
+	    (rc = admin_rows_list(r, node_cert_json, &list)) != 0 ||
+	    (rc = bc_row_bindings_of_node(tx, c->arg[1], NODE_CERTS_MAX, &r)) != 0 ||
+	    (rc = admin_rows_list(r, binding_json, &bindings)) != 0) {
+		json_decref(current);
+		json_decref(list);
+		return rc;
+	}
+	return admin_answer(c, 200,
+	                    json_pack("{s:o, s:o, s:o, s:I}", "certificates", list, "currentSerial",
+	                              current, "bindings", bindings, "max",
+	                              (json_int_t)NODE_CERTS_MAX));
 }
 
 /* ---- state changes ---- */

@@ -14,12 +14,15 @@ int bc_console_owns(const char *path)
 {
 	size_t n = sizeof(PREFIX) - 1;
 
+	/* the server's root is the console's page: a browser pointed at the server finds it */
+	if (strcmp(path, "/") == 0)
+		return 1;
 	return strncmp(path, PREFIX, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
 static const struct bc_console_file *find(const char *path)
 {
-	if (strcmp(path, PREFIX) == 0 || strcmp(path, PREFIX "/") == 0)
+	if (strcmp(path, "/") == 0 || strcmp(path, PREFIX) == 0 || strcmp(path, PREFIX "/") == 0)
 		path = INDEX_PATH;
 	for (size_t i = 0; i < bc_console_files_count; i++)
 		if (strcmp(bc_console_files[i].path, path) == 0)

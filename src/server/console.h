@@ -21,9 +21,10 @@ struct bc_console_file {
 extern const struct bc_console_file bc_console_files[];
 extern const size_t bc_console_files_count;
 
-/* 1 when the path is the console's: "/console" or under "/console/". */
+/* 1 when the path is the console's: "/" (the server's root), "/console" or under
+ * "/console/". */
 int bc_console_owns(const char *path);
-/* GET or HEAD of "/console" or "/console/" is index.html; an embedded file is itself;
+/* GET or HEAD of "/", "/console" or "/console/" is index.html; an embedded file is itself;
  * any other path 404, any other method 405. */
 void bc_console_serve(const struct bc_http_request *req, struct bc_http_response *resp);
 

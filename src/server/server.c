@@ -196,6 +196,11 @@ static void serve_bundle(struct bc_server *s, const struct bc_http_request *req,
 		text(resp, 200, "application/json", s->trust_spiffe);
 }
 
+static const char *attestor_at(void *ctx, size_t i)
+{
+	return bc_join_attestor_id(ctx, i);
+}
+
 static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_response *resp)
 {
 	struct bc_server *s = ctx;
@@ -594,6 +599,7 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 	s->admin.pki = s->pki;
 	s->admin.public_url = s->public_url;
 	s->admin.attestor_known = bc_join_attestor_known_cb;
+	s->admin.attestor_at = attestor_at;
 	s->admin.attestor_ctx = s->join;
 	if ((s->admin.limiter = bc_admin_limiter_new(0, 0, 0)) == NULL) {
 		rc = BC_ERR_NOMEM;

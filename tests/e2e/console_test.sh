@@ -12,7 +12,13 @@
 #    allowed kinds, and Enroll puts it in the pool web;
 #  - with 20,000 more nodes in the store, the nodes page counts them from the API, pages
 #    forward and back, and finds the last one by a server-side filter and cordons it;
+#  - the overview counts the fleet as the store does (by state, role, attestor, pool,
+#    certificates) and charts its joins and refusals; a node's page shows its
+#    certificates, inventory and events, and a revoked identity says so; search finds a
+#    node by id and by product UUID; ids stay on one line at 800 px; the events, audit,
+#    workflows, API keys and server pages show what the API says;
 #  - a tenant key sees only its tenant's node;
+#  - a viewer key (when the server has key roles) sees every page and no action;
 #  - the API key is never in a URL, the DOM (beyond the password field) or the log.
 # BC_CONSOLE_SCREENSHOTS=DIR writes a PNG of each page into DIR (docs/console/).
 # Skipped (77), saying why, without swtpm, node/npm or a Chromium that starts.
@@ -71,6 +77,9 @@ status_of() { curl -s -o /dev/null -w '%{http_code}' --path-as-is "$URL$1"; }
 [ "$(status_of /console/)" = 200 ] || fail "/console/ is not 200"
 [ "$(status_of /console)" = 200 ] || fail "/console is not 200"
 [ "$(status_of /console/console.js)" = 200 ] || fail "/console/console.js is not 200"
+# the server's root is the console's page, not a JSON 404
+[ "$(status_of /)" = 200 ] || fail "GET / is not 200"
+cmp -s <(curl -sS "$URL/") "$HERE/../../web/index.html" || fail "GET / is not web/index.html"
 for p in /console/../healthz /console/..%2fhealthz /console/%2e%2e/healthz /console/%2e%2e/%2e%2e/etc/passwd \
 	/console/./index.html /console//index.html /console/index.html/ /console/INDEX.HTML /consolex \
 	"/console/$(head -c 4000 /dev/zero | tr '\0' a)"; do

@@ -38,6 +38,14 @@ static int known(void *ctx, const char *id)
 	return 1;
 }
 
+static const char *attestor_at(void *ctx, size_t i)
+{
+	static const char *const ids[] = {"join-token", "tpm"};
+
+	(void)ctx;
+	return i < 2 ? ids[i] : NULL;
+}
+
 static int make_key(bc_tx *tx, void *arg)
 {
 	char *k = NULL;
@@ -106,7 +114,10 @@ static int setup(void **state)
 	(void)state;
 	if (bct_cp_start(&cp, NULL) != 0)
 		return -1;
-	cfg = (struct bc_admin_config){.store = bct_store(&cp), .attestor_known = known};
+	cfg = (struct bc_admin_config){.store = bct_store(&cp),
+	                               .attestor_known = known,
+	                               .attestor_at = attestor_at,
+	                               .public_url = "http://127.0.0.1:1"};
 	if (bc_store_run(cfg.store, BC_TX_WRITE, make_key, NULL) != 0)
 		return -1;
 	base_ms = bc_now_ms();
@@ -289,6 +300,41 @@ static void test_counts(void **state)
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(j, "byState"), "adopted")),
 	    N_NODES - N_NODES / 3);
+	/* by role, attestor and pool (none), and certificates: node i's ends a day and i
+	 * hours after base_ms, so one within a day, every one within 7 days */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "byRole"), "node")),
+	                 N_NODES);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "byAttestor"), "join-token")),
+	    N_NODES);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "byPool"), "none")),
+	                 N_NODES);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "certificates"),
+	                                                    "expiringWithin1d")),
+	                 1);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "certificates"),
+	                                                    "expiringWithin7d")),
+	                 N_NODES);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "certificates"), "expired")), 0);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "certificates"), "none")), 0);
+	json_decref(j);
+}
+
+/* GET /v1/server: what any key may know of the server */
+static void test_server_facts(void **state)
+{
+	json_t *j, *a;
+
+	(void)state;
+	j = get_ok("/v1/server");
+	assert_string_equal(json_string_value(json_object_get(j, "version")), BC_VERSION);
+	assert_string_equal(json_string_value(json_object_get(j, "publicUrl")),
+	                    "http://127.0.0.1:1");
+	a = json_object_get(j, "attestors");
+	assert_int_equal(json_array_size(a), 2);
+	assert_string_equal(json_string_value(json_array_get(a, 1)), "tpm");
 	json_decref(j);
 }
 
@@ -429,6 +475,23 @@ static void test_current_cert_kept(void **state)
 	n = json_array_get(json_object_get(j, "nodes"), 0);
 	assert_true(json_is_null(json_object_get(n, "certificate")));
 	json_decref(j);
+	/* the node's page: its certificates, the revoked one among them, none current */
+	j = get_ok("/v1/tenants/root/nodes/node_059/certificates");
+	assert_true(json_is_null(json_object_get(j, "currentSerial")));
+	assert_int_equal(json_array_size(json_object_get(j, "certificates")), 1);
+	n = json_array_get(json_object_get(j, "certificates"), 0);
+	assert_string_equal(json_string_value(json_object_get(n, "serial")), "0badcafe");
+	assert_int_equal(json_integer_value(json_object_get(n, "generation")), 1);
+	assert_non_null(json_string_value(json_object_get(n, "revokedAt")));
+	assert_int_equal(json_array_size(json_object_get(j, "bindings")), 0);
+	json_decref(j);
+	/* a node without a certificate that is not retired is counted as such */
+	j = get_ok("/v1/tenants/root/node-counts");
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "certificates"), "none")), 1);
+	json_decref(j);
+	assert_int_equal(get("/v1/tenants/root/nodes/node_nosuch/certificates", &j), 404);
+	json_decref(j);
 }
 
 int main(void)
@@ -437,6 +500,7 @@ int main(void)
 	    cmocka_unit_test(test_nodes_pages),    cmocka_unit_test(test_counts),
 	    cmocka_unit_test(test_history_pages),  cmocka_unit_test(test_other_pages),
 	    cmocka_unit_test(test_cursor_refused), cmocka_unit_test(test_current_cert_kept),
+	    cmocka_unit_test(test_server_facts),
 	};
 
 	if (bct_engine_skip())

@@ -1,5 +1,5 @@
 /* The console's static route: the embedded files and nothing else. Every file of web/
- * is in the table with its type; "/console" and "/console/" are index.html; any path
+ * is in the table with its type; "/", "/console" and "/console/" are index.html; any path
  * that is not exactly an embedded file's name (dot segments, encoded or not, doubled
  * slashes, case, a long path, a NUL-free prefix of a name) is 404; methods other than
  * GET and HEAD are 405. */
@@ -94,6 +94,13 @@ static void test_index(void **state)
 	assert_int_equal(serve("GET", "/console/", &r), 200);
 	assert_int_equal(r.body_len, f->len);
 	free(r.body);
+	/* the server's root is the console's page too (not a JSON 404) */
+	assert_int_equal(serve("GET", "/", &r), 200);
+	assert_int_equal(r.body_len, f->len);
+	assert_memory_equal(r.body, f->data, f->len);
+	free(r.body);
+	assert_int_equal(serve("POST", "/", &r), 405);
+	free(r.body);
 }
 
 static void test_owns(void **state)
@@ -102,6 +109,8 @@ static void test_owns(void **state)
 	assert_true(bc_console_owns("/console"));
 	assert_true(bc_console_owns("/console/"));
 	assert_true(bc_console_owns("/console/x"));
+	assert_true(bc_console_owns("/"));
+	assert_false(bc_console_owns("//"));
 	assert_false(bc_console_owns("/consolex"));
 	assert_false(bc_console_owns("/consol"));
 	assert_false(bc_console_owns("/v1/console"));
