@@ -48,11 +48,11 @@ static void fill(const char *insert_select, int64_t n)
 
 	for (int64_t lo = 1; lo <= n; lo += 100000) {
 		int64_t hi = lo + 99999 < n ? lo + 99999 : n;
-		snprintf(
-		    sql, sizeof(sql),
-		    "WITH RECURSIVE s(i) AS (SELECT %lld UNION ALL SELECT i + 1 FROM s WHERE i < "
-		    "%lld) %s",
-		    (long long)lo, (long long)hi, insert_select);
+		snprintf(sql, sizeof(sql),
+		         /* BIGINT: at 1,000,000 nodes the ids and times overflow an INTEGER */
+		         "WITH RECURSIVE s(i) AS (SELECT CAST(%lld AS BIGINT) UNION ALL SELECT i + "
+		         "1 FROM s WHERE i < %lld) %s",
+		         (long long)lo, (long long)hi, insert_select);
 		must(bc_store_run(st, BC_TX_WRITE, exec_fn, sql), "fill");
 	}
 }
