@@ -48,11 +48,11 @@ static void fill(const char *insert_select, int64_t n)
 
 	for (int64_t lo = 1; lo <= n; lo += 100000) {
 		int64_t hi = lo + 99999 < n ? lo + 99999 : n;
-		snprintf(
-		    sql, sizeof(sql),
-		    "WITH RECURSIVE s(i) AS (SELECT %lld UNION ALL SELECT i + 1 FROM s WHERE i < "
-		    "%lld) %s",
-		    (long long)lo, (long long)hi, insert_select);
+		snprintf(sql, sizeof(sql),
+		         /* BIGINT: at 1,000,000 nodes the ids and times overflow an INTEGER */
+		         "WITH RECURSIVE s(i) AS (SELECT CAST(%lld AS BIGINT) UNION ALL SELECT i + "
+		         "1 FROM s WHERE i < %lld) %s",
+		         (long long)lo, (long long)hi, insert_select);
 		must(bc_store_run(st, BC_TX_WRITE, exec_fn, sql), "fill");
 	}
 }
@@ -257,9 +257,10 @@ int main(int argc, char **argv)
 	         (long long)now, (long long)now, (long long)now);
 	fill(sql, n_nodes);
 	snprintf(sql, sizeof(sql),
-	         "INSERT INTO node_certs (serial, node_id, generation, der_hex, der_sha256, "
+	         "INSERT INTO node_certs (serial, node_id, generation, der, der_sha256, "
 	         "not_before, not_after, created_at) SELECT CASE WHEN i %% 2 = 0 THEN 'a' ELSE "
-	         "'b' END || (i / 2), 'node_' || (10000000 + i / 2), 1, '00', 'd' || i, %lld, "
+	         "'b' END || (i / 2), 'node_' || (10000000 + i / 2), 1, decode('00', 'hex'), 'd' "
+	         "|| i, %lld, "
 	         "%lld, %lld FROM s WHERE i / 2 >= 1 AND i / 2 <= %lld",
 	         (long long)now, (long long)now + 86400000, (long long)now, (long long)n_nodes);
 	fill(sql, 2 * n_nodes + 1);

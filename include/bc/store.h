@@ -94,7 +94,7 @@ const uint8_t *bc_rows_blob(bc_rows *r, int col, size_t *len);
 void bc_rows_free(bc_rows *r);
 
 /* Columns by name. A result column's name is its AS alias, or for a plain column
- * reference the column's own name ("c.der_hex" is "der_hex"); write AS for anything
+ * reference the column's own name ("c.der" is "der"); write AS for anything
  * else, and for two columns of the same name. name is matched ASCII case-insensitively
  * and as written: no quotes are removed or case folded, on either engine.
  * bc_rows_col() is the index of the first column of that name, or -1 for none (or a

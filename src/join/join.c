@@ -123,6 +123,7 @@ static int record_join(bc_tx *tx, struct bc_join_state *st, const char *serial, 
 	    .n_statements = r->node_key_uri[0] ? 1 : 0,
 	    .point = st->csr_point,
 	    .role = r->role,
+	    .node_row_set = 1, /* write_node made it the node's current one */
 	};
 	if ((rc = bc_row_cert_insert(tx, &cert)) != 0)
 		goto out;
@@ -172,7 +173,8 @@ static int kinds_ok(const struct bc_attest_outcome *out)
 
 /* A node row for a new node, or the reclaimed node raised to its next generation with
  * every older certificate revoked. *generation receives the identity generation. */
-static int write_node(bc_tx *tx, struct bc_join_state *st, int64_t *generation, const char **reason)
+static int write_node(bc_tx *tx, struct bc_join_state *st, const char *serial, int64_t not_after,
+                      int64_t *generation, const char **reason)
 {
 	const struct bc_attest_result *r = &st->d.out.result;
 	int rc;
@@ -198,6 +200,8 @@ static int write_node(bc_tx *tx, struct bc_join_state *st, int64_t *generation, 
 	    .node_key_tpm = r->node_key_tpm,
 	    .allowed_kinds = st->d.out.allowed_kinds_json,
 	    .now_ms = st->d.now_ms,
+	    .cert_serial = serial,
+	    .cert_not_after = not_after,
 	};
 	/* a reclaim keeps the node's state, pool and site; the identity moves on */
 	if (st->d.reclaimed) {
@@ -239,6 +243,8 @@ static int write_binding(bc_tx *tx, struct bc_join_state *st, const char **reaso
 	return 0;
 }
 
+/* The certificate is minted first so that the node's row is written with it as its
+ * current one, in the statement that writes the node (rows/nodes.h). */
 static int issue(bc_tx *tx, struct bc_join_state *st, const char **reason)
 {
 	const struct bc_attest_result *r = &st->d.out.result;
@@ -247,15 +253,6 @@ static int issue(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	int64_t generation = 0, not_after = 0;
 	int rc;
 
-	if ((rc = write_node(tx, st, &generation, reason)) != 0 || *reason)
-		return rc;
-	if ((rc = write_binding(tx, st, reason)) != 0 || *reason)
-		return rc;
-	/* what the machine claimed at this join, beside the node's history */
-	/* a node made by this join has no older record to prune */
-	if ((rc = bc_row_inventory_insert(tx, st->d.node_id, &st->in->claims, st->d.now_ms,
-	                                  st->d.reclaimed)) != 0)
-		return rc;
 	struct bc_node_cert_req req = {
 	    .node_id = st->d.node_id,
 	    .role = r->role,
@@ -267,6 +264,15 @@ static int issue(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	};
 	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &st->d.cert_der, &st->d.cert_len,
 	                                 serial, &not_after)) != 0)
+		return rc;
+	if ((rc = write_node(tx, st, serial, not_after, &generation, reason)) != 0 || *reason)
+		return rc;
+	if ((rc = write_binding(tx, st, reason)) != 0 || *reason)
+		return rc;
+	/* what the machine claimed at this join, beside the node's history */
+	/* a node made by this join has no older record to prune */
+	if ((rc = bc_row_inventory_insert(tx, st->d.node_id, &st->in->claims, st->d.now_ms,
+	                                  st->d.reclaimed)) != 0)
 		return rc;
 	return record_join(tx, st, serial, not_after, generation);
 }

@@ -10,8 +10,8 @@
 #include "rows/internal.h"
 
 /* The node's current certificate (the newest unrevoked one) copied onto its row, for
- * the nodes list and its expiringWithin filter (rows/nodes.h); run after every change
- * to which certificate is current, in the same transaction. */
+ * the nodes list and its expiringWithin filter (rows/nodes.h), found again after a
+ * revocation, in the same transaction. */
 static int node_current_refresh(bc_tx *tx, const char *node_id)
 {
 	return bc_tx_exec(tx,
@@ -23,7 +23,7 @@ static int node_current_refresh(bc_tx *tx, const char *node_id)
 
 int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 {
-	char sha[65], csr[65], point[131], *hex = NULL, *stmts = NULL;
+	char sha[65], csr[65], point[131], *stmts = NULL;
 	uint8_t d[32];
 	int rc;
 
@@ -34,16 +34,12 @@ int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 		bc_hex_encode_to(c->csr_sha256, 32, csr);
 	if (c->point)
 		bc_hex_encode_to(c->point, 65, point);
-	hex = bc_hex_encode(c->der, c->der_len);
-	stmts = bc_row_string_array(c->statements, c->n_statements);
-	if (hex == NULL || stmts == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
+	if ((stmts = bc_row_string_array(c->statements, c->n_statements)) == NULL)
+		return BC_ERR_NOMEM;
 	bc_param p[] = {BC_TEXT(c->serial),
 	                BC_TEXT(c->node_id),
 	                BC_INT(c->generation),
-	                BC_TEXT(hex),
+	                BC_BLOB(c->der, c->der_len),
 	                BC_TEXT(sha),
 	                BC_INT(c->not_before),
 	                BC_INT(c->not_after),
@@ -53,21 +49,23 @@ int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c)
 	                BC_TEXT(c->point ? point : NULL),
 	                BC_TEXT(c->role)};
 	rc = bc_tx_exec(tx,
-	                "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
+	                "INSERT INTO node_certs (serial, node_id, generation, der, "
 	                "der_sha256, not_before, not_after, statements, created_at, predecessor, "
 	                "csr_sha256, key_point, role) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $6, "
 	                "$9, $10, $11, $12)",
 	                p, sizeof(p) / sizeof(p[0]), NULL);
-	if (rc == 0)
-		rc = node_current_refresh(tx, c->node_id);
-out:
-	free(hex);
+	/* the certificate issued now is the node's newest: no need to look for it */
+	if (rc == 0 && !c->node_row_set)
+		rc = bc_tx_exec(
+		    tx, "UPDATE nodes SET cert_serial = $2, cert_not_after = $3 WHERE id = $1",
+		    (bc_param[]){BC_TEXT(c->node_id), BC_TEXT(c->serial), BC_INT(c->not_after)}, 3,
+		    NULL);
 	free(stmts);
 	return rc;
 }
 
 #define CERT_SELECT                                                                                \
-	"SELECT c.der_hex AS der_hex, c.serial AS serial, "                                        \
+	"SELECT c.der AS der, c.serial AS serial, "                                                \
 	"c.generation AS cert_generation, c.not_after AS not_after, "                              \
 	"c.revoked_at AS revoked_at, c.used_at AS used_at, "                                       \
 	"c.superseded_at AS superseded_at, c.key_point AS key_point, c.role AS cert_role, "        \
@@ -101,7 +99,9 @@ static void cert_key_from(bc_rows *r, struct bc_cert_row *row)
 int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t len,
                      struct bc_cert_row *row)
 {
-	char sha[65], *hex = NULL;
+	char sha[65];
+	const uint8_t *stored;
+	size_t stored_len = 0;
 	uint8_t d[32];
 	bc_rows *r = NULL;
 	int rc;
@@ -115,11 +115,8 @@ int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t 
 	if ((rc = node_id ? bc_row_first(tx, CERT_SELECT " AND c.node_id = $2", p, 2, &r)
 	                  : bc_row_first(tx, CERT_SELECT, p, 1, &r)) != 1)
 		return rc;
-	if ((hex = bc_hex_encode(der, len)) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
-	}
-	if (strcmp(hex, bc_rows_text_named(r, "der_hex")) != 0) {
+	stored = bc_rows_blob_named(r, "der", &stored_len);
+	if (stored == NULL || stored_len != len || memcmp(stored, der, len) != 0) {
 		rc = 0;
 		goto out;
 	}
@@ -133,7 +130,6 @@ int bc_row_cert_find(bc_tx *tx, const char *node_id, const uint8_t *der, size_t 
 	cert_key_from(r, row);
 	bc_row_node_from(r, &row->node);
 out:
-	free(hex);
 	bc_rows_free(r);
 	return rc;
 }
@@ -204,7 +200,7 @@ int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint8_t csr
 	/* every successor at once (a lineage holds at most two: a second is refused as
 	 * superseded), rather than the one for this CSR and then their count */
 	if ((rc = bc_tx_query(tx,
-	                      "SELECT csr_sha256, der_hex, superseded_at FROM node_certs "
+	                      "SELECT csr_sha256, der, superseded_at FROM node_certs "
 	                      "WHERE predecessor = $1",
 	                      (bc_param[]){BC_TEXT(predecessor)}, 1, &r)) != 0)
 		return rc;
@@ -213,12 +209,15 @@ int bc_row_cert_issued_for(bc_tx *tx, const char *predecessor, const uint8_t csr
 		(*successors)++;
 		if (found || c == NULL || strcmp(c, csr) != 0)
 			continue;
-		const char *hex = bc_rows_text_named(r, "der_hex");
+		size_t n = 0;
+		const uint8_t *b = bc_rows_blob_named(r, "der", &n);
 		*superseded = !bc_rows_null_named(r, "superseded_at");
-		if (bc_hex_decode(hex, strlen(hex), der, len) != 0) {
-			rc = BC_ERR_INTERNAL;
+		if (b == NULL || (*der = malloc(n ? n : 1)) == NULL) {
+			rc = b == NULL ? BC_ERR_INTERNAL : BC_ERR_NOMEM;
 			break;
 		}
+		memcpy(*der, b, n);
+		*len = n;
 		found = 1;
 	}
 	bc_rows_free(r);
@@ -253,18 +252,15 @@ int bc_row_cert_each(bc_tx *tx, const char *node_id,
 
 	bc_param p[] = {BC_TEXT(node_id)};
 	if ((rc = bc_tx_query(tx,
-	                      "SELECT der_hex FROM node_certs WHERE node_id = $1 "
+	                      "SELECT der FROM node_certs WHERE node_id = $1 "
 	                      "ORDER BY not_after DESC",
 	                      p, 1, &r)) != 0)
 		return rc;
 	while (stop == 0 && (rc = bc_rows_next(r)) == 1) {
-		const char *hex = bc_rows_text(r, 0);
-		uint8_t *der = NULL;
 		size_t len = 0;
-		if (bc_hex_decode(hex, strlen(hex), &der, &len) != 0)
-			continue;
-		stop = fn(ctx, der, len);
-		free(der);
+		const uint8_t *der = bc_rows_blob(r, 0, &len);
+		if (der != NULL)
+			stop = fn(ctx, der, len);
 	}
 	bc_rows_free(r);
 	return rc < 0 ? rc : stop;

@@ -28,10 +28,15 @@ struct bc_cert_write {
 	const uint8_t *csr_sha256; /* the CSR it answers (32 bytes); may be NULL */
 	const uint8_t *point;      /* its key, uncompressed (65 bytes) */
 	const char *role;          /* the role its SPIFFE ID names */
+	/* 1 when the caller's own statement on the node row already made this the node's
+	 * current certificate (bc_node_write's cert_serial); 0 to set it here */
+	int node_row_set;
 };
 
-/* Inserts the row, computing the DER's hex and SHA-256 itself; the key and role are
- * stored beside it, so a presented certificate is read from its row (join/holder.h).
+/* Inserts the row, computing the DER's SHA-256 itself; the key and role are stored
+ * beside it, so a presented certificate is read from its row (join/holder.h). The
+ * new certificate becomes the node row's current one (cert_serial, cert_not_after)
+ * unless c->node_row_set says the caller's node statement did that.
  * BC_ERR_CONFLICT when the serial or the DER is already a row's. */
 BC_WUR int bc_row_cert_insert(bc_tx *tx, const struct bc_cert_write *c);
 

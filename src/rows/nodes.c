@@ -243,7 +243,7 @@ static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const
 	const struct bc_claims *c = n->claims;
 	const char *key = bc_row_none_if_empty(n->hardware_key);
 	const char *kinds = n->allowed_kinds && n->allowed_kinds[0] ? n->allowed_kinds : "[]";
-	bc_param p[17];
+	bc_param p[19];
 	size_t k = 0;
 	char *macs;
 	int rc;
@@ -269,6 +269,8 @@ static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const
 	p[k++] = BC_TEXT(n->hardware_key_claimed ? NULL : key);
 	p[k++] = BC_TEXT(n->hardware_key_claimed ? key : NULL);
 	p[k++] = BC_TEXT(kinds);
+	p[k++] = BC_TEXT(n->cert_serial);
+	p[k++] = n->cert_serial ? BC_INT(n->cert_not_after) : BC_NULL;
 	rc = bc_tx_exec(tx, sql, p, k, NULL);
 	free(macs);
 	return rc;
@@ -280,8 +282,9 @@ int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n)
 	                 "INSERT INTO nodes (id, tenant_id, pool_id, site_id, role, state, "
 	                 "generation, product_uuid, serial, macs, hostname, arch, agent_version, "
 	                 "attestor, node_key, joined_at, updated_at, hardware_key, claimed_key, "
-	                 "allowed_kinds) VALUES ($1, $2, $3, $4, $5, 'adopted', 1, $6, $7, $8, "
-	                 "$9, $10, $11, $12, $13, $14, $14, $15, $16, $17)");
+	                 "allowed_kinds, cert_serial, cert_not_after) VALUES ($1, $2, $3, $4, $5, "
+	                 "'adopted', 1, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, "
+	                 "$17, $18, $19)");
 }
 
 int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation)
@@ -289,15 +292,16 @@ int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *gener
 	int rc;
 
 	*generation = 0;
+	/* revoked first, so that the row's current certificate is the one written here */
+	if ((rc = bc_row_cert_revoke_all(tx, n->id, n->now_ms, NULL)) != 0)
+		return rc;
 	if ((rc = node_exec(tx, n, 0,
 	                    "UPDATE nodes SET generation = generation + 1, product_uuid = $2, "
 	                    "serial = $3, macs = $4, hostname = $5, arch = $6, agent_version = $7, "
 	                    "attestor = $8, node_key = $9, updated_at = $10, "
 	                    "hardware_key = COALESCE($11, hardware_key), "
-	                    "claimed_key = COALESCE($12, claimed_key), allowed_kinds = $13 "
-	                    "WHERE id = $1")) != 0)
-		return rc;
-	if ((rc = bc_row_cert_revoke_all(tx, n->id, n->now_ms, NULL)) != 0)
+	                    "claimed_key = COALESCE($12, claimed_key), allowed_kinds = $13, "
+	                    "cert_serial = $14, cert_not_after = $15 WHERE id = $1")) != 0)
 		return rc;
 	return bc_tx_query_int(tx, "SELECT generation FROM nodes WHERE id = $1",
 	                       (bc_param[]){BC_TEXT(n->id)}, 1, generation);

@@ -142,6 +142,10 @@ struct bc_node_write {
 	int node_key_tpm;          /* node_key "tpm", else "unattested" */
 	const char *allowed_kinds; /* a JSON array of command kinds; "" or NULL: [] */
 	int64_t now_ms;
+	/* the certificate the join issues, stored as the node's current one in the same
+	 * statement (its node_certs row follows with node_row_set, rows/certs.h) */
+	const char *cert_serial;
+	int64_t cert_not_after;
 };
 
 /* A new node, adopted, of generation 1. BC_ERR_CONFLICT when its id or hardware key
@@ -151,7 +155,8 @@ BC_WUR int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n);
 /* The node n->id taken back by the same machine: its claims, agent, attestor, node
  * key and allowed kinds replaced, its hardware key set when n has one, its identity generation
  * raised by one and every older certificate revoked at n->now_ms. Tenant, pool, site, role and
- * state stay the node's. *generation receives the new generation. */
+ * state stay the node's. n->cert_serial (NULL: none) becomes its current certificate.
+ * *generation receives the new generation. */
 BC_WUR int bc_row_node_reclaim(bc_tx *tx, const struct bc_node_write *n, int64_t *generation);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bc/clock.h"
+#include "bc/codec.h"
 #include "store/engine.h"
 
 #define BUSY_TIMEOUT_MS 5000
@@ -187,6 +188,68 @@ out:
 	return rc;
 }
 
+/* PostgreSQL's decode(text, 'hex') and encode(bytea, 'hex') on SQLite, so that one
+ * migration (008's certificate DER from hex to bytes) and its tests read the same on
+ * both engines. Any other format, or text that is not hex, is an error, as there. */
+static int sl_hex_format(sqlite3_context *ctx, sqlite3_value *fmt)
+{
+	const char *f = (const char *)sqlite3_value_text(fmt);
+
+	if (f != NULL && strcmp(f, "hex") == 0)
+		return 1;
+	sqlite3_result_error(ctx, "encode and decode know only the format 'hex'", -1);
+	return 0;
+}
+
+static void sl_decode(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const char *s;
+	uint8_t *out = NULL;
+	size_t len = 0;
+	int rc;
+
+	(void)argc;
+	if (!sl_hex_format(ctx, argv[1]) || sqlite3_value_type(argv[0]) == SQLITE_NULL)
+		return;
+	s = (const char *)sqlite3_value_text(argv[0]);
+	rc = s != NULL ? bc_hex_decode(s, (size_t)sqlite3_value_bytes(argv[0]), &out, &len)
+	               : BC_ERR_NOMEM;
+	if (rc == BC_ERR_NOMEM)
+		sqlite3_result_error_nomem(ctx);
+	else if (rc != 0)
+		sqlite3_result_error(ctx, "decode: not hex", -1);
+	else
+		sqlite3_result_blob64(ctx, out, len, free);
+}
+
+static void sl_encode(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	const void *b;
+	char *hex;
+
+	(void)argc;
+	if (!sl_hex_format(ctx, argv[1]) || sqlite3_value_type(argv[0]) == SQLITE_NULL)
+		return;
+	b = sqlite3_value_blob(argv[0]);
+	if ((hex = bc_hex_encode(b, (size_t)sqlite3_value_bytes(argv[0]))) == NULL)
+		sqlite3_result_error_nomem(ctx);
+	else
+		sqlite3_result_text64(ctx, hex, strlen(hex), free, SQLITE_UTF8);
+}
+
+static int sl_functions(sqlite3 *db)
+{
+	const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+	int src;
+
+	if ((src = sqlite3_create_function(db, "decode", 2, flags, NULL, sl_decode, NULL, NULL)) !=
+	        SQLITE_OK ||
+	    (src = sqlite3_create_function(db, "encode", 2, flags, NULL, sl_encode, NULL, NULL)) !=
+	        SQLITE_OK)
+		return sl_err(db, src, "create_function");
+	return 0;
+}
+
 static int sl_configure(sqlite3 *db)
 {
 	int src, rc;
@@ -210,7 +273,7 @@ static int sl_configure(sqlite3 *db)
 	                        "PRAGMA temp_store=MEMORY",
 	                        NULL, NULL, NULL)) != SQLITE_OK)
 		return sl_err(db, src, "pragma");
-	return 0;
+	return sl_functions(db);
 }
 
 static int handle_open(const char *path, struct sl_handle *h)

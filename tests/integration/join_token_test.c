@@ -58,7 +58,12 @@ static void test_token_join_admits(void **state)
 
 	assert_non_null(token);
 	struct bct_join_opts jo = {.token = token};
+	uint64_t before = bc_store_statements(bc_server_store(cp.srv));
 	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
+	/* the token's lock, use and expect, the pool, the node (with its current
+	 * certificate), its inventory, the certificate, the event and the audit row
+	 * (docs/performance.md) */
+	assert_int_equal(bc_store_statements(bc_server_store(cp.srv)) - before, 9);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	assert_int_equal(strncmp(ans.node_id, "node_", 5), 0);
 	assert_int_equal(strlen(ans.node_id), 31);
@@ -84,6 +89,13 @@ static void test_token_join_admits(void **state)
 	assert_int_equal(bct_count(&cp,
 	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
 	                           "revoked_at IS NULL",
+	                           p, 1),
+	                 1);
+	/* the node row names it as its current certificate */
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM nodes n JOIN node_certs c ON "
+	                           "c.serial = n.cert_serial AND c.not_after = n.cert_not_after "
+	                           "WHERE n.id = $1",
 	                           p, 1),
 	                 1);
 	char *data = bct_text(&cp,
@@ -360,6 +372,13 @@ static void test_reclaim_with_allow_reclaim(void **state)
 	assert_int_equal(bct_count(&cp,
 	                           "SELECT COUNT(*) FROM node_certs WHERE node_id = $1 AND "
 	                           "revoked_at IS NULL AND generation = 2",
+	                           p, 1),
+	                 1);
+	/* and the node row names the new one as its current certificate */
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM nodes n JOIN node_certs c ON "
+	                           "c.serial = n.cert_serial AND c.not_after = n.cert_not_after "
+	                           "WHERE n.id = $1 AND c.generation = 2",
 	                           p, 1),
 	                 1);
 	assert_int_equal(bct_count(&cp,

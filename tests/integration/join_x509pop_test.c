@@ -253,7 +253,7 @@ static void test_refusals(void **state)
 		                      "0123456789abcdef0123456789abcdef"};
 		uint8_t *der = NULL, h[32];
 		size_t len;
-		char serial[33], hexsha[65], *hex;
+		char serial[33], hexsha[65];
 		int64_t na;
 		assert_int_equal(bc_key_generate(&stmt.key), 0);
 		struct bc_node_cert_req req = {.node_id = m.ans.node_id,
@@ -265,13 +265,12 @@ static void test_refusals(void **state)
 		assert_int_equal(bc_pki_issue_node_cert(pki, &req, &der, &len, serial, &na), 0);
 		assert_int_equal(bc_sha256(der, len, h), 0);
 		bc_hex_encode_to(h, 32, hexsha);
-		hex = bc_hex_encode(der, len);
-		bc_param r[] = {BC_TEXT(serial), BC_TEXT(m.ans.node_id), BC_TEXT(hex),
+		bc_param r[] = {BC_TEXT(serial), BC_TEXT(m.ans.node_id), BC_BLOB(der, len),
 		                BC_TEXT(hexsha), BC_INT(bc_now_ms()),    BC_INT(na)};
 		assert_int_equal(
 		    bct_exec(&cp,
 		             "INSERT INTO node_certs (serial, node_id, generation, "
-		             "der_hex, der_sha256, not_before, not_after, created_at) "
+		             "der, der_sha256, not_before, not_after, created_at) "
 		             "SELECT $1, $2, generation, $3, $4, $5, $6, $5 FROM nodes "
 		             "WHERE id = $2",
 		             r, 6),
@@ -283,7 +282,6 @@ static void test_refusals(void **state)
 		make_pop(&stmt, 0, NULL, &p);
 		expect_refused(&p, "node", "x509pop-key-statement");
 		pop_free(&p);
-		free(hex);
 		free(der);
 		EVP_PKEY_free(stmt.key);
 	}

@@ -211,12 +211,14 @@ static void test_audit_and_certificates(void **state)
 	static const char *const certs[] = {"gone", "cur", "kept"};
 	for (size_t i = 0; i < 3; i++) {
 		bc_param p[] = {BC_TEXT(certs[i]), i == 2 ? kept[0] : gone[0]};
-		assert_int_equal(bct_exec(&cp,
-		                          "INSERT INTO node_certs (serial, node_id, generation, "
-		                          "der_hex, der_sha256, not_before, not_after, created_at) "
-		                          "VALUES ($1, 'node_p', 1, '00', $1, 1, $2, 1)",
-		                          p, 2),
-		                 0);
+		assert_int_equal(
+		    bct_exec(&cp,
+		             "INSERT INTO node_certs (serial, node_id, generation, "
+		             "der, der_sha256, not_before, not_after, created_at) "
+		             "VALUES ($1, 'node_p', 1, decode('00', 'hex'), $1, 1, $2, "
+		             "1)",
+		             p, 2),
+		    0);
 	}
 	o.audit_retention_ms = 0;
 	assert_int_equal(bc_store_prune(bct_store(&cp), &o, &n), 0);

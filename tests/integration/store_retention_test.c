@@ -84,9 +84,10 @@ static void test_120_days_of_renewals(void **state)
 	     "86400000 FROM s",
 	     t0, per_node);
 	fill(nodes * per_node,
-	     "INSERT INTO node_certs (serial, node_id, generation, der_hex, der_sha256, "
-	     "not_before, not_after, created_at) SELECT 'c' || i, 'node_' || (i / $2), 1, '00', "
-	     "'c' || i, $1 + (i % $2) * 57600000, $1 + (i % $2) * 57600000 + 86400000, $1 + (i "
+	     "INSERT INTO node_certs (serial, node_id, generation, der, der_sha256, "
+	     "not_before, not_after, created_at) SELECT 'c' || i, 'node_' || (i / $2), 1, "
+	     "decode('00', 'hex'), 'c' || i, $1 + (i % $2) * 57600000, $1 + (i % $2) * 57600000 + "
+	     "86400000, $1 + (i "
 	     "% $2) * 57600000 FROM s",
 	     t0, per_node);
 	fill(nodes * per_node,
@@ -107,9 +108,9 @@ static void test_120_days_of_renewals(void **state)
 	                          NULL, 0),
 	                 0);
 	assert_int_equal(bct_exec(&cp,
-	                          "INSERT INTO node_certs (serial, node_id, generation, der_hex, "
+	                          "INSERT INTO node_certs (serial, node_id, generation, der, "
 	                          "der_sha256, not_before, not_after, created_at) VALUES ('old', "
-	                          "'node_old', 1, '00', 'old', 1, 2, 1)",
+	                          "'node_old', 1, decode('00', 'hex'), 'old', 1, 2, 1)",
 	                          NULL, 0),
 	                 0);
 

@@ -916,8 +916,8 @@ static void keep_current(const char *node)
 static void insert_cert(const char *serial, const char *node, int64_t created, int64_t not_after)
 {
 	bc_param p[] = {BC_TEXT(serial), BC_TEXT(node), BC_INT(not_after), BC_INT(created)};
-	sql("INSERT INTO node_certs (serial, node_id, generation, der_hex, der_sha256, not_before, "
-	    "not_after, created_at) VALUES ($1, $2, 1, '00', $1, $4, $3, $4)",
+	sql("INSERT INTO node_certs (serial, node_id, generation, der, der_sha256, not_before, "
+	    "not_after, created_at) VALUES ($1, $2, 1, decode('00', 'hex'), $1, $4, $3, $4)",
 	    p, 4);
 	keep_current(node);
 }
