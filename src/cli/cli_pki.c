@@ -143,8 +143,8 @@ out:
 	return rc;
 }
 
-/* pki bundle: the trust bundle /bundle serves, read from the sealed PKI bundle (no
- * server needed), for a relying party set up before the server runs. */
+/* pki bundle: the trust bundle /bundle serves, the node CAs of the store (no server
+ * needed), for a relying party set up before the server runs. */
 int cli_cmd_pki_bundle(struct cli *c)
 {
 	const char *config = cli_opt(c, "config");
@@ -163,6 +163,8 @@ int cli_cmd_pki_bundle(struct cli *c)
 		rc = cli_fail(c, rc, "%s", err);
 		goto out;
 	}
+	if ((rc = cli_pki_store_cas(c, &cfg, pki)) != 0)
+		goto out;
 	if ((rc = bc_pki_trust_bundle(pki, cli_flag(c, "spiffe"), &out)) != 0) {
 		rc = cli_fail(c, rc, "cannot make the trust bundle: %s", bc_err_str(rc));
 		goto out;

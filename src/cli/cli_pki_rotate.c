@@ -60,6 +60,26 @@ static int rot_open(struct cli *c, struct rot *r, int kind_arg)
 	return 0;
 }
 
+int cli_pki_store_cas(struct cli *c, const struct bc_server_config *cfg, const bc_pki *pki)
+{
+	uint8_t secret[32];
+	bc_store *st = NULL;
+	char err[512] = "";
+	int64_t known = 0;
+	int rc;
+
+	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, sizeof(err))) != 0)
+		return cli_fail(c, rc, "%s", err);
+	if ((rc = bc_store_open(cfg->database, &st, err, sizeof(err))) != 0)
+		rc = cli_fail(c, rc, "cannot open the database of server.toml: %s",
+		              err[0] ? err : bc_err_str(rc));
+	else if ((rc = bc_node_cas_refresh(st, pki, secret, &known)) != 0)
+		rc = cli_fail(c, rc, "cannot read the node CAs from the store: %s", bc_err_str(rc));
+	bc_store_close(st);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return rc;
+}
+
 static int opt_id(struct cli *c, int64_t *id)
 {
 	int given = 0;
@@ -138,7 +158,10 @@ int cli_cmd_pki_retire(struct cli *c)
 	rc = bc_node_ca_retire(r.st, &id, force, &until, &why);
 	bc_time_format_ms(until, at, sizeof(at));
 	if (rc == BC_ERR_CONFLICT && until > 0) {
-		rc = cli_fail(c, rc, "node CA generation %lld: %s (until %s)", (long long)id, why, at);
+		rc = cli_fail(c, rc,
+		              "node CA generation %lld signed certificates that may be unexpired until "
+		              "%s: retire it after then, or now with --force if its key is compromised",
+		              (long long)id, at);
 		goto out;
 	} else if (rc != 0) {
 		rc = refused(c, rc, why);
