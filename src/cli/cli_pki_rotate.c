@@ -45,7 +45,8 @@ static int rot_open(struct cli *c, struct rot *r, int kind_arg)
 		                 "rotation is not built yet)",
 		                 c->args[0]);
 	if (config == NULL)
-		return cli_usage(c, "--config is missing: name the server.toml whose store to change");
+		return cli_usage(c,
+		                 "--config is missing: name the server.toml whose store to change");
 	if ((rc = bc_server_config_load(config, &r->cfg, err, sizeof(err))) != 0)
 		return cli_fail(c, rc, "%s; check --config", err);
 	if ((rc = bc_server_pki_load(&r->cfg, &r->pki, err, sizeof(err))) != 0 ||
@@ -158,10 +159,11 @@ int cli_cmd_pki_retire(struct cli *c)
 	rc = bc_node_ca_retire(r.st, &id, force, &until, &why);
 	bc_time_format_ms(until, at, sizeof(at));
 	if (rc == BC_ERR_CONFLICT && until > 0) {
-		rc = cli_fail(c, rc,
-		              "node CA generation %lld signed certificates that may be unexpired until "
-		              "%s: retire it after then, or now with --force if its key is compromised",
-		              (long long)id, at);
+		rc = cli_fail(
+		    c, rc,
+		    "node CA generation %lld signed certificates that may be unexpired until "
+		    "%s: retire it after then, or now with --force if its key is compromised",
+		    (long long)id, at);
 		goto out;
 	} else if (rc != 0) {
 		rc = refused(c, rc, why);
@@ -201,12 +203,12 @@ static void status_line(struct cli *c, json_t *list, const struct bc_pki_key_row
 		bc_time_format_ms(until, un, sizeof(un));
 	if (list != NULL)
 		json_array_append_new(
-		    list, json_pack("{s:I,s:s,s:b,s:I,s:I,s:I,s:I,s:b}", "generation",
-		                    (json_int_t)k->id, "state", k->state, "issuing", issuing,
-		                    "createdAt", (json_int_t)k->created_at, "activatedAt",
-		                    (json_int_t)k->activated_at, "retiredAt", (json_int_t)k->retired_at,
-		                    "lastCertificateExpiresBy", (json_int_t)(k->retired_at ? 0 : until),
-		                    "forced", k->forced));
+		    list,
+		    json_pack("{s:I,s:s,s:b,s:I,s:I,s:I,s:I,s:b}", "generation", (json_int_t)k->id,
+		              "state", k->state, "issuing", issuing, "createdAt",
+		              (json_int_t)k->created_at, "activatedAt", (json_int_t)k->activated_at,
+		              "retiredAt", (json_int_t)k->retired_at, "lastCertificateExpiresBy",
+		              (json_int_t)(k->retired_at ? 0 : until), "forced", k->forced));
 	else
 		printf("%-4lld %-17s %-24.24s %-24.24s %-24.24s %s%s\n", (long long)k->id, state,
 		       created, act, ret, un, k->forced ? " (forced)" : "");

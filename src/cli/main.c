@@ -103,8 +103,8 @@ static const struct cli_cmd commands[] = {
      "The CAs before it still verify renewals and x509pop until retired.\n",
      0},
     {"pki", "retire", "node-ca --config server.toml [--id N] [--force]",
-     "retire an old node CA once every certificate it signed has expired", "config= id= force",
-     1, 1, 0, cli_cmd_pki_retire,
+     "retire an old node CA once every certificate it signed has expired", "config= id= force", 1,
+     1, 0, cli_cmd_pki_retire,
      "  --config FILE        the server.toml whose store to change\n"
      "  --id N               the generation (default: the oldest active one that no longer\n"
      "                       issues; a prepared one only by --id)\n"
@@ -112,10 +112,8 @@ static const struct cli_cmd commands[] = {
      "                       compromised key): they are refused from then on\n",
      0},
     {"pki", "status", "--config server.toml",
-     "list the node CA generations: state, dates, when their certificates expire by",
-     "config=", 0, 0, 0, cli_cmd_pki_status,
-     "  --config FILE        the server.toml whose store to read\n",
-     0},
+     "list the node CA generations: state, dates, when their certificates expire by", "config=", 0,
+     0, 0, cli_cmd_pki_status, "  --config FILE        the server.toml whose store to read\n", 0},
     {"api-keys", "create", "--name N [--ttl 720h] [--tenant T]", "create an API key (shown once)",
      "name= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
      "  --name N             what the key is for (a person, a pipeline)\n"

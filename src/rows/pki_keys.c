@@ -103,12 +103,13 @@ int bc_row_pki_key_set_state(bc_tx *tx, int64_t id, const char *was, const char 
 	int rc;
 
 	bc_param p[] = {BC_INT(id), BC_TEXT(was), BC_TEXT(state), BC_INT(at_ms), BC_INT(forced)};
-	if ((rc = bc_tx_exec(tx,
-	                     "UPDATE pki_keys SET state = $3, "
-	                     "activated_at = CASE WHEN $3 = 'active' THEN $4 ELSE activated_at END, "
-	                     "retired_at = CASE WHEN $3 = 'retired' THEN $4 ELSE retired_at END, "
-	                     "forced = $5 WHERE id = $1 AND state = $2",
-	                     p, 5, &changed)) != 0)
+	if ((rc =
+	         bc_tx_exec(tx,
+	                    "UPDATE pki_keys SET state = $3, "
+	                    "activated_at = CASE WHEN $3 = 'active' THEN $4 ELSE activated_at END, "
+	                    "retired_at = CASE WHEN $3 = 'retired' THEN $4 ELSE retired_at END, "
+	                    "forced = $5 WHERE id = $1 AND state = $2",
+	                    p, 5, &changed)) != 0)
 		return rc;
 	return changed == 1 ? 0 : BC_ERR_CONFLICT;
 }

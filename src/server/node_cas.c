@@ -131,7 +131,8 @@ static int add_row(struct bc_node_cas *cas, const struct bc_pki_key_row *r,
 		return 0;
 	if ((rc = bc_x509_from_pem(r->cert_pem, &ca.cert)) != 0)
 		return rc;
-	if (ca.state != BC_CA_RETIRED && (rc = bc_pki_open_key(r->key_sealed, secret, &ca.key)) != 0)
+	if (ca.state != BC_CA_RETIRED &&
+	    (rc = bc_pki_open_key(r->key_sealed, secret, &ca.key)) != 0)
 		goto fail;
 	if ((rc = bc_node_cas_add(cas, &ca)) == 0)
 		return 0;
@@ -177,7 +178,8 @@ static size_t issuing_of(const struct bc_pki_key_row *rows, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(rows[i].state, BC_PKI_ACTIVE) == 0 &&
 		    (best == n || rows[i].activated_at > rows[best].activated_at ||
-		     (rows[i].activated_at == rows[best].activated_at && rows[i].id > rows[best].id)))
+		     (rows[i].activated_at == rows[best].activated_at &&
+		      rows[i].id > rows[best].id)))
 			best = i;
 	return best;
 }
@@ -219,8 +221,9 @@ static int rotate_tx(bc_tx *tx, void *arg)
 		return rc;
 	for (size_t i = 0; i < n && c->why == NULL; i++)
 		if (strcmp(rows[i].state, BC_PKI_PREPARED) == 0)
-			c->why = "a node CA is already prepared: activate it (pki activate node-ca) "
-			         "or retire it first";
+			c->why =
+			    "a node CA is already prepared: activate it (pki activate node-ca) "
+			    "or retire it first";
 	if (c->why == NULL && n >= BC_NODE_CAS_MAX - 1)
 		c->why = "too many node CAs in use: retire the old ones first (pki status)";
 	bc_row_pki_keys_free(rows, n);
@@ -235,8 +238,8 @@ static int rotate_tx(bc_tx *tx, void *arg)
 	return bc_row_pki_sequence_raise(tx, 0, &seq);
 }
 
-int bc_node_ca_rotate(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32],
-                      int64_t *id, const char **why)
+int bc_node_ca_rotate(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32], int64_t *id,
+                      const char **why)
 {
 	struct new_ca c = {0};
 	X509 *cert = NULL;
@@ -278,7 +281,8 @@ static int activate_tx(bc_tx *tx, void *arg)
 	if ((rc = list_live(tx, &rows, &n)) != 0)
 		return rc;
 	for (i = 0; i < n; i++)
-		if (strcmp(rows[i].state, BC_PKI_PREPARED) == 0 && (c->id == 0 || rows[i].id == c->id))
+		if (strcmp(rows[i].state, BC_PKI_PREPARED) == 0 &&
+		    (c->id == 0 || rows[i].id == c->id))
 			break;
 	if (i == n) {
 		c->why = "no prepared node CA to activate: `pki rotate node-ca` prepares one";
@@ -417,8 +421,9 @@ static void refresh_once(struct bc_node_cas_watch *w)
 
 	/* one line when it starts failing and one when it recovers, not one a tick */
 	if (rc != 0 && !w->failing)
-		bc_log(BC_LOG_WARN, "cannot read the node CAs from the store; issuing with the set "
-		                    "read before, trying again",
+		bc_log(BC_LOG_WARN,
+		       "cannot read the node CAs from the store; issuing with the set "
+		       "read before, trying again",
 		       "error", bc_err_str(rc), NULL);
 	else if (rc == 0 && w->failing)
 		bc_log(BC_LOG_INFO, "read the node CAs from the store again", NULL);

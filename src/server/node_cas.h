@@ -45,16 +45,14 @@ BC_WUR int bc_node_ca_retire(bc_store *st, int64_t *id, int force, int64_t *unti
 /* Every node CA row (any state), for pki status: free with bc_row_pki_keys_free. *now_ms
  * receives database time; until[i] (may be NULL) when row i's certificates are all
  * expired (0: unknown yet, it issues or was never active). */
-BC_WUR int bc_node_cas_list(bc_store *st, struct bc_pki_key_row **rows, size_t *n,
-                            int64_t *now_ms);
+BC_WUR int bc_node_cas_list(bc_store *st, struct bc_pki_key_row **rows, size_t *n, int64_t *now_ms);
 int64_t bc_node_ca_last_cert(const struct bc_pki_key_row *rows, size_t n, size_t i);
 
 /* A thread that refreshes pki's set every BC_NODE_CAS_REFRESH_MS until stopped; a
  * failed read is logged and tried again. */
 struct bc_node_cas_watch;
-BC_WUR int bc_node_cas_watch_start(bc_store *st, const bc_pki *pki,
-                                   const uint8_t secret[static 32], int64_t known,
-                                   struct bc_node_cas_watch **out);
+BC_WUR int bc_node_cas_watch_start(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32],
+                                   int64_t known, struct bc_node_cas_watch **out);
 void bc_node_cas_watch_stop(struct bc_node_cas_watch *w);
 
 #endif

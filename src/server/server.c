@@ -54,8 +54,8 @@ struct bc_server {
 	void *hook_ctx;
 	char *public_url;
 	struct bc_metrics *metrics;
-	unsigned max_queue_wait_ms;     /* 0: never shed */
-	struct bc_tls_watch *tls_watch; /* NULL: plain HTTP */
+	unsigned max_queue_wait_ms;         /* 0: never shed */
+	struct bc_tls_watch *tls_watch;     /* NULL: plain HTTP */
 	struct bc_node_cas_watch *node_cas; /* the node CA set, read from the store */
 	/* the prune run every prune_interval_s (0: none), until stop is set */
 	struct bc_prune_opts prune;
@@ -407,8 +407,8 @@ static int start_node_cas(struct bc_server *s, const struct bc_server_config *cf
 	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
 		return rc;
 	if ((rc = bc_node_cas_refresh(s->store, s->pki, secret, &known)) != 0)
-		snprintf(err, errlen,
-		         "cannot read the node CAs from the store (%s)%s", bc_err_str(rc),
+		snprintf(err, errlen, "cannot read the node CAs from the store (%s)%s",
+		         bc_err_str(rc),
 		         rc == BC_ERR_VERIFY ? ": a sealed key does not open with this "
 		                               "secret_file (another server's store?)"
 		                             : "");

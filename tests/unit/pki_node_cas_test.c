@@ -55,7 +55,8 @@ static struct bc_node_cas *two(bc_pki *pki, enum bc_ca_state s, int64_t act2, X5
 	                         .activated_ms = 1000};
 	assert_int_equal(bc_node_cas_add(cas, &one), 0);
 	X509_up_ref(*c2);
-	struct bc_node_ca gen2 = {.id = 2, .state = s, .cert = *c2, .key = k2, .activated_ms = act2};
+	struct bc_node_ca gen2 = {
+	    .id = 2, .state = s, .cert = *c2, .key = k2, .activated_ms = act2};
 	assert_int_equal(bc_node_cas_add(cas, &gen2), 0);
 	return cas;
 }
