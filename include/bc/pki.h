@@ -94,7 +94,8 @@ struct bc_node_cert_req {
 	int64_t ttl_ms;        /* 0: 24 hours (2 hours for ramdisk); capped likewise */
 };
 
-/* Issues a node certificate under the node CA: subject CN the node id, EKU
+/* Issues a node certificate under the node CA (the installed set's issuing CA when a
+ * set is installed, see bc_pki_node_cas_install): subject CN the node id, EKU
  * clientAuth, URI SANs: the SPIFFE ID first then the statements; a random 128-bit
  * serial (hex, lower case, into serial_hex[33]). The certificate's times are
  * whole seconds: notBefore is not_before_ms - BC_NODE_CERT_BACKDATE_MS (not before
@@ -134,7 +135,8 @@ BC_WUR int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trus
                                 struct bc_node_identity *id, uint8_t *point);
 void bc_node_identity_clear(struct bc_node_identity *id);
 /* The one check that the node CA signed der (issuer name and key identifier, then
- * the signature; validity times are the caller's to check against database time).
+ * the signature; validity times are the caller's to check against database time): any
+ * active CA of the installed set, else the bundle's node CA.
  * BC_ERR_VERIFY when it was not. */
 BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len);
 /* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM.
@@ -164,8 +166,9 @@ BC_WUR int bc_pki_trust_pem(X509 *const *cas, size_t n, char **pem);
 BC_WUR int bc_pki_trust_spiffe(X509 *const *cas, size_t n, int64_t sequence, int64_t refresh_hint_s,
                                char **json);
 int64_t bc_pki_trust_sequence(X509 *const *cas, size_t n);
-/* The one home of what the trust bundle of pki holds: the node CAs in use, as
- * bc_pki_trust_pem (spiffe 0) or bc_pki_trust_spiffe with bc_pki_trust_sequence and
+/* The one home of what the trust bundle of pki holds: the node CAs in use (the installed
+ * set's prepared and active CAs, with its sequence; else the bundle's CA with
+ * bc_pki_trust_sequence), as bc_pki_trust_pem (spiffe 0) or bc_pki_trust_spiffe with
  * BC_TRUST_REFRESH_HINT_S (spiffe 1). */
 BC_WUR int bc_pki_trust_bundle(const bc_pki *pki, int spiffe, char **out);
 
