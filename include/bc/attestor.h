@@ -84,6 +84,9 @@ struct bc_join_input {
 	                                 transaction from another request */
 	void *check_state;            /* ABI 2: what the attestor's check() left for
 	                                 verify(), or NULL */
+	/* the node CAs (bc/pki.h), for a built-in that checks a node certificate;
+	   appended: a plugin of ABI 2 reads the members before it */
+	const struct bc_pki *node_pki;
 };
 
 struct bc_attest_result {

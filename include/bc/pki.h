@@ -25,6 +25,7 @@
 #define BC_NODE_CERT_BACKDATE_MS (5LL * 60 * 1000)
 #define BC_MAX_URIS              4
 
+struct bc_pki_live;
 typedef struct bc_pki {
 	char *trust_domain;
 	X509 *node_ca;
@@ -35,6 +36,9 @@ typedef struct bc_pki {
 	uint8_t challenge_key[32];
 	X509 *tls_ca;
 	EVP_PKEY *tls_ca_key;
+	/* the node CA set read from the store (bc_pki_node_cas_install), which then takes
+	   node_ca's place for issuing, verifying and the trust bundle; NULL until then */
+	struct bc_pki_live *live;
 } bc_pki;
 
 /* A new bundle with fresh keys; trust_domain is a DNS-like name
@@ -90,7 +94,8 @@ struct bc_node_cert_req {
 	int64_t ttl_ms;        /* 0: 24 hours (2 hours for ramdisk); capped likewise */
 };
 
-/* Issues a node certificate under the node CA: subject CN the node id, EKU
+/* Issues a node certificate under the node CA (the installed set's issuing CA when a
+ * set is installed, see bc_pki_node_cas_install): subject CN the node id, EKU
  * clientAuth, URI SANs: the SPIFFE ID first then the statements; a random 128-bit
  * serial (hex, lower case, into serial_hex[33]). The certificate's times are
  * whole seconds: notBefore is not_before_ms - BC_NODE_CERT_BACKDATE_MS (not before
@@ -130,7 +135,8 @@ BC_WUR int bc_pki_node_identity(const uint8_t *der, size_t len, const char *trus
                                 struct bc_node_identity *id, uint8_t *point);
 void bc_node_identity_clear(struct bc_node_identity *id);
 /* The one check that the node CA signed der (issuer name and key identifier, then
- * the signature; validity times are the caller's to check against database time).
+ * the signature; validity times are the caller's to check against database time): any
+ * active CA of the installed set, else the bundle's node CA.
  * BC_ERR_VERIFY when it was not. */
 BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len);
 /* The node CA and TLS CA as DER (for JoinResponseBody.trust_bundle) and PEM.
@@ -139,6 +145,8 @@ BC_WUR int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t
 BC_WUR int bc_x509_to_der(X509 *x, uint8_t **der, size_t *len);
 BC_WUR int bc_x509_to_pem(X509 *x, char **pem);
 BC_WUR int bc_x509_from_der(const uint8_t *der, size_t len, X509 **out);
+/* The first certificate of a PEM text. */
+BC_WUR int bc_x509_from_pem(const char *pem, X509 **out);
 
 /* The trust bundle relying parties fetch to verify node certificates (public only).
  * cas: 1..BC_TRUST_MAX_CAS node CA certificates, in the order served.
@@ -158,8 +166,9 @@ BC_WUR int bc_pki_trust_pem(X509 *const *cas, size_t n, char **pem);
 BC_WUR int bc_pki_trust_spiffe(X509 *const *cas, size_t n, int64_t sequence, int64_t refresh_hint_s,
                                char **json);
 int64_t bc_pki_trust_sequence(X509 *const *cas, size_t n);
-/* The one home of what the trust bundle of pki holds: the node CAs in use, as
- * bc_pki_trust_pem (spiffe 0) or bc_pki_trust_spiffe with bc_pki_trust_sequence and
+/* The one home of what the trust bundle of pki holds: the node CAs in use (the installed
+ * set's prepared and active CAs, with its sequence; else the bundle's CA with
+ * bc_pki_trust_sequence), as bc_pki_trust_pem (spiffe 0) or bc_pki_trust_spiffe with
  * BC_TRUST_REFRESH_HINT_S (spiffe 1). */
 BC_WUR int bc_pki_trust_bundle(const bc_pki *pki, int spiffe, char **out);
 
@@ -187,5 +196,55 @@ BC_WUR int bc_pki_server_tls_read(const bc_pki *pki, const char *cert_pem,
                                   struct bc_server_tls *info);
 int64_t bc_server_tls_renew_at(const struct bc_server_tls *info);
 void bc_server_tls_clear(struct bc_server_tls *info);
+
+/* The node CAs of the store, one generation each (docs/server.md, "PKI lifecycle").
+ * A prepared CA is published in the trust bundle and signs nothing; active CAs verify,
+ * and the one activated last issues every new node certificate; a retired CA verifies
+ * nothing, and a leaf it issued is refused even when stored (see
+ * bc_pki_node_ca_retired). A set is immutable once installed and shared by
+ * reference: bc_pki_node_cas_get gives the current one, bc_node_cas_put lets it go. */
+#define BC_NODE_CAS_MAX BC_TRUST_MAX_CAS
+enum bc_ca_state { BC_CA_PREPARED = 1, BC_CA_ACTIVE, BC_CA_RETIRED };
+struct bc_node_ca {
+	int64_t id; /* the generation: pki_keys.id */
+	enum bc_ca_state state;
+	X509 *cert;
+	EVP_PKEY *key; /* NULL for a retired CA */
+	int64_t created_ms, activated_ms, retired_ms;
+	uint8_t *der; /* cert as DER (bc_node_cas_finish) */
+	size_t der_len;
+};
+struct bc_node_cas {
+	int64_t sequence; /* spiffe_sequence */
+	size_t n;
+	struct bc_node_ca ca[BC_NODE_CAS_MAX];
+	size_t issuing; /* index of the active CA activated last (bc_node_cas_finish) */
+	int refs;
+};
+/* A new empty set (refs 1). bc_node_cas_add takes cert and key (key may be NULL for
+ * a retired CA); bc_node_cas_finish checks the set and fills der and issuing:
+ * BC_ERR_INVALID when no CA is active, a CA is not P-256, or a non-retired CA's key does
+ * not match its certificate; BC_ERR_LIMIT over BC_NODE_CAS_MAX. */
+BC_WUR int bc_node_cas_new(int64_t sequence, struct bc_node_cas **out);
+BC_WUR int bc_node_cas_add(struct bc_node_cas *cas, const struct bc_node_ca *ca);
+BC_WUR int bc_node_cas_finish(struct bc_node_cas *cas);
+void bc_node_cas_put(struct bc_node_cas *cas);
+/* Installs cas (its reference passes to pki) in place of the set before, which its
+ * holders keep until they put it. */
+void bc_pki_node_cas_install(const bc_pki *pki, struct bc_node_cas *cas);
+/* The current set with a reference the caller puts, or NULL when none is installed. */
+struct bc_node_cas *bc_pki_node_cas_get(const bc_pki *pki);
+/* 1 when der names as its issuer (name and key identifier) a CA of the installed set
+ * that is retired, else 0 (no signature checked: for leaves already known to be ours
+ * by their stored row). */
+int bc_pki_node_ca_retired(const bc_pki *pki, const uint8_t *der, size_t len);
+/* A new node CA for pki's trust domain, valid ten years from now_ms (a day early),
+ * its CN naming the time it was made. */
+BC_WUR int bc_pki_new_node_ca(const bc_pki *pki, int64_t now_ms, X509 **cert, EVP_PKEY **key);
+/* One private key sealed under the server secret as bc_pki_seal seals the bundle (the
+ * same envelope, its own HKDF info), and opened: bc_pki_open_key returns BC_ERR_VERIFY
+ * for a wrong secret or altered text. */
+BC_WUR int bc_pki_seal_key(EVP_PKEY *key, const uint8_t secret[static 32], char **text);
+BC_WUR int bc_pki_open_key(const char *text, const uint8_t secret[static 32], EVP_PKEY **key);
 
 #endif

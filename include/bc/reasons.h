@@ -57,7 +57,8 @@
 #define BC_R_ATTESTOR_NO_OUTCOME "attestor-no-outcome"
 
 /* x509pop */
-/* evidence not the documented JSON, or the leaf not a node certificate of ours for that node id */
+/* evidence not the documented JSON, or the leaf not a node certificate of ours for that node id
+   (or of a node CA retired with --force) */
 #define BC_R_X509POP_MALFORMED "x509pop-malformed"
 /* the proof does not verify under the leaf's key */
 #define BC_R_X509POP_SIGNATURE "x509pop-signature"
@@ -150,7 +151,8 @@
 #define BC_R_SECRET_LIMIT "secret-limit"
 
 /* Renew (published as security.renew.refused to the node's owner) */
-/* no chain, or the leaf is not a node certificate of ours */
+/* no chain, or the leaf is not a node certificate of ours (or its node CA was retired with
+   --force) */
 #define BC_R_RENEW_MALFORMED "renew-malformed"
 /* the leaf is not byte for byte a node_certs row of that node */
 #define BC_R_RENEW_NOT_CURRENT "renew-not-current"

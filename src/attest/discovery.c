@@ -282,7 +282,7 @@ static int signer(bc_tx *tx, const struct disc_state *st, const struct bc_join_i
                   const char **reason)
 {
 	struct sig_check sc = {.st = st, .trust_domain = in->trust_domain};
-	struct bc_holder_want w = {.now_ms = in->now_ms, .role = BC_ROLE_SITE};
+	struct bc_holder_want w = {.now_ms = in->now_ms, .role = BC_ROLE_SITE, .pki = in->node_pki};
 	struct bc_node_row n;
 	struct bc_cert_row row;
 	char lease[BC_ID_MAX + 16];

@@ -217,6 +217,7 @@ static const char *holder_reason(int status)
 	case BC_HOLDER_SUPERSEDED: return BC_R_X509POP_SUPERSEDED;
 	case BC_HOLDER_EXPIRED: return BC_R_X509POP_EXPIRED;
 	case BC_HOLDER_CLIENT_TIME: return BC_R_X509POP_CLIENT_TIME;
+	case BC_HOLDER_MALFORMED: return BC_R_X509POP_MALFORMED;
 	case BC_HOLDER_NOT_CURRENT:
 	default: return BC_R_X509POP_NOT_CURRENT;
 	}
@@ -232,7 +233,8 @@ static int online_checks(bc_tx *tx, const struct bc_join_input *in, const struct
 	                           .window_ms = st->window_ms,
 	                           .client_time_ms = p->e.client_time,
 	                           /* the node's lineage is read and written under its lock */
-	                           .lock = 1};
+	                           .lock = 1,
+	                           .pki = in->node_pki};
 	struct bc_cert_row c;
 	int rc = bc_holder_current(tx, &p->h, &w, &c);
 

@@ -216,6 +216,15 @@ int cli_cmd_init(struct cli *c);
 int cli_cmd_pki_init(struct cli *c);
 int cli_cmd_pki_bundle(struct cli *c);
 int cli_cmd_pki_check(struct cli *c);
+int cli_cmd_pki_rotate(struct cli *c);
+/* Installs the store's node CA set (seeded with the bundle's CA) in pki: what the
+ * server serves, for pki bundle. 0, or the error already said. */
+struct bc_server_config;
+struct bc_pki;
+int cli_pki_store_cas(struct cli *c, const struct bc_server_config *cfg, const struct bc_pki *pki);
+int cli_cmd_pki_activate(struct cli *c);
+int cli_cmd_pki_retire(struct cli *c);
+int cli_cmd_pki_status(struct cli *c);
 int cli_cmd_api_keys_create(struct cli *c);
 int cli_cmd_api_keys_list(struct cli *c);
 int cli_cmd_api_keys_revoke(struct cli *c);

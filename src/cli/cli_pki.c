@@ -143,8 +143,8 @@ out:
 	return rc;
 }
 
-/* pki bundle: the trust bundle /bundle serves, read from the sealed PKI bundle (no
- * server needed), for a relying party set up before the server runs. */
+/* pki bundle: the trust bundle /bundle serves, the node CAs of the store (no server
+ * needed), for a relying party set up before the server runs. */
 int cli_cmd_pki_bundle(struct cli *c)
 {
 	const char *config = cli_opt(c, "config");
@@ -163,6 +163,8 @@ int cli_cmd_pki_bundle(struct cli *c)
 		rc = cli_fail(c, rc, "%s", err);
 		goto out;
 	}
+	if ((rc = cli_pki_store_cas(c, &cfg, pki)) != 0)
+		goto out;
 	if ((rc = bc_pki_trust_bundle(pki, cli_flag(c, "spiffe"), &out)) != 0) {
 		rc = cli_fail(c, rc, "cannot make the trust bundle: %s", bc_err_str(rc));
 		goto out;
@@ -277,6 +279,7 @@ int cli_cmd_pki_check(struct cli *c)
 	const char *config = cli_opt(c, "config");
 	struct bc_server_config cfg;
 	struct checks k = {0};
+	struct bc_node_cas *cas;
 	bc_pki *pki = NULL;
 	char err[512];
 	int64_t now = bc_now_ms();
@@ -295,8 +298,13 @@ int cli_cmd_pki_check(struct cli *c)
 		rc = cli_fail(c, BC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	/* the node CA that issues now, of the store's generations */
+	if ((rc = cli_pki_store_cas(c, &cfg, pki)) != 0)
+		goto out;
+	cas = bc_pki_node_cas_get(pki);
 	check_tls(&k, &cfg, pki, now);
-	check_ca(&k, "node CA", pki->node_ca, now);
+	check_ca(&k, "node CA", cas != NULL ? cas->ca[cas->issuing].cert : pki->node_ca, now);
+	bc_node_cas_put(cas);
 	check_ca(&k, "server TLS CA", pki->tls_ca, now);
 	if (c->json && (rc = cli_print_json(json_pack("{s:o,s:b}", "checks", k.list, "ok",
 	                                              k.worst != CHECK_FAIL))) != 0)

@@ -83,7 +83,13 @@ int bc_holder_current(bc_tx *tx, const struct bc_holder *h, const struct bc_hold
 		return rc;
 	if (rc == 0)
 		return BC_HOLDER_NOT_CURRENT;
-	return row_state(row, w);
+	if ((rc = row_state(row, w)) != BC_HOLDER_OK)
+		return rc;
+	/* stored, so ours: but a CA retired before its leaves expired (a compromised one)
+	   takes them with it */
+	if (w->pki != NULL && bc_pki_node_ca_retired(w->pki, h->der, h->len))
+		return BC_HOLDER_MALFORMED;
+	return BC_HOLDER_OK;
 }
 
 void bc_holder_clear(struct bc_holder *h)

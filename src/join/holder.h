@@ -87,10 +87,13 @@ struct bc_holder_want {
 	const char *role;       /* the node's role required; NULL: any */
 	const char *not_role;   /* a role refused (the leaf's or its node's); NULL: none */
 	int lock;               /* lock the node's row first (the lineage is written) */
+	const bc_pki *pki;      /* the node CA set: a stored leaf a retired CA issued is
+	                           BC_HOLDER_MALFORMED (checked last); NULL: not checked */
 };
 
 /* The leaf against its row and its node, in the order retired, generation, revoked,
- * superseded, expired, role (and not_role: BC_HOLDER_ROLE too), client time: BC_HOLDER_OK or the
+ * superseded, expired, role (and not_role: BC_HOLDER_ROLE too), client time, then its
+ * CA not retired (w->pki; BC_HOLDER_MALFORMED): BC_HOLDER_OK or the
  * first that fails, with *row filled whenever the row was found (BC_HOLDER_NOT_CURRENT: zeroed); or
  * a negative BC_ERR_* from the store. */
 BC_WUR int bc_holder_current(bc_tx *tx, const struct bc_holder *h, const struct bc_holder_want *w,

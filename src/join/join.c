@@ -466,6 +466,7 @@ static int request_input(struct bc_join_service *s, const Bettercompute__Join__V
 	in->agent_version = rq->agent_version;
 	in->challenge_key = s->cfg.pki->challenge_key;
 	in->trust_domain = s->cfg.pki->trust_domain;
+	in->node_pki = s->cfg.pki;
 	return bc_random(&in->request_nonce, sizeof(in->request_nonce));
 }
 

@@ -190,6 +190,7 @@ static const char *holder_reason(int status)
 	case BC_HOLDER_EXPIRED: return BC_R_RENEW_EXPIRED;
 	case BC_HOLDER_CLIENT_TIME: return BC_R_RENEW_CLIENT_TIME;
 	case BC_HOLDER_ROLE: return BC_R_RENEW_ROLE;
+	case BC_HOLDER_MALFORMED: return BC_R_RENEW_MALFORMED;
 	case BC_HOLDER_NOT_CURRENT:
 	default: return BC_R_RENEW_NOT_CURRENT;
 	}
@@ -206,7 +207,8 @@ static int check_current(bc_tx *tx, struct renew_state *st, int64_t *generation,
 	                           .not_role = BC_ROLE_RAMDISK,
 	                           /* one renewal of a node at a time: its lineage is read
 	                              and written under the lock */
-	                           .lock = !st->rq->check_only};
+	                           .lock = !st->rq->check_only,
+	                           .pki = st->svc->cfg.pki};
 	struct bc_cert_row c;
 	int rc = bc_holder_current(tx, &st->h, &w, &c);
 

@@ -15,19 +15,30 @@ static int pack_body(const struct bc_join_service *s, const uint8_t csr_sha256[3
 	    BETTERCOMPUTE__JOIN__V1__JOIN_RESPONSE_BODY__INIT;
 	Bettercompute__Join__V1__JoinPending pend = BETTERCOMPUTE__JOIN__V1__JOIN_PENDING__INIT;
 	Bettercompute__Join__V1__JoinChallenge chal = BETTERCOMPUTE__JOIN__V1__JOIN_CHALLENGE__INIT;
-	ProtobufCBinaryData chain[2], bundle[1];
-	uint8_t *ca = s->node_ca_der;
-	size_t ca_len = s->node_ca_der_len;
+	ProtobufCBinaryData chain[2], bundle[BC_NODE_CAS_MAX];
+	/* the store's node CA set when the server installed one: the issuing CA after the
+	   leaf, every CA in use in the trust bundle; else the bundle's CA */
+	struct bc_node_cas *cas = bc_pki_node_cas_get(s->cfg.pki);
+	uint8_t *ca = cas ? cas->ca[cas->issuing].der : s->node_ca_der;
+	size_t ca_len = cas ? cas->ca[cas->issuing].der_len : s->node_ca_der_len, nb = 0;
+	int rc = 0;
 
 	*out = NULL;
 	b.csr_sha256.data = (uint8_t *)csr_sha256;
 	b.csr_sha256.len = 32;
 	b.issued_at_ms = d->now_ms;
 	b.trust_domain = s->cfg.pki->trust_domain;
-	bundle[0].data = ca;
-	bundle[0].len = ca_len;
+	for (size_t i = 0; cas != NULL && i < cas->n; i++)
+		if (cas->ca[i].state != BC_CA_RETIRED) {
+			bundle[nb].data = cas->ca[i].der;
+			bundle[nb++].len = cas->ca[i].der_len;
+		}
+	if (nb == 0) {
+		bundle[0].data = ca;
+		bundle[nb++].len = ca_len;
+	}
 	b.trust_bundle = bundle;
-	b.n_trust_bundle = 1;
+	b.n_trust_bundle = nb;
 	if (d->out.kind == BC_OUTCOME_DEFER) {
 		const struct bc_attest_deferral *df = &d->out.deferral;
 		if (df->kind == BC_DEFER_APPROVAL) {
@@ -57,9 +68,11 @@ static int pack_body(const struct bc_join_service *s, const uint8_t csr_sha256[3
 	}
 	*len = bettercompute__join__v1__join_response_body__get_packed_size(&b);
 	if ((*out = malloc(*len ? *len : 1)) == NULL)
-		return BC_ERR_NOMEM;
-	bettercompute__join__v1__join_response_body__pack(&b, *out);
-	return 0;
+		rc = BC_ERR_NOMEM;
+	else
+		bettercompute__join__v1__join_response_body__pack(&b, *out);
+	bc_node_cas_put(cas);
+	return rc;
 }
 
 int bc_join_sign_body(const struct bc_join_service *s, const char *purpose, const uint8_t *body,

@@ -115,7 +115,8 @@ static int check_current(bc_tx *tx, struct site_call *c, const char **reason)
 	struct bc_holder_want w = {.now_ms = c->now_ms,
 	                           .window_ms = CLIENT_WINDOW_MS,
 	                           .client_time_ms = c->client_time_ms,
-	                           .role = BC_ROLE_SITE};
+	                           .role = BC_ROLE_SITE,
+	                           .pki = c->svc->cfg.pki};
 	struct bc_cert_row row;
 	int rc = bc_holder_current(tx, &c->h, &w, &row);
 

@@ -19,6 +19,7 @@
 #include "pki/pki_internal.h"
 
 #define BUNDLE_INFO   "bettercompute pki bundle v1"
+#define KEY_INFO      "bettercompute pki key v1"
 #define BUNDLE_ALG    "A256GCM"
 #define BUNDLE_MAX    (64u * 1024)
 #define BUNDLE_FIELDS 10
@@ -53,11 +54,11 @@ static int get_str(const json_t *obj, const char *key, const char **out)
 	return 0;
 }
 
-static int derive_key(const uint8_t secret[static 32], uint8_t key[static 32])
+static int derive_key(const uint8_t secret[static 32], const char *info, uint8_t key[static 32])
 {
 	static const uint8_t no_salt[1];
 
-	return bc_hkdf_sha256(no_salt, 0, secret, 32, BUNDLE_INFO, strlen(BUNDLE_INFO), key, 32);
+	return bc_hkdf_sha256(no_salt, 0, secret, 32, info, strlen(info), key, 32);
 }
 
 static int put_str(json_t *obj, const char *key, const char *s)
@@ -175,19 +176,16 @@ out:
 	return rc;
 }
 
-int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text)
+/* pt sealed under secret with info (HKDF info and aad) into the envelope. */
+static int seal_bytes(const uint8_t *pt, size_t ptlen, const uint8_t secret[static 32],
+                      const char *info, char **text)
 {
 	uint8_t key[32], nonce[NONCE_LEN];
-	uint8_t *pt = NULL, *ct = NULL;
-	size_t ptlen = 0;
+	uint8_t *ct = NULL;
 	int rc;
 
 	*text = NULL;
-	if (pki == NULL || secret == NULL)
-		return BC_ERR_INVALID;
-	if ((rc = plaintext_dump(pki, &pt, &ptlen)) != 0)
-		goto out;
-	if ((rc = derive_key(secret, key)) != 0)
+	if ((rc = derive_key(secret, info, key)) != 0)
 		goto out;
 	if ((rc = bc_random(nonce, sizeof(nonce))) != 0)
 		goto out;
@@ -195,14 +193,43 @@ int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	rc = bc_aes256gcm_seal(key, nonce, BUNDLE_INFO, strlen(BUNDLE_INFO), pt, ptlen, ct);
+	rc = bc_aes256gcm_seal(key, nonce, info, strlen(info), pt, ptlen, ct);
 	if (rc != 0)
 		goto out;
 	rc = envelope_text(nonce, ct, ptlen + TAG_LEN, text);
 out:
 	OPENSSL_cleanse(key, sizeof(key));
-	bc_freezero(pt, ptlen);
 	free(ct);
+	return rc;
+}
+
+int bc_pki_seal(const bc_pki *pki, const uint8_t secret[static 32], char **text)
+{
+	uint8_t *pt = NULL;
+	size_t ptlen = 0;
+	int rc;
+
+	*text = NULL;
+	if (pki == NULL || secret == NULL)
+		return BC_ERR_INVALID;
+	if ((rc = plaintext_dump(pki, &pt, &ptlen)) == 0)
+		rc = seal_bytes(pt, ptlen, secret, BUNDLE_INFO, text);
+	bc_freezero(pt, ptlen);
+	return rc;
+}
+
+int bc_pki_seal_key(EVP_PKEY *key, const uint8_t secret[static 32], char **text)
+{
+	char *pem = NULL;
+	int rc;
+
+	*text = NULL;
+	if (key == NULL || secret == NULL)
+		return BC_ERR_INVALID;
+	if ((rc = bc_key_to_pem(key, &pem)) != 0)
+		return rc;
+	rc = seal_bytes((const uint8_t *)pem, strlen(pem), secret, KEY_INFO, text);
+	bc_freezero(pem, strlen(pem));
 	return rc;
 }
 
@@ -255,7 +282,7 @@ out:
 /* The plaintext, or BC_ERR_VERIFY for anything short of an authentic
  * envelope under this secret. */
 static int envelope_open(const char *text, size_t len, const uint8_t secret[static 32],
-                         uint8_t **pt, size_t *ptlen)
+                         const char *info, uint8_t **pt, size_t *ptlen)
 {
 	uint8_t key[32], nonce[NONCE_LEN];
 	uint8_t *ct = NULL;
@@ -268,14 +295,14 @@ static int envelope_open(const char *text, size_t len, const uint8_t secret[stat
 		rc = rc == BC_ERR_NOMEM ? rc : BC_ERR_VERIFY;
 		goto out;
 	}
-	if ((rc = derive_key(secret, key)) != 0)
+	if ((rc = derive_key(secret, info, key)) != 0)
 		goto out;
 	/* one spare byte: malloc(0) may return NULL */
 	if ((*pt = malloc(ctlen - TAG_LEN + 1)) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	rc = bc_aes256gcm_open(key, nonce, BUNDLE_INFO, strlen(BUNDLE_INFO), ct, ctlen, *pt);
+	rc = bc_aes256gcm_open(key, nonce, info, strlen(info), ct, ctlen, *pt);
 	if (rc != 0) {
 		rc = rc == BC_ERR_NOMEM ? rc : BC_ERR_VERIFY;
 		free(*pt);
@@ -364,7 +391,8 @@ static int bundle_from_plaintext(const uint8_t *pt, size_t ptlen, bc_pki **out)
 	if (get_str(obj, "trust_domain", &td) != 0 || !bc_trust_domain_valid(td))
 		goto out;
 	rc = BC_ERR_NOMEM;
-	if ((pki = calloc(1, sizeof(*pki))) == NULL || (pki->trust_domain = strdup(td)) == NULL)
+	if ((pki = calloc(1, sizeof(*pki))) == NULL || (pki->trust_domain = strdup(td)) == NULL ||
+	    (pki->live = pki_live_new()) == NULL)
 		goto out;
 	if ((rc = read_fields(obj, pki)) != 0)
 		goto out;
@@ -390,10 +418,28 @@ int bc_pki_open(const char *text, size_t len, const uint8_t secret[static 32], b
 		return BC_ERR_INVALID;
 	if (len > BUNDLE_MAX)
 		return BC_ERR_LIMIT;
-	if ((rc = envelope_open(text, len, secret, &pt, &ptlen)) != 0)
+	if ((rc = envelope_open(text, len, secret, BUNDLE_INFO, &pt, &ptlen)) != 0)
 		goto out;
 	rc = bundle_from_plaintext(pt, ptlen, out);
 out:
 	bc_freezero(pt, ptlen);
 	return rc;
+}
+
+int bc_pki_open_key(const char *text, const uint8_t secret[static 32], EVP_PKEY **key)
+{
+	uint8_t *pt = NULL;
+	size_t ptlen = 0, len;
+	int rc;
+
+	*key = NULL;
+	if (text == NULL || secret == NULL)
+		return BC_ERR_INVALID;
+	if ((len = strlen(text)) > BUNDLE_MAX)
+		return BC_ERR_LIMIT;
+	if ((rc = envelope_open(text, len, secret, KEY_INFO, &pt, &ptlen)) != 0)
+		return rc;
+	rc = bc_key_from_pem((const char *)pt, ptlen, key);
+	bc_freezero(pt, ptlen);
+	return rc != 0 && rc != BC_ERR_NOMEM ? BC_ERR_INVALID : rc;
 }

@@ -74,7 +74,8 @@ int bc_pki_generate(const char *trust_domain, bc_pki **out)
 		return BC_ERR_INVALID;
 	if ((pki = calloc(1, sizeof(*pki))) == NULL)
 		return BC_ERR_NOMEM;
-	if ((pki->trust_domain = strdup(trust_domain)) == NULL) {
+	if ((pki->trust_domain = strdup(trust_domain)) == NULL ||
+	    (pki->live = pki_live_new()) == NULL) {
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
@@ -109,6 +110,7 @@ void bc_pki_free(bc_pki *pki)
 	X509_free(pki->tls_ca);
 	EVP_PKEY_free(pki->tls_ca_key);
 	free(pki->trust_domain);
+	pki_live_free(pki->live);
 	OPENSSL_cleanse(pki, sizeof(*pki));
 	free(pki);
 }

@@ -313,3 +313,8 @@ int bc_x509_from_der(const uint8_t *der, size_t len, X509 **out)
 	*out = x;
 	return 0;
 }
+
+int bc_x509_from_pem(const char *pem, X509 **out)
+{
+	return pki_x509_from_pem(pem, out);
+}

@@ -44,6 +44,9 @@ int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req
                            size_t *len, char serial_hex[static 33], int64_t *not_after_ms)
 {
 	struct pki_node_fields f = {0};
+	struct bc_node_cas *cas = NULL;
+	X509 *ca;
+	EVP_PKEY *ca_key;
 	char *spiffe = NULL;
 	int rc;
 
@@ -73,12 +76,17 @@ int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req
 		goto out;
 	if ((rc = pki_serial_draw(f.serial)) != 0)
 		goto out;
-	if ((rc = pki_node_cert_der(&f, pki->node_ca, pki->node_ca_key, der, len)) != 0)
+	/* the installed set's issuing CA, else the bundle's */
+	cas = bc_pki_node_cas_get(pki);
+	ca = cas != NULL ? cas->ca[cas->issuing].cert : pki->node_ca;
+	ca_key = cas != NULL ? cas->ca[cas->issuing].key : pki->node_ca_key;
+	if ((rc = pki_node_cert_der(&f, ca, ca_key, der, len)) != 0)
 		goto out;
 	bc_hex_encode_to(f.serial, sizeof(f.serial), serial_hex);
 	/* what the certificate says: whole seconds */
 	*not_after_ms = f.not_after_ms / 1000 * 1000;
 out:
+	bc_node_cas_put(cas);
 	free(spiffe);
 	return rc;
 }
@@ -96,21 +104,36 @@ int bc_pki_verify_node_cert(const bc_pki *pki, const uint8_t *der, size_t len)
 	return rc;
 }
 
-int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x)
+/* 0 when ca issued x (names and key identifiers) and signed it. */
+static int issued_by(X509 *ca, X509 *x)
 {
 	EVP_PKEY *ca_pub;
-	int rc;
+
+	if (X509_check_issued(ca, x) != X509_V_OK)
+		return BC_ERR_VERIFY;
+	if ((ca_pub = X509_get0_pubkey(ca)) == NULL || X509_verify(x, ca_pub) != 1)
+		return BC_ERR_VERIFY;
+	return 0;
+}
+
+int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x)
+{
+	struct bc_node_cas *cas;
+	int rc = BC_ERR_VERIFY;
 
 	if (pki == NULL || pki->node_ca == NULL || x == NULL)
 		return BC_ERR_INVALID;
-	rc = BC_ERR_VERIFY;
-	/* names and key identifiers first, then the signature itself */
-	if (X509_check_issued(pki->node_ca, x) != X509_V_OK)
-		goto out;
-	if ((ca_pub = X509_get0_pubkey(pki->node_ca)) == NULL || X509_verify(x, ca_pub) != 1)
-		goto out;
-	rc = 0;
-out:
+	/* names and key identifiers first, then the signature itself: the installed set's
+	   active CAs (a prepared one has signed nothing, a retired one verifies nothing),
+	   else the bundle's CA */
+	if ((cas = bc_pki_node_cas_get(pki)) == NULL) {
+		rc = issued_by(pki->node_ca, x);
+	} else {
+		for (size_t i = 0; i < cas->n && rc != 0; i++)
+			if (cas->ca[i].state == BC_CA_ACTIVE)
+				rc = issued_by(cas->ca[i].cert, x);
+		bc_node_cas_put(cas);
+	}
 	ERR_clear_error();
 	return rc;
 }

@@ -141,6 +141,10 @@ BC_WUR int bc_pki_verify_node_x509(const bc_pki *pki, X509 *x);
  * BC_ERR_INVALID for anything else malformed (bad DER, trailing bytes, a bad time, an
  * invalid SAN identity, a point off the curve), BC_ERR_LIMIT over 64 KiB,
  * BC_ERR_NOMEM, BC_ERR_CRYPTO. On any error id is cleared and point zeroed. */
+/* The holder of the installed node CA set (node_cas.c): made with every bc_pki. */
+struct bc_pki_live *pki_live_new(void);
+void pki_live_free(struct bc_pki_live *l);
+
 BC_WUR int bc_pki_node_cert_peek(const uint8_t *der, size_t len, const char *trust_domain,
                                  struct bc_node_identity *id, uint8_t point[static 65]);
 

@@ -129,14 +129,27 @@ int64_t bc_pki_trust_sequence(X509 *const *cas, size_t n)
 
 int bc_pki_trust_bundle(const bc_pki *pki, int spiffe, char **out)
 {
-	X509 *cas[1];
+	X509 *cas[BC_NODE_CAS_MAX];
+	struct bc_node_cas *set;
+	size_t n = 0;
+	int64_t seq;
+	int rc;
 
 	*out = NULL;
 	if (pki == NULL || pki->node_ca == NULL)
 		return BC_ERR_INVALID;
-	cas[0] = pki->node_ca;
-	if (!spiffe)
-		return bc_pki_trust_pem(cas, 1, out);
-	return bc_pki_trust_spiffe(cas, 1, bc_pki_trust_sequence(cas, 1), BC_TRUST_REFRESH_HINT_S,
-	                           out);
+	/* the installed set's CAs in use (prepared and active), else the bundle's CA */
+	if ((set = bc_pki_node_cas_get(pki)) == NULL) {
+		cas[n++] = pki->node_ca;
+		seq = bc_pki_trust_sequence(cas, n);
+	} else {
+		for (size_t i = 0; i < set->n; i++)
+			if (set->ca[i].state != BC_CA_RETIRED)
+				cas[n++] = set->ca[i].cert;
+		seq = set->sequence;
+	}
+	rc = !spiffe ? bc_pki_trust_pem(cas, n, out)
+	             : bc_pki_trust_spiffe(cas, n, seq, BC_TRUST_REFRESH_HINT_S, out);
+	bc_node_cas_put(set);
+	return rc;
 }

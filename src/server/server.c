@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/crypto.h>
 
 #include "bc/buf.h"
 #include "bc/clock.h"
@@ -28,6 +29,7 @@
 #include "server/console.h"
 #include "server/metrics.h"
 #include "server/http.h"
+#include "server/node_cas.h"
 #include "server/server_tls.h"
 
 #define BUNDLE_MAX (1 << 20)
@@ -52,10 +54,9 @@ struct bc_server {
 	void *hook_ctx;
 	char *public_url;
 	struct bc_metrics *metrics;
-	unsigned max_queue_wait_ms;     /* 0: never shed */
-	struct bc_tls_watch *tls_watch; /* NULL: plain HTTP */
-	char *trust_pem;                /* GET /bundle */
-	char *trust_spiffe;             /* GET /bundle/spiffe */
+	unsigned max_queue_wait_ms;         /* 0: never shed */
+	struct bc_tls_watch *tls_watch;     /* NULL: plain HTTP */
+	struct bc_node_cas_watch *node_cas; /* the node CA set, read from the store */
 	/* the prune run every prune_interval_s (0: none), until stop is set */
 	struct bc_prune_opts prune;
 	unsigned prune_interval_s;
@@ -184,16 +185,29 @@ static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
 	               (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
 }
 
+/* The node CAs of the set the store holds now (the watch keeps it within
+ * BC_NODE_CAS_REFRESH_MS): made per request, a few certificates' worth. */
+static void bundle_of(struct bc_server *s, int spiffe, struct bc_http_response *resp)
+{
+	char *out = NULL;
+
+	if (bc_pki_trust_bundle(s->pki, spiffe, &out) != 0) {
+		text(resp, 500, "application/json",
+		     "{\"code\":\"internal\",\"message\":\"cannot make the trust bundle\"}");
+		return;
+	}
+	text(resp, 200, spiffe ? "application/json" : "application/x-pem-file", out);
+	free(out);
+}
+
 /* GET /bundle and /bundle/spiffe: the node CAs for relying parties, public, no key. */
 static void serve_bundle(struct bc_server *s, const struct bc_http_request *req,
                          struct bc_http_response *resp)
 {
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0)
 		text(resp, 405, "application/json", bundle_method);
-	else if (strcmp(req->path, BC_WIRE_PATH_BUNDLE) == 0)
-		text(resp, 200, "application/x-pem-file", s->trust_pem);
 	else
-		text(resp, 200, "application/json", s->trust_spiffe);
+		bundle_of(s, strcmp(req->path, BC_WIRE_PATH_BUNDLE) != 0, resp);
 }
 
 static const char *attestor_at(void *ctx, size_t i)
@@ -385,12 +399,27 @@ int bc_server_pki_load(const struct bc_server_config *cfg, bc_pki **out, char *e
 	return 0;
 }
 
-/* The trust bundle served at /bundle and /bundle/spiffe. */
-static int make_trust(struct bc_server *s)
+/* The node CA set from the store (seeded with the bundle's CA the first time), then
+ * a thread that keeps it current: every replica issues and verifies with the same. */
+static int start_node_cas(struct bc_server *s, const struct bc_server_config *cfg, char *err,
+                          size_t errlen)
 {
-	int rc = bc_pki_trust_bundle(s->pki, 0, &s->trust_pem);
+	uint8_t secret[32];
+	int64_t known = 0;
+	int rc;
 
-	return rc != 0 ? rc : bc_pki_trust_bundle(s->pki, 1, &s->trust_spiffe);
+	if ((rc = bc_server_secret_load(cfg->secret_file, secret, err, errlen)) != 0)
+		return rc;
+	if ((rc = bc_node_cas_refresh(s->store, s->pki, secret, &known)) != 0)
+		snprintf(err, errlen, "cannot read the node CAs from the store (%s)%s",
+		         bc_err_str(rc),
+		         rc == BC_ERR_VERIFY ? ": a sealed key does not open with this "
+		                               "secret_file (another server's store?)"
+		                             : "");
+	else if ((rc = bc_node_cas_watch_start(s->store, s->pki, secret, known, &s->node_cas)) != 0)
+		snprintf(err, errlen, "node CAs: cannot start the thread that reads them");
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return rc;
 }
 
 static int start_join(struct bc_server *s, const struct bc_server_config *cfg, char *err,
@@ -587,11 +616,9 @@ int bc_server_start(const struct bc_server_config *cfg, bc_refusal_fn hook, void
 	}
 	if ((rc = bc_server_pki_load(cfg, &s->pki, err, errlen)) != 0)
 		goto fail;
-	if ((rc = make_trust(s)) != 0) {
-		snprintf(err, errlen, "trust bundle: %s", bc_err_str(rc));
-		goto fail;
-	}
 	if ((rc = bc_store_open(cfg->database, &s->store, err, errlen)) != 0)
+		goto fail;
+	if ((rc = start_node_cas(s, cfg, err, errlen)) != 0)
 		goto fail;
 	if ((rc = start_join(s, cfg, err, errlen)) != 0)
 		goto fail;
@@ -675,6 +702,7 @@ void bc_server_stop(struct bc_server *s)
 	/* the commands still running finish; those waiting are dropped */
 	bc_proc_queue_free(s->on_refusal);
 	bc_join_service_free(s->join);
+	bc_node_cas_watch_stop(s->node_cas);
 	bc_metrics_free(s->metrics);
 	bc_admin_limiter_free(s->admin.limiter);
 	bc_store_close(s->store);
@@ -683,7 +711,5 @@ void bc_server_stop(struct bc_server *s)
 	pthread_mutex_destroy(&s->prune_lock);
 	pthread_cond_destroy(&s->prune_cond);
 	free(s->public_url);
-	free(s->trust_pem);
-	free(s->trust_spiffe);
 	free(s);
 }
