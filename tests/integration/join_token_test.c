@@ -239,11 +239,21 @@ static void test_every_refusal_by_name_same_bytes(void **state)
 		char *t = bct_token(&cp, &to, tok_id);
 		struct bct_join_opts jo = {.token = t, .product_uuid = uuid};
 		assert_int_equal(bct_join(&cp, &jo, &ans), 0);
-		bc_join_answer_free(&ans);
 		free(t);
 		t = bct_token(&cp, &to, tok_id);
 		jo.token = t;
 		expect_refusal(&jo, "join:reclaim", tok_id);
+		/* the refusal and its event name the holding node, for the operator to find
+		 * and delete it (docs/attestation.md) */
+		struct bct_refusal r = bct_last_refusal(&cp);
+		assert_string_equal(r.node_id, ans.node_id);
+		assert_int_equal(bct_count(&cp,
+		                           "SELECT COUNT(*) FROM events WHERE type = "
+		                           "'security.join.refused' AND subject = $1 AND "
+		                           "data LIKE '%join:reclaim%'",
+		                           (bc_param[]){BC_TEXT(ans.node_id)}, 1),
+		                 1);
+		bc_join_answer_free(&ans);
 		free(t);
 	}
 	/* pool-attestor: a pool that takes only tpm refuses tokens */
