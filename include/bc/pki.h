@@ -167,6 +167,8 @@ BC_WUR int bc_pki_trust_bundle(const bc_pki *pki, int spiffe, char **out);
  * addresses (SANs), valid one year; PEM outputs malloc'd (key PKCS#8: wipe it
  * with bc_freezero). An IP literal becomes an iPAddress SAN, anything else a
  * dNSName of [A-Za-z0-9.-]; 1..32 hosts; the first is the subject CN. */
+/* The node CA's notAfter (ms): when every node certificate stops chaining. */
+BC_WUR int bc_pki_node_ca_not_after(const bc_pki *pki, int64_t *ms);
 BC_WUR int bc_pki_server_tls_cert(const bc_pki *pki, const char *const *hosts, size_t n,
                                   char **cert_pem, char **key_pem);
 

@@ -182,3 +182,11 @@ out:
 	X509_free(x);
 	return rc;
 }
+
+int bc_pki_node_ca_not_after(const bc_pki *pki, int64_t *ms)
+{
+	*ms = 0;
+	if (pki == NULL || pki->node_ca == NULL)
+		return BC_ERR_INVALID;
+	return pki_read_time(X509_get0_notAfter(pki->node_ca), ms);
+}

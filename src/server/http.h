@@ -92,6 +92,8 @@ BC_WUR int bc_http_start(const struct bc_http_config *cfg, bc_http_handler h, vo
                          struct bc_http **out, char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 uint16_t bc_http_port(const struct bc_http *s);
+/* The connections open now (accepted, not yet closed): the loop's own count. */
+unsigned bc_http_connections(struct bc_http *s);
 /* Stops accepting, lets in-flight requests finish, frees. */
 void bc_http_stop(struct bc_http *s);
 /* Serves another certificate (PEM, then its chain) and key from the next connection
