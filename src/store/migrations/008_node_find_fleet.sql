@@ -15,8 +15,10 @@ CREATE TABLE node_macs (
 CREATE INDEX node_macs_node ON node_macs(node_id);
 
 -- The nodes stored before: nodes.macs is a compact JSON array of strings, each MAC
--- 17 characters between quotes, so the k-th (from 0) starts at 3 + 20k. Anything
--- else in it is no MAC and is left out (the node's next join writes its MACs anew).
+-- 17 characters between quotes (bcd sends xx:xx:xx:xx:xx:xx), so the k-th (from 0)
+-- starts at 3 + 20k; both engines read that without a JSON function of their own.
+-- An entry of another length is no MAC and ends what is read of its node's array
+-- (the node's next join writes its MACs anew).
 INSERT INTO node_macs (tenant_id, mac, node_id)
   WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 63)
   SELECT DISTINCT n.tenant_id, lower(replace(substr(n.macs, 3 + 20 * k.i, 17), '-', ':')), n.id
