@@ -162,8 +162,8 @@ static const struct cli_cmd commands[] = {
      "[--pool P] [--state S] [--attestor A] [--product-uuid U] [--mac M] [--serial S] "
      "[--expiring-within 2h] [--limit N] [--cursor C]",
      "list nodes, a page at a time, with when their certificates expire",
-     "pool= state= attestor= product-uuid= mac= serial= expiring-within= limit= after= cursor=",
-     0, 0, TNT, cli_cmd_nodes_list,
+     "pool= state= attestor= product-uuid= mac= serial= expiring-within= limit= after= cursor=", 0,
+     0, TNT, cli_cmd_nodes_list,
      "  --pool P             only nodes of this pool (id or name)\n"
      "  --state S            only nodes in this state: adopted, cordoned, retired, ...\n"
      "  --attestor A         only nodes that joined through this attestor, e.g. tpm\n"

@@ -68,8 +68,8 @@ int bc_row_nodes_list(bc_tx *tx, const char *tenant_id, const struct bc_row_node
 	return bc_row_where_query(tx, &w, out);
 }
 
-int bc_row_nodes_fleet(bc_tx *tx, int64_t now_ms,
-                       const int64_t until[static BC_ROW_FLEET_WINDOWS], bc_rows **out)
+int bc_row_nodes_fleet(bc_tx *tx, int64_t now_ms, const int64_t until[static BC_ROW_FLEET_WINDOWS],
+                       bc_rows **out)
 {
 	bc_param p[] = {BC_INT(now_ms), BC_INT(until[0]), BC_INT(until[1]), BC_INT(until[2])};
 
@@ -152,10 +152,8 @@ int bc_row_node_revoke_identity(bc_tx *tx, const char *id, int64_t now_ms)
 
 /* The node's own rows go last: the others name it. */
 static const char *const NODE_ROWS_DELETE[] = {
-    "DELETE FROM node_certs WHERE node_id = $1",
-    "DELETE FROM node_bindings WHERE node_id = $1",
-    "DELETE FROM inventory WHERE node_id = $1",
-    "DELETE FROM node_macs WHERE node_id = $1",
+    "DELETE FROM node_certs WHERE node_id = $1", "DELETE FROM node_bindings WHERE node_id = $1",
+    "DELETE FROM inventory WHERE node_id = $1",  "DELETE FROM node_macs WHERE node_id = $1",
     "DELETE FROM nodes WHERE id = $1",
 };
 

@@ -52,7 +52,7 @@ struct bc_row_node_filter {
 	const char *hostname;
 	const char *product_uuid;
 	const char *serial;
-	const char *mac; /* canonical (bc_mac_canon) */
+	const char *mac;         /* canonical (bc_mac_canon) */
 	int64_t expiring_before; /* the current certificate ends at or before this (ms) */
 };
 

@@ -107,7 +107,8 @@ int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 		return rc;
 	/* MACs are kept canonical (rows/nodes.c): any case, ':' or '-' finds them */
 	if (mac != NULL && bc_mac_canon(mac, mac_canon) != 0)
-		return admin_fail(c, BC_ERR_INVALID, "mac: expected a MAC such as 52:54:00:12:34:56");
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "mac: expected a MAC such as 52:54:00:12:34:56");
 	f.mac = mac != NULL ? mac_canon : NULL;
 	if (f.state != NULL && !known_state(f.state))
 		return admin_fail(c, BC_ERR_INVALID,

@@ -82,8 +82,8 @@ struct bc_metrics {
 	struct table renew_refusals; /* (reason, "") */
 	uint64_t renew[N_RENEW_OUTCOMES];
 	uint64_t checks[2]; /* current, refused */
-	struct table admin;  /* (method, code) */
-	struct table site;   /* (method, code) */
+	struct table admin; /* (method, code) */
+	struct table site;  /* (method, code) */
 	pthread_mutex_t fleet_mu;
 	struct fleet fleet;
 	struct histogram rpc[MAX_RPC_SERIES];
@@ -176,7 +176,9 @@ void bc_metrics_outcome(struct bc_metrics *m, const struct bc_join_outcome *o)
 {
 	pthread_mutex_lock(&m->mu);
 	switch (o->type) {
-	case BC_JOIN_OUTCOME_RENEWED: m->renew[o->replayed ? RENEW_REPLAYED : RENEW_RENEWED]++; break;
+	case BC_JOIN_OUTCOME_RENEWED:
+		m->renew[o->replayed ? RENEW_REPLAYED : RENEW_RENEWED]++;
+		break;
 	case BC_JOIN_OUTCOME_CHECKED: m->checks[0]++; break;
 	default: bump(&m->outcomes, o->attestor ? o->attestor : "", outcome_name(o->type)); break;
 	}
@@ -217,7 +219,6 @@ void bc_metrics_site(struct bc_metrics *m, const char *method, int status)
 	bump(&m->site, method, code);
 	pthread_mutex_unlock(&m->mu);
 }
-
 
 static const char *const shed_methods[] = {"Join", "Renew", "(other)"};
 
@@ -329,7 +330,8 @@ static int put_table1(bc_buf *b, const struct table *t, const char *name, const 
 	int rc = putf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
 
 	for (size_t i = 0; rc == 0 && i < t->n; i++) {
-		if ((rc = putf(b, "%s{%s=\"", name, la)) == 0 && (rc = put_label(b, t->s[i].a)) == 0)
+		if ((rc = putf(b, "%s{%s=\"", name, la)) == 0 &&
+		    (rc = put_label(b, t->s[i].a)) == 0)
 			rc = putf(b, "\"} %llu\n", (unsigned long long)t->s[i].n);
 	}
 	if (rc == 0 && t->other)
@@ -420,9 +422,10 @@ static int put_process(bc_buf *b, int64_t started_ms)
 		fds--; /* the directory's own descriptor, open while it is read */
 		closedir(d);
 	}
-	rc = putf(b, "# HELP process_start_time_seconds Start time of the process since the "
-	             "epoch, in seconds\n# TYPE process_start_time_seconds gauge\n"
-	             "process_start_time_seconds %lld\n",
+	rc = putf(b,
+	          "# HELP process_start_time_seconds Start time of the process since the "
+	          "epoch, in seconds\n# TYPE process_start_time_seconds gauge\n"
+	          "process_start_time_seconds %lld\n",
 	          (long long)(started_ms / 1000));
 	if (rc == 0 && have_stat && tick > 0 && page > 0)
 		rc = putf(b,
@@ -500,14 +503,17 @@ static int store_tx(bc_tx *tx, void *arg)
 
 static int put_fleet(bc_buf *b, const struct fleet *f)
 {
-	int rc = putf(b, "# HELP bc_nodes Nodes of every tenant by state (read at most every "
-	                 "%d s)\n# TYPE bc_nodes gauge\n",
+	int rc = putf(b,
+	              "# HELP bc_nodes Nodes of every tenant by state (read at most every "
+	              "%d s)\n# TYPE bc_nodes gauge\n",
 	              BC_METRICS_FLEET_MS / 1000);
 
 	for (size_t i = 0; rc == 0 && i < N_NODE_STATES; i++)
-		rc = putf(b, "bc_nodes{state=\"%s\"} %lld\n", node_states[i], (long long)f->nodes[i]);
+		rc = putf(b, "bc_nodes{state=\"%s\"} %lld\n", node_states[i],
+		          (long long)f->nodes[i]);
 	if (rc == 0 && f->nodes[N_NODE_STATES])
-		rc = putf(b, "bc_nodes{state=\"(other)\"} %lld\n", (long long)f->nodes[N_NODE_STATES]);
+		rc = putf(b, "bc_nodes{state=\"(other)\"} %lld\n",
+		          (long long)f->nodes[N_NODE_STATES]);
 	if (rc == 0)
 		rc = putf(b, "# HELP bc_node_certificates_expiring Current node certificates of "
 		             "nodes not retired that expire within the window and have not yet\n"
@@ -526,7 +532,8 @@ static int put_store(bc_buf *b, struct bc_metrics *m, const struct bc_metrics_ex
 	/* one scrape at a time reads the fleet; the others meanwhile show the last read */
 	pthread_mutex_lock(&m->fleet_mu);
 	v.fleet = m->fleet;
-	v.want_fleet = m->fleet.read_ms == 0 || bc_now_ms() - m->fleet.read_ms >= BC_METRICS_FLEET_MS;
+	v.want_fleet =
+	    m->fleet.read_ms == 0 || bc_now_ms() - m->fleet.read_ms >= BC_METRICS_FLEET_MS;
 	up = x->store != NULL && bc_store_run(x->store, BC_TX_READ, store_tx, &v) == 0;
 	if (up && v.want_fleet)
 		m->fleet = v.fleet;
@@ -588,17 +595,18 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 	               "attestor", "reason");
 	if (rc == 0)
 		rc = put_table(&b, &m->outcomes, "bc_join_outcomes_total",
-		               "Joins admitted, reclaims and deferrals by attestor",
-		               "attestor", "outcome");
+		               "Joins admitted, reclaims and deferrals by attestor", "attestor",
+		               "outcome");
 	if (rc == 0)
 		rc = put_renew(&b, m);
 	if (rc == 0)
 		rc = put_table(&b, &m->admin, "bc_admin_requests_total",
-		               "Admin API requests (/v1/) by HTTP method and status", "method", "code");
+		               "Admin API requests (/v1/) by HTTP method and status", "method",
+		               "code");
 	if (rc == 0)
 		rc = put_table(&b, &m->site, "bc_site_requests_total",
-		               "SiteService and FetchSecret RPCs by method and HTTP status", "method",
-		               "code");
+		               "SiteService and FetchSecret RPCs by method and HTTP status",
+		               "method", "code");
 	if (rc == 0)
 		rc = put_histograms(&b, m);
 	if (rc == 0)

@@ -109,8 +109,8 @@ static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
 	                             .refusals_dropped = bc_server_refusals_dropped(s),
 	                             .version = BC_VERSION,
 	                             .node_ca_not_after_ms = s->node_ca_not_after_ms,
-	                             .connections = s->http ? (int64_t)bc_http_connections(s->http)
-	                                                    : -1};
+	                             .connections =
+	                                 s->http ? (int64_t)bc_http_connections(s->http) : -1};
 	char *body;
 
 	if (s->tls_watch != NULL)

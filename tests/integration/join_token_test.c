@@ -521,8 +521,8 @@ static void test_macs_kept_and_filled_by_migration_8(void **state)
 	assert_non_null(sql = strndup(ins, (size_t)(end - ins)));
 	assert_int_equal(bct_exec(&cp, sql, NULL, 0), 0);
 	free(sql);
-	assert_int_equal(
-	    bct_count(&cp, "SELECT COUNT(*) FROM node_macs WHERE node_id = $1", p, 1), 2);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_macs WHERE node_id = $1", p, 1),
+	                 2);
 	assert_int_equal(bct_count(&cp,
 	                           "SELECT COUNT(*) FROM node_macs WHERE node_id = $1 AND mac IN "
 	                           "('52:54:00:aa:bb:02', '52:54:00:aa:bb:03')",

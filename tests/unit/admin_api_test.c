@@ -566,8 +566,8 @@ static void test_pools(void **state)
 		                (bc_param[]){BC_TEXT(id), BC_TEXT("pool.created")}, 2);
 		d = json_loads(text, 0, NULL);
 		assert_non_null(d);
-		assert_string_equal(str(json_object_get(json_object_get(d, "after"), "policy"), "note"),
-		                    "x");
+		assert_string_equal(
+		    str(json_object_get(json_object_get(d, "after"), "policy"), "note"), "x");
 		json_decref(d);
 		free(text);
 	}

@@ -66,8 +66,8 @@ static void test_counters_and_histogram(void **state)
 	assert_non_null(strstr(
 	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"2.5\"} 1\n"));
 	/* past the 3 s shedding deadline: 5 s and 10 s buckets, 7 s in the last */
-	assert_non_null(strstr(
-	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"5\"} 1\n"));
+	assert_non_null(
+	    strstr(t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"5\"} 1\n"));
 	assert_non_null(strstr(
 	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"10\"} 2\n"));
 	assert_non_null(strstr(
@@ -163,10 +163,8 @@ static void test_admin_and_site(void **state)
 	t = render(m);
 	assert_non_null(strstr(t, "bc_admin_requests_total{method=\"GET\",code=\"200\"} 2\n"));
 	assert_non_null(strstr(t, "bc_admin_requests_total{method=\"POST\",code=\"400\"} 1\n"));
-	assert_non_null(
-	    strstr(t, "bc_admin_requests_total{method=\"(other)\",code=\"405\"} 2\n"));
-	assert_non_null(
-	    strstr(t, "bc_admin_requests_total{method=\"GET\",code=\"other\"} 1\n"));
+	assert_non_null(strstr(t, "bc_admin_requests_total{method=\"(other)\",code=\"405\"} 2\n"));
+	assert_non_null(strstr(t, "bc_admin_requests_total{method=\"GET\",code=\"other\"} 1\n"));
 	assert_non_null(
 	    strstr(t, "bc_site_requests_total{method=\"AcquireLease\",code=\"200\"} 1\n"));
 	assert_non_null(
