@@ -172,6 +172,10 @@ int64_t bc_pki_trust_sequence(X509 *const *cas, size_t n);
  * BC_TRUST_REFRESH_HINT_S (spiffe 1). */
 BC_WUR int bc_pki_trust_bundle(const bc_pki *pki, int spiffe, char **out);
 
+/* The notAfter (ms) of the node CA that issues now (the store's set once installed,
+ * else the bundle's): when certificates it signs stop chaining. */
+BC_WUR int bc_pki_node_ca_not_after(const bc_pki *pki, int64_t *ms);
+
 /* A server TLS certificate signed by the TLS CA for the given host names and IP
  * addresses (SANs), valid one year; PEM outputs malloc'd (key PKCS#8: wipe it
  * with bc_freezero). An IP literal becomes an iPAddress SAN, anything else a

@@ -100,13 +100,26 @@ static int since_param(struct cli *c, char buf[static 24], const char **out)
 
 int cli_cmd_nodes_list(struct cli *c)
 {
-	const char *kv[16] = {"pool",           NULL,
-	                      "state",          cli_opt(c, "state"),
-	                      "attestor",       cli_opt(c, "attestor"),
-	                      "expiringWithin", cli_opt(c, "expiring-within"),
-	                      "limit",          cli_opt(c, "limit"),
-	                      "after",          cli_opt(c, "after"),
-	                      "cursor",         cli_opt(c, "cursor")};
+	const char *kv[20] = {"pool",
+	                      NULL,
+	                      "state",
+	                      cli_opt(c, "state"),
+	                      "attestor",
+	                      cli_opt(c, "attestor"),
+	                      "expiringWithin",
+	                      cli_opt(c, "expiring-within"),
+	                      "limit",
+	                      cli_opt(c, "limit"),
+	                      "after",
+	                      cli_opt(c, "after"),
+	                      "cursor",
+	                      cli_opt(c, "cursor"),
+	                      "productUuid",
+	                      cli_opt(c, "product-uuid"),
+	                      "mac",
+	                      cli_opt(c, "mac"),
+	                      "serial",
+	                      cli_opt(c, "serial")};
 	struct cli_resp r = {0};
 	char *pool = NULL;
 	int64_t limit, ms;
@@ -120,7 +133,7 @@ int cli_cmd_nodes_list(struct cli *c)
 	if ((rc = cli_resolve(c, CLI_K_POOL, cli_opt(c, "pool"), &pool)) != 0)
 		return rc;
 	kv[1] = pool;
-	rc = get_list(c, "nodes", kv, 7, "nodes", node_cols, N_NODE_COLS, &r);
+	rc = get_list(c, "nodes", kv, 10, "nodes", node_cols, N_NODE_COLS, &r);
 	cli_resp_free(&r);
 	free(pool);
 	return rc;

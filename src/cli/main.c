@@ -197,12 +197,18 @@ static const struct cli_cmd commands[] = {
     {"join-requests", "delete", "ID", "delete a join request: the machine's next round starts over",
      "", 1, 1, TNT, cli_cmd_join_requests_delete, NULL, 0},
     {"nodes", "list",
-     "[--pool P] [--state S] [--attestor A] [--expiring-within 2h] [--limit N] [--cursor C]",
+     "[--pool P] [--state S] [--attestor A] [--product-uuid U] [--mac M] [--serial S] "
+     "[--expiring-within 2h] [--limit N] [--cursor C]",
      "list nodes, a page at a time, with when their certificates expire",
-     "pool= state= attestor= expiring-within= limit= after= cursor=", 0, 0, TNT, cli_cmd_nodes_list,
+     "pool= state= attestor= product-uuid= mac= serial= expiring-within= limit= after= cursor=", 0,
+     0, TNT, cli_cmd_nodes_list,
      "  --pool P             only nodes of this pool (id or name)\n"
      "  --state S            only nodes in this state: adopted, cordoned, retired, ...\n"
      "  --attestor A         only nodes that joined through this attestor, e.g. tpm\n"
+     "  --product-uuid U     only the node with this product UUID (the machine a\n"
+     "                       join:reclaim refusal is about)\n"
+     "  --mac M              only nodes that reported this MAC address\n"
+     "  --serial S           only nodes with this serial number\n"
      "  --expiring-within D  only nodes whose certificate expires within D (2h, 7d), or has\n"
      "  --limit N            at most N nodes (1 to 500; default 100)\n"
      "  --cursor C           the page a nextCursor or prevCursor names (--json shows both;\n"

@@ -39,6 +39,7 @@ struct bc_join_decision {
 	struct bc_attest_outcome out;
 	const char *reason;             /* a refusal, as published (bc/reasons.h) */
 	char refusal_tenant[BC_ID_MAX]; /* whom the refusal is reported to; "" = root */
+	char refusal_node[BC_ID_MAX];   /* the node the refusal concerns, in refusal_tenant */
 	char node_id[BC_ID_MAX];        /* the issued identity */
 	int reclaimed;
 	char node_role[16]; /* the reclaimed node's role before this join */

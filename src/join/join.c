@@ -350,7 +350,7 @@ static void report_refusal(struct bc_join_service *s, struct bc_join_state *st)
 	    .backed = refusal_backed(st),
 	    .tenant_id = st->d.refusal_tenant[0] ? st->d.refusal_tenant : out->tenant_id,
 	    .token_id = out->token_id,
-	    .node_id = out->node_id,
+	    .node_id = st->d.refusal_node[0] ? st->d.refusal_node : out->node_id,
 	};
 
 	bc_refusal_publish(s, &n);

@@ -29,6 +29,7 @@ struct bc_refusal {
 	 * Otherwise 1. */
 	unsigned long long count;
 	int summarized;
+	int check_only; /* Renew's checkOnly (bcd doctor's check), not a renewal */
 };
 typedef void (*bc_refusal_fn)(void *ctx, const struct bc_refusal *r);
 
@@ -38,10 +39,12 @@ enum bc_join_outcome_type {
 	BC_JOIN_OUTCOME_RECLAIMED,  /* a known node, at its next identity generation */
 	BC_JOIN_OUTCOME_DEFERRED,   /* a challenge or an operator's approval */
 	BC_JOIN_OUTCOME_RENEWED,    /* Renew issued (or answered again) a certificate */
+	BC_JOIN_OUTCOME_CHECKED,    /* Renew's checkOnly (bcd doctor): the leaf is current */
 };
 struct bc_join_outcome {
 	enum bc_join_outcome_type type;
-	const char *attestor; /* the attestor's id; "renew" for a renewal */
+	const char *attestor; /* the attestor's id; NULL for Renew's */
+	int replayed;         /* RENEWED: the certificate already issued, answered again */
 };
 typedef void (*bc_outcome_fn)(void *ctx, const struct bc_join_outcome *o);
 

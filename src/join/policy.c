@@ -244,6 +244,9 @@ static int hardware_key(bc_tx *tx, struct bc_join_state *st, int allow_reclaim, 
 	    !same_pool(&holder, r) || strcmp(holder.state, "retired") == 0 ||
 	    strcmp(holder.role, r->role) != 0) {
 		refuse_policy(st, reason, BC_R_RECLAIM, r->tenant_id);
+		/* the operator finds the holder to delete it; another tenant's stays unnamed */
+		if (strcmp(holder.tenant_id, r->tenant_id) == 0)
+			snprintf(st->d.refusal_node, sizeof(st->d.refusal_node), "%s", holder.id);
 		return 0;
 	}
 	if ((rc = target_named(tx, st, holder.id, reason)) == 0 && *reason == NULL)

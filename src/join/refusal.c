@@ -126,6 +126,7 @@ void bc_refusal_publish(struct bc_join_service *s, const struct bc_refusal_note 
 		    .tenant_id = r.tenant_id,
 		    .count = r.count,
 		    .summarized = r.summarized,
+		    .check_only = n->check_only,
 		};
 		s->cfg.on_refusal(s->cfg.on_refusal_ctx, &o);
 	}

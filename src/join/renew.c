@@ -446,13 +446,15 @@ static enum bc_rpc_status answer(struct renew_state *st, int rc, uint8_t **resp,
 	}
 	if (bc_join_sign_response(st->svc, st->csr_sha256, NULL, &st->d.issued, resp, len) != 0)
 		return BC_RPC_INTERNAL;
+	if (st->svc->cfg.on_outcome) {
+		struct bc_join_outcome o = {.type = st->rq->check_only ? BC_JOIN_OUTCOME_CHECKED
+		                                                       : BC_JOIN_OUTCOME_RENEWED,
+		                            .replayed = st->d.replayed};
+		st->svc->cfg.on_outcome(st->svc->cfg.on_outcome_ctx, &o);
+	}
 	if (st->rq->check_only) {
 		bc_log(BC_LOG_INFO, "renewal check: current", "nodeId", st->h.id.node_id, NULL);
 		return BC_RPC_OK;
-	}
-	if (st->svc->cfg.on_outcome) {
-		struct bc_join_outcome o = {.type = BC_JOIN_OUTCOME_RENEWED, .attestor = "renew"};
-		st->svc->cfg.on_outcome(st->svc->cfg.on_outcome_ctx, &o);
 	}
 	bc_log(BC_LOG_INFO, st->d.replayed ? "renewal answered again" : "node renewed", "nodeId",
 	       st->h.id.node_id, NULL);

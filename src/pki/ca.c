@@ -184,3 +184,19 @@ out:
 	X509_free(x);
 	return rc;
 }
+
+int bc_pki_node_ca_not_after(const bc_pki *pki, int64_t *ms)
+{
+	struct bc_node_cas *cas;
+	int rc;
+
+	*ms = 0;
+	if (pki == NULL || pki->node_ca == NULL)
+		return BC_ERR_INVALID;
+	/* with a set installed from the store, the CA that issues now */
+	if ((cas = bc_pki_node_cas_get(pki)) == NULL)
+		return pki_read_time(X509_get0_notAfter(pki->node_ca), ms);
+	rc = pki_read_time(X509_get0_notAfter(cas->ca[cas->issuing].cert), ms);
+	bc_node_cas_put(cas);
+	return rc;
+}

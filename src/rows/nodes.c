@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/canon.h"
 #include "rows/certs.h"
 #include "rows/internal.h"
 
@@ -36,12 +37,20 @@ void bc_row_nodes_list_sql(const char *tenant_id, const struct bc_row_node_filte
 	    {"n.attestor =", f->attestor},
 	    {"n.hostname =", f->hostname},
 	    {"n.product_uuid =", f->product_uuid},
+	    {"n.serial =", f->serial},
 	};
 
 	bc_row_where_init(w, NODE_SELECT "WHERE n.tenant_id = $1", BC_TEXT(tenant_id));
 	for (size_t i = 0; i < sizeof(eq) / sizeof(eq[0]); i++)
 		if (eq[i].v != NULL)
 			bc_row_where_add(w, eq[i].cond, BC_TEXT(eq[i].v));
+	if (f->mac != NULL) {
+		bc_row_where_add(w,
+		                 "n.id IN (SELECT m.node_id FROM node_macs m WHERE m.tenant_id = "
+		                 "n.tenant_id AND m.mac =",
+		                 BC_TEXT(f->mac));
+		bc_row_where_raw(w, ")");
+	}
 	if (f->expiring_before != 0) {
 		bc_row_where_add(w, "n.cert_not_after <=", BC_INT(f->expiring_before));
 		bc_row_where_page(w, "n.cert_not_after", "n.id", 0, pg);
@@ -57,6 +66,22 @@ int bc_row_nodes_list(bc_tx *tx, const char *tenant_id, const struct bc_row_node
 
 	bc_row_nodes_list_sql(tenant_id, f, pg, &w);
 	return bc_row_where_query(tx, &w, out);
+}
+
+int bc_row_nodes_fleet(bc_tx *tx, int64_t now_ms, const int64_t until[static BC_ROW_FLEET_WINDOWS],
+                       bc_rows **out)
+{
+	bc_param p[] = {BC_INT(now_ms), BC_INT(until[0]), BC_INT(until[1]), BC_INT(until[2])};
+
+	return bc_tx_query(tx,
+	                   "SELECT state, COUNT(*), "
+	                   "SUM(CASE WHEN cert_not_after > $1 AND cert_not_after <= $2 THEN 1 "
+	                   "ELSE 0 END), "
+	                   "SUM(CASE WHEN cert_not_after > $1 AND cert_not_after <= $3 THEN 1 "
+	                   "ELSE 0 END), "
+	                   "SUM(CASE WHEN cert_not_after > $1 AND cert_not_after <= $4 THEN 1 "
+	                   "ELSE 0 END) FROM nodes GROUP BY state",
+	                   p, 4, out);
 }
 
 int bc_row_nodes_count(bc_tx *tx, const char *tenant_id, bc_rows **out)
@@ -163,9 +188,8 @@ int bc_row_node_revoke_identity(bc_tx *tx, const char *id, int64_t now_ms)
 
 /* The node's own rows go last: the others name it. */
 static const char *const NODE_ROWS_DELETE[] = {
-    "DELETE FROM node_certs WHERE node_id = $1",
-    "DELETE FROM node_bindings WHERE node_id = $1",
-    "DELETE FROM inventory WHERE node_id = $1",
+    "DELETE FROM node_certs WHERE node_id = $1", "DELETE FROM node_bindings WHERE node_id = $1",
+    "DELETE FROM inventory WHERE node_id = $1",  "DELETE FROM node_macs WHERE node_id = $1",
     "DELETE FROM nodes WHERE id = $1",
 };
 
@@ -235,6 +259,26 @@ int bc_row_node_lock(bc_tx *tx, const char *id)
 	                  (bc_param[]){BC_TEXT(id)}, 1);
 }
 
+/* The node's MACs as rows of node_macs (the --mac filter's index), in place of its
+ * earlier ones; what is no MAC is left out, as it matches no filter. */
+static int write_macs(bc_tx *tx, const char *id, const struct bc_claims *c, int insert)
+{
+	char mac[BC_MAC_LEN + 1];
+	int rc = insert ? 0
+	                : bc_tx_exec(tx, "DELETE FROM node_macs WHERE node_id = $1",
+	                             (bc_param[]){BC_TEXT(id)}, 1, NULL);
+
+	for (size_t i = 0; rc == 0 && i < c->n_macs; i++) {
+		if (bc_mac_canon(c->macs[i], mac) != 0)
+			continue;
+		rc = bc_tx_exec(tx,
+		                "INSERT INTO node_macs (tenant_id, mac, node_id) SELECT tenant_id, "
+		                "$2, id FROM nodes WHERE id = $1 ON CONFLICT DO NOTHING",
+		                (bc_param[]){BC_TEXT(id), BC_TEXT(mac)}, 2, NULL);
+	}
+	return rc;
+}
+
 /* Runs the insert (placement first: tenant, pool, site, role) or the reclaim with the
  * parameters both write: $1 is the id, then the claims, agent, attestor, node key and
  * time, then the proven and the claimed hardware key, then the allowed kinds. */
@@ -273,7 +317,7 @@ static int node_exec(bc_tx *tx, const struct bc_node_write *n, int insert, const
 	p[k++] = n->cert_serial ? BC_INT(n->cert_not_after) : BC_NULL;
 	rc = bc_tx_exec(tx, sql, p, k, NULL);
 	free(macs);
-	return rc;
+	return rc != 0 ? rc : write_macs(tx, n->id, c, insert);
 }
 
 int bc_row_node_insert(bc_tx *tx, const struct bc_node_write *n)

@@ -51,6 +51,8 @@ struct bc_row_node_filter {
 	const char *attestor;
 	const char *hostname;
 	const char *product_uuid;
+	const char *serial;
+	const char *mac;         /* canonical (bc_mac_canon) */
 	int64_t expiring_before; /* the current certificate ends at or before this (ms) */
 };
 
@@ -61,6 +63,14 @@ void bc_row_nodes_list_sql(const char *tenant_id, const struct bc_row_node_filte
                            const struct bc_row_page *pg, struct bc_row_where *w);
 BC_WUR int bc_row_nodes_list(bc_tx *tx, const char *tenant_id, const struct bc_row_node_filter *f,
                              const struct bc_row_page *pg, bc_rows **out);
+
+/* The fleet's nodes, every tenant's, by state: the rows (state, count, then for each
+ * of the BC_ROW_FLEET_WINDOWS times in until[] how many of them hold a current
+ * certificate that ends in (now_ms, until]), read from the index nodes_state_expiry
+ * alone. */
+#define BC_ROW_FLEET_WINDOWS 3
+BC_WUR int bc_row_nodes_fleet(bc_tx *tx, int64_t now_ms,
+                              const int64_t until[static BC_ROW_FLEET_WINDOWS], bc_rows **out);
 
 /* How many nodes tenant_id has in each state: the rows (state, count). */
 BC_WUR int bc_row_nodes_count(bc_tx *tx, const char *tenant_id, bc_rows **out);

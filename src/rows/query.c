@@ -40,6 +40,11 @@ void bc_row_where_init(struct bc_row_where *w, const char *base, bc_param first)
 	w->p[w->n++] = first;
 }
 
+void bc_row_where_raw(struct bc_row_where *w, const char *sql)
+{
+	where_raw(w, sql);
+}
+
 void bc_row_where_add(struct bc_row_where *w, const char *cond, bc_param v)
 {
 	where_append(w, " AND ", cond, v);

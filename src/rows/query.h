@@ -33,6 +33,8 @@ struct bc_row_where {
 void bc_row_where_init(struct bc_row_where *w, const char *base, bc_param first);
 /* cond ends with the operator: "n.pool_id =". */
 void bc_row_where_add(struct bc_row_where *w, const char *cond, bc_param v);
+/* Constant SQL without a parameter: the ")" that closes a subquery cond opened. */
+void bc_row_where_raw(struct bc_row_where *w, const char *sql);
 /* tail ends where the parameter goes: " ORDER BY n.id LIMIT". */
 void bc_row_where_tail(struct bc_row_where *w, const char *tail, bc_param v);
 

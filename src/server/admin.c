@@ -40,9 +40,9 @@ static const char *const EVENTS_QUERY[] = {"type", "limit",  "since", "until",
                                            "node", "cursor", NULL};
 static const char *const AUDIT_QUERY[] = {"action", "limit",  "since", "until",
                                           "node",   "cursor", NULL};
-static const char *const NODES_QUERY[] = {"pool",     "site",     "role",           "state",
-                                          "attestor", "hostname", "productUuid",    "after",
-                                          "cursor",   "limit",    "expiringWithin", NULL};
+static const char *const NODES_QUERY[] = {
+    "pool",   "site", "role",  "state",  "attestor", "hostname",       "productUuid",
+    "serial", "mac",  "after", "cursor", "limit",    "expiringWithin", NULL};
 static const char *const PAGE_QUERY[] = {"cursor", "limit", NULL};
 static const char *const JOIN_REQUESTS_QUERY[] = {"state", "cursor", "limit", NULL};
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bc/canon.h"
 #include "bc/clock.h"
 #include "bc/wire.h"
 #include "join/join.h"
@@ -78,13 +79,15 @@ static int known_state(const char *state)
 	return 0;
 }
 
-/* Filters (pool, site, role, state, attestor, hostname, productUuid, expiringWithin)
+/* Filters (pool, site, role, state, attestor, hostname, productUuid, serial, mac,
+ * expiringWithin)
  * and a page of at most limit rows, each served by an index (rows/nodes.h): in id
  * order, or with expiringWithin by the certificate's expiry then id. ?after= (an id)
  * is the older form of a cursor, in id order only. */
 int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 {
-	const char *expiring, *after;
+	const char *expiring, *after, *mac;
+	char mac_canon[BC_MAC_LEN + 1];
 	struct bc_row_node_filter f = {0};
 	struct admin_page pg;
 	int64_t within_ms = 0;
@@ -98,9 +101,16 @@ int admin_nodes_list(bc_tx *tx, struct admin_call *c)
 	    (rc = admin_query_text(c, "attestor", FILTER_MAX, &f.attestor)) != 0 ||
 	    (rc = admin_query_text(c, "hostname", 255, &f.hostname)) != 0 ||
 	    (rc = admin_query_text(c, "productUuid", FILTER_MAX, &f.product_uuid)) != 0 ||
+	    (rc = admin_query_text(c, "serial", FILTER_MAX, &f.serial)) != 0 ||
+	    (rc = admin_query_text(c, "mac", FILTER_MAX, &mac)) != 0 ||
 	    (rc = admin_query_text(c, "after", FILTER_MAX, &after)) != 0 ||
 	    (rc = admin_query_text(c, "expiringWithin", 16, &expiring)) != 0)
 		return rc;
+	/* MACs are kept canonical (rows/nodes.c): any case, ':' or '-' finds them */
+	if (mac != NULL && bc_mac_canon(mac, mac_canon) != 0)
+		return admin_fail(c, BC_ERR_INVALID,
+		                  "mac: expected a MAC such as 52:54:00:12:34:56");
+	f.mac = mac != NULL ? mac_canon : NULL;
 	if (f.state != NULL && !known_state(f.state))
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "state: expected adopted, cordoned or retired");

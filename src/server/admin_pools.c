@@ -1,5 +1,8 @@
-/* Pools: a name and a policy. The policy is an object replaced as a whole; the one
- * field checked here is joinAttestors, which JoinService enforces at every join. */
+/* Pools: a name and a policy. The policy is an object replaced as a whole, of the keys
+ * POLICY_FIELDS names: joinAttestors, which JoinService enforces at every join, and an
+ * operator's note. Any other key is refused by name: a misspelt joinAttestors would
+ * otherwise be kept and the pool admit every attestor. Each change is audited with
+ * the pool's name and policy before and after. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +17,7 @@
 #define BUILTIN_ATTESTOR BC_WIRE_ATTESTOR_JOIN_TOKEN
 
 static const char *const POOL_FIELDS[] = {"name", "policy", NULL};
+static const char *const POLICY_FIELDS[] = {"joinAttestors", "note", NULL};
 
 static json_t *pool_json(bc_rows *r)
 {
@@ -62,12 +66,15 @@ static int check_policy(struct admin_call *c, const json_t *policy)
 {
 	const json_t *list, *v;
 	size_t i;
+	int rc;
 
 	if (!json_is_object(policy))
 		return admin_fail(c, BC_ERR_INVALID, "pool.policy: expected an object");
 	if (deeper_than(policy, POLICY_DEPTH_MAX))
 		return admin_fail(c, BC_ERR_INVALID,
 		                  "pool.policy: nested deeper than 8 levels of objects and arrays");
+	if ((rc = admin_check_fields(c, policy, "pool.policy", POLICY_FIELDS)) != 0)
+		return rc;
 	if ((list = json_object_get(policy, "joinAttestors")) == NULL)
 		return 0;
 	if (!json_is_array(list) || json_array_size(list) < 1 ||
@@ -107,6 +114,24 @@ static int read_pool_body(struct admin_call *c, int name_required, const char **
 	if ((rc = check_policy(c, policy)) != 0)
 		return rc;
 	return (*policy_text = bc_json_dump(policy)) == NULL ? BC_ERR_NOMEM : 0;
+}
+
+/* The pool's name and policy as an audit row records them: {"name","policy"}. */
+static int pool_state(bc_tx *tx, struct admin_call *c, const char *id, json_t **out)
+{
+	json_t *pool = NULL;
+	bc_rows *r;
+	int rc;
+
+	*out = NULL;
+	if ((rc = bc_row_pools_query(tx, c->arg[0], id, &r)) == 0)
+		rc = admin_rows_one(r, pool_json, &pool);
+	if (rc != 0)
+		return rc;
+	*out = json_pack("{s:O, s:O}", "name", json_object_get(pool, "name"), "policy",
+	                 json_object_get(pool, "policy"));
+	json_decref(pool);
+	return *out == NULL ? BC_ERR_NOMEM : 0;
 }
 
 static int answer_pool(bc_tx *tx, struct admin_call *c, const char *id, int status)
@@ -152,7 +177,7 @@ int admin_pools_create(bc_tx *tx, struct admin_call *c)
 	char id[ADMIN_ID_MAX];
 	const char *name;
 	char *policy = NULL;
-	json_t *data = NULL;
+	json_t *data = NULL, *after = NULL;
 	int64_t now = bc_tx_now_ms(tx);
 	int rc;
 
@@ -163,7 +188,13 @@ int admin_pools_create(bc_tx *tx, struct admin_call *c)
 	rc = bc_row_pool_insert(tx, id, c->arg[0], name, policy ? policy : "{}", now);
 	if ((rc = name_conflict(c, rc)) != 0)
 		goto out;
-	data = json_pack("{s:s, s:s}", "poolId", id, "name", name);
+	if ((rc = pool_state(tx, c, id, &after)) != 0)
+		goto out;
+	data = json_pack("{s:s, s:s, s:o}", "poolId", id, "name", name, "after", after);
+	if (data == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto out;
+	}
 	if ((rc = admin_record(tx, c, c->arg[0], "pool.created", id, data, 1)) != 0)
 		goto out;
 	rc = answer_pool(tx, c, id, 201);
@@ -200,7 +231,7 @@ int admin_pools_update(bc_tx *tx, struct admin_call *c)
 {
 	const char *name;
 	char *policy = NULL;
-	json_t *changed = NULL, *data = NULL;
+	json_t *changed = NULL, *data = NULL, *before = NULL, *after = NULL;
 	int rc;
 
 	if ((rc = read_pool_body(c, 0, &name, &policy)) != 0)
@@ -213,10 +244,18 @@ int admin_pools_update(bc_tx *tx, struct admin_call *c)
 		rc = BC_ERR_NOMEM;
 		goto out;
 	}
-	if ((rc = update_pool(tx, c, name, policy, changed)) != 0)
+	if ((rc = pool_state(tx, c, c->arg[1], &before)) != 0 ||
+	    (rc = update_pool(tx, c, name, policy, changed)) != 0)
 		goto out;
 	if (json_array_size(changed) > 0) {
-		data = json_pack("{s:s, s:O}", "poolId", c->arg[1], "fields", changed);
+		if ((rc = pool_state(tx, c, c->arg[1], &after)) != 0)
+			goto out;
+		data = json_pack("{s:s, s:O, s:O, s:O}", "poolId", c->arg[1], "fields", changed,
+		                 "before", before, "after", after);
+		if (data == NULL) {
+			rc = BC_ERR_NOMEM;
+			goto out;
+		}
 		if ((rc = admin_record(tx, c, c->arg[0], "pool.updated", c->arg[1], data, 1)) != 0)
 			goto out;
 	}
@@ -224,6 +263,8 @@ int admin_pools_update(bc_tx *tx, struct admin_call *c)
 out:
 	json_decref(data);
 	json_decref(changed);
+	json_decref(before);
+	json_decref(after);
 	free(policy);
 	return rc;
 }

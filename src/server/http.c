@@ -509,6 +509,11 @@ uint64_t bc_http_evicted(struct bc_http *s)
 	return atomic_load(&s->evicted);
 }
 
+unsigned bc_http_connections(struct bc_http *s)
+{
+	return atomic_load(&s->n_conns);
+}
+
 uint16_t bc_http_port(const struct bc_http *s)
 {
 	return s ? s->port : 0;

@@ -97,6 +97,8 @@ uint16_t bc_http_port(const struct bc_http *s);
  * fewest bytes received, the oldest of equals; one that sent its request whole is never
  * closed for another (the new one is then refused). */
 uint64_t bc_http_evicted(struct bc_http *s);
+/* The connections open now (accepted, not yet closed): the loop's own count. */
+unsigned bc_http_connections(struct bc_http *s);
 /* Stops accepting, lets in-flight requests finish, frees. */
 void bc_http_stop(struct bc_http *s);
 /* Serves another certificate (PEM, then its chain) and key from the next connection

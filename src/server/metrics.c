@@ -1,25 +1,31 @@
 /* Counters kept as the server serves, and the exposition text of a scrape. */
 #include "server/metrics.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "bc/buf.h"
 #include "bc/clock.h"
 #include "rows/join_requests.h"
 #include "rows/leases.h"
+#include "rows/nodes.h"
 
 #define MAX_SERIES 256
 #define LABEL_MAX  64
-#define N_BUCKETS  11
+#define N_BUCKETS  13
 #define N_OUTCOMES 4
 #define OTHER      "(other)"
 
-static const double buckets[N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                          0.1,   0.25,   0.5,   1,    2.5};
+/* up to 10 s: past max_queue_wait_seconds' 3 s default, where requests are shed, so a
+ * backlog shows in the buckets before the shedding starts */
+static const double buckets[N_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                          0.25,  0.5,    1,     2.5,  5,     10};
 
 /* A labelled counter: (attestor, reason) for refusals, (attestor, outcome) else. */
 struct series {
@@ -49,10 +55,37 @@ static const char *const prune_kinds[] = {"attestation_uses", "join_tokens", "jo
                                           "events",           "node_certs",  "audit"};
 #define N_PRUNE_KINDS (sizeof(prune_kinds) / sizeof(prune_kinds[0]))
 
+/* Renew's outcomes and bcd doctor's checks: fixed series. */
+static const char *const renew_outcomes[] = {"renewed", "replayed", "refused"};
+enum { RENEW_RENEWED, RENEW_REPLAYED, RENEW_REFUSED, N_RENEW_OUTCOMES };
+static const char *const check_results[] = {"current", "refused"};
+
+/* The nodes' states (the nodes table's state column) the fleet gauge names. */
+static const char *const node_states[] = {"adopted", "cordoned", "retired"};
+#define N_NODE_STATES 3
+
+/* The fleet as its last query saw it (BC_METRICS_FLEET_MS). */
+static const char *const windows[BC_ROW_FLEET_WINDOWS] = {"2h", "24h", "7d"};
+static const int64_t window_ms[BC_ROW_FLEET_WINDOWS] = {2 * 3600 * 1000LL, 86400 * 1000LL,
+                                                        7 * 86400 * 1000LL};
+
+struct fleet {
+	int64_t read_ms;                  /* 0: never read */
+	int64_t nodes[N_NODE_STATES + 1]; /* the last: any other state */
+	int64_t expiring[BC_ROW_FLEET_WINDOWS];
+};
+
 struct bc_metrics {
 	pthread_mutex_t mu;
 	struct table refusals;
 	struct table outcomes;
+	struct table renew_refusals; /* (reason, "") */
+	uint64_t renew[N_RENEW_OUTCOMES];
+	uint64_t checks[2]; /* current, refused */
+	struct table admin; /* (method, code) */
+	struct table site;  /* (method, code) */
+	pthread_mutex_t fleet_mu;
+	struct fleet fleet;
 	struct histogram rpc[MAX_RPC_SERIES];
 	size_t n_rpc;
 	uint64_t rpc_other;
@@ -73,6 +106,11 @@ int bc_metrics_new(struct bc_metrics **out)
 		free(m);
 		return BC_ERR_INTERNAL;
 	}
+	if (pthread_mutex_init(&m->fleet_mu, NULL) != 0) {
+		pthread_mutex_destroy(&m->mu);
+		free(m);
+		return BC_ERR_INTERNAL;
+	}
 	m->started_ms = bc_now_ms();
 	*out = m;
 	return 0;
@@ -83,6 +121,7 @@ void bc_metrics_free(struct bc_metrics *m)
 	if (m == NULL)
 		return;
 	pthread_mutex_destroy(&m->mu);
+	pthread_mutex_destroy(&m->fleet_mu);
 	free(m);
 }
 
@@ -111,13 +150,24 @@ void bc_metrics_refusal(struct bc_metrics *m, const char *attestor, const char *
 	pthread_mutex_unlock(&m->mu);
 }
 
+void bc_metrics_renew_refusal(struct bc_metrics *m, const char *reason, int check)
+{
+	pthread_mutex_lock(&m->mu);
+	if (check) {
+		m->checks[1]++;
+	} else {
+		m->renew[RENEW_REFUSED]++;
+		bump(&m->renew_refusals, reason ? reason : "", "");
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
 static const char *outcome_name(enum bc_join_outcome_type t)
 {
 	switch (t) {
 	case BC_JOIN_OUTCOME_JOINED: return "joined";
 	case BC_JOIN_OUTCOME_RECLAIMED: return "reclaimed";
 	case BC_JOIN_OUTCOME_DEFERRED: return "deferred";
-	case BC_JOIN_OUTCOME_RENEWED: return "renewed";
 	default: return "other";
 	}
 }
@@ -125,7 +175,48 @@ static const char *outcome_name(enum bc_join_outcome_type t)
 void bc_metrics_outcome(struct bc_metrics *m, const struct bc_join_outcome *o)
 {
 	pthread_mutex_lock(&m->mu);
-	bump(&m->outcomes, o->attestor ? o->attestor : "", outcome_name(o->type));
+	switch (o->type) {
+	case BC_JOIN_OUTCOME_RENEWED:
+		m->renew[o->replayed ? RENEW_REPLAYED : RENEW_RENEWED]++;
+		break;
+	case BC_JOIN_OUTCOME_CHECKED: m->checks[0]++; break;
+	default: bump(&m->outcomes, o->attestor ? o->attestor : "", outcome_name(o->type)); break;
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* An HTTP status as a label: the three digits, or "other" (no sender makes series). */
+static void code_label(int status, char out[8])
+{
+	if (status >= 100 && status <= 599)
+		snprintf(out, 8, "%d", status);
+	else
+		snprintf(out, 8, "other");
+}
+
+static const char *const admin_methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
+
+void bc_metrics_admin(struct bc_metrics *m, const char *method, int status)
+{
+	const char *meth = "(other)";
+	char code[8];
+
+	for (size_t i = 0; i < sizeof(admin_methods) / sizeof(admin_methods[0]); i++)
+		if (strcmp(method, admin_methods[i]) == 0)
+			meth = admin_methods[i];
+	code_label(status, code);
+	pthread_mutex_lock(&m->mu);
+	bump(&m->admin, meth, code);
+	pthread_mutex_unlock(&m->mu);
+}
+
+void bc_metrics_site(struct bc_metrics *m, const char *method, int status)
+{
+	char code[8];
+
+	code_label(status, code);
+	pthread_mutex_lock(&m->mu);
+	bump(&m->site, method, code);
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -232,6 +323,47 @@ static int put_table(bc_buf *b, const struct table *t, const char *name, const c
 	return rc;
 }
 
+/* A table of one label (the series' first), as put_table. */
+static int put_table1(bc_buf *b, const struct table *t, const char *name, const char *help,
+                      const char *la)
+{
+	int rc = putf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+
+	for (size_t i = 0; rc == 0 && i < t->n; i++) {
+		if ((rc = putf(b, "%s{%s=\"", name, la)) == 0 &&
+		    (rc = put_label(b, t->s[i].a)) == 0)
+			rc = putf(b, "\"} %llu\n", (unsigned long long)t->s[i].n);
+	}
+	if (rc == 0 && t->other)
+		rc = putf(b, "%s{%s=\"" OTHER "\"} %llu\n", name, la, (unsigned long long)t->other);
+	return rc;
+}
+
+/* Renew's outcomes, its refusals by reason and bcd doctor's checks, under mu. */
+static int put_renew(bc_buf *b, const struct bc_metrics *m)
+{
+	int rc = putf(b, "# HELP bc_renew_outcomes_total Renewals: renewed, replayed (the "
+	                 "certificate already issued, answered again) and refused\n"
+	                 "# TYPE bc_renew_outcomes_total counter\n");
+
+	for (size_t i = 0; rc == 0 && i < N_RENEW_OUTCOMES; i++)
+		rc = putf(b, "bc_renew_outcomes_total{outcome=\"%s\"} %llu\n", renew_outcomes[i],
+		          (unsigned long long)m->renew[i]);
+	if (rc == 0)
+		rc = put_table1(b, &m->renew_refusals, "bc_renew_refusals_total",
+		                "Renewal refusals by reason (summarized ones counted each; bcd "
+		                "doctor's checks apart)",
+		                "reason");
+	if (rc == 0)
+		rc = putf(b, "# HELP bc_renew_checks_total bcd doctor's renewal checks (Renew's "
+		             "checkOnly, which issues nothing) by result\n"
+		             "# TYPE bc_renew_checks_total counter\n");
+	for (size_t i = 0; rc == 0 && i < 2; i++)
+		rc = putf(b, "bc_renew_checks_total{result=\"%s\"} %llu\n", check_results[i],
+		          (unsigned long long)m->checks[i]);
+	return rc;
+}
+
 static int put_histograms(bc_buf *b, const struct bc_metrics *m)
 {
 	const char *name = "bc_rpc_duration_seconds";
@@ -260,13 +392,97 @@ static int put_histograms(bc_buf *b, const struct bc_metrics *m)
 	return rc;
 }
 
+/* process_*: what Prometheus' client libraries export, read from /proc. A value that
+ * cannot be read is left out. */
+static int put_process(bc_buf *b, int64_t started_ms)
+{
+	char stat[1024], *p;
+	unsigned long long utime = 0, stime = 0;
+	long long rss = 0;
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	struct rlimit rl;
+	int rc, fds = -1, have_stat = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+	DIR *d = opendir("/proc/self/fd");
+
+	if (f != NULL) {
+		/* the fields after the command's closing parenthesis: state is the 3rd,
+		 * utime the 14th, stime the 15th, rss the 24th */
+		if (fgets(stat, sizeof(stat), f) != NULL && (p = strrchr(stat, ')')) != NULL)
+			have_stat = sscanf(p + 2,
+			                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+			                   "%*d %*d %*d %*d %*d %*d %*u %*u %lld",
+			                   &utime, &stime, &rss) == 3;
+		fclose(f);
+	}
+	if (d != NULL) {
+		fds = 0;
+		for (struct dirent *e; (e = readdir(d)) != NULL;)
+			fds += e->d_name[0] != '.';
+		fds--; /* the directory's own descriptor, open while it is read */
+		closedir(d);
+	}
+	rc = putf(b,
+	          "# HELP process_start_time_seconds Start time of the process since the "
+	          "epoch, in seconds\n# TYPE process_start_time_seconds gauge\n"
+	          "process_start_time_seconds %lld\n",
+	          (long long)(started_ms / 1000));
+	if (rc == 0 && have_stat && tick > 0 && page > 0)
+		rc = putf(b,
+		          "# HELP process_cpu_seconds_total User and system CPU time spent, in "
+		          "seconds\n# TYPE process_cpu_seconds_total counter\n"
+		          "process_cpu_seconds_total %.2f\n"
+		          "# HELP process_resident_memory_bytes Resident memory size, in bytes\n"
+		          "# TYPE process_resident_memory_bytes gauge\n"
+		          "process_resident_memory_bytes %lld\n",
+		          (double)(utime + stime) / (double)tick, rss * (long long)page);
+	if (rc == 0 && fds >= 0)
+		rc = putf(b,
+		          "# HELP process_open_fds Open file descriptors\n"
+		          "# TYPE process_open_fds gauge\nprocess_open_fds %d\n",
+		          fds);
+	if (rc == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		rc = putf(b,
+		          "# HELP process_max_fds The most file descriptors the process may open\n"
+		          "# TYPE process_max_fds gauge\nprocess_max_fds %llu\n",
+		          (unsigned long long)rl.rlim_cur);
+	return rc;
+}
+
 /* What the store says at the scrape. */
 struct store_view {
+	int want_fleet; /* the cached fleet is older than BC_METRICS_FLEET_MS */
+	struct fleet fleet;
 	int64_t pending;
 	struct bc_lease_held *leases; /* site lease names and holders */
 	size_t n_leases;
 	int64_t now;
 };
+
+static int fleet_read(bc_tx *tx, struct store_view *v)
+{
+	int64_t until[BC_ROW_FLEET_WINDOWS];
+	bc_rows *r = NULL;
+	int rc;
+
+	memset(&v->fleet, 0, sizeof(v->fleet));
+	for (size_t i = 0; i < BC_ROW_FLEET_WINDOWS; i++)
+		until[i] = v->now + window_ms[i];
+	if ((rc = bc_row_nodes_fleet(tx, v->now, until, &r)) != 0)
+		return rc;
+	while ((rc = bc_rows_next(r)) == 1) {
+		size_t i = 0;
+		while (i < N_NODE_STATES && strcmp(bc_rows_text(r, 0), node_states[i]) != 0)
+			i++;
+		v->fleet.nodes[i] += bc_rows_int(r, 1);
+		/* a retired node's certificate is nobody's to renew */
+		for (size_t k = 0; i != 2 && k < BC_ROW_FLEET_WINDOWS; k++)
+			v->fleet.expiring[k] += bc_rows_int(r, 2 + (int)k);
+	}
+	bc_rows_free(r);
+	v->fleet.read_ms = v->now;
+	return rc < 0 ? rc : 0;
+}
 
 static int store_tx(bc_tx *tx, void *arg)
 {
@@ -280,13 +496,48 @@ static int store_tx(bc_tx *tx, void *arg)
 	v->n_leases = 0;
 	if ((rc = bc_row_join_requests_pending(tx, &v->pending)) != 0)
 		return rc;
-	return bc_row_leases_held(tx, v->now, &v->leases, &v->n_leases);
+	if ((rc = bc_row_leases_held(tx, v->now, &v->leases, &v->n_leases)) != 0)
+		return rc;
+	return v->want_fleet ? fleet_read(tx, v) : 0;
 }
 
-static int put_store(bc_buf *b, const struct bc_metrics_extra *x)
+static int put_fleet(bc_buf *b, const struct fleet *f)
+{
+	int rc = putf(b,
+	              "# HELP bc_nodes Nodes of every tenant by state (read at most every "
+	              "%d s)\n# TYPE bc_nodes gauge\n",
+	              BC_METRICS_FLEET_MS / 1000);
+
+	for (size_t i = 0; rc == 0 && i < N_NODE_STATES; i++)
+		rc = putf(b, "bc_nodes{state=\"%s\"} %lld\n", node_states[i],
+		          (long long)f->nodes[i]);
+	if (rc == 0 && f->nodes[N_NODE_STATES])
+		rc = putf(b, "bc_nodes{state=\"(other)\"} %lld\n",
+		          (long long)f->nodes[N_NODE_STATES]);
+	if (rc == 0)
+		rc = putf(b, "# HELP bc_node_certificates_expiring Current node certificates of "
+		             "nodes not retired that expire within the window and have not yet\n"
+		             "# TYPE bc_node_certificates_expiring gauge\n");
+	for (size_t k = 0; rc == 0 && k < BC_ROW_FLEET_WINDOWS; k++)
+		rc = putf(b, "bc_node_certificates_expiring{within=\"%s\"} %lld\n", windows[k],
+		          (long long)f->expiring[k]);
+	return rc;
+}
+
+static int put_store(bc_buf *b, struct bc_metrics *m, const struct bc_metrics_extra *x)
 {
 	struct store_view v = {0};
-	int up = x->store != NULL && bc_store_run(x->store, BC_TX_READ, store_tx, &v) == 0;
+	int up;
+
+	/* one scrape at a time reads the fleet; the others meanwhile show the last read */
+	pthread_mutex_lock(&m->fleet_mu);
+	v.fleet = m->fleet;
+	v.want_fleet =
+	    m->fleet.read_ms == 0 || bc_now_ms() - m->fleet.read_ms >= BC_METRICS_FLEET_MS;
+	up = x->store != NULL && bc_store_run(x->store, BC_TX_READ, store_tx, &v) == 0;
+	if (up && v.want_fleet)
+		m->fleet = v.fleet;
+	pthread_mutex_unlock(&m->fleet_mu);
 	int rc = putf(b,
 	              "# HELP bc_store_up 1 when the store answered this scrape\n"
 	              "# TYPE bc_store_up gauge\nbc_store_up %d\n",
@@ -326,6 +577,8 @@ static int put_store(bc_buf *b, const struct bc_metrics_extra *x)
 		    (rc = put_label(b, v.leases[i].holder)) == 0)
 			rc = putf(b, "\"} %lld\n", (long long)v.leases[i].epoch);
 	}
+	if (rc == 0 && up)
+		rc = put_fleet(b, &v.fleet);
 	bc_row_leases_free(v.leases, v.n_leases);
 	return rc;
 }
@@ -342,8 +595,18 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 	               "attestor", "reason");
 	if (rc == 0)
 		rc = put_table(&b, &m->outcomes, "bc_join_outcomes_total",
-		               "Joins admitted, reclaims, deferrals (attestor) and renewals",
-		               "attestor", "outcome");
+		               "Joins admitted, reclaims and deferrals by attestor", "attestor",
+		               "outcome");
+	if (rc == 0)
+		rc = put_renew(&b, m);
+	if (rc == 0)
+		rc = put_table(&b, &m->admin, "bc_admin_requests_total",
+		               "Admin API requests (/v1/) by HTTP method and status", "method",
+		               "code");
+	if (rc == 0)
+		rc = put_table(&b, &m->site, "bc_site_requests_total",
+		               "SiteService and FetchSecret RPCs by method and HTTP status",
+		               "method", "code");
 	if (rc == 0)
 		rc = put_histograms(&b, m);
 	if (rc == 0)
@@ -370,8 +633,15 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 		          (unsigned long long)m->prune_runs[1],
 		          (unsigned long long)m->prune_runs[0]);
 	pthread_mutex_unlock(&m->mu);
+	if (rc == 0 && x->connections >= 0)
+		rc = putf(&b,
+		          "# HELP bc_http_connections Connections open now on the main listener\n"
+		          "# TYPE bc_http_connections gauge\nbc_http_connections %lld\n",
+		          (long long)x->connections);
 	if (rc == 0)
-		rc = put_store(&b, x);
+		rc = put_process(&b, m->started_ms);
+	if (rc == 0)
+		rc = put_store(&b, m, x);
 	if (rc == 0)
 		rc = putf(&b,
 		          "# HELP bc_on_refusal_dropped_total Refusals on_refusal never saw (its "
@@ -401,6 +671,13 @@ char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x)
 		          "bc_tls_certificate_expiry_timestamp_seconds{renewed=\"%s\"} %lld\n",
 		          x->tls_ours ? "auto" : "operator",
 		          (long long)(x->tls_not_after_ms / 1000));
+	if (rc == 0 && x->node_ca_not_after_ms > 0)
+		rc = putf(&b,
+		          "# HELP bc_node_ca_expiry_timestamp_seconds When the node CA expires: "
+		          "node certificates stop chaining then\n"
+		          "# TYPE bc_node_ca_expiry_timestamp_seconds gauge\n"
+		          "bc_node_ca_expiry_timestamp_seconds %lld\n",
+		          (long long)(x->node_ca_not_after_ms / 1000));
 	if (rc == 0)
 		rc = bc_buf_put_u8(&b, 0);
 	if (rc != 0) {

@@ -22,10 +22,22 @@ struct bc_metrics;
 BC_WUR int bc_metrics_new(struct bc_metrics **out);
 void bc_metrics_free(struct bc_metrics *m);
 
-/* A refusal; attestor and reason are copied when a new series starts. */
+/* A refusal of Join, SiteService or FetchSecret; attestor and reason are copied when a
+ * new series starts. */
 void bc_metrics_refusal(struct bc_metrics *m, const char *attestor, const char *reason);
-/* An admitted join, a reclaim, a deferral or a renewal. */
+/* A refusal of Renew: check 1 for bcd doctor's check (Renew's checkOnly), counted apart
+ * from the renewals. */
+void bc_metrics_renew_refusal(struct bc_metrics *m, const char *reason, int check);
+/* An admitted join, a reclaim, a deferral; a renewal; a check that found the
+ * certificate current. */
 void bc_metrics_outcome(struct bc_metrics *m, const struct bc_join_outcome *o);
+
+/* One admin API request (/v1/...): its HTTP method and the status it was answered. */
+void bc_metrics_admin(struct bc_metrics *m, const char *method, int status);
+/* One SiteService or FetchSecret RPC: method the path's last part (the caller maps
+ * paths it does not serve to "(other)"), and the HTTP status it was answered. */
+void bc_metrics_site(struct bc_metrics *m, const char *method, int status);
+
 /* One JoinService RPC: method "Join" or "Renew", the HTTP status it was answered. */
 void bc_metrics_rpc(struct bc_metrics *m, const char *method, int status, double seconds);
 
@@ -46,11 +58,16 @@ struct bc_metrics_extra {
 	int64_t tls_not_after_ms; /* the TLS certificate served now; 0: plain HTTP */
 	int tls_ours;             /* 1: the server renews it, 0: the operator's */
 	uint64_t http_evicted;    /* connections closed to make room at a crowded address */
+	int64_t node_ca_not_after_ms; /* the issuing node CA; 0: unknown */
+	int64_t connections;          /* open on the main listener now; < 0: unknown */
 };
 
 /* The exposition text (malloc'd, the caller frees), or NULL when out of memory. A
  * store that cannot be read leaves out the series it would give and sets
- * bc_store_up 0. */
+ * bc_store_up 0. The fleet gauges (nodes by state, certificates expiring) come from
+ * one query of an index, kept BC_METRICS_FLEET_MS between scrapes, so a scrape costs
+ * the same whatever the fleet's size and however often it comes. */
+#define BC_METRICS_FLEET_MS 10000
 char *bc_metrics_render(struct bc_metrics *m, const struct bc_metrics_extra *x);
 
 #endif

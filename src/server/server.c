@@ -104,13 +104,18 @@ static void render_metrics(struct bc_server *s, struct bc_http_response *resp)
 {
 	struct bc_metrics_extra x = {.store = s->store,
 	                             .refusals_dropped = bc_server_refusals_dropped(s),
-	                             .version = BC_VERSION};
+	                             .version = BC_VERSION,
+	                             .connections =
+	                                 s->http ? (int64_t)bc_http_connections(s->http) : -1};
 	char *body;
 
 	if (s->tls_watch != NULL)
 		bc_tls_watch_expiry(s->tls_watch, &x.tls_not_after_ms, &x.tls_ours);
 	if (s->http != NULL)
 		x.http_evicted = bc_http_evicted(s->http);
+	/* the CA issuing now: a rotation moves it without a restart */
+	if (bc_pki_node_ca_not_after(s->pki, &x.node_ca_not_after_ms) != 0)
+		x.node_ca_not_after_ms = 0;
 	if ((body = bc_metrics_render(s->metrics, &x)) == NULL) {
 		text(resp, 500, "application/json",
 		     "{\"code\":\"internal\",\"message\":\"out of memory\"}");
@@ -160,12 +165,30 @@ static void handle_metrics_only(void *ctx, const struct bc_http_request *req,
 		render_metrics(s, resp);
 }
 
-/* A JoinService RPC, timed for the metrics. */
+/* The SiteService and FetchSecret paths served, as their metrics' method label; any
+ * other path of SiteService "(other)"; NULL for JoinService's Join and Renew. */
+static const char *site_method(const char *path)
+{
+	static const char *const paths[] = {BC_WIRE_PATH_FETCH_SECRET, BC_WIRE_PATH_ACQUIRE_LEASE,
+	                                    BC_WIRE_PATH_RENEW_LEASE, BC_WIRE_PATH_RELEASE_LEASE,
+	                                    BC_WIRE_PATH_LIST_BOOT};
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (strcmp(path, paths[i]) == 0)
+			return strrchr(paths[i], '/') + 1;
+	if (strncmp(path, BC_WIRE_SITE_SERVICE, strlen(BC_WIRE_SITE_SERVICE)) == 0)
+		return "(other)";
+	return NULL;
+}
+
+/* A JoinService RPC, timed for the metrics; SiteService's and FetchSecret counted. */
 static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
                       struct bc_http_response *resp)
 {
 	struct timespec a, b;
 	const char *method = strrchr(req->path, '/') + 1;
+
+	const char *site = site_method(req->path);
 
 	/* only the methods served are series: any other path costs no new one */
 	if (strcmp(method, "Join") != 0 && strcmp(method, "Renew") != 0)
@@ -176,6 +199,11 @@ static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
 	if (s->max_queue_wait_ms > 0 && req->queued_ms > s->max_queue_wait_ms) {
 		bc_connect_shed(req->queued_ms, resp);
 		bc_metrics_shed(s->metrics, method);
+		return;
+	}
+	if (site != NULL) {
+		bc_connect_serve(s->join, req, resp);
+		bc_metrics_site(s->metrics, site, resp->status);
 		return;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
@@ -236,6 +264,7 @@ static void handle(void *ctx, const struct bc_http_request *req, struct bc_http_
 	}
 	if (strncmp(req->path, "/v1/", 4) == 0) {
 		bc_admin_handle(&s->admin, req, resp);
+		bc_metrics_admin(s->metrics, req->method, resp->status);
 		return;
 	}
 	if (bc_console_owns(req->path)) {
@@ -313,7 +342,10 @@ static void on_refusal(void *ctx, const struct bc_refusal *r)
 	char *js;
 
 	/* every refusal once, a summarized one too (count 0 or its summary's) */
-	bc_metrics_refusal(s->metrics, metrics_attestor(s, r->attestor), r->reason);
+	if (r->attestor != NULL && strcmp(r->attestor, "renew") == 0)
+		bc_metrics_renew_refusal(s->metrics, r->reason, r->check_only);
+	else
+		bc_metrics_refusal(s->metrics, metrics_attestor(s, r->attestor), r->reason);
 	if (s->hook)
 		s->hook(s->hook_ctx, r);
 	/* a refusal counted into a later summary is not passed on by itself */

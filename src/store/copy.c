@@ -30,7 +30,7 @@ static const char *const tables[] = {
     "join_tokens",   "node_bindings", "attestation_uses",
     "join_requests", "leases",        "workflows",
     "inventory",     "events",        "audit",
-    "pki_keys",      "pki_state",
+    "pki_keys",      "pki_state",     "node_macs",
 };
 #define N_TABLES (sizeof(tables) / sizeof(tables[0]))
 

@@ -4,7 +4,8 @@
 # "identity current" check saying to re-join (exit 1) after nodes retire, after
 # nodes revoke-identity, and for the old copy of a node that was reclaimed since; the
 # same as --json (parsed), with every check's name, status, message and hint. A check
-# issues no certificate and writes nothing; a config that does not load is exit 1.
+# issues no certificate and writes nothing; a config that does not load is exit 1. The
+# metrics count the checks in bc_renew_checks_total, never as renewals.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
 cd "$T"
@@ -80,6 +81,17 @@ grep -q "^joined as $N3" j3.out || fail "not reclaimed as $N3: $(cat j3.out)"
 bcd doctor --config m3/config.toml >d4.out || fail "doctor on the reclaimed node: $(cat d4.out)"
 rc=0; bcd doctor --config m3old/config.toml >d5.out || rc=$?
 [ "$rc" = 1 ] && grep -Eq "^fail +identity current" d5.out || fail "old copy: $rc $(cat d5.out)"
+
+# the checks are no renewals in the metrics: 4 found the identity current (m1 twice,
+# m2, m3), 4 were refused (m1 retired, twice; m2 revoked; m3's old copy)
+url=$(sed -n 's/^public_url *= *"\(.*\)"/\1/p' var/server.toml)
+curl -fsS -H "Authorization: Bearer $(cat var/admin.key)" "$url/metrics" >metrics.txt ||
+	fail "scrape failed"
+value() { awk -v s="$1" '$1 == s { v = $2 } END { print v == "" ? 0 : v }' metrics.txt; }
+got="$(value 'bc_renew_checks_total{result="current"}')/$(value 'bc_renew_checks_total{result="refused"}')"
+got="$got/$(value 'bc_renew_outcomes_total{outcome="renewed"}')/$(value 'bc_renew_outcomes_total{outcome="refused"}')"
+[ "$got" = "4/4/0/0" ] || fail "checks current/refused, renewals renewed/refused: $got, not 4/4/0/0"
+grep -q '^bc_renew_refusals_total{' metrics.txt && fail "a check was counted as a renewal refusal"
 
 # the server away: a warning, not a failure of the identity
 stop_server var

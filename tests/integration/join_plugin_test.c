@@ -223,6 +223,17 @@ static void test_proven_hardware_key_is_unique_across_the_fleet(void **state)
 	assert_int_equal(gate_join(&cp, "proven-root", &writes), 0);
 	assert_int_equal(gate_join(&cp, "proven-beta", &writes), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "join:reclaim");
+	/* the holder is root's node: beta's refusal never names it */
+	{
+		struct bct_refusal r = bct_last_refusal(&cp);
+		assert_string_equal(r.tenant_id, "tnt_gate_beta");
+		assert_string_equal(r.node_id, "");
+		assert_int_equal(bct_count(&cp,
+		                           "SELECT COUNT(*) FROM events WHERE tenant_id = "
+		                           "'tnt_gate_beta' AND subject IS NOT NULL",
+		                           NULL, 0),
+		                 0);
+	}
 	assert_int_equal(bct_count(&cp,
 	                           "SELECT COUNT(*) FROM nodes WHERE hardware_key = "
 	                           "'gate:one-machine' AND tenant_id = 'root'",

@@ -17,6 +17,7 @@
 #include "bc/wire.h"
 #include "bctest.h"
 #include "join/join.h"
+#include "store/migrations.h"
 
 static struct bct_cp cp;
 static char pool_id[64];
@@ -251,11 +252,21 @@ static void test_every_refusal_by_name_same_bytes(void **state)
 		char *t = bct_token(&cp, &to, tok_id);
 		struct bct_join_opts jo = {.token = t, .product_uuid = uuid};
 		assert_int_equal(bct_join(&cp, &jo, &ans), 0);
-		bc_join_answer_free(&ans);
 		free(t);
 		t = bct_token(&cp, &to, tok_id);
 		jo.token = t;
 		expect_refusal(&jo, "join:reclaim", tok_id);
+		/* the refusal and its event name the holding node, for the operator to find
+		 * and delete it (docs/attestation.md) */
+		struct bct_refusal r = bct_last_refusal(&cp);
+		assert_string_equal(r.node_id, ans.node_id);
+		assert_int_equal(bct_count(&cp,
+		                           "SELECT COUNT(*) FROM events WHERE type = "
+		                           "'security.join.refused' AND subject = $1 AND "
+		                           "data LIKE '%join:reclaim%'",
+		                           (bc_param[]){BC_TEXT(ans.node_id)}, 1),
+		                 1);
+		bc_join_answer_free(&ans);
 		free(t);
 	}
 	/* pool-attestor: a pool that takes only tpm refuses tokens */
@@ -491,6 +502,55 @@ static void test_reclaim_keeps_the_role(void **state)
 	free(t2);
 }
 
+/* The node's MACs are kept canonical in node_macs (the --mac filter's index) at its
+ * join; migration 8 fills node_macs for the nodes stored before it from nodes.macs,
+ * leaving out what is no MAC. */
+static void test_macs_kept_and_filled_by_migration_8(void **state)
+{
+	struct bct_token_opts to = {.pool = pool_id};
+	struct bc_join_answer a;
+	const struct bc_migration *m = NULL;
+	const char *ins, *end;
+	char *sql;
+	(void)state;
+
+	char *t = bct_token(&cp, &to, NULL);
+	struct bct_join_opts j = {.token = t, .mac = "52-54-00-AA-BB-01"};
+	assert_int_equal(bct_join(&cp, &j, &a), 0);
+	bc_param p[] = {BC_TEXT(a.node_id)};
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_macs WHERE node_id = $1 AND "
+	                           "tenant_id = 'root' AND mac = '52:54:00:aa:bb:01'",
+	                           p, 1),
+	                 1);
+	/* as a node stored before migration 8: MACs in nodes.macs only */
+	assert_int_equal(bct_exec(&cp,
+	                          "UPDATE nodes SET macs = '[\"52:54:00:AA:BB:02\",\"52-54-00-"
+	                          "aa-bb-03\",\"a-mac-that-is-long\",\"zz\"]' WHERE id = $1",
+	                          p, 1),
+	                 0);
+	/* the table is new then: empty */
+	assert_int_equal(bct_exec(&cp, "DELETE FROM node_macs", NULL, 0), 0);
+	for (size_t i = 0; i < bc_migrations_count; i++)
+		if (bc_migrations[i].version == 8)
+			m = &bc_migrations[i];
+	assert_non_null(m);
+	assert_non_null(ins = strstr(m->sql, "INSERT INTO node_macs"));
+	assert_non_null(end = strstr(ins, ";\n"));
+	assert_non_null(sql = strndup(ins, (size_t)(end - ins)));
+	assert_int_equal(bct_exec(&cp, sql, NULL, 0), 0);
+	free(sql);
+	assert_int_equal(bct_count(&cp, "SELECT COUNT(*) FROM node_macs WHERE node_id = $1", p, 1),
+	                 2);
+	assert_int_equal(bct_count(&cp,
+	                           "SELECT COUNT(*) FROM node_macs WHERE node_id = $1 AND mac IN "
+	                           "('52:54:00:aa:bb:02', '52:54:00:aa:bb:03')",
+	                           p, 1),
+	                 2);
+	bc_join_answer_free(&a);
+	free(t);
+}
+
 static void test_placeholder_uuid_is_no_hardware_key(void **state)
 {
 	struct bct_token_opts to = {.pool = pool_id};
@@ -589,6 +649,7 @@ int main(void)
 	    cmocka_unit_test(test_claimed_uuid_in_another_tenant_does_not_lock_out),
 	    cmocka_unit_test(test_reclaim_token_reclaims_only_in_its_pool),
 	    cmocka_unit_test(test_reclaim_keeps_the_role),
+	    cmocka_unit_test(test_macs_kept_and_filled_by_migration_8),
 	    cmocka_unit_test(test_placeholder_uuid_is_no_hardware_key),
 	    cmocka_unit_test(test_site_token_admits_site),
 	    cmocka_unit_test(test_pool_listing_join_token_admits),

@@ -51,10 +51,12 @@ static int setup(void **state)
 	if (bct_tenant(&cp, "other") != 0)
 		return -1;
 	fill("INSERT INTO nodes (id, tenant_id, role, state, attestor, hostname, product_uuid, "
-	     "joined_at, updated_at, cert_not_after) SELECT 'node_' || (100000 + i), CASE WHEN "
-	     "i % 50 = 0 THEN 'root' ELSE 'other' END, 'node', CASE WHEN i % 7 = 0 THEN "
-	     "'cordoned' ELSE 'adopted' END, 'join-token', 'h' || i, 'u' || i, i, i, i * 1000 "
-	     "FROM s");
+	     "serial, joined_at, updated_at, cert_not_after) SELECT 'node_' || (100000 + i), "
+	     "CASE WHEN i % 50 = 0 THEN 'root' ELSE 'other' END, 'node', CASE WHEN i % 7 = 0 "
+	     "THEN 'cordoned' ELSE 'adopted' END, 'join-token', 'h' || i, 'u' || i, 's' || i, "
+	     "i, i, i * 1000 FROM s");
+	fill("INSERT INTO node_macs (tenant_id, mac, node_id) SELECT CASE WHEN i % 50 = 0 THEN "
+	     "'root' ELSE 'other' END, 'm' || (i % 1000), 'node_' || (100000 + i) FROM s");
 	fill("INSERT INTO events (id, tenant_id, type, subject, created_at) SELECT 'evt_' || "
 	     "(100000 + i), CASE WHEN i % 50 = 0 THEN 'root' ELSE 'other' END, 'node.renewed', "
 	     "'node_' || (100000 + i % 500), i FROM s");
@@ -193,6 +195,8 @@ static void test_nodes_plans(void **state)
 	    {.attestor = "tpm"},
 	    {.hostname = "h77"},
 	    {.product_uuid = "u77"},
+	    {.serial = "s77"},
+	    {.mac = "m100"},
 	    {.expiring_before = 9000000},
 	};
 	struct bc_row_where w;

@@ -541,6 +541,36 @@ static void test_pools(void **state)
 	assert_int_equal(count_events("root", "pool.updated"), 2);
 	assert_int_equal(count_audit("root", "pool.created"), 2);
 	assert_int_equal(count_audit("root", "pool.updated"), 2);
+	/* the audit rows carry the pool before and after: the policy change, then the name's */
+	{
+		const char *sql = "SELECT data FROM audit WHERE subject = $1 AND action = $2 "
+		                  "ORDER BY created_at, id LIMIT 1";
+		char *text = sql_text(sql, (bc_param[]){BC_TEXT(id), BC_TEXT("pool.updated")}, 2);
+		json_t *d = json_loads(text, 0, NULL);
+		json_t *before, *after;
+		assert_non_null(d);
+		before = json_object_get(d, "before");
+		after = json_object_get(d, "after");
+		assert_string_equal(str(before, "name"), "gpu");
+		assert_string_equal(str(json_object_get(before, "policy"), "note"), "x");
+		assert_int_equal(json_array_size(json_object_get(json_object_get(before, "policy"),
+		                                                 "joinAttestors")),
+		                 1);
+		assert_null(json_object_get(json_object_get(after, "policy"), "note"));
+		assert_int_equal(json_array_size(json_object_get(json_object_get(after, "policy"),
+		                                                 "joinAttestors")),
+		                 2);
+		json_decref(d);
+		free(text);
+		text = sql_text("SELECT data FROM audit WHERE subject = $1 AND action = $2",
+		                (bc_param[]){BC_TEXT(id), BC_TEXT("pool.created")}, 2);
+		d = json_loads(text, 0, NULL);
+		assert_non_null(d);
+		assert_string_equal(
+		    str(json_object_get(json_object_get(d, "after"), "policy"), "note"), "x");
+		json_decref(d);
+		free(text);
+	}
 	json_decref(p);
 }
 
@@ -549,8 +579,9 @@ static void nested_pool(char *body, size_t n, const char *name, int levels, cons
 {
 	size_t at = (size_t)snprintf(body, n, "{\"name\":\"%s\",\"policy\":", name);
 
+	/* the policy's own key is one it takes (an operator's note); what is in it any */
 	for (int i = 0; i < levels; i++)
-		at += (size_t)snprintf(body + at, n - at, "{\"a\":");
+		at += (size_t)snprintf(body + at, n - at, i == 0 ? "{\"note\":" : "{\"a\":");
 	at += (size_t)snprintf(body + at, n - at, "%s", leaf);
 	for (int i = 0; i <= levels; i++)
 		at += (size_t)snprintf(body + at, n - at, "}");
@@ -601,6 +632,10 @@ static void test_pool_validation(void **state)
 	     "pool.policy.joinAttestors[1]: expected an attestor id"},
 	    {"{\"joinAttestors\":[[\"tpm\"]]}",
 	     "pool.policy.joinAttestors[0]: expected an attestor id"},
+	    /* a misspelt key would leave the pool admitting every attestor */
+	    {"{\"joinAtestors\":[\"tpm\"]}", "pool.policy.joinAtestors: unknown field"},
+	    {"{\"joinAttestors\":[\"tpm\"],\"JoinAttestors\":[\"tpm\"]}",
+	     "pool.policy.JoinAttestors: unknown field"},
 	};
 	for (size_t i = 0; i < sizeof(bad_policies) / sizeof(bad_policies[0]); i++) {
 		snprintf(body, sizeof(body), "{\"name\":\"p%zu\",\"policy\":%s}", i,

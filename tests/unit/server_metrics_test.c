@@ -13,7 +13,8 @@
 
 static char *render(struct bc_metrics *m)
 {
-	struct bc_metrics_extra x = {.store = NULL, .refusals_dropped = 3, .version = "9.9"};
+	struct bc_metrics_extra x = {
+	    .store = NULL, .refusals_dropped = 3, .version = "9.9", .connections = -1};
 	char *t = bc_metrics_render(m, &x);
 
 	assert_non_null(t);
@@ -31,7 +32,7 @@ static int count_lines(const char *t, const char *prefix)
 static void test_counters_and_histogram(void **state)
 {
 	struct bc_metrics *m = NULL;
-	struct bc_join_outcome joined = {BC_JOIN_OUTCOME_JOINED, "join-token"};
+	struct bc_join_outcome joined = {.type = BC_JOIN_OUTCOME_JOINED, .attestor = "join-token"};
 	char *t;
 
 	(void)state;
@@ -64,6 +65,11 @@ static void test_counters_and_histogram(void **state)
 	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"0.005\"} 1\n"));
 	assert_non_null(strstr(
 	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"2.5\"} 1\n"));
+	/* past the 3 s shedding deadline: 5 s and 10 s buckets, 7 s in the last */
+	assert_non_null(
+	    strstr(t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"5\"} 1\n"));
+	assert_non_null(strstr(
+	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"10\"} 2\n"));
 	assert_non_null(strstr(
 	    t, "bc_rpc_duration_seconds_bucket{method=\"Join\",code=\"200\",le=\"+Inf\"} 2\n"));
 	assert_non_null(
@@ -104,10 +110,81 @@ static void test_escaping_and_bounds(void **state)
 	bc_metrics_free(m);
 }
 
+/* Renewals are counted apart from joins, bcd doctor's checks apart from renewals. */
+static void test_renewals_and_checks(void **state)
+{
+	struct bc_metrics *m = NULL;
+	struct bc_join_outcome renewed = {.type = BC_JOIN_OUTCOME_RENEWED};
+	struct bc_join_outcome replayed = {.type = BC_JOIN_OUTCOME_RENEWED, .replayed = 1};
+	struct bc_join_outcome checked = {.type = BC_JOIN_OUTCOME_CHECKED};
+	char *t;
+
+	(void)state;
+	assert_int_equal(bc_metrics_new(&m), 0);
+	bc_metrics_outcome(m, &renewed);
+	bc_metrics_outcome(m, &renewed);
+	bc_metrics_outcome(m, &replayed);
+	bc_metrics_outcome(m, &checked);
+	bc_metrics_renew_refusal(m, "renew-revoked", 0);
+	bc_metrics_renew_refusal(m, "renew-revoked", 1);
+	bc_metrics_renew_refusal(m, "renew-retired", 1);
+	t = render(m);
+	assert_non_null(strstr(t, "bc_renew_outcomes_total{outcome=\"renewed\"} 2\n"));
+	assert_non_null(strstr(t, "bc_renew_outcomes_total{outcome=\"replayed\"} 1\n"));
+	assert_non_null(strstr(t, "bc_renew_outcomes_total{outcome=\"refused\"} 1\n"));
+	assert_non_null(strstr(t, "bc_renew_refusals_total{reason=\"renew-revoked\"} 1\n"));
+	assert_null(strstr(t, "bc_renew_refusals_total{reason=\"renew-retired\"}"));
+	assert_non_null(strstr(t, "bc_renew_checks_total{result=\"current\"} 1\n"));
+	assert_non_null(strstr(t, "bc_renew_checks_total{result=\"refused\"} 2\n"));
+	/* nothing under a join attestor */
+	assert_int_equal(count_lines(t, "bc_join_outcomes_total{"), 0);
+	assert_int_equal(count_lines(t, "bc_join_refusals_total{"), 0);
+	free(t);
+	bc_metrics_free(m);
+}
+
+/* The admin API and SiteService by method and status; a method or status no server
+ * answers is one bounded series, never one per sender. */
+static void test_admin_and_site(void **state)
+{
+	struct bc_metrics *m = NULL;
+	char *t;
+
+	(void)state;
+	assert_int_equal(bc_metrics_new(&m), 0);
+	bc_metrics_admin(m, "GET", 200);
+	bc_metrics_admin(m, "GET", 200);
+	bc_metrics_admin(m, "POST", 400);
+	bc_metrics_admin(m, "BREW", 405);
+	bc_metrics_admin(m, "COFFEE", 405);
+	bc_metrics_admin(m, "GET", 999);
+	bc_metrics_site(m, "AcquireLease", 200);
+	bc_metrics_site(m, "FetchSecret", 403);
+	t = render(m);
+	assert_non_null(strstr(t, "bc_admin_requests_total{method=\"GET\",code=\"200\"} 2\n"));
+	assert_non_null(strstr(t, "bc_admin_requests_total{method=\"POST\",code=\"400\"} 1\n"));
+	assert_non_null(strstr(t, "bc_admin_requests_total{method=\"(other)\",code=\"405\"} 2\n"));
+	assert_non_null(strstr(t, "bc_admin_requests_total{method=\"GET\",code=\"other\"} 1\n"));
+	assert_non_null(
+	    strstr(t, "bc_site_requests_total{method=\"AcquireLease\",code=\"200\"} 1\n"));
+	assert_non_null(
+	    strstr(t, "bc_site_requests_total{method=\"FetchSecret\",code=\"403\"} 1\n"));
+	/* process_* from /proc, and no connections gauge when the caller knows none */
+	assert_int_equal(count_lines(t, "process_open_fds "), 1);
+	assert_int_equal(count_lines(t, "process_max_fds "), 1);
+	assert_int_equal(count_lines(t, "process_cpu_seconds_total "), 1);
+	assert_int_equal(count_lines(t, "process_resident_memory_bytes "), 1);
+	assert_int_equal(count_lines(t, "bc_http_connections "), 0);
+	free(t);
+	bc_metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_counters_and_histogram),
+	    cmocka_unit_test(test_renewals_and_checks),
+	    cmocka_unit_test(test_admin_and_site),
 	    cmocka_unit_test(test_escaping_and_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
