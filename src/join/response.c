@@ -28,6 +28,8 @@ static int pack_body(const struct bc_join_service *s, const uint8_t csr_sha256[3
 	bundle[0].len = ca_len;
 	b.trust_bundle = bundle;
 	b.n_trust_bundle = 1;
+	b.pins_update.data = s->pins_update;
+	b.pins_update.len = s->pins_update_len;
 	if (d->out.kind == BC_OUTCOME_DEFER) {
 		const struct bc_attest_deferral *df = &d->out.deferral;
 		if (df->kind == BC_DEFER_APPROVAL) {

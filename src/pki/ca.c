@@ -109,6 +109,7 @@ void bc_pki_free(bc_pki *pki)
 	X509_free(pki->tls_ca);
 	EVP_PKEY_free(pki->tls_ca_key);
 	free(pki->trust_domain);
+	bc_pki_join_keys_clear(pki);
 	OPENSSL_cleanse(pki, sizeof(*pki));
 	free(pki);
 }
