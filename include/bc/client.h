@@ -99,15 +99,19 @@ BC_WUR int bc_client_pins_update_open(const struct bc_client_pins *pins, const u
  * BC_ERR_NOMEM leaves pins unchanged. */
 BC_WUR int bc_client_pins_apply(struct bc_client_pins *pins, const struct bc_pins_update *u,
                                 int *changed);
-/* The pin set as JSON for bcd's pins file: {"sequence":N,"keys":[{"use":..,"state":
- * "active"|"next"|"kept","keyId":..,"key":base64 SPKI DER}]} (malloc'd). */
-BC_WUR int bc_client_pins_set_to_json(const struct bc_client_pins *pins, char **json);
-/* Replaces the pins' key set by such JSON (what bcd wrote after a statement). Checked
- * like a statement's keys: known use and state, key ids their keys', one active key of
- * each use, at most BC_JOIN_KEYS_MAX, sequence at least 1; BC_ERR_CONFIG with err
- * naming what is wrong, pins unchanged. */
+/* The pin set as JSON for bcd's pins file: {"base":base,"sequence":N,"keys":[{"use":..,
+ * "state":"active"|"next"|"kept","keyId":..,"key":base64 SPKI DER}]} (malloc'd). base
+ * names what the set grew from (bcd: the config's join_signing_key_id). */
+BC_WUR int bc_client_pins_set_to_json(const struct bc_client_pins *pins, const char *base,
+                                      char **json);
+/* Replaces the pins' key set by such JSON (what bcd wrote after a statement) when its
+ * base is base; another base (the config was written again since) leaves the pins as
+ * they are with *stale 1. Checked like a statement's keys: known use and state, key ids
+ * their keys', one active key of each use, at most BC_JOIN_KEYS_MAX, sequence at least
+ * 1; BC_ERR_CONFIG with err naming what is wrong, pins unchanged. */
 BC_WUR int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json,
-                                        size_t len, char *err, size_t errlen);
+                                        size_t len, const char *base, int *stale, char *err,
+                                        size_t errlen);
 /* The state's name as bcd doctor shows it: "active", "next", "kept". */
 const char *bc_client_pin_state_name(int state);
 

@@ -275,7 +275,8 @@ int bc_client_pins_apply(struct bc_client_pins *pins, const struct bc_pins_updat
 	return rc;
 }
 
-int bc_client_pins_set_to_json(const struct bc_client_pins *pins, char **json)
+int bc_client_pins_set_to_json(const struct bc_client_pins *pins, const char *base,
+                               char **json)
 {
 	json_t *j = NULL, *arr;
 	uint8_t *spki = NULL;
@@ -284,7 +285,8 @@ int bc_client_pins_set_to_json(const struct bc_client_pins *pins, char **json)
 	int rc = BC_ERR_NOMEM;
 
 	*json = NULL;
-	if ((j = json_pack("{s:I, s:[]}", "sequence", (json_int_t)pins->sequence, "keys")) == NULL)
+	if ((j = json_pack("{s:s, s:I, s:[]}", "base", base, "sequence",
+	                   (json_int_t)pins->sequence, "keys")) == NULL)
 		goto out;
 	arr = json_object_get(j, "keys");
 	for (size_t i = 0; i < pins->n_keys; i++) {
@@ -330,8 +332,9 @@ static int read_set_key(const json_t *o, struct bc_client_pin *k)
 }
 
 int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json, size_t len,
-                                 char *err, size_t errlen)
+                                 const char *base, int *stale, char *err, size_t errlen)
 {
+	const char *b = NULL;
 	struct bc_client_pin keys[BC_JOIN_KEYS_MAX];
 	json_t *j = NULL, *arr;
 	int64_t seq = 0;
@@ -340,18 +343,25 @@ int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json, 
 	int rc = BC_ERR_CONFIG;
 
 	memset(keys, 0, sizeof(keys));
+	*stale = 0;
 	bc_client_errf(err, errlen, "%s", "");
 	if (bc_json_parse(json, len, PINS_SET_MAX_JSON, &j, jerr, sizeof(jerr)) != 0) {
 		bc_client_errf(err, errlen, "not valid JSON: %s", jerr);
 		goto out;
 	}
 	arr = json_object_get(j, "keys");
-	if (!json_is_object(j) || json_object_size(j) != 2 || bc_json_get_int(j, "sequence", &seq) ||
-	    seq < 1 || !json_is_array(arr) || json_array_size(arr) < 2 ||
-	    json_array_size(arr) > BC_JOIN_KEYS_MAX) {
+	if (!json_is_object(j) || json_object_size(j) != 3 || bc_json_get_string(j, "base", &b) ||
+	    b == NULL || bc_json_get_int(j, "sequence", &seq) || seq < 1 || !json_is_array(arr) ||
+	    json_array_size(arr) < 2 || json_array_size(arr) > BC_JOIN_KEYS_MAX) {
 		bc_client_errf(err, errlen,
-		               "not {\"sequence\": 1 or more, \"keys\": [2 to %d keys]}",
+		               "not {\"base\": key id, \"sequence\": 1 or more, \"keys\": [2 to "
+		               "%d keys]}",
 		               BC_JOIN_KEYS_MAX);
+		goto out;
+	}
+	if (base == NULL || strcmp(b, base) != 0) {
+		*stale = 1;
+		rc = 0;
 		goto out;
 	}
 	for (n = 0; n < json_array_size(arr); n++) {
