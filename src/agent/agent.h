@@ -297,6 +297,14 @@ BC_WUR int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_clie
 	"join again with a new join token from the operator (better-compute tokens create): "      \
 	"bcd join --reset --yes --token-file FILE"
 
+/* What to do when an answer is not signed by a pinned join key: the server's join keys
+ * were rotated and these pins retired while this agent was away (or it is not the
+ * control plane the pins name). */
+#define BCD_PINS_RETIRED_HINT                                                                      \
+	"if the control plane's join keys were rotated while this machine was away, write the "    \
+	"config again (better-compute daemon config --bcd-dir) and join again with a new token: "  \
+	"bcd join --reset --yes --token-file FILE"
+
 /* ---- hardware claims (claims.c) ---- */
 /* From [fakehw] claims when set, otherwise from /sys, uname and the host name.
  * Free with bcd_claims_free. */

@@ -326,6 +326,8 @@ static void check_current(struct report *r, const struct bc_client_pins *pins,
 		      "this node superseded it (a re-join or a reclaim), or the node was retired "
 		      "(or this machine's clock is more than 60 s off: see clock skew)",
 		      BCD_REJOIN_HINT);
+	else if (rc == BC_ERR_VERIFY)
+		check(r, FAIL, name, err, BCD_PINS_RETIRED_HINT);
 	else
 		check(r, WARN, name, err, "run bcd doctor again once the server answers");
 }

@@ -378,7 +378,11 @@ int bc_server_pki_load(const struct bc_server_config *cfg, bc_pki **out, char *e
 		                             : "not a PKI bundle");
 		return BC_ERR_CONFIG;
 	}
-	return 0;
+	if ((rc = bc_server_test_join_keys(*out, err, errlen)) != 0) {
+		bc_pki_free(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 /* The trust bundle served at /bundle and /bundle/spiffe. */
