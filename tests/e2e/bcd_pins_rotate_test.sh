@@ -35,9 +35,9 @@ PIDS="$PIDS $NODE3_PID"
 BCD_RENEW_AFTER=2s BCD_RETRY_BASE=1s "$BIN/bcd" node --config m1/config.toml >node.log 2>&1 &
 NODE_PID=$!
 PIDS="$PIDS $NODE_PID"
-wait_for() { # wait_for WHAT CMD...: 60 s at most
+wait_for() { # wait_for WHAT CMD...: 180 s at most (a renewal may be backing off)
 	local what=$1; shift
-	for _ in $(seq 1 600); do
+	for _ in $(seq 1 1800); do
 		"$@" && return 0
 		kill -0 "$NODE_PID" 2>/dev/null || { cat node.log >&2; fail "bcd node exited"; }
 		sleep 0.1
