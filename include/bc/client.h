@@ -90,8 +90,8 @@ void bc_pins_update_free(struct bc_pins_update *u);
  * BC_PINS_R_* above and err one line; BC_ERR_NOMEM. A statement of the pins' own
  * sequence is accepted (applying it changes nothing). */
 BC_WUR int bc_client_pins_update_open(const struct bc_client_pins *pins, const uint8_t *stmt,
-                                      size_t len, struct bc_pins_update *out,
-                                      const char **reason, char *err, size_t errlen);
+                                      size_t len, struct bc_pins_update *out, const char **reason,
+                                      char *err, size_t errlen);
 /* Applies an opened statement: the pins become its active and next keys, plus every
  * earlier pin it does not name (state BC_CLIENT_PIN_KEPT); a key it marks retired is
  * unpinned; join_signing, join_signing_kid and join_encryption become its active keys.
@@ -109,9 +109,8 @@ BC_WUR int bc_client_pins_set_to_json(const struct bc_client_pins *pins, const c
  * they are with *stale 1. Checked like a statement's keys: known use and state, key ids
  * their keys', one active key of each use, at most BC_JOIN_KEYS_MAX, sequence at least
  * 1; BC_ERR_CONFIG with err naming what is wrong, pins unchanged. */
-BC_WUR int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json,
-                                        size_t len, const char *base, int *stale, char *err,
-                                        size_t errlen);
+BC_WUR int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json, size_t len,
+                                        const char *base, int *stale, char *err, size_t errlen);
 /* The state's name as bcd doctor shows it: "active", "next", "kept". */
 const char *bc_client_pin_state_name(int state);
 

@@ -67,8 +67,8 @@ enum bc_join_key_state bc_join_key_state_of(const char *name);
  * key of use, and raises join_keys_version. BC_ERR_INVALID for an active state, a key
  * that is not P-256, or one already in the set (the active pair included);
  * BC_ERR_LIMIT when the set is full. */
-BC_WUR int bc_pki_join_key_add(bc_pki *pki, enum bc_join_key_use use,
-                               enum bc_join_key_state state, EVP_PKEY *key);
+BC_WUR int bc_pki_join_key_add(bc_pki *pki, enum bc_join_key_use use, enum bc_join_key_state state,
+                               EVP_PKEY *key);
 /* Makes the next key kid of its use the active one: the one active before becomes
  * retired (kept in the set, announced) and the version rises. BC_ERR_NOT_FOUND when kid
  * is not a next key of pki, BC_ERR_INVALID when it has no private key. */

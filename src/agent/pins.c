@@ -11,8 +11,7 @@
 
 #define MAX_PINS_FILE (16u * 1024)
 
-int bcd_pins_load_file(const struct bcd_config *cfg, struct bc_client_pins *pins,
-                       struct bcd_msg *m)
+int bcd_pins_load_file(const struct bcd_config *cfg, struct bc_client_pins *pins, struct bcd_msg *m)
 {
 	char path[4096], *text = NULL, err[512];
 	size_t len = 0;
@@ -43,8 +42,7 @@ int bcd_pins_load_file(const struct bcd_config *cfg, struct bc_client_pins *pins
 	return rc;
 }
 
-static int save(const struct bcd_config *cfg, const struct bc_client_pins *pins,
-                struct bcd_msg *m)
+static int save(const struct bcd_config *cfg, const struct bc_client_pins *pins, struct bcd_msg *m)
 {
 	char *json = NULL;
 	int rc;
@@ -68,7 +66,8 @@ int bcd_pins_learn(const struct bcd_config *cfg, struct bc_client_pins *pins, co
 
 	if (stmt == NULL || len == 0)
 		return 0;
-	if ((rc = bc_client_pins_update_open(pins, stmt, len, &u, &reason, err, sizeof(err))) != 0) {
+	if ((rc = bc_client_pins_update_open(pins, stmt, len, &u, &reason, err, sizeof(err))) !=
+	    0) {
 		bcd_say(m, "%s", err);
 		if (reason != NULL)
 			bc_log(BC_LOG_WARN, "pins update refused", "reason", reason, "error", err,

@@ -239,10 +239,10 @@ static void check_pins(struct report *r, const struct bc_client_pins *pins)
 
 	n = (size_t)snprintf(what, sizeof(what), "sequence %lld:", (long long)pins->sequence);
 	for (size_t i = 0; i < pins->n_keys && n < sizeof(what); i++)
-		n += (size_t)snprintf(what + n, sizeof(what) - n, "%s %s %.16s %s",
-		                      i > 0 ? "," : "", bc_join_key_use_name(pins->keys[i].use),
-		                      pins->keys[i].kid,
-		                      bc_client_pin_state_name(pins->keys[i].state));
+		n +=
+		    (size_t)snprintf(what + n, sizeof(what) - n, "%s %s %.16s %s", i > 0 ? "," : "",
+		                     bc_join_key_use_name(pins->keys[i].use), pins->keys[i].kid,
+		                     bc_client_pin_state_name(pins->keys[i].state));
 	check(r, OK, "pins", what, NULL);
 }
 
@@ -319,8 +319,7 @@ static void check_current(struct report *r, const struct bc_client_pins *pins,
 		      NULL);
 		check_pins_update(r, pins, stmt, stmt_len);
 		free(stmt);
-	}
-	else if (rc == BC_ERR_DENIED)
+	} else if (rc == BC_ERR_DENIED)
 		check(r, FAIL, name,
 		      "the server refused this certificate: it was revoked, a newer certificate of "
 		      "this node superseded it (a re-join or a reclaim), or the node was retired "

@@ -54,11 +54,13 @@ static int read_pin(const char *use, const char *state, const char *kid, const u
 	int rc;
 
 	memset(k, 0, sizeof(*k));
-	if ((k->use = bc_join_key_use_of(use)) == 0 || (k->state = pin_state_of(state, allow_kept)) == 0)
+	if ((k->use = bc_join_key_use_of(use)) == 0 ||
+	    (k->state = pin_state_of(state, allow_kept)) == 0)
 		return BC_ERR_INVALID;
 	if ((rc = bc_key_from_spki(spki, spki_len, &k->key)) != 0)
 		return rc == BC_ERR_NOMEM ? rc : BC_ERR_INVALID;
-	if ((rc = bc_key_id(k->key, k->kid)) != 0 || (rc = bc_p256_public_point(k->key, k->point)) != 0)
+	if ((rc = bc_key_id(k->key, k->kid)) != 0 ||
+	    (rc = bc_p256_public_point(k->key, k->point)) != 0)
 		return rc;
 	if (kid == NULL || strcmp(kid, k->kid) != 0)
 		return BC_ERR_INVALID;
@@ -88,7 +90,8 @@ static int read_statement(const pins_update *b, struct bc_pins_update *u)
 		return BC_ERR_INVALID;
 	for (size_t i = 0; i < b->n_keys; i++) {
 		const Bettercompute__Join__V1__PinnedKey *k = b->keys[i];
-		rc = read_pin(k->use, k->state, k->key_id, k->spki.data, k->spki.len, 0, &u->keys[i]);
+		rc = read_pin(k->use, k->state, k->key_id, k->spki.data, k->spki.len, 0,
+		              &u->keys[i]);
 		u->n_keys = i + 1;
 		if (rc != 0)
 			return rc;
@@ -153,9 +156,9 @@ static int check_body(const struct bc_client_pins *pins, const pins_update *b,
 	return 0;
 }
 
-int bc_client_pins_update_open(const struct bc_client_pins *pins, const uint8_t *stmt,
-                               size_t len, struct bc_pins_update *out, const char **reason,
-                               char *err, size_t errlen)
+int bc_client_pins_update_open(const struct bc_client_pins *pins, const uint8_t *stmt, size_t len,
+                               struct bc_pins_update *out, const char **reason, char *err,
+                               size_t errlen)
 {
 	struct bc_pins_update u;
 	signed_response *sr = NULL;
@@ -203,8 +206,7 @@ static int copy_pin(struct bc_client_pin *dst, const struct bc_client_pin *src, 
 	return 0;
 }
 
-static const struct bc_client_pin *find(const struct bc_client_pin *keys, size_t n,
-                                        const char *kid)
+static const struct bc_client_pin *find(const struct bc_client_pin *keys, size_t n, const char *kid)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(keys[i].kid, kid) == 0)
@@ -247,8 +249,7 @@ static int install(struct bc_client_pins *pins, struct bc_client_pin *keys, size
 	return 0;
 }
 
-int bc_client_pins_apply(struct bc_client_pins *pins, const struct bc_pins_update *u,
-                         int *changed)
+int bc_client_pins_apply(struct bc_client_pins *pins, const struct bc_pins_update *u, int *changed)
 {
 	struct bc_client_pin keys[BC_JOIN_KEYS_MAX];
 	size_t n = 0;
@@ -275,8 +276,7 @@ int bc_client_pins_apply(struct bc_client_pins *pins, const struct bc_pins_updat
 	return rc;
 }
 
-int bc_client_pins_set_to_json(const struct bc_client_pins *pins, const char *base,
-                               char **json)
+int bc_client_pins_set_to_json(const struct bc_client_pins *pins, const char *base, char **json)
 {
 	json_t *j = NULL, *arr;
 	uint8_t *spki = NULL;
@@ -285,8 +285,8 @@ int bc_client_pins_set_to_json(const struct bc_client_pins *pins, const char *ba
 	int rc = BC_ERR_NOMEM;
 
 	*json = NULL;
-	if ((j = json_pack("{s:s, s:I, s:[]}", "base", base, "sequence",
-	                   (json_int_t)pins->sequence, "keys")) == NULL)
+	if ((j = json_pack("{s:s, s:I, s:[]}", "base", base, "sequence", (json_int_t)pins->sequence,
+	                   "keys")) == NULL)
 		goto out;
 	arr = json_object_get(j, "keys");
 	for (size_t i = 0; i < pins->n_keys; i++) {
@@ -367,15 +367,18 @@ int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json, 
 	for (n = 0; n < json_array_size(arr); n++) {
 		if ((rc = read_set_key(json_array_get(arr, n), &keys[n])) != 0) {
 			n++;
-			bc_client_errf(err, errlen, "key %zu: not a join key of a known use and state "
-			                            "whose keyId is its key's", n);
+			bc_client_errf(err, errlen,
+			               "key %zu: not a join key of a known use and state "
+			               "whose keyId is its key's",
+			               n);
 			rc = rc == BC_ERR_NOMEM ? rc : BC_ERR_CONFIG;
 			goto out;
 		}
 	}
 	rc = BC_ERR_CONFIG;
 	if (!set_ok(keys, n)) {
-		bc_client_errf(err, errlen, "a key listed twice, or not one active key of each use");
+		bc_client_errf(err, errlen,
+		               "a key listed twice, or not one active key of each use");
 		goto out;
 	}
 	if ((rc = install(pins, keys, n, seq)) == 0)

@@ -6,8 +6,8 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 
-static const char *const use_names[] = {[BC_JOIN_KEY_SIGNING] = "join-signing",
-                                        [BC_JOIN_KEY_ENCRYPTION] = "join-encryption"};
+static const char *const use_names[] = {
+    [BC_JOIN_KEY_SIGNING] = "join-signing", [BC_JOIN_KEY_ENCRYPTION] = "join-encryption"};
 static const char *const state_names[] = {[BC_JOIN_KEY_ACTIVE] = "active",
                                           [BC_JOIN_KEY_NEXT] = "next",
                                           [BC_JOIN_KEY_RETIRED] = "retired"};

@@ -59,8 +59,10 @@ int bc_server_test_join_keys(bc_pki *pki, char *err, size_t errlen)
 			continue;
 		if (sscanf(line, "%15s %31s %1023s", state, use, file) != 3 ||
 		    add_line(pki, state, use, file) != 0) {
-			snprintf(err, errlen, "BC_TEST_JOIN_KEYS %s:%d: not \"<state> <use> <pem>\" "
-			                      "of a key that can join the set", path, n);
+			snprintf(err, errlen,
+			         "BC_TEST_JOIN_KEYS %s:%d: not \"<state> <use> <pem>\" "
+			         "of a key that can join the set",
+			         path, n);
 			rc = BC_ERR_CONFIG;
 		}
 	}

@@ -441,13 +441,13 @@ static void test_set_json(void **state)
 	assert_int_equal(q.n_keys, 4);
 	assert_int_equal(answer_by(&q, T.next_sign, T.next_sign_kid), 0);
 	/* refused: not JSON, a key id not its key's, no active signing key */
-	assert_int_equal(bc_client_pins_set_from_json(&q, "{", 1, "base-kid", &stale, err,
-	                                              sizeof(err)),
-	                 BC_ERR_CONFIG);
+	assert_int_equal(
+	    bc_client_pins_set_from_json(&q, "{", 1, "base-kid", &stale, err, sizeof(err)),
+	    BC_ERR_CONFIG);
 	char *bad = strdup(json), *at = strstr(bad, T.next_sign_kid);
 	at[0] = at[0] == '0' ? '1' : '0';
-	assert_int_equal(bc_client_pins_set_from_json(&q, bad, strlen(bad), "base-kid", &stale,
-	                                              err, sizeof(err)),
+	assert_int_equal(bc_client_pins_set_from_json(&q, bad, strlen(bad), "base-kid", &stale, err,
+	                                              sizeof(err)),
 	                 BC_ERR_CONFIG);
 	assert_string_equal(err, "key 3: not a join key of a known use and state whose keyId is "
 	                         "its key's");
@@ -455,8 +455,8 @@ static void test_set_json(void **state)
 	bad = strdup(json);
 	at = strstr(bad, "\"active\"");
 	memcpy(at, "\"next\"  ", 8);
-	assert_int_equal(bc_client_pins_set_from_json(&q, bad, strlen(bad), "base-kid", &stale,
-	                                              err, sizeof(err)),
+	assert_int_equal(bc_client_pins_set_from_json(&q, bad, strlen(bad), "base-kid", &stale, err,
+	                                              sizeof(err)),
 	                 BC_ERR_CONFIG);
 	free(bad);
 	assert_int_equal(q.sequence, 3); /* unchanged by the refusals */
@@ -530,10 +530,10 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_next_pinned),     cmocka_unit_test(test_switch_and_retire),
-	    cmocka_unit_test(test_unnamed_kept),    cmocka_unit_test(test_wrong_signer),
-	    cmocka_unit_test(test_wrong_purpose),   cmocka_unit_test(test_trust_domain),
-	    cmocka_unit_test(test_malformed),       cmocka_unit_test(test_set_json),
+	    cmocka_unit_test(test_next_pinned),   cmocka_unit_test(test_switch_and_retire),
+	    cmocka_unit_test(test_unnamed_kept),  cmocka_unit_test(test_wrong_signer),
+	    cmocka_unit_test(test_wrong_purpose), cmocka_unit_test(test_trust_domain),
+	    cmocka_unit_test(test_malformed),     cmocka_unit_test(test_set_json),
 	    cmocka_unit_test(test_pki_join_keys),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
