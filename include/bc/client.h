@@ -15,6 +15,19 @@
 #include "bc/crypto.h"
 #include "bc/err.h"
 #include "bc/key_attestation.h"
+#include "bc/pki.h"
+
+/* One pinned join key. state is BC_JOIN_KEY_ACTIVE or _NEXT as the latest statement
+ * said, or BC_CLIENT_PIN_KEPT: pinned before, not in the latest statement (kept until a
+ * statement marks it retired). A retired key is never pinned. */
+#define BC_CLIENT_PIN_KEPT 4
+struct bc_client_pin {
+	enum bc_join_key_use use;
+	int state;
+	char kid[BC_KEY_ID_LEN + 1];
+	uint8_t point[65];
+	EVP_PKEY *key;
+};
 
 struct bc_client_pins {
 	char *server_url;               /* https://host:port, or http:// on a loopback address */
@@ -24,6 +37,11 @@ struct bc_client_pins {
 	EVP_PKEY *join_encryption;      /* the join encryption public key */
 	char *ca_bundle_pem;            /* PEM: TLS CA then node CA */
 	char *trust_domain;
+	/* every pinned join key, the active pair above included: answers verify under any
+	 * signing key here; tokens are sealed to the active encryption key only */
+	struct bc_client_pin keys[BC_JOIN_KEYS_MAX];
+	size_t n_keys;
+	int64_t sequence; /* of the last pins-update applied; 0: the config's pins */
 };
 
 /* The pins from the JSON that `better-compute daemon config --json` prints:
@@ -39,6 +57,62 @@ void bc_client_pins_free(struct bc_client_pins *p);
  * 0, or BC_ERR_CONFIG with err "pins: server: <why>" and the pins unchanged. */
 BC_WUR int bc_client_pins_set_server(struct bc_client_pins *p, const char *url, char *err,
                                      size_t errlen);
+
+/* ---- join key rotation: the pins-update statement (pins_update.c) ----
+ * Every JoinService answer may carry one (JoinResponseBody.pins_update): a
+ * SignedResponse whose body is a PinsUpdate, purpose pins-update, by a join signing
+ * key the agent pins. Refusal reasons, set in *reason: */
+/* not a SignedResponse holding a PinsUpdate as described in join.proto: a key of an
+ * unknown use or state, a key id not its key's, a key listed twice, no active key or
+ * two of one use, more than BC_JOIN_KEYS_MAX keys, a sequence under 1 */
+#define BC_PINS_R_MALFORMED "pins-update-malformed"
+/* signed by a key id the agent does not pin (or over 64 characters) */
+#define BC_PINS_R_SIGNER "pins-update-signer"
+/* the signature does not verify under the pinned key with purpose pins-update (another
+ * purpose's signature, another body) */
+#define BC_PINS_R_SIGNATURE "pins-update-signature"
+/* its sequence is below the pins' (a statement older than one applied) */
+#define BC_PINS_R_OLDER "pins-update-older"
+/* it names another trust domain than the pinned one */
+#define BC_PINS_R_TRUST_DOMAIN "pins-update-trust-domain"
+
+struct bc_pins_update {
+	int64_t sequence;
+	int64_t issued_at_ms;
+	char signer_kid[BC_KEY_ID_LEN + 1];
+	struct bc_client_pin keys[BC_JOIN_KEYS_MAX]; /* as listed, retired ones included */
+	size_t n_keys;
+};
+void bc_pins_update_free(struct bc_pins_update *u);
+/* Verifies and decodes a statement against pins: 0 with *out filled (free with
+ * bc_pins_update_free); else BC_ERR_VERIFY (signer, signature, older, trust domain) or
+ * BC_ERR_INVALID (malformed, or over BC_CLIENT_MAX_RESPONSE) with *reason one of the
+ * BC_PINS_R_* above and err one line; BC_ERR_NOMEM. A statement of the pins' own
+ * sequence is accepted (applying it changes nothing). */
+BC_WUR int bc_client_pins_update_open(const struct bc_client_pins *pins, const uint8_t *stmt,
+                                      size_t len, struct bc_pins_update *out, const char **reason,
+                                      char *err, size_t errlen);
+/* Applies an opened statement: the pins become its active and next keys, plus every
+ * earlier pin it does not name (state BC_CLIENT_PIN_KEPT); a key it marks retired is
+ * unpinned; join_signing, join_signing_kid and join_encryption become its active keys.
+ * *changed is 1 when the sequence rose (0: the same statement again, nothing done).
+ * BC_ERR_NOMEM leaves pins unchanged. */
+BC_WUR int bc_client_pins_apply(struct bc_client_pins *pins, const struct bc_pins_update *u,
+                                int *changed);
+/* The pin set as JSON for bcd's pins file: {"base":base,"sequence":N,"keys":[{"use":..,
+ * "state":"active"|"next"|"kept","keyId":..,"key":base64 SPKI DER}]} (malloc'd). base
+ * names what the set grew from (bcd: the config's join_signing_key_id). */
+BC_WUR int bc_client_pins_set_to_json(const struct bc_client_pins *pins, const char *base,
+                                      char **json);
+/* Replaces the pins' key set by such JSON (what bcd wrote after a statement) when its
+ * base is base; another base (the config was written again since) leaves the pins as
+ * they are with *stale 1. Checked like a statement's keys: known use and state, key ids
+ * their keys', one active key of each use, at most BC_JOIN_KEYS_MAX, sequence at least
+ * 1; BC_ERR_CONFIG with err naming what is wrong, pins unchanged. */
+BC_WUR int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json, size_t len,
+                                        const char *base, int *stale, char *err, size_t errlen);
+/* The state's name as bcd doctor shows it: "active", "next", "kept". */
+const char *bc_client_pin_state_name(int state);
 
 /* ---- the built-in attestors, as a joining machine uses them (attestors.c) ---- */
 
@@ -111,6 +185,10 @@ struct bc_join_answer {
 	uint8_t *challenge;
 	size_t challenge_len;
 	int64_t challenge_not_after_ms;
+	/* the answer's pins-update statement as it came (inside the verified answer, but
+	 * opened on its own with bc_client_pins_update_open), or NULL */
+	uint8_t *pins_update;
+	size_t pins_update_len;
 };
 void bc_join_answer_free(struct bc_join_answer *a);
 
@@ -233,6 +311,12 @@ BC_WUR int bc_client_renew(const struct bc_client_pins *pins, const struct bc_re
  * leaf; BC_ERR_UNAVAILABLE when unreachable. err says what happened. */
 BC_WUR int bc_client_renew_check(const struct bc_client_pins *pins, const struct bc_renew_params *p,
                                  char *err, size_t errlen);
+/* bc_client_renew_check that also hands back the answer's pins-update statement as it
+ * came (malloc'd, to open with bc_client_pins_update_open; NULL, 0 when it had none or
+ * on failure): how bcd doctor sees whether a pins update is pending. */
+BC_WUR int bc_client_renew_check_pins(const struct bc_client_pins *pins,
+                                      const struct bc_renew_params *p, uint8_t **pins_update,
+                                      size_t *pins_update_len, char *err, size_t errlen);
 
 /* Sets on a libcurl easy handle (CURL *) what every call to the control plane shares:
  * the URL, http/https only, no redirects, the pinned CA bundle alone, peer and host

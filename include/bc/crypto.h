@@ -23,6 +23,7 @@
 #define BC_PURPOSE_SECRET_REQUEST      "secret-request"
 #define BC_PURPOSE_DISCOVERY_ASSERTION "discovery-assertion"
 #define BC_PURPOSE_SITE_RESPONSE       "site-response"
+#define BC_PURPOSE_PINS_UPDATE         "pins-update"
 /* one purpose per lease operation: a proof for one is no proof for another (the
  * older single "lease-request" is refused) */
 #define BC_PURPOSE_LEASE_ACQUIRE "lease-acquire"

@@ -26,6 +26,21 @@
 #define BC_MAX_URIS              4
 
 struct bc_pki_live;
+/* The join keys beside the bundle's active pair: keys pinned ahead of a switch
+ * ("next") and keys still announced as "retired" so that agents unpin them. The active
+ * pair is join_signing and join_encryption. Today only a test fills the set
+ * (bc_pki_join_key_add); the store's pki_keys table (kinds 'join-signing' and
+ * 'join-encryption') fills it the same way. */
+enum bc_join_key_use { BC_JOIN_KEY_SIGNING = 1, BC_JOIN_KEY_ENCRYPTION = 2 };
+enum bc_join_key_state { BC_JOIN_KEY_ACTIVE = 1, BC_JOIN_KEY_NEXT = 2, BC_JOIN_KEY_RETIRED = 3 };
+#define BC_JOIN_KEYS_MAX 8 /* keys in a pin set, the active pair included */
+struct bc_join_key {
+	enum bc_join_key_use use;
+	enum bc_join_key_state state; /* never ACTIVE here: the active pair is the bundle's */
+	EVP_PKEY *key;                /* public, or private (a next key the server will use) */
+	char kid[65];
+};
+
 typedef struct bc_pki {
 	char *trust_domain;
 	X509 *node_ca;
@@ -39,7 +54,31 @@ typedef struct bc_pki {
 	/* the node CA set read from the store (bc_pki_node_cas_install), which then takes
 	   node_ca's place for issuing, verifying and the trust bundle; NULL until then */
 	struct bc_pki_live *live;
+	/* the pin set: the active pair above plus these; version rises at each change of
+	 * the set (0 for the bundle's pair alone: announced as sequence 1) */
+	struct bc_join_key join_keys[BC_JOIN_KEYS_MAX - 2];
+	size_t n_join_keys;
+	int64_t join_keys_version;
 } bc_pki;
+
+/* "join-signing", "join-encryption"; "active", "next", "retired"; NULL for another
+ * value. bc_join_key_use_of / _state_of: the reverse (0 for an unknown name). */
+const char *bc_join_key_use_name(enum bc_join_key_use use);
+const char *bc_join_key_state_name(enum bc_join_key_state state);
+enum bc_join_key_use bc_join_key_use_of(const char *name);
+enum bc_join_key_state bc_join_key_state_of(const char *name);
+/* Adds key (taken: freed with the pki, also on error) to pki's set as a next or retired
+ * key of use, and raises join_keys_version. BC_ERR_INVALID for an active state, a key
+ * that is not P-256, or one already in the set (the active pair included);
+ * BC_ERR_LIMIT when the set is full. */
+BC_WUR int bc_pki_join_key_add(bc_pki *pki, enum bc_join_key_use use, enum bc_join_key_state state,
+                               EVP_PKEY *key);
+/* Makes the next key kid of its use the active one: the one active before becomes
+ * retired (kept in the set, announced) and the version rises. BC_ERR_NOT_FOUND when kid
+ * is not a next key of pki, BC_ERR_INVALID when it has no private key. */
+BC_WUR int bc_pki_join_key_activate(bc_pki *pki, const char *kid);
+/* Frees the set (bc_pki_free calls it). */
+void bc_pki_join_keys_clear(bc_pki *pki);
 
 /* A new bundle with fresh keys; trust_domain is a DNS-like name
  * ([a-z0-9.-], 1..255). */

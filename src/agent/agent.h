@@ -37,6 +37,7 @@
 #define BCD_JOURNAL          "journal.db"
 #define BCD_PENDING          "pending.json"
 #define BCD_NODE_KEY_PENDING "node.key.pending"
+#define BCD_PINS             "pins.json"
 
 struct bcd_msg {
 	char text[1024];
@@ -94,6 +95,20 @@ void bcd_config_free(struct bcd_config *cfg);
  * frees with bc_client_pins_free. */
 BC_WUR int bcd_pins_from_config(const struct bcd_config *cfg, struct bc_client_pins *pins,
                                 struct bcd_msg *m);
+
+/* ---- join key rotation (pins.c) ---- */
+/* The data directory's pins.json over pins (from the config): its key set replaces the
+ * config's unless the config was written since (its join_signing_key_id is not the
+ * file's base). 0 also when there is no file; BC_ERR_CONFIG for a file that does not
+ * read, with m naming it. bcd_pins_from_config calls it. */
+BC_WUR int bcd_pins_load_file(const struct bcd_config *cfg, struct bc_client_pins *pins,
+                              struct bcd_msg *m);
+/* An answer's pins-update statement (NULL: none): opened against pins, applied, and
+ * when its sequence rose, pins.json written atomically (logged "pins updated"). A
+ * refused statement changes nothing and is logged with its reason (BC_PINS_R_*); the
+ * caller decides whether that fails anything (a renewal it came with stands). */
+BC_WUR int bcd_pins_learn(const struct bcd_config *cfg, struct bc_client_pins *pins,
+                          const uint8_t *stmt, size_t len, struct bcd_msg *m);
 
 /* ---- files (files.c) ---- */
 /* A regular file of at most max bytes, NUL-terminated (malloc'd; secrets: the caller
@@ -280,6 +295,14 @@ BC_WUR int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_clie
 /* What to do when the server no longer holds this node's certificate as current. */
 #define BCD_REJOIN_HINT                                                                            \
 	"join again with a new join token from the operator (better-compute tokens create): "      \
+	"bcd join --reset --yes --token-file FILE"
+
+/* What to do when an answer is not signed by a pinned join key: the server's join keys
+ * were rotated and these pins retired while this agent was away (or it is not the
+ * control plane the pins name). */
+#define BCD_PINS_RETIRED_HINT                                                                      \
+	"if the control plane's join keys were rotated while this machine was away, write the "    \
+	"config again (better-compute daemon config --bcd-dir) and join again with a new token: "  \
 	"bcd join --reset --yes --token-file FILE"
 
 /* ---- hardware claims (claims.c) ---- */

@@ -392,7 +392,9 @@ int bcd_pins_from_config(const struct bcd_config *cfg, struct bc_client_pins *pi
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
-	rc = pins_via_json(cfg, sign, enc, ca, pins, m);
+	if ((rc = pins_via_json(cfg, sign, enc, ca, pins, m)) == 0 &&
+	    (rc = bcd_pins_load_file(cfg, pins, m)) != 0)
+		bc_client_pins_free(pins);
 out:
 	if (rc == BC_ERR_NOMEM)
 		bcd_say(m, "out of memory");

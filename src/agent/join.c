@@ -18,6 +18,7 @@
 #include "bc/buf.h"
 #include "bc/clock.h"
 #include "bc/crypto.h"
+#include "bc/log.h"
 #include "bc/pki.h"
 #include "bc/wire.h"
 
@@ -389,8 +390,13 @@ static int join_now(const struct bcd_config *cfg, const char *attestor, const ch
 	if ((rc = bcd_pins_from_config(cfg, &pins, m)) != 0)
 		return rc;
 	/* in the TPM when there is one for node keys; a tpm join never falls back */
-	if ((rc = bcd_join_kept(cfg, &pins, &r, key_in_tpm, &a, m)) == 0)
+	if ((rc = bcd_join_kept(cfg, &pins, &r, key_in_tpm, &a, m)) == 0) {
+		struct bcd_msg pm = {""};
 		memcpy(node_id, a.node_id, 64);
+		/* the join stands whatever the statement: its failure is only logged */
+		if (bcd_pins_learn(cfg, &pins, a.pins_update, a.pins_update_len, &pm) != 0)
+			bc_log(BC_LOG_WARN, "pins not updated", "error", pm.text, NULL);
+	}
 	bc_join_answer_free(&a);
 	bc_client_pins_free(&pins);
 	return rc;

@@ -231,6 +231,51 @@ static void check_tpm(struct report *r, const struct bcd_config *cfg)
 	bcd_keyops_close(s);
 }
 
+/* The pins bcd holds: the config's, or what pins.json grew them into. */
+static void check_pins(struct report *r, const struct bc_client_pins *pins)
+{
+	char what[1200];
+	size_t n;
+
+	n = (size_t)snprintf(what, sizeof(what), "sequence %lld:", (long long)pins->sequence);
+	for (size_t i = 0; i < pins->n_keys && n < sizeof(what); i++)
+		n +=
+		    (size_t)snprintf(what + n, sizeof(what) - n, "%s %s %.16s %s", i > 0 ? "," : "",
+		                     bc_join_key_use_name(pins->keys[i].use), pins->keys[i].kid,
+		                     bc_client_pin_state_name(pins->keys[i].state));
+	check(r, OK, "pins", what, NULL);
+}
+
+/* Whether the server's pin set is newer than ours: the statement of the check's
+ * answer, opened as bcd node opens it (nothing written here). */
+static void check_pins_update(struct report *r, const struct bc_client_pins *pins,
+                              const uint8_t *stmt, size_t len)
+{
+	static const char name[] = "pins update";
+	struct bc_pins_update u;
+	const char *reason = NULL;
+	char err[512], what[600];
+
+	if (stmt == NULL) {
+		check(r, OK, name, "none announced by the server", NULL);
+		return;
+	}
+	if (bc_client_pins_update_open(pins, stmt, len, &u, &reason, err, sizeof(err)) != 0) {
+		check(r, WARN, name, err,
+		      "bcd node refuses this statement and keeps its pins; ask the operator");
+		return;
+	}
+	if (u.sequence > pins->sequence)
+		snprintf(what, sizeof(what),
+		         "pending: the server announces sequence %lld (this agent has %lld); "
+		         "bcd node applies it at its next renewal",
+		         (long long)u.sequence, (long long)pins->sequence);
+	else
+		snprintf(what, sizeof(what), "up to date (sequence %lld)", (long long)u.sequence);
+	check(r, OK, name, what, NULL);
+	bc_pins_update_free(&u);
+}
+
 /* The server asked whether the certificate is still current, proven by the node key
  * (the proof of a renewal; nothing is issued). pins NULL: the server did not answer. */
 static void check_current(struct report *r, const struct bc_client_pins *pins,
@@ -240,8 +285,8 @@ static void check_current(struct report *r, const struct bc_client_pins *pins,
 	struct bcd_msg m = {""};
 	struct bc_renew_params p;
 	struct bc_signer cur;
-	uint8_t *csr = NULL;
-	size_t csr_len = 0;
+	uint8_t *csr = NULL, *stmt = NULL;
+	size_t csr_len = 0, stmt_len = 0;
 	char err[512] = "";
 	int rc;
 
@@ -267,17 +312,21 @@ static void check_current(struct report *r, const struct bc_client_pins *pins,
 	                             .signer = &cur,
 	                             .csr = csr,
 	                             .csr_len = csr_len};
-	rc = bc_client_renew_check(pins, &p, err, sizeof(err));
+	rc = bc_client_renew_check_pins(pins, &p, &stmt, &stmt_len, err, sizeof(err));
 	free(csr);
-	if (rc == 0)
+	if (rc == 0) {
 		check(r, OK, name, "the server holds this certificate as the node's current one",
 		      NULL);
-	else if (rc == BC_ERR_DENIED)
+		check_pins_update(r, pins, stmt, stmt_len);
+		free(stmt);
+	} else if (rc == BC_ERR_DENIED)
 		check(r, FAIL, name,
 		      "the server refused this certificate: it was revoked, a newer certificate of "
 		      "this node superseded it (a re-join or a reclaim), or the node was retired "
 		      "(or this machine's clock is more than 60 s off: see clock skew)",
 		      BCD_REJOIN_HINT);
+	else if (rc == BC_ERR_VERIFY)
+		check(r, FAIL, name, err, BCD_PINS_RETIRED_HINT);
 	else
 		check(r, WARN, name, err, "run bcd doctor again once the server answers");
 }
@@ -337,6 +386,7 @@ static void run_checks(struct report *r, const char *path)
 		      "write it with better-compute daemon config --bcd-dir");
 	} else {
 		check(r, OK, "config", cfg.path, NULL);
+		check_pins(r, &pins);
 		answered = check_server(r, &pins);
 	}
 	check_tpm(r, &cfg);

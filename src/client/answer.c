@@ -33,6 +33,7 @@ void bc_join_answer_free(struct bc_join_answer *a)
 	free_list(a->chain, a->chain_lens, a->n_chain);
 	free_list(a->trust_bundle, a->trust_bundle_lens, a->n_trust_bundle);
 	free(a->challenge);
+	free(a->pins_update);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -82,12 +83,28 @@ static int open_envelope(const struct bc_client_pins *pins, const uint8_t *resp,
 	return bc_client_open_signed(pins, BC_PURPOSE_JOIN_RESPONSE, resp, len, out, err, errlen);
 }
 
+/* The point of the pinned signing key kid: the active one, or another pinned signing
+ * key (next, kept: a server that switched keys before this agent heard of it); NULL
+ * for a key id the agent does not pin. */
+const uint8_t *bc_client_pinned_signer(const struct bc_client_pins *pins, const char *kid)
+{
+	if (strcmp(kid, pins->join_signing_kid) == 0)
+		return pins->join_signing_point;
+	for (size_t i = 0; i < pins->n_keys; i++) {
+		const struct bc_client_pin *k = &pins->keys[i];
+		if (k->use == BC_JOIN_KEY_SIGNING && strcmp(kid, k->kid) == 0)
+			return k->point;
+	}
+	return NULL;
+}
+
 int bc_client_open_signed(const struct bc_client_pins *pins, const char *purpose,
                           const uint8_t *resp, size_t len,
                           Bettercompute__Join__V1__SignedResponse **out, char *err, size_t errlen)
 {
 	char got[BC_CLIENT_SHOW_LEN], want[BC_CLIENT_SHOW_LEN];
 	signed_response *sr;
+	const uint8_t *point;
 
 	*out = NULL;
 	if (len > BC_CLIENT_MAX_RESPONSE) {
@@ -101,15 +118,18 @@ int bc_client_open_signed(const struct bc_client_pins *pins, const char *purpose
 		return BC_ERR_INVALID;
 	}
 	*out = sr;
-	if (strcmp(sr->key_id, pins->join_signing_kid) != 0) {
+	if ((point = bc_client_pinned_signer(pins, sr->key_id)) == NULL) {
 		bc_client_show(sr->key_id, got);
 		bc_client_show(pins->join_signing_kid, want);
-		bc_client_errf(err, errlen, "join answer: signed by key %s, expected the pinned %s",
+		bc_client_errf(err, errlen,
+		               "join answer: signed by key %s, expected the pinned %s or another "
+		               "pinned join signing key; if the server's join keys were rotated "
+		               "and these pins retired, join again with a token",
 		               got[0] != '\0' ? got : "(none)", want);
 		return BC_ERR_VERIFY;
 	}
-	if (bc_es256_verify(pins->join_signing_point, purpose, sr->body.data, sr->body.len,
-	                    sr->signature.data, sr->signature.len) != 0) {
+	if (bc_es256_verify(point, purpose, sr->body.data, sr->body.len, sr->signature.data,
+	                    sr->signature.len) != 0) {
 		bc_client_errf(err, errlen,
 		               "join answer: the signature does not verify under the "
 		               "pinned join signing key");
@@ -317,6 +337,12 @@ static int read_body(const struct bc_client_pins *pins, const response_body *b,
 		return rc != 0 ? rc : BC_ERR_INVALID;
 	}
 	a->issued_at_ms = b->issued_at_ms;
+	if (b->pins_update.len > 0) {
+		if ((a->pins_update = malloc(b->pins_update.len)) == NULL)
+			return BC_ERR_NOMEM;
+		memcpy(a->pins_update, b->pins_update.data, b->pins_update.len);
+		a->pins_update_len = b->pins_update.len;
+	}
 	return 0;
 }
 

@@ -35,6 +35,10 @@ int bc_client_open_signed(const struct bc_client_pins *pins, const char *purpose
                           const uint8_t *resp, size_t len,
                           Bettercompute__Join__V1__SignedResponse **out, char *err, size_t errlen);
 
+/* The point of the pinned join signing key whose key id is kid (any pinned signing
+ * key: active, next or kept), or NULL when the agent does not pin it. */
+const uint8_t *bc_client_pinned_signer(const struct bc_client_pins *pins, const char *kid);
+
 /* bc_client_open_join_response_csr for a CSR the caller already checked: its SHA-256
  * and its key's uncompressed point. */
 int bc_client_open_answer(const struct bc_client_pins *pins, const uint8_t *resp, size_t len,

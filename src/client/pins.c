@@ -29,7 +29,31 @@ void bc_client_pins_free(struct bc_client_pins *p)
 	EVP_PKEY_free(p->join_encryption);
 	free(p->ca_bundle_pem);
 	free(p->trust_domain);
+	for (size_t i = 0; i < p->n_keys; i++)
+		EVP_PKEY_free(p->keys[i].key);
 	memset(p, 0, sizeof(*p));
+}
+
+/* The config's pair as the first two pins (active): the set every later statement
+ * changes. */
+static int pin_pair(struct bc_client_pins *p)
+{
+	EVP_PKEY *keys[2] = {p->join_signing, p->join_encryption};
+
+	for (size_t i = 0; i < 2; i++) {
+		struct bc_client_pin *k = &p->keys[i];
+		int rc;
+		k->use = i == 0 ? BC_JOIN_KEY_SIGNING : BC_JOIN_KEY_ENCRYPTION;
+		k->state = BC_JOIN_KEY_ACTIVE;
+		if ((rc = bc_key_id(keys[i], k->kid)) != 0 ||
+		    (rc = bc_p256_public_point(keys[i], k->point)) != 0)
+			return rc;
+		if (EVP_PKEY_up_ref(keys[i]) != 1)
+			return BC_ERR_NOMEM;
+		k->key = keys[i];
+		p->n_keys = i + 1;
+	}
+	return 0;
 }
 
 /* 1 when the URL has the given part (user, query, ...), which a server URL must not. */
@@ -308,6 +332,8 @@ int bc_client_pins_from_json(const char *json, size_t len, struct bc_client_pins
 	if ((rc = read_ca_bundle(j, https, &p, err, errlen)) != 0)
 		goto out;
 	if ((rc = read_trust_domain(j, &p, err, errlen)) != 0)
+		goto out;
+	if ((rc = pin_pair(&p)) != 0)
 		goto out;
 	*out = p;
 	memset(&p, 0, sizeof(p));

@@ -197,12 +197,26 @@ int bc_client_renew(const struct bc_client_pins *pins, const struct bc_renew_par
 int bc_client_renew_check(const struct bc_client_pins *pins, const struct bc_renew_params *p,
                           char *err, size_t errlen)
 {
+	uint8_t *u = NULL;
+	size_t n = 0;
+	int rc = bc_client_renew_check_pins(pins, p, &u, &n, err, errlen);
+
+	free(u);
+	return rc;
+}
+
+int bc_client_renew_check_pins(const struct bc_client_pins *pins, const struct bc_renew_params *p,
+                               uint8_t **pins_update, size_t *pins_update_len, char *err,
+                               size_t errlen)
+{
 	struct bc_renew_params q;
 	struct bc_join_answer a;
 	uint8_t point[65];
 	int rc;
 
 	memset(&a, 0, sizeof(a));
+	*pins_update = NULL;
+	*pins_update_len = 0;
 	if (p == NULL || p->signer == NULL || p->csr == NULL ||
 	    bc_csr_check_point(p->csr, p->csr_len, point) != 0) {
 		bc_client_errf(err, errlen, "renew check: no signer, or a CSR that does not check");
@@ -217,6 +231,11 @@ int bc_client_renew_check(const struct bc_client_pins *pins, const struct bc_ren
 	                memcmp(a.chain[0], p->chain[0], p->chain_lens[0]) != 0)) {
 		bc_client_errf(err, errlen, "renew check: the answer is not for this certificate");
 		rc = BC_ERR_VERIFY;
+	}
+	if (rc == 0) {
+		*pins_update = a.pins_update;
+		*pins_update_len = a.pins_update_len;
+		a.pins_update = NULL;
 	}
 	bc_join_answer_free(&a);
 	return rc;

@@ -23,6 +23,10 @@ struct bc_join_service {
 	size_t node_ca_der_len;
 	uint8_t join_encryption_point[65]; /* the sealed tokens' recipient key, encoded once */
 	struct bc_signer join_signer;      /* every answer's signer (cfg.pki->join_signing) */
+	/* the pins-update statement of cfg.pki's join key set, signed once: every answer
+	 * carries these bytes (pins_update.c) */
+	uint8_t *pins_update;
+	size_t pins_update_len;
 	/* refusals no credential backs, per kind (join/refusal.h) */
 	struct bc_refusal_summary refusals[BC_REFUSAL_KINDS];
 };
@@ -76,5 +80,9 @@ BC_WUR int bc_join_sign_response(const struct bc_join_service *s, const uint8_t 
 /* A SignedResponse of body under purpose, by the join signing key (malloc'd). */
 BC_WUR int bc_join_sign_body(const struct bc_join_service *s, const char *purpose,
                              const uint8_t *body, size_t body_len, uint8_t **out, size_t *len);
+
+/* pins_update.c: (re)makes s->pins_update from s->cfg.pki's join key set, signed by
+ * the join signing key under purpose pins-update. */
+BC_WUR int bc_join_pins_update_make(struct bc_join_service *s);
 
 #endif

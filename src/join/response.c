@@ -39,6 +39,8 @@ static int pack_body(const struct bc_join_service *s, const uint8_t csr_sha256[3
 	}
 	b.trust_bundle = bundle;
 	b.n_trust_bundle = nb;
+	b.pins_update.data = s->pins_update;
+	b.pins_update.len = s->pins_update_len;
 	if (d->out.kind == BC_OUTCOME_DEFER) {
 		const struct bc_attest_deferral *df = &d->out.deferral;
 		if (df->kind == BC_DEFER_APPROVAL) {
