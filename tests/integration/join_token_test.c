@@ -62,9 +62,9 @@ static void test_token_join_admits(void **state)
 	uint64_t before = bc_store_statements(bc_server_store(cp.srv));
 	assert_int_equal(bct_join(&cp, &jo, &ans), 0);
 	/* the token's lock, use and expect, the pool, the node (with its current
-	 * certificate), its inventory, the certificate, the event and the audit row
-	 * (docs/performance.md) */
-	assert_int_equal(bc_store_statements(bc_server_store(cp.srv)) - before, 9);
+	 * certificate), its inventory, its MACs (node_macs, for nodes list --mac), the
+	 * certificate, the event and the audit row (docs/performance.md) */
+	assert_int_equal(bc_store_statements(bc_server_store(cp.srv)) - before, 10);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	assert_int_equal(strncmp(ans.node_id, "node_", 5), 0);
 	assert_int_equal(strlen(ans.node_id), 31);
@@ -505,7 +505,7 @@ static void test_reclaim_keeps_the_role(void **state)
 /* The node's MACs are kept canonical in node_macs (the --mac filter's index) at its
  * join; migration 8 fills node_macs for the nodes stored before it from nodes.macs,
  * leaving out what is no MAC. */
-static void test_macs_kept_and_filled_by_migration_8(void **state)
+static void test_macs_kept_and_filled_by_migration_12(void **state)
 {
 	struct bct_token_opts to = {.pool = pool_id};
 	struct bc_join_answer a;
@@ -523,7 +523,7 @@ static void test_macs_kept_and_filled_by_migration_8(void **state)
 	                           "tenant_id = 'root' AND mac = '52:54:00:aa:bb:01'",
 	                           p, 1),
 	                 1);
-	/* as a node stored before migration 8: MACs in nodes.macs only */
+	/* as a node stored before migration 12: MACs in nodes.macs only */
 	assert_int_equal(bct_exec(&cp,
 	                          "UPDATE nodes SET macs = '[\"52:54:00:AA:BB:02\",\"52-54-00-"
 	                          "aa-bb-03\",\"a-mac-that-is-long\",\"zz\"]' WHERE id = $1",
@@ -532,7 +532,7 @@ static void test_macs_kept_and_filled_by_migration_8(void **state)
 	/* the table is new then: empty */
 	assert_int_equal(bct_exec(&cp, "DELETE FROM node_macs", NULL, 0), 0);
 	for (size_t i = 0; i < bc_migrations_count; i++)
-		if (bc_migrations[i].version == 8)
+		if (strcmp(bc_migrations[i].name, "012_node_find_fleet") == 0)
 			m = &bc_migrations[i];
 	assert_non_null(m);
 	assert_non_null(ins = strstr(m->sql, "INSERT INTO node_macs"));
@@ -649,7 +649,7 @@ int main(void)
 	    cmocka_unit_test(test_claimed_uuid_in_another_tenant_does_not_lock_out),
 	    cmocka_unit_test(test_reclaim_token_reclaims_only_in_its_pool),
 	    cmocka_unit_test(test_reclaim_keeps_the_role),
-	    cmocka_unit_test(test_macs_kept_and_filled_by_migration_8),
+	    cmocka_unit_test(test_macs_kept_and_filled_by_migration_12),
 	    cmocka_unit_test(test_placeholder_uuid_is_no_hardware_key),
 	    cmocka_unit_test(test_site_token_admits_site),
 	    cmocka_unit_test(test_pool_listing_join_token_admits),
