@@ -11,7 +11,8 @@
  * Errors: BC_ERR_CONFLICT for a unique-constraint violation, BC_ERR_BUSY when a lock
  * could not be taken in time, BC_ERR_RETRY for a serialization failure or deadlock
  * (replay the whole transaction), BC_ERR_UNAVAILABLE when the database is away or
- * its disk is full (SQLITE_FULL, PostgreSQL's disk_full), BC_ERR_DB otherwise; bc_store_errmsg() has the engine's last message for the thread.
+ * its disk is full (SQLITE_FULL, PostgreSQL's disk_full), BC_ERR_DB otherwise; bc_store_errmsg()
+ * has the engine's last message for the thread.
  *
  * Threads: a bc_store is shared; each bc_tx belongs to the thread that began it. */
 #ifndef BC_STORE_H
@@ -55,8 +56,7 @@ BC_WUR int bc_store_migration_plan(bc_store *s, int64_t *current, int64_t *lates
                                    bc_migration_fn fn, void *arg, char *err, size_t errlen);
 /* Applies the migrations not applied yet, as bc_store_open does; fn (may be NULL) is
  * called for each one this call applied. */
-BC_WUR int bc_store_migrate(bc_store *s, bc_migration_fn fn, void *arg, char *err,
-                            size_t errlen);
+BC_WUR int bc_store_migrate(bc_store *s, bc_migration_fn fn, void *arg, char *err, size_t errlen);
 
 /* A consistent copy of a SQLite store, taken while others read and write it
  * (SQLite's online backup API, one read transaction), into a new file at path: mode

@@ -187,8 +187,8 @@ static void list_migration(void *arg, int64_t version, const char *name)
 
 	l->n++;
 	if (l->names != NULL)
-		json_array_append_new(l->names, json_pack("{s:I,s:s}", "version",
-		                                          (json_int_t)version, "name", name));
+		json_array_append_new(
+		    l->names, json_pack("{s:I,s:s}", "version", (json_int_t)version, "name", name));
 	else
 		printf("%s %s\n", l->verb, name);
 }
@@ -196,10 +196,9 @@ static void list_migration(void *arg, int64_t version, const char *name)
 static int print_migrations(struct cli *c, struct migration_list *l, int64_t from, int64_t latest)
 {
 	if (c->json)
-		return cli_print_json(json_pack("{s:I,s:I,s:O,s:b}", "schemaVersion",
-		                                (json_int_t)from, "latest", (json_int_t)latest,
-		                                "migrations", l->names, "check",
-		                                cli_flag(c, "check")));
+		return cli_print_json(json_pack(
+		    "{s:I,s:I,s:O,s:b}", "schemaVersion", (json_int_t)from, "latest",
+		    (json_int_t)latest, "migrations", l->names, "check", cli_flag(c, "check")));
 	if (l->n == 0)
 		printf("schema version %" PRId64 ", the latest this better-compute knows: nothing "
 		       "to run\n",

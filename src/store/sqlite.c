@@ -885,9 +885,9 @@ static int sl_backup(void *state, const char *to)
 		goto out;
 	}
 	/* the busy timeout does not cover a backup step: wait here, as long */
-	for (int waited = 0; ((src_rc = sqlite3_backup_step(b, -1)) == SQLITE_BUSY ||
-	                      src_rc == SQLITE_LOCKED) &&
-	                     waited < BUSY_TIMEOUT_MS;
+	for (int waited = 0;
+	     ((src_rc = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || src_rc == SQLITE_LOCKED) &&
+	     waited < BUSY_TIMEOUT_MS;
 	     waited += 10)
 		sqlite3_sleep(10);
 	if (src_rc != SQLITE_DONE) {

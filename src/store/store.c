@@ -283,8 +283,7 @@ int bc_store_open(const char *url, bc_store **out, char *err, size_t errlen)
 	return bc_store_open_flags(url, 0, out, err, errlen);
 }
 
-int bc_store_open_flags(const char *url, unsigned flags, bc_store **out, char *err,
-                        size_t errlen)
+int bc_store_open_flags(const char *url, unsigned flags, bc_store **out, char *err, size_t errlen)
 {
 	const struct bc_engine *eng = NULL;
 	const char *target = NULL;
@@ -913,8 +912,8 @@ static int read_applied(bc_tx *tx, void *arg)
 	p->truncated = 0;
 	if ((rc = bc_tx_query_int(tx, has, NULL, 0, &n)) != 0 || n == 0)
 		return rc;
-	if ((rc = bc_tx_query(tx, "SELECT version FROM schema_migrations ORDER BY version", NULL,
-	                      0, &r)) != 0)
+	if ((rc = bc_tx_query(tx, "SELECT version FROM schema_migrations ORDER BY version", NULL, 0,
+	                      &r)) != 0)
 		return rc;
 	while ((rc = bc_rows_next(r)) == 1) {
 		if (p->n < sizeof(p->applied) / sizeof(p->applied[0]))
@@ -1033,8 +1032,7 @@ int bc_store_backup(bc_store *s, const char *path, int force, char *err, size_t 
 		set_err(err, errlen, bc_store_errmsg());
 		goto out;
 	}
-	if (sync_file(tmp) != 0 ||
-	    (force ? rename(tmp, path) : link(tmp, path)) != 0) {
+	if (sync_file(tmp) != 0 || (force ? rename(tmp, path) : link(tmp, path)) != 0) {
 		rc = errno == EEXIST ? BC_ERR_CONFLICT : BC_ERR_IO;
 		snprintf(msg, sizeof(msg), "cannot put the copy in place at %s: %s", path,
 		         strerror(errno));
