@@ -10,8 +10,9 @@
  *
  * Errors: BC_ERR_CONFLICT for a unique-constraint violation, BC_ERR_BUSY when a lock
  * could not be taken in time, BC_ERR_RETRY for a serialization failure or deadlock
- * (replay the whole transaction), BC_ERR_UNAVAILABLE when the database is away,
- * BC_ERR_DB otherwise; bc_store_errmsg() has the engine's last message for the thread.
+ * (replay the whole transaction), BC_ERR_UNAVAILABLE when the database is away or
+ * its disk is full (SQLITE_FULL, PostgreSQL's disk_full), BC_ERR_DB otherwise; bc_store_errmsg()
+ * has the engine's last message for the thread.
  *
  * Threads: a bc_store is shared; each bc_tx belongs to the thread that began it. */
 #ifndef BC_STORE_H
@@ -36,8 +37,39 @@ enum bc_store_engine { BC_STORE_SQLITE = 1, BC_STORE_POSTGRES = 2 };
 BC_WUR int bc_store_open(const char *url, bc_store **out, char *err, size_t errlen);
 void bc_store_close(bc_store *s);
 enum bc_store_engine bc_store_engine(const bc_store *s);
+/* As bc_store_open, with flags: BC_STORE_NO_MIGRATE opens without applying any
+ * migration or checking the schema's version (for store migrate --check and store
+ * backup, which must not change a database a server of another version serves). */
+#define BC_STORE_NO_MIGRATE 0x1
+BC_WUR int bc_store_open_flags(const char *url, unsigned flags, bc_store **out, char *err,
+                               size_t errlen);
 /* The highest migration applied. */
 int bc_store_schema_version(bc_store *s, int64_t *out);
+
+/* What opening would migrate: *current is the highest version applied (0 for a
+ * database without schema_migrations), *latest the highest this binary holds, and
+ * fn (may be NULL) is called for each migration not applied yet, in order. Reads
+ * only. BC_ERR_CONFIG, with err naming both versions, for a schema newer than this
+ * binary. */
+typedef void (*bc_migration_fn)(void *arg, int64_t version, const char *name);
+BC_WUR int bc_store_migration_plan(bc_store *s, int64_t *current, int64_t *latest,
+                                   bc_migration_fn fn, void *arg, char *err, size_t errlen);
+/* Applies the migrations not applied yet, as bc_store_open does; fn (may be NULL) is
+ * called for each one this call applied. */
+BC_WUR int bc_store_migrate(bc_store *s, bc_migration_fn fn, void *arg, char *err, size_t errlen);
+
+/* A consistent copy of a SQLite store, taken while others read and write it
+ * (SQLite's online backup API, one read transaction), into a new file at path: mode
+ * 0600, fsynced with its directory, in place only once whole (a temporary file,
+ * then link(), or rename() with force). BC_ERR_CONFLICT when path exists and force
+ * is 0; BC_ERR_UNSUPPORTED for PostgreSQL (use pg_dump or pg_basebackup);
+ * BC_ERR_IO / BC_ERR_DB otherwise, with err. */
+BC_WUR int bc_store_backup(bc_store *s, const char *path, int force, char *err, size_t errlen);
+
+/* The store logs "database unavailable" (an engine's BC_ERR_UNAVAILABLE: PostgreSQL
+ * away, a full disk) at most once per this many ms, with the count of failures since
+ * the last line; callers need not log each failed request. */
+#define BC_STORE_UNAVAILABLE_LOG_MS 60000
 const char *bc_store_errmsg(void);
 
 enum bc_tx_mode { BC_TX_READ = 0, BC_TX_WRITE = 1 };

@@ -275,5 +275,7 @@ int cli_cmd_join_requests_delete(struct cli *c);
 int cli_cmd_prune(struct cli *c);
 int cli_cmd_audit_list(struct cli *c);
 int cli_cmd_store_copy(struct cli *c);
+int cli_cmd_store_migrate(struct cli *c);
+int cli_cmd_store_backup(struct cli *c);
 
 #endif

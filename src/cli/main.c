@@ -65,6 +65,23 @@ static const struct cli_cmd commands[] = {
      "  --batch N            rows per INSERT (default 500)\n"
      "The target is written in one transaction: a copy that fails leaves it empty.\n",
      0},
+    {"store", "migrate", "--config server.toml [--check]",
+     "apply the schema migrations this better-compute holds, or list them (--check)",
+     "config= check", 0, 0, 0, cli_cmd_store_migrate,
+     "  --config FILE        the server.toml whose database to migrate\n"
+     "  --check              print what would run and change nothing\n"
+     "The server applies them at start too. A schema newer than this better-compute is\n"
+     "refused, naming both versions.\n",
+     0},
+    {"store", "backup", "--config server.toml --out FILE [--force]",
+     "copy a SQLite store into FILE while the server runs (SQLite's online backup)",
+     "config= out= force", 0, 0, 0, cli_cmd_store_backup,
+     "  --config FILE        the server.toml whose database to back up\n"
+     "  --out FILE           the copy: a new file, mode 0600, fsynced; in place only when\n"
+     "                       whole\n"
+     "  --force              replace FILE if it exists\n"
+     "For a PostgreSQL store it exits 2: use pg_dump or pg_basebackup (docs/server.md).\n",
+     0},
     {"pki", "init", "--config server.toml [--trust-domain bc.internal]",
      "write the PKI bundle server.toml names, if it does not exist yet", "config= trust-domain=", 0,
      0, 0, cli_cmd_pki_init,

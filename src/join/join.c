@@ -498,8 +498,10 @@ static enum bc_rpc_status answer(struct bc_join_service *s, struct bc_join_state
 		return BC_RPC_REFUSED;
 	}
 	if (rc != 0) {
-		bc_log(BC_LOG_ERROR, "join failed", "attestor", st->in->attestor, "error",
-		       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
+		/* the store says BC_ERR_UNAVAILABLE's cause once a minute, not per request */
+		if (rc != BC_ERR_UNAVAILABLE)
+			bc_log(BC_LOG_ERROR, "join failed", "attestor", st->in->attestor, "error",
+			       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
 		return rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? BC_RPC_INTERNAL
 		                                                    : BC_RPC_UNAVAILABLE;
 	}

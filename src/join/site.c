@@ -213,8 +213,10 @@ static enum bc_rpc_status run_call(struct site_call *c, int payload_rc, uint8_t 
 		report(c);
 		st = BC_RPC_REFUSED;
 	} else if (rc != 0) {
-		bc_log(BC_LOG_ERROR, "site request failed", "nodeId", c->h.id.node_id, "error",
-		       bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
+		/* the store says BC_ERR_UNAVAILABLE's cause once a minute, not per request */
+		if (rc != BC_ERR_UNAVAILABLE)
+			bc_log(BC_LOG_ERROR, "site request failed", "nodeId", c->h.id.node_id,
+			       "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
 		st = rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO || rc == BC_ERR_LIMIT
 		         ? BC_RPC_INTERNAL
 		         : BC_RPC_UNAVAILABLE;

@@ -521,7 +521,8 @@ static void answer_error(struct admin_call *c, int rc, struct bc_http_response *
 
 	if (c->msg[0] && (rc != BC_ERR_DENIED || c->err_status == 403))
 		msg = c->msg;
-	if (e == &INTERNAL || e->status == 503)
+	/* BC_ERR_UNAVAILABLE's cause is said by the store, once a minute */
+	if (e == &INTERNAL || (e->status == 503 && rc != BC_ERR_UNAVAILABLE))
 		bc_log(BC_LOG_ERROR, "admin api failed", "method", c->req->method, "path",
 		       c->req->path, "error", bc_err_str(rc), "detail", bc_store_errmsg(), NULL);
 	answer_json_error(resp, c->err_status ? c->err_status : e->status, e->code, msg);

@@ -59,6 +59,9 @@ struct bc_engine {
 	 * write lock), so row locks taken only for themselves (bc_tx_lock) add nothing
 	 * and are not sent. */
 	int writes_hold_database;
+	/* A consistent copy of the whole database, taken while others use it, into the
+	 * existing empty file to. NULL when the engine has none (PostgreSQL: pg_dump). */
+	int (*backup)(void *state, const char *to);
 
 	/* One statement with $1..$n parameters, as in store.h. exec_script() runs one
 	 * statement of a migration: no parameters, no statement cache. */

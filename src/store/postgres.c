@@ -217,6 +217,8 @@ static const struct {
     {"57P01", BC_ERR_UNAVAILABLE},
     {"57P02", BC_ERR_UNAVAILABLE},
     {"57P03", BC_ERR_UNAVAILABLE},
+    /* disk_full: retry once space is freed, as for a server away */
+    {"53100", BC_ERR_UNAVAILABLE},
     /* a write in a READ transaction: a caller's mistake, as on SQLite */
     {"25006", BC_ERR_INVALID},
 };
@@ -1199,6 +1201,7 @@ const struct bc_engine bc_engine_postgres = {
     .rollback = pg_rollback,
     .reusable = pg_reusable,
     .lock_schema = pg_lock_schema,
+    .backup = NULL,
     .exec = pg_exec,
     .exec_script = pg_exec_script,
     .query = pg_query,

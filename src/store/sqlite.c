@@ -114,6 +114,8 @@ static int sl_err(sqlite3 *db, int src, const char *what)
 		return BC_ERR_DB;
 	case SQLITE_NOMEM: return BC_ERR_NOMEM;
 	case SQLITE_TOOBIG: return BC_ERR_LIMIT;
+	/* the disk is full: what failed was rolled back; retry once space is freed */
+	case SQLITE_FULL: return BC_ERR_UNAVAILABLE;
 	default: return BC_ERR_DB;
 	}
 }
@@ -923,6 +925,48 @@ static const uint8_t *sl_rows_blob(struct bc_rows *br, int col, size_t *len)
 	return p;
 }
 
+/* One read transaction over the whole copy (step -1): the copy is the database as of
+ * its start, while the server's writers go on in the WAL. to is an existing empty
+ * file. */
+static int sl_backup(void *state, const char *to)
+{
+	struct sl_state *st = state;
+	struct sl_handle src = {0};
+	sqlite3 *dst = NULL;
+	sqlite3_backup *b = NULL;
+	int src_rc, rc;
+
+	if ((rc = handle_open(st->path, &src)) != 0)
+		return rc;
+	if ((src_rc = sqlite3_open_v2(to, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+	                              NULL)) != SQLITE_OK) {
+		rc = sl_err(dst, src_rc, "backup: open the copy");
+		goto out;
+	}
+	if ((b = sqlite3_backup_init(dst, "main", src.db, "main")) == NULL) {
+		rc = sl_err(dst, sqlite3_errcode(dst), "backup");
+		goto out;
+	}
+	/* the busy timeout does not cover a backup step: wait here, as long */
+	for (int waited = 0;
+	     ((src_rc = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || src_rc == SQLITE_LOCKED) &&
+	     waited < BUSY_TIMEOUT_MS;
+	     waited += 10)
+		sqlite3_sleep(10);
+	if (src_rc != SQLITE_DONE) {
+		rc = sl_err(dst, src_rc, "backup");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (b != NULL && (src_rc = sqlite3_backup_finish(b)) != SQLITE_OK && rc == 0)
+		rc = sl_err(dst, src_rc, "backup");
+	if (dst != NULL && sqlite3_close(dst) != SQLITE_OK && rc == 0)
+		rc = sl_err(NULL, SQLITE_IOERR, "backup: close the copy");
+	handle_close(&src);
+	return rc;
+}
+
 /* The names of the prepared statement: there before the first step. */
 static int sl_rows_col(struct bc_rows *br, const char *name)
 {
@@ -949,6 +993,7 @@ const struct bc_engine bc_engine_sqlite = {
     .rollback = sl_rollback,
     .reusable = sl_reusable,
     .lock_schema = NULL,
+    .backup = sl_backup,
     .exec = sl_exec,
     .exec_script = sl_exec_script,
     .query = sl_query,

@@ -3,6 +3,7 @@
  * helpers, bc_store_run, and migrations. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/rand.h>
 #include <stdarg.h>
@@ -11,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bc/clock.h"
+#include "bc/files.h"
 #include "bc/log.h"
 #include "bc/store.h"
 #include "store/engine.h"
@@ -36,6 +39,9 @@ struct bc_store {
 	atomic_uint_fast64_t begun[2];   /* transactions begun, by mode */
 	atomic_uint_fast64_t statements; /* bc_tx_exec and bc_tx_query calls sent */
 	atomic_uint_fast64_t tx_us[2];   /* microseconds from begin to commit/rollback */
+	/* "database unavailable" lines, at most one per BC_STORE_UNAVAILABLE_LOG_MS: under mu */
+	int64_t unavail_logged_ms; /* CLOCK_MONOTONIC ms of the last line; 0: none yet */
+	uint64_t unavail_since;    /* failures since that line */
 };
 
 struct bc_tx {
@@ -270,9 +276,14 @@ static int store_new(const struct bc_engine *eng, bc_store **out)
 	return 0;
 }
 
-static int migrate(bc_store *s, char *err, size_t errlen);
+static int migrate(bc_store *s, bc_migration_fn fn, void *arg, char *err, size_t errlen);
 
 int bc_store_open(const char *url, bc_store **out, char *err, size_t errlen)
+{
+	return bc_store_open_flags(url, 0, out, err, errlen);
+}
+
+int bc_store_open_flags(const char *url, unsigned flags, bc_store **out, char *err, size_t errlen)
 {
 	const struct bc_engine *eng = NULL;
 	const char *target = NULL;
@@ -293,7 +304,7 @@ int bc_store_open(const char *url, bc_store **out, char *err, size_t errlen)
 		goto out;
 	if ((rc = eng->open(target, &s->state, err, errlen)) != 0)
 		goto out;
-	if ((rc = migrate(s, err, errlen)) != 0)
+	if (!(flags & BC_STORE_NO_MIGRATE) && (rc = migrate(s, NULL, NULL, err, errlen)) != 0)
 		goto out;
 	*out = s;
 	s = NULL;
@@ -332,17 +343,43 @@ enum bc_store_engine bc_store_engine(const bc_store *s)
 
 /* ---- transactions ---- */
 
-uint64_t bc_store_tx_begun(bc_store *s, enum bc_tx_mode mode)
-{
-	return (mode == BC_TX_READ || mode == BC_TX_WRITE) ? atomic_load(&s->begun[mode]) : 0;
-}
-
 static uint64_t mono_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The engine's BC_ERR_UNAVAILABLE said once per interval, with the failures since:
+ * a full disk or a database away fails every request, and a line per request
+ * would bury the cause (and fill the disk holding the log). */
+static int seen(bc_store *s, int rc)
+{
+	char n[24];
+	int64_t now;
+
+	if (rc != BC_ERR_UNAVAILABLE)
+		return rc;
+	now = (int64_t)(mono_us() / 1000) + 1;
+	pthread_mutex_lock(&s->mu);
+	s->unavail_since++;
+	if (s->unavail_logged_ms != 0 && now - s->unavail_logged_ms < BC_STORE_UNAVAILABLE_LOG_MS) {
+		pthread_mutex_unlock(&s->mu);
+		return rc;
+	}
+	snprintf(n, sizeof(n), "%" PRIu64, s->unavail_since);
+	s->unavail_logged_ms = now;
+	s->unavail_since = 0;
+	pthread_mutex_unlock(&s->mu);
+	bc_log(BC_LOG_ERROR, "database unavailable", "detail", bc_store_errmsg(), "failures", n,
+	       "next", "at most one line a minute while it lasts", NULL);
+	return rc;
+}
+
+uint64_t bc_store_tx_begun(bc_store *s, enum bc_tx_mode mode)
+{
+	return (mode == BC_TX_READ || mode == BC_TX_WRITE) ? atomic_load(&s->begun[mode]) : 0;
 }
 
 /* The transaction's time, from its begin to its end, into the store's sum. */
@@ -378,9 +415,9 @@ int bc_tx_begin(bc_store *s, enum bc_tx_mode mode, bc_tx **out)
 		goto out;
 	}
 	tx->t0_us = mono_us();
-	if ((rc = pool_get(s, &c)) != 0)
+	if ((rc = seen(s, pool_get(s, &c))) != 0)
 		goto out;
-	if ((rc = s->eng->begin(c, mode)) != 0)
+	if ((rc = seen(s, s->eng->begin(c, mode))) != 0)
 		goto out;
 	atomic_fetch_add(&s->begun[mode], 1);
 	tx->s = s;
@@ -406,7 +443,7 @@ int bc_tx_commit(bc_tx *tx)
 		rc = tx->failed;
 		(void)tx->s->eng->rollback(tx->c);
 	} else {
-		rc = tx->s->eng->commit(tx->c);
+		rc = seen(tx->s, tx->s->eng->commit(tx->c));
 	}
 	tx_timed(tx);
 	pool_put(tx->s, tx->c);
@@ -463,7 +500,7 @@ int bc_tx_exec(bc_tx *tx, const char *sql, const bc_param *params, size_t n, int
 	if ((rc = check_call(tx, sql, params, n)) != 0)
 		return rc;
 	atomic_fetch_add_explicit(&tx->s->statements, 1, memory_order_relaxed);
-	return tx->s->eng->exec(tx->c, sql, params, n, changes);
+	return seen(tx->s, tx->s->eng->exec(tx->c, sql, params, n, changes));
 }
 
 int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc_rows **out)
@@ -476,7 +513,7 @@ int bc_tx_query(bc_tx *tx, const char *sql, const bc_param *params, size_t n, bc
 	if ((rc = check_call(tx, sql, params, n)) != 0)
 		return rc;
 	atomic_fetch_add_explicit(&tx->s->statements, 1, memory_order_relaxed);
-	return tx->s->eng->query(tx->c, sql, params, n, out);
+	return seen(tx->s, tx->s->eng->query(tx->c, sql, params, n, out));
 }
 
 int bc_tx_lock(bc_tx *tx, const char *sql, const bc_param *params, size_t n)
@@ -733,6 +770,21 @@ static int run_script(bc_tx *tx, const char *sql)
 	return 0;
 }
 
+/* The one refusal of a schema newer than the binary, naming both versions. */
+static int refuse_newer(int64_t v, int64_t highest, char *err, size_t errlen)
+{
+	char msg[160];
+
+	if (v <= highest)
+		return 0;
+	snprintf(msg, sizeof(msg),
+	         "the database schema is version %" PRId64
+	         ", newer than this better-compute (%" PRId64 "): upgrade better-compute",
+	         v, highest);
+	set_err(err, errlen, msg);
+	return BC_ERR_CONFIG;
+}
+
 static int check_not_newer(bc_tx *tx, struct migration_ctx *ctx)
 {
 	int64_t v = 0;
@@ -740,17 +792,7 @@ static int check_not_newer(bc_tx *tx, struct migration_ctx *ctx)
 
 	if ((rc = read_version(tx, &v)) != 0)
 		return rc;
-	if (v > ctx->highest) {
-		char msg[160];
-
-		snprintf(msg, sizeof(msg),
-		         "the database schema is version %" PRId64
-		         ", newer than this better-compute (%" PRId64 "): upgrade better-compute",
-		         v, ctx->highest);
-		set_err(ctx->err, ctx->errlen, msg);
-		return BC_ERR_CONFIG;
-	}
-	return 0;
+	return refuse_newer(v, ctx->highest, ctx->err, ctx->errlen);
 }
 
 /* One migration in one write transaction. Everything is checked again inside it,
@@ -801,15 +843,23 @@ static const struct bc_migration *next_migration(int64_t after)
 	return m;
 }
 
-static int migrate(bc_store *s, char *err, size_t errlen)
+static int64_t highest_migration(void)
+{
+	int64_t v = 0;
+
+	for (size_t i = 0; i < bc_migrations_count; i++)
+		if (bc_migrations[i].version > v)
+			v = bc_migrations[i].version;
+	return v;
+}
+
+static int migrate(bc_store *s, bc_migration_fn fn, void *arg, char *err, size_t errlen)
 {
 	struct migration_ctx ctx = {.err = err, .errlen = errlen};
 	char version[24];
 	int rc;
 
-	for (size_t i = 0; i < bc_migrations_count; i++)
-		if (bc_migrations[i].version > ctx.highest)
-			ctx.highest = bc_migrations[i].version;
+	ctx.highest = highest_migration();
 	for (ctx.m = next_migration(INT64_MIN); ctx.m != NULL;
 	     ctx.m = next_migration(ctx.m->version)) {
 		if ((rc = bc_store_run(s, BC_TX_WRITE, apply_migration, &ctx)) != 0) {
@@ -822,7 +872,182 @@ static int migrate(bc_store *s, char *err, size_t errlen)
 			snprintf(version, sizeof(version), "%" PRId64, ctx.m->version);
 			bc_log(BC_LOG_INFO, "schema migration applied", "version", version, "name",
 			       ctx.m->name, NULL);
+			if (fn != NULL)
+				fn(arg, ctx.m->version, ctx.m->name);
 		}
 	}
 	return 0;
+}
+
+int bc_store_migrate(bc_store *s, bc_migration_fn fn, void *arg, char *err, size_t errlen)
+{
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (s == NULL)
+		return BC_ERR_INVALID;
+	return migrate(s, fn, arg, err, errlen);
+}
+
+/* The versions applied, read without creating schema_migrations. */
+struct plan_read {
+	int64_t applied[256];
+	size_t n;
+	int truncated;
+};
+
+static int read_applied(bc_tx *tx, void *arg)
+{
+	struct plan_read *p = arg;
+	const char *has = bc_store_engine(tx->s) == BC_STORE_SQLITE
+	                      ? "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
+	                        "name = 'schema_migrations'"
+	                      : "SELECT COUNT(*) FROM information_schema.tables WHERE "
+	                        "table_schema = current_schema() AND table_name = "
+	                        "'schema_migrations'";
+	bc_rows *r = NULL;
+	int64_t n = 0;
+	int rc;
+
+	p->n = 0;
+	p->truncated = 0;
+	if ((rc = bc_tx_query_int(tx, has, NULL, 0, &n)) != 0 || n == 0)
+		return rc;
+	if ((rc = bc_tx_query(tx, "SELECT version FROM schema_migrations ORDER BY version", NULL, 0,
+	                      &r)) != 0)
+		return rc;
+	while ((rc = bc_rows_next(r)) == 1) {
+		if (p->n < sizeof(p->applied) / sizeof(p->applied[0]))
+			p->applied[p->n++] = bc_rows_int(r, 0);
+		else
+			p->truncated = 1;
+	}
+	bc_rows_free(r);
+	return rc < 0 ? rc : 0;
+}
+
+static int was_applied(const struct plan_read *p, int64_t v)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->applied[i] == v)
+			return 1;
+	return 0;
+}
+
+int bc_store_migration_plan(bc_store *s, int64_t *current, int64_t *latest, bc_migration_fn fn,
+                            void *arg, char *err, size_t errlen)
+{
+	struct plan_read *p;
+	const struct bc_migration *m;
+	int rc;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (s == NULL || current == NULL || latest == NULL)
+		return BC_ERR_INVALID;
+	*current = 0;
+	*latest = highest_migration();
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return BC_ERR_NOMEM;
+	if ((rc = bc_store_run(s, BC_TX_READ, read_applied, p)) != 0) {
+		set_err(err, errlen, bc_store_errmsg());
+		goto out;
+	}
+	if (p->truncated) {
+		set_err(err, errlen, "schema_migrations holds more rows than any release made");
+		rc = BC_ERR_DB;
+		goto out;
+	}
+	*current = p->n > 0 ? p->applied[p->n - 1] : 0;
+	if ((rc = refuse_newer(*current, *latest, err, errlen)) != 0)
+		goto out;
+	for (m = next_migration(INT64_MIN); m != NULL; m = next_migration(m->version))
+		if (!was_applied(p, m->version) && fn != NULL)
+			fn(arg, m->version, m->name);
+out:
+	free(p);
+	return rc;
+}
+
+/* ---- backup ---- */
+
+/* The directory part of path, malloc'd ("." for a bare name). */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+static int sync_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc = 0;
+
+	if (fd < 0)
+		return BC_ERR_IO;
+	if (fsync(fd) != 0)
+		rc = BC_ERR_IO;
+	if (close(fd) != 0)
+		rc = BC_ERR_IO;
+	return rc;
+}
+
+int bc_store_backup(bc_store *s, const char *path, int force, char *err, size_t errlen)
+{
+	const char *slash;
+	char tmp[4096] = "", msg[600];
+	char *dir = NULL;
+	int rc;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (s == NULL || path == NULL || *path == '\0')
+		return BC_ERR_INVALID;
+	if (s->eng->backup == NULL) {
+		set_err(err, errlen,
+		        "the store is on PostgreSQL: back it up with pg_dump (a logical copy) or "
+		        "pg_basebackup (a base backup, with WAL archiving for point-in-time "
+		        "recovery); see docs/server.md, Backups");
+		return BC_ERR_UNSUPPORTED;
+	}
+	if (!force && access(path, F_OK) == 0) {
+		snprintf(msg, sizeof(msg), "%s exists; give --force to replace it, or another file",
+		         path);
+		set_err(err, errlen, msg);
+		return BC_ERR_CONFLICT;
+	}
+	slash = strrchr(path, '/');
+	if ((dir = dir_of(path)) == NULL)
+		return BC_ERR_NOMEM;
+	if ((rc = bc_file_write_temp(dir, slash != NULL ? slash + 1 : path, "", 0, 0600, tmp,
+	                             sizeof(tmp))) != 0) {
+		snprintf(msg, sizeof(msg), "cannot create a file in %s: %s", dir, strerror(errno));
+		set_err(err, errlen, msg);
+		goto out;
+	}
+	if ((rc = s->eng->backup(s->state, tmp)) != 0) {
+		set_err(err, errlen, bc_store_errmsg());
+		goto out;
+	}
+	if (sync_file(tmp) != 0 || (force ? rename(tmp, path) : link(tmp, path)) != 0) {
+		rc = errno == EEXIST ? BC_ERR_CONFLICT : BC_ERR_IO;
+		snprintf(msg, sizeof(msg), "cannot put the copy in place at %s: %s", path,
+		         strerror(errno));
+		set_err(err, errlen, msg);
+		goto out;
+	}
+	if (force)
+		tmp[0] = '\0'; /* renamed: nothing to remove */
+	if ((rc = bc_file_sync_dir(dir)) != 0) {
+		snprintf(msg, sizeof(msg), "cannot sync %s: %s", dir, strerror(errno));
+		set_err(err, errlen, msg);
+	}
+out:
+	if (tmp[0] != '\0')
+		unlink(tmp);
+	free(dir);
+	return rc;
 }

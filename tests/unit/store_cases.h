@@ -102,6 +102,81 @@ static void test_newer_schema_refused(void **state)
 	 * store for teardown would refuse too */
 }
 
+struct plan_seen {
+	int64_t versions[8];
+	int n;
+};
+
+static void plan_one(void *arg, int64_t version, const char *name)
+{
+	struct plan_seen *p = arg;
+
+	assert_non_null(name);
+	if (p->n < 8)
+		p->versions[p->n] = version;
+	p->n++;
+}
+
+/* store migrate --check: what is not applied is listed, in order, and nothing runs;
+ * a newer schema is refused by the same message as at open */
+static void test_migration_plan(void **state)
+{
+	struct fx *f = *state;
+	struct plan_seen seen = {0};
+	int64_t cur = -1, latest = -1, top = highest_migration();
+	char err[256], want[256];
+
+	assert_int_equal(
+	    bc_store_migration_plan(f->s, &cur, &latest, plan_one, &seen, err, sizeof(err)), 0);
+	assert_true(cur == top && latest == top);
+	assert_int_equal(seen.n, 0);
+	/* as if the last migration had not run: listed, not applied by the plan */
+	assert_int_equal(exec1(f->s, "DELETE FROM schema_migrations WHERE version = $1",
+	                       (bc_param[]){BC_INT(top)}, 1),
+	                 0);
+	assert_int_equal(
+	    bc_store_migration_plan(f->s, &cur, &latest, plan_one, &seen, err, sizeof(err)), 0);
+	assert_int_equal(seen.n, 1);
+	assert_true(seen.versions[0] == top);
+	assert_true(count1(f->s, "SELECT COUNT(*) FROM schema_migrations WHERE version = $1",
+	                   (bc_param[]){BC_INT(top)}, 1) == 0);
+	assert_int_equal(exec1(f->s,
+	                       "INSERT INTO schema_migrations (version, name, applied_at) "
+	                       "VALUES ($1, 'back', 0), (9999, '9999_future', 0)",
+	                       (bc_param[]){BC_INT(top)}, 1),
+	                 0);
+	assert_int_equal(bc_store_migration_plan(f->s, &cur, &latest, NULL, NULL, err, sizeof(err)),
+	                 BC_ERR_CONFIG);
+	snprintf(want, sizeof(want),
+	         "the database schema is version 9999, newer than this better-compute (%" PRId64
+	         "): upgrade better-compute",
+	         top);
+	assert_string_equal(err, want);
+	assert_int_equal(exec1(f->s, "DELETE FROM schema_migrations WHERE version = 9999", NULL, 0),
+	                 0);
+}
+
+/* NO_MIGRATE opens a newer schema without refusing or changing it (store backup and
+ * --check on a database a newer server serves) */
+static void test_open_no_migrate(void **state)
+{
+	struct fx *f = *state;
+	bc_store *s2 = NULL;
+	char err[256];
+
+	assert_int_equal(exec1(f->s,
+	                       "INSERT INTO schema_migrations (version, name, applied_at) "
+	                       "VALUES (9999, '9999_future', 0)",
+	                       NULL, 0),
+	                 0);
+	assert_int_equal(bc_store_open_flags(f->url, BC_STORE_NO_MIGRATE, &s2, err, sizeof(err)),
+	                 0);
+	assert_true(count1(s2, "SELECT MAX(version) FROM schema_migrations", NULL, 0) == 9999);
+	bc_store_close(s2);
+	assert_int_equal(exec1(f->s, "DELETE FROM schema_migrations WHERE version = 9999", NULL, 0),
+	                 0);
+}
+
 static void test_tables_of_design(void **state)
 {
 	/* DESIGN.md, Storage */
@@ -694,6 +769,8 @@ static void test_now_follows_test_clock(void **state)
 #define STORE_SHARED_CASES(setup, teardown)                                                        \
 	cmocka_unit_test_setup_teardown(test_reopen_applies_nothing, setup, teardown),             \
 	    cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),           \
+	    cmocka_unit_test_setup_teardown(test_migration_plan, setup, teardown),                 \
+	    cmocka_unit_test_setup_teardown(test_open_no_migrate, setup, teardown),                \
 	    cmocka_unit_test_setup_teardown(test_tables_of_design, setup, teardown),               \
 	    cmocka_unit_test_setup_teardown(test_param_round_trip, setup, teardown),               \
 	    cmocka_unit_test_setup_teardown(test_columns_by_name, setup, teardown),                \

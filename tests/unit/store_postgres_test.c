@@ -366,10 +366,12 @@ static void test_sqlstates(void **state)
 		const char *state;
 		int rc;
 	} cases[] = {
-	    {"23505", BC_ERR_CONFLICT},    {"40001", BC_ERR_RETRY}, {"40P01", BC_ERR_RETRY},
-	    {"55P03", BC_ERR_BUSY},        {"57014", BC_ERR_BUSY},  {"23503", BC_ERR_DB},
-	    {"22012", BC_ERR_DB},          {"XX000", BC_ERR_DB},    {"08006", BC_ERR_UNAVAILABLE},
-	    {"57P01", BC_ERR_UNAVAILABLE},
+	    {"23505", BC_ERR_CONFLICT},    {"40001", BC_ERR_RETRY},
+	    {"40P01", BC_ERR_RETRY},       {"55P03", BC_ERR_BUSY},
+	    {"57014", BC_ERR_BUSY},        {"23503", BC_ERR_DB},
+	    {"22012", BC_ERR_DB},          {"XX000", BC_ERR_DB},
+	    {"08006", BC_ERR_UNAVAILABLE}, {"57P01", BC_ERR_UNAVAILABLE},
+	    {"53100", BC_ERR_UNAVAILABLE},
 	};
 	struct fx *f = *state;
 	char sql[160];
@@ -395,6 +397,19 @@ static void test_sqlstates(void **state)
 	}
 	/* and the store works on */
 	assert_true(count1(f->s, "SELECT 5", NULL, 0) == 5);
+}
+
+/* store backup: PostgreSQL's own tools, named; nothing written */
+static void test_backup_unsupported(void **state)
+{
+	struct fx *f = *state;
+	char err[512];
+
+	assert_int_equal(bc_store_backup(f->s, "/tmp/bc-pg-backup-never.db", 0, err, sizeof(err)),
+	                 BC_ERR_UNSUPPORTED);
+	assert_non_null(strstr(err, "pg_dump"));
+	assert_non_null(strstr(err, "pg_basebackup"));
+	assert_int_equal(access("/tmp/bc-pg-backup-never.db", F_OK), -1);
 }
 
 static void test_timeouts_are_busy(void **state)
@@ -627,6 +642,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_statement_cache_on_server, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_failed_statements, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlstates, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_backup_unsupported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timeouts_are_busy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_for_update_blocks_second_writer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_replays_deadlock, setup, teardown),

@@ -87,6 +87,36 @@ static int teardown(void **state)
 
 #include "store_cases.h"
 
+/* ---- backup ---- */
+
+/* a copy of what was committed, 0600, refused over an existing file without force */
+static void test_backup(void **state)
+{
+	struct fx *f = *state;
+	char out[200], url[220], err[512];
+	bc_store *b = NULL;
+	struct stat st;
+
+	snprintf(out, sizeof(out), "%s/copy.db", f->dir);
+	snprintf(url, sizeof(url), "sqlite:%s", out);
+	make_table(f->s);
+	assert_int_equal(exec1(f->s, "INSERT INTO t (id, s) VALUES (1, 'kept')", NULL, 0), 0);
+	assert_int_equal(bc_store_backup(f->s, out, 0, err, sizeof(err)), 0);
+	assert_int_equal(stat(out, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(bc_store_backup(f->s, out, 0, err, sizeof(err)), BC_ERR_CONFLICT);
+	assert_non_null(strstr(err, "exists; give --force"));
+	assert_int_equal(exec1(f->s, "INSERT INTO t (id, s) VALUES (2, 'later')", NULL, 0), 0);
+	assert_int_equal(bc_store_backup(f->s, out, 1, err, sizeof(err)), 0);
+	assert_int_equal(bc_store_open(url, &b, err, sizeof(err)), 0);
+	assert_true(count1(b, "SELECT COUNT(*) FROM t", NULL, 0) == 2);
+	bc_store_close(b);
+	/* a directory that does not exist: said, nothing left */
+	snprintf(out, sizeof(out), "%s/no/such/dir.db", f->dir);
+	assert_int_equal(bc_store_backup(f->s, out, 0, err, sizeof(err)), BC_ERR_IO);
+	assert_non_null(strstr(err, "cannot create a file in"));
+}
+
 /* ---- opening and migrations ---- */
 
 static void test_open_creates_and_migrates(void **state)
@@ -311,6 +341,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_open_creates_and_migrates, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_backup, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_open_processes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_urls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_for_update_stripped, setup, teardown),
