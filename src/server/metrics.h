@@ -55,9 +55,9 @@ struct bc_metrics_extra {
 	bc_store *store;
 	uint64_t refusals_dropped; /* on_refusal's queue was full */
 	const char *version;
-	int64_t tls_not_after_ms; /* the TLS certificate served now; 0: plain HTTP */
-	int tls_ours;             /* 1: the server renews it, 0: the operator's */
-	uint64_t http_evicted;    /* connections closed to make room at a crowded address */
+	int64_t tls_not_after_ms;     /* the TLS certificate served now; 0: plain HTTP */
+	int tls_ours;                 /* 1: the server renews it, 0: the operator's */
+	uint64_t http_evicted;        /* connections closed to make room at a crowded address */
 	int64_t node_ca_not_after_ms; /* the issuing node CA; 0: unknown */
 	int64_t connections;          /* open on the main listener now; < 0: unknown */
 };
