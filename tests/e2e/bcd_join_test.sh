@@ -23,7 +23,7 @@ new_token var/t1
 bcd join --config m1/config.toml --token-file var/t1 >join1.out || fail "join: $(cat join1.out)"
 NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\)$/\1/p' join1.out)
 [ -n "$NODE" ] || fail "no 'joined as' line: $(cat join1.out)"
-[ "$(listing m1/data)" = "ca.pem identity.json node.crt node.key " ] || fail "files: $(listing m1/data)"
+[ "$(listing m1/data)" = "ca.pem identity.json node.crt node.key pins.json " ] || fail "files: $(listing m1/data)"
 [ "$(stat -c %a m1/data/node.key)" = 600 ] || fail "node.key is not 0600"
 grep -q "BEGIN PRIVATE KEY" m1/data/node.key || fail "node.key is not PKCS#8 PEM"
 bc nodes list | grep -q "$NODE" || fail "nodes list does not show $NODE"

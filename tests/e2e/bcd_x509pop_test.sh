@@ -112,7 +112,7 @@ G3=$(gen)
 [ "$G3" -gt "$G1" ] || fail "identity generation $G1 -> $G3 by hand"
 [ "$(cert_state "$S2")" = revoked ] || fail "by hand: $S2 not revoked: $(certs)"
 [ "$(sha256sum <m1/data/node.key)" != "$K2" ] || fail "by hand: node.key did not change"
-[ "$(listing m1/data)" = "ca.pem identity.json node.crt node.key " ] || fail "files: $(listing m1/data)"
+[ "$(listing m1/data)" = "ca.pem identity.json node.crt node.key pins.json " ] || fail "files: $(listing m1/data)"
 
 # usage: no token, no --reset with x509pop; no identity at all
 rc=0
