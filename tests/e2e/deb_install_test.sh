@@ -108,7 +108,9 @@ for unit in better-compute bcd bcd-helper; do
 	doc=$(sed -n 's|^Documentation=file://||p' "$u")
 	[ -f "$R$doc" ] || fail "$unit.service's Documentation $doc is not in the package"
 done
-zcat "$R/usr/share/man/man1/better-compute.1.gz" | grep -q '^\.SS nodes list' || fail "man page lacks nodes list"
+# read whole before grep: grep -q leaving early would fail zcat (SIGPIPE) under pipefail
+zcat "$R/usr/share/man/man1/better-compute.1.gz" >"$T/better-compute.1"
+grep -q '^\.SS nodes list' "$T/better-compute.1" || fail "man page lacks nodes list"
 bash -c ". '$R/usr/share/bash-completion/completions/bcd' && complete -p bcd" >/dev/null ||
 	fail "the bcd completion defines no completion"
 [ "$("$R/usr/bin/bcd" --version)" = "bcd $VERSION" ] || fail "packaged bcd --version: $("$R/usr/bin/bcd" --version)"
