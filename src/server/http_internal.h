@@ -29,6 +29,8 @@ enum http_conn_state {
 	CS_BUSY,      /* a worker has it */
 	CS_WRITE,     /* writing an answer (or a 100 Continue) */
 	CS_LINGER,    /* answered and closing: the client's last bytes are read and dropped */
+	CS_CLOSED,    /* closed to make room for another: freed once the loop's batch of
+	                 events (which may still name it) is done */
 };
 
 /* Connections from one client address (the per_address cap). Loop thread only. */
@@ -115,6 +117,7 @@ struct bc_http {
 	unsigned inflight;
 	/* the loop thread's own */
 	struct http_conn *conns;
+	struct http_conn *closed; /* CS_CLOSED, on qnext: freed after the event batch */
 	struct http_addr *addrs[HTTP_ADDR_BUCKETS];
 	int listening;        /* the listen socket is in the epoll set */
 	atomic_ulong evicted; /* connections closed to make room at a crowded address */

@@ -245,7 +245,8 @@ void http_conn_free(struct http_conn *c)
 	free(c);
 }
 
-static void conn_close(struct http_conn *c)
+/* Out of the loop's lists and counts; its memory and descriptor are still there. */
+static void conn_unlink(struct http_conn *c)
 {
 	struct bc_http *s = c->srv;
 
@@ -264,7 +265,35 @@ static void conn_close(struct http_conn *c)
 	addr_unlink(c);
 	addr_put(s, c->addr);
 	atomic_fetch_sub(&s->n_conns, 1);
+}
+
+static void conn_close(struct http_conn *c)
+{
+	conn_unlink(c);
 	http_conn_free(c);
+}
+
+/* Closes c, another connection than the one whose event runs: the batch epoll_wait
+ * returned may still hold an event naming c, so it is freed after the batch
+ * (free_closed), and an event for it meanwhile does nothing (CS_CLOSED). */
+static void conn_close_other(struct http_conn *c)
+{
+	struct bc_http *s = c->srv;
+
+	conn_unlink(c);
+	c->st = CS_CLOSED;
+	c->qnext = s->closed;
+	s->closed = c;
+}
+
+static void free_closed(struct bc_http *s)
+{
+	struct http_conn *c;
+
+	while ((c = s->closed) != NULL) {
+		s->closed = c->qnext;
+		http_conn_free(c);
+	}
 }
 
 /* ---- reading and writing the socket ---- */
@@ -659,6 +688,7 @@ static void conn_event(struct http_conn *c)
 	case CS_WRITE: conn_write(c); break;
 	case CS_LINGER: linger_read(c); break;
 	case CS_BUSY: /* out of the epoll set: never here */ break;
+	case CS_CLOSED: /* closed for another in this batch: freed after it */ break;
 	default: break;
 	}
 }
@@ -687,7 +717,7 @@ static int make_room(struct bc_http *s, struct http_addr *a)
 		if ((victim = http_evict_choice(a)) == NULL)
 			return -1;
 		atomic_fetch_add(&s->evicted, 1);
-		conn_close(victim);
+		conn_close_other(victim);
 	}
 	return 0;
 }
@@ -876,9 +906,11 @@ void *http_loop_main(void *arg)
 			else
 				conn_event(ev[i].data.ptr);
 		}
+		free_closed(s);
 		tick(s, &next_reap);
 	}
 	on_wake(s);
+	free_closed(s);
 	close_all(s);
 	log_summary(s, http_mono_ms());
 	return NULL;
