@@ -10,12 +10,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bct_http.h"
 #include "bctest.h"
 #include "server/admin.h"
 
@@ -27,44 +27,20 @@ struct body {
 	size_t n;
 };
 
-static size_t on_write(char *p, size_t sz, size_t nm, void *ud)
-{
-	struct body *b = ud;
-	size_t n = sz * nm, room = sizeof(b->buf) - 1 - b->n;
-
-	memcpy(b->buf + b->n, p, n < room ? n : room);
-	b->n += n < room ? n : room;
-	b->buf[b->n] = 0;
-	return n;
-}
-
 /* method path with key and body (NULL: none): the status, the answer in *out. */
 static long call(struct bct_cp *cp, const char *key, const char *method, const char *path,
                  const char *body, struct body *out)
 {
-	char url[512], authz[256];
-	struct curl_slist *h = NULL;
-	CURL *c = curl_easy_init();
-	long status = 0;
+	char *text = NULL;
+	long status = bct_http(cp, method, path, key, body, &text);
 
+	assert_true(status > 0);
 	memset(out, 0, sizeof(*out));
-	snprintf(url, sizeof(url), "%s%s", cp->url, path);
-	snprintf(authz, sizeof(authz), "Authorization: Bearer %s", key);
-	h = curl_slist_append(h, authz);
-	if (body != NULL)
-		h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	if (body != NULL)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	if (text != NULL) {
+		out->n = strlen(text) < sizeof(out->buf) - 1 ? strlen(text) : sizeof(out->buf) - 1;
+		memcpy(out->buf, text, out->n);
+		free(text);
+	}
 	return status;
 }
 
