@@ -26,21 +26,6 @@
 static struct bct_cp cp;
 static char pool_id[64];
 
-static int setup(void **state)
-{
-	(void)state;
-	if (bct_cp_start(&cp, NULL) != 0)
-		return -1;
-	return bct_pool(&cp, "root", "default", "{}", pool_id);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	bct_cp_stop(&cp);
-	return 0;
-}
-
 struct joined {
 	EVP_PKEY *key;
 	struct bc_join_answer ans;
@@ -801,5 +786,6 @@ int main(void)
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;
-	return cmocka_run_group_tests(tests, setup, teardown);
+	bct_pooled(&cp, NULL, pool_id);
+	return cmocka_run_group_tests(tests, bct_pooled_setup, bct_pooled_teardown);
 }

@@ -22,21 +22,6 @@
 static struct bct_cp cp;
 static char pool_id[64];
 
-static int setup(void **state)
-{
-	(void)state;
-	if (bct_cp_start(&cp, NULL) != 0)
-		return -1;
-	return bct_pool(&cp, "root", "default", "{}", pool_id);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	bct_cp_stop(&cp);
-	return 0;
-}
-
 /* node_certs as migration 7 left it, filled from today's rows, and migration 8 marked
  * not applied: what a store written before migration 8 holds (the migrations after it
  * touch other tables, and each is applied by its own version, so they stay). */
@@ -177,12 +162,13 @@ static void test_a_row_that_is_not_hex_stops_the_migration(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_hex_rows_read_back_as_the_same_bytes, setup,
-	                                    teardown),
-	    cmocka_unit_test_setup_teardown(test_a_row_that_is_not_hex_stops_the_migration, setup,
-	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_hex_rows_read_back_as_the_same_bytes,
+	                                    bct_pooled_setup, bct_pooled_teardown),
+	    cmocka_unit_test_setup_teardown(test_a_row_that_is_not_hex_stops_the_migration,
+	                                    bct_pooled_setup, bct_pooled_teardown),
 	};
 	if (bct_engine_skip())
 		return BCT_SKIP;
+	bct_pooled(&cp, NULL, pool_id);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,21 +21,6 @@
 static struct bct_cp cp;
 static char pool_id[64];
 
-static int setup(void **state)
-{
-	(void)state;
-	if (bct_cp_start(&cp, NULL) != 0)
-		return -1;
-	return bct_pool(&cp, "root", "default", "{}", pool_id);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	bct_cp_stop(&cp);
-	return 0;
-}
-
 static void use(const char *subject, int64_t expires_at, int null_expiry)
 {
 	bc_param p[] = {BC_TEXT(subject), null_expiry ? BC_NULL : BC_INT(expires_at),
@@ -236,13 +221,17 @@ static void test_audit_and_certificates(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_prunes_what_is_past, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_zero_retention_keeps_events, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_audit_and_certificates, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_prunes_what_is_past, bct_pooled_setup,
+	                                    bct_pooled_teardown),
+	    cmocka_unit_test_setup_teardown(test_batches, bct_pooled_setup, bct_pooled_teardown),
+	    cmocka_unit_test_setup_teardown(test_zero_retention_keeps_events, bct_pooled_setup,
+	                                    bct_pooled_teardown),
+	    cmocka_unit_test_setup_teardown(test_audit_and_certificates, bct_pooled_setup,
+	                                    bct_pooled_teardown),
 	};
 
 	if (bct_engine_skip())
 		return BCT_SKIP;
+	bct_pooled(&cp, NULL, pool_id);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

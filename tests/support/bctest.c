@@ -237,6 +237,38 @@ int bct_cp_teardown(void **state)
 	return 0;
 }
 
+static struct {
+	struct bct_cp *cp;
+	const char *extra_toml;
+	char *pool_id;
+} pooled;
+
+void bct_pooled(struct bct_cp *cp, const char *extra_toml, char pool_id[64])
+{
+	pooled.cp = cp;
+	pooled.extra_toml = extra_toml;
+	pooled.pool_id = pool_id;
+}
+
+int bct_pooled_setup(void **state)
+{
+	(void)state;
+	if (bct_cp_start(pooled.cp, pooled.extra_toml) != 0)
+		return -1;
+	if (bct_pool(pooled.cp, "root", "default", "{}", pooled.pool_id) != 0) {
+		bct_cp_stop(pooled.cp);
+		return -1;
+	}
+	return 0;
+}
+
+int bct_pooled_teardown(void **state)
+{
+	(void)state;
+	bct_cp_stop(pooled.cp);
+	return 0;
+}
+
 int bct_cp_replica(struct bct_cp *cp, struct bct_cp *r)
 {
 	return bct_cp_replica_toml(cp, r, "[attestors.x509pop]\n");

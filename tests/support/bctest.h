@@ -56,6 +56,14 @@ void bct_cp_stop(struct bct_cp *cp);
  * clock offset the case may have set. Chain a case's own setup after bct_cp_setup. */
 int bct_cp_setup(void **state);
 int bct_cp_teardown(void **state);
+/* The fixture of a test program whose cases share one control plane: bct_pooled names
+ * it (cp, started with extra_toml, may be NULL) and where root's pool "default" (policy
+ * {}) leaves its id, before cmocka runs; bct_pooled_setup starts cp and makes the pool
+ * (0, or -1 with cp stopped), bct_pooled_teardown stops cp: a group's (or each case's)
+ * setup and teardown. */
+void bct_pooled(struct bct_cp *cp, const char *extra_toml, char pool_id[64]);
+int bct_pooled_setup(void **state);
+int bct_pooled_teardown(void **state);
 /* A second replica of cp's control plane: its own listener and refusal hook, cp's
  * store, secret and PKI bundle, with x509pop enabled. Stop it (bct_cp_stop) before cp. */
 int bct_cp_replica(struct bct_cp *cp, struct bct_cp *replica);
