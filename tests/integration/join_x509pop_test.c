@@ -19,122 +19,25 @@
 #include "bc/pki.h"
 #include "bc/wire.h"
 #include "bc/x509pop.h"
+#include "bct_x509pop.h"
 #include "bctest.h"
 #include "join/join.h"
 
 static struct bct_cp cp;
 static char pool_id[64];
 
-static int setup(void **state)
-{
-	(void)state;
-	if (bct_cp_start(&cp, "[attestors.x509pop]\n") != 0)
-		return -1;
-	return bct_pool(&cp, "root", "default", "{}", pool_id);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	bct_cp_stop(&cp);
-	return 0;
-}
-
-struct machine {
-	EVP_PKEY *key;
-	struct bc_join_answer ans;
-};
-
-static void token_join(struct machine *m, const char *role, const char *site)
-{
-	struct bct_token_opts to = {.pool = site ? NULL : pool_id, .site = site, .role = role};
-	char *t = bct_token(&cp, &to, NULL);
-
-	assert_int_equal(bc_key_generate(&m->key), 0);
-	struct bct_join_opts jo = {.token = t, .key = m->key, .role = role};
-	assert_int_equal(bct_join(&cp, &jo, &m->ans), 0);
-	free(t);
-}
-
-static void machine_free(struct machine *m)
-{
-	bc_join_answer_free(&m->ans);
-	EVP_PKEY_free(m->key);
-}
-
-struct pop {
-	uint8_t *csr;
-	size_t csr_len;
-	EVP_PKEY *next;
-	char *evidence;
-};
-
-/* Evidence for a new CSR, by the machine's current key over its current chain. */
-static void make_pop(const struct machine *m, int64_t client_time, const char *node_id,
-                     struct pop *p)
-{
-	struct bc_signer s;
-	uint8_t d[32];
-
-	assert_int_equal(bc_key_generate(&p->next), 0);
-	assert_int_equal(bc_csr_make(p->next, BC_WIRE_CSR_CN, &p->csr, &p->csr_len), 0);
-	assert_int_equal(bc_sha256(p->csr, p->csr_len, d), 0);
-	assert_int_equal(bc_signer_init(&s, m->key, NULL, NULL), 0);
-	assert_int_equal(bc_x509pop_evidence(m->ans.chain, m->ans.chain_lens, m->ans.n_chain, &s,
-	                                     node_id ? node_id : m->ans.node_id, d,
-	                                     client_time ? client_time : bc_now_ms(), &p->evidence),
-	                 0);
-}
-
-static void pop_free(struct pop *p)
-{
-	free(p->csr);
-	free(p->evidence);
-	EVP_PKEY_free(p->next);
-}
-
-static int pop_join(const struct pop *p, const char *role, struct bc_join_answer *ans)
-{
-	struct bct_join_opts jo = {.attestor = "x509pop",
-	                           .role = role,
-	                           .key = p->next,
-	                           .csr = p->csr,
-	                           .csr_len = p->csr_len,
-	                           .attestation = (const uint8_t *)p->evidence,
-	                           .attestation_len = strlen(p->evidence)};
-	return bct_join(&cp, &jo, ans);
-}
-
-static void expect_refused(const struct pop *p, const char *role, const char *reason)
-{
-	struct bc_join_answer ans;
-	size_t n = bct_refusal_count(&cp);
-
-	assert_int_equal(pop_join(p, role, &ans), BC_ERR_DENIED);
-	assert_int_equal(bct_refusal_count(&cp), n + 1);
-	assert_string_equal(bct_last_reason(&cp), reason);
-}
-
-static void set_cert(const char *node, const char *col, int64_t v)
-{
-	char sql[160];
-	snprintf(sql, sizeof(sql), "UPDATE node_certs SET %s = $2 WHERE node_id = $1", col);
-	bc_param p[] = {BC_TEXT(node), BC_INT(v)};
-	assert_int_equal(bct_exec(&cp, sql, p, 2), 0);
-}
-
 static void test_rejoins_in_place(void **state)
 {
-	struct machine m;
-	struct pop p;
+	struct bct_machine m;
+	struct bct_pop p;
 	struct bc_join_answer ans;
 	(void)state;
 
-	token_join(&m, "node", NULL);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
 	/* offline past its expiry, within the grace period */
-	set_cert(m.ans.node_id, "not_after", bc_now_ms() - 3LL * 24 * 3600 * 1000);
-	make_pop(&m, 0, NULL, &p);
-	assert_int_equal(pop_join(&p, "node", &ans), 0);
+	bct_cert_set(&cp, m.ans.node_id, "not_after", bc_now_ms() - 3LL * 24 * 3600 * 1000);
+	bct_pop_make(&m, 0, NULL, &p);
+	assert_int_equal(bct_pop_join(&cp, &p, "node", &ans), 0);
 	assert_string_equal(ans.node_id, m.ans.node_id);
 	bc_param q[] = {BC_TEXT(m.ans.node_id)};
 	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", q, 1), 2);
@@ -154,31 +57,31 @@ static void test_rejoins_in_place(void **state)
 	                           NULL, 0) >= 1,
 	                 1);
 	/* the old chain is now an older generation */
-	struct pop again;
-	make_pop(&m, 0, NULL, &again);
-	expect_refused(&again, "node", "x509pop-generation");
-	pop_free(&again);
+	struct bct_pop again;
+	bct_pop_make(&m, 0, NULL, &again);
+	bct_pop_refused(&cp, &again, "node", "x509pop-generation");
+	bct_pop_free(&again);
 	bc_join_answer_free(&ans);
-	pop_free(&p);
-	machine_free(&m);
+	bct_pop_free(&p);
+	bct_machine_free(&m);
 }
 
 static void test_refusals(void **state)
 {
-	struct machine m, other;
-	struct pop p;
+	struct bct_machine m, other;
+	struct bct_pop p;
 	(void)state;
 
-	token_join(&m, "node", NULL);
-	token_join(&other, "node", NULL);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
+	bct_machine_join(&cp, pool_id, &other, "node", NULL);
 
 	/* not a row of that node: another node's chain under this node's id */
-	make_pop(&other, 0, m.ans.node_id, &p);
-	expect_refused(&p, "node", "x509pop-malformed");
-	pop_free(&p);
+	bct_pop_make(&other, 0, m.ans.node_id, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-malformed");
+	bct_pop_free(&p);
 	/* a certificate of ours for the node that was never issued */
 	{
-		struct machine forged = {0};
+		struct bct_machine forged = {0};
 		const bc_pki *pki = bc_server_pki(cp.srv);
 		uint8_t *der = NULL;
 		size_t len;
@@ -194,59 +97,59 @@ static void test_refusals(void **state)
 		forged.ans.chain_lens = &len;
 		forged.ans.n_chain = 1;
 		snprintf(forged.ans.node_id, sizeof(forged.ans.node_id), "%s", m.ans.node_id);
-		make_pop(&forged, 0, NULL, &p);
-		expect_refused(&p, "node", "x509pop-not-current");
-		pop_free(&p);
+		bct_pop_make(&forged, 0, NULL, &p);
+		bct_pop_refused(&cp, &p, "node", "x509pop-not-current");
+		bct_pop_free(&p);
 		free(der);
 		EVP_PKEY_free(forged.key);
 	}
 	/* role mismatch */
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "site", "x509pop-role");
-	pop_free(&p);
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "site", "x509pop-role");
+	bct_pop_free(&p);
 	/* client time outside the window */
-	make_pop(&m, bc_now_ms() - 120000, NULL, &p);
-	expect_refused(&p, "node", "x509pop-client-time");
-	pop_free(&p);
+	bct_pop_make(&m, bc_now_ms() - 120000, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-client-time");
+	bct_pop_free(&p);
 	/* a signature by another key */
 	{
-		struct machine swapped = m;
+		struct bct_machine swapped = m;
 		swapped.key = other.key;
-		make_pop(&swapped, 0, NULL, &p);
-		expect_refused(&p, "node", "x509pop-signature");
-		pop_free(&p);
+		bct_pop_make(&swapped, 0, NULL, &p);
+		bct_pop_refused(&cp, &p, "node", "x509pop-signature");
+		bct_pop_free(&p);
 	}
 	/* expired more than the grace period ago */
-	set_cert(m.ans.node_id, "not_after", bc_now_ms() - 8LL * 24 * 3600 * 1000);
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "node", "x509pop-expired");
-	pop_free(&p);
-	set_cert(m.ans.node_id, "not_after", bc_now_ms() + 3600000);
+	bct_cert_set(&cp, m.ans.node_id, "not_after", bc_now_ms() - 8LL * 24 * 3600 * 1000);
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-expired");
+	bct_pop_free(&p);
+	bct_cert_set(&cp, m.ans.node_id, "not_after", bc_now_ms() + 3600000);
 	/* revoked */
-	set_cert(m.ans.node_id, "revoked_at", bc_now_ms());
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "node", "x509pop-revoked");
-	pop_free(&p);
+	bct_cert_set(&cp, m.ans.node_id, "revoked_at", bc_now_ms());
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-revoked");
+	bct_pop_free(&p);
 	bc_param q[] = {BC_TEXT(m.ans.node_id)};
 	assert_int_equal(
 	    bct_exec(&cp, "UPDATE node_certs SET revoked_at = NULL WHERE node_id = $1", q, 1), 0);
 	/* retired */
 	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'retired' WHERE id = $1", q, 1),
 	                 0);
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "node", "x509pop-retired");
-	pop_free(&p);
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-retired");
+	bct_pop_free(&p);
 	assert_int_equal(bct_exec(&cp, "UPDATE nodes SET state = 'adopted' WHERE id = $1", q, 1),
 	                 0);
 	/* from before revoke-identity: the generation moved on */
 	assert_int_equal(
 	    bct_exec(&cp, "UPDATE nodes SET generation = generation + 1 WHERE id = $1", q, 1), 0);
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "node", "x509pop-generation");
-	pop_free(&p);
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-generation");
+	bct_pop_free(&p);
 	/* a leaf that names a TPM AK, recorded as the node's row: only tpm re-joins it */
 	{
-		struct machine stmt = {0};
+		struct bct_machine stmt = {0};
 		const bc_pki *pki = bc_server_pki(cp.srv);
 		const char *urn[1] = {BC_WIRE_TPM_AK_URN_SHA256
 		                      "000b0123456789abcdef0123456789abcdef"
@@ -279,40 +182,40 @@ static void test_refusals(void **state)
 		stmt.ans.chain_lens = &len;
 		stmt.ans.n_chain = 1;
 		snprintf(stmt.ans.node_id, sizeof(stmt.ans.node_id), "%s", m.ans.node_id);
-		make_pop(&stmt, 0, NULL, &p);
-		expect_refused(&p, "node", "x509pop-key-statement");
-		pop_free(&p);
+		bct_pop_make(&stmt, 0, NULL, &p);
+		bct_pop_refused(&cp, &p, "node", "x509pop-key-statement");
+		bct_pop_free(&p);
 		free(der);
 		EVP_PKEY_free(stmt.key);
 	}
 	/* garbage evidence */
 	{
-		struct pop g = {0};
+		struct bct_pop g = {0};
 		assert_int_equal(bc_key_generate(&g.next), 0);
 		assert_int_equal(bc_csr_make(g.next, BC_WIRE_CSR_CN, &g.csr, &g.csr_len), 0);
 		g.evidence = strdup("{\"v\":1}");
-		expect_refused(&g, "node", "x509pop-malformed");
-		pop_free(&g);
+		bct_pop_refused(&cp, &g, "node", "x509pop-malformed");
+		bct_pop_free(&g);
 	}
-	machine_free(&m);
-	machine_free(&other);
+	bct_machine_free(&m);
+	bct_machine_free(&other);
 }
 
 /* A proof is accepted once, on any replica: the attestation_uses row (which every
  * replica sees) and the in-memory cache both refuse it again. */
 static void test_replay(void **state)
 {
-	struct machine m;
-	struct pop p;
+	struct bct_machine m;
+	struct bct_pop p;
 	uint8_t d[32], subject[32];
 	char hex[65];
 	bc_buf b;
 	(void)state;
 
 	/* the row another replica wrote: computed here as the attestor does */
-	token_join(&m, "node", NULL);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
 	int64_t t = bc_now_ms();
-	make_pop(&m, t, NULL, &p);
+	bct_pop_make(&m, t, NULL, &p);
 	assert_int_equal(bc_sha256(p.csr, p.csr_len, d), 0);
 	bc_buf_init(&b, 0);
 	assert_int_equal(bc_buf_put(&b, d, 32), 0);
@@ -327,9 +230,9 @@ static void test_replay(void **state)
 	                          "created_at) VALUES ('x509pop', $1, $2, $3)",
 	                          r, 3),
 	                 0);
-	expect_refused(&p, "node", "x509pop-replay");
-	pop_free(&p);
-	machine_free(&m);
+	bct_pop_refused(&cp, &p, "node", "x509pop-replay");
+	bct_pop_free(&p);
+	bct_machine_free(&m);
 
 	/* the cache: a proof whose join was refused after the attestor (the pool takes only
 	 * tokens) rolled back its row, but is still never accepted twice */
@@ -342,27 +245,27 @@ static void test_replay(void **state)
 	assert_int_equal(bc_key_generate(&m.key), 0);
 	struct bct_join_opts jo = {.token = tok, .key = m.key};
 	assert_int_equal(bct_join(&cp, &jo, &m.ans), 0);
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "node", "join:pool-attestor");
-	expect_refused(&p, "node", "x509pop-replay");
-	pop_free(&p);
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "join:pool-attestor");
+	bct_pop_refused(&cp, &p, "node", "x509pop-replay");
+	bct_pop_free(&p);
 	free(tok);
-	machine_free(&m);
+	bct_machine_free(&m);
 }
 
 /* A Renew proof (the same payload under purpose renew) and a proof made for another
  * CSR are not x509pop proofs. */
 static void test_proof_bound_to_purpose_and_csr(void **state)
 {
-	struct machine m;
-	struct pop p, other;
+	struct bct_machine m;
+	struct bct_pop p, other;
 	uint8_t d[32], sig[64];
 	bc_buf b;
 	(void)state;
 
-	token_join(&m, "node", NULL);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
 	/* the renew proof: ES256 over the very same bytes, purpose renew */
-	make_pop(&m, 0, NULL, &p);
+	bct_pop_make(&m, 0, NULL, &p);
 	json_t *ev = json_loads(p.evidence, 0, NULL);
 	int64_t t = json_integer_value(json_object_get(ev, "clientTime"));
 	assert_int_equal(bc_sha256(p.csr, p.csr_len, d), 0);
@@ -378,24 +281,24 @@ static void test_proof_bound_to_purpose_and_csr(void **state)
 	free(p.evidence);
 	p.evidence = json_dumps(ev, JSON_COMPACT);
 	json_decref(ev);
-	expect_refused(&p, "node", "x509pop-signature");
+	bct_pop_refused(&cp, &p, "node", "x509pop-signature");
 	/* a proof made for another CSR, sent with this one */
-	make_pop(&m, 0, NULL, &other);
+	bct_pop_make(&m, 0, NULL, &other);
 	free(p.evidence);
 	p.evidence = strdup(other.evidence);
-	expect_refused(&p, "node", "x509pop-signature");
+	bct_pop_refused(&cp, &p, "node", "x509pop-signature");
 	/* the proof with its own CSR still admits: nothing above spent it */
 	struct bc_join_answer ans;
-	assert_int_equal(pop_join(&other, "node", &ans), 0);
+	assert_int_equal(bct_pop_join(&cp, &other, "node", &ans), 0);
 	bc_join_answer_free(&ans);
-	pop_free(&p);
-	pop_free(&other);
-	machine_free(&m);
+	bct_pop_free(&p);
+	bct_pop_free(&other);
+	bct_machine_free(&m);
 }
 
 struct racer {
 	struct bct_cp *cp;
-	const struct pop *p;
+	const struct bct_pop *p;
 	int rc;
 };
 
@@ -419,16 +322,16 @@ static void *race(void *arg)
 static void test_two_replicas_accept_a_proof_once(void **state)
 {
 	struct bct_cp replica;
-	struct machine m;
-	struct pop p;
+	struct bct_machine m;
+	struct bct_pop p;
 	struct racer r[16];
 	pthread_t th[16];
 	int admitted = 0, refused = 0;
 	(void)state;
 
 	assert_int_equal(bct_cp_replica(&cp, &replica), 0);
-	token_join(&m, "node", NULL);
-	make_pop(&m, 0, NULL, &p);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
+	bct_pop_make(&m, 0, NULL, &p);
 	for (int i = 0; i < 16; i++) {
 		r[i].cp = i % 2 ? &replica : &cp;
 		r[i].p = &p;
@@ -449,35 +352,35 @@ static void test_two_replicas_accept_a_proof_once(void **state)
 	                 1);
 	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", q, 1), 2);
 	bct_cp_stop(&replica);
-	pop_free(&p);
-	machine_free(&m);
+	bct_pop_free(&p);
+	bct_machine_free(&m);
 }
 
 static void test_site_rejoins_as_site(void **state)
 {
-	struct machine m;
-	struct pop p;
+	struct bct_machine m;
+	struct bct_pop p;
 	struct bc_join_answer ans;
 	struct bc_node_identity id;
 	char site[64];
 	(void)state;
 
 	assert_int_equal(bct_site(&cp, "root", "dc-x", site), 0);
-	token_join(&m, "site", site);
-	make_pop(&m, 0, NULL, &p);
-	assert_int_equal(pop_join(&p, "site", &ans), 0);
+	bct_machine_join(&cp, pool_id, &m, "site", site);
+	bct_pop_make(&m, 0, NULL, &p);
+	assert_int_equal(bct_pop_join(&cp, &p, "site", &ans), 0);
 	assert_int_equal(
 	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
 	assert_string_equal(id.role, "site");
 	assert_string_equal(id.node_id, m.ans.node_id);
 	bc_node_identity_clear(&id);
 	bc_join_answer_free(&ans);
-	pop_free(&p);
-	machine_free(&m);
+	bct_pop_free(&p);
+	bct_machine_free(&m);
 }
 
 /* A renewal of a's certificate with a's key, for a fresh key: the successor in *next. */
-static void renew_to(const struct machine *a, struct machine *next)
+static void renew_to(const struct bct_machine *a, struct bct_machine *next)
 {
 	memset(next, 0, sizeof(*next));
 	assert_int_equal(bc_key_generate(&next->key), 0);
@@ -488,27 +391,27 @@ static void renew_to(const struct machine *a, struct machine *next)
  * x509pop, and the node keeps its identity. */
 static void test_rotated_away_key_cannot_x509pop(void **state)
 {
-	struct machine m, s, t;
-	struct pop p;
+	struct bct_machine m, s, t;
+	struct bct_pop p;
 	struct bc_join_answer ans;
 	(void)state;
 
-	token_join(&m, "node", NULL);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
 	renew_to(&m, &s);
 	renew_to(&s, &t);
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "node", "x509pop-superseded");
-	pop_free(&p);
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-superseded");
+	bct_pop_free(&p);
 	/* the node is still generation 1, and its current certificate re-joins */
 	bc_param q[] = {BC_TEXT(m.ans.node_id)};
 	assert_int_equal(bct_count(&cp, "SELECT generation FROM nodes WHERE id = $1", q, 1), 1);
-	make_pop(&t, 0, NULL, &p);
-	assert_int_equal(pop_join(&p, "node", &ans), 0);
+	bct_pop_make(&t, 0, NULL, &p);
+	assert_int_equal(bct_pop_join(&cp, &p, "node", &ans), 0);
 	bc_join_answer_free(&ans);
-	pop_free(&p);
-	machine_free(&m);
-	machine_free(&s);
-	machine_free(&t);
+	bct_pop_free(&p);
+	bct_machine_free(&m);
+	bct_machine_free(&s);
+	bct_machine_free(&t);
 }
 
 int main(void)
@@ -524,5 +427,6 @@ int main(void)
 	    cmocka_unit_test(test_site_rejoins_as_site),
 	    cmocka_unit_test(test_rotated_away_key_cannot_x509pop),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	bct_pooled(&cp, "[attestors.x509pop]\n", pool_id);
+	return cmocka_run_group_tests(tests, bct_pooled_setup, bct_pooled_teardown);
 }

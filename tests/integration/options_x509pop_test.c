@@ -1,66 +1,82 @@
 /* x509pop's options taking effect (grace_seconds, window_seconds, replay_cache_size),
  * and a lessee's node-tenant certificate re-joining as node with its restriction kept:
- * the same in-process control plane and machines as join_x509pop_test.c (its fixture
- * included), restarted with each option's table. */
-#define main join_x509pop_test_main
-#include "join_x509pop_test.c"
-#undef main
+ * the same in-process control plane and machines as join_x509pop_test.c (tests/support's
+ * bct_x509pop), restarted with each option's table. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/buf.h"
+#include "bc/clock.h"
+#include "bc/codec.h"
+#include "bc/crypto.h"
+#include "bc/pki.h"
+#include "bct_x509pop.h"
+#include "bctest.h"
 #include "rows/certs.h"
+
+static struct bct_cp cp;
+static char pool_id[64];
 
 static void restart(const char *toml)
 {
-	bct_cp_stop(&cp);
-	assert_int_equal(bct_cp_start(&cp, toml), 0);
-	assert_int_equal(bct_pool(&cp, "root", "default", "{}", pool_id), 0);
+	assert_int_equal(bct_pooled_teardown(NULL), 0);
+	bct_pooled(&cp, toml, pool_id);
+	assert_int_equal(bct_pooled_setup(NULL), 0);
 }
 
 /* A minute of grace: a certificate expired 30 s ago re-joins, one expired 2 minutes
  * ago is x509pop-expired (with the 7-day default it would re-join). */
 static void test_grace_seconds(void **state)
 {
-	struct machine m;
-	struct pop p;
+	struct bct_machine m;
+	struct bct_pop p;
 	struct bc_join_answer ans;
 	(void)state;
 
 	restart("[attestors.x509pop]\ngrace_seconds = 60\n");
-	token_join(&m, "node", NULL);
-	set_cert(m.ans.node_id, "not_after", bc_now_ms() - 120000);
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "node", "x509pop-expired");
-	pop_free(&p);
-	set_cert(m.ans.node_id, "not_after", bc_now_ms() - 30000);
-	make_pop(&m, 0, NULL, &p);
-	assert_int_equal(pop_join(&p, "node", &ans), 0);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
+	bct_cert_set(&cp, m.ans.node_id, "not_after", bc_now_ms() - 120000);
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-expired");
+	bct_pop_free(&p);
+	bct_cert_set(&cp, m.ans.node_id, "not_after", bc_now_ms() - 30000);
+	bct_pop_make(&m, 0, NULL, &p);
+	assert_int_equal(bct_pop_join(&cp, &p, "node", &ans), 0);
 	assert_string_equal(ans.node_id, m.ans.node_id);
 	bc_join_answer_free(&ans);
-	pop_free(&p);
-	machine_free(&m);
+	bct_pop_free(&p);
+	bct_machine_free(&m);
 }
 
 /* A 5-second window: a proof made 10 s ago is x509pop-client-time (the default 60 s
  * would take it), one made 2 s ago re-joins. */
 static void test_window_seconds(void **state)
 {
-	struct machine m;
-	struct pop p;
+	struct bct_machine m;
+	struct bct_pop p;
 	struct bc_join_answer ans;
 	(void)state;
 
 	restart("[attestors.x509pop]\nwindow_seconds = 5\n");
-	token_join(&m, "node", NULL);
-	make_pop(&m, bc_now_ms() - 10000, NULL, &p);
-	expect_refused(&p, "node", "x509pop-client-time");
-	pop_free(&p);
-	make_pop(&m, bc_now_ms() + 10000, NULL, &p);
-	expect_refused(&p, "node", "x509pop-client-time");
-	pop_free(&p);
-	make_pop(&m, bc_now_ms() - 2000, NULL, &p);
-	assert_int_equal(pop_join(&p, "node", &ans), 0);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
+	bct_pop_make(&m, bc_now_ms() - 10000, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-client-time");
+	bct_pop_free(&p);
+	bct_pop_make(&m, bc_now_ms() + 10000, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-client-time");
+	bct_pop_free(&p);
+	bct_pop_make(&m, bc_now_ms() - 2000, NULL, &p);
+	assert_int_equal(bct_pop_join(&cp, &p, "node", &ans), 0);
 	bc_join_answer_free(&ans);
-	pop_free(&p);
-	machine_free(&m);
+	bct_pop_free(&p);
+	bct_machine_free(&m);
 }
 
 /* replay_cache_size = 0: no cache in memory. A proof whose join was refused after the
@@ -69,8 +85,8 @@ static void test_window_seconds(void **state)
  * was admitted is still refused (attestation_uses). */
 static void test_replay_cache_off(void **state)
 {
-	struct machine m;
-	struct pop p;
+	struct bct_machine m;
+	struct bct_pop p;
 	struct bc_join_answer ans;
 	char tokens_only[64];
 	(void)state;
@@ -83,20 +99,20 @@ static void test_replay_cache_off(void **state)
 	assert_int_equal(bc_key_generate(&m.key), 0);
 	struct bct_join_opts jo = {.token = tok, .key = m.key};
 	assert_int_equal(bct_join(&cp, &jo, &m.ans), 0);
-	make_pop(&m, 0, NULL, &p);
-	expect_refused(&p, "node", "join:pool-attestor");
-	expect_refused(&p, "node", "join:pool-attestor");
-	pop_free(&p);
+	bct_pop_make(&m, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node", "join:pool-attestor");
+	bct_pop_refused(&cp, &p, "node", "join:pool-attestor");
+	bct_pop_free(&p);
 	free(tok);
-	machine_free(&m);
+	bct_machine_free(&m);
 
 	/* the use row (another replica's, computed as the attestor does) still refuses */
-	token_join(&m, "node", NULL);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
 	int64_t t = bc_now_ms();
 	uint8_t d[32], subject[32];
 	char hex[65];
 	bc_buf b;
-	make_pop(&m, t, NULL, &p);
+	bct_pop_make(&m, t, NULL, &p);
 	assert_int_equal(bc_sha256(p.csr, p.csr_len, d), 0);
 	bc_buf_init(&b, 0);
 	assert_int_equal(bc_buf_put(&b, d, 32), 0);
@@ -111,14 +127,14 @@ static void test_replay_cache_off(void **state)
 	                          "created_at) VALUES ('x509pop', $1, $2, $3)",
 	                          r, 3),
 	                 0);
-	expect_refused(&p, "node", "x509pop-replay");
-	pop_free(&p);
+	bct_pop_refused(&cp, &p, "node", "x509pop-replay");
+	bct_pop_free(&p);
 	/* and a fresh proof re-joins */
-	make_pop(&m, 0, NULL, &p);
-	assert_int_equal(pop_join(&p, "node", &ans), 0);
+	bct_pop_make(&m, 0, NULL, &p);
+	assert_int_equal(bct_pop_join(&cp, &p, "node", &ans), 0);
 	bc_join_answer_free(&ans);
-	pop_free(&p);
-	machine_free(&m);
+	bct_pop_free(&p);
+	bct_machine_free(&m);
 }
 
 struct cert_insert {
@@ -135,8 +151,8 @@ static int insert_tx(bc_tx *tx, void *arg)
  * never dropped by a re-join. The row is inserted as a lease would have stored it. */
 static void test_node_tenant_rejoins_restricted(void **state)
 {
-	struct machine m, lessee = {0};
-	struct pop p;
+	struct bct_machine m, lessee = {0};
+	struct bct_pop p;
 	struct bc_join_answer ans;
 	const bc_pki *pki;
 	uint8_t *der = NULL, point[65];
@@ -147,7 +163,7 @@ static void test_node_tenant_rejoins_restricted(void **state)
 
 	restart("[attestors.x509pop]\n");
 	pki = bc_server_pki(cp.srv);
-	token_join(&m, "node", NULL);
+	bct_machine_join(&cp, pool_id, &m, "node", NULL);
 	assert_int_equal(bc_key_generate(&lessee.key), 0);
 	struct bc_node_cert_req req = {.node_id = m.ans.node_id,
 	                               .role = "node-tenant",
@@ -175,12 +191,12 @@ static void test_node_tenant_rejoins_restricted(void **state)
 	snprintf(lessee.ans.node_id, sizeof(lessee.ans.node_id), "%s", m.ans.node_id);
 
 	/* asked as node-tenant: no machine may ask for the restriction by name */
-	make_pop(&lessee, 0, NULL, &p);
-	expect_refused(&p, "node-tenant", "role-not-admitted");
-	pop_free(&p);
+	bct_pop_make(&lessee, 0, NULL, &p);
+	bct_pop_refused(&cp, &p, "node-tenant", "role-not-admitted");
+	bct_pop_free(&p);
 	/* asked as node: admitted in place, and issued node-tenant again */
-	make_pop(&lessee, 0, NULL, &p);
-	assert_int_equal(pop_join(&p, "node", &ans), 0);
+	bct_pop_make(&lessee, 0, NULL, &p);
+	assert_int_equal(bct_pop_join(&cp, &p, "node", &ans), 0);
 	assert_string_equal(ans.node_id, m.ans.node_id);
 	{
 		struct bc_node_identity id;
@@ -195,10 +211,10 @@ static void test_node_tenant_rejoins_restricted(void **state)
 	                           q, 1),
 	                 2);
 	bc_join_answer_free(&ans);
-	pop_free(&p);
+	bct_pop_free(&p);
 	free(der);
 	EVP_PKEY_free(lessee.key);
-	machine_free(&m);
+	bct_machine_free(&m);
 }
 
 int main(void)
@@ -212,5 +228,6 @@ int main(void)
 
 	if (bct_engine_skip())
 		return BCT_SKIP;
-	return cmocka_run_group_tests(tests, setup, teardown);
+	bct_pooled(&cp, "[attestors.x509pop]\n", pool_id);
+	return cmocka_run_group_tests(tests, bct_pooled_setup, bct_pooled_teardown);
 }
