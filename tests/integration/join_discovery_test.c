@@ -24,6 +24,7 @@
 #include "bc/crypto.h"
 #include "bc/pki.h"
 #include "bc/wire.h"
+#include "bct_discovery.h"
 #include "bctest.h"
 #include "bettercompute/site/v1/site.pb-c.h"
 
@@ -38,209 +39,48 @@
 static struct bct_cp cp;
 static char site1[64], site2[64];
 
-/* A site node: its key, its chain and the caller the client library takes. */
-struct site_node {
-	EVP_PKEY *key;
-	struct bc_join_answer ans;
-	struct bc_signer signer;
-	struct bc_site_caller c;
-	uint64_t epoch;
-};
-
-static void tenant_site_node(struct bct_cp *on, const char *tenant, const char *site,
-                             struct site_node *s)
-{
-	struct bct_token_opts to = {.tenant = tenant, .site = site, .role = "site"};
-	char *t = bct_token(on, &to, NULL);
-	struct bct_join_opts jo = {.token = t, .role = "site"};
-
-	memset(s, 0, sizeof(*s));
-	assert_int_equal(bc_key_generate(&s->key), 0);
-	jo.key = s->key;
-	assert_int_equal(bct_join(on, &jo, &s->ans), 0);
-	free(t);
-	assert_int_equal(bc_signer_init(&s->signer, s->key, NULL, NULL), 0);
-	s->c = (struct bc_site_caller){.chain = (const uint8_t *const *)s->ans.chain,
-	                               .chain_lens = s->ans.chain_lens,
-	                               .n_chain = s->ans.n_chain,
-	                               .signer = &s->signer,
-	                               .site_id = site};
-}
-
-static void site_node(struct bct_cp *on, const char *site, struct site_node *s)
-{
-	tenant_site_node(on, "root", site, s);
-}
-
-static void site_free(struct site_node *s)
-{
-	bc_join_answer_free(&s->ans);
-	EVP_PKEY_free(s->key);
-}
-
-static int lease(struct bct_cp *on, struct site_node *s, enum bc_lease_call k, uint32_t ttl,
-                 struct bc_lease_answer *a)
-{
-	char err[256];
-	int rc = bc_client_lease(&on->pins, &s->c, k, s->epoch, ttl, a, err, sizeof(err));
-	if (rc == 0 && a->held)
-		s->epoch = a->epoch;
-	return rc;
-}
-
 /* s holds the site's lease (taking it, waiting out nobody). */
-static void hold(struct site_node *s)
+static void hold(struct bct_site_node *s)
 {
 	struct bc_lease_answer a;
-	assert_int_equal(lease(&cp, s, BC_LEASE_ACQUIRE, 0, &a), 0);
+	assert_int_equal(bct_lease(&cp, s, BC_LEASE_ACQUIRE, 0, &a), 0);
 	assert_true(a.held);
 }
 
-static void release(struct site_node *s)
+static void release(struct bct_site_node *s)
 {
 	struct bc_lease_answer a;
-	assert_int_equal(lease(&cp, s, BC_LEASE_RELEASE, 0, &a), 0);
+	assert_int_equal(bct_lease(&cp, s, BC_LEASE_RELEASE, 0, &a), 0);
 	assert_false(a.held);
 }
 
-static char *fetch(struct bct_cp *on, struct site_node *s, const char *wf, const char *mac, int *rc)
-{
-	char err[256], *tok = NULL;
-	int64_t not_after = 0;
-
-	*rc = bc_client_fetch_secret(&on->pins, &s->c, wf, mac, &tok, &not_after, err, sizeof(err));
-	if (*rc == 0) {
-		int64_t now = bc_now_ms();
-		assert_true(not_after > now && not_after <= now + 15 * MIN_MS + 2000);
-	}
-	return tok;
-}
-
-static char *token_for(struct site_node *s, const char *wf, const char *mac)
+static char *token_for(struct bct_site_node *s, const char *wf, const char *mac)
 {
 	int rc;
-	char *t = fetch(&cp, s, wf, mac, &rc);
+	char *t = bct_fetch_token(&cp, s, wf, mac, &rc);
 	assert_int_equal(rc, 0);
 	assert_non_null(t);
 	return t;
-}
-
-/* A commission workflow of tenant's site for mac (its boot entry), running, on. */
-static void commission_on(struct bct_cp *on, const char *tenant, const char *site, const char *mac,
-                          const char *uuid, const char *node, char wf[64])
-{
-	char data[512];
-
-	assert_int_equal(bc_new_id("wf", wf, 64), 0);
-	snprintf(data, sizeof(data),
-	         "{\"bootEntry\":{\"siteId\":\"%s\",\"mac\":\"%s\"%s%s%s%s%s%s,\"notAfter\":%lld}}",
-	         site, mac, uuid ? ",\"productUuid\":\"" : "", uuid ? uuid : "", uuid ? "\"" : "",
-	         node ? ",\"nodeId\":\"" : "", node ? node : "", node ? "\"" : "",
-	         (long long)(bc_now_ms() + 60 * MIN_MS));
-	bc_param w[] = {BC_TEXT(wf), BC_TEXT(data), BC_TEXT(node), BC_TEXT(tenant)};
-	assert_int_equal(
-	    bct_exec(on,
-	             "INSERT INTO workflows (id, tenant_id, node_id, kind, state, data, "
-	             "created_at, updated_at) VALUES ($1, $4, $3, 'commission', "
-	             "'running', $2, 1, 1)",
-	             w, 4),
-	    0);
 }
 
 /* The same on cp, in root. */
 static void commission(const char *site, const char *mac, const char *uuid, const char *node,
                        char wf[64])
 {
-	commission_on(&cp, "root", site, mac, uuid, node, wf);
-}
-
-struct assertion {
-	const char *site;
-	const char *signer;
-	uint64_t epoch;
-	const char *mac;
-	const char *uuid;
-	const char *wf;
-	int64_t issued_at;
-	int64_t not_after;
-	EVP_PKEY *key;
-};
-
-/* The assertion s's boot server signs now for mac (and wf, uuid). */
-static struct assertion vouch(struct site_node *s, const char *mac, const char *wf,
-                              const char *uuid)
-{
-	int64_t now = bc_now_ms();
-	return (struct assertion){.site = s->c.site_id,
-	                          .signer = s->ans.node_id,
-	                          .epoch = s->epoch,
-	                          .mac = mac,
-	                          .uuid = uuid,
-	                          .wf = wf,
-	                          .issued_at = now,
-	                          .not_after = now + 10 * MIN_MS,
-	                          .key = s->key};
-}
-
-static uint8_t *sign(const struct assertion *a, size_t *len)
-{
-	struct bc_discovery_fields f = {.site_id = a->site,
-	                                .signer_node_id = a->signer,
-	                                .lease_epoch = a->epoch,
-	                                .mac = a->mac,
-	                                .ip = "192.0.2.10",
-	                                .product_uuid = a->uuid,
-	                                .workflow_id = a->wf,
-	                                .issued_at_ms = a->issued_at,
-	                                .not_after_ms = a->not_after};
-	struct bc_signer s;
-	uint8_t *out = NULL;
-	assert_int_equal(bc_signer_init(&s, a->key, NULL, NULL), 0);
-	assert_int_equal(bc_client_sign_assertion(&f, &s, &out, len), 0);
-	return out;
-}
-
-struct ramdisk {
-	const char *token;
-	const uint8_t *att;
-	size_t att_len;
-	const char *mac;  /* claimed */
-	const char *uuid; /* claimed */
-	const uint8_t *csr;
-	size_t csr_len;
-	EVP_PKEY *key; /* NULL: a fresh one */
-	const char *serial;
-};
-
-static int ramdisk_join(struct bct_cp *on, const struct ramdisk *r, struct bc_join_answer *ans)
-{
-	struct bct_join_opts jo = {.attestor = "discovery",
-	                           .role = "ramdisk",
-	                           .token = r->token,
-	                           .attestation = r->att,
-	                           .attestation_len = r->att_len,
-	                           .mac = r->mac,
-	                           .product_uuid = r->uuid,
-	                           .csr = r->csr,
-	                           .csr_len = r->csr_len,
-	                           .key = r->key,
-	                           .serial = r->serial};
-	int rc = bct_join(on, &jo, ans);
-	if (rc == BC_ERR_DENIED && getenv("BCT_LOG"))
-		fprintf(stderr, "refused: %s\n", bct_last_reason(on));
-	return rc;
+	bct_commission(&cp, "root", site, mac, uuid, node, wf);
 }
 
 /* A join with a freshly signed assertion a and the token, refused by name. */
-static void refused_with(const struct assertion *a, const char *token, const char *mac,
+static void refused_with(const struct bct_assertion *a, const char *token, const char *mac,
                          const char *uuid, const char *reason)
 {
 	struct bc_join_answer ans;
 	size_t len;
-	uint8_t *att = sign(a, &len);
-	struct ramdisk r = {.token = token, .att = att, .att_len = len, .mac = mac, .uuid = uuid};
+	uint8_t *att = bct_assertion_sign(a, &len);
+	struct bct_ramdisk r = {
+	    .token = token, .att = att, .att_len = len, .mac = mac, .uuid = uuid};
 
-	assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), reason);
 	free(att);
 }
@@ -282,13 +122,13 @@ static int fresh_leases(void **state)
 
 static void test_lease_epochs_grow_and_fence(void **state)
 {
-	struct site_node a, b;
+	struct bct_site_node a, b;
 	struct bc_lease_answer l;
 	(void)state;
 
-	site_node(&cp, site1, &a);
-	site_node(&cp, site1, &b);
-	assert_int_equal(lease(&cp, &a, BC_LEASE_ACQUIRE, 1000, &l), 0);
+	bct_site_node(&cp, "root", site1, &a);
+	bct_site_node(&cp, "root", site1, &b);
+	assert_int_equal(bct_lease(&cp, &a, BC_LEASE_ACQUIRE, 1000, &l), 0);
 	assert_true(l.held);
 	uint64_t e1 = l.epoch;
 	assert_true(e1 >= 1);
@@ -296,55 +136,55 @@ static void test_lease_epochs_grow_and_fence(void **state)
 	/* the server caps the TTL at 300 s */
 	assert_int_equal(l.expires_at_ms - l.issued_at_ms, 300000);
 	/* the holder asking again keeps its epoch; the default TTL is 30 s */
-	assert_int_equal(lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
 	assert_true(l.held);
 	assert_int_equal(l.epoch, e1);
 	assert_int_equal(l.expires_at_ms - l.issued_at_ms, 30000);
 	/* another site node sees who holds it */
-	assert_int_equal(lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
 	assert_false(l.held);
 	assert_string_equal(l.holder, a.ans.node_id);
 	assert_int_equal(l.epoch, e1);
 	/* renew by the holder of exactly that epoch */
-	assert_int_equal(lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
 	assert_true(l.held);
 	b.epoch = e1;
-	assert_int_equal(lease(&cp, &b, BC_LEASE_RENEW, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &b, BC_LEASE_RENEW, 0, &l), 0);
 	assert_false(l.held);
 	/* released, then taken by b at the next epoch: a is fenced */
 	release(&a);
-	assert_int_equal(lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
 	assert_true(l.held);
 	assert_int_equal(l.epoch, e1 + 1);
-	assert_int_equal(lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
 	assert_false(l.held);
 	assert_int_equal(l.epoch, e1 + 1);
 	/* a release by a fenced holder changes nothing */
-	assert_int_equal(lease(&cp, &a, BC_LEASE_RELEASE, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &a, BC_LEASE_RELEASE, 0, &l), 0);
 	assert_string_equal(l.holder, b.ans.node_id);
 	/* expired: b cannot renew it, a takes it at the next epoch */
 	bc_clock_set_offset_ms(31000);
-	assert_int_equal(lease(&cp, &b, BC_LEASE_RENEW, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &b, BC_LEASE_RENEW, 0, &l), 0);
 	assert_false(l.held);
-	assert_int_equal(lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), 0);
 	assert_true(l.held);
 	assert_int_equal(l.epoch, e1 + 2);
 	bc_clock_set_offset_ms(0);
 	/* the lease of another site is another row */
-	struct site_node c;
-	site_node(&cp, site2, &c);
-	assert_int_equal(lease(&cp, &c, BC_LEASE_ACQUIRE, 0, &l), 0);
+	struct bct_site_node c;
+	bct_site_node(&cp, "root", site2, &c);
+	assert_int_equal(bct_lease(&cp, &c, BC_LEASE_ACQUIRE, 0, &l), 0);
 	assert_true(l.held);
 	assert_int_equal(l.epoch, 1);
 	release(&c);
-	site_free(&a);
-	site_free(&b);
-	site_free(&c);
+	bct_site_node_free(&a);
+	bct_site_node_free(&b);
+	bct_site_node_free(&c);
 }
 
 /* A LeaseRequest made by hand: name, epoch, client time, the signing key, its
  * purpose and the operation (path) as given. */
-static int raw_lease_as(struct site_node *s, const char *site, const char *name, uint64_t epoch,
+static int raw_lease_as(struct bct_site_node *s, const char *site, const char *name, uint64_t epoch,
                         int64_t when, EVP_PKEY *signer, const char *purpose, const char *path)
 {
 	Bettercompute__Site__V1__LeaseRequest rq = BETTERCOMPUTE__SITE__V1__LEASE_REQUEST__INIT;
@@ -375,7 +215,7 @@ static int raw_lease_as(struct site_node *s, const char *site, const char *name,
 	return (int)r.status;
 }
 
-static int raw_lease(struct site_node *s, const char *site, const char *name, int64_t when,
+static int raw_lease(struct bct_site_node *s, const char *site, const char *name, int64_t when,
                      EVP_PKEY *signer)
 {
 	return raw_lease_as(s, site, name, 0, when, signer, BC_PURPOSE_LEASE_ACQUIRE,
@@ -390,7 +230,7 @@ static void site_refused(int rc, const char *reason)
 
 static void test_site_service_refusals_by_name(void **state)
 {
-	struct site_node a, other;
+	struct bct_site_node a, other;
 	struct bc_lease_answer l;
 	struct bc_boot_entry *es = NULL;
 	size_t n;
@@ -399,8 +239,8 @@ static void test_site_service_refusals_by_name(void **state)
 	EVP_PKEY *stranger = NULL;
 	(void)state;
 
-	site_node(&cp, site1, &a);
-	site_node(&cp, site2, &other);
+	bct_site_node(&cp, "root", site1, &a);
+	bct_site_node(&cp, "root", site2, &other);
 	assert_int_equal(bc_key_generate(&stranger), 0);
 	/* the request's own shape: not the lease's name, a stale client time, a proof by
 	 * another key; every refusal is the same 403 */
@@ -438,13 +278,13 @@ static void test_site_service_refusals_by_name(void **state)
 	release(&a);
 	/* a site node of another site */
 	a.c.site_id = site2;
-	site_refused(lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), "site-wrong-site");
+	site_refused(bct_lease(&cp, &a, BC_LEASE_ACQUIRE, 0, &l), "site-wrong-site");
 	a.c.site_id = site1;
 	/* a node certificate is no site certificate */
 	{
 		struct bct_token_opts to = {0};
 		char *t = bct_token(&cp, &to, NULL);
-		struct site_node nd;
+		struct bct_site_node nd;
 		memset(&nd, 0, sizeof(nd));
 		assert_int_equal(bc_key_generate(&nd.key), 0);
 		struct bct_join_opts jo = {.token = t, .key = nd.key};
@@ -455,41 +295,41 @@ static void test_site_service_refusals_by_name(void **state)
 		nd.c.n_chain = nd.ans.n_chain;
 		assert_int_equal(bc_signer_init(&nd.signer, nd.key, NULL, NULL), 0);
 		nd.c.signer = &nd.signer;
-		site_refused(lease(&cp, &nd, BC_LEASE_ACQUIRE, 0, &l), "site-role");
-		site_free(&nd);
+		site_refused(bct_lease(&cp, &nd, BC_LEASE_ACQUIRE, 0, &l), "site-role");
+		bct_site_node_free(&nd);
 		free(t);
 	}
 	/* boot entries and tokens go only to the holder */
 	site_refused(bc_client_boot_entries(&cp.pins, &a.c, 1, &es, &n, &at, err, sizeof(err)),
 	             "site-not-holder");
 	int rc;
-	assert_null(fetch(&cp, &a, "", MAC_U, &rc));
+	assert_null(bct_fetch_token(&cp, &a, "", MAC_U, &rc));
 	site_refused(rc, "site-not-holder");
 	hold(&a);
 	site_refused(
 	    bc_client_boot_entries(&cp.pins, &a.c, a.epoch + 1, &es, &n, &at, err, sizeof(err)),
 	    "site-not-holder");
 	/* FetchSecret's own */
-	assert_null(fetch(&cp, &a, "", "not-a-mac", &rc));
+	assert_null(bct_fetch_token(&cp, &a, "", "not-a-mac", &rc));
 	site_refused(rc, "secret-kind");
 	char wf[64];
 	commission(site1, MAC_A, NULL, NULL, wf);
-	assert_null(fetch(&cp, &a, wf, MAC_B, &rc));
+	assert_null(bct_fetch_token(&cp, &a, wf, MAC_B, &rc));
 	site_refused(rc, "secret-workflow");
-	assert_null(fetch(&cp, &a, "wf_00000000000000000000000000", MAC_A, &rc));
+	assert_null(bct_fetch_token(&cp, &a, "wf_00000000000000000000000000", MAC_A, &rc));
 	site_refused(rc, "secret-workflow");
 	/* a revoked certificate */
 	bc_param p[] = {BC_TEXT(a.ans.node_id)};
 	assert_int_equal(
 	    bct_exec(&cp, "UPDATE node_certs SET revoked_at = 1 WHERE node_id = $1", p, 1), 0);
-	site_refused(lease(&cp, &a, BC_LEASE_RENEW, 0, &l), "site-not-current");
+	site_refused(bct_lease(&cp, &a, BC_LEASE_RENEW, 0, &l), "site-not-current");
 	EVP_PKEY_free(stranger);
-	site_free(&a);
-	site_free(&other);
+	bct_site_node_free(&a);
+	bct_site_node_free(&other);
 }
 
 /* s renewed to next_key: the same node and site, the successor's chain. */
-static void renewed(const struct site_node *s, EVP_PKEY *next_key, struct site_node *out)
+static void renewed(const struct bct_site_node *s, EVP_PKEY *next_key, struct bct_site_node *out)
 {
 	memset(out, 0, sizeof(*out));
 	assert_int_equal(bct_renew(&cp, &s->ans, s->key, next_key, &out->ans), 0);
@@ -507,7 +347,7 @@ static void renewed(const struct site_node *s, EVP_PKEY *next_key, struct site_n
  * assertion signed by L1's key are refused by name, as Renew is; L3 goes on. */
 static void test_a_superseded_site_certificate_is_refused(void **state)
 {
-	struct site_node l1, l2, l3;
+	struct bct_site_node l1, l2, l3;
 	struct bc_join_answer ans;
 	struct bc_lease_answer l;
 	EVP_PKEY *k2 = NULL, *k3 = NULL, *k4 = NULL;
@@ -516,44 +356,45 @@ static void test_a_superseded_site_certificate_is_refused(void **state)
 	int rc;
 	(void)state;
 
-	site_node(&cp, site1, &l1);
+	bct_site_node(&cp, "root", site1, &l1);
 	assert_int_equal(bc_key_generate(&k2), 0);
 	assert_int_equal(bc_key_generate(&k3), 0);
 	assert_int_equal(bc_key_generate(&k4), 0);
 	renewed(&l1, k2, &l2);
 	renewed(&l2, k3, &l3);
 	/* L1: no lease, no renewal */
-	site_refused(lease(&cp, &l1, BC_LEASE_ACQUIRE, 0, &l), "site-not-current");
+	site_refused(bct_lease(&cp, &l1, BC_LEASE_ACQUIRE, 0, &l), "site-not-current");
 	site_refused(bct_renew(&cp, &l1.ans, l1.key, k4, &ans), "renew-superseded");
 	/* L3 holds the lease; L1, of the same node, fetches no token */
 	hold(&l3);
-	assert_null(fetch(&cp, &l1, "", MAC_U, &rc));
+	assert_null(bct_fetch_token(&cp, &l1, "", MAC_U, &rc));
 	site_refused(rc, "site-not-current");
-	site_refused(lease(&cp, &l1, BC_LEASE_RENEW, 0, &l), "site-not-current");
+	site_refused(bct_lease(&cp, &l1, BC_LEASE_RENEW, 0, &l), "site-not-current");
 	/* an assertion signed by L1's key vouches for nothing; by L3's it does */
 	/* a machine of its own: the other tests' UUIDs stay new */
 	commission(site1, MAC_B, UUID_C, NULL, wf);
 	t = token_for(&l3, wf, MAC_B);
-	struct assertion as = vouch(&l3, MAC_B, wf, UUID_C);
+	struct bct_assertion as = bct_vouch(&l3, MAC_B, wf, UUID_C);
 	as.key = l1.key;
 	refused_with(&as, t, MAC_B, UUID_C, "discovery-signature");
 	as.key = l3.key;
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_B, .uuid = UUID_C};
-	assert_int_equal(ramdisk_join(&cp, &r, &ans), 0);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {
+	    .token = t, .att = att, .att_len = len, .mac = MAC_B, .uuid = UUID_C};
+	assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), 0);
 	bc_join_answer_free(&ans);
 	free(att);
 	free(t);
 	release(&l3);
 	EVP_PKEY_free(k4);
-	site_free(&l1);
-	site_free(&l2);
-	site_free(&l3);
+	bct_site_node_free(&l1);
+	bct_site_node_free(&l2);
+	bct_site_node_free(&l3);
 }
 
 static void test_boot_entries_and_tokens_for_the_holder(void **state)
 {
-	struct site_node a;
+	struct bct_site_node a;
 	struct bc_boot_entry *es = NULL;
 	char wf[64], wf2[64], wf_other[64], err[256];
 	size_t n = 0;
@@ -561,7 +402,7 @@ static void test_boot_entries_and_tokens_for_the_holder(void **state)
 	int rc;
 	(void)state;
 
-	site_node(&cp, site1, &a);
+	bct_site_node(&cp, "root", site1, &a);
 	hold(&a);
 	commission(site1, "52-54-00-AA-00-21", UUID_A, NULL, wf);
 	commission(site1, "52:54:00:aa:00:22", NULL, NULL, wf2);
@@ -599,11 +440,11 @@ static void test_boot_entries_and_tokens_for_the_holder(void **state)
 	assert_int_equal(bct_exec(&cp, "DELETE FROM join_tokens WHERE role = 'discovery'", NULL, 0),
 	                 0);
 	for (int i = 0; i < 64; i++) {
-		char *u = fetch(&cp, &a, "", MAC_U, &rc);
+		char *u = bct_fetch_token(&cp, &a, "", MAC_U, &rc);
 		assert_int_equal(rc, 0);
 		free(u);
 	}
-	assert_null(fetch(&cp, &a, "", MAC_U, &rc));
+	assert_null(bct_fetch_token(&cp, &a, "", MAC_U, &rc));
 	site_refused(rc, "secret-limit");
 	/* a token spent or expired no longer counts */
 	assert_int_equal(bct_exec(&cp,
@@ -615,31 +456,32 @@ static void test_boot_entries_and_tokens_for_the_holder(void **state)
 	/* a commission workflow: at most BC_SITE_WORKFLOW_TOKENS_MAX (16) live tokens */
 	for (int i = 0; i < 16; i++)
 		free(token_for(&a, wf2, "52:54:00:aa:00:22"));
-	assert_null(fetch(&cp, &a, wf2, "52:54:00:aa:00:22", &rc));
+	assert_null(bct_fetch_token(&cp, &a, wf2, "52:54:00:aa:00:22", &rc));
 	site_refused(rc, "secret-limit");
 	release(&a);
-	site_free(&a);
+	bct_site_node_free(&a);
 }
 
 /* ---- the attestor ---- */
 
 static void test_a_vouched_ramdisk_joins_once(void **state)
 {
-	struct site_node a;
+	struct bct_site_node a;
 	struct bc_join_answer ans, again;
 	struct bc_node_identity id;
 	char wf[64];
 	size_t len;
 	(void)state;
 
-	site_node(&cp, site1, &a);
+	bct_site_node(&cp, "root", site1, &a);
 	hold(&a);
 	commission(site1, MAC_A, UUID_A, NULL, wf);
 	char *t = token_for(&a, wf, MAC_A);
-	struct assertion as = vouch(&a, MAC_A, wf, UUID_A);
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
-	assert_int_equal(ramdisk_join(&cp, &r, &ans), 0);
+	struct bct_assertion as = bct_vouch(&a, MAC_A, wf, UUID_A);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {
+	    .token = t, .att = att, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
+	assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	assert_int_equal(
 	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
@@ -671,7 +513,7 @@ static void test_a_vouched_ramdisk_joins_once(void **state)
 	/* the assertion admitted one join: a second token does not make it new */
 	char *t2 = token_for(&a, wf, MAC_A);
 	r.token = t2;
-	assert_int_equal(ramdisk_join(&cp, &r, &again), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&cp, &r, &again), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "assertion-reused");
 	assert_int_equal(uses_left_of(t2), 1);
 	/* re-commissioned: the reclaim gives the node what this result says, whatever
@@ -684,11 +526,11 @@ static void test_a_vouched_ramdisk_joins_once(void **state)
 	char wf2[64];
 	commission(site1, MAC_A, UUID_A, ans.node_id, wf2);
 	char *t3 = token_for(&a, wf2, MAC_A);
-	struct assertion as3 = vouch(&a, MAC_A, wf2, UUID_A);
-	uint8_t *att3 = sign(&as3, &len);
-	struct ramdisk r3 = {
+	struct bct_assertion as3 = bct_vouch(&a, MAC_A, wf2, UUID_A);
+	uint8_t *att3 = bct_assertion_sign(&as3, &len);
+	struct bct_ramdisk r3 = {
 	    .token = t3, .att = att3, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
-	assert_int_equal(ramdisk_join(&cp, &r3, &again), 0);
+	assert_int_equal(bct_ramdisk_join(&cp, &r3, &again), 0);
 	assert_int_equal(again.state, BC_JOIN_JOINED);
 	assert_string_equal(again.node_id, ans.node_id);
 	kinds = bct_text(&cp,
@@ -707,40 +549,41 @@ static void test_a_vouched_ramdisk_joins_once(void **state)
 	free(t);
 	free(t2);
 	release(&a);
-	site_free(&a);
+	bct_site_node_free(&a);
 }
 
 static void test_every_discovery_refusal_by_name(void **state)
 {
-	struct site_node a, b, other;
+	struct bct_site_node a, b, other;
 	struct bc_join_answer ans;
-	struct assertion as;
+	struct bct_assertion as;
 	char wf[64], *t;
 	(void)state;
 
-	site_node(&cp, site1, &a);
-	site_node(&cp, site1, &b);
-	site_node(&cp, site2, &other);
+	bct_site_node(&cp, "root", site1, &a);
+	bct_site_node(&cp, "root", site1, &b);
+	bct_site_node(&cp, "root", site2, &other);
 	hold(&a);
 	hold(&other);
 	commission(site1, MAC_A, UUID_A, NULL, wf);
 	t = token_for(&a, wf, MAC_A);
-	as = vouch(&a, MAC_A, wf, UUID_A);
+	as = bct_vouch(&a, MAC_A, wf, UUID_A);
 
 	/* check(): the bytes, and the machine against them */
 	{
 		static const uint8_t junk[] = {0x0a, 0xff, 0x01};
-		struct ramdisk r = {.token = t, .att = junk, .att_len = sizeof(junk), .mac = MAC_A};
-		assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+		struct bct_ramdisk r = {
+		    .token = t, .att = junk, .att_len = sizeof(junk), .mac = MAC_A};
+		assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
 		assert_string_equal(bct_last_reason(&cp), "discovery-malformed");
 		r.att = NULL;
 		r.att_len = 0;
-		assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+		assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
 		assert_string_equal(bct_last_reason(&cp), "discovery-malformed");
 	}
 	{
 		/* signed, but out of shape */
-		struct assertion x = as;
+		struct bct_assertion x = as;
 		x.epoch = 0;
 		refused_with(&x, t, MAC_A, UUID_A, "discovery-malformed");
 		x = as;
@@ -777,7 +620,7 @@ static void test_every_discovery_refusal_by_name(void **state)
 	}
 	{
 		char *t_b = token_for(&a, "", MAC_B);
-		struct assertion nowf = vouch(&a, MAC_A, NULL, UUID_A);
+		struct bct_assertion nowf = bct_vouch(&a, MAC_A, NULL, UUID_A);
 		refused_with(&nowf, t_b, MAC_A, UUID_A, "discovery-token-mac");
 		free(t_b);
 		char *t_u = token_for(&a, "", MAC_A);
@@ -786,7 +629,7 @@ static void test_every_discovery_refusal_by_name(void **state)
 	}
 	/* the signer */
 	{
-		struct assertion x = as;
+		struct bct_assertion x = as;
 		x.signer = "node_00000000000000000000000000";
 		refused_with(&x, t, MAC_A, UUID_A, "discovery-signer-unknown");
 		x.signer = other.ans.node_id; /* a site node of another site */
@@ -794,7 +637,7 @@ static void test_every_discovery_refusal_by_name(void **state)
 		x = as;
 		x.epoch = as.epoch + 1;
 		refused_with(&x, t, MAC_A, UUID_A, "discovery-fenced");
-		x = vouch(&b, MAC_A, wf, UUID_A); /* b holds no lease at a's epoch */
+		x = bct_vouch(&b, MAC_A, wf, UUID_A); /* b holds no lease at a's epoch */
 		x.epoch = as.epoch;
 		refused_with(&x, t, MAC_A, UUID_A, "discovery-fenced");
 		EVP_PKEY *k = NULL;
@@ -839,11 +682,12 @@ static void test_every_discovery_refusal_by_name(void **state)
 	/* after every refusal the token still admits the vouched machine, once */
 	assert_int_equal(uses_left_of(t), 1);
 	size_t len;
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
-	assert_int_equal(ramdisk_join(&cp, &r, &ans), 0);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {
+	    .token = t, .att = att, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
+	assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), 0);
 	bc_join_answer_free(&ans);
-	assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "token-used-up");
 	/* a ramdisk only */
 	{
@@ -860,14 +704,14 @@ static void test_every_discovery_refusal_by_name(void **state)
 	free(t);
 	release(&a);
 	release(&other);
-	site_free(&a);
-	site_free(&b);
-	site_free(&other);
+	bct_site_node_free(&a);
+	bct_site_node_free(&b);
+	bct_site_node_free(&other);
 }
 
 static void test_a_fenced_boot_server_can_no_longer_vouch(void **state)
 {
-	struct site_node a, b;
+	struct bct_site_node a, b;
 	struct bc_join_answer ans;
 	struct bc_lease_answer l;
 	struct bc_boot_entry *es = NULL;
@@ -877,50 +721,50 @@ static void test_a_fenced_boot_server_can_no_longer_vouch(void **state)
 	int rc;
 	(void)state;
 
-	site_node(&cp, site1, &a);
-	site_node(&cp, site1, &b);
+	bct_site_node(&cp, "root", site1, &a);
+	bct_site_node(&cp, "root", site1, &b);
 	hold(&a);
 	commission(site1, MAC_A, NULL, NULL, wf);
 	char *t = token_for(&a, wf, MAC_A);
-	struct assertion as = vouch(&a, MAC_A, wf, NULL);
-	uint8_t *att = sign(&as, &len);
+	struct bct_assertion as = bct_vouch(&a, MAC_A, wf, NULL);
+	uint8_t *att = bct_assertion_sign(&as, &len);
 	/* a's lease expires and b takes it */
 	bc_clock_set_offset_ms(31000);
-	assert_int_equal(lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &b, BC_LEASE_ACQUIRE, 0, &l), 0);
 	assert_true(l.held);
 	assert_int_equal(l.epoch, a.epoch + 1);
 	/* a's assertion, its token fetches and its boot entries are refused */
-	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A};
-	assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+	struct bct_ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A};
+	assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "discovery-fenced");
-	assert_null(fetch(&cp, &a, wf, MAC_A, &rc));
+	assert_null(bct_fetch_token(&cp, &a, wf, MAC_A, &rc));
 	site_refused(rc, "site-not-holder");
 	site_refused(
 	    bc_client_boot_entries(&cp.pins, &a.c, a.epoch, &es, &n, &at, err, sizeof(err)),
 	    "site-not-holder");
-	assert_int_equal(lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
+	assert_int_equal(bct_lease(&cp, &a, BC_LEASE_RENEW, 0, &l), 0);
 	assert_false(l.held);
 	/* b vouches now */
 	char *t2 = token_for(&b, wf, MAC_A);
-	struct assertion bs = vouch(&b, MAC_A, wf, NULL);
-	uint8_t *att2 = sign(&bs, &len);
-	struct ramdisk r2 = {.token = t2, .att = att2, .att_len = len, .mac = MAC_A};
-	assert_int_equal(ramdisk_join(&cp, &r2, &ans), 0);
+	struct bct_assertion bs = bct_vouch(&b, MAC_A, wf, NULL);
+	uint8_t *att2 = bct_assertion_sign(&bs, &len);
+	struct bct_ramdisk r2 = {.token = t2, .att = att2, .att_len = len, .mac = MAC_A};
+	assert_int_equal(bct_ramdisk_join(&cp, &r2, &ans), 0);
 	bc_join_answer_free(&ans);
 	bc_clock_set_offset_ms(0);
 	free(att);
 	free(att2);
 	free(t);
 	free(t2);
-	site_free(&a);
-	site_free(&b);
+	bct_site_node_free(&a);
+	bct_site_node_free(&b);
 }
 
 /* ---- two replicas ---- */
 
 struct acquirer {
 	struct bct_cp *on;
-	struct site_node *s;
+	struct bct_site_node *s;
 	struct bc_lease_answer l;
 	int rc;
 };
@@ -937,7 +781,7 @@ static void *acquire(void *arg)
 static void test_two_replicas_grant_once_and_accept_once(void **state)
 {
 	struct bct_cp replica;
-	struct site_node a, b;
+	struct bct_site_node a, b;
 	struct bc_join_answer ans;
 	char wf[64];
 	size_t len;
@@ -945,8 +789,8 @@ static void test_two_replicas_grant_once_and_accept_once(void **state)
 	(void)state;
 
 	assert_int_equal(bct_cp_replica_toml(&cp, &replica, "[attestors.discovery]\n"), 0);
-	site_node(&cp, site1, &a);
-	site_node(&cp, site1, &b);
+	bct_site_node(&cp, "root", site1, &a);
+	bct_site_node(&cp, "root", site1, &b);
 	/* a and b ask two replicas at once: one of them holds it */
 	struct acquirer qa = {.on = &cp, .s = &a}, qb = {.on = &replica, .s = &b};
 	assert_int_equal(pthread_create(&th[0], NULL, acquire, &qa), 0);
@@ -957,30 +801,31 @@ static void test_two_replicas_grant_once_and_accept_once(void **state)
 	assert_int_equal(qb.rc, 0);
 	assert_int_equal(qa.l.held + qb.l.held, 1);
 	assert_int_equal(qa.l.epoch, qb.l.epoch);
-	struct site_node *h = qa.l.held ? &a : &b;
+	struct bct_site_node *h = qa.l.held ? &a : &b;
 	h->epoch = qa.l.epoch;
 	/* one assertion, two tokens, two replicas: one join */
 	commission(site1, MAC_B, NULL, NULL, wf);
 	char *t1 = token_for(h, wf, MAC_B), *t2 = token_for(h, wf, MAC_B);
-	struct assertion as = vouch(h, MAC_B, wf, NULL);
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t1, .att = att, .att_len = len, .mac = MAC_B};
-	assert_int_equal(ramdisk_join(&replica, &r, &ans), 0);
+	struct bct_assertion as = bct_vouch(h, MAC_B, wf, NULL);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {.token = t1, .att = att, .att_len = len, .mac = MAC_B};
+	assert_int_equal(bct_ramdisk_join(&replica, &r, &ans), 0);
 	bc_join_answer_free(&ans);
 	r.token = t2;
-	assert_int_equal(ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&cp, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&cp), "assertion-reused");
 	/* racing: 8 joins of one assertion with 8 tokens through both replicas */
-	struct assertion as2 = vouch(h, MAC_B, wf, NULL);
+	struct bct_assertion as2 = bct_vouch(h, MAC_B, wf, NULL);
 	as2.issued_at -= 1; /* another assertion */
-	uint8_t *att2 = sign(&as2, &len);
+	uint8_t *att2 = bct_assertion_sign(&as2, &len);
 	char *tok[8];
 	for (int i = 0; i < 8; i++)
 		tok[i] = token_for(h, wf, MAC_B);
 	int admitted = 0, denied = 0;
 	for (int i = 0; i < 8; i++) {
-		struct ramdisk ri = {.token = tok[i], .att = att2, .att_len = len, .mac = MAC_B};
-		int rc = ramdisk_join(i % 2 ? &replica : &cp, &ri, &ans);
+		struct bct_ramdisk ri = {
+		    .token = tok[i], .att = att2, .att_len = len, .mac = MAC_B};
+		int rc = bct_ramdisk_join(i % 2 ? &replica : &cp, &ri, &ans);
 		if (rc == 0) {
 			admitted++;
 			bc_join_answer_free(&ans);
@@ -996,8 +841,8 @@ static void test_two_replicas_grant_once_and_accept_once(void **state)
 	free(t1);
 	free(t2);
 	bct_cp_stop(&replica);
-	site_free(&a);
-	site_free(&b);
+	bct_site_node_free(&a);
+	bct_site_node_free(&b);
 }
 
 /* ---- approvals ---- */
@@ -1010,31 +855,24 @@ static void csr_hex(const uint8_t *csr, size_t len, char out[65])
 	bc_hex_encode_to(d, sizeof(d), out);
 }
 
-/* A fresh key and its CSR. */
-static void key_csr(EVP_PKEY **key, uint8_t **csr, size_t *len)
-{
-	assert_int_equal(bc_key_generate(key), 0);
-	assert_int_equal(bc_csr_make(*key, BC_WIRE_CSR_CN, csr, len), 0);
-}
-
 /* A control plane of its own with the discovery options in toml, a site named name
  * and a site node a of it holding the site's lease. */
 static void own_boot_server(struct bct_cp *on, const char *toml, const char *name, char site[64],
-                            struct site_node *a)
+                            struct bct_site_node *a)
 {
 	struct bc_lease_answer l;
 
 	assert_int_equal(bct_cp_start(on, toml), 0);
 	assert_int_equal(bct_site(on, "root", name, site), 0);
-	site_node(on, site, a);
-	assert_int_equal(lease(on, a, BC_LEASE_ACQUIRE, 0, &l), 0);
+	bct_site_node(on, "root", site, a);
+	assert_int_equal(bct_lease(on, a, BC_LEASE_ACQUIRE, 0, &l), 0);
 	assert_true(l.held);
 }
 
 static void test_unknown_machines_wait_for_an_operator(void **state)
 {
 	struct bct_cp ap;
-	struct site_node a;
+	struct bct_site_node a;
 	struct bc_join_answer ans;
 	EVP_PKEY *key = NULL, *key2 = NULL;
 	uint8_t *csr = NULL, *csr2 = NULL;
@@ -1050,19 +888,19 @@ static void test_unknown_machines_wait_for_an_operator(void **state)
 	assert_int_equal(bc_key_generate(&key), 0);
 	assert_int_equal(bc_csr_make(key, BC_WIRE_CSR_CN, &csr, &csr_len), 0);
 	int rc;
-	char *t = fetch(&ap, &a, "", MAC_U, &rc);
+	char *t = bct_fetch_token(&ap, &a, "", MAC_U, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion as = vouch(&a, MAC_U, NULL, NULL);
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t,
-	                    .att = att,
-	                    .att_len = len,
-	                    .mac = MAC_U,
-	                    .uuid = UUID_B,
-	                    .csr = csr,
-	                    .csr_len = csr_len};
+	struct bct_assertion as = bct_vouch(&a, MAC_U, NULL, NULL);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {.token = t,
+	                        .att = att,
+	                        .att_len = len,
+	                        .mac = MAC_U,
+	                        .uuid = UUID_B,
+	                        .csr = csr,
+	                        .csr_len = csr_len};
 	/* pending: a join request, nothing spent */
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&ap, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	assert_int_equal(ans.retry_after_seconds, 5);
 	char jr[64];
@@ -1085,7 +923,7 @@ static void test_unknown_machines_wait_for_an_operator(void **state)
 	              p, 1),
 	    1);
 	/* asking again waits on the same request */
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&ap, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	assert_string_equal(ans.request_id, jr);
 	bc_join_answer_free(&ans);
@@ -1098,12 +936,12 @@ static void test_unknown_machines_wait_for_an_operator(void **state)
 	assert_int_equal(bc_csr_make(key2, BC_WIRE_CSR_CN, &csr2, &csr2_len), 0);
 	r.csr = csr2;
 	r.csr_len = csr2_len;
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&ap), "enrollment-csr");
 	r.csr = csr;
 	r.csr_len = csr_len;
 	r.serial = "ATTACKER-1";
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&ap), "enrollment-csr");
 	r.serial = NULL;
 	shown = bct_text(&ap, "SELECT csr_sha256 FROM join_requests WHERE id = $1", p, 1);
@@ -1115,30 +953,30 @@ static void test_unknown_machines_wait_for_an_operator(void **state)
 	    bct_exec(&ap, "UPDATE join_requests SET state = 'approved' WHERE id = $1", p, 1), 0);
 	r.csr = csr2;
 	r.csr_len = csr2_len;
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&ap), "enrollment-csr");
 	r.csr = csr;
 	r.csr_len = csr_len;
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&ap, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	bc_join_answer_free(&ans);
 	free(att);
 	free(t);
 	/* denied: refused by name */
-	t = fetch(&ap, &a, "", MAC_B, &rc);
+	t = bct_fetch_token(&ap, &a, "", MAC_B, &rc);
 	assert_int_equal(rc, 0);
-	as = vouch(&a, MAC_B, NULL, NULL);
-	att = sign(&as, &len);
-	r = (struct ramdisk){
+	as = bct_vouch(&a, MAC_B, NULL, NULL);
+	att = bct_assertion_sign(&as, &len);
+	r = (struct bct_ramdisk){
 	    .token = t, .att = att, .att_len = len, .mac = MAC_B, .csr = csr, .csr_len = csr_len};
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&ap, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	snprintf(jr, sizeof(jr), "%s", ans.request_id);
 	bc_param d[] = {BC_TEXT(jr)};
 	bc_join_answer_free(&ans);
 	assert_int_equal(
 	    bct_exec(&ap, "UPDATE join_requests SET state = 'denied' WHERE id = $1", d, 1), 0);
-	assert_int_equal(ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&ap, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&ap), "discovery-denied");
 	(void)wf;
 	free(att);
@@ -1147,14 +985,14 @@ static void test_unknown_machines_wait_for_an_operator(void **state)
 	free(csr2);
 	EVP_PKEY_free(key);
 	EVP_PKEY_free(key2);
-	site_free(&a);
+	bct_site_node_free(&a);
 	bct_cp_stop(&ap);
 }
 
 static void test_configured_allowed_kinds_are_the_nodes(void **state)
 {
 	struct bct_cp kp;
-	struct site_node a;
+	struct bct_site_node a;
 	struct bc_join_answer ans;
 	char site[64], wf[64];
 	size_t len;
@@ -1165,12 +1003,13 @@ static void test_configured_allowed_kinds_are_the_nodes(void **state)
 	                "allowed_kinds = [\"inventory.refresh\", \"disk.wipe\", \"diag.*\"]\n",
 	                "dc-kinds", site, &a);
 	int rc;
-	char *t = fetch(&kp, &a, "", MAC_B, &rc);
+	char *t = bct_fetch_token(&kp, &a, "", MAC_B, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion as = vouch(&a, MAC_B, NULL, UUID_B);
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_B, .uuid = UUID_B};
-	assert_int_equal(ramdisk_join(&kp, &r, &ans), 0);
+	struct bct_assertion as = bct_vouch(&a, MAC_B, NULL, UUID_B);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {
+	    .token = t, .att = att, .att_len = len, .mac = MAC_B, .uuid = UUID_B};
+	assert_int_equal(bct_ramdisk_join(&kp, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	bc_param p[] = {BC_TEXT(ans.node_id)};
 	char *kinds = bct_text(&kp, "SELECT allowed_kinds FROM nodes WHERE id = $1", p, 1);
@@ -1187,19 +1026,20 @@ static void test_configured_allowed_kinds_are_the_nodes(void **state)
 	bc_join_answer_free(&ans);
 	free(att);
 	free(t);
-	site_free(&a);
+	bct_site_node_free(&a);
 	bct_cp_stop(&kp);
 }
 
 /* A second tenant, its own site and a site node b of it holding the site's lease. */
-static void other_tenant(struct bct_cp *on, const char *tenant, char site[64], struct site_node *b)
+static void other_tenant(struct bct_cp *on, const char *tenant, char site[64],
+                         struct bct_site_node *b)
 {
 	struct bc_lease_answer l;
 
 	assert_int_equal(bct_tenant(on, tenant), 0);
 	assert_int_equal(bct_site(on, tenant, "dc-other", site), 0);
-	tenant_site_node(on, tenant, site, b);
-	assert_int_equal(lease(on, b, BC_LEASE_ACQUIRE, 0, &l), 0);
+	bct_site_node(on, tenant, site, b);
+	assert_int_equal(bct_lease(on, b, BC_LEASE_ACQUIRE, 0, &l), 0);
 	assert_true(l.held);
 }
 
@@ -1211,7 +1051,7 @@ static void other_tenant(struct bct_cp *on, const char *tenant, char site[64], s
 static void test_requests_belong_to_their_tenant(void **state)
 {
 	struct bct_cp ap;
-	struct site_node a, b;
+	struct bct_site_node a, b;
 	struct bc_join_answer ans;
 	EVP_PKEY *ka = NULL, *kb = NULL;
 	uint8_t *csr_a = NULL, *csr_b = NULL, *att_a, *att_b;
@@ -1226,41 +1066,41 @@ static void test_requests_belong_to_their_tenant(void **state)
 	                "hardware_key = \"product-uuid\"\n",
 	                "dc-a", site_a, &a);
 	other_tenant(&ap, "tnt_b", site_b, &b);
-	key_csr(&ka, &csr_a, &la);
-	key_csr(&kb, &csr_b, &lb);
+	bct_key_csr(&ka, &csr_a, &la);
+	bct_key_csr(&kb, &csr_b, &lb);
 	csr_hex(csr_a, la, hex_a);
 	csr_hex(csr_b, lb, hex_b);
 	/* B first: its machine and its entry claim A's UUID */
-	commission_on(&ap, "tnt_b", site_b, MAC_B, UUID_A, NULL, wf_b);
-	char *tb = fetch(&ap, &b, wf_b, MAC_B, &rc);
+	bct_commission(&ap, "tnt_b", site_b, MAC_B, UUID_A, NULL, wf_b);
+	char *tb = bct_fetch_token(&ap, &b, wf_b, MAC_B, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion asb = vouch(&b, MAC_B, wf_b, UUID_A);
-	att_b = sign(&asb, &len_b);
-	struct ramdisk rb = {.token = tb,
-	                     .att = att_b,
-	                     .att_len = len_b,
-	                     .mac = MAC_B,
-	                     .uuid = UUID_A,
-	                     .csr = csr_b,
-	                     .csr_len = lb};
-	assert_int_equal(ramdisk_join(&ap, &rb, &ans), 0);
+	struct bct_assertion asb = bct_vouch(&b, MAC_B, wf_b, UUID_A);
+	att_b = bct_assertion_sign(&asb, &len_b);
+	struct bct_ramdisk rb = {.token = tb,
+	                         .att = att_b,
+	                         .att_len = len_b,
+	                         .mac = MAC_B,
+	                         .uuid = UUID_A,
+	                         .csr = csr_b,
+	                         .csr_len = lb};
+	assert_int_equal(bct_ramdisk_join(&ap, &rb, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	snprintf(jr_b, sizeof(jr_b), "%s", ans.request_id);
 	bc_join_answer_free(&ans);
 	/* A's real machine, through A's site, with the UUID A's operator set */
-	commission_on(&ap, "root", site_a, MAC_A, UUID_A, NULL, wf_a);
-	char *ta = fetch(&ap, &a, wf_a, MAC_A, &rc);
+	bct_commission(&ap, "root", site_a, MAC_A, UUID_A, NULL, wf_a);
+	char *ta = bct_fetch_token(&ap, &a, wf_a, MAC_A, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion asa = vouch(&a, MAC_A, wf_a, UUID_A);
-	att_a = sign(&asa, &len_a);
-	struct ramdisk ra = {.token = ta,
-	                     .att = att_a,
-	                     .att_len = len_a,
-	                     .mac = MAC_A,
-	                     .uuid = UUID_A,
-	                     .csr = csr_a,
-	                     .csr_len = la};
-	assert_int_equal(ramdisk_join(&ap, &ra, &ans), 0);
+	struct bct_assertion asa = bct_vouch(&a, MAC_A, wf_a, UUID_A);
+	att_a = bct_assertion_sign(&asa, &len_a);
+	struct bct_ramdisk ra = {.token = ta,
+	                         .att = att_a,
+	                         .att_len = len_a,
+	                         .mac = MAC_A,
+	                         .uuid = UUID_A,
+	                         .csr = csr_a,
+	                         .csr_len = la};
+	assert_int_equal(bct_ramdisk_join(&ap, &ra, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	snprintf(jr_a, sizeof(jr_a), "%s", ans.request_id);
 	bc_join_answer_free(&ans);
@@ -1294,17 +1134,17 @@ static void test_requests_belong_to_their_tenant(void **state)
 	/* B denies its request: B's machine is refused, in B; A's still waits on its own */
 	assert_int_equal(
 	    bct_exec(&ap, "UPDATE join_requests SET state = 'denied' WHERE id = $1", pb, 1), 0);
-	assert_int_equal(ramdisk_join(&ap, &rb, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&ap, &rb, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&ap), "discovery-denied");
 	assert_string_equal(bct_last_refusal(&ap).tenant_id, "tnt_b");
-	assert_int_equal(ramdisk_join(&ap, &ra, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&ap, &ra, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	assert_string_equal(ans.request_id, jr_a);
 	bc_join_answer_free(&ans);
 	/* A approves: A's machine joins in A */
 	assert_int_equal(
 	    bct_exec(&ap, "UPDATE join_requests SET state = 'approved' WHERE id = $1", pa, 1), 0);
-	assert_int_equal(ramdisk_join(&ap, &ra, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&ap, &ra, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	bc_param pn[] = {BC_TEXT(ans.node_id)};
 	assert_int_equal(
@@ -1320,8 +1160,8 @@ static void test_requests_belong_to_their_tenant(void **state)
 	free(csr_b);
 	EVP_PKEY_free(ka);
 	EVP_PKEY_free(kb);
-	site_free(&a);
-	site_free(&b);
+	bct_site_node_free(&a);
+	bct_site_node_free(&b);
 	bct_cp_stop(&ap);
 }
 
@@ -1332,7 +1172,7 @@ static void test_requests_belong_to_their_tenant(void **state)
 static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
 {
 	struct bct_cp cq;
-	struct site_node a, b;
+	struct bct_site_node a, b;
 	struct bc_join_answer ans_a, ans_b;
 	char site_a[64], site_b[64], wf_a[64];
 	size_t len;
@@ -1341,13 +1181,13 @@ static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
 
 	own_boot_server(&cq, "[attestors.discovery]\n", "dc-a", site_a, &a);
 	other_tenant(&cq, "tnt_b", site_b, &b);
-	char *tb = fetch(&cq, &b, "", MAC_B, &rc);
+	char *tb = bct_fetch_token(&cq, &b, "", MAC_B, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion asb = vouch(&b, MAC_B, NULL, UUID_A);
-	uint8_t *att_b = sign(&asb, &len);
-	struct ramdisk rb = {
+	struct bct_assertion asb = bct_vouch(&b, MAC_B, NULL, UUID_A);
+	uint8_t *att_b = bct_assertion_sign(&asb, &len);
+	struct bct_ramdisk rb = {
 	    .token = tb, .att = att_b, .att_len = len, .mac = MAC_B, .uuid = UUID_A};
-	assert_int_equal(ramdisk_join(&cq, &rb, &ans_b), 0);
+	assert_int_equal(bct_ramdisk_join(&cq, &rb, &ans_b), 0);
 	assert_int_equal(ans_b.state, BC_JOIN_JOINED);
 	bc_param pb[] = {BC_TEXT(ans_b.node_id)};
 	assert_int_equal(
@@ -1357,14 +1197,14 @@ static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
 	              pb, 1),
 	    1);
 	/* A's real machine */
-	commission_on(&cq, "root", site_a, MAC_A, UUID_A, NULL, wf_a);
-	char *ta = fetch(&cq, &a, wf_a, MAC_A, &rc);
+	bct_commission(&cq, "root", site_a, MAC_A, UUID_A, NULL, wf_a);
+	char *ta = bct_fetch_token(&cq, &a, wf_a, MAC_A, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion asa = vouch(&a, MAC_A, wf_a, UUID_A);
-	uint8_t *att_a = sign(&asa, &len);
-	struct ramdisk ra = {
+	struct bct_assertion asa = bct_vouch(&a, MAC_A, wf_a, UUID_A);
+	uint8_t *att_a = bct_assertion_sign(&asa, &len);
+	struct bct_ramdisk ra = {
 	    .token = ta, .att = att_a, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
-	assert_int_equal(ramdisk_join(&cq, &ra, &ans_a), 0);
+	assert_int_equal(bct_ramdisk_join(&cq, &ra, &ans_a), 0);
 	assert_int_equal(ans_a.state, BC_JOIN_JOINED);
 	assert_string_not_equal(ans_a.node_id, ans_b.node_id);
 	bc_param pa[] = {BC_TEXT(ans_a.node_id)};
@@ -1385,8 +1225,8 @@ static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
 	free(att_b);
 	free(ta);
 	free(tb);
-	site_free(&a);
-	site_free(&b);
+	bct_site_node_free(&a);
+	bct_site_node_free(&b);
 	bct_cp_stop(&cq);
 }
 
@@ -1395,22 +1235,22 @@ static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
  * spends nothing. */
 static void test_the_boot_entry_uuid_binds_the_commission(void **state)
 {
-	struct site_node a;
+	struct bct_site_node a;
 	char wf[64];
 	(void)state;
 
-	site_node(&cp, site1, &a);
+	bct_site_node(&cp, "root", site1, &a);
 	hold(&a);
 	commission(site1, MAC_B, UUID_B, NULL, wf);
 	char *t = token_for(&a, wf, MAC_B);
-	struct assertion as = vouch(&a, MAC_B, wf, UUID_C);
+	struct bct_assertion as = bct_vouch(&a, MAC_B, wf, UUID_C);
 	refused_with(&as, t, MAC_B, UUID_C, "discovery-entry-uuid");
-	as = vouch(&a, MAC_B, wf, NULL);
+	as = bct_vouch(&a, MAC_B, wf, NULL);
 	refused_with(&as, t, MAC_B, UUID_B, "discovery-entry-uuid");
 	assert_int_equal(uses_left_of(t), 1);
 	free(t);
 	release(&a);
-	site_free(&a);
+	bct_site_node_free(&a);
 }
 
 /* A ramdisk identity ends: its first certificate lasts cert_ttl_seconds, and Renew
@@ -1418,7 +1258,7 @@ static void test_the_boot_entry_uuid_binds_the_commission(void **state)
 static void test_a_ramdisk_identity_ends(void **state)
 {
 	struct bct_cp tp;
-	struct site_node a;
+	struct bct_site_node a;
 	struct bc_join_answer ans, next;
 	struct bc_node_identity id;
 	EVP_PKEY *key = NULL, *k2 = NULL;
@@ -1430,12 +1270,12 @@ static void test_a_ramdisk_identity_ends(void **state)
 	own_boot_server(&tp, "[attestors.discovery]\ncert_ttl_seconds = 600\n", "dc-ttl", site, &a);
 	assert_int_equal(bc_key_generate(&key), 0);
 	assert_int_equal(bc_key_generate(&k2), 0);
-	char *t = fetch(&tp, &a, "", MAC_A, &rc);
+	char *t = bct_fetch_token(&tp, &a, "", MAC_A, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion as = vouch(&a, MAC_A, NULL, NULL);
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .key = key};
-	assert_int_equal(ramdisk_join(&tp, &r, &ans), 0);
+	struct bct_assertion as = bct_vouch(&a, MAC_A, NULL, NULL);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_A, .key = key};
+	assert_int_equal(bct_ramdisk_join(&tp, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	assert_int_equal(
 	    bc_pki_node_identity(ans.chain[0], ans.chain_lens[0], "bc.test", &id, NULL), 0);
@@ -1454,7 +1294,7 @@ static void test_a_ramdisk_identity_ends(void **state)
 	free(t);
 	EVP_PKEY_free(key);
 	EVP_PKEY_free(k2);
-	site_free(&a);
+	bct_site_node_free(&a);
 	bct_cp_stop(&tp);
 }
 

@@ -1,28 +1,44 @@
 /* The discovery attestor's options taking effect, each against the setting that would
  * decide otherwise: approval = "always", hardware_key, pending_ttl_seconds and
  * max_age_seconds. The same control plane, boot server and ramdisk as
- * join_discovery_test.c (its fixture included); the boot server holds its lease for
+ * join_discovery_test.c (tests/support's bct_discovery); the boot server holds its lease for
  * 5 minutes, so that the test clock may move a minute without fencing it. */
-#define main join_discovery_test_main
-#include "join_discovery_test.c"
-#undef main
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bc/clock.h"
+#include "bc/wire.h"
+#include "bct_discovery.h"
+#include "bctest.h"
+
+#define MAC_A  "52:54:00:aa:00:01"
+#define MAC_B  "52:54:00:aa:00:02"
+#define MAC_U  "52:54:00:aa:00:0f"
+#define UUID_A "6b1f3c52-0a4e-4d7b-9c1e-2f3a4b5c6d7e"
 
 /* A control plane with the discovery options in toml, its site and a boot server a
  * holding the site's lease for 300 s. */
-static void boot_server(struct bct_cp *on, const char *toml, char site[64], struct site_node *a)
+static void boot_server(struct bct_cp *on, const char *toml, char site[64], struct bct_site_node *a)
 {
 	struct bc_lease_answer l;
 
 	assert_int_equal(bct_cp_start(on, toml), 0);
 	assert_int_equal(bct_site(on, "root", "dc-opt", site), 0);
-	site_node(on, site, a);
-	assert_int_equal(lease(on, a, BC_LEASE_ACQUIRE, 300, &l), 0);
+	bct_site_node(on, "root", site, a);
+	assert_int_equal(bct_lease(on, a, BC_LEASE_ACQUIRE, 300, &l), 0);
 	assert_true(l.held);
 }
 
 /* A commissioned machine (workflow, token, assertion) joins through on: its state, and
  * in jr its request id when it waits. */
-static enum bc_join_state join_commissioned(struct bct_cp *on, struct site_node *a,
+static enum bc_join_state join_commissioned(struct bct_cp *on, struct bct_site_node *a,
                                             const char *site, const char *mac, const char *uuid,
                                             char jr[64])
 {
@@ -31,13 +47,13 @@ static enum bc_join_state join_commissioned(struct bct_cp *on, struct site_node 
 	size_t len;
 	int rc;
 
-	commission_on(on, "root", site, mac, uuid, NULL, wf);
-	char *t = fetch(on, a, wf, mac, &rc);
+	bct_commission(on, "root", site, mac, uuid, NULL, wf);
+	char *t = bct_fetch_token(on, a, wf, mac, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion as = vouch(a, mac, wf, uuid);
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = mac, .uuid = uuid};
-	assert_int_equal(ramdisk_join(on, &r, &ans), 0);
+	struct bct_assertion as = bct_vouch(a, mac, wf, uuid);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {.token = t, .att = att, .att_len = len, .mac = mac, .uuid = uuid};
+	assert_int_equal(bct_ramdisk_join(on, &r, &ans), 0);
 	enum bc_join_state st = ans.state;
 	snprintf(jr, 64, "%s", st == BC_JOIN_PENDING ? ans.request_id : "");
 	bc_join_answer_free(&ans);
@@ -51,13 +67,13 @@ static enum bc_join_state join_commissioned(struct bct_cp *on, struct site_node 
 static void test_approval_always(void **state)
 {
 	struct bct_cp on;
-	struct site_node a;
+	struct bct_site_node a;
 	char site[64], jr[64];
 	(void)state;
 
 	boot_server(&on, "[attestors.discovery]\napproval = \"unknown-machines\"\n", site, &a);
 	assert_int_equal(join_commissioned(&on, &a, site, MAC_A, NULL, jr), BC_JOIN_JOINED);
-	site_free(&a);
+	bct_site_node_free(&a);
 	bct_cp_stop(&on);
 
 	boot_server(&on, "[attestors.discovery]\napproval = \"always\"\n", site, &a);
@@ -70,7 +86,7 @@ static void test_approval_always(void **state)
 	                 1);
 	assert_int_equal(
 	    bct_count(&on, "SELECT COUNT(*) FROM nodes WHERE role = 'ramdisk'", NULL, 0), 0);
-	site_free(&a);
+	bct_site_node_free(&a);
 	bct_cp_stop(&on);
 }
 
@@ -79,7 +95,7 @@ static void test_approval_always(void **state)
 static void test_hardware_key(void **state)
 {
 	struct bct_cp on;
-	struct site_node a;
+	struct bct_site_node a;
 	char site[64], jr[64], want[160], *key;
 	(void)state;
 
@@ -101,7 +117,7 @@ static void test_hardware_key(void **state)
 			snprintf(want, sizeof(want), "%s/%s", site, MAC_A);
 		assert_string_equal(key, want);
 		free(key);
-		site_free(&a);
+		bct_site_node_free(&a);
 		bct_cp_stop(&on);
 	}
 }
@@ -111,7 +127,7 @@ static void test_hardware_key(void **state)
 static void test_pending_ttl(void **state)
 {
 	struct bct_cp on;
-	struct site_node a;
+	struct bct_site_node a;
 	struct bc_join_answer ans;
 	EVP_PKEY *k1 = NULL, *k2 = NULL;
 	uint8_t *c1 = NULL, *c2 = NULL;
@@ -124,24 +140,24 @@ static void test_pending_ttl(void **state)
 	            "[attestors.discovery]\napproval = \"unknown-machines\"\n"
 	            "pending_ttl_seconds = 60\n",
 	            site, &a);
-	key_csr(&k1, &c1, &l1);
-	key_csr(&k2, &c2, &l2);
-	char *t = fetch(&on, &a, "", MAC_U, &rc);
+	bct_key_csr(&k1, &c1, &l1);
+	bct_key_csr(&k2, &c2, &l2);
+	char *t = bct_fetch_token(&on, &a, "", MAC_U, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion as = vouch(&a, MAC_U, NULL, NULL);
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {
+	struct bct_assertion as = bct_vouch(&a, MAC_U, NULL, NULL);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {
 	    .token = t, .att = att, .att_len = len, .mac = MAC_U, .csr = c1, .csr_len = l1};
-	assert_int_equal(ramdisk_join(&on, &r, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&on, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	snprintf(jr, sizeof(jr), "%s", ans.request_id);
 	bc_join_answer_free(&ans);
 	r.csr = c2;
 	r.csr_len = l2;
-	assert_int_equal(ramdisk_join(&on, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&on, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&on), "enrollment-csr");
 	bc_clock_set_offset_ms(61 * 1000);
-	assert_int_equal(ramdisk_join(&on, &r, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&on, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	assert_string_not_equal(ans.request_id, jr);
 	bc_join_answer_free(&ans);
@@ -152,7 +168,7 @@ static void test_pending_ttl(void **state)
 	free(c2);
 	EVP_PKEY_free(k1);
 	EVP_PKEY_free(k2);
-	site_free(&a);
+	bct_site_node_free(&a);
 	bct_cp_stop(&on);
 }
 
@@ -161,7 +177,7 @@ static void test_pending_ttl(void **state)
 static void test_max_age_seconds(void **state)
 {
 	struct bct_cp on;
-	struct site_node a;
+	struct bct_site_node a;
 	struct bc_join_answer ans;
 	char site[64];
 	size_t len;
@@ -169,26 +185,26 @@ static void test_max_age_seconds(void **state)
 	(void)state;
 
 	boot_server(&on, "[attestors.discovery]\nmax_age_seconds = 10\n", site, &a);
-	char *t = fetch(&on, &a, "", MAC_B, &rc);
+	char *t = bct_fetch_token(&on, &a, "", MAC_B, &rc);
 	assert_int_equal(rc, 0);
-	struct assertion as = vouch(&a, MAC_B, NULL, NULL);
-	uint8_t *att = sign(&as, &len);
-	struct ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_B};
+	struct bct_assertion as = bct_vouch(&a, MAC_B, NULL, NULL);
+	uint8_t *att = bct_assertion_sign(&as, &len);
+	struct bct_ramdisk r = {.token = t, .att = att, .att_len = len, .mac = MAC_B};
 	bc_clock_set_offset_ms(11 * 1000);
-	assert_int_equal(ramdisk_join(&on, &r, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&on, &r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&on), "discovery-expired");
 	free(att);
-	as = vouch(&a, MAC_B, NULL, NULL);
-	att = sign(&as, &len);
+	as = bct_vouch(&a, MAC_B, NULL, NULL);
+	att = bct_assertion_sign(&as, &len);
 	r.att = att;
 	r.att_len = len;
-	assert_int_equal(ramdisk_join(&on, &r, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&on, &r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	bc_join_answer_free(&ans);
 	bc_clock_set_offset_ms(0);
 	free(att);
 	free(t);
-	site_free(&a);
+	bct_site_node_free(&a);
 	bct_cp_stop(&on);
 }
 
