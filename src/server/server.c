@@ -181,6 +181,11 @@ static const char *site_method(const char *path)
 	return NULL;
 }
 
+/* Set by on_outcome and on_refusal, which run in the thread serving the request, when
+ * the Renew served is bcd doctor's check (checkOnly): counted apart, in
+ * bc_renew_checks_total, it is left out of the Renew latency histogram too. */
+static _Thread_local int rpc_is_check;
+
 /* A JoinService RPC, timed for the metrics; SiteService's and FetchSecret counted. */
 static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
                       struct bc_http_response *resp)
@@ -206,11 +211,14 @@ static void serve_rpc(struct bc_server *s, const struct bc_http_request *req,
 		bc_metrics_site(s->metrics, site, resp->status);
 		return;
 	}
+	rpc_is_check = 0;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	bc_connect_serve(s->join, req, resp);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	bc_metrics_rpc(s->metrics, method, resp->status,
-	               (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+	if (!rpc_is_check)
+		bc_metrics_rpc(s->metrics, method, resp->status,
+		               (double)(b.tv_sec - a.tv_sec) +
+		                   (double)(b.tv_nsec - a.tv_nsec) / 1e9);
 }
 
 /* The node CAs of the set the store holds now (the watch keeps it within
@@ -321,6 +329,8 @@ static void on_outcome(void *ctx, const struct bc_join_outcome *o)
 {
 	struct bc_server *s = ctx;
 
+	if (o->type == BC_JOIN_OUTCOME_CHECKED)
+		rpc_is_check = 1;
 	bc_metrics_outcome(s->metrics, o);
 }
 
@@ -342,10 +352,12 @@ static void on_refusal(void *ctx, const struct bc_refusal *r)
 	char *js;
 
 	/* every refusal once, a summarized one too (count 0 or its summary's) */
-	if (r->attestor != NULL && strcmp(r->attestor, "renew") == 0)
+	if (r->attestor != NULL && strcmp(r->attestor, "renew") == 0) {
 		bc_metrics_renew_refusal(s->metrics, r->reason, r->check_only);
-	else
+		rpc_is_check = rpc_is_check || r->check_only;
+	} else {
 		bc_metrics_refusal(s->metrics, metrics_attestor(s, r->attestor), r->reason);
+	}
 	if (s->hook)
 		s->hook(s->hook_ctx, r);
 	/* a refusal counted into a later summary is not passed on by itself */

@@ -5,7 +5,8 @@
 # nodes revoke-identity, and for the old copy of a node that was reclaimed since; the
 # same as --json (parsed), with every check's name, status, message and hint. A check
 # issues no certificate and writes nothing; a config that does not load is exit 1. The
-# metrics count the checks in bc_renew_checks_total, never as renewals.
+# metrics count the checks in bc_renew_checks_total, never as renewals nor in the
+# Renew latency histogram.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bcd_lib.sh"
 cd "$T"
@@ -93,6 +94,9 @@ got="$(value 'bc_renew_checks_total{result="current"}')/$(value 'bc_renew_checks
 got="$got/$(value 'bc_renew_outcomes_total{outcome="renewed"}')/$(value 'bc_renew_outcomes_total{outcome="refused"}')"
 [ "$got" = "4/4/0/0" ] || fail "checks current/refused, renewals renewed/refused: $got, not 4/4/0/0"
 grep -q '^bc_renew_refusals_total{' metrics.txt && fail "a check was counted as a renewal refusal"
+# nor in the Renew latency histogram (no Renew RPC but the checks came here)
+grep -q '^bc_rpc_duration_seconds_count{method="Renew"' metrics.txt &&
+	fail "a check was observed in the Renew latency histogram: $(grep 'method="Renew"' metrics.txt)"
 
 # the server away: a warning, not a failure of the identity
 stop_server var
