@@ -35,3 +35,60 @@ listing() { (cd "$1" 2>/dev/null && ls -A | sort | tr '\n' ' ') || true; }
 
 # status_field NAME FIELD
 status_field() { bcd status --json --config "$T/$1/config.toml" | json_get "[\"$2\"]"; }
+
+# site_serve NAME SITE_ID: NAME, a joined site node, serves SITE_ID's boot scripts with
+# bcd site (unknown machines welcome) on a free port, BOOT_PORT, its log NAME.log, its
+# pid SITE_PID (in PIDS); back once it holds the site's lease, within 30 s
+site_serve() {
+	local name=$1 i
+	BOOT_PORT=$(free_port)
+	cat >>"$T/$name/config.toml" <<TOML
+
+[site]
+id = "$2"
+listen = "127.0.0.1:$BOOT_PORT"
+kernel = "http://boot.example/vmlinuz"
+initrd = "http://boot.example/initrd.img"
+cmdline = "console=ttyS0"
+unknown_machines = "true"
+TOML
+	"$BIN/bcd" site --config "$T/$name/config.toml" 2>"$T/$name.log" &
+	SITE_PID=$!
+	PIDS="$PIDS $SITE_PID"
+	for i in $(seq 1 300); do grep -q "lease held" "$T/$name.log" && return 0; sleep 0.1; done
+	fail "the site node $name took no lease: $(cat "$T/$name.log")"
+}
+
+# boot_cmdline FILE: the kernel command line, printed, of FILE, an iPXE script that
+# site_serve's boot server rendered; a discovery token and assertion on it, or the test
+# fails
+boot_cmdline() {
+	grep -q '^#!ipxe' "$1" || fail "not an iPXE script: $(cat "$1")"
+	grep -q '^kernel .* bc.token=bct_tok_.* bc.assertion=' "$1" ||
+		fail "no token and assertion on the kernel command line: $(cat "$1")"
+	sed -n 's/^kernel [^ ]* //p' "$1"
+}
+
+# user_data_files DIR USER_DATA: what cloud-init would write of a deploy's user data
+# (bc machines deploy --out) into DIR: config.toml, ca.pem and provisioned.token
+user_data_files() {
+	mkdir -p "$1"
+	python3 - "$1" "$2" <<'PY'
+import sys
+out, path = sys.argv[1], sys.argv[2]
+files, cur = {}, None
+for line in open(path):
+    line = line.rstrip("\n")
+    if line.startswith("  - path: "):
+        cur = line[len("  - path: "):]
+        files[cur] = []
+    elif cur and line.startswith("      "):
+        files[cur].append(line[6:])
+    elif not line.startswith("    "):
+        cur = None
+for k, v in {"/etc/bcd/config.toml": "config.toml", "/etc/bcd/ca.pem": "ca.pem",
+             "/etc/bcd/provisioned.token": "provisioned.token"}.items():
+    with open(out + "/" + v, "w") as f:
+        f.write("\n".join(files[k]) + "\n")
+PY
+}

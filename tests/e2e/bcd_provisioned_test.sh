@@ -45,26 +45,7 @@ grep -q "already has a running deploy" again.out || fail "second deploy: $(cat a
 
 # a machine's files, from the user data: what cloud-init would write
 from_user_data() { # DIR UUID
-	mkdir -p "$1"
-	python3 - "$1" ud.yaml <<'PY'
-import sys
-out, path = sys.argv[1], sys.argv[2]
-files, cur = {}, None
-for line in open(path):
-    line = line.rstrip("\n")
-    if line.startswith("  - path: "):
-        cur = line[len("  - path: "):]
-        files[cur] = []
-    elif cur and line.startswith("      "):
-        files[cur].append(line[6:])
-    elif not line.startswith("    "):
-        cur = None
-names = {"/etc/bcd/config.toml": "config.toml", "/etc/bcd/ca.pem": "ca.pem",
-         "/etc/bcd/provisioned.token": "token"}
-for k, v in names.items():
-    with open(out + "/" + v, "w") as f:
-        f.write("\n".join(files[k]) + "\n")
-PY
+	user_data_files "$1" ud.yaml
 	cat >"$1/claims.json" <<JSON
 {"product_uuid":"$2","serial":"SN-x","macs":["02:00:00:00:00:02"],"hostname":"reinstalled","arch":"x86_64"}
 JSON
@@ -74,7 +55,7 @@ JSON
 # another machine with the same user data: refused, and the token stays usable
 from_user_data m3 "$OTHER"
 sed -i "s|^data_dir = .*|data_dir = \"$T/m3/data\"|" m3/config.toml
-if bcd join --config m3/config.toml --attestor provisioned --token-file m3/token >m3.out 2>&1; then
+if bcd join --config m3/config.toml --attestor provisioned --token-file m3/provisioned.token >m3.out 2>&1; then
 	fail "another product UUID joined: $(cat m3.out)"
 fi
 grep -q "join refused by the server (permission_denied)" m3.out || fail "m3 refusal: $(cat m3.out)"
@@ -84,7 +65,7 @@ grep -q "join refused by the server (permission_denied)" m3.out || fail "m3 refu
 from_user_data m2 "$UUID"
 grep -q "^data_dir = \"$T/m2/data\"" m2/config.toml || fail "the user data's config has another data_dir"
 [ ! -e m2/data ] || fail "m2 has a data directory already"
-bcd join --config m2/config.toml --attestor provisioned --token-file m2/token >join2.out ||
+bcd join --config m2/config.toml --attestor provisioned --token-file m2/provisioned.token >join2.out ||
 	fail "provisioned join: $(cat join2.out)"
 grep -qx "joined as $NODE" join2.out || fail "not the same node: $(cat join2.out)"
 [ "$(bc --json nodes get "$NODE" | json_get '["generation"]')" = 2 ] || fail "generation not raised"
@@ -102,7 +83,7 @@ bcd status --config m2/config.toml | grep -q "node $NODE, role node" || fail "st
 # spent: the same user data again is refused
 bcd join --reset --yes --config m3/config.toml >/dev/null 2>&1 || true
 sed -i "s/$OTHER/$UUID/" m3/claims.json
-if bcd join --config m3/config.toml --attestor provisioned --token-file m3/token >m3b.out 2>&1; then
+if bcd join --config m3/config.toml --attestor provisioned --token-file m3/provisioned.token >m3b.out 2>&1; then
 	fail "a spent token joined again"
 fi
 [ "$(last_reason)" = token-used-up ] || fail "reason $(last_reason), want token-used-up"
@@ -114,7 +95,7 @@ bc workflows cancel "$WF2" >/dev/null || fail "cancel"
 mv ud.yaml ud.yaml.1 && cp ud.yaml.2 ud.yaml
 rm -rf m4 && from_user_data m4 "$UUID"
 sed -i "s|^data_dir = .*|data_dir = \"$T/m4/data\"|" m4/config.toml
-if bcd join --config m4/config.toml --attestor provisioned --token-file m4/token >m4.out 2>&1; then
+if bcd join --config m4/config.toml --attestor provisioned --token-file m4/provisioned.token >m4.out 2>&1; then
 	fail "a cancelled deploy's token joined"
 fi
 [ "$(last_reason)" = workflow-not-running ] || fail "reason $(last_reason), want workflow-not-running"

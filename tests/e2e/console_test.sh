@@ -153,27 +153,12 @@ bcd join --config s1/config.toml --role site --token-file site.token >s1.join 2>
 	fail "site join: $(cat s1.join)"
 SITE_NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\).*/\1/p' s1.join)
 [ -n "$SITE_NODE" ] || fail "no site node: $(cat s1.join)"
-BOOT_PORT=$(free_port)
-cat >>s1/config.toml <<TOML
-
-[site]
-id = "$SITE"
-listen = "127.0.0.1:$BOOT_PORT"
-kernel = "http://boot.example/vmlinuz"
-initrd = "http://boot.example/initrd.img"
-cmdline = "console=ttyS0"
-unknown_machines = "true"
-TOML
-"$BIN/bcd" site --config s1/config.toml 2>s1.log &
-SITE_PID=$!
-PIDS="$PIDS $SITE_PID"
-for _ in $(seq 1 100); do grep -q "lease held" s1.log && break; sleep 0.1; done
-grep -q "lease held" s1.log || fail "the site node took no lease: $(cat s1.log)"
+site_serve s1 "$SITE"
 
 # ---- a machine discovery admitted: a ramdisk node the console enrolls ----
 bc machines commission --site "$SITE" --mac 52-54-00-00-00-21 >/dev/null || fail "commission"
-curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=52:54:00:00:00:21" | sed -n 's/^kernel [^ ]* //p' >rd.cmdline
-[ -s rd.cmdline ] || fail "no iPXE script from the site node"
+curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=52:54:00:00:00:21" >rd.ipxe || fail "no iPXE script from the site node"
+boot_cmdline rd.ipxe >rd.cmdline
 bcd_machine rd 2b3c4d5e-6f70-4a8b-9c0d-1e2f3a4b5c6d
 sed -i 's/"macs":\["[^"]*"\]/"macs":["52:54:00:00:00:21"]/' rd/claims.json
 bcd ramdisk --config rd/config.toml --cmdline rd.cmdline >rd.out 2>&1 || fail "ramdisk: $(cat rd.out)"
@@ -182,8 +167,8 @@ RAMDISK_NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\) (ramdisk)$/\1/p' rd.out)
 # a machine no workflow names waits for an operator: the console shows what an approval
 # would admit (its claims and CSR hash); the operator denies it there
 UMAC=52:54:00:00:00:22
-curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$UMAC" | sed -n 's/^kernel [^ ]* //p' >ru.cmdline
-[ -s ru.cmdline ] || fail "no iPXE script for an unknown MAC"
+curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$UMAC" >ru.ipxe || fail "no iPXE script for an unknown MAC"
+boot_cmdline ru.ipxe >ru.cmdline
 bcd_machine ru 3c4d5e6f-7081-4b9c-8d1e-2f3a4b5c6d7e
 sed -i "s/\"macs\":\[\"[^\"]*\"\]/\"macs\":[\"$UMAC\"]/" ru/claims.json
 "$BIN/bcd" ramdisk --config ru/config.toml --cmdline ru.cmdline >ru.out 2>&1 &

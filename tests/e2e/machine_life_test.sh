@@ -133,29 +133,13 @@ SITE=$(bc --json sites create dc1 | json_get '["id"]')
 bc tokens create --role site --site dc1 --out var/ts >/dev/null || fail "site token"
 bcd_machine boot
 bcd join --config boot/config.toml --role site --token-file var/ts >boot.join || fail "site join: $(cat boot.join)"
-BOOT_PORT=$(free_port)
-cat >>boot/config.toml <<TOML
-
-[site]
-id = "$SITE"
-listen = "127.0.0.1:$BOOT_PORT"
-kernel = "http://boot.example/vmlinuz"
-initrd = "http://boot.example/initrd.img"
-cmdline = "console=ttyS0"
-unknown_machines = "true"
-TOML
-"$BIN/bcd" site --config boot/config.toml 2>site.log &
-SITE_PID=$!
-PIDS="$PIDS $SITE_PID"
-wait_for site.log "lease held"
+site_serve boot "$SITE"
 
 # ---- commission: bcd site renders the iPXE script ----
 bc machines commission --site "$SITE" --mac 52-54-00-00-00-01 --product-uuid "$UUID" >commission.out ||
 	fail "commission: $(cat commission.out)"
 curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$MAC" >boot.ipxe || fail "no iPXE script"
-grep -q '^#!ipxe' boot.ipxe || fail "not an iPXE script: $(cat boot.ipxe)"
-sed -n 's/^kernel [^ ]* //p' boot.ipxe >cmdline
-grep -q 'bc.token=bct_tok_.* bc.assertion=' cmdline || fail "kernel command line: $(cat cmdline)"
+boot_cmdline boot.ipxe >cmdline
 echo "commission: bcd site rendered the iPXE script for $MAC"
 
 # ---- the ramdisk joins by discovery; its inventory is recorded ----
@@ -184,8 +168,7 @@ echo "discovery: $NODE joined as a ramdisk, inventory $UUID"
 UMAC=52:54:00:00:00:09
 UUUID=1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d
 curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$UMAC&uuid=$UUUID" >unknown.ipxe || fail "no iPXE script for $UMAC"
-sed -n 's/^kernel [^ ]* //p' unknown.ipxe >ucmdline
-grep -q 'bc.token=bct_tok_.* bc.assertion=' ucmdline || fail "unknown kernel command line: $(cat unknown.ipxe)"
+boot_cmdline unknown.ipxe >ucmdline
 bcd_machine unknown "$UUUID"
 cat >unknown/claims.json <<JSON
 {"product_uuid":"$UUUID","serial":"SN-LIFE-2","macs":["$UMAC"],"hostname":"ramdisk-2","arch":"x86_64"}
@@ -233,7 +216,7 @@ if bc machines enroll --node "$NODE" --pool web >enroll2.out 2>&1; then fail "en
 grep -q "already enrolled in pool" enroll2.out || fail "enroll twice: $(cat enroll2.out)"
 # the ramdisk boots again before its deploy: the same node, still enrolled
 curl -fsS "http://127.0.0.1:$BOOT_PORT/boot.ipxe?mac=$MAC" >boot2.ipxe || fail "no second iPXE script"
-sed -n 's/^kernel [^ ]* //p' boot2.ipxe >cmdline2
+boot_cmdline boot2.ipxe >cmdline2
 bcd_machine ramdisk2 "$UUID"
 cp ramdisk/claims.json ramdisk2/claims.json
 on_replica2 ramdisk2
@@ -247,25 +230,7 @@ WF=$(sed -n 's/^Deploy \(wf_[0-9a-z]*\) .*/\1/p' deploy.out)
 echo "enroll: $NODE in pool web; deploy $WF"
 
 # ---- the installed OS joins with the deploy's token (from the user data) ----
-mkdir -p os
-python3 - os user-data.yaml <<'PY'
-import sys
-out, path = sys.argv[1], sys.argv[2]
-files, cur = {}, None
-for line in open(path):
-    line = line.rstrip("\n")
-    if line.startswith("  - path: "):
-        cur = line[len("  - path: "):]
-        files[cur] = []
-    elif cur and line.startswith("      "):
-        files[cur].append(line[6:])
-    elif not line.startswith("    "):
-        cur = None
-for k, v in {"/etc/bcd/config.toml": "config.toml", "/etc/bcd/ca.pem": "ca.pem",
-             "/etc/bcd/provisioned.token": "provisioned.token"}.items():
-    with open(out + "/" + v, "w") as f:
-        f.write("\n".join(files[k]) + "\n")
-PY
+user_data_files os user-data.yaml
 cat >os/claims.json <<JSON
 {"product_uuid":"$UUID","serial":"SN-LIFE-1","macs":["$MAC"],"hostname":"web-1","arch":"x86_64"}
 JSON
