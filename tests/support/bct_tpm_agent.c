@@ -167,17 +167,25 @@ struct bct_blob bct_tpm_csr(struct bct_tpm_agent *ag, const char *handle, const 
 	return out;
 }
 
+/* ev from ag's fields; im holds the intermediate ev points to. */
+static void evidence_fill(const struct bct_tpm_agent *ag,
+                          Bettercompute__Attest__V1__TpmEvidence *ev, ProtobufCBinaryData *im)
+{
+	*im = (ProtobufCBinaryData){ag->inter.n, ag->inter.p};
+	ev->ek_public = (ProtobufCBinaryData){ag->ek.n, ag->ek.p};
+	ev->ek_certificate = (ProtobufCBinaryData){ag->ek_cert.n, ag->ek_cert.p};
+	ev->n_ek_intermediates = ag->inter.n ? 1 : 0; /* none when the test cleared it */
+	ev->ek_intermediates = ag->inter.n ? im : NULL;
+	ev->ak_public = (ProtobufCBinaryData){ag->ak.n, ag->ak.p};
+}
+
 uint8_t *bct_tpm_evidence(struct bct_tpm_agent *ag, size_t *len)
 {
 	Bettercompute__Attest__V1__TpmEvidence ev = BETTERCOMPUTE__ATTEST__V1__TPM_EVIDENCE__INIT;
-	ProtobufCBinaryData im = {ag->inter.n, ag->inter.p};
+	ProtobufCBinaryData im;
 	uint8_t *out;
 
-	ev.ek_public = (ProtobufCBinaryData){ag->ek.n, ag->ek.p};
-	ev.ek_certificate = (ProtobufCBinaryData){ag->ek_cert.n, ag->ek_cert.p};
-	ev.n_ek_intermediates = ag->inter.n ? 1 : 0; /* none when the test cleared it */
-	ev.ek_intermediates = ag->inter.n ? &im : NULL;
-	ev.ak_public = (ProtobufCBinaryData){ag->ak.n, ag->ak.p};
+	evidence_fill(ag, &ev, &im);
 	*len = bettercompute__attest__v1__tpm_evidence__get_packed_size(&ev);
 	out = malloc(*len);
 	bettercompute__attest__v1__tpm_evidence__pack(&ev, out);
@@ -287,14 +295,10 @@ uint8_t *bct_tpm_answer_pack(struct bct_tpm_agent *ag, const struct bct_tpm_answ
 	Bettercompute__Attest__V1__KeyCertification kc =
 	    BETTERCOMPUTE__ATTEST__V1__KEY_CERTIFICATION__INIT;
 	Bettercompute__Attest__V1__PcrValue pv[24], *pp[24];
-	ProtobufCBinaryData im = {ag->inter.n, ag->inter.p};
+	ProtobufCBinaryData im;
 	uint8_t *out;
 
-	ev.ek_public = (ProtobufCBinaryData){ag->ek.n, ag->ek.p};
-	ev.ek_certificate = (ProtobufCBinaryData){ag->ek_cert.n, ag->ek_cert.p};
-	ev.n_ek_intermediates = ag->inter.n ? 1 : 0; /* none when the test cleared it */
-	ev.ek_intermediates = ag->inter.n ? &im : NULL;
-	ev.ak_public = (ProtobufCBinaryData){ag->ak.n, ag->ak.p};
+	evidence_fill(ag, &ev, &im);
 	an.evidence = &ev;
 	an.state = (ProtobufCBinaryData){a->state.n, a->state.p};
 	an.secret = (ProtobufCBinaryData){a->secret.n, a->secret.p};
