@@ -1052,12 +1052,12 @@ static void test_requests_belong_to_their_tenant(void **state)
 {
 	struct bct_cp ap;
 	struct bct_site_node a, b;
+	struct bct_vouched va, vb;
 	struct bc_join_answer ans;
 	EVP_PKEY *ka = NULL, *kb = NULL;
-	uint8_t *csr_a = NULL, *csr_b = NULL, *att_a, *att_b;
-	size_t la, lb, len_a, len_b;
+	uint8_t *csr_a = NULL, *csr_b = NULL;
+	size_t la, lb;
 	char site_a[64], site_b[64], wf_a[64], wf_b[64], jr_a[64], jr_b[64], hex_a[65], hex_b[65];
-	int rc;
 	(void)state;
 
 	own_boot_server(&ap,
@@ -1072,35 +1072,19 @@ static void test_requests_belong_to_their_tenant(void **state)
 	csr_hex(csr_b, lb, hex_b);
 	/* B first: its machine and its entry claim A's UUID */
 	bct_commission(&ap, "tnt_b", site_b, MAC_B, UUID_A, NULL, wf_b);
-	char *tb = bct_fetch_token(&ap, &b, wf_b, MAC_B, &rc);
-	assert_int_equal(rc, 0);
-	struct bct_assertion asb = bct_vouch(&b, MAC_B, wf_b, UUID_A);
-	att_b = bct_assertion_sign(&asb, &len_b);
-	struct bct_ramdisk rb = {.token = tb,
-	                         .att = att_b,
-	                         .att_len = len_b,
-	                         .mac = MAC_B,
-	                         .uuid = UUID_A,
-	                         .csr = csr_b,
-	                         .csr_len = lb};
-	assert_int_equal(bct_ramdisk_join(&ap, &rb, &ans), 0);
+	bct_vouched(&ap, &b, wf_b, MAC_B, UUID_A, &vb);
+	vb.r.csr = csr_b;
+	vb.r.csr_len = lb;
+	assert_int_equal(bct_ramdisk_join(&ap, &vb.r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	snprintf(jr_b, sizeof(jr_b), "%s", ans.request_id);
 	bc_join_answer_free(&ans);
 	/* A's real machine, through A's site, with the UUID A's operator set */
 	bct_commission(&ap, "root", site_a, MAC_A, UUID_A, NULL, wf_a);
-	char *ta = bct_fetch_token(&ap, &a, wf_a, MAC_A, &rc);
-	assert_int_equal(rc, 0);
-	struct bct_assertion asa = bct_vouch(&a, MAC_A, wf_a, UUID_A);
-	att_a = bct_assertion_sign(&asa, &len_a);
-	struct bct_ramdisk ra = {.token = ta,
-	                         .att = att_a,
-	                         .att_len = len_a,
-	                         .mac = MAC_A,
-	                         .uuid = UUID_A,
-	                         .csr = csr_a,
-	                         .csr_len = la};
-	assert_int_equal(bct_ramdisk_join(&ap, &ra, &ans), 0);
+	bct_vouched(&ap, &a, wf_a, MAC_A, UUID_A, &va);
+	va.r.csr = csr_a;
+	va.r.csr_len = la;
+	assert_int_equal(bct_ramdisk_join(&ap, &va.r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	snprintf(jr_a, sizeof(jr_a), "%s", ans.request_id);
 	bc_join_answer_free(&ans);
@@ -1134,17 +1118,17 @@ static void test_requests_belong_to_their_tenant(void **state)
 	/* B denies its request: B's machine is refused, in B; A's still waits on its own */
 	assert_int_equal(
 	    bct_exec(&ap, "UPDATE join_requests SET state = 'denied' WHERE id = $1", pb, 1), 0);
-	assert_int_equal(bct_ramdisk_join(&ap, &rb, &ans), BC_ERR_DENIED);
+	assert_int_equal(bct_ramdisk_join(&ap, &vb.r, &ans), BC_ERR_DENIED);
 	assert_string_equal(bct_last_reason(&ap), "discovery-denied");
 	assert_string_equal(bct_last_refusal(&ap).tenant_id, "tnt_b");
-	assert_int_equal(bct_ramdisk_join(&ap, &ra, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&ap, &va.r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_PENDING);
 	assert_string_equal(ans.request_id, jr_a);
 	bc_join_answer_free(&ans);
 	/* A approves: A's machine joins in A */
 	assert_int_equal(
 	    bct_exec(&ap, "UPDATE join_requests SET state = 'approved' WHERE id = $1", pa, 1), 0);
-	assert_int_equal(bct_ramdisk_join(&ap, &ra, &ans), 0);
+	assert_int_equal(bct_ramdisk_join(&ap, &va.r, &ans), 0);
 	assert_int_equal(ans.state, BC_JOIN_JOINED);
 	bc_param pn[] = {BC_TEXT(ans.node_id)};
 	assert_int_equal(
@@ -1152,10 +1136,8 @@ static void test_requests_belong_to_their_tenant(void **state)
 	              1),
 	    1);
 	bc_join_answer_free(&ans);
-	free(att_a);
-	free(att_b);
-	free(ta);
-	free(tb);
+	bct_vouched_free(&va);
+	bct_vouched_free(&vb);
 	free(csr_a);
 	free(csr_b);
 	EVP_PKEY_free(ka);
@@ -1173,21 +1155,15 @@ static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
 {
 	struct bct_cp cq;
 	struct bct_site_node a, b;
+	struct bct_vouched va, vb;
 	struct bc_join_answer ans_a, ans_b;
 	char site_a[64], site_b[64], wf_a[64];
-	size_t len;
-	int rc;
 	(void)state;
 
 	own_boot_server(&cq, "[attestors.discovery]\n", "dc-a", site_a, &a);
 	other_tenant(&cq, "tnt_b", site_b, &b);
-	char *tb = bct_fetch_token(&cq, &b, "", MAC_B, &rc);
-	assert_int_equal(rc, 0);
-	struct bct_assertion asb = bct_vouch(&b, MAC_B, NULL, UUID_A);
-	uint8_t *att_b = bct_assertion_sign(&asb, &len);
-	struct bct_ramdisk rb = {
-	    .token = tb, .att = att_b, .att_len = len, .mac = MAC_B, .uuid = UUID_A};
-	assert_int_equal(bct_ramdisk_join(&cq, &rb, &ans_b), 0);
+	bct_vouched(&cq, &b, "", MAC_B, UUID_A, &vb);
+	assert_int_equal(bct_ramdisk_join(&cq, &vb.r, &ans_b), 0);
 	assert_int_equal(ans_b.state, BC_JOIN_JOINED);
 	bc_param pb[] = {BC_TEXT(ans_b.node_id)};
 	assert_int_equal(
@@ -1198,13 +1174,8 @@ static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
 	    1);
 	/* A's real machine */
 	bct_commission(&cq, "root", site_a, MAC_A, UUID_A, NULL, wf_a);
-	char *ta = bct_fetch_token(&cq, &a, wf_a, MAC_A, &rc);
-	assert_int_equal(rc, 0);
-	struct bct_assertion asa = bct_vouch(&a, MAC_A, wf_a, UUID_A);
-	uint8_t *att_a = bct_assertion_sign(&asa, &len);
-	struct bct_ramdisk ra = {
-	    .token = ta, .att = att_a, .att_len = len, .mac = MAC_A, .uuid = UUID_A};
-	assert_int_equal(bct_ramdisk_join(&cq, &ra, &ans_a), 0);
+	bct_vouched(&cq, &a, wf_a, MAC_A, UUID_A, &va);
+	assert_int_equal(bct_ramdisk_join(&cq, &va.r, &ans_a), 0);
 	assert_int_equal(ans_a.state, BC_JOIN_JOINED);
 	assert_string_not_equal(ans_a.node_id, ans_b.node_id);
 	bc_param pa[] = {BC_TEXT(ans_a.node_id)};
@@ -1221,10 +1192,8 @@ static void test_a_claimed_uuid_binds_no_other_tenant(void **state)
 	       ans_b.node_id, ans_a.node_id);
 	bc_join_answer_free(&ans_a);
 	bc_join_answer_free(&ans_b);
-	free(att_a);
-	free(att_b);
-	free(ta);
-	free(tb);
+	bct_vouched_free(&va);
+	bct_vouched_free(&vb);
 	bct_site_node_free(&a);
 	bct_site_node_free(&b);
 	bct_cp_stop(&cq);

@@ -43,22 +43,16 @@ static enum bc_join_state join_commissioned(struct bct_cp *on, struct bct_site_n
                                             char jr[64])
 {
 	struct bc_join_answer ans;
+	struct bct_vouched v;
 	char wf[64];
-	size_t len;
-	int rc;
 
 	bct_commission(on, "root", site, mac, uuid, NULL, wf);
-	char *t = bct_fetch_token(on, a, wf, mac, &rc);
-	assert_int_equal(rc, 0);
-	struct bct_assertion as = bct_vouch(a, mac, wf, uuid);
-	uint8_t *att = bct_assertion_sign(&as, &len);
-	struct bct_ramdisk r = {.token = t, .att = att, .att_len = len, .mac = mac, .uuid = uuid};
-	assert_int_equal(bct_ramdisk_join(on, &r, &ans), 0);
+	bct_vouched(on, a, wf, mac, uuid, &v);
+	assert_int_equal(bct_ramdisk_join(on, &v.r, &ans), 0);
 	enum bc_join_state st = ans.state;
 	snprintf(jr, 64, "%s", st == BC_JOIN_PENDING ? ans.request_id : "");
 	bc_join_answer_free(&ans);
-	free(att);
-	free(t);
+	bct_vouched_free(&v);
 	return st;
 }
 

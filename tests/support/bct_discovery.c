@@ -137,6 +137,27 @@ int bct_ramdisk_join(struct bct_cp *on, const struct bct_ramdisk *r, struct bc_j
 	return rc;
 }
 
+void bct_vouched(struct bct_cp *on, struct bct_site_node *s, const char *wf, const char *mac,
+                 const char *uuid, struct bct_vouched *v)
+{
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	v->token = bct_fetch_token(on, s, wf ? wf : "", mac, &rc);
+	assert_int_equal(rc, 0);
+	struct bct_assertion a = bct_vouch(s, mac, wf != NULL && wf[0] ? wf : NULL, uuid);
+	v->att = bct_assertion_sign(&a, &v->att_len);
+	v->r = (struct bct_ramdisk){
+	    .token = v->token, .att = v->att, .att_len = v->att_len, .mac = mac, .uuid = uuid};
+}
+
+void bct_vouched_free(struct bct_vouched *v)
+{
+	free(v->token);
+	free(v->att);
+	memset(v, 0, sizeof(*v));
+}
+
 void bct_key_csr(EVP_PKEY **key, uint8_t **csr, size_t *len)
 {
 	assert_int_equal(bc_key_generate(key), 0);

@@ -74,6 +74,19 @@ struct bct_ramdisk {
 /* r joins on on by discovery as ramdisk: bct_join's status (the refusal printed under
  * env BCT_LOG). */
 int bct_ramdisk_join(struct bct_cp *on, const struct bct_ramdisk *r, struct bc_join_answer *ans);
+/* A machine s's boot server vouched for: a discovery token fetched on on for wf (""
+ * none) and mac, an assertion s signs now for mac, wf and uuid (may be NULL), and the
+ * ramdisk r that claims mac and uuid with them (a test sets r's CSR, key or serial).
+ * Free with bct_vouched_free. */
+struct bct_vouched {
+	char *token;
+	uint8_t *att;
+	size_t att_len;
+	struct bct_ramdisk r;
+};
+void bct_vouched(struct bct_cp *on, struct bct_site_node *s, const char *wf, const char *mac,
+                 const char *uuid, struct bct_vouched *v);
+void bct_vouched_free(struct bct_vouched *v);
 /* A fresh key and its CSR (malloc'd). */
 void bct_key_csr(EVP_PKEY **key, uint8_t **csr, size_t *len);
 
