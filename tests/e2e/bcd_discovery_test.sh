@@ -19,24 +19,10 @@ SITE=$(bc --json sites create dc1 | json_get '["id"]')
 bc tokens create --role site --site dc1 --uses 2 --out var/ts >/dev/null || fail "site token"
 last_reason() { bc --json events list --type security.join.refused --limit 1 | json_get '["events"][0]["data"]["reason"]'; }
 
-# site_machine NAME: a site node with a [site] boot server on a free loopback port
+# site_machine NAME: a site node of dc1, joined; site_serve makes it dc1's boot server
 site_machine() {
-	local name=$1 port
-	bcd_machine "$name"
-	bcd join --config "$name/config.toml" --role site --token-file var/ts >"$name.join" || fail "site join: $(cat "$name.join")"
-	port=$(free_port)
-	cat >>"$name/config.toml" <<TOML
-
-[site]
-id = "$SITE"
-listen = "127.0.0.1:$port"
-kernel = "http://boot.example/vmlinuz"
-initrd = "http://boot.example/initrd.img"
-cmdline = "console=ttyS0"
-unknown_machines = "true"
-lease_ttl_seconds = "3"
-TOML
-	echo "$port"
+	bcd_machine "$1"
+	bcd join --config "$1/config.toml" --role site --token-file var/ts >"$1.join" || fail "site join: $(cat "$1.join")"
 }
 # wait_for FILE TEXT: up to 10 s
 wait_for() {
@@ -54,10 +40,9 @@ JSON
 script() { curl -fsS "http://127.0.0.1:$1/boot.ipxe?mac=$2${3:+&uuid=$3}"; }
 cmdline_of() { sed -n 's/^kernel [^ ]* //p' "$1" >"$2"; [ -s "$2" ] || fail "no kernel line in $1: $(cat "$1")"; }
 
-P1=$(site_machine s1)
-"$BIN/bcd" site --config s1/config.toml 2>s1.log &
-S1=$!; PIDS="$PIDS $S1"
-wait_for s1.log "lease held"
+site_machine s1
+site_serve s1 "$SITE" 'lease_ttl_seconds = "3"'
+P1=$BOOT_PORT S1=$SITE_PID
 
 # a commissioned MAC
 MAC=52:54:00:00:00:01
@@ -138,11 +123,10 @@ echo "unknown MAC $UMAC waited for $JR, restarted, approved, joined with the kep
 # an old script of s1, then s2 takes the lease over while s1 is stopped
 script "$P1" "$MAC" >old.ipxe || fail "old script"
 cmdline_of old.ipxe old.cmdline
-P2=$(site_machine s2)
+site_machine s2
 kill -STOP "$S1"
-"$BIN/bcd" site --config s2/config.toml 2>s2.log &
-S2=$!; PIDS="$PIDS $S2"
-wait_for s2.log "lease held"
+site_serve s2 "$SITE" 'lease_ttl_seconds = "3"'
+P2=$BOOT_PORT
 S2NODE=$(sed -n 's/^joined as \(node_[0-9a-z]*\) (site)$/\1/p' s2.join)
 [ "$(bc --json sites get "$SITE" | json_get '["lease"]["holder"]')" = "$S2NODE" ] || fail "sites get: $(bc sites get "$SITE")"
 bc sites get "$SITE" | grep -q "LEASE EPOCH" || fail "sites get: $(bc sites get "$SITE")"

@@ -36,9 +36,10 @@ listing() { (cd "$1" 2>/dev/null && ls -A | sort | tr '\n' ' ') || true; }
 # status_field NAME FIELD
 status_field() { bcd status --json --config "$T/$1/config.toml" | json_get "[\"$2\"]"; }
 
-# site_serve NAME SITE_ID: NAME, a joined site node, serves SITE_ID's boot scripts with
-# bcd site (unknown machines welcome) on a free port, BOOT_PORT, its log NAME.log, its
-# pid SITE_PID (in PIDS); back once it holds the site's lease, within 30 s
+# site_serve NAME SITE_ID [LINES]: NAME, a joined site node, serves SITE_ID's boot
+# scripts with bcd site (unknown machines welcome; LINES more of its [site] table) on a
+# free port, BOOT_PORT, its log NAME.log, its pid SITE_PID (in PIDS); back once it
+# holds the site's lease, within 30 s
 site_serve() {
 	local name=$1 i
 	BOOT_PORT=$(free_port)
@@ -51,6 +52,7 @@ kernel = "http://boot.example/vmlinuz"
 initrd = "http://boot.example/initrd.img"
 cmdline = "console=ttyS0"
 unknown_machines = "true"
+${3:-}
 TOML
 	"$BIN/bcd" site --config "$T/$name/config.toml" 2>"$T/$name.log" &
 	SITE_PID=$!
