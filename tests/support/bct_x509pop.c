@@ -15,8 +15,8 @@
 #include "bc/x509pop.h"
 #include "bct_x509pop.h"
 
-void bct_machine_join(struct bct_cp *cp, const char *pool, struct bct_machine *m,
-                      const char *role, const char *site)
+void bct_machine_join(struct bct_cp *cp, const char *pool, struct bct_machine *m, const char *role,
+                      const char *site)
 {
 	struct bct_token_opts to = {.pool = site ? NULL : pool, .site = site, .role = role};
 	char *t = bct_token(cp, &to, NULL);

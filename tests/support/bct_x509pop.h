@@ -18,8 +18,8 @@ struct bct_machine {
 };
 
 /* m: a fresh key joined on cp as role with a token of pool (site NULL) or of site. */
-void bct_machine_join(struct bct_cp *cp, const char *pool, struct bct_machine *m,
-                      const char *role, const char *site);
+void bct_machine_join(struct bct_cp *cp, const char *pool, struct bct_machine *m, const char *role,
+                      const char *site);
 void bct_machine_free(struct bct_machine *m);
 
 struct bct_pop {
