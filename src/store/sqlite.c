@@ -17,6 +17,7 @@
 #include "bc/clock.h"
 #include "bc/codec.h"
 #include "store/engine.h"
+#include "store/sqlite_vfs.h"
 
 #define BUSY_TIMEOUT_MS 5000
 #define STMT_CACHE_SIZE 64
@@ -278,12 +279,20 @@ static int sl_configure(sqlite3 *db)
 	return sl_functions(db);
 }
 
+/* On the "bc-wal" VFS, which gathers a commit's WAL frames into one write: sound with
+ * the synchronous=FULL that sl_configure sets (sqlite_vfs.h). */
 static int handle_open(const char *path, struct sl_handle *h)
 {
-	int src = sqlite3_open_v2(
-	    path, &h->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-	int rc;
+	int src, rc;
 
+	h->db = NULL;
+	if (bc_sqlite_vfs_register() != 0) {
+		bc_store_set_errmsg("sqlite: cannot register the %s VFS", BC_SQLITE_VFS_NAME);
+		return BC_ERR_INTERNAL;
+	}
+	src = sqlite3_open_v2(path, &h->db,
+	                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+	                      BC_SQLITE_VFS_NAME);
 	if (src != SQLITE_OK)
 		rc = sl_err(h->db, src, "open");
 	else
