@@ -102,6 +102,14 @@ struct bc_httpc_src {
 BC_WUR int bc_httpc_read_reply(const struct bc_httpc_src *src, size_t max, int no_body,
                                struct bc_httpc_resp *resp, const char **why);
 
+/* An HTTP date (IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT") into *t: 0 or
+ * BC_ERR_INVALID. */
+BC_WUR int bc_httpc_date(const char *s, time_t *t);
+
+/* s percent-encoded for a URL's path segment or query value: every byte but letters,
+ * digits and -._~ as %XX (as curl_easy_escape). malloc'd (free()); NULL: out of memory. */
+char *bc_httpc_escape(const char *s);
+
 /* Whether a request to host must skip the proxy, after no_proxy's list (NULL: no). */
 int bc_httpc_no_proxy(const char *no_proxy, const char *host);
 

@@ -13,6 +13,7 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -650,13 +651,27 @@ int bc_httpc_run(const struct bc_httpc_req *req, struct bc_httpc_resp *resp, cha
 	                 .errlen = err != NULL && errlen > 0 ? errlen : sizeof(scratch)};
 	int rc;
 
+	sigset_t pipe, old;
+
 	memset(resp, 0, sizeof(*resp));
 	c.err[0] = '\0';
+	/* OpenSSL writes with write(): a server gone would raise SIGPIPE in a program that
+	 * has not ignored it. Blocked in this thread for the request, and one raised
+	 * meanwhile taken before it is unblocked. */
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
 	rc = exchange(&c, req, resp);
 	/* no close_notify: the server closes after its answer ("Connection: close") */
 	SSL_free(c.ssl);
 	if (c.fd >= 0)
 		close(c.fd);
+	if (!sigismember(&old, SIGPIPE)) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe, NULL, &zero) > 0)
+			;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	if (rc != 0)
 		bc_httpc_resp_free(resp);
 	return rc;
@@ -684,4 +699,37 @@ int bc_httpc_header(const struct bc_httpc_resp *resp, const char *name, char *ou
 		return 0;
 	}
 	return BC_ERR_NOT_FOUND;
+}
+
+char *bc_httpc_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *out = malloc(strlen(s) * 3 + 1), *o = out;
+
+	if (out == NULL)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+int bc_httpc_date(const char *s, time_t *t)
+{
+	struct tm tm;
+	const char *e;
+
+	memset(&tm, 0, sizeof(tm));
+	if ((e = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm)) == NULL || *e != '\0')
+		return BC_ERR_INVALID;
+	*t = timegm(&tm);
+	return *t == (time_t)-1 ? BC_ERR_INVALID : 0;
 }

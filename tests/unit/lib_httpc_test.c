@@ -97,6 +97,31 @@ static void test_no_proxy(void **state)
 	assert_false(bc_httpc_no_proxy("127.0.0.1", "127.0.0.10"));
 }
 
+static void test_escape(void **state)
+{
+	char *e;
+
+	(void)state;
+	e = bc_httpc_escape("aZ09-._~ /?&=%\xc3\xa9");
+	assert_string_equal(e, "aZ09-._~%20%2F%3F%26%3D%25%C3%A9");
+	free(e);
+	e = bc_httpc_escape("");
+	assert_string_equal(e, "");
+	free(e);
+}
+
+static void test_date(void **state)
+{
+	time_t t;
+
+	(void)state;
+	assert_int_equal(bc_httpc_date("Sun, 06 Nov 1994 08:49:37 GMT", &t), 0);
+	assert_int_equal(t, 784111777);
+	assert_int_equal(bc_httpc_date("Sun, 06 Nov 1994 08:49:37 GMT x", &t), BC_ERR_INVALID);
+	assert_int_equal(bc_httpc_date("Sunday, 06-Nov-94 08:49:37 GMT", &t), BC_ERR_INVALID);
+	assert_int_equal(bc_httpc_date("", &t), BC_ERR_INVALID);
+}
+
 /* ---- the reader over memory ---- */
 
 struct mem {
@@ -653,6 +678,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_url),
 	    cmocka_unit_test(test_no_proxy),
+	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_date),
 	    cmocka_unit_test(test_reader_good),
 	    cmocka_unit_test(test_reader_refusals),
 	    cmocka_unit_test(test_reader_long_head),
