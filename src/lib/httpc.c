@@ -578,6 +578,8 @@ static int send_request(struct conn *c, const struct bc_httpc_req *req,
 	if (req->body != NULL && req->len > 0)
 		memcpy(buf + off, req->body, req->len);
 	rc = conn_write(c, buf, off + (req->body != NULL ? req->len : 0));
+	/* the headers may hold a credential (the CLI's API key) */
+	OPENSSL_cleanse(buf, cap);
 	free(buf);
 	return rc;
 }
