@@ -49,6 +49,8 @@ struct bc_httpc_req {
 	size_t n_headers;
 	const void *body; /* sent with a Content-Length when non-NULL (len 0 too) */
 	size_t len;
+	int no_length;          /* the body sent without a Content-Length: the caller framed it
+	                         * (a "Transfer-Encoding: chunked" header and chunks) */
 	const char *ca_file;    /* https: the CA certificates trusted, from a PEM file, */
 	const char *ca_pem;     /* or from PEM in memory; both NULL: the system store */
 	time_t verify_time;     /* 0: now; else the certificates are checked at this time */

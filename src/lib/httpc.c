@@ -566,7 +566,7 @@ static int send_request(struct conn *c, const struct bc_httpc_req *req,
 		cap += strlen(req->headers[i]) + 2;
 	if (hostport(u, 0, host, sizeof(host)) != 0 || (buf = malloc(cap)) == NULL)
 		return BC_ERR_NOMEM;
-	if (req->body != NULL)
+	if (req->body != NULL && !req->no_length)
 		snprintf(clen, sizeof(clen), "Content-Length: %zu\r\n", req->len);
 	n = snprintf(buf, cap, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n", m,
 	             absolute ? (u->tls ? "https://" : "http://") : "", absolute ? host : "",
