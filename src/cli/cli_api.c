@@ -42,7 +42,8 @@ static void free_headers(struct headers *h)
 
 static int make_headers(struct cli *c, int has_body, struct headers *h)
 {
-	static const char *const fixed[] = {"User-Agent: " CLI_NAME, "Accept: application/json",
+	static const char user_agent[] = "User-Agent: " CLI_NAME;
+	static const char *const fixed[] = {user_agent, "Accept: application/json",
 	                                    "Content-Type: application/json"};
 	size_t nfixed = has_body ? 3 : 2;
 
