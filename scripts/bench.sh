@@ -6,8 +6,8 @@
 #
 # Runs of bench/bc_load.c, each on a fresh store: SQLite with one replica over plain
 # HTTP (loopback only) and over TLS (as deployed: the server's own [tls], every join and
-# renewal a fresh connection and a full handshake; bc-load's own TLS client, then again
-# over libcurl with --curl to compare the load generator's CPU), then PostgreSQL (a throwaway cluster, scripts/pg.sh) with one replica and with two. Each
+# renewal a fresh connection and a full handshake, through bc/httpc.h as bcd sends
+# them), then PostgreSQL (a throwaway cluster, scripts/pg.sh) with one replica and with two. Each
 # makes BENCH_JOINS tokens (default 1000), joins with BENCH_CLIENTS concurrent clients
 # (default 16), then renews every node once. For each it prints throughput, p50/p99
 # latency, the servers' CPU per operation (from /proc) and its ratio to the crypto the
