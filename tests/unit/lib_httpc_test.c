@@ -280,6 +280,8 @@ static void test_reader_long_head(void **state)
 	m = (struct mem){"HTTP/1.1 200 OK\r\n\r\nab", 21, 4096, 1};
 	assert_int_equal(bc_httpc_read_reply(&src, 10, 0, &r, &why), BC_ERR_UNAVAILABLE);
 	assert_string_equal(why, "the connection failed while reading the answer");
+	assert_null(r.body);
+	bc_httpc_resp_free(&r);
 	free(big);
 }
 
