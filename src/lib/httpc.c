@@ -558,7 +558,8 @@ static int send_request(struct conn *c, const struct bc_httpc_req *req,
 {
 	char host[BC_HTTPC_HOST_MAX + 16], clen[48] = "";
 	const char *m = req->method != NULL ? req->method : "GET";
-	size_t cap = strlen(req->url) + 512 + req->len, off;
+	/* the request line and Host (the host twice at most), the framing lines, the body */
+	size_t cap = strlen(m) + strlen(req->url) + 2 * sizeof(host) + 160 + req->len, off;
 	char *buf;
 	int n, rc;
 
