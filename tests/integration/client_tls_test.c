@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bc/crypto.h"
@@ -264,6 +266,60 @@ static void test_an_answer_the_reader_refuses(void **state)
 	                 0);
 }
 
+/* The proxy of the environment, as libcurl honoured it for bcd: https to the control
+ * plane through a CONNECT tunnel (tests/support/connect_proxy.py), plain http on
+ * loopback never through it. */
+static void test_https_goes_through_the_proxy(void **state)
+{
+	struct bc_client_reply r = {0};
+	char *dir = bct_tmpdir(), script[512], path[600], env[64], err[512], want[128], buf[512];
+	const char *hp = strstr(tls.url, "127.0.0.1");
+	pid_t pid;
+	FILE *f;
+	int port = 0;
+	size_t n;
+	(void)state;
+
+	assert_non_null(dir);
+	snprintf(script, sizeof(script), "%s/tests/support/connect_proxy.py", BC_SOURCE_DIR);
+	if ((pid = fork()) == 0) {
+		execlp("python3", "python3", script, dir, (char *)NULL);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	snprintf(path, sizeof(path), "%s/port", dir);
+	for (int i = 0; i < 3000 && (f = fopen(path, "r")) == NULL; i++)
+		usleep(10000);
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%d", &port), 1);
+	fclose(f);
+	snprintf(env, sizeof(env), "http://127.0.0.1:%d", port);
+	setenv("https_proxy", env, 1);
+	setenv("http_proxy", env, 1);
+	unsetenv("no_proxy");
+	unsetenv("NO_PROXY");
+	assert_int_equal(bc_client_post(&tls.pins, "/healthz", "", 0, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.status, 405);
+	free(r.body);
+	assert_int_equal(bc_client_post(&cp.pins, "/healthz", "", 0, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.status, 405);
+	free(r.body);
+	unsetenv("https_proxy");
+	unsetenv("http_proxy");
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	snprintf(path, sizeof(path), "%s/requests", dir);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	/* the one request it saw: the tunnel to the TLS replica */
+	snprintf(want, sizeof(want), "CONNECT %s HTTP/1.1\n", hp);
+	assert_string_equal(buf, want);
+	bct_rmrf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +328,7 @@ int main(void)
 	    cmocka_unit_test(test_a_cut_answer_is_an_error),
 	    cmocka_unit_test(test_an_answer_the_reader_refuses),
 	    cmocka_unit_test(test_a_closed_port_is_unavailable),
+	    cmocka_unit_test(test_https_goes_through_the_proxy),
 	};
 	int rc;
 
