@@ -15,14 +15,12 @@
  *   bc-load --pins FILE --database URL --url URL [--url URL]... [--tokens N]
  *           [--uses K] [--joins J] [--clients C] [--retry-unavailable SECONDS]
  *           [--renew] [--server-pid PID]... [--metrics-key FILE] [--rate R] [--floor]
- *           [--curl]
  *
  * The joins and renewals go through the client library (bc_client_join,
- * bc_client_renew) over bc-load's own HTTP/1.1 client (bench/tls_client.c: one SSL_CTX a
- * thread, a fresh connection and a full TLS handshake an operation), so that the load
- * generator costs what an agent's handshake costs and leaves the CPU to the servers.
- * --curl: over libcurl instead, as bcd sends them (a new handle with the CA bundle per
- * operation), to compare the two.
+ * bc_client_renew) over the project's one HTTP client (bc/httpc.h: one SSL_CTX a thread
+ * for the pinned CA, a fresh connection and a full TLS handshake an operation), as bcd
+ * sends them, so that the load generator costs what an agent's handshake costs and
+ * leaves the CPU to the servers.
  *
  * --rate: the operations of each phase are offered at that many a second (operation i
  * starts i / rate seconds into it, or when a client is free, whichever is later),
@@ -74,7 +72,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <sqlite3.h>
 
 #include "bc/buf.h"
@@ -84,7 +81,7 @@
 #include "bc/pki.h"
 #include "bc/store.h"
 #include "bc/wire.h"
-#include "tls_client.h"
+#include "bc/httpc.h"
 
 #define MAX_URLS       16
 #define MAX_CLIENTS    8192
@@ -100,7 +97,6 @@ struct opts {
 	long rate; /* operations offered per second; 0: as fast as they are answered */
 	int renew;
 	int floor; /* --floor */
-	int curl;  /* --curl: libcurl, not bench/tls_client.c */
 	long pids[MAX_URLS];
 	size_t n_pids;
 	char *metrics_key; /* NULL: /metrics is not read */
@@ -499,23 +495,6 @@ struct scraped {
 	double statements, shed_join, shed_renew;
 };
 
-struct scrape_buf {
-	char p[1 << 20];
-	size_t n;
-};
-
-static size_t scrape_sink(char *p, size_t size, size_t n, void *arg)
-{
-	struct scrape_buf *b = arg;
-	size_t len = size * n;
-
-	if (len > sizeof(b->p) - 1 - b->n)
-		return 0;
-	memcpy(b->p + b->n, p, len);
-	b->n += len;
-	return len;
-}
-
 /* The sample of the series named exactly (name and labels) in text, -1 when absent. */
 static double sample(const char *text, const char *series)
 {
@@ -530,10 +509,8 @@ static double sample(const char *text, const char *series)
 /* ca_pem: the pinned CA for https URLs (NULL: none). */
 static void scrape_all(const struct opts *o, const char *ca_pem, struct scraped *out)
 {
-	static struct scrape_buf b; /* the main thread's, between phases */
-	struct curl_blob ca = {
-	    .data = (void *)ca_pem, .len = ca_pem ? strlen(ca_pem) : 0, .flags = CURL_BLOB_COPY};
 	char auth[256];
+	const char *hdrs[] = {auth};
 
 	*out = (struct scraped){0, 0, 0};
 	if (o->metrics_key == NULL) {
@@ -542,32 +519,23 @@ static void scrape_all(const struct opts *o, const char *ca_pem, struct scraped 
 	}
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", o->metrics_key);
 	for (size_t i = 0; i < o->n_urls; i++) {
-		char url[512];
-		CURL *c = curl_easy_init();
-		struct curl_slist *h = curl_slist_append(NULL, auth);
-		long status = 0;
-		int ok;
-		b.n = 0;
+		char url[512], err[256];
+		struct bc_httpc_req q = {.url = url,
+		                         .headers = hdrs,
+		                         .n_headers = 1,
+		                         .ca_pem = ca_pem,
+		                         .timeout_ms = 30000,
+		                         .max = 1 << 20};
+		struct bc_httpc_resp b;
 		snprintf(url, sizeof(url), "%s/metrics", o->urls[i]);
-		ok =
-		    c != NULL && h != NULL && curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK &&
-		    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h) == CURLE_OK &&
-		    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, scrape_sink) == CURLE_OK &&
-		    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b) == CURLE_OK &&
-		    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L) == CURLE_OK &&
-		    (ca_pem == NULL || curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca) == CURLE_OK) &&
-		    curl_easy_perform(c) == CURLE_OK &&
-		    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
-		    status == 200;
-		curl_slist_free_all(h);
-		curl_easy_cleanup(c);
-		b.p[b.n] = '\0';
-		double st = ok ? sample(b.p, "bc_store_statements_total") : -1;
-		double sj = ok ? sample(b.p, "bc_requests_shed_total{method=\"Join\"}") : -1;
-		double sr = ok ? sample(b.p, "bc_requests_shed_total{method=\"Renew\"}") : -1;
+		int ok = bc_httpc_run(&q, &b, err, sizeof(err)) == 0 && b.status == 200;
+		double st = ok ? sample(b.body, "bc_store_statements_total") : -1;
+		double sj = ok ? sample(b.body, "bc_requests_shed_total{method=\"Join\"}") : -1;
+		double sr = ok ? sample(b.body, "bc_requests_shed_total{method=\"Renew\"}") : -1;
 		out->statements = st < 0 || out->statements < 0 ? -1 : out->statements + st;
 		out->shed_join = sj < 0 || out->shed_join < 0 ? -1 : out->shed_join + sj;
 		out->shed_renew = sr < 0 || out->shed_renew < 0 ? -1 : out->shed_renew + sr;
+		bc_httpc_resp_free(&b);
 	}
 }
 
@@ -796,42 +764,25 @@ struct floor_worker {
 	long failed;
 };
 
-static size_t floor_sink(char *p, size_t size, size_t n, void *arg)
-{
-	(void)p;
-	(void)arg;
-	return size * n;
-}
-
 /* n requests to a path no route serves, each on a fresh connection as an agent's is:
  * the server's accept, HTTP parsing, answer and close, with nothing else done. */
 static void *floor_main(void *arg)
 {
 	struct floor_worker *w = arg;
-	char url[512];
-
-	/* the server closes its end with the answer, as the client its own, so neither
-	 * holds the connection open after the exchange */
-	struct curl_slist *close_hdr = curl_slist_append(NULL, "Connection: close");
+	char url[512], err[256];
 
 	for (long i = 0; i < w->n; i++) {
-		CURL *c = curl_easy_init();
-		CURLcode cc = CURLE_FAILED_INIT;
-		long status = 0;
+		struct bc_httpc_req q = {.url = url, .timeout_ms = 30000, .max = 1 << 16};
+		struct bc_httpc_resp r;
 		snprintf(url, sizeof(url), "%s/bench-floor", w->o->urls[(size_t)i % w->o->n_urls]);
-		if (c != NULL && curl_easy_setopt(c, CURLOPT_URL, url) == CURLE_OK &&
-		    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, floor_sink) == CURLE_OK &&
-		    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L) == CURLE_OK &&
-		    curl_easy_setopt(c, CURLOPT_HTTPHEADER, close_hdr) == CURLE_OK &&
-		    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L) == CURLE_OK &&
-		    (cc = curl_easy_perform(c)) == CURLE_OK)
-			(void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-		if (status != 404 && w->failed++ == 0)
-			fprintf(stderr, "bc-load: --floor: %s: %s, HTTP %ld\n", url,
-			        curl_easy_strerror(cc), status);
-		curl_easy_cleanup(c);
+		if (bc_httpc_run(&q, &r, err, sizeof(err)) != 0)
+			r.status = 0;
+		else
+			err[0] = '\0';
+		if (r.status != 404 && w->failed++ == 0)
+			fprintf(stderr, "bc-load: --floor: %s: %s, HTTP %d\n", url, err, r.status);
+		bc_httpc_resp_free(&r);
 	}
-	curl_slist_free_all(close_hdr);
 	return NULL;
 }
 
@@ -904,7 +855,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: bc-load --pins FILE --database URL --url URL [--url URL]...\n"
 	           "               [--tokens N] [--uses K] [--joins J] [--clients C]\n"
 	           "               [--retry-unavailable SECONDS] [--renew] [--server-pid PID]...\n"
-	           "               [--metrics-key FILE] [--rate R] [--floor] [--curl]\n");
+	           "               [--metrics-key FILE] [--rate R] [--floor]\n");
 }
 
 static int num(const char *name, const char *v, long lo, long hi, long *out)
@@ -955,7 +906,6 @@ static int parse(int argc, char **argv, struct opts *o)
 	                                   {"metrics-key", required_argument, NULL, 'M'},
 	                                   {"rate", required_argument, NULL, 'T'},
 	                                   {"floor", no_argument, NULL, 'F'},
-	                                   {"curl", no_argument, NULL, 'C'},
 	                                   {NULL, 0, NULL, 0}};
 	int c, rc = 0;
 
@@ -978,7 +928,6 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'r': rc = num("retry-unavailable", optarg, 0, 3600, &o->retry_s); break;
 		case 'R': o->renew = 1; break;
 		case 'F': o->floor = 1; break;
-		case 'C': o->curl = 1; break;
 		case 'P':
 			if (o->n_pids == MAX_URLS) {
 				fprintf(stderr, "bc-load: at most %d --server-pid\n", MAX_URLS);
@@ -1102,8 +1051,6 @@ int main(int argc, char **argv)
 	}
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
-	if (!o.curl)
-		bc_client_set_transport(&(struct bc_client_transport){.post = bench_tls_post});
 	pthread_mutex_init(&r.mu, NULL);
 	r.tokens = calloc((size_t)o.tokens, sizeof(char *));
 	r.jobs = calloc((size_t)o.joins, sizeof(struct job));

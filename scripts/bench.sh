@@ -6,8 +6,8 @@
 #
 # Runs of bench/bc_load.c, each on a fresh store: SQLite with one replica over plain
 # HTTP (loopback only) and over TLS (as deployed: the server's own [tls], every join and
-# renewal a fresh connection and a full handshake; bc-load's own TLS client, then again
-# over libcurl with --curl to compare the load generator's CPU), then PostgreSQL (a throwaway cluster, scripts/pg.sh) with one replica and with two. Each
+# renewal a fresh connection and a full handshake, through bc/httpc.h as bcd sends
+# them), then PostgreSQL (a throwaway cluster, scripts/pg.sh) with one replica and with two. Each
 # makes BENCH_JOINS tokens (default 1000), joins with BENCH_CLIENTS concurrent clients
 # (default 16), then renews every node once. For each it prints throughput, p50/p99
 # latency, the servers' CPU per operation (from /proc) and its ratio to the crypto the
@@ -179,12 +179,6 @@ BENCH_TLS=1 report "SQLite, 1 replica, TLS" "$T/sqt/bc.db" "$T/sqt/admin.key" "$
 HS=$(field "$OUT" tls_handshake_crypto_ms)
 TLS_LOAD_J=$(field "$OUT" load_cpu_ms_per_join)
 TLS_LOAD_R=$(field "$OUT" load_cpu_ms_per_renew)
-# the same server and clients over libcurl (a new handle with the CA bundle per
-# operation, as bcd sends): what bc-load's own TLS client spares the machine
-BENCH_TLS=1 BC_LOAD_EXTRA="--curl" report "SQLite, TLS, curl client" "$T/sqt/bc.db" \
-	"$T/sqt/admin.key" "$U"
-CURL_LOAD_J=$(field "$OUT" load_cpu_ms_per_join)
-CURL_LOAD_R=$(field "$OUT" load_cpu_ms_per_renew)
 stop_all
 
 # PostgreSQL, one replica then two
@@ -219,8 +213,8 @@ echo "  floor, in the same run: a request on a fresh connection answered with no
 echo "  $FLOOR_REQ ms of server CPU; a durable one-row SQLite commit $FLOOR_COMMIT ms (bc-load --floor)"
 echo "  the load generator beside the server on the same CPUs: $LOAD_J ms of CPU per join, $LOAD_R per renewal"
 echo "  a TLS 1.3 handshake's server crypto, in the same run: $HS ms (in the TLS rows' crypto column)"
-echo "  the load generator over TLS: its own client (bench/tls_client.c) $TLS_LOAD_J ms of CPU per join,"
-echo "  $TLS_LOAD_R per renewal; over libcurl (--curl) $CURL_LOAD_J per join, $CURL_LOAD_R per renewal"
+echo "  the load generator over TLS (bc/httpc.h, bcd's client): $TLS_LOAD_J ms of CPU per join,"
+echo "  $TLS_LOAD_R per renewal"
 
 # tpm joins against swtpm: the server's CPU for each of the two rounds
 echo

@@ -7,7 +7,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config clang clang-format libclang-rt-14-dev git curl ca-certificates openssl python3 procps
 libssl-dev libsqlite3-dev libpq-dev libprotobuf-c-dev protobuf-c-compiler
-libh2o-evloop-dev libcurl4-openssl-dev libjansson-dev libtss2-dev libcmocka-dev
+libh2o-evloop-dev libjansson-dev libtss2-dev libcmocka-dev
 postgresql swtpm swtpm-tools tpm2-tools groff-base python3-cryptography
 debhelper dpkg-dev lintian fakeroot
 prometheus

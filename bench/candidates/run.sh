@@ -22,7 +22,7 @@ trap cleanup EXIT
 cc -O2 -o "$W/tls_cpu" "$HERE/tls_cpu.c" -lssl -lcrypto -lpthread
 cc -O2 -o "$W/h2o_ok" "$HERE/h2o_ok.c" $(pkg-config --cflags --libs libh2o-evloop) -lssl -lcrypto
 cc -O2 -I"$TOP/include" -I"$TOP/src" -o "$W/bc_ok" "$HERE/bc_ok.c" "$B/libbc_server.a" \
-	"$B/libbc_base.a" -lh2o-evloop -lssl -lcrypto -ljansson -lcurl -lpthread
+	"$B/libbc_base.a" -lh2o-evloop -lssl -lcrypto -ljansson -lpthread
 HAVE_MHD=0
 if [ -f "$PEERS/mhdtls/mhdtls.c" ] && cc -O2 -o "$W/mhdtls" "$PEERS/mhdtls/mhdtls.c" -lmicrohttpd 2>/dev/null; then
 	HAVE_MHD=1

@@ -1,5 +1,5 @@
 /* The agent's side of JoinService: make a key and CSR, seal a token, call Join over
- * HTTP (libcurl), and verify the signed answer before trusting anything in it.
+ * HTTP (bc/httpc.h), and verify the signed answer before trusting anything in it.
  * Used by the test client now and by bcd.
  *
  * Trust comes from what the agent pinned (better-compute daemon config): the server
@@ -227,36 +227,6 @@ struct bc_client_reply {
 	unsigned retry_after_s;
 };
 
-/* One POST as bc_client_post hands it to a transport: url is pins->server_url and the
- * path, https:// (only pins->ca_bundle_pem may vouch for the server: never the system
- * store) or http:// (the pins allow it on loopback only); the body is sent with
- * Content-Type: application/proto (BC_WIRE_CONTENT_TYPE). */
-struct bc_client_post_req {
-	const struct bc_client_pins *pins;
-	const char *url;
-	const void *body;
-	size_t len;
-};
-
-/* A sender of bc_client_post's requests in place of libcurl (bc-load's own TLS client,
- * bench/tls_client.c): the request and response code above it stay the client's.
- * post fills out (zeroed by the caller) when an answer came, whatever its status, and
- * returns 0; else BC_ERR_UNAVAILABLE (no answer: refused, closed, timed out, TLS
- * failed), BC_ERR_VERIFY (the server's certificate is not from the pinned CA bundle),
- * BC_ERR_LIMIT (the answer passed BC_CLIENT_MAX_RESPONSE), BC_ERR_INVALID (a URL it
- * cannot send to) or BC_ERR_NOMEM, with err saying what in one line; out->body is
- * NULL then. post is called from every thread that posts, with arg. */
-struct bc_client_transport {
-	int (*post)(void *arg, const struct bc_client_post_req *req, struct bc_client_reply *out,
-	            char *err, size_t errlen);
-	void *arg;
-};
-
-/* Every later bc_client_post of this process goes through t (copied), or through
- * libcurl again when t is NULL. Set before the threads that post start: it is not
- * synchronized with them. */
-void bc_client_set_transport(const struct bc_client_transport *t);
-
 /* POST body to url + path with Content-Type: application/proto; out receives the
  * answer (zeroed first; body NULL on failure). TLS verified against
  * pins->ca_bundle_pem. */
@@ -318,12 +288,13 @@ BC_WUR int bc_client_renew_check_pins(const struct bc_client_pins *pins,
                                       const struct bc_renew_params *p, uint8_t **pins_update,
                                       size_t *pins_update_len, char *err, size_t errlen);
 
-/* Sets on a libcurl easy handle (CURL *) what every call to the control plane shares:
- * the URL, http/https only, no redirects, the pinned CA bundle alone, peer and host
- * verified, TLS 1.2 at least, no proxy for loopback http; cerr (CURL_ERROR_SIZE
- * bytes) receives curl's message. BC_ERR_INTERNAL when an option does not take. */
-BC_WUR int bc_client_curl_pin(void *curl, const struct bc_client_pins *pins, const char *url,
-                              char *cerr);
+/* Fills *q (zeroed first) with what every request to the control plane shares: url,
+ * the pinned CA bundle alone (never the system store), the proxy of the environment for
+ * https only (plain http is loopback only), the client's connect and total timeouts. The
+ * caller sets the method, headers, body and bound; q points into pins and url. */
+struct bc_httpc_req;
+void bc_client_httpc_req(const struct bc_client_pins *pins, const char *url,
+                         struct bc_httpc_req *q);
 
 /* ---- a site node's calls: SiteService and JoinService/FetchSecret ---- */
 

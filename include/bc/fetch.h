@@ -1,4 +1,4 @@
-/* One bounded HTTP request over libcurl, for the documents a program fetches from a
+/* One bounded HTTP request (bc/httpc.h), for the documents a program fetches from a
  * URL it was configured with: a JWKS (the server), a cloud metadata endpoint (bcd).
  *
  * https is verified against the system store or ca_file; plain http is sent only

@@ -9,7 +9,6 @@
  * [cloud] metadata_url replaces the endpoint's base for tests; it must be loopback
  * (or https). The real endpoints are plain http on a link-local address. */
 #include <ctype.h>
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "agent/producer.h"
 #include "bc/codec.h"
 #include "bc/fetch.h"
+#include "bc/httpc.h"
 #include "bc/json.h"
 #include "bc/proc.h"
 #include "bc/wire.h"
@@ -106,7 +106,7 @@ static int gcp_token(const struct cloud *c, const uint8_t csr_sha256[static 32],
 	long status;
 	int rc;
 
-	if (aud == NULL || (esc = curl_easy_escape(NULL, aud, 0)) == NULL) {
+	if (aud == NULL || (esc = bc_httpc_escape(aud)) == NULL) {
 		free(aud);
 		return BC_ERR_NOMEM;
 	}
@@ -114,7 +114,7 @@ static int gcp_token(const struct cloud *c, const uint8_t csr_sha256[static 32],
 	         "/computeMetadata/v1/instance/service-accounts/default/identity?audience=%s"
 	         "&format=full",
 	         esc);
-	curl_free(esc);
+	free(esc);
 	free(aud);
 	q.path = path;
 	if ((rc = get(c, &q, out, &status, err, errlen)) == 0 && status != 200) {

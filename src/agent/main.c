@@ -5,7 +5,6 @@
  *
  * Exit status: 0 success, 1 failure, 2 usage error (and bcd join --reset without
  * --yes). A failure prints one line "bcd: <what is wrong, and what to do>". */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,7 @@
 #define C_VERSION    0x80
 #define C_COMPLETION 0x100
 #define C_ALL        0x1ff
-/* commands that read no config and need no libcurl */
+/* commands that read no config and reach no server */
 #define C_LOCAL (C_VERSION | C_COMPLETION)
 
 struct bcd_cmd {
@@ -365,16 +364,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, BCD_NAME " %s: %s\n", cmd->name, m.text);
 		return rc != 0 ? (status != 0 ? status : 1) : status;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		fprintf(stderr, BCD_NAME ": cannot initialize libcurl; check the installation\n");
-		return 1;
-	}
 	bc_log_set_level(BC_LOG_WARN);
 	/* tpm2-tss logs ERROR lines for normal paths (an EK certificate index that is not
 	 * there); bcd says what failed itself. TSS2_LOG set by the caller still wins. */
 	setenv("TSS2_LOG", "all+none", 0);
 	rc = cmd->fn(&o, &m, &status);
-	curl_global_cleanup();
 	if (rc != 0) {
 		fprintf(stderr, BCD_NAME " %s: %s\n", cmd->name,
 		        m.text[0] ? m.text : bc_err_str(rc));

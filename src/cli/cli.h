@@ -74,7 +74,6 @@ struct cli {
 	int reported;    /* a message was printed */
 	int exit_direct; /* serve: exit with exit_status */
 	int exit_status;
-	void *curl;                        /* CURL *, reused across calls */
 	char *resolved_args[CLI_MAX_ARGS]; /* ids of names given as arguments */
 };
 

@@ -1,4 +1,4 @@
-/* The admin API over libcurl: one JSON request, one JSON answer, and the error
+/* The admin API over bc/httpc.h: one JSON request, one JSON answer, and the error
  * object of a refusal printed as "better-compute: CODE: message". */
 #include <errno.h>
 #include <stdarg.h>
@@ -6,15 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
 #include <openssl/crypto.h>
 
 #include "bc/buf.h"
+#include "bc/httpc.h"
 #include "bc/json.h"
 #include "cli/cli.h"
 
 #define MAX_ANSWER        (16u * 1024 * 1024)
 #define CONNECT_TIMEOUT_S 10L
+#define MAX_HEADERS       4
 
 void cli_resp_free(struct cli_resp *r)
 {
@@ -24,111 +25,64 @@ void cli_resp_free(struct cli_resp *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
-{
-	bc_buf *b = arg;
+/* The request's headers: lines[0] holds the key (wiped by free_headers). */
+struct headers {
+	char *lines[MAX_HEADERS];
+	size_t n;
+};
 
-	/* a short count makes curl stop with CURLE_WRITE_ERROR */
-	if (bc_buf_put(b, p, size * nmemb) != 0)
-		return 0;
-	return size * nmemb;
+static void free_headers(struct headers *h)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		bc_freezero(h->lines[i], strlen(h->lines[i]));
+		h->lines[i] = NULL;
+	}
+	h->n = 0;
 }
 
-/* curl copies header strings; wipe the copies that hold the key before freeing. */
-static void free_headers(struct curl_slist *h)
+static int make_headers(struct cli *c, int has_body, struct headers *h)
 {
-	for (struct curl_slist *p = h; p != NULL; p = p->next)
-		OPENSSL_cleanse(p->data, strlen(p->data));
-	curl_slist_free_all(h);
-}
+	static const char user_agent[] = "User-Agent: " CLI_NAME;
+	static const char *const fixed[] = {user_agent, "Accept: application/json",
+	                                    "Content-Type: application/json"};
+	size_t nfixed = has_body ? 3 : 2;
 
-static int add_header(struct curl_slist **h, const char *line)
-{
-	struct curl_slist *n = curl_slist_append(*h, line);
-
-	if (n == NULL)
+	h->n = 0;
+	if (asprintf(&h->lines[h->n], "Authorization: Bearer %s", c->api_key) < 0)
 		return BC_ERR_NOMEM;
-	*h = n;
+	h->n++;
+	for (size_t i = 0; i < nfixed; i++) {
+		if ((h->lines[h->n] = strdup(fixed[i])) == NULL)
+			return BC_ERR_NOMEM;
+		h->n++;
+	}
 	return 0;
 }
 
-static int make_headers(struct cli *c, int has_body, struct curl_slist **out)
+static int report_transport(struct cli *c, int rc, const char *why)
 {
-	char *auth = NULL;
-	int rc;
-
-	*out = NULL;
-	if (asprintf(&auth, "Authorization: Bearer %s", c->api_key) < 0)
-		return BC_ERR_NOMEM;
-	rc = add_header(out, auth);
-	bc_freezero(auth, strlen(auth));
-	if (rc == 0)
-		rc = add_header(out, "Accept: application/json");
-	if (rc == 0 && has_body)
-		rc = add_header(out, "Content-Type: application/json");
-	/* curl would send "Expect: 100-continue" for a large body: not needed */
-	if (rc == 0)
-		rc = add_header(out, "Expect:");
-	return rc;
-}
-
-static void set_options(struct cli *c, CURL *h, const char *method, const char *url,
-                        const char *body, struct curl_slist *hdrs, bc_buf *b, char *errbuf)
-{
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
-	                 c->timeout_s < CONNECT_TIMEOUT_S ? c->timeout_s : CONNECT_TIMEOUT_S);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout_s);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, CLI_NAME);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	/* no redirects: a redirect would carry the Authorization header elsewhere */
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	if (c->ca_file != NULL)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-	if (strcmp(method, "GET") == 0) {
-		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-		return;
-	}
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
-	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(body ? strlen(body) : 0));
-	if (strcmp(method, "POST") != 0)
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-}
-
-static int report_transport(struct cli *c, CURLcode cc, const char *errbuf)
-{
-	const char *why = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(cc);
-
-	switch (cc) {
-	case CURLE_WRITE_ERROR:
+	if (rc == BC_ERR_LIMIT)
 		return cli_fail(c, BC_ERR_LIMIT,
 		                "the answer of the control plane at %s was larger than %u bytes; "
 		                "check --server",
 		                c->server, MAX_ANSWER);
-	case CURLE_OPERATION_TIMEDOUT:
+	if (rc == BC_ERR_NOMEM)
+		return cli_fail(c, BC_ERR_NOMEM, "out of memory");
+	if (strncmp(why, "timed out", 9) == 0)
 		return cli_fail(c, BC_ERR_UNAVAILABLE,
 		                "the control plane at %s did not answer within %lds: %s; is it "
 		                "overloaded or hung? (--timeout sets the wait)",
 		                c->server, c->timeout_s, why);
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
+	if (rc == BC_ERR_VERIFY || rc == BC_ERR_CONFIG)
 		return cli_fail(c, BC_ERR_UNAVAILABLE,
 		                "cannot verify the TLS certificate of the control plane at %s: %s; "
 		                "pass its CA with --ca-file (the tls-ca.pem `" CLI_NAME
 		                " init` wrote)",
 		                c->server, why);
-	default:
-		return cli_fail(c, BC_ERR_UNAVAILABLE,
-		                "cannot reach the control plane at %s: %s; is `" CLI_NAME
-		                " serve` running? (--server, BC_SERVER)",
-		                c->server, why);
-	}
+	return cli_fail(c, BC_ERR_UNAVAILABLE,
+	                "cannot reach the control plane at %s: %s; is `" CLI_NAME
+	                " serve` running? (--server, BC_SERVER)",
+	                c->server, why);
 }
 
 static int code_to_err(const char *code)
@@ -234,31 +188,41 @@ static int report_api_error(struct cli *c, const struct cli_resp *r)
 static int perform(struct cli *c, const char *method, const char *url, const char *body,
                    struct cli_resp *out)
 {
-	struct curl_slist *hdrs = NULL;
-	char errbuf[CURL_ERROR_SIZE] = "";
-	bc_buf b;
-	CURLcode cc;
+	struct headers h = {{NULL}, 0};
+	/* no redirects are followed: one would carry the Authorization header elsewhere;
+	 * the proxy of the environment for https only (the key never crosses a plain one) */
+	struct bc_httpc_req q = {
+	    .method = method,
+	    .url = url,
+	    .body = strcmp(method, "GET") != 0 ? (body != NULL ? body : "") : NULL,
+	    .len = strcmp(method, "GET") != 0 && body != NULL ? strlen(body) : 0,
+	    .ca_file = c->ca_file,
+	    .use_proxy = strncmp(url, "https://", 8) == 0,
+	    .connect_timeout_ms =
+	        (int)(c->timeout_s < CONNECT_TIMEOUT_S ? c->timeout_s : CONNECT_TIMEOUT_S) * 1000,
+	    .timeout_ms = (int)c->timeout_s * 1000,
+	    .max = MAX_ANSWER};
+	struct bc_httpc_resp r;
+	char why[512];
 	int rc;
 
-	bc_buf_init(&b, MAX_ANSWER);
-	if ((rc = make_headers(c, body != NULL, &hdrs)) != 0)
+	if ((rc = make_headers(c, body != NULL, &h)) != 0)
 		goto out;
-	set_options(c, c->curl, method, url, body, hdrs, &b, errbuf);
-	cc = curl_easy_perform(c->curl);
-	/* the handle still points at the headers: detach before wiping them */
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
-	if (cc != CURLE_OK) {
-		rc = report_transport(c, cc, errbuf);
+	q.headers = (const char *const *)h.lines;
+	q.n_headers = h.n;
+	if ((rc = bc_httpc_run(&q, &r, why, sizeof(why))) != 0) {
+		rc = report_transport(c, rc, why);
 		goto out;
 	}
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &out->status);
-	if ((rc = bc_buf_put_u8(&b, 0)) != 0)
-		goto out;
-	out->body = (char *)bc_buf_steal(&b, &out->len);
-	out->len--;
+	out->status = r.status;
+	out->len = r.len;
+	out->body = r.body != NULL ? r.body : strdup("");
+	r.body = NULL;
+	if (out->body == NULL)
+		rc = BC_ERR_NOMEM;
+	bc_httpc_resp_free(&r);
 out:
-	free_headers(hdrs);
-	bc_buf_free(&b);
+	free_headers(&h);
 	return rc;
 }
 
@@ -335,9 +299,9 @@ int cli_tenant(struct cli *c, const char **out)
 	return rc;
 }
 
-/* Path segments are ids. The server decodes %2F before it routes, and curl folds
- * "." and ".." away, so anything but an id's characters could aim the request at
- * another route: refused rather than escaped. */
+/* Path segments are ids. The server decodes %2F before it routes, and an HTTP
+ * client or proxy may fold "." and ".." away, so anything but an id's characters could aim the
+ * request at another route: refused rather than escaped. */
 static int check_segment(struct cli *c, const char *seg)
 {
 	static const char id_chars[] = "abcdefghijklmnopqrstuvwxyz"
@@ -436,7 +400,7 @@ int cli_query(struct cli *c, char **out, const char *const *kv, size_t n)
 	for (size_t i = 0; rc == 0 && i + 1 < 2 * n; i += 2) {
 		if (kv[i + 1] == NULL)
 			continue;
-		if ((esc = curl_easy_escape(c->curl, kv[i + 1], 0)) == NULL) {
+		if ((esc = bc_httpc_escape(kv[i + 1])) == NULL) {
 			rc = BC_ERR_NOMEM;
 			break;
 		}
@@ -446,7 +410,7 @@ int cli_query(struct cli *c, char **out, const char *const *kv, size_t n)
 			free(q);
 			q = np;
 		}
-		curl_free(esc);
+		free(esc);
 	}
 	if (rc != 0) {
 		free(q);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
 #include <openssl/crypto.h>
 
 #include "bc/buf.h"
@@ -26,8 +25,6 @@ void cli_free(struct cli *c)
 		free(c->resolved_args[k]);
 	for (size_t k = 0; k < c->n_opts; k++)
 		free(c->opts[k].name);
-	if (c->curl != NULL)
-		curl_easy_cleanup(c->curl);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
 #include "bc/buf.h"
 #include "bc/clock.h"
 #include "bc/files.h"
+#include "bc/httpc.h"
 #include "bc/net.h"
 #include "bc/toml.h"
 #include "cli/cli.h"
@@ -60,34 +59,23 @@ out:
 /* An API key must never travel in clear text beyond this machine. */
 static int check_server_url(struct cli *c, const char *from)
 {
-	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL;
-	int rc = 0;
+	struct bc_httpc_url u;
+	const char *why;
 
-	if (u == NULL)
-		return BC_ERR_NOMEM;
-	if (curl_url_set(u, CURLUPART_URL, c->server, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
+	if (bc_httpc_url_parse(c->server, &u, &why) != 0) {
 		/* a malformed value given on the line or in the environment: usage (2) */
 		c->usage_error = strcmp(from, "--server") == 0 || strcmp(from, "BC_SERVER") == 0;
-		rc = cli_fail(c, BC_ERR_CONFIG,
-		              "the server URL \"%s\" (%s) is not an http:// or https:// URL; "
-		              "fix %s",
-		              c->server, from, from);
-		goto out;
+		return cli_fail(c, BC_ERR_CONFIG,
+		                "the server URL \"%s\" (%s) is not an http:// or https:// URL; "
+		                "fix %s",
+		                c->server, from, from);
 	}
-	if (strcmp(scheme, "http") == 0 && !bc_net_host_is_loopback(host))
-		rc = cli_fail(c, BC_ERR_CONFIG,
-		              "refusing to send the API key over plain HTTP to %s (%s); "
-		              "use an https:// URL",
-		              host, from);
-out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_url_cleanup(u);
-	return rc;
+	if (!u.tls && !bc_net_host_is_loopback(u.host))
+		return cli_fail(c, BC_ERR_CONFIG,
+		                "refusing to send the API key over plain HTTP to %s (%s); "
+		                "use an https:// URL",
+		                u.host, from);
+	return 0;
 }
 
 static int resolve_server(struct cli *c)
@@ -228,8 +216,6 @@ int cli_connect(struct cli *c)
 	if ((rc = resolve_timeout(c)) != 0 || (rc = resolve_server(c)) != 0 ||
 	    (rc = resolve_key(c)) != 0 || (rc = resolve_ca(c)) != 0)
 		return rc;
-	if (c->curl == NULL && (c->curl = curl_easy_init()) == NULL)
-		return cli_fail(c, BC_ERR_NOMEM, "cannot start libcurl: out of memory");
 	c->resolved = 1;
 	return 0;
 }

@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <openssl/crypto.h>
 
 #include "bc/buf.h"
+#include "bc/httpc.h"
 #include "bc/pki.h"
 #include "bc/store.h"
 #include "cli/cli.h"
@@ -236,23 +236,16 @@ static int write_made(struct cli *c, struct init *in, const char *name, const ch
 /* The TLS certificate's names: the listen host and the public URL's host. */
 static int tls_hosts(struct init *in, char **url_host, const char *hosts[2], size_t *n)
 {
-	CURLU *u = curl_url();
-	size_t len;
+	struct bc_httpc_url u;
+	const char *why;
 
 	*url_host = NULL;
 	*n = 0;
-	if (u == NULL)
+	/* the host as the client connects to it: an IPv6 address without its brackets, as
+	 * a SAN holds it */
+	if (bc_httpc_url_parse(in->public_url, &u, &why) == 0 &&
+	    (*url_host = strdup(u.host)) == NULL)
 		return BC_ERR_NOMEM;
-	if (curl_url_set(u, CURLUPART_URL, in->public_url, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_HOST, url_host, 0) == CURLUE_OK) {
-		len = strlen(*url_host);
-		/* curl keeps an IPv6 address in brackets; a SAN has none */
-		if (len > 2 && (*url_host)[0] == '[') {
-			memmove(*url_host, *url_host + 1, len - 2);
-			(*url_host)[len - 2] = '\0';
-		}
-	}
-	curl_url_cleanup(u);
 	if (in->host[0] != '\0')
 		hosts[(*n)++] = in->host;
 	if (*url_host != NULL && (*n == 0 || strcmp(*url_host, in->host) != 0))
@@ -280,7 +273,7 @@ static int init_tls(struct cli *c, struct init *in)
 		goto out;
 	rc = write_made(c, in, F_TLSKEY, key, 0600);
 out:
-	curl_free(url_host);
+	free(url_host);
 	free(cert);
 	if (key != NULL)
 		bc_freezero(key, strlen(key));

@@ -3,7 +3,6 @@
  *
  * Exit status: 0 success, 1 failure, 2 usage error. */
 #include <ctype.h>
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -669,10 +668,6 @@ int main(int argc, char **argv)
 	int rc, status;
 
 	memset(&c, 0, sizeof(c));
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		fprintf(stderr, CLI_NAME ": cannot initialize libcurl; check the installation\n");
-		return 1;
-	}
 	/* --json anywhere shapes even the errors of the options before it */
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0 && strcmp(argv[i], "serve") != 0;
 	     i++)
@@ -687,6 +682,5 @@ int main(int argc, char **argv)
 	else
 		status = c.exit_direct ? c.exit_status : 0;
 	cli_free(&c);
-	curl_global_cleanup();
 	return status;
 }

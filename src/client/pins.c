@@ -1,7 +1,6 @@
 /* The agent's pins: what `better-compute daemon config --json` printed. Everything the
  * client later trusts comes from here, so every field is checked before use. */
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
@@ -12,6 +11,7 @@
 
 #include "bc/client.h"
 #include "bc/crypto.h"
+#include "bc/httpc.h"
 #include "bc/json.h"
 #include "bc/net.h"
 #include "bc/pki.h"
@@ -56,16 +56,6 @@ static int pin_pair(struct bc_client_pins *p)
 	return 0;
 }
 
-/* 1 when the URL has the given part (user, query, ...), which a server URL must not. */
-static int url_has(CURLU *u, CURLUPart part)
-{
-	char *v = NULL;
-	int has = curl_url_get(u, part, &v, 0) == CURLUE_OK;
-
-	curl_free(v);
-	return has;
-}
-
 static int path_ok(const char *path)
 {
 	for (const char *c = path; *c != '\0'; c++) {
@@ -76,58 +66,50 @@ static int path_ok(const char *path)
 	return 1;
 }
 
-/* Parsed with libcurl's own URL parser, so the host checked here is the host that
- * libcurl connects to later. The URL kept is curl's normal form without a trailing '/'. */
+/* Parsed with the HTTP client's own URL parser (bc_httpc_url_parse), so the host checked
+ * here is the host it connects to later. The URL kept is its normal form (the scheme in
+ * lower case) without a trailing '/'. */
 static int check_url(const char *url, char **out, int *https, char *err, size_t errlen)
 {
-	CURLU *u = NULL;
-	char *scheme = NULL, *host = NULL, *path = NULL, *norm = NULL;
-	int rc = BC_ERR_CONFIG;
-	size_t n;
+	struct bc_httpc_url u;
+	const char *why;
+	char port[8] = "";
+	int v6, n;
 
 	*out = NULL;
 	*https = 0;
-	if ((u = curl_url()) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
+	if (bc_httpc_url_parse(url, &u, &why) != 0) {
+		bc_client_errf(
+		    err, errlen,
+		    strstr(why, "user information") != NULL
+		        ? "pins: server: only scheme, host, port and a plain path are allowed"
+		        : "pins: server: not a URL");
+		return BC_ERR_CONFIG;
 	}
-	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_URL, &norm, 0) != CURLUE_OK) {
-		bc_client_errf(err, errlen, "pins: server: not a URL");
-		goto out;
-	}
-	if (url_has(u, CURLUPART_USER) || url_has(u, CURLUPART_PASSWORD) ||
-	    url_has(u, CURLUPART_OPTIONS) || url_has(u, CURLUPART_QUERY) ||
-	    url_has(u, CURLUPART_FRAGMENT) || url_has(u, CURLUPART_ZONEID) || !path_ok(path)) {
+	if (strchr(u.host, '%') != NULL || !path_ok(u.path)) {
 		bc_client_errf(
 		    err, errlen,
 		    "pins: server: only scheme, host, port and a plain path are allowed");
-		goto out;
+		return BC_ERR_CONFIG;
 	}
-	if (strcmp(scheme, "https") == 0) {
-		*https = 1;
-	} else if (strcmp(scheme, "http") != 0 || !bc_net_host_is_loopback(host)) {
+	if (!u.tls && !bc_net_host_is_loopback(u.host)) {
 		bc_client_errf(err, errlen,
 		               "pins: server: must be https://, or http:// on a loopback address");
-		goto out;
+		return BC_ERR_CONFIG;
 	}
-	for (n = strlen(norm); n > 0 && norm[n - 1] == '/'; n--)
-		norm[n - 1] = '\0';
-	if ((*out = strdup(norm)) == NULL) {
-		rc = BC_ERR_NOMEM;
-		goto out;
+	*https = u.tls;
+	if (u.port_given)
+		snprintf(port, sizeof(port), ":%u", u.port);
+	v6 = strchr(u.host, ':') != NULL;
+	n = (int)strlen(u.path);
+	while (n > 0 && u.path[n - 1] == '/')
+		n--;
+	if (asprintf(out, "%s://%s%s%s%s%.*s", u.tls ? "https" : "http", v6 ? "[" : "", u.host,
+	             v6 ? "]" : "", port, n, u.path) < 0) {
+		*out = NULL;
+		return BC_ERR_NOMEM;
 	}
-	rc = 0;
-out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(path);
-	curl_free(norm);
-	curl_url_cleanup(u);
-	return rc;
+	return 0;
 }
 
 /* A non-empty string field; required says whether absence is an error

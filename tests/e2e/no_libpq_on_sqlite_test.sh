@@ -3,8 +3,7 @@
 # binaries do not link it, a serving SQLite server has not mapped it (/proc/PID/maps),
 # and a postgres:// store whose libpq cannot be loaded is refused at start with a
 # message naming the library (a test build names a missing one with BC_TEST_LIBPQ).
-# libgnutls, which libpq links through libldap, still comes with libcurl today: this
-# test checks libpq only.
+# (GnuTLS and libcurl: tests/e2e/no_gnutls_test.sh.)
 . "$(dirname "$0")/lib.sh"
 cd "$T"
 for b in better-compute bcd; do

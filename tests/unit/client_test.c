@@ -1322,7 +1322,9 @@ static void test_post_connection_refused(void **state)
 	close(fd); /* bound then closed: nothing listens on the port */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
 	assert_int_equal(join_at(url, &p, &a, err, sizeof(err)), BC_ERR_UNAVAILABLE);
-	snprintf(want, sizeof(want), "POST %s" BC_WIRE_PATH_JOIN ": connection refused", url);
+	snprintf(want, sizeof(want),
+	         "POST %s" BC_WIRE_PATH_JOIN ": connect to 127.0.0.1:%d: connection refused", url,
+	         port);
 	assert_string_equal(err, want);
 }
 
@@ -1695,7 +1697,7 @@ static void test_tool_usage(void **state)
 	                 1);
 	err = slurp(path);
 	assert_string_equal(err, "bc-join: POST http://127.0.0.1:1" BC_WIRE_PATH_JOIN
-	                         ": connection refused\n");
+	                         ": connect to 127.0.0.1:1: connection refused\n");
 	free(err);
 	tool_dir_rm(&d);
 }
