@@ -1,4 +1,5 @@
-/* The node CA generations in the store (node_cas.h). */
+/* The node CA and join key set read from the store, and the thread that keeps it current
+ * (node_cas.h). */
 #include "server/node_cas.h"
 
 #include <openssl/crypto.h>
@@ -12,101 +13,51 @@
 #include "bc/codec.h"
 #include "bc/crypto.h"
 #include "bc/log.h"
+#include "server/pki_changes.h"
 
-#define KIND BC_PKI_KIND_NODE_CA
 /* retired rows read into a set: those whose leaves may still be unexpired */
 #define RETIRED_KEPT_MS (2 * BC_NODE_CA_LAST_CERT_MS)
 
-/* ---- one generation as a row ---- */
-
-struct new_ca {
-	struct bc_pki_key_row row; /* cert_pem and key_sealed malloc'd */
-	int64_t floor;             /* the sequence at least */
-	int64_t id;
-	const char *why;
-};
-
-static void new_ca_clear(struct new_ca *n)
-{
-	free(n->row.cert_pem);
-	if (n->row.key_sealed != NULL)
-		bc_freezero(n->row.key_sealed, strlen(n->row.key_sealed));
-	memset(n, 0, sizeof(*n));
-}
-
-static int new_ca_fill(struct new_ca *n, X509 *cert, EVP_PKEY *key, const char *state,
-                       const uint8_t secret[static 32])
-{
-	uint8_t sha[32];
-	int rc;
-
-	snprintf(n->row.kind, sizeof(n->row.kind), "%s", KIND);
-	snprintf(n->row.state, sizeof(n->row.state), "%s", state);
-	if ((rc = bc_x509_to_pem(cert, &n->row.cert_pem)) != 0 ||
-	    (rc = bc_pki_seal_key(key, secret, &n->row.key_sealed)) != 0 ||
-	    (rc = bc_key_spki_sha256(key, sha)) != 0)
-		return rc;
-	bc_hex_encode_to(sha, sizeof(sha), n->row.public_sha256);
-	return 0;
-}
-
-/* ---- generation 1 ---- */
-
-static int seed_tx(bc_tx *tx, void *arg)
-{
-	struct new_ca *n = arg;
-	struct bc_pki_key_row *rows = NULL;
-	size_t nrows = 0;
-	int64_t seq;
-	int rc;
-
-	if ((rc = bc_row_pki_keys_list(tx, KIND, 0, &rows, &nrows)) != 0)
-		return rc;
-	bc_row_pki_keys_free(rows, nrows);
-	if (nrows > 0)
-		return 0;
-	n->row.created_at = n->row.activated_at;
-	if ((rc = bc_row_pki_key_insert(tx, &n->row)) <= 0)
-		return rc; /* another replica seeded it a moment ago */
-	return bc_row_pki_sequence_raise(tx, n->floor, &seq);
-}
-
-int bc_node_cas_seed(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32])
-{
-	struct new_ca n = {0};
-	X509 *one[1] = {pki->node_ca};
-	int64_t nb = bc_pki_trust_sequence(one, 1);
-	int rc;
-
-	/* active since it began: a generation that follows it is activated later */
-	n.row.activated_at = nb * 1000;
-	n.floor = nb;
-	if ((rc = new_ca_fill(&n, pki->node_ca, pki->node_ca_key, BC_PKI_ACTIVE, secret)) == 0)
-		rc = bc_store_run(st, BC_TX_WRITE, seed_tx, &n);
-	new_ca_clear(&n);
-	return rc;
-}
-
 /* ---- reading the set ---- */
+
+/* The rows of the three kinds: the node CAs (retired ones only while their leaves may be
+ * unexpired), then the join signing and the join encryption keys (every row: which of
+ * the retired ones a set keeps is add_join_rows's choice). */
+static const char *const kinds[] = {BC_PKI_KIND_NODE_CA, BC_PKI_KIND_JOIN_SIGNING,
+                                    BC_PKI_KIND_JOIN_ENCRYPTION};
+#define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 struct load {
 	int64_t known, seq, now;
-	struct bc_pki_key_row *rows;
-	size_t n;
+	int moved;
+	struct bc_pki_key_row *rows[N_KINDS];
+	size_t n[N_KINDS];
 };
+
+static void load_clear(struct load *l)
+{
+	for (size_t k = 0; k < N_KINDS; k++) {
+		bc_row_pki_keys_free(l->rows[k], l->n[k]);
+		l->rows[k] = NULL;
+		l->n[k] = 0;
+	}
+}
 
 static int load_tx(bc_tx *tx, void *arg)
 {
 	struct load *l = arg;
-	int rc;
+	int rc = 0;
 
-	bc_row_pki_keys_free(l->rows, l->n);
-	l->rows = NULL;
-	l->n = 0;
+	load_clear(l);
+	l->moved = 0;
 	l->now = bc_tx_now_ms(tx);
 	if ((rc = bc_row_pki_sequence(tx, &l->seq)) != 0 || (l->known != 0 && l->seq == l->known))
 		return rc;
-	return bc_row_pki_keys_list(tx, KIND, l->now - RETIRED_KEPT_MS, &l->rows, &l->n);
+	l->moved = 1;
+	for (size_t k = 0; k < N_KINDS && rc == 0; k++)
+		rc = bc_row_pki_keys_list(tx, kinds[k], k == 0 ? l->now - RETIRED_KEPT_MS : 0,
+		                          &l->rows[k], &l->n[k]);
+	return rc;
 }
 
 static enum bc_ca_state state_of(const char *s)
@@ -142,6 +93,59 @@ fail:
 	return rc;
 }
 
+/* The public half of key (freed): a retired key's private part stays sealed. */
+static int public_only(EVP_PKEY **key)
+{
+	uint8_t *der = NULL;
+	size_t len = 0;
+	EVP_PKEY *pub = NULL;
+	int rc;
+
+	if ((rc = bc_key_spki(*key, &der, &len)) == 0)
+		rc = bc_key_from_spki(der, len, &pub);
+	free(der);
+	EVP_PKEY_free(*key);
+	*key = pub;
+	return rc;
+}
+
+static int add_join_row(struct bc_node_cas *cas, enum bc_join_key_use use,
+                        const struct bc_pki_key_row *r, const uint8_t secret[static 32])
+{
+	struct bc_join_key k = {
+	    .use = use, .id = r->id, .activated_ms = r->activated_at, .retired_ms = r->retired_at};
+	int rc;
+
+	k.state = strcmp(r->state, BC_PKI_PREPARED) == 0 ? BC_JOIN_KEY_NEXT
+	          : strcmp(r->state, BC_PKI_ACTIVE) == 0 ? BC_JOIN_KEY_ACTIVE
+	                                                 : BC_JOIN_KEY_RETIRED;
+	if ((rc = bc_pki_open_key(r->key_sealed, secret, &k.key)) != 0 ||
+	    (k.state == BC_JOIN_KEY_RETIRED && (rc = public_only(&k.key)) != 0)) {
+		EVP_PKEY_free(k.key);
+		return rc;
+	}
+	return bc_node_cas_add_join(cas, &k);
+}
+
+/* The join keys in use, then the retired ones, the last made first, while they fit. */
+static int add_join_rows(struct bc_node_cas *cas, const struct load *l,
+                         const uint8_t secret[static 32])
+{
+	int rc = 0;
+
+	for (size_t k = 1; k < N_KINDS; k++)
+		for (size_t i = 0; i < l->n[k] && rc == 0; i++)
+			if (strcmp(l->rows[k][i].state, BC_PKI_RETIRED) != 0)
+				rc = add_join_row(cas, (enum bc_join_key_use)k, &l->rows[k][i],
+				                  secret);
+	for (size_t k = 1; k < N_KINDS; k++)
+		for (size_t i = l->n[k]; i-- > 0 && rc == 0 && cas->n_join < BC_JOIN_SET_MAX;)
+			if (strcmp(l->rows[k][i].state, BC_PKI_RETIRED) == 0)
+				rc = add_join_row(cas, (enum bc_join_key_use)k, &l->rows[k][i],
+				                  secret);
+	return rc;
+}
+
 int bc_node_cas_refresh(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32],
                         int64_t *known)
 {
@@ -149,14 +153,16 @@ int bc_node_cas_refresh(bc_store *st, const bc_pki *pki, const uint8_t secret[st
 	struct bc_node_cas *cas = NULL;
 	int rc;
 
-	if (*known == 0 && (rc = bc_node_cas_seed(st, pki, secret)) != 0)
+	if (*known == 0 && (rc = bc_pki_keys_seed(st, pki, secret)) != 0)
 		return rc;
-	if ((rc = bc_store_run(st, BC_TX_READ, load_tx, &l)) != 0 || l.rows == NULL)
+	if ((rc = bc_store_run(st, BC_TX_READ, load_tx, &l)) != 0 || !l.moved)
 		goto out;
 	if ((rc = bc_node_cas_new(l.seq, &cas)) != 0)
 		goto out;
-	for (size_t i = 0; i < l.n && rc == 0; i++)
-		rc = add_row(cas, &l.rows[i], secret);
+	for (size_t i = 0; i < l.n[0] && rc == 0; i++)
+		rc = add_row(cas, &l.rows[0][i], secret);
+	if (rc == 0)
+		rc = add_join_rows(cas, &l, secret);
 	if (rc == 0 && (rc = bc_node_cas_finish(cas)) == 0) {
 		bc_pki_node_cas_install(pki, cas);
 		cas = NULL;
@@ -164,241 +170,7 @@ int bc_node_cas_refresh(bc_store *st, const bc_pki *pki, const uint8_t secret[st
 	}
 out:
 	bc_node_cas_put(cas);
-	bc_row_pki_keys_free(l.rows, l.n);
-	return rc;
-}
-
-/* ---- the changes ---- */
-
-/* The index of the active row activated last (it issues), or n. */
-static size_t issuing_of(const struct bc_pki_key_row *rows, size_t n)
-{
-	size_t best = n;
-
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(rows[i].state, BC_PKI_ACTIVE) == 0 &&
-		    (best == n || rows[i].activated_at > rows[best].activated_at ||
-		     (rows[i].activated_at == rows[best].activated_at &&
-		      rows[i].id > rows[best].id)))
-			best = i;
-	return best;
-}
-
-int64_t bc_node_ca_last_cert(const struct bc_pki_key_row *rows, size_t n, size_t i)
-{
-	int64_t next = 0;
-
-	if (rows[i].activated_at == 0)
-		return 0;
-	/* the first generation activated after it stopped it issuing */
-	for (size_t j = 0; j < n; j++) {
-		int64_t a = rows[j].activated_at;
-		if (j == i || a == 0 || a < rows[i].activated_at ||
-		    (a == rows[i].activated_at && rows[j].id < rows[i].id))
-			continue;
-		if (next == 0 || a < next)
-			next = a;
-	}
-	return next == 0 ? 0 : next + BC_NODE_CA_LAST_CERT_MS;
-}
-
-static int list_live(bc_tx *tx, struct bc_pki_key_row **rows, size_t *n)
-{
-	/* the rows not retired: retired_at NULL */
-	return bc_row_pki_keys_list(tx, KIND, INT64_MAX, rows, n);
-}
-
-static int rotate_tx(bc_tx *tx, void *arg)
-{
-	struct new_ca *c = arg;
-	struct bc_pki_key_row *rows = NULL;
-	size_t n = 0;
-	int64_t seq;
-	int rc;
-
-	c->why = NULL;
-	if ((rc = list_live(tx, &rows, &n)) != 0)
-		return rc;
-	for (size_t i = 0; i < n && c->why == NULL; i++)
-		if (strcmp(rows[i].state, BC_PKI_PREPARED) == 0)
-			c->why =
-			    "a node CA is already prepared: activate it (pki activate node-ca) "
-			    "or retire it first";
-	if (c->why == NULL && n >= BC_NODE_CAS_MAX - 1)
-		c->why = "too many node CAs in use: retire the old ones first (pki status)";
-	bc_row_pki_keys_free(rows, n);
-	if (c->why != NULL)
-		return BC_ERR_CONFLICT;
-	c->row.created_at = bc_tx_now_ms(tx);
-	if ((rc = bc_row_pki_key_insert(tx, &c->row)) < 0)
-		return rc;
-	if (rc == 0)
-		return BC_ERR_INTERNAL; /* a fresh key already stored */
-	c->id = c->row.id;
-	return bc_row_pki_sequence_raise(tx, 0, &seq);
-}
-
-int bc_node_ca_rotate(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32], int64_t *id,
-                      const char **why)
-{
-	struct new_ca c = {0};
-	X509 *cert = NULL;
-	EVP_PKEY *key = NULL;
-	int rc;
-
-	*id = 0;
-	*why = NULL;
-	if ((rc = bc_node_cas_seed(st, pki, secret)) != 0)
-		return rc;
-	if ((rc = bc_pki_new_node_ca(pki, bc_now_ms(), &cert, &key)) != 0 ||
-	    (rc = new_ca_fill(&c, cert, key, BC_PKI_PREPARED, secret)) != 0)
-		goto out;
-	rc = bc_store_run(st, BC_TX_WRITE, rotate_tx, &c);
-	*id = c.id;
-	*why = c.why;
-out:
-	new_ca_clear(&c);
-	X509_free(cert);
-	EVP_PKEY_free(key);
-	return rc;
-}
-
-struct change {
-	int64_t id, until;
-	int force;
-	const char *why;
-};
-
-static int activate_tx(bc_tx *tx, void *arg)
-{
-	struct change *c = arg;
-	struct bc_pki_key_row *rows = NULL;
-	size_t n = 0, i;
-	int64_t seq;
-	int rc;
-
-	c->why = NULL;
-	if ((rc = list_live(tx, &rows, &n)) != 0)
-		return rc;
-	for (i = 0; i < n; i++)
-		if (strcmp(rows[i].state, BC_PKI_PREPARED) == 0 &&
-		    (c->id == 0 || rows[i].id == c->id))
-			break;
-	if (i == n) {
-		c->why = "no prepared node CA to activate: `pki rotate node-ca` prepares one";
-		rc = BC_ERR_CONFLICT;
-	} else {
-		c->id = rows[i].id;
-		rc = bc_row_pki_key_set_state(tx, c->id, BC_PKI_PREPARED, BC_PKI_ACTIVE,
-		                              bc_tx_now_ms(tx), 0);
-	}
-	bc_row_pki_keys_free(rows, n);
-	return rc != 0 ? rc : bc_row_pki_sequence_raise(tx, 0, &seq);
-}
-
-int bc_node_ca_activate(bc_store *st, int64_t *id, const char **why)
-{
-	struct change c = {.id = *id};
-	int rc = bc_store_run(st, BC_TX_WRITE, activate_tx, &c);
-
-	*id = c.id;
-	*why = c.why;
-	return rc;
-}
-
-/* The row retire picks: the one named, else the oldest active one that no longer
- * issues; n with c->why set when none may be. */
-static size_t retire_pick(struct change *c, const struct bc_pki_key_row *rows, size_t n)
-{
-	size_t issuing = issuing_of(rows, n), pick = n;
-
-	for (size_t i = 0; i < n; i++) {
-		if (c->id != 0 ? rows[i].id != c->id
-		               : (i == issuing || strcmp(rows[i].state, BC_PKI_ACTIVE) != 0))
-			continue;
-		if (pick == n || rows[i].activated_at < rows[pick].activated_at)
-			pick = i;
-	}
-	if (pick == n)
-		c->why = c->id != 0 ? "no node CA of that generation is prepared or active "
-		                      "(pki status lists them)"
-		                    : "no node CA to retire: only the one that issues is active "
-		                      "(rotate and activate another first)";
-	else if (pick == issuing)
-		c->why = "that node CA issues node certificates: rotate and activate another "
-		         "first";
-	return c->why != NULL ? n : pick;
-}
-
-static int retire_tx(bc_tx *tx, void *arg)
-{
-	struct change *c = arg;
-	struct bc_pki_key_row *rows = NULL;
-	size_t n = 0, i;
-	int64_t now = bc_tx_now_ms(tx), seq;
-	int rc, early = 0;
-
-	c->why = NULL;
-	c->until = 0;
-	if ((rc = list_live(tx, &rows, &n)) != 0)
-		return rc;
-	rc = BC_ERR_CONFLICT;
-	if ((i = retire_pick(c, rows, n)) == n)
-		goto out;
-	c->id = rows[i].id;
-	c->until = bc_node_ca_last_cert(rows, n, i);
-	early = c->until > now;
-	if (early && !c->force) {
-		c->why = "certificates it signed may be unexpired: retire it after then, or now "
-		         "with --force if its key is compromised";
-		goto out;
-	}
-	if ((rc = bc_row_pki_key_set_state(tx, c->id, rows[i].state, BC_PKI_RETIRED, now, early)) ==
-	    0)
-		rc = bc_row_pki_sequence_raise(tx, 0, &seq);
-out:
-	bc_row_pki_keys_free(rows, n);
-	return rc;
-}
-
-int bc_node_ca_retire(bc_store *st, int64_t *id, int force, int64_t *until, const char **why)
-{
-	struct change c = {.id = *id, .force = force};
-	int rc = bc_store_run(st, BC_TX_WRITE, retire_tx, &c);
-
-	*id = c.id;
-	*until = c.until;
-	*why = c.why;
-	return rc;
-}
-
-struct listing {
-	struct bc_pki_key_row *rows;
-	size_t n;
-	int64_t now;
-};
-
-static int list_tx(bc_tx *tx, void *arg)
-{
-	struct listing *l = arg;
-
-	bc_row_pki_keys_free(l->rows, l->n);
-	l->rows = NULL;
-	l->n = 0;
-	l->now = bc_tx_now_ms(tx);
-	return bc_row_pki_keys_list(tx, KIND, 0, &l->rows, &l->n);
-}
-
-int bc_node_cas_list(bc_store *st, struct bc_pki_key_row **rows, size_t *n, int64_t *now_ms)
-{
-	struct listing l = {0};
-	int rc = bc_store_run(st, BC_TX_READ, list_tx, &l);
-
-	*rows = rc == 0 ? l.rows : NULL;
-	*n = rc == 0 ? l.n : 0;
-	*now_ms = l.now;
-	if (rc != 0)
-		bc_row_pki_keys_free(l.rows, l.n);
+	load_clear(&l);
 	return rc;
 }
 
