@@ -231,7 +231,8 @@ wait_for "no renewals after the switch" renewed_since 2 $RUN
 verify during $(certs $RUN) gen1.crt >/dev/null
 cp m2/data/node.crt gen2.crt
 # a new agent joins with the config daemon config writes now: the new pins
-grep -q "join_signing_key_id = \"$NEW_SIGN\"" <(bc daemon config) || fail "daemon config does not give the new key"
+[ "$(bc daemon config | json_get '["joinSigningKeyId"]')" = "$NEW_SIGN" ] ||
+	fail "daemon config does not give the new key"
 # m4, off since the switch, re-joins by x509pop with its old certificate: its pins are valid
 [ "$(issuer m4)" = "$OLD" ] || fail "m4 not on the old CA"
 BC_TEST_CLOCK_OFFSET_MS=$OFF bcd join --attestor x509pop --config m4/config.toml >m4.pop.out 2>&1 ||
