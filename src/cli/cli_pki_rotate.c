@@ -1,6 +1,7 @@
-/* pki rotate, activate, retire and status: the node CA generations, on the store
- * directly (no server needed; every replica follows within BC_NODE_CAS_REFRESH_MS).
- * See docs/server.md, "PKI lifecycle". */
+/* pki rotate, activate, retire and status: the generations of the node CA and the two
+ * join keys, on the store directly (no server needed; every replica follows within
+ * BC_NODE_CAS_REFRESH_MS). One implementation for the three kinds (server/pki_changes.c);
+ * what this file says of each is in words[]. See docs/server.md, "PKI lifecycle". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "cli/cli.h"
 #include "server/config.h"
 #include "server/node_cas.h"
+#include "server/pki_changes.h"
 #include "server/server.h"
 
 struct rot {
@@ -30,8 +32,8 @@ static void rot_free(struct rot *r)
 	OPENSSL_cleanse(r->secret, sizeof(r->secret));
 }
 
-/* The key kind named (node-ca only for now), then server.toml, the bundle, the secret and
- * the store, with generation 1 seeded. */
+/* The key kind named (for rotate, activate and retire), then server.toml, the bundle,
+ * the secret and the store, with generation 1 of each kind seeded. */
 static int rot_open(struct cli *c, struct rot *r, int kind_arg)
 {
 	const char *config = cli_opt(c, "config");
@@ -39,10 +41,10 @@ static int rot_open(struct cli *c, struct rot *r, int kind_arg)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if (kind_arg && strcmp(c->args[0], BC_PKI_KIND_NODE_CA) != 0)
+	if (kind_arg && !bc_pki_kind_known(c->args[0]))
 		return cli_usage(c,
-		                 "\"%s\": only node-ca rotates with pki so far (the join keys' "
-		                 "rotation is not built yet)",
+		                 "\"%s\": not a key that rotates: name node-ca, join-signing or "
+		                 "join-encryption",
 		                 c->args[0]);
 	if (config == NULL)
 		return cli_usage(c,
@@ -55,8 +57,8 @@ static int rot_open(struct cli *c, struct rot *r, int kind_arg)
 	if ((rc = bc_store_open(r->cfg.database, &r->st, err, sizeof(err))) != 0)
 		return cli_fail(c, rc, "cannot open the database of server.toml: %s",
 		                err[0] ? err : bc_err_str(rc));
-	if ((rc = bc_node_cas_seed(r->st, r->pki, r->secret)) != 0)
-		return cli_fail(c, rc, "cannot record the PKI bundle's node CA in the store: %s",
+	if ((rc = bc_pki_keys_seed(r->st, r->pki, r->secret)) != 0)
+		return cli_fail(c, rc, "cannot record the PKI bundle's keys in the store: %s",
 		                bc_err_str(rc));
 	return 0;
 }
@@ -91,30 +93,78 @@ static int opt_id(struct cli *c, int64_t *id)
 
 static int refused(struct cli *c, int rc, const char *why)
 {
-	return cli_fail(c, rc, "%s", why != NULL ? why : bc_err_str(rc));
+	return cli_fail(c, rc, "%s", why[0] != '\0' ? why : bc_err_str(rc));
+}
+
+/* What the commands say of each kind. */
+struct words {
+	const char *kind, *what, *column, *json_list, *current;
+	const char *prepared, *activated, *retired, *took_over;
+};
+
+static const struct words words[] = {
+    {BC_PKI_KIND_NODE_CA, "node CA", "NODE CA", "nodeCAs", "active (issuing)",
+     "it is in the trust bundle (/bundle) and signs nothing yet.\nOnce relying parties have "
+     "fetched the bundle (they refresh every 300 s), run `pki activate node-ca`.",
+     "it signs every new node certificate (within 2 s on every replica); the CAs before it "
+     "still verify until retired.",
+     "it verifies nothing and leaves the trust bundle", NULL},
+    {BC_PKI_KIND_JOIN_SIGNING, "join signing key", "JOIN SIGNING KEY", "joinSigningKeys",
+     "active (signing)",
+     "every join and renewal answer announces it as next (within 2 s on every replica) and "
+     "bcd pins it at its next renewal.\nOnce agents have renewed (bcd doctor shows the pin), "
+     "run `pki activate join-signing`.",
+     "it signs every answer (within 2 s on every replica). Agents that pinned it renew with "
+     "no action; once they have, run `pki retire join-signing` so that they unpin the key "
+     "before it.",
+     "answers announce it retired and agents unpin it",
+     "it signs every answer from now on. Agents that pinned it renew with no action; the "
+     "others are told to join again with a token."},
+    {BC_PKI_KIND_JOIN_ENCRYPTION, "join encryption key", "JOIN ENCRYPTION KEY",
+     "joinEncryptionKeys", "active (sealed to)",
+     "answers announce it as next (within 2 s on every replica) and tokens sealed to it "
+     "open already.\nOnce agents have renewed, run `pki activate join-encryption`.",
+     "`daemon config` gives it and new tokens are sealed to it (within 2 s on every "
+     "replica); tokens sealed to the keys before it still open until they are retired.",
+     "tokens sealed to it are refused (token-unreadable) and agents unpin it",
+     "new tokens are sealed to it: `daemon config` gives it. Tokens sealed to the retired "
+     "key are refused (token-unreadable): make new ones."},
+};
+
+static const struct words *words_of(const char *kind)
+{
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(kind, words[i].kind) == 0)
+			return &words[i];
+	return &words[0]; /* not reached: rot_open checked the kind */
+}
+
+static int print_change(struct cli *c, const struct bc_pki_change *ch, const char *state)
+{
+	if (!c->json)
+		return 0;
+	return cli_print_json(json_pack("{s:s,s:I,s:s,s:b,s:I}", "kind", ch->kind, "generation",
+	                                (json_int_t)ch->id, "state", state, "forced", ch->forced,
+	                                "tookOver", (json_int_t)ch->took_over));
 }
 
 int cli_cmd_pki_rotate(struct cli *c)
 {
+	struct bc_pki_change ch = {0};
+	const struct words *w;
 	struct rot r;
-	const char *why = NULL;
-	int64_t id = 0;
 	int rc;
 
 	if ((rc = rot_open(c, &r, 1)) != 0)
 		goto out;
-	if ((rc = bc_node_ca_rotate(r.st, r.pki, r.secret, &id, &why)) != 0) {
-		rc = refused(c, rc, why);
+	ch.kind = c->args[0];
+	w = words_of(ch.kind);
+	if ((rc = bc_pki_key_rotate(r.st, r.pki, r.secret, &ch)) != 0) {
+		rc = refused(c, rc, ch.why);
 		goto out;
 	}
-	if (c->json)
-		rc = cli_print_json(json_pack("{s:s,s:I,s:s}", "kind", BC_PKI_KIND_NODE_CA,
-		                              "generation", (json_int_t)id, "state", "prepared"));
-	else
-		printf("Prepared node CA generation %lld: it is in the trust bundle (/bundle) and "
-		       "signs nothing yet.\nOnce relying parties have fetched the bundle (they "
-		       "refresh every 300 s), run `pki activate node-ca`.\n",
-		       (long long)id);
+	if ((rc = print_change(c, &ch, BC_PKI_PREPARED)) == 0 && !c->json)
+		printf("Prepared %s generation %lld: %s\n", w->what, (long long)ch.id, w->prepared);
 out:
 	rot_free(&r);
 	return rc;
@@ -122,132 +172,157 @@ out:
 
 int cli_cmd_pki_activate(struct cli *c)
 {
+	struct bc_pki_change ch = {0};
+	const struct words *w;
 	struct rot r;
-	const char *why = NULL;
-	int64_t id = 0;
 	int rc;
 
-	if ((rc = opt_id(c, &id)) != 0 || (rc = rot_open(c, &r, 1)) != 0)
+	if ((rc = opt_id(c, &ch.id)) != 0 || (rc = rot_open(c, &r, 1)) != 0)
 		goto out;
-	if ((rc = bc_node_ca_activate(r.st, &id, &why)) != 0) {
-		rc = refused(c, rc, why);
+	ch.kind = c->args[0];
+	w = words_of(ch.kind);
+	if ((rc = bc_pki_key_activate(r.st, &ch)) != 0) {
+		rc = refused(c, rc, ch.why);
 		goto out;
 	}
-	if (c->json)
-		rc = cli_print_json(json_pack("{s:s,s:I,s:s}", "kind", BC_PKI_KIND_NODE_CA,
-		                              "generation", (json_int_t)id, "state", "active"));
-	else
-		printf("Activated node CA generation %lld: it signs every new node certificate "
-		       "(within %d s on every replica); the CAs before it still verify until "
-		       "retired.\n",
-		       (long long)id, BC_NODE_CAS_REFRESH_MS / 1000);
+	if ((rc = print_change(c, &ch, BC_PKI_ACTIVE)) == 0 && !c->json)
+		printf("Activated %s generation %lld: %s\n", w->what, (long long)ch.id,
+		       w->activated);
 out:
 	rot_free(&r);
 	return rc;
+}
+
+static void print_retired(const struct words *w, const struct bc_pki_change *ch)
+{
+	if (ch->took_over != 0)
+		printf("Retired %s generation %lld at once and activated generation %lld in its "
+		       "place: %s\n",
+		       w->what, (long long)ch->id, (long long)ch->took_over, w->took_over);
+	else
+		printf("Retired %s generation %lld: %s%s.\n", w->what, (long long)ch->id,
+		       w->retired,
+		       ch->forced ? "; certificates it signed are refused from now on "
+		                    "(renew-malformed, x509pop-malformed): those nodes join again "
+		                    "with a token"
+		                  : "");
 }
 
 int cli_cmd_pki_retire(struct cli *c)
 {
+	struct bc_pki_change ch = {.force = cli_flag(c, "force")};
 	struct rot r;
-	const char *why = NULL;
-	int64_t id = 0, until = 0;
 	char at[32];
-	int rc, force = cli_flag(c, "force");
+	int rc;
 
-	if ((rc = opt_id(c, &id)) != 0 || (rc = rot_open(c, &r, 1)) != 0)
+	if ((rc = opt_id(c, &ch.id)) != 0 || (rc = rot_open(c, &r, 1)) != 0)
 		goto out;
-	rc = bc_node_ca_retire(r.st, &id, force, &until, &why);
-	bc_time_format_ms(until, at, sizeof(at));
-	if (rc == BC_ERR_CONFLICT && until > 0) {
+	ch.kind = c->args[0];
+	rc = bc_pki_key_retire(r.st, &ch);
+	bc_time_format_ms(ch.until, at, sizeof(at));
+	if (rc == BC_ERR_CONFLICT && ch.until > 0) {
 		rc = cli_fail(
 		    c, rc,
 		    "node CA generation %lld signed certificates that may be unexpired until "
 		    "%s: retire it after then, or now with --force if its key is compromised",
-		    (long long)id, at);
+		    (long long)ch.id, at);
 		goto out;
 	} else if (rc != 0) {
-		rc = refused(c, rc, why);
+		rc = refused(c, rc, ch.why);
 		goto out;
 	}
-	if (c->json)
-		rc = cli_print_json(json_pack("{s:s,s:I,s:s,s:b}", "kind", BC_PKI_KIND_NODE_CA,
-		                              "generation", (json_int_t)id, "state", "retired",
-		                              "forced", force && until > bc_now_ms()));
-	else
-		printf("Retired node CA generation %lld: it verifies nothing and leaves the trust "
-		       "bundle%s.\n",
-		       (long long)id,
-		       force && until > bc_now_ms()
-		           ? "; certificates it signed are refused from now on (renew-malformed, "
-		             "x509pop-malformed): those nodes join again with a token"
-		           : "");
+	if ((rc = print_change(c, &ch, BC_PKI_RETIRED)) == 0 && !c->json)
+		print_retired(words_of(ch.kind), &ch);
 out:
 	rot_free(&r);
 	return rc;
 }
 
-static void status_line(struct cli *c, json_t *list, const struct bc_pki_key_row *rows, size_t n,
-                        size_t i, int issuing)
+static json_t *status_json(const struct bc_pki_key_row *k, int current, int64_t until)
+{
+	return json_pack("{s:I,s:s,s:b,s:I,s:I,s:I,s:I,s:b,s:s}", "generation", (json_int_t)k->id,
+	                 "state", k->state, "issuing", current, "createdAt",
+	                 (json_int_t)k->created_at, "activatedAt", (json_int_t)k->activated_at,
+	                 "retiredAt", (json_int_t)k->retired_at, "lastCertificateExpiresBy",
+	                 (json_int_t)(k->retired_at ? 0 : until), "forced", k->forced, "keyId",
+	                 k->public_sha256);
+}
+
+/* One row: for a node CA the last column is when its certificates are all expired, for
+ * a join key its key id (what bcd doctor shows, 16 characters). */
+static void status_line(json_t *list, const struct words *w, const struct bc_pki_key_row *rows,
+                        size_t n, size_t i, int current)
 {
 	const struct bc_pki_key_row *k = &rows[i];
-	int64_t until = bc_node_ca_last_cert(rows, n, i);
-	char created[32], act[32] = "-", ret[32] = "-", un[32] = "-";
-	const char *state = issuing ? "active (issuing)" : k->state;
+	int node_ca = strcmp(w->kind, BC_PKI_KIND_NODE_CA) == 0;
+	int64_t until = node_ca ? bc_node_ca_last_cert(rows, n, i) : 0;
+	char created[32], act[32] = "-", ret[32] = "-", last[32] = "-";
 
 	bc_time_format_ms(k->created_at, created, sizeof(created));
 	if (k->activated_at)
 		bc_time_format_ms(k->activated_at, act, sizeof(act));
 	if (k->retired_at)
 		bc_time_format_ms(k->retired_at, ret, sizeof(ret));
-	if (until && !k->retired_at)
-		bc_time_format_ms(until, un, sizeof(un));
+	if (!node_ca)
+		snprintf(last, sizeof(last), "%.16s", k->public_sha256);
+	else if (until && !k->retired_at)
+		bc_time_format_ms(until, last, sizeof(last));
 	if (list != NULL)
-		json_array_append_new(
-		    list,
-		    json_pack("{s:I,s:s,s:b,s:I,s:I,s:I,s:I,s:b}", "generation", (json_int_t)k->id,
-		              "state", k->state, "issuing", issuing, "createdAt",
-		              (json_int_t)k->created_at, "activatedAt", (json_int_t)k->activated_at,
-		              "retiredAt", (json_int_t)k->retired_at, "lastCertificateExpiresBy",
-		              (json_int_t)(k->retired_at ? 0 : until), "forced", k->forced));
+		json_array_append_new(list, status_json(k, current, until));
 	else
-		printf("%-4lld %-17s %-24.24s %-24.24s %-24.24s %s%s\n", (long long)k->id, state,
-		       created, act, ret, un, k->forced ? " (forced)" : "");
-	(void)c;
+		printf("%-4lld %-20s %-24.24s %-24.24s %-24.24s %s%s\n", (long long)k->id,
+		       current ? w->current : k->state, created, act, ret, last,
+		       k->forced ? " (forced)" : "");
+}
+
+/* The generations of one kind: a table, or its list into out. */
+static int status_kind(struct cli *c, struct rot *r, const struct words *w, json_t *out)
+{
+	struct bc_pki_key_row *rows = NULL;
+	json_t *list = NULL;
+	size_t n = 0, current;
+	int64_t now = 0;
+	int rc;
+
+	if ((rc = bc_pki_keys_list(r->st, w->kind, &rows, &n, &now)) != 0)
+		return cli_fail(c, rc, "cannot read the %ss: %s", w->what, bc_err_str(rc));
+	current = bc_pki_key_current(rows, n);
+	if (c->json && (list = json_array()) == NULL) {
+		bc_row_pki_keys_free(rows, n);
+		return cli_fail(c, BC_ERR_NOMEM, "out of memory");
+	}
+	if (!c->json)
+		printf("%s%-4s %-20s %-24s %-24s %-24s %s\n", w == &words[0] ? "" : "\n", "GEN",
+		       w->column, "CREATED", "ACTIVATED", "RETIRED",
+		       w == &words[0] ? "ITS CERTIFICATES EXPIRED BY" : "KEY ID");
+	for (size_t i = 0; i < n; i++)
+		status_line(list, w, rows, n, i, i == current);
+	if (list != NULL)
+		json_object_set_new(out, w->json_list, list);
+	bc_row_pki_keys_free(rows, n);
+	return 0;
 }
 
 int cli_cmd_pki_status(struct cli *c)
 {
-	struct bc_pki_key_row *rows = NULL;
 	struct rot r;
-	json_t *list = NULL;
-	size_t n = 0, issuing = 0;
-	int64_t now = 0;
+	json_t *out = NULL;
 	int rc;
 
 	if ((rc = rot_open(c, &r, 0)) != 0)
 		goto out;
-	if ((rc = bc_node_cas_list(r.st, &rows, &n, &now)) != 0) {
-		rc = cli_fail(c, rc, "cannot read the node CAs: %s", bc_err_str(rc));
-		goto out;
-	}
-	/* the active one activated last issues */
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(rows[i].state, BC_PKI_ACTIVE) == 0 &&
-		    rows[i].activated_at >= rows[issuing].activated_at)
-			issuing = i;
-	if (c->json && (list = json_array()) == NULL) {
+	if (c->json && (out = json_object()) == NULL) {
 		rc = cli_fail(c, BC_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if (!c->json)
-		printf("%-4s %-17s %-24s %-24s %-24s %s\n", "GEN", "NODE CA", "CREATED",
-		       "ACTIVATED", "RETIRED", "ITS CERTIFICATES EXPIRED BY");
-	for (size_t i = 0; i < n; i++)
-		status_line(c, list, rows, n, i, i == issuing);
-	if (c->json)
-		rc = cli_print_json(json_pack("{s:o}", "nodeCAs", list));
+	for (size_t i = 0; rc == 0 && i < sizeof(words) / sizeof(words[0]); i++)
+		rc = status_kind(c, &r, &words[i], out);
+	if (rc == 0 && c->json) {
+		rc = cli_print_json(out);
+		out = NULL;
+	}
 out:
-	bc_row_pki_keys_free(rows, n);
+	json_decref(out);
 	rot_free(&r);
 	return rc;
 }

@@ -105,32 +105,38 @@ static const struct cli_cmd commands[] = {
      "Exit 1 when a check fails: an operator's TLS certificate expired or within 30 days\n"
      "of it (warn from two thirds of its life), a CA expired (warn within a year).\n",
      0},
-    {"pki", "rotate", "node-ca --config server.toml",
-     "prepare a new node CA: published in the trust bundle, signing nothing yet", "config=", 1, 1,
-     0, cli_cmd_pki_rotate,
+    {"pki", "rotate", "node-ca|join-signing|join-encryption --config server.toml",
+     "prepare a new key: a node CA published in the trust bundle, or a join key announced to "
+     "agents as next; it signs nothing yet",
+     "config=", 1, 1, 0, cli_cmd_pki_rotate,
      "  --config FILE        the server.toml whose store (and pki_bundle, secret_file) to use\n"
-     "Then `pki activate node-ca` once relying parties fetched the bundle; see\n"
-     "docs/server.md, \"PKI lifecycle\".\n",
+     "Then `pki activate KIND` once relying parties fetched the bundle (node-ca) or agents\n"
+     "renewed (join keys); see docs/server.md, \"PKI lifecycle\".\n",
      0},
-    {"pki", "activate", "node-ca --config server.toml [--id N]",
-     "make the prepared node CA sign every new node certificate", "config= id=", 1, 1, 0,
-     cli_cmd_pki_activate,
+    {"pki", "activate", "node-ca|join-signing|join-encryption --config server.toml [--id N]",
+     "make the prepared key the one that signs new node certificates, signs answers, or new "
+     "tokens are sealed to",
+     "config= id=", 1, 1, 0, cli_cmd_pki_activate,
      "  --config FILE        the server.toml whose store to change\n"
      "  --id N               the generation (default: the prepared one)\n"
-     "The CAs before it still verify renewals and x509pop until retired.\n",
+     "The keys before it still verify (node CA) or open tokens (join encryption) until\n"
+     "retired.\n",
      0},
-    {"pki", "retire", "node-ca --config server.toml [--id N] [--force]",
-     "retire an old node CA once every certificate it signed has expired", "config= id= force", 1,
-     1, 0, cli_cmd_pki_retire,
+    {"pki", "retire",
+     "node-ca|join-signing|join-encryption --config server.toml [--id N] [--force]",
+     "retire an old key: a node CA once every certificate it signed has expired, a join key "
+     "once agents renewed onto the next",
+     "config= id= force", 1, 1, 0, cli_cmd_pki_retire,
      "  --config FILE        the server.toml whose store to change\n"
      "  --id N               the generation (default: the oldest active one that no longer\n"
-     "                       issues; a prepared one only by --id)\n"
-     "  --force              retire it now although its certificates may be unexpired (a\n"
-     "                       compromised key): they are refused from then on\n",
+     "                       issues or signs; a prepared one only by --id)\n"
+     "  --force              a compromised key: a node CA now although its certificates may\n"
+     "                       be unexpired (they are refused from then on); the current join\n"
+     "                       key (by --id), a prepared one taking over at once\n",
      0},
     {"pki", "status", "--config server.toml",
-     "list the node CA generations: state, dates, when their certificates expire by", "config=", 0,
-     0, 0, cli_cmd_pki_status, "  --config FILE        the server.toml whose store to read\n", 0},
+     "list the generations of the node CA and the join keys: state, dates", "config=", 0, 0, 0,
+     cli_cmd_pki_status, "  --config FILE        the server.toml whose store to read\n", 0},
     {"api-keys", "create", "--name N [--role R] [--ttl 720h] [--tenant T]",
      "create an API key (shown once)", "name= role= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
      "  --name N             what the key is for (a person, a pipeline)\n"

@@ -10,10 +10,12 @@
 
 #include "rows/query.h"
 
-#define BC_PKI_KIND_NODE_CA "node-ca"
-#define BC_PKI_PREPARED     "prepared"
-#define BC_PKI_ACTIVE       "active"
-#define BC_PKI_RETIRED      "retired"
+#define BC_PKI_KIND_NODE_CA         "node-ca"
+#define BC_PKI_KIND_JOIN_SIGNING    "join-signing"
+#define BC_PKI_KIND_JOIN_ENCRYPTION "join-encryption"
+#define BC_PKI_PREPARED             "prepared"
+#define BC_PKI_ACTIVE               "active"
+#define BC_PKI_RETIRED              "retired"
 
 struct bc_pki_key_row {
 	int64_t id;

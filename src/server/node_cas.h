@@ -22,31 +22,11 @@
  * activated: the longest node certificate, and a replica's refresh. */
 #define BC_NODE_CA_LAST_CERT_MS (BC_NODE_CERT_TTL_MS + 2 * BC_NODE_CAS_REFRESH_MS + 1000)
 
-/* Writes generation 1 when the store holds no node CA (0 either way). */
-BC_WUR int bc_node_cas_seed(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32]);
-
 /* Reads the set (seeding it first) and installs it in pki when its sequence is not
  * *known (0: always), updating *known. BC_ERR_VERIFY when a sealed key does not open
  * with secret; BC_ERR_INVALID when the rows do not form a set. */
 BC_WUR int bc_node_cas_refresh(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32],
                                int64_t *known);
-
-/* The changes. Each returns 0, BC_ERR_CONFLICT with *why (a sentence for the operator)
- * when refused, or another error. id 0 picks the CA: rotate makes a prepared CA (*id
- * receives its generation); activate activates the prepared one; retire retires the
- * oldest active CA that no longer issues (or the prepared one named by id), refused while
- * certificates it signed may be unexpired (*until: when they all are) unless force. */
-BC_WUR int bc_node_ca_rotate(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32],
-                             int64_t *id, const char **why);
-BC_WUR int bc_node_ca_activate(bc_store *st, int64_t *id, const char **why);
-BC_WUR int bc_node_ca_retire(bc_store *st, int64_t *id, int force, int64_t *until,
-                             const char **why);
-
-/* Every node CA row (any state), for pki status: free with bc_row_pki_keys_free. *now_ms
- * receives database time; until[i] (may be NULL) when row i's certificates are all
- * expired (0: unknown yet, it issues or was never active). */
-BC_WUR int bc_node_cas_list(bc_store *st, struct bc_pki_key_row **rows, size_t *n, int64_t *now_ms);
-int64_t bc_node_ca_last_cert(const struct bc_pki_key_row *rows, size_t n, size_t i);
 
 /* A thread that refreshes pki's set every BC_NODE_CAS_REFRESH_MS until stopped; a
  * failed read is logged and tried again. */

@@ -24,6 +24,7 @@
 #include "bctest.h"
 #include "server/config.h"
 #include "server/node_cas.h"
+#include "server/pki_changes.h"
 #include "server/server.h"
 
 static struct bct_cp cp, rep;
@@ -54,6 +55,38 @@ static int teardown(void **state)
 static const bc_pki *pki_of(struct bct_cp *c)
 {
 	return bc_server_pki(c->srv);
+}
+
+/* One change of the node CA: its generation (id in and out), the refusal in why. */
+static int ca_change(int (*fn)(bc_store *, struct bc_pki_change *), struct bct_cp *c, int64_t *id,
+                     int force, int64_t *until, const char **why)
+{
+	static struct bc_pki_change ch;
+	int rc;
+
+	memset(&ch, 0, sizeof(ch));
+	ch.kind = BC_PKI_KIND_NODE_CA;
+	ch.id = *id;
+	ch.force = force;
+	rc = fn(bct_store(c), &ch);
+	*id = ch.id;
+	if (until != NULL)
+		*until = ch.until;
+	*why = ch.why;
+	return rc;
+}
+
+static int ca_rotate(struct bct_cp *c, int64_t *id, const char **why)
+{
+	static struct bc_pki_change ch;
+	int rc;
+
+	memset(&ch, 0, sizeof(ch));
+	ch.kind = BC_PKI_KIND_NODE_CA;
+	rc = bc_pki_key_rotate(bct_store(c), pki_of(c), secret, &ch);
+	*id = ch.id;
+	*why = ch.why;
+	return rc;
 }
 
 /* Both replicas read the store's set now. */
@@ -190,7 +223,7 @@ static void test_rotation(void **state)
 {
 	struct machine a = {0}, b = {0}, off = {0};
 	const char *why = NULL;
-	int64_t id = 0, until = 0, seq0;
+	int64_t id = 0, until = 0, seq0, g2;
 
 	(void)state;
 	join_one(&cp, &a);
@@ -201,20 +234,21 @@ static void test_rotation(void **state)
 	assert_true(seq0 > 1000000000); /* the bundle's sequence (its notBefore), never lower */
 
 	/* nothing to activate or retire yet: each refusal by its sentence */
-	assert_int_equal(bc_node_ca_activate(bct_store(&cp), &id, &why), BC_ERR_CONFLICT);
+	assert_int_equal(ca_change(bc_pki_key_activate, &cp, &id, 0, NULL, &why), BC_ERR_CONFLICT);
 	assert_non_null(strstr(why, "no prepared node CA"));
 	id = 0;
-	assert_int_equal(bc_node_ca_retire(bct_store(&cp), &id, 0, &until, &why), BC_ERR_CONFLICT);
+	assert_int_equal(ca_change(bc_pki_key_retire, &cp, &id, 0, &until, &why), BC_ERR_CONFLICT);
 	assert_non_null(strstr(why, "only the one that issues is active"));
 	id = 1;
-	assert_int_equal(bc_node_ca_retire(bct_store(&cp), &id, 1, &until, &why), BC_ERR_CONFLICT);
+	assert_int_equal(ca_change(bc_pki_key_retire, &cp, &id, 1, &until, &why), BC_ERR_CONFLICT);
 	assert_non_null(strstr(why, "issues node certificates"));
 
 	/* prepared: published on both replicas, the sequence up, signs nothing */
-	assert_int_equal(bc_node_ca_rotate(bct_store(&cp), pki_of(&cp), secret, &id, &why), 0);
-	assert_int_equal(id, 2);
-	assert_int_equal(bc_node_ca_rotate(bct_store(&cp), pki_of(&cp), secret, &id, &why),
-	                 BC_ERR_CONFLICT);
+	assert_int_equal(ca_rotate(&cp, &id, &why), 0);
+	/* generations are numbered across the three kinds: the join keys' are 2 and 3 */
+	assert_int_equal(id, 4);
+	g2 = id;
+	assert_int_equal(ca_rotate(&cp, &id, &why), BC_ERR_CONFLICT);
 	assert_non_null(strstr(why, "already prepared"));
 	refresh();
 	assert_int_equal(count_pem(pki_of(&rep)), 2);
@@ -226,26 +260,26 @@ static void test_rotation(void **state)
 
 	/* active: both replicas issue with it, the old CA still verifies */
 	id = 0;
-	assert_int_equal(bc_node_ca_activate(bct_store(&rep), &id, &why), 0);
-	assert_int_equal(id, 2);
+	assert_int_equal(ca_change(bc_pki_key_activate, &rep, &id, 0, NULL, &why), 0);
+	assert_int_equal(id, g2);
 	refresh();
 	assert_int_equal(sequence_of(pki_of(&cp)), seq0 + 2);
 	assert_int_equal(renew(&rep, &a), 0);
-	assert_int_equal(issuer_gen(&rep, &a), 2);
+	assert_int_equal(issuer_gen(&rep, &a), g2);
 	assert_int_equal(renew(&cp, &b), 0); /* b's leaf is gen 1's */
-	assert_int_equal(issuer_gen(&cp, &b), 2);
+	assert_int_equal(issuer_gen(&cp, &b), g2);
 	assert_int_equal(x509pop_rejoin(&cp, &off), 0); /* its leaf is gen 1's */
-	assert_int_equal(issuer_gen(&cp, &off), 2);
+	assert_int_equal(issuer_gen(&cp, &off), g2);
 
 	/* retire: refused until gen 1's certificates have all expired, then done */
 	id = 0;
-	assert_int_equal(bc_node_ca_retire(bct_store(&cp), &id, 0, &until, &why), BC_ERR_CONFLICT);
+	assert_int_equal(ca_change(bc_pki_key_retire, &cp, &id, 0, &until, &why), BC_ERR_CONFLICT);
 	assert_int_equal(id, 1);
 	assert_true(until > bc_now_ms() + BC_NODE_CERT_TTL_MS - 60000);
 	assert_non_null(strstr(why, "may be unexpired"));
 	bc_clock_set_offset_ms(until - bc_now_ms() + 1000);
 	id = 0;
-	assert_int_equal(bc_node_ca_retire(bct_store(&cp), &id, 0, &until, &why), 0);
+	assert_int_equal(ca_change(bc_pki_key_retire, &cp, &id, 0, &until, &why), 0);
 	assert_int_equal(id, 1);
 	refresh();
 	assert_int_equal(count_pem(pki_of(&cp)), 1);
@@ -266,14 +300,14 @@ static void test_forced_retire(void **state)
 	join_one(&cp, &a);
 	join_one(&cp, &off);
 	/* whichever generation issues now, one after it takes over */
-	assert_int_equal(bc_node_ca_rotate(bct_store(&cp), pki_of(&cp), secret, &id, &why), 0);
-	assert_int_equal(bc_node_ca_activate(bct_store(&cp), &id, &why), 0);
+	assert_int_equal(ca_rotate(&cp, &id, &why), 0);
+	assert_int_equal(ca_change(bc_pki_key_activate, &cp, &id, 0, NULL, &why), 0);
 	refresh();
 	assert_int_equal(bc_pki_verify_node_cert(pki_of(&rep), a.ans.chain[0], a.ans.chain_lens[0]),
 	                 0);
 	/* the old one, compromised: --force although its certificates are unexpired */
 	id = 0;
-	assert_int_equal(bc_node_ca_retire(bct_store(&cp), &id, 1, &until, &why), 0);
+	assert_int_equal(ca_change(bc_pki_key_retire, &cp, &id, 1, &until, &why), 0);
 	assert_true(until > bc_now_ms());
 	assert_int_equal(bc_node_cas_refresh(bct_store(&cp), pki_of(&cp), secret, &known), 0);
 	known = 0;
