@@ -209,7 +209,7 @@ wait_for "the next join keys were not pinned by every agent" next_pinned
 NEW_SIGN=$(pin m1 join-signing next)
 NEW_ENC=$(pin m1 join-encryption next)
 pins_are next "$NEW_SIGN" "$NEW_ENC" m2 m3 m4 || fail "the agents pin different next keys"
-grep -q "$NEW_SIGN" status1.out && grep -q "${NEW_ENC:0:16}" status1.out ||
+grep -q "prepared .* ${NEW_SIGN:0:16}$" status1.out && grep -q "prepared .* ${NEW_ENC:0:16}$" status1.out ||
 	fail "pki status does not list the next keys: $(cat status1.out)"
 count m1 m2 m3 m4
 wait_for "no renewals after the rotate" renewed_since 2 m1 m2 m3 m4
