@@ -26,19 +26,23 @@
 #define BC_MAX_URIS              4
 
 struct bc_pki_live;
-/* The join keys beside the bundle's active pair: keys pinned ahead of a switch
- * ("next") and keys still announced as "retired" so that agents unpin them. The active
- * pair is join_signing and join_encryption. Today only a test fills the set
- * (bc_pki_join_key_add); the store's pki_keys table (kinds 'join-signing' and
- * 'join-encryption') fills it the same way. */
+/* A join key: the join signing key signs every JoinService answer and the pins-update
+ * statement, the join encryption key opens sealed tokens. The bundle holds generation 1
+ * of each (join_signing, join_encryption below); the store's pki_keys table holds every
+ * generation (kinds 'join-signing' and 'join-encryption') and the set read from it
+ * (struct bc_node_cas) holds them as bc_join_key. States as the pins-update statement
+ * names them: next (the store's prepared), active, retired. */
 enum bc_join_key_use { BC_JOIN_KEY_SIGNING = 1, BC_JOIN_KEY_ENCRYPTION = 2 };
 enum bc_join_key_state { BC_JOIN_KEY_ACTIVE = 1, BC_JOIN_KEY_NEXT = 2, BC_JOIN_KEY_RETIRED = 3 };
-#define BC_JOIN_KEYS_MAX 8 /* keys in a pin set, the active pair included */
+#define BC_JOIN_KEYS_MAX 8 /* keys in a pins-update statement */
 struct bc_join_key {
 	enum bc_join_key_use use;
-	enum bc_join_key_state state; /* never ACTIVE here: the active pair is the bundle's */
-	EVP_PKEY *key;                /* public, or private (a next key the server will use) */
-	char kid[65];
+	enum bc_join_key_state state;
+	EVP_PKEY *key; /* private; public only for a retired key */
+	int64_t id;    /* the generation: pki_keys.id */
+	int64_t activated_ms, retired_ms;
+	char kid[65];      /* filled by bc_node_cas_finish */
+	uint8_t point[65]; /* its public point, likewise */
 };
 
 typedef struct bc_pki {
@@ -51,14 +55,10 @@ typedef struct bc_pki {
 	uint8_t challenge_key[32];
 	X509 *tls_ca;
 	EVP_PKEY *tls_ca_key;
-	/* the node CA set read from the store (bc_pki_node_cas_install), which then takes
-	   node_ca's place for issuing, verifying and the trust bundle; NULL until then */
+	/* the node CA and join key set read from the store (bc_pki_node_cas_install), which
+	   then takes the place of node_ca for issuing, verifying and the trust bundle, and of
+	   the join pair for signing answers and opening tokens; NULL until then */
 	struct bc_pki_live *live;
-	/* the pin set: the active pair above plus these; version rises at each change of
-	 * the set (0 for the bundle's pair alone: announced as sequence 1) */
-	struct bc_join_key join_keys[BC_JOIN_KEYS_MAX - 2];
-	size_t n_join_keys;
-	int64_t join_keys_version;
 } bc_pki;
 
 /* "join-signing", "join-encryption"; "active", "next", "retired"; NULL for another
@@ -67,19 +67,6 @@ const char *bc_join_key_use_name(enum bc_join_key_use use);
 const char *bc_join_key_state_name(enum bc_join_key_state state);
 enum bc_join_key_use bc_join_key_use_of(const char *name);
 enum bc_join_key_state bc_join_key_state_of(const char *name);
-/* Adds key (taken: freed with the pki, also on error) to pki's set as a next or retired
- * key of use, and raises join_keys_version. BC_ERR_INVALID for an active state, a key
- * that is not P-256, or one already in the set (the active pair included);
- * BC_ERR_LIMIT when the set is full. */
-BC_WUR int bc_pki_join_key_add(bc_pki *pki, enum bc_join_key_use use, enum bc_join_key_state state,
-                               EVP_PKEY *key);
-/* Makes the next key kid of its use the active one: the one active before becomes
- * retired (kept in the set, announced) and the version rises. BC_ERR_NOT_FOUND when kid
- * is not a next key of pki, BC_ERR_INVALID when it has no private key. */
-BC_WUR int bc_pki_join_key_activate(bc_pki *pki, const char *kid);
-/* Frees the set (bc_pki_free calls it). */
-void bc_pki_join_keys_clear(bc_pki *pki);
-
 /* A new bundle with fresh keys; trust_domain is a DNS-like name
  * ([a-z0-9.-], 1..255). */
 int bc_trust_domain_valid(const char *trust_domain); /* 1 when valid, else 0 */
@@ -145,6 +132,12 @@ struct bc_node_cert_req {
 BC_WUR int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req,
                                   uint8_t **der, size_t *len, char serial_hex[static 33],
                                   int64_t *not_after_ms);
+/* The same under the issuing CA of set (NULL: the bundle's node CA), for a caller that
+ * took one set for its whole request and names that CA in its answer. */
+struct bc_node_cas;
+BC_WUR int bc_pki_issue_node_cert_by(const bc_pki *pki, const struct bc_node_cas *set,
+                                     const struct bc_node_cert_req *req, uint8_t **der, size_t *len,
+                                     char serial_hex[static 33], int64_t *not_after_ms);
 
 /* What a node certificate says, read from its URI SANs: the one SPIFFE ID (never
  * a statement) gives node id and role; statements are the urn:bc: URIs after it.
@@ -257,11 +250,16 @@ struct bc_node_ca {
 	uint8_t *der; /* cert as DER (bc_node_cas_finish) */
 	size_t der_len;
 };
+#define BC_JOIN_SET_MAX 16 /* join keys in a set, retired ones included */
 struct bc_node_cas {
 	int64_t sequence; /* spiffe_sequence */
 	size_t n;
 	struct bc_node_ca ca[BC_NODE_CAS_MAX];
 	size_t issuing; /* index of the active CA activated last (bc_node_cas_finish) */
+	/* the join keys read with the CAs (none in a set made for the CAs alone) */
+	struct bc_join_key join[BC_JOIN_SET_MAX];
+	size_t n_join;
+	size_t join_current[3]; /* by use (1, 2): the active key activated last */
 	int refs;
 };
 /* A new empty set (refs 1). bc_node_cas_add takes cert and key (key may be NULL for
@@ -272,6 +270,34 @@ BC_WUR int bc_node_cas_new(int64_t sequence, struct bc_node_cas **out);
 BC_WUR int bc_node_cas_add(struct bc_node_cas *cas, const struct bc_node_ca *ca);
 BC_WUR int bc_node_cas_finish(struct bc_node_cas *cas);
 void bc_node_cas_put(struct bc_node_cas *cas);
+/* The join keys of a set (src/pki/join_keys.c). bc_node_cas_add_join takes k->key (also
+ * on error; BC_ERR_LIMIT over BC_JOIN_SET_MAX). bc_node_cas_finish (through
+ * bc_node_cas_finish_join) fills kid and point and picks the current key of each use:
+ * BC_ERR_INVALID for a key that is not P-256, one listed twice, a key not retired
+ * without its private part, or join keys without an active one of each use.
+ * bc_node_cas_join_current: the active key of use activated last (it signs every
+ * answer; new tokens are sealed to it), NULL when the set holds no join key.
+ * bc_node_cas_join_openers: the keys a sealed token is tried with, the current
+ * encryption key first, then the other active and next ones (never a retired one).
+ * bc_node_cas_join_announced: what a pins-update statement names: the current key of
+ * each use (active), the next ones, then the keys retired last as many as fit (an
+ * older active key is left out: agents keep it until it is announced retired). */
+BC_WUR int bc_node_cas_add_join(struct bc_node_cas *cas, const struct bc_join_key *k);
+BC_WUR int bc_node_cas_finish_join(struct bc_node_cas *cas);
+const struct bc_join_key *bc_node_cas_join_current(const struct bc_node_cas *cas,
+                                                   enum bc_join_key_use use);
+size_t bc_node_cas_join_openers(const struct bc_node_cas *cas,
+                                const struct bc_join_key *out[static BC_JOIN_SET_MAX]);
+size_t bc_node_cas_join_announced(const struct bc_node_cas *cas,
+                                  const struct bc_join_key *out[static BC_JOIN_KEYS_MAX]);
+/* The current join key of use (a reference the caller frees) and its key id: the
+ * installed set's (bc_node_cas_join_current) when it holds join keys, else the
+ * bundle's. What `daemon config` gives: tokens are sealed to this encryption key. */
+BC_WUR int bc_pki_join_current(const bc_pki *pki, enum bc_join_key_use use, EVP_PKEY **key,
+                               char kid[static 65]);
+/* The set of the bundle alone (sequence 0): its node CA and its join pair, active; what
+ * a server uses before it read the store's, and a test without a store. */
+BC_WUR int bc_pki_bundle_set(const bc_pki *pki, struct bc_node_cas **out);
 /* Installs cas (its reference passes to pki) in place of the set before, which its
  * holders keep until they put it. */
 void bc_pki_node_cas_install(const bc_pki *pki, struct bc_node_cas *cas);

@@ -3,6 +3,8 @@
 #ifndef BC_JOIN_INTERNAL_H
 #define BC_JOIN_INTERNAL_H
 
+#include <pthread.h>
+
 #include "bc/crypto.h"
 #include "join/join.h"
 #include "join/refusal_summary.h"
@@ -19,17 +21,37 @@ struct bc_join_service {
 	size_t n_statements;
 	void *plugins[BC_MAX_ATTESTORS];
 	size_t n_plugins;
-	uint8_t *node_ca_der; /* the node CA, encoded once: every answer carries it */
-	size_t node_ca_der_len;
-	uint8_t join_encryption_point[65]; /* the sealed tokens' recipient key, encoded once */
-	struct bc_signer join_signer;      /* every answer's signer (cfg.pki->join_signing) */
-	/* the pins-update statement of cfg.pki's join key set, signed once: every answer
-	 * carries these bytes (pins_update.c) */
-	uint8_t *pins_update;
-	size_t pins_update_len;
+	/* the bundle's keys alone: what a request uses while no set from the store is
+	   installed in cfg.pki (a test without a store), or for join keys a set without any */
+	struct bc_node_cas *bundle_set;
+	/* the pins-update statement of the last join key set a request used, signed once
+	 * per set: every answer carries these bytes (pins_update.c) */
+	pthread_mutex_t pins_mu;
+	struct bc_join_pins *pins;
 	/* refusals no credential backs, per kind (join/refusal.h) */
 	struct bc_refusal_summary refusals[BC_REFUSAL_KINDS];
 };
+
+/* The keys one request uses, taken once at its start and let go at its end, so that a
+ * set the server swaps meanwhile changes nothing within the request: the CA that issues
+ * the certificate is the one the chain names, the key that signs the answer is the one
+ * that signed its statement, and a token opens with the keys of the same set.
+ * bc_join_keys_take: set is cfg.pki's installed set or the bundle's, join the set whose
+ * join keys are used (set itself unless it holds none), pins join's statement; on
+ * error (out of memory, a key that does not sign) k holds nothing and may be dropped. */
+struct bc_join_pins {
+	int refs;
+	struct bc_node_cas *set; /* a reference: the set it was made for */
+	size_t len;
+	uint8_t bytes[];
+};
+struct bc_join_keys {
+	struct bc_node_cas *set, *join;
+	struct bc_join_pins *pins;
+};
+BC_WUR int bc_join_keys_take(struct bc_join_service *s, struct bc_join_keys *k);
+void bc_join_keys_drop(struct bc_join_keys *k);
+void bc_join_pins_put(struct bc_join_pins *p);
 
 const struct bc_attestor *bc_join_find(const struct bc_join_service *s, const char *id);
 /* The verifier whose prefix starts statement, or NULL. */
@@ -63,7 +85,8 @@ struct bc_join_state {
 	const struct bc_join_input *in;
 	const struct bc_attestor *attestor;
 	struct bc_join_service *svc;
-	uint8_t csr_point[65]; /* the CSR's key, checked */
+	struct bc_join_keys keys; /* taken once for the whole request */
+	uint8_t csr_point[65];    /* the CSR's key, checked */
 	struct bc_join_decision d;
 };
 
@@ -73,16 +96,19 @@ struct bc_join_state {
 BC_WUR int bc_join_policy(bc_tx *tx, struct bc_join_state *st, const char **reason);
 /* response.c: a signed JoinResponseBody for a deferral or an issued certificate:
  * csr_sha256 binds it to the request; the attestor names a challenge. */
-BC_WUR int bc_join_sign_response(const struct bc_join_service *s, const uint8_t csr_sha256[32],
-                                 const struct bc_attestor *attestor,
+BC_WUR int bc_join_sign_response(const struct bc_join_service *s, const struct bc_join_keys *k,
+                                 const uint8_t csr_sha256[32], const struct bc_attestor *attestor,
                                  const struct bc_join_decision *d, uint8_t **out, size_t *len);
 
-/* A SignedResponse of body under purpose, by the join signing key (malloc'd). */
-BC_WUR int bc_join_sign_body(const struct bc_join_service *s, const char *purpose,
-                             const uint8_t *body, size_t body_len, uint8_t **out, size_t *len);
+/* A SignedResponse of body under purpose, by the current join signing key of k->join
+ * (malloc'd). */
+BC_WUR int bc_join_sign_body(const struct bc_join_keys *k, const char *purpose, const uint8_t *body,
+                             size_t body_len, uint8_t **out, size_t *len);
 
-/* pins_update.c: (re)makes s->pins_update from s->cfg.pki's join key set, signed by
- * the join signing key under purpose pins-update. */
-BC_WUR int bc_join_pins_update_make(struct bc_join_service *s);
+/* pins_update.c: the pins-update statement of set's join keys, signed by its current
+ * join signing key under purpose pins-update: the service's copy when it was made for
+ * set, else a new one that replaces it. A reference the caller puts. */
+BC_WUR int bc_join_pins_get(struct bc_join_service *s, struct bc_node_cas *set,
+                            struct bc_join_pins **out);
 
 #endif

@@ -262,8 +262,8 @@ static int issue(bc_tx *tx, struct bc_join_state *st, const char **reason)
 	    .not_before_ms = st->d.now_ms,
 	    .ttl_ms = r->cert_ttl_ms,
 	};
-	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &st->d.cert_der, &st->d.cert_len,
-	                                 serial, &not_after)) != 0)
+	if ((rc = bc_pki_issue_node_cert_by(st->svc->cfg.pki, st->keys.set, &req, &st->d.cert_der,
+	                                    &st->d.cert_len, serial, &not_after)) != 0)
 		return rc;
 	if ((rc = write_node(tx, st, serial, not_after, &generation, reason)) != 0 || *reason)
 		return rc;
@@ -364,21 +364,38 @@ static int csr_hashes(const Bettercompute__Join__V1__JoinRequest *rq, struct bc_
 	return rc != 0 ? rc : bc_p256_spki_sha256(st->csr_point, in->csr_spki_sha256);
 }
 
+/* The sealed token opened with the request's encryption keys, tried in the set's order
+ * (bc_node_cas_join_openers: the current key first, then the older active and the next
+ * ones; never a retired key): a token carries no key id (DESIGN.md: enc || ciphertext),
+ * and only the right key's AEAD tag verifies. */
+static int open_sealed(const struct bc_join_keys *k, const struct bc_join_input *in,
+                       const ProtobufCBinaryData *sealed, uint8_t **pt, size_t *pt_len)
+{
+	const struct bc_join_key *keys[BC_JOIN_SET_MAX];
+	size_t n = bc_node_cas_join_openers(k->join, keys);
+	int rc = BC_ERR_VERIFY;
+
+	for (size_t i = 0; i < n && rc != 0 && rc != BC_ERR_NOMEM; i++)
+		rc = bc_hpke_open_as(keys[i]->key, keys[i]->point, BC_WIRE_TOKEN_INFO,
+		                     strlen(BC_WIRE_TOKEN_INFO), in->csr_sha256, 32, sealed->data,
+		                     sealed->len, pt, pt_len);
+	return rc;
+}
+
 /* The sealed token, opened: text of at most BC_WIRE_TOKEN_MAX bytes without NUL. */
-static int open_token(struct bc_join_service *s, const Bettercompute__Join__V1__JoinRequest *rq,
-                      struct bc_join_input *in, char **token, size_t *token_len,
-                      const char **reason)
+static int open_token(const struct bc_join_state *st,
+                      const Bettercompute__Join__V1__JoinRequest *rq, struct bc_join_input *in,
+                      char **token, size_t *token_len, const char **reason)
 {
 	uint8_t *pt = NULL;
 	size_t pt_len = 0;
 	int rc;
 
-	rc = bc_hpke_open_as(s->cfg.pki->join_encryption, s->join_encryption_point,
-	                     BC_WIRE_TOKEN_INFO, strlen(BC_WIRE_TOKEN_INFO), in->csr_sha256, 32,
-	                     rq->sealed_token.data, rq->sealed_token.len, &pt, &pt_len);
+	rc = open_sealed(&st->keys, in, &rq->sealed_token, &pt, &pt_len);
 	if (rc == BC_ERR_NOMEM)
 		return rc;
-	/* a token is text: an embedded NUL would make two tokens look alike */
+	/* a token is text: an embedded NUL would make two tokens look alike; one sealed to
+	   a retired key or another server's is unreadable alike */
 	if (rc != 0 || memchr(pt, 0, pt_len) != NULL || pt_len > BC_WIRE_TOKEN_MAX) {
 		*reason = BC_R_TOKEN_UNREADABLE;
 		bc_freezero(pt, pt_len);
@@ -425,7 +442,7 @@ static int precheck(struct bc_join_service *s, const Bettercompute__Join__V1__Jo
 		return 0;
 	}
 	if (rq->sealed_token.len > 0)
-		return open_token(s, rq, in, token, token_len, reason);
+		return open_token(st, rq, in, token, token_len, reason);
 	return 0;
 }
 
@@ -505,7 +522,8 @@ static enum bc_rpc_status answer(struct bc_join_service *s, struct bc_join_state
 		return rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? BC_RPC_INTERNAL
 		                                                    : BC_RPC_UNAVAILABLE;
 	}
-	if (bc_join_sign_response(s, st->in->csr_sha256, st->attestor, d, resp, resp_len) != 0)
+	if (bc_join_sign_response(s, &st->keys, st->in->csr_sha256, st->attestor, d, resp,
+	                          resp_len) != 0)
 		return BC_RPC_INTERNAL;
 	if (s->cfg.on_outcome) {
 		struct bc_join_outcome o = {
@@ -547,9 +565,10 @@ enum bc_rpc_status bc_join_handle(struct bc_join_service *s, const uint8_t *body
 	memset(&in, 0, sizeof(in));
 	st.in = &in;
 	st.svc = s;
-	if ((rc = request_input(s, rq, &in)) == 0)
+	if ((rc = bc_join_keys_take(s, &st.keys)) == 0 && (rc = request_input(s, rq, &in)) == 0)
 		rc = decide(s, rq, &st, &in, &token, &token_len, &check_state);
 	status = answer(s, &st, rc, resp, resp_len);
+	bc_join_keys_drop(&st.keys);
 	if (check_state && st.attestor->release)
 		st.attestor->release((struct bc_attestor *)st.attestor, check_state);
 	bc_freezero(token, token_len + 1);

@@ -178,12 +178,9 @@ int bc_join_service_new(const struct bc_join_config *cfg, struct bc_join_service
 	s->cfg = *cfg;
 	for (size_t i = 0; i < BC_REFUSAL_KINDS; i++)
 		bc_refusal_summary_init(&s->refusals[i]);
-	if ((rc = bc_x509_to_der(cfg->pki->node_ca, &s->node_ca_der, &s->node_ca_der_len)) != 0 ||
-	    (rc = bc_p256_public_point(cfg->pki->join_encryption, s->join_encryption_point)) != 0 ||
-	    (rc = bc_signer_init(&s->join_signer, cfg->pki->join_signing, NULL, NULL)) != 0 ||
-	    (rc = bc_join_pins_update_make(s)) != 0) {
-		free(s->node_ca_der);
-		free(s->pins_update);
+	pthread_mutex_init(&s->pins_mu, NULL);
+	if ((rc = bc_pki_bundle_set(cfg->pki, &s->bundle_set)) != 0) {
+		pthread_mutex_destroy(&s->pins_mu);
 		for (size_t i = 0; i < BC_REFUSAL_KINDS; i++)
 			bc_refusal_summary_destroy(&s->refusals[i]);
 		free(s);
@@ -201,8 +198,9 @@ void bc_join_service_free(struct bc_join_service *s)
 		if (s->attestors[i].destroy)
 			s->attestors[i].destroy(&s->attestors[i]);
 	/* plugin handles are not closed: a plugin's threads or atexit hooks may outlive us */
-	free(s->node_ca_der);
-	free(s->pins_update);
+	bc_join_pins_put(s->pins);
+	bc_node_cas_put(s->bundle_set);
+	pthread_mutex_destroy(&s->pins_mu);
 	for (size_t i = 0; i < BC_REFUSAL_KINDS; i++)
 		bc_refusal_summary_destroy(&s->refusals[i]);
 	free(s);

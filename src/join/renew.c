@@ -58,6 +58,7 @@ struct renew_decision {
 
 struct renew_state {
 	struct bc_join_service *svc;
+	struct bc_join_keys keys; /* taken once for the whole request */
 	const Bettercompute__Join__V1__RenewRequest *rq;
 	struct bc_holder h;    /* the presented leaf (h.id its identity, h.point its key) */
 	uint8_t csr_point[65]; /* the CSR's key */
@@ -327,8 +328,8 @@ static int renew_steps(bc_tx *tx, struct renew_state *st, const char **reason)
 	    .n_statements = st->h.id.n_statements,
 	    .not_before_ms = is->now_ms,
 	};
-	if ((rc = bc_pki_issue_node_cert(st->svc->cfg.pki, &req, &is->cert_der, &is->cert_len,
-	                                 serial, &not_after)) != 0)
+	if ((rc = bc_pki_issue_node_cert_by(st->svc->cfg.pki, st->keys.set, &req, &is->cert_der,
+	                                    &is->cert_len, serial, &not_after)) != 0)
 		return rc;
 	is->out.kind = BC_OUTCOME_RESULT;
 	snprintf(is->node_id, sizeof(is->node_id), "%s", st->h.id.node_id);
@@ -446,7 +447,8 @@ static enum bc_rpc_status answer(struct renew_state *st, int rc, uint8_t **resp,
 		return rc == BC_ERR_INTERNAL || rc == BC_ERR_CRYPTO ? BC_RPC_INTERNAL
 		                                                    : BC_RPC_UNAVAILABLE;
 	}
-	if (bc_join_sign_response(st->svc, st->csr_sha256, NULL, &st->d.issued, resp, len) != 0)
+	if (bc_join_sign_response(st->svc, &st->keys, st->csr_sha256, NULL, &st->d.issued, resp,
+	                          len) != 0)
 		return BC_RPC_INTERNAL;
 	if (st->svc->cfg.on_outcome) {
 		struct bc_join_outcome o = {.type = st->rq->check_only ? BC_JOIN_OUTCOME_CHECKED
@@ -477,7 +479,9 @@ enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8_t *bod
 	memset(&st, 0, sizeof(st));
 	st.svc = s;
 	st.rq = rq;
-	status = answer(&st, decide(&st), resp, resp_len);
+	status = answer(&st, bc_join_keys_take(s, &st.keys) == 0 ? decide(&st) : BC_ERR_NOMEM, resp,
+	                resp_len);
+	bc_join_keys_drop(&st.keys);
 	renew_decision_reset(&st.d);
 	bc_holder_clear(&st.h);
 	bettercompute__join__v1__renew_request__free_unpacked(rq, NULL);

@@ -111,7 +111,6 @@ void bc_pki_free(bc_pki *pki)
 	EVP_PKEY_free(pki->tls_ca_key);
 	free(pki->trust_domain);
 	pki_live_free(pki->live);
-	bc_pki_join_keys_clear(pki);
 	OPENSSL_cleanse(pki, sizeof(*pki));
 	free(pki);
 }

@@ -1,6 +1,8 @@
-/* The join key set of a pki: the bundle's active pair plus next and retired keys, what
- * a pins-update statement announces (src/join/pins_update.c) and bcd pins. */
+/* The join keys of a set (struct bc_node_cas): which one signs answers, which open
+ * sealed tokens and in what order, and which a pins-update statement announces
+ * (src/join/pins_update.c); bcd pins what it announces. */
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <string.h>
 
 #include "bc/crypto.h"
@@ -39,54 +41,16 @@ enum bc_join_key_state bc_join_key_state_of(const char *name)
 	return 0;
 }
 
-static int in_set(const bc_pki *pki, const char *kid)
+int bc_node_cas_add_join(struct bc_node_cas *cas, const struct bc_join_key *k)
 {
-	char k[BC_KEY_ID_LEN + 1];
-
-	if (strcmp(kid, pki->join_signing_kid) == 0)
-		return 1;
-	if (pki->join_encryption != NULL && bc_key_id(pki->join_encryption, k) == 0 &&
-	    strcmp(kid, k) == 0)
-		return 1;
-	for (size_t i = 0; i < pki->n_join_keys; i++)
-		if (strcmp(kid, pki->join_keys[i].kid) == 0)
-			return 1;
+	if (cas->n_join >= BC_JOIN_SET_MAX) {
+		EVP_PKEY_free(k->key);
+		return BC_ERR_LIMIT;
+	}
+	cas->join[cas->n_join] = *k;
+	cas->join[cas->n_join].kid[0] = '\0';
+	cas->n_join++;
 	return 0;
-}
-
-int bc_pki_join_key_add(bc_pki *pki, enum bc_join_key_use use, enum bc_join_key_state state,
-                        EVP_PKEY *key)
-{
-	struct bc_join_key *k;
-	char kid[BC_KEY_ID_LEN + 1];
-	uint8_t point[65];
-	int rc = BC_ERR_INVALID;
-
-	if (pki == NULL || key == NULL || bc_join_key_use_name(use) == NULL ||
-	    (state != BC_JOIN_KEY_NEXT && state != BC_JOIN_KEY_RETIRED))
-		goto fail;
-	if (bc_p256_public_point(key, point) != 0 || (rc = bc_key_id(key, kid)) != 0) {
-		rc = BC_ERR_INVALID;
-		goto fail;
-	}
-	if (in_set(pki, kid)) {
-		rc = BC_ERR_INVALID;
-		goto fail;
-	}
-	if (pki->n_join_keys >= BC_JOIN_KEYS_MAX - 2) {
-		rc = BC_ERR_LIMIT;
-		goto fail;
-	}
-	k = &pki->join_keys[pki->n_join_keys++];
-	k->use = use;
-	k->state = state;
-	k->key = key;
-	memcpy(k->kid, kid, sizeof(k->kid));
-	pki->join_keys_version++;
-	return 0;
-fail:
-	EVP_PKEY_free(key);
-	return rc;
 }
 
 /* 1 when key holds a private part (a key the server can sign or open with). */
@@ -96,46 +60,117 @@ static int has_private(EVP_PKEY *key)
 	int ok = bc_key_to_raw(key, raw) == 0;
 
 	OPENSSL_cleanse(raw, sizeof(raw));
+	ERR_clear_error();
 	return ok;
 }
 
-int bc_pki_join_key_activate(bc_pki *pki, const char *kid)
+/* 1 when a was activated after b (the generation breaks a tie). */
+static int later(const struct bc_join_key *a, const struct bc_join_key *b)
 {
-	struct bc_join_key *k = NULL;
-	EVP_PKEY **active;
-	char old_kid[BC_KEY_ID_LEN + 1], new_kid[BC_KEY_ID_LEN + 1];
-	EVP_PKEY *old;
+	return a->activated_ms > b->activated_ms ||
+	       (a->activated_ms == b->activated_ms && a->id > b->id);
+}
 
-	for (size_t i = 0; pki != NULL && kid != NULL && i < pki->n_join_keys; i++)
-		if (pki->join_keys[i].state == BC_JOIN_KEY_NEXT &&
-		    strcmp(pki->join_keys[i].kid, kid) == 0)
-			k = &pki->join_keys[i];
-	if (k == NULL)
-		return BC_ERR_NOT_FOUND;
-	if (!has_private(k->key))
+int bc_node_cas_finish_join(struct bc_node_cas *cas)
+{
+	int found[3] = {0, 0, 0};
+
+	for (size_t i = 0; i < cas->n_join; i++) {
+		struct bc_join_key *k = &cas->join[i];
+		size_t *cur = &cas->join_current[k->use == BC_JOIN_KEY_SIGNING ? 1 : 2];
+
+		if (bc_join_key_use_name(k->use) == NULL ||
+		    bc_join_key_state_name(k->state) == NULL || k->key == NULL ||
+		    bc_p256_public_point(k->key, k->point) != 0 || bc_key_id(k->key, k->kid) != 0 ||
+		    (k->state != BC_JOIN_KEY_RETIRED && !has_private(k->key)))
+			return BC_ERR_INVALID;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(cas->join[j].kid, k->kid) == 0)
+				return BC_ERR_INVALID;
+		if (k->state == BC_JOIN_KEY_ACTIVE &&
+		    (!found[k->use] || later(k, &cas->join[*cur]))) {
+			*cur = i;
+			found[k->use] = 1;
+		}
+	}
+	if (cas->n_join > 0 && (!found[BC_JOIN_KEY_SIGNING] || !found[BC_JOIN_KEY_ENCRYPTION]))
 		return BC_ERR_INVALID;
-	active = k->use == BC_JOIN_KEY_SIGNING ? &pki->join_signing : &pki->join_encryption;
-	if (bc_key_id(*active, old_kid) != 0)
-		return BC_ERR_INVALID;
-	memcpy(new_kid, k->kid, sizeof(new_kid)); /* kid may be k->kid itself */
-	/* swap: the new key becomes the bundle's, the old one stays announced as retired */
-	old = *active;
-	*active = k->key;
-	k->key = old;
-	k->state = BC_JOIN_KEY_RETIRED;
-	memcpy(k->kid, old_kid, sizeof(k->kid));
-	if (active == &pki->join_signing)
-		memcpy(pki->join_signing_kid, new_kid, sizeof(new_kid));
-	pki->join_keys_version++;
 	return 0;
 }
 
-void bc_pki_join_keys_clear(bc_pki *pki)
+const struct bc_join_key *bc_node_cas_join_current(const struct bc_node_cas *cas,
+                                                   enum bc_join_key_use use)
 {
-	if (pki == NULL)
-		return;
-	for (size_t i = 0; i < pki->n_join_keys; i++)
-		EVP_PKEY_free(pki->join_keys[i].key);
-	memset(pki->join_keys, 0, sizeof(pki->join_keys));
-	pki->n_join_keys = 0;
+	if (cas == NULL || cas->n_join == 0 || bc_join_key_use_name(use) == NULL)
+		return NULL;
+	return &cas->join[cas->join_current[use == BC_JOIN_KEY_SIGNING ? 1 : 2]];
+}
+
+size_t bc_node_cas_join_openers(const struct bc_node_cas *cas,
+                                const struct bc_join_key *out[static BC_JOIN_SET_MAX])
+{
+	const struct bc_join_key *cur = bc_node_cas_join_current(cas, BC_JOIN_KEY_ENCRYPTION);
+	size_t n = 0;
+
+	if (cur == NULL)
+		return 0;
+	out[n++] = cur; /* what tokens are sealed to: almost every token opens at once */
+	for (size_t i = 0; i < cas->n_join; i++)
+		if (&cas->join[i] != cur && cas->join[i].use == BC_JOIN_KEY_ENCRYPTION &&
+		    cas->join[i].state != BC_JOIN_KEY_RETIRED)
+			out[n++] = &cas->join[i];
+	return n;
+}
+
+size_t bc_node_cas_join_announced(const struct bc_node_cas *cas,
+                                  const struct bc_join_key *out[static BC_JOIN_KEYS_MAX])
+{
+	size_t n = 0;
+
+	for (int u = BC_JOIN_KEY_SIGNING; u <= BC_JOIN_KEY_ENCRYPTION; u++)
+		if ((out[n] = bc_node_cas_join_current(cas, (enum bc_join_key_use)u)) != NULL)
+			n++;
+	for (size_t i = 0; cas != NULL && i < cas->n_join && n < BC_JOIN_KEYS_MAX; i++)
+		if (cas->join[i].state == BC_JOIN_KEY_NEXT)
+			out[n++] = &cas->join[i];
+	/* then the keys retired last, as many as fit: agents unpin them */
+	while (cas != NULL && n < BC_JOIN_KEYS_MAX) {
+		const struct bc_join_key *best = NULL;
+		for (size_t i = 0; i < cas->n_join; i++) {
+			const struct bc_join_key *k = &cas->join[i];
+			int taken = 0;
+			for (size_t j = 0; j < n; j++)
+				taken |= out[j] == k;
+			if (k->state == BC_JOIN_KEY_RETIRED && !taken &&
+			    (best == NULL || k->retired_ms > best->retired_ms ||
+			     (k->retired_ms == best->retired_ms && k->id > best->id)))
+				best = k;
+		}
+		if (best == NULL)
+			break;
+		out[n++] = best;
+	}
+	return n;
+}
+
+int bc_pki_join_current(const bc_pki *pki, enum bc_join_key_use use, EVP_PKEY **key,
+                        char kid[static 65])
+{
+	struct bc_node_cas *cas = bc_pki_node_cas_get(pki);
+	const struct bc_join_key *k = bc_node_cas_join_current(cas, use);
+	EVP_PKEY *pick = k != NULL                    ? k->key
+	                 : use == BC_JOIN_KEY_SIGNING ? pki->join_signing
+	                                              : pki->join_encryption;
+	int rc = BC_ERR_NOMEM;
+
+	*key = NULL;
+	if (pick != NULL && EVP_PKEY_up_ref(pick) == 1) {
+		*key = pick;
+		if ((rc = bc_key_id(pick, kid)) != 0) {
+			EVP_PKEY_free(pick);
+			*key = NULL;
+		}
+	}
+	bc_node_cas_put(cas);
+	return rc;
 }

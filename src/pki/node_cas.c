@@ -87,7 +87,7 @@ int bc_node_cas_finish(struct bc_node_cas *cas)
 			found = 1;
 		}
 	}
-	return found ? 0 : BC_ERR_INVALID;
+	return found ? bc_node_cas_finish_join(cas) : BC_ERR_INVALID;
 }
 
 void bc_node_cas_put(struct bc_node_cas *cas)
@@ -99,6 +99,8 @@ void bc_node_cas_put(struct bc_node_cas *cas)
 		EVP_PKEY_free(cas->ca[i].key);
 		free(cas->ca[i].der);
 	}
+	for (size_t i = 0; i < cas->n_join; i++)
+		EVP_PKEY_free(cas->join[i].key);
 	free(cas);
 }
 
@@ -143,6 +145,49 @@ int bc_pki_node_ca_retired(const bc_pki *pki, const uint8_t *der, size_t len)
 	X509_free(x);
 	bc_node_cas_put(cas);
 	return retired;
+}
+
+/* A reference more to key, for a set that holds it as the bundle does. */
+static EVP_PKEY *ref(EVP_PKEY *key)
+{
+	return key != NULL && EVP_PKEY_up_ref(key) == 1 ? key : NULL;
+}
+
+int bc_pki_bundle_set(const bc_pki *pki, struct bc_node_cas **out)
+{
+	struct bc_node_ca ca = {.id = 1, .state = BC_CA_ACTIVE};
+	struct bc_join_key sign = {.use = BC_JOIN_KEY_SIGNING,
+	                           .state = BC_JOIN_KEY_ACTIVE,
+	                           .id = 2},
+	                   enc = {
+	                       .use = BC_JOIN_KEY_ENCRYPTION, .state = BC_JOIN_KEY_ACTIVE, .id = 3};
+	int rc;
+
+	*out = NULL;
+	if (pki == NULL || pki->node_ca == NULL)
+		return BC_ERR_INVALID;
+	if ((rc = bc_node_cas_new(0, out)) != 0)
+		return rc;
+	if (X509_up_ref(pki->node_ca) != 1 || (ca.key = ref(pki->node_ca_key)) == NULL) {
+		rc = BC_ERR_NOMEM;
+		goto fail;
+	}
+	ca.cert = pki->node_ca;
+	if ((rc = bc_node_cas_add(*out, &ca)) != 0) {
+		X509_free(ca.cert);
+		EVP_PKEY_free(ca.key);
+		goto fail;
+	}
+	sign.key = ref(pki->join_signing);
+	enc.key = ref(pki->join_encryption);
+	if ((rc = bc_node_cas_add_join(*out, &sign)) != 0 ||
+	    (rc = bc_node_cas_add_join(*out, &enc)) != 0 || (rc = bc_node_cas_finish(*out)) != 0)
+		goto fail;
+	return 0;
+fail:
+	bc_node_cas_put(*out);
+	*out = NULL;
+	return rc;
 }
 
 int bc_pki_new_node_ca(const bc_pki *pki, int64_t now_ms, X509 **cert, EVP_PKEY **key)

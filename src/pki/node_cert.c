@@ -43,8 +43,19 @@ static int req_valid(const struct bc_node_cert_req *req)
 int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req, uint8_t **der,
                            size_t *len, char serial_hex[static 33], int64_t *not_after_ms)
 {
+	/* the installed set's issuing CA, else the bundle's */
+	struct bc_node_cas *cas = bc_pki_node_cas_get(pki);
+	int rc = bc_pki_issue_node_cert_by(pki, cas, req, der, len, serial_hex, not_after_ms);
+
+	bc_node_cas_put(cas);
+	return rc;
+}
+
+int bc_pki_issue_node_cert_by(const bc_pki *pki, const struct bc_node_cas *cas,
+                              const struct bc_node_cert_req *req, uint8_t **der, size_t *len,
+                              char serial_hex[static 33], int64_t *not_after_ms)
+{
 	struct pki_node_fields f = {0};
-	struct bc_node_cas *cas = NULL;
 	X509 *ca;
 	EVP_PKEY *ca_key;
 	char *spiffe = NULL;
@@ -76,8 +87,6 @@ int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req
 		goto out;
 	if ((rc = pki_serial_draw(f.serial)) != 0)
 		goto out;
-	/* the installed set's issuing CA, else the bundle's */
-	cas = bc_pki_node_cas_get(pki);
 	ca = cas != NULL ? cas->ca[cas->issuing].cert : pki->node_ca;
 	ca_key = cas != NULL ? cas->ca[cas->issuing].key : pki->node_ca_key;
 	if ((rc = pki_node_cert_der(&f, ca, ca_key, der, len)) != 0)
@@ -86,7 +95,6 @@ int bc_pki_issue_node_cert(const bc_pki *pki, const struct bc_node_cert_req *req
 	/* what the certificate says: whole seconds */
 	*not_after_ms = f.not_after_ms / 1000 * 1000;
 out:
-	bc_node_cas_put(cas);
 	free(spiffe);
 	return rc;
 }

@@ -698,23 +698,27 @@ out:
 
 static int daemon_config_object(const bc_pki *pki, const char *public_url, json_t **out)
 {
-	char *sign = NULL, *enc = NULL, *bundle = NULL;
+	char *sign = NULL, *enc = NULL, *bundle = NULL, kid[65], enc_kid[65];
+	EVP_PKEY *sign_key = NULL, *enc_key = NULL;
 	int rc;
 
 	*out = NULL;
 	if (pki == NULL)
 		return BC_ERR_INTERNAL;
-	if ((rc = bc_pubkey_to_pem(pki->join_signing, &sign)) != 0 ||
-	    (rc = bc_pubkey_to_pem(pki->join_encryption, &enc)) != 0 ||
-	    (rc = ca_bundle(pki, &bundle)) != 0)
+	/* the current pair (rotated in the store): tokens are sealed to this key */
+	if ((rc = bc_pki_join_current(pki, BC_JOIN_KEY_SIGNING, &sign_key, kid)) != 0 ||
+	    (rc = bc_pki_join_current(pki, BC_JOIN_KEY_ENCRYPTION, &enc_key, enc_kid)) != 0 ||
+	    (rc = bc_pubkey_to_pem(sign_key, &sign)) != 0 ||
+	    (rc = bc_pubkey_to_pem(enc_key, &enc)) != 0 || (rc = ca_bundle(pki, &bundle)) != 0)
 		goto out;
-	*out =
-	    json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s}", "server", public_url, "joinSigningKeyId",
-	              pki->join_signing_kid, "joinSigningKey", sign, "joinEncryptionKey", enc,
-	              "caBundle", bundle, "trustDomain", pki->trust_domain);
+	*out = json_pack("{s:s?, s:s, s:s, s:s, s:s, s:s}", "server", public_url,
+	                 "joinSigningKeyId", kid, "joinSigningKey", sign, "joinEncryptionKey", enc,
+	                 "caBundle", bundle, "trustDomain", pki->trust_domain);
 	if (*out == NULL)
 		rc = BC_ERR_NOMEM;
 out:
+	EVP_PKEY_free(sign_key);
+	EVP_PKEY_free(enc_key);
 	free(sign);
 	free(enc);
 	free(bundle);

@@ -14,30 +14,49 @@
 #include "bc/log.h"
 #include "server/pki_changes.h"
 
-#define KIND BC_PKI_KIND_NODE_CA
 /* retired rows read into a set: those whose leaves may still be unexpired */
 #define RETIRED_KEPT_MS (2 * BC_NODE_CA_LAST_CERT_MS)
 
 /* ---- reading the set ---- */
 
+/* The rows of the three kinds: the node CAs (retired ones only while their leaves may be
+ * unexpired), then the join signing and the join encryption keys (every row: which of
+ * the retired ones a set keeps is add_join_rows's choice). */
+static const char *const kinds[] = {BC_PKI_KIND_NODE_CA, BC_PKI_KIND_JOIN_SIGNING,
+                                    BC_PKI_KIND_JOIN_ENCRYPTION};
+#define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
+
 struct load {
 	int64_t known, seq, now;
-	struct bc_pki_key_row *rows;
-	size_t n;
+	int moved;
+	struct bc_pki_key_row *rows[N_KINDS];
+	size_t n[N_KINDS];
 };
+
+static void load_clear(struct load *l)
+{
+	for (size_t k = 0; k < N_KINDS; k++) {
+		bc_row_pki_keys_free(l->rows[k], l->n[k]);
+		l->rows[k] = NULL;
+		l->n[k] = 0;
+	}
+}
 
 static int load_tx(bc_tx *tx, void *arg)
 {
 	struct load *l = arg;
-	int rc;
+	int rc = 0;
 
-	bc_row_pki_keys_free(l->rows, l->n);
-	l->rows = NULL;
-	l->n = 0;
+	load_clear(l);
+	l->moved = 0;
 	l->now = bc_tx_now_ms(tx);
 	if ((rc = bc_row_pki_sequence(tx, &l->seq)) != 0 || (l->known != 0 && l->seq == l->known))
 		return rc;
-	return bc_row_pki_keys_list(tx, KIND, l->now - RETIRED_KEPT_MS, &l->rows, &l->n);
+	l->moved = 1;
+	for (size_t k = 0; k < N_KINDS && rc == 0; k++)
+		rc = bc_row_pki_keys_list(tx, kinds[k], k == 0 ? l->now - RETIRED_KEPT_MS : 0,
+		                          &l->rows[k], &l->n[k]);
+	return rc;
 }
 
 static enum bc_ca_state state_of(const char *s)
@@ -73,6 +92,59 @@ fail:
 	return rc;
 }
 
+/* The public half of key (freed): a retired key's private part stays sealed. */
+static int public_only(EVP_PKEY **key)
+{
+	uint8_t *der = NULL;
+	size_t len = 0;
+	EVP_PKEY *pub = NULL;
+	int rc;
+
+	if ((rc = bc_key_spki(*key, &der, &len)) == 0)
+		rc = bc_key_from_spki(der, len, &pub);
+	free(der);
+	EVP_PKEY_free(*key);
+	*key = pub;
+	return rc;
+}
+
+static int add_join_row(struct bc_node_cas *cas, enum bc_join_key_use use,
+                        const struct bc_pki_key_row *r, const uint8_t secret[static 32])
+{
+	struct bc_join_key k = {
+	    .use = use, .id = r->id, .activated_ms = r->activated_at, .retired_ms = r->retired_at};
+	int rc;
+
+	k.state = strcmp(r->state, BC_PKI_PREPARED) == 0 ? BC_JOIN_KEY_NEXT
+	          : strcmp(r->state, BC_PKI_ACTIVE) == 0 ? BC_JOIN_KEY_ACTIVE
+	                                                 : BC_JOIN_KEY_RETIRED;
+	if ((rc = bc_pki_open_key(r->key_sealed, secret, &k.key)) != 0 ||
+	    (k.state == BC_JOIN_KEY_RETIRED && (rc = public_only(&k.key)) != 0)) {
+		EVP_PKEY_free(k.key);
+		return rc;
+	}
+	return bc_node_cas_add_join(cas, &k);
+}
+
+/* The join keys in use, then the retired ones, the last made first, while they fit. */
+static int add_join_rows(struct bc_node_cas *cas, const struct load *l,
+                         const uint8_t secret[static 32])
+{
+	int rc = 0;
+
+	for (size_t k = 1; k < N_KINDS; k++)
+		for (size_t i = 0; i < l->n[k] && rc == 0; i++)
+			if (strcmp(l->rows[k][i].state, BC_PKI_RETIRED) != 0)
+				rc = add_join_row(cas, (enum bc_join_key_use)k, &l->rows[k][i],
+				                  secret);
+	for (size_t k = 1; k < N_KINDS; k++)
+		for (size_t i = l->n[k]; i-- > 0 && rc == 0 && cas->n_join < BC_JOIN_SET_MAX;)
+			if (strcmp(l->rows[k][i].state, BC_PKI_RETIRED) == 0)
+				rc = add_join_row(cas, (enum bc_join_key_use)k, &l->rows[k][i],
+				                  secret);
+	return rc;
+}
+
 int bc_node_cas_refresh(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32],
                         int64_t *known)
 {
@@ -82,12 +154,14 @@ int bc_node_cas_refresh(bc_store *st, const bc_pki *pki, const uint8_t secret[st
 
 	if (*known == 0 && (rc = bc_pki_keys_seed(st, pki, secret)) != 0)
 		return rc;
-	if ((rc = bc_store_run(st, BC_TX_READ, load_tx, &l)) != 0 || l.rows == NULL)
+	if ((rc = bc_store_run(st, BC_TX_READ, load_tx, &l)) != 0 || !l.moved)
 		goto out;
 	if ((rc = bc_node_cas_new(l.seq, &cas)) != 0)
 		goto out;
-	for (size_t i = 0; i < l.n && rc == 0; i++)
-		rc = add_row(cas, &l.rows[i], secret);
+	for (size_t i = 0; i < l.n[0] && rc == 0; i++)
+		rc = add_row(cas, &l.rows[0][i], secret);
+	if (rc == 0)
+		rc = add_join_rows(cas, &l, secret);
 	if (rc == 0 && (rc = bc_node_cas_finish(cas)) == 0) {
 		bc_pki_node_cas_install(pki, cas);
 		cas = NULL;
@@ -95,7 +169,7 @@ int bc_node_cas_refresh(bc_store *st, const bc_pki *pki, const uint8_t secret[st
 	}
 out:
 	bc_node_cas_put(cas);
-	bc_row_pki_keys_free(l.rows, l.n);
+	load_clear(&l);
 	return rc;
 }
 

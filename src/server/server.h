@@ -34,10 +34,6 @@ const bc_pki *bc_server_pki(const struct bc_server *s);
  * err says what to do when it fails (BC_ERR_CONFIG). */
 BC_WUR int bc_server_pki_load(const struct bc_server_config *cfg, bc_pki **out, char *err,
                               size_t errlen);
-/* A test build (BC_TESTING): adds the join keys the file in BC_TEST_JOIN_KEYS names to
- * pki (src/server/test_join_keys.c); 0 and nothing done without it or in a release
- * build. BC_ERR_CONFIG with err naming the line at fault. */
-BC_WUR int bc_server_test_join_keys(bc_pki *pki, char *err, size_t errlen);
 /* Refusals the on_refusal command never saw (its queue was full), since the start. */
 uint64_t bc_server_refusals_dropped(struct bc_server *s);
 /* Checks the TLS certificate served now, at bc_now_ms(), as the server does every

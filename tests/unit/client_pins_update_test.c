@@ -467,41 +467,69 @@ static void test_set_json(void **state)
 	bc_client_pins_free(&q);
 }
 
-/* The pki's set: add, refusals, activate (the old key retired, the bundle's swapped). */
-static void test_pki_join_keys(void **state)
+/* A set's join keys: the current key of each use is the active one activated last,
+ * tokens are tried with the current encryption key first and never a retired one, the
+ * statement names the current pair, the next keys and the retired ones (not an older
+ * active key), and a set that breaks the rules is refused. */
+static struct bc_join_key jk(enum bc_join_key_use use, enum bc_join_key_state state, EVP_PKEY *key,
+                             int64_t id, int64_t activated)
 {
-	bc_pki *pki = NULL;
-	EVP_PKEY *k = NULL, *dup = NULL;
-	char kid[65], old[65];
+	struct bc_join_key k = {.use = use, .state = state, .id = id, .activated_ms = activated};
+
+	assert_int_equal(EVP_PKEY_up_ref(key), 1);
+	k.key = key;
+	return k;
+}
+
+static void test_set_join_keys(void **state)
+{
+	struct bc_node_cas *cas = NULL;
+	const struct bc_join_key *keys[BC_JOIN_SET_MAX], *cur;
+	EVP_PKEY *old_enc = NULL;
+	size_t n;
 
 	(void)state;
-	assert_int_equal(bc_pki_generate(TD, &pki), 0);
-	memcpy(old, pki->join_signing_kid, sizeof(old));
-	assert_int_equal(bc_key_generate(&k), 0);
-	assert_int_equal(bc_key_id(k, kid), 0);
-	assert_int_equal(EVP_PKEY_up_ref(k), 1);
-	dup = k;
-	assert_int_equal(bc_pki_join_key_add(pki, BC_JOIN_KEY_SIGNING, BC_JOIN_KEY_NEXT, k), 0);
-	assert_int_equal(pki->join_keys_version, 1);
-	/* twice, active, unknown use: refused (the key is taken and freed) */
-	assert_int_equal(bc_pki_join_key_add(pki, BC_JOIN_KEY_SIGNING, BC_JOIN_KEY_NEXT, dup),
-	                 BC_ERR_INVALID);
-	assert_int_equal(bc_key_generate(&k), 0);
-	assert_int_equal(bc_pki_join_key_add(pki, BC_JOIN_KEY_SIGNING, BC_JOIN_KEY_ACTIVE, k),
-	                 BC_ERR_INVALID);
-	assert_int_equal(bc_pki_join_key_activate(pki, "nope"), BC_ERR_NOT_FOUND);
-	assert_int_equal(bc_pki_join_key_activate(pki, kid), 0);
-	assert_string_equal(pki->join_signing_kid, kid);
-	assert_int_equal(pki->n_join_keys, 1);
-	assert_string_equal(pki->join_keys[0].kid, old);
-	assert_int_equal(pki->join_keys[0].state, BC_JOIN_KEY_RETIRED);
-	assert_int_equal(pki->join_keys_version, 2);
-	assert_int_equal(bc_pki_join_key_activate(pki, old), BC_ERR_NOT_FOUND); /* retired */
+	assert_int_equal(bc_pki_bundle_set(T.pki, &cas), 0);
+	assert_int_equal(cas->n_join, 2);
+	cur = bc_node_cas_join_current(cas, BC_JOIN_KEY_SIGNING);
+	assert_string_equal(cur->kid, T.pki->join_signing_kid);
+	/* a set of the bundle's pair plus: a next signing key, an older active encryption
+	   key, a retired one */
+	assert_int_equal(bc_node_cas_add_join(cas, &(struct bc_join_key){0}), 0);
+	assert_int_equal(bc_node_cas_finish_join(cas), BC_ERR_INVALID); /* no key */
+	cas->n_join--;
+	assert_int_equal(bc_key_generate(&old_enc), 0);
+	struct bc_join_key more[] = {
+	    jk(BC_JOIN_KEY_SIGNING, BC_JOIN_KEY_NEXT, T.next_sign, 7, 0),
+	    jk(BC_JOIN_KEY_ENCRYPTION, BC_JOIN_KEY_ACTIVE, old_enc, 1, -5),
+	    jk(BC_JOIN_KEY_ENCRYPTION, BC_JOIN_KEY_RETIRED, T.stranger, 5, -9),
+	};
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(bc_node_cas_add_join(cas, &more[i]), 0);
+	assert_int_equal(bc_node_cas_finish_join(cas), 0);
+	cur = bc_node_cas_join_current(cas, BC_JOIN_KEY_ENCRYPTION);
+	assert_string_equal(cur->kid, T.enc_kid); /* activated after old_enc */
+	n = bc_node_cas_join_openers(cas, keys);
+	assert_int_equal(n, 2);
+	assert_string_equal(keys[0]->kid, T.enc_kid);
+	assert_true(bc_key_same(keys[1]->key, old_enc));
+	n = bc_node_cas_join_announced(cas, keys);
+	assert_int_equal(n, 4);
+	assert_int_equal(keys[0]->use, BC_JOIN_KEY_SIGNING);
+	assert_int_equal(keys[0]->state, BC_JOIN_KEY_ACTIVE);
+	assert_string_equal(keys[2]->kid, T.next_sign_kid);
+	assert_int_equal(keys[3]->state, BC_JOIN_KEY_RETIRED);
+	assert_string_equal(keys[3]->kid, T.stranger_kid);
+	/* the same key twice, or a next key without its private part: refused */
+	struct bc_join_key twice = jk(BC_JOIN_KEY_SIGNING, BC_JOIN_KEY_NEXT, T.next_sign, 8, 0);
+	assert_int_equal(bc_node_cas_add_join(cas, &twice), 0);
+	assert_int_equal(bc_node_cas_finish_join(cas), BC_ERR_INVALID);
+	bc_node_cas_put(cas);
+	EVP_PKEY_free(old_enc);
 	assert_string_equal(bc_join_key_use_name(BC_JOIN_KEY_ENCRYPTION), "join-encryption");
 	assert_null(bc_join_key_state_name(0));
 	assert_int_equal(bc_join_key_state_of("next"), BC_JOIN_KEY_NEXT);
 	assert_int_equal(bc_join_key_use_of("node-ca"), 0);
-	bc_pki_free(pki);
 }
 
 static int setup(void **state)
@@ -534,7 +562,7 @@ int main(void)
 	    cmocka_unit_test(test_unnamed_kept),  cmocka_unit_test(test_wrong_signer),
 	    cmocka_unit_test(test_wrong_purpose), cmocka_unit_test(test_trust_domain),
 	    cmocka_unit_test(test_malformed),     cmocka_unit_test(test_set_json),
-	    cmocka_unit_test(test_pki_join_keys),
+	    cmocka_unit_test(test_set_join_keys),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
