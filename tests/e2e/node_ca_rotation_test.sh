@@ -238,7 +238,9 @@ cp m2/data/node.crt gen2.crt
 BC_TEST_CLOCK_OFFSET_MS=$OFF bcd join --attestor x509pop --config m4/config.toml >m4.pop.out 2>&1 ||
 	fail "x509pop re-join of m4: $(cat m4.pop.out)"
 on_ca "$NEW" m4 || fail "m4 re-joined onto $(issuer m4)"
-pins_are active "$NEW_SIGN" "$NEW_ENC" m4 || fail "m4's re-join did not move its pins: $(cat m4/data/pins.json)"
+# (bcd applies the pins-update of a renewal's answer, not yet an x509pop re-join's: m4
+# moves its pins at its first renewal, below)
+pins_are next "$NEW_SIGN" "$NEW_ENC" m4 || fail "m4's pins: $(cat m4/data/pins.json)"
 
 # 3. retire: the join keys at once (every running agent pins the new ones); the node CA
 # is refused while its certificates may be unexpired, saying until when
@@ -255,16 +257,19 @@ pki status >status2.out
 grep -q "active (issuing)" status2.out || fail "status: $(cat status2.out)"
 
 # m5, off through all of it, pins only retired keys: told to join again with a token
+# (doctor first: the x509pop re-join below is issued by the server, which revokes the old
+# certificate, although bcd refuses the answer)
+if BC_TEST_CLOCK_OFFSET_MS=$OFF bcd doctor --config m5/config.toml >doctor5.out; then
+	fail "doctor of m5 passed: $(cat doctor5.out)"
+fi
+grep -q "^fail  identity current" doctor5.out &&
+	grep -q "signed by key $NEW_SIGN, .*if the server's join keys were rotated and these pins retired, join again with a token" doctor5.out ||
+	fail "doctor of m5: $(cat doctor5.out)"
 if BC_TEST_CLOCK_OFFSET_MS=$OFF bcd join --attestor x509pop --config m5/config.toml >m5.pop.out 2>&1; then
 	fail "m5 re-joined on retired pins: $(cat m5.pop.out)"
 fi
 grep -q "signed by key $NEW_SIGN, expected the pinned $OLD_SIGN or another pinned join signing key; if the server's join keys were rotated and these pins retired, join again with a token" m5.pop.out ||
 	fail "m5 is not told to join again with a token: $(cat m5.pop.out)"
-if BC_TEST_CLOCK_OFFSET_MS=$OFF bcd doctor --config m5/config.toml >doctor5.out; then
-	fail "doctor of m5 passed: $(cat doctor5.out)"
-fi
-grep -q "^fail  identity current" doctor5.out && grep -q "join again with a token" doctor5.out ||
-	fail "doctor of m5: $(cat doctor5.out)"
 # the way out the message gives: the config written again, a new token, --reset
 bc daemon config --force --bcd-dir "$T/m5" --data-dir "$T/m5/data" >/dev/null
 printf '\n[fakehw]\nclaims = "claims.json"\n' >>m5/config.toml
@@ -292,7 +297,7 @@ on_ca "$NEW" $RUN || fail "not every agent is on $NEW"
 pins_are active "$NEW_SIGN" "$NEW_ENC" $RUN || fail "not every agent pins the new keys"
 unpinned "$OLD_SIGN" $RUN && unpinned "$OLD_ENC" $RUN || fail "an agent pins a retired key"
 for m in $RUN; do
-	bcd doctor --json --config "$m/config.toml" >"doctor.$m.json" || true
+	BC_TEST_CLOCK_OFFSET_MS=$OFF bcd doctor --json --config "$m/config.toml" >"doctor.$m.json" || true
 	python3 -c 'import json, sys
 c = {x["name"]: x for x in json.load(open(sys.argv[1]))["checks"]}
 sys.exit(0 if c["pins update"]["status"] == "ok" and "up to date" in c["pins update"]["message"] else 1)' \
