@@ -15,9 +15,9 @@ void bc_row_leases_free(struct bc_lease_held *l, size_t n)
 	free(l);
 }
 
-static int append(struct bc_lease_held **l, size_t *n, bc_rows *r)
+static int append(void *list, size_t *n, bc_rows *r)
 {
-	struct bc_lease_held *g = realloc(*l, (*n + 1) * sizeof(**l));
+	struct bc_lease_held **l = list, *g = realloc(*l, (*n + 1) * sizeof(**l));
 
 	if (g == NULL)
 		return BC_ERR_NOMEM;
@@ -29,29 +29,23 @@ static int append(struct bc_lease_held **l, size_t *n, bc_rows *r)
 	return g[*n - 1].name && g[*n - 1].holder ? 0 : BC_ERR_NOMEM;
 }
 
+static void clear(void *list, size_t *n)
+{
+	struct bc_lease_held **l = list;
+
+	bc_row_leases_free(*l, *n);
+	*l = NULL;
+	*n = 0;
+}
+
 int bc_row_leases_held(bc_tx *tx, int64_t now_ms, struct bc_lease_held **out, size_t *n)
 {
-	bc_rows *r = NULL;
-	int rc;
-
 	*out = NULL;
-	*n = 0;
 	bc_param p[] = {BC_INT(now_ms)};
-	if ((rc = bc_tx_query(tx,
+	return bc_row_collect(tx,
 	                      "SELECT name, holder, epoch FROM leases WHERE name LIKE 'site:%' AND "
 	                      "expires_at > $1 ORDER BY name",
-	                      p, 1, &r)) != 0)
-		return rc;
-	while ((rc = bc_rows_next(r)) == 1)
-		if ((rc = append(out, n, r)) != 0)
-			break;
-	bc_rows_free(r);
-	if (rc < 0) {
-		bc_row_leases_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	return rc < 0 ? rc : 0;
+	                      p, 1, out, n, append, clear);
 }
 
 int bc_row_lease_lock(bc_tx *tx, const char *name, struct bc_lease_row *row)

@@ -19,9 +19,9 @@ void bc_row_pki_keys_free(struct bc_pki_key_row *rows, size_t n)
 	free(rows);
 }
 
-static int append(struct bc_pki_key_row **rows, size_t *n, bc_rows *r)
+static int append(void *list, size_t *n, bc_rows *r)
 {
-	struct bc_pki_key_row *g = realloc(*rows, (*n + 1) * sizeof(**rows)), *k;
+	struct bc_pki_key_row **rows = list, *g = realloc(*rows, (*n + 1) * sizeof(**rows)), *k;
 
 	if (g == NULL)
 		return BC_ERR_NOMEM;
@@ -41,32 +41,26 @@ static int append(struct bc_pki_key_row **rows, size_t *n, bc_rows *r)
 	return k->cert_pem && k->key_sealed ? 0 : BC_ERR_NOMEM;
 }
 
+static void clear(void *list, size_t *n)
+{
+	struct bc_pki_key_row **rows = list;
+
+	bc_row_pki_keys_free(*rows, *n);
+	*rows = NULL;
+	*n = 0;
+}
+
 int bc_row_pki_keys_list(bc_tx *tx, const char *kind, int64_t retired_since,
                          struct bc_pki_key_row **out, size_t *n)
 {
-	bc_rows *r = NULL;
-	int rc;
-
 	*out = NULL;
-	*n = 0;
 	bc_param p[] = {BC_TEXT(kind), BC_INT(retired_since)};
-	if ((rc = bc_tx_query(tx,
+	return bc_row_collect(tx,
 	                      "SELECT id, kind, state, cert_pem, public_sha256, key_sealed, "
 	                      "created_at, activated_at, retired_at, forced FROM pki_keys "
 	                      "WHERE kind = $1 AND (retired_at IS NULL OR retired_at >= $2) "
 	                      "ORDER BY id",
-	                      p, 2, &r)) != 0)
-		return rc;
-	while ((rc = bc_rows_next(r)) == 1)
-		if ((rc = append(out, n, r)) != 0)
-			break;
-	bc_rows_free(r);
-	if (rc < 0) {
-		bc_row_pki_keys_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	return rc < 0 ? rc : 0;
+	                      p, 2, out, n, append, clear);
 }
 
 int bc_row_pki_key_insert(bc_tx *tx, struct bc_pki_key_row *row)

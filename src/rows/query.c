@@ -152,6 +152,25 @@ int bc_row_first(bc_tx *tx, const char *sql, const bc_param *p, size_t n, bc_row
 	return rc;
 }
 
+int bc_row_collect(bc_tx *tx, const char *sql, const bc_param *p, size_t np, void *list, size_t *n,
+                   int (*append)(void *list, size_t *n, bc_rows *r),
+                   void (*clear)(void *list, size_t *n))
+{
+	bc_rows *r = NULL;
+	int rc;
+
+	*n = 0;
+	if ((rc = bc_tx_query(tx, sql, p, np, &r)) != 0)
+		return rc;
+	while ((rc = bc_rows_next(r)) == 1)
+		if ((rc = append(list, n, r)) != 0)
+			break;
+	bc_rows_free(r);
+	if (rc < 0)
+		clear(list, n);
+	return rc < 0 ? rc : 0;
+}
+
 char *bc_row_string_array(const char *const *s, size_t n)
 {
 	json_t *arr = json_array();

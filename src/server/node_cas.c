@@ -1,4 +1,5 @@
-/* The node CA generations in the store (node_cas.h). */
+/* The node CA and join key set read from the store, and the thread that keeps it current
+ * (node_cas.h). */
 #include "server/node_cas.h"
 
 #include <openssl/crypto.h>

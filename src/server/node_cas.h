@@ -1,11 +1,8 @@
-/* The node CA generations in the store (pki_keys, kind node-ca): what every replica
- * issues and verifies with, and what `pki rotate|activate|retire|status node-ca`
- * change and show, on the store directly (docs/server.md, "PKI lifecycle").
- *
- * Generation 1 is the PKI bundle's node CA: bc_node_cas_seed() writes it into the
- * table (active since its notBefore) the first time a server or a pki command meets a
- * store without it, and raises spiffe_sequence to at least the bundle's sequence so that
- * it never goes down. Each change raises spiffe_sequence by one; a replica reads the
+/* The set every replica issues, verifies, signs and opens tokens with: the node CAs and
+ * the join keys of the store (pki_keys), read whole into one immutable struct
+ * bc_node_cas and installed in the pki (docs/server.md, "PKI lifecycle"). The changes
+ * that `pki rotate|activate|retire` make, and generation 1 of each kind, are
+ * server/pki_changes.h's. Each change raises spiffe_sequence by one; a replica reads the
  * sequence every BC_NODE_CAS_REFRESH_MS and the whole set when it moved. */
 #ifndef BC_SERVER_NODE_CAS_H
 #define BC_SERVER_NODE_CAS_H
@@ -23,8 +20,10 @@
 #define BC_NODE_CA_LAST_CERT_MS (BC_NODE_CERT_TTL_MS + 2 * BC_NODE_CAS_REFRESH_MS + 1000)
 
 /* Reads the set (seeding it first) and installs it in pki when its sequence is not
- * *known (0: always), updating *known. BC_ERR_VERIFY when a sealed key does not open
- * with secret; BC_ERR_INVALID when the rows do not form a set. */
+ * *known (0: always), updating *known: the node CAs (a retired one while its leaves may
+ * be unexpired), the join keys in use, then retired join keys (the newest first, public
+ * halves only) while BC_JOIN_SET_MAX allows. BC_ERR_VERIFY when a sealed key does not
+ * open with secret; BC_ERR_INVALID when the rows do not form a set. */
 BC_WUR int bc_node_cas_refresh(bc_store *st, const bc_pki *pki, const uint8_t secret[static 32],
                                int64_t *known);
 
