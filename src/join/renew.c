@@ -471,6 +471,7 @@ enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8_t *bod
 	Bettercompute__Join__V1__RenewRequest *rq;
 	struct renew_state st;
 	enum bc_rpc_status status;
+	int rc;
 
 	*resp = NULL;
 	*resp_len = 0;
@@ -479,8 +480,9 @@ enum bc_rpc_status bc_renew_handle(struct bc_join_service *s, const uint8_t *bod
 	memset(&st, 0, sizeof(st));
 	st.svc = s;
 	st.rq = rq;
-	status = answer(&st, bc_join_keys_take(s, &st.keys) == 0 ? decide(&st) : BC_ERR_NOMEM, resp,
-	                resp_len);
+	if ((rc = bc_join_keys_take(s, &st.keys)) == 0)
+		rc = decide(&st);
+	status = answer(&st, rc, resp, resp_len);
 	bc_join_keys_drop(&st.keys);
 	renew_decision_reset(&st.d);
 	bc_holder_clear(&st.h);

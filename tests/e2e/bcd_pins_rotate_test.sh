@@ -32,6 +32,11 @@ print(" ".join(k["state"] for k in d["keys"] if k["keyId"]==sys.argv[2]) or "non
 SEQ0=$(seq_of m1/data/pins.json)
 [ "$SEQ0" -gt 1 ] || fail "the join did not write the store's sequence: $(cat m1/data/pins.json)"
 
+# a kind that does not rotate: a usage error naming the three
+if bc pki rotate tls-ca $C >bogus.out 2>&1; then fail "pki rotate tls-ca passed"; else [ $? = 2 ] || fail "pki rotate tls-ca: not a usage error"; fi
+grep -q '"tls-ca": not a key that rotates: name node-ca, join-signing or join-encryption' bogus.out ||
+	fail "pki rotate tls-ca says: $(cat bogus.out)"
+
 # 1. the next keys are announced; bcd node pins them at a renewal
 bc pki rotate join-signing $C >rotate.out || fail "rotate: $(cat rotate.out)"
 grep -q "^Prepared join signing key generation [0-9]*: every join and renewal answer announces it as next" rotate.out ||

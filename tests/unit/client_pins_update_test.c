@@ -524,6 +524,17 @@ static void test_set_join_keys(void **state)
 	struct bc_join_key twice = jk(BC_JOIN_KEY_SIGNING, BC_JOIN_KEY_NEXT, T.next_sign, 8, 0);
 	assert_int_equal(bc_node_cas_add_join(cas, &twice), 0);
 	assert_int_equal(bc_node_cas_finish_join(cas), BC_ERR_INVALID);
+	EVP_PKEY_free(cas->join[--cas->n_join].key);
+	assert_int_equal(bc_node_cas_finish_join(cas), 0);
+	uint8_t *spki = NULL;
+	size_t spki_len = 0;
+	struct bc_join_key pub = {
+	    .use = BC_JOIN_KEY_ENCRYPTION, .state = BC_JOIN_KEY_NEXT, .id = 9};
+	assert_int_equal(bc_key_spki(T.next_enc, &spki, &spki_len), 0);
+	assert_int_equal(bc_key_from_spki(spki, spki_len, &pub.key), 0);
+	free(spki);
+	assert_int_equal(bc_node_cas_add_join(cas, &pub), 0);
+	assert_int_equal(bc_node_cas_finish_join(cas), BC_ERR_INVALID);
 	bc_node_cas_put(cas);
 	EVP_PKEY_free(old_enc);
 	assert_string_equal(bc_join_key_use_name(BC_JOIN_KEY_ENCRYPTION), "join-encryption");
