@@ -14,8 +14,11 @@
 # docs/commissioning.md "commission" (commission: sites create, machines commission,
 # workflows list), docs/server.md "The trust bundle" (trust-bundle: pki bundle, and
 # openssl verify of the tour's node certificate against it; pki-check; roles-delete:
-# api-keys create --role, pools, sites and tenants delete, the name rule). To cover a procedure, mark its block; when a CLI command changes,
-# fix the documented command, not this walker.
+# api-keys create --role, pools, sites and tenants delete, the name rule; rotate-all: the
+# drill rotating the node CA and both join keys under the tour's machine, its bcd node
+# renewing meanwhile). To cover a procedure, mark its block; when a CLI command changes,
+# fix the documented command, not this walker. The walk runs in a process group of its
+# own, killed afterwards: a walk stopped half way leaves no bcd node behind.
 . "$(dirname "$0")/lib.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$T"
@@ -28,14 +31,20 @@ export PATH="$BIN:$PATH"
 for b in "README.md: tour" "README.md: second-machine" "docs/attestation.md: certificate" \
 	"docs/attestation.md: pool-policy" "docs/commissioning.md: commission" \
 	"docs/server.md: trust-bundle" "docs/server.md: pki-check" \
-	"docs/server.md: roles-delete"; do
+	"docs/server.md: roles-delete" "docs/server.md: rotate-all"; do
 	grep -qF "echo '== $b'" walk.sh || fail "no walk block $b"
 done
 "$BIN/better-compute" init --dir var --listen "127.0.0.1:$PORT" >init.out
 start_server var
 walk_fail() { echo "FAIL: $1: $2: $3" >&2; exit 1; }
 export -f walk_fail
-bash -c ". ./walk.sh" </dev/null >walk.out 2>&1 || { cat walk.out >&2; fail "the documented procedures do not walk (above)"; }
+# setsid: not a group leader here (no job control), so it runs bash itself, $! its group
+setsid bash -c ". ./walk.sh" </dev/null >walk.out 2>&1 &
+WALK=$!
+rc=0
+wait "$WALK" || rc=$?
+kill -TERM -- "-$WALK" 2>/dev/null || true
+[ "$rc" = 0 ] || { cat walk.out >&2; fail "the documented procedures do not walk (above)"; }
 # what the tour says happened
 "$BIN/better-compute" --json nodes list >nodes.json
 [ "$(json_get '["nodes"].__len__()' <nodes.json)" = 1 ] || fail "the tour should leave one node: $(cat nodes.json)"
