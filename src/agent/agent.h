@@ -109,6 +109,10 @@ BC_WUR int bcd_pins_load_file(const struct bcd_config *cfg, struct bc_client_pin
  * caller decides whether that fails anything (a renewal it came with stands). */
 BC_WUR int bcd_pins_learn(const struct bcd_config *cfg, struct bc_client_pins *pins,
                           const uint8_t *stmt, size_t len, struct bcd_msg *m);
+/* The statement of an answer that stands whatever it says (a join's, a re-join's, a
+ * renewal's): bcd_pins_learn, its failure logged "pins not updated" and nothing else. */
+void bcd_pins_learn_answer(const struct bcd_config *cfg, struct bc_client_pins *pins,
+                           const struct bc_join_answer *a);
 
 /* ---- files (files.c) ---- */
 /* A regular file of at most max bytes, NUL-terminated (malloc'd; secrets: the caller
@@ -285,7 +289,7 @@ BC_WUR int bcd_join_kept(const struct bcd_config *cfg, const struct bc_client_pi
  * is the new identity, loaded again. BC_ERR_DENIED when the control plane refused
  * (m says what the operator can do); id is unchanged on any failure before the
  * answer, and freed (id->key NULL) when the new identity does not load. */
-BC_WUR int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_client_pins *pins,
+BC_WUR int bcd_x509pop_rejoin(const struct bcd_config *cfg, struct bc_client_pins *pins,
                               struct bcd_identity *id, int wait_pending, struct bcd_msg *m);
 #define BCD_X509POP_REFUSED_HINT                                                                   \
 	"the control plane refused to re-join this node with its last certificate (expired "       \

@@ -391,11 +391,8 @@ static int join_now(const struct bcd_config *cfg, const char *attestor, const ch
 		return rc;
 	/* in the TPM when there is one for node keys; a tpm join never falls back */
 	if ((rc = bcd_join_kept(cfg, &pins, &r, key_in_tpm, &a, m)) == 0) {
-		struct bcd_msg pm = {""};
 		memcpy(node_id, a.node_id, 64);
-		/* the join stands whatever the statement: its failure is only logged */
-		if (bcd_pins_learn(cfg, &pins, a.pins_update, a.pins_update_len, &pm) != 0)
-			bc_log(BC_LOG_WARN, "pins not updated", "error", pm.text, NULL);
+		bcd_pins_learn_answer(cfg, &pins, &a);
 	}
 	bc_join_answer_free(&a);
 	bc_client_pins_free(&pins);

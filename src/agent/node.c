@@ -130,15 +130,6 @@ static int next_for(struct daemon *d, struct bcd_nodekey *next, uint8_t **csr, s
 	return 0;
 }
 
-/* The statement a renewal brought: its failure is logged, never the renewal's. */
-static void learn_pins(struct daemon *d, const struct bc_join_answer *a)
-{
-	struct bcd_msg m = {""};
-
-	if (bcd_pins_learn(&d->cfg, &d->pins, a->pins_update, a->pins_update_len, &m) != 0)
-		bc_log(BC_LOG_WARN, "pins not updated", "error", m.text, NULL);
-}
-
 static int renew_once(struct daemon *d, struct bcd_msg *m)
 {
 	struct bc_join_answer a;
@@ -176,7 +167,7 @@ static int renew_once(struct daemon *d, struct bcd_msg *m)
 	}
 	committed = 1;
 	if ((rc = bcd_identity_replace(&d->cfg, &a, d->id.joined_at, m)) == 0)
-		learn_pins(d, &a);
+		bcd_pins_learn_answer(&d->cfg, &d->pins, &a);
 out:
 	if (!committed)
 		bcd_next_key_drop(&d->cfg);

@@ -84,3 +84,12 @@ int bcd_pins_learn(const struct bcd_config *cfg, struct bc_client_pins *pins, co
 	bc_pins_update_free(&u);
 	return rc;
 }
+
+void bcd_pins_learn_answer(const struct bcd_config *cfg, struct bc_client_pins *pins,
+                           const struct bc_join_answer *a)
+{
+	struct bcd_msg m = {""};
+
+	if (bcd_pins_learn(cfg, pins, a->pins_update, a->pins_update_len, &m) != 0)
+		bc_log(BC_LOG_WARN, "pins not updated", "error", m.text, NULL);
+}

@@ -64,7 +64,7 @@ static int check_answer(const struct bcd_identity *id, const struct bc_join_answ
 	return 0;
 }
 
-int bcd_x509pop_rejoin(const struct bcd_config *cfg, const struct bc_client_pins *pins,
+int bcd_x509pop_rejoin(const struct bcd_config *cfg, struct bc_client_pins *pins,
                        struct bcd_identity *id, int wait_pending, struct bcd_msg *m)
 {
 	struct bcd_producer pr = {
@@ -102,6 +102,10 @@ out:
 		bcd_next_key_drop(cfg);
 	else
 		rc = bcd_identity_reload(cfg, id, rc, m);
+	/* the answer's pins-update, as a token join's and a renewal's: a node re-joined
+	 * across a join key rotation pins the keys that sign from now on */
+	if (rc == 0)
+		bcd_pins_learn_answer(cfg, pins, &a);
 	free(csr);
 	bcd_nodekey_free(&next);
 	bc_join_answer_free(&a);
