@@ -6,6 +6,8 @@
 #ifndef BC_ERR_H
 #define BC_ERR_H
 
+#include <stddef.h>
+
 #define BC_WUR __attribute__((warn_unused_result))
 
 enum {
@@ -32,5 +34,9 @@ enum {
 };
 
 const char *bc_err_str(int err);
+
+/* snprintf into err when err is not NULL and errlen > 0; err is then always
+ * NUL-terminated. The one formatter of the err/errlen buffers modules hand back. */
+__attribute__((format(printf, 3, 4))) void bc_errf(char *err, size_t errlen, const char *fmt, ...);
 
 #endif

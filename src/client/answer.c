@@ -108,31 +108,30 @@ int bc_client_open_signed(const struct bc_client_pins *pins, const char *purpose
 
 	*out = NULL;
 	if (len > BC_CLIENT_MAX_RESPONSE) {
-		bc_client_errf(err, errlen, "join answer: larger than %u bytes",
-		               BC_CLIENT_MAX_RESPONSE);
+		bc_errf(err, errlen, "join answer: larger than %u bytes", BC_CLIENT_MAX_RESPONSE);
 		return BC_ERR_LIMIT;
 	}
 	if (len == 0 ||
 	    (sr = bettercompute__join__v1__signed_response__unpack(NULL, len, resp)) == NULL) {
-		bc_client_errf(err, errlen, "join answer: not a SignedResponse");
+		bc_errf(err, errlen, "join answer: not a SignedResponse");
 		return BC_ERR_INVALID;
 	}
 	*out = sr;
 	if ((point = bc_client_pinned_signer(pins, sr->key_id)) == NULL) {
 		bc_client_show(sr->key_id, got);
 		bc_client_show(pins->join_signing_kid, want);
-		bc_client_errf(err, errlen,
-		               "join answer: signed by key %s, expected the pinned %s or another "
-		               "pinned join signing key; if the server's join keys were rotated "
-		               "and these pins retired, join again with a token",
-		               got[0] != '\0' ? got : "(none)", want);
+		bc_errf(err, errlen,
+		        "join answer: signed by key %s, expected the pinned %s or another "
+		        "pinned join signing key; if the server's join keys were rotated "
+		        "and these pins retired, join again with a token",
+		        got[0] != '\0' ? got : "(none)", want);
 		return BC_ERR_VERIFY;
 	}
 	if (bc_es256_verify(point, purpose, sr->body.data, sr->body.len, sr->signature.data,
 	                    sr->signature.len) != 0) {
-		bc_client_errf(err, errlen,
-		               "join answer: the signature does not verify under the "
-		               "pinned join signing key");
+		bc_errf(err, errlen,
+		        "join answer: the signature does not verify under the "
+		        "pinned join signing key");
 		return BC_ERR_VERIFY;
 	}
 	return 0;
@@ -147,23 +146,23 @@ static int read_binding(const struct bc_client_pins *pins, const response_body *
 	char got[BC_CLIENT_SHOW_LEN];
 
 	if (b->csr_sha256.len != 32 || memcmp(b->csr_sha256.data, csr_sha256, 32) != 0) {
-		bc_client_errf(err, errlen,
-		               "join answer: for another CSR (csr_sha256 is not the "
-		               "request's)");
+		bc_errf(err, errlen,
+		        "join answer: for another CSR (csr_sha256 is not the "
+		        "request's)");
 		return BC_ERR_VERIFY;
 	}
 	if (b->trust_domain[0] == '\0')
 		return 0;
 	if (!bc_trust_domain_valid(b->trust_domain)) {
 		bc_client_show(b->trust_domain, got);
-		bc_client_errf(err, errlen,
-		               "join answer: trust domain %s is not a trust domain name", got);
+		bc_errf(err, errlen, "join answer: trust domain %s is not a trust domain name",
+		        got);
 		return BC_ERR_INVALID;
 	}
 	if (pins->trust_domain != NULL && strcmp(b->trust_domain, pins->trust_domain) != 0) {
 		bc_client_show(b->trust_domain, got);
-		bc_client_errf(err, errlen, "join answer: trust domain %s, expected the pinned %s",
-		               got, pins->trust_domain);
+		bc_errf(err, errlen, "join answer: trust domain %s, expected the pinned %s", got,
+		        pins->trust_domain);
 		return BC_ERR_VERIFY;
 	}
 	memcpy(a->trust_domain, b->trust_domain, strlen(b->trust_domain) + 1);
@@ -173,9 +172,9 @@ static int read_binding(const struct bc_client_pins *pins, const response_body *
 static int deferral_is_empty(const response_body *b, char *err, size_t errlen)
 {
 	if (b->node_id[0] != '\0' || b->n_chain != 0) {
-		bc_client_errf(err, errlen,
-		               "join answer: a deferral that carries a node id or a "
-		               "certificate chain");
+		bc_errf(err, errlen,
+		        "join answer: a deferral that carries a node id or a "
+		        "certificate chain");
 		return BC_ERR_INVALID;
 	}
 	return 0;
@@ -189,7 +188,7 @@ static int read_pending(const response_body *b, struct bc_join_answer *a, char *
 		return rc;
 	if (b->pending == NULL ||
 	    copy_str(a->request_id, sizeof(a->request_id), b->pending->request_id) != 0) {
-		bc_client_errf(err, errlen, "join answer: pending, with a malformed request id");
+		bc_errf(err, errlen, "join answer: pending, with a malformed request id");
 		return BC_ERR_INVALID;
 	}
 	a->state = BC_JOIN_PENDING;
@@ -208,7 +207,7 @@ static int read_challenge(const response_body *b, struct bc_join_answer *a, char
 	if (c == NULL || c->attestor[0] == '\0' ||
 	    copy_str(a->challenge_attestor, sizeof(a->challenge_attestor), c->attestor) != 0 ||
 	    c->payload.len > BC_WIRE_CHALLENGE_MAX) {
-		bc_client_errf(err, errlen, "join answer: a malformed challenge");
+		bc_errf(err, errlen, "join answer: a malformed challenge");
 		return BC_ERR_INVALID;
 	}
 	if (c->payload.len > 0) {
@@ -249,24 +248,24 @@ static int check_leaf(const response_body *b, const char *trust_domain, const ui
 	rc = bc_client_leaf_node(b->chain[0].data, b->chain[0].len, trust_domain, csr_point,
 	                         node_id);
 	if (rc == BC_ERR_INVALID) {
-		bc_client_errf(err, errlen,
-		               "join answer: the leaf is not a node certificate of trust "
-		               "domain %s",
-		               trust_domain);
+		bc_errf(err, errlen,
+		        "join answer: the leaf is not a node certificate of trust "
+		        "domain %s",
+		        trust_domain);
 		return rc;
 	}
 	if (strcmp(node_id, b->node_id) != 0) {
 		bc_client_show(node_id, got);
-		bc_client_errf(err, errlen,
-		               "join answer: the leaf certificate is for node %s, the "
-		               "answer names %s",
-		               got, b->node_id);
+		bc_errf(err, errlen,
+		        "join answer: the leaf certificate is for node %s, the "
+		        "answer names %s",
+		        got, b->node_id);
 		return BC_ERR_VERIFY;
 	}
 	if (rc != 0) {
-		bc_client_errf(err, errlen,
-		               "join answer: the leaf certificate is for another "
-		               "key than the CSR's");
+		bc_errf(err, errlen,
+		        "join answer: the leaf certificate is for another "
+		        "key than the CSR's");
 		return BC_ERR_VERIFY;
 	}
 	return 0;
@@ -279,25 +278,25 @@ static int read_joined(const response_body *b, const uint8_t *csr_point, struct 
 	int rc;
 
 	if (b->n_chain == 0 || b->n_chain > MAX_CHAIN) {
-		bc_client_errf(err, errlen,
-		               "join answer: joined, with %zu certificates in the chain "
-		               "(1 to %d)",
-		               b->n_chain, MAX_CHAIN);
+		bc_errf(err, errlen,
+		        "join answer: joined, with %zu certificates in the chain "
+		        "(1 to %d)",
+		        b->n_chain, MAX_CHAIN);
 		return BC_ERR_INVALID;
 	}
 	if (!bc_node_id_valid(b->node_id)) {
 		bc_client_show(b->node_id, got);
-		bc_client_errf(err, errlen, "join answer: joined, with node id \"%s\"", got);
+		bc_errf(err, errlen, "join answer: joined, with node id \"%s\"", got);
 		return BC_ERR_INVALID;
 	}
 	if (a->trust_domain[0] == '\0') {
-		bc_client_errf(err, errlen, "join answer: joined, without a trust domain");
+		bc_errf(err, errlen, "join answer: joined, without a trust domain");
 		return BC_ERR_INVALID;
 	}
 	if ((rc = check_leaf(b, a->trust_domain, csr_point, err, errlen)) != 0)
 		return rc;
 	if ((rc = copy_list(b->chain, b->n_chain, &a->chain, &a->chain_lens, &a->n_chain)) != 0) {
-		bc_client_errf(err, errlen, "join answer: a malformed certificate chain");
+		bc_errf(err, errlen, "join answer: a malformed certificate chain");
 		return rc;
 	}
 	memcpy(a->node_id, b->node_id, strlen(b->node_id) + 1);
@@ -324,7 +323,7 @@ static int read_body(const struct bc_client_pins *pins, const response_body *b,
 		rc = read_joined(b, csr_point, a, err, errlen);
 		break;
 	default:
-		bc_client_errf(err, errlen, "join answer: an unknown kind of deferral");
+		bc_errf(err, errlen, "join answer: an unknown kind of deferral");
 		rc = BC_ERR_INVALID;
 		break;
 	}
@@ -333,7 +332,7 @@ static int read_body(const struct bc_client_pins *pins, const response_body *b,
 	if (b->n_trust_bundle > MAX_TRUST_BUNDLE ||
 	    (rc = copy_list(b->trust_bundle, b->n_trust_bundle, &a->trust_bundle,
 	                    &a->trust_bundle_lens, &a->n_trust_bundle)) != 0) {
-		bc_client_errf(err, errlen, "join answer: a malformed trust bundle");
+		bc_errf(err, errlen, "join answer: a malformed trust bundle");
 		return rc != 0 ? rc : BC_ERR_INVALID;
 	}
 	a->issued_at_ms = b->issued_at_ms;
@@ -360,8 +359,7 @@ static int open_response(const struct bc_client_pins *pins, const uint8_t *resp,
 		goto out;
 	b = bettercompute__join__v1__join_response_body__unpack(NULL, sr->body.len, sr->body.data);
 	if (b == NULL) {
-		bc_client_errf(err, errlen,
-		               "join answer: the signed body is not a JoinResponseBody");
+		bc_errf(err, errlen, "join answer: the signed body is not a JoinResponseBody");
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
@@ -371,7 +369,7 @@ static int open_response(const struct bc_client_pins *pins, const uint8_t *resp,
 	memset(&a, 0, sizeof(a));
 out:
 	if (rc == BC_ERR_NOMEM)
-		bc_client_errf(err, errlen, "join answer: out of memory");
+		bc_errf(err, errlen, "join answer: out of memory");
 	bc_join_answer_free(&a);
 	if (b != NULL)
 		bettercompute__join__v1__join_response_body__free_unpacked(b, NULL);
@@ -385,10 +383,10 @@ static int args_ok(const struct bc_client_pins *pins, const uint8_t *resp, size_
 {
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	bc_client_errf(err, errlen, "%s", "");
+	bc_errf(err, errlen, "%s", "");
 	if (pins == NULL || pins->join_signing == NULL || pins->join_signing_kid == NULL ||
 	    out == NULL || (resp == NULL && len > 0)) {
-		bc_client_errf(err, errlen, "join answer: no pins to check it against");
+		bc_errf(err, errlen, "join answer: no pins to check it against");
 		return BC_ERR_INVALID;
 	}
 	return 0;
@@ -426,7 +424,7 @@ int bc_client_open_join_response_csr(const struct bc_client_pins *pins, const ui
 	if ((rc = args_ok(pins, resp, len, out, err, errlen)) != 0)
 		return rc;
 	if (csr == NULL || bc_csr_check_point(csr, csr_len, point) != 0) {
-		bc_client_errf(err, errlen, "join answer: the request's CSR does not check");
+		bc_errf(err, errlen, "join answer: the request's CSR does not check");
 		return BC_ERR_INVALID;
 	}
 	if ((rc = bc_sha256(csr, csr_len, h)) != 0)

@@ -91,17 +91,17 @@ static int post_error(int rc, const char *url, const char *why, char *err, size_
 {
 	switch (rc) {
 	case BC_ERR_LIMIT:
-		bc_client_errf(err, errlen, "POST %s: the answer is larger than %u bytes", url,
-		               BC_CLIENT_MAX_RESPONSE);
+		bc_errf(err, errlen, "POST %s: the answer is larger than %u bytes", url,
+		        BC_CLIENT_MAX_RESPONSE);
 		return rc;
 	case BC_ERR_VERIFY:
-		bc_client_errf(err, errlen,
-		               "POST %s: the server's TLS certificate is not from the pinned CA "
-		               "bundle: %s",
-		               url, why);
+		bc_errf(err, errlen,
+		        "POST %s: the server's TLS certificate is not from the pinned CA "
+		        "bundle: %s",
+		        url, why);
 		return rc;
-	case BC_ERR_NOMEM: bc_client_errf(err, errlen, "POST %s: out of memory", url); return rc;
-	default: bc_client_errf(err, errlen, "POST %s: %s", url, why); return BC_ERR_UNAVAILABLE;
+	case BC_ERR_NOMEM: bc_errf(err, errlen, "POST %s: out of memory", url); return rc;
+	default: bc_errf(err, errlen, "POST %s: %s", url, why); return BC_ERR_UNAVAILABLE;
 	}
 }
 
@@ -116,16 +116,15 @@ int bc_client_post(const struct bc_client_pins *pins, const char *path, const vo
 
 	memset(out, 0, sizeof(*out));
 	last_retry_after_s = 0;
-	bc_client_errf(err, errlen, "%s", "");
+	bc_errf(err, errlen, "%s", "");
 	if (pins == NULL || (body == NULL && len > 0))
 		return BC_ERR_INVALID;
 	if ((rc = make_url(pins, path, url)) != 0) {
-		bc_client_errf(err, errlen, "POST: no server URL or a bad path");
+		bc_errf(err, errlen, "POST: no server URL or a bad path");
 		return rc;
 	}
 	if (strncmp(url, "https://", 8) == 0 && pins->ca_bundle_pem == NULL) {
-		bc_client_errf(err, errlen,
-		               "POST %s: no pinned CA bundle to verify the server with", url);
+		bc_errf(err, errlen, "POST %s: no pinned CA bundle to verify the server with", url);
 		return BC_ERR_CONFIG;
 	}
 	bc_client_httpc_req(pins, url, &q);

@@ -8,10 +8,6 @@
 /* BC_CLIENT_MAX_RESPONSE: the largest answer read, in bc/client.h */
 #include "bc/client.h"
 
-/* snprintf into err when err is not NULL; err is always NUL-terminated. */
-void bc_client_errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* A bounded, printable copy of an untrusted string for an error message: at most
  * 64 characters, anything outside printable ASCII shown as '?', "..." when cut. */
 #define BC_CLIENT_SHOW_LEN 72

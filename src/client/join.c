@@ -42,12 +42,12 @@ static int request_csr(const struct bc_join_params *p, const uint8_t **csr, size
 	*made = NULL;
 	if (p->csr != NULL) {
 		if (bc_csr_check_point(p->csr, p->csr_len, point) != 0) {
-			bc_client_errf(err, errlen, "join: the CSR does not check");
+			bc_errf(err, errlen, "join: the CSR does not check");
 			return BC_ERR_INVALID;
 		}
 		if (p->key != NULL && (bc_p256_public_point(p->key, key_point) != 0 ||
 		                       memcmp(key_point, point, 65) != 0)) {
-			bc_client_errf(err, errlen, "join: the CSR is not for the given key");
+			bc_errf(err, errlen, "join: the CSR is not for the given key");
 			return BC_ERR_INVALID;
 		}
 		*csr = p->csr;
@@ -55,12 +55,12 @@ static int request_csr(const struct bc_join_params *p, const uint8_t **csr, size
 		return 0;
 	}
 	if (p->key == NULL) {
-		bc_client_errf(err, errlen, "join: neither a key nor a CSR");
+		bc_errf(err, errlen, "join: neither a key nor a CSR");
 		return BC_ERR_INVALID;
 	}
 	if ((rc = bc_csr_make(p->key, BC_WIRE_CSR_CN, made, len)) != 0 ||
 	    (rc = bc_p256_public_point(p->key, point)) != 0) {
-		bc_client_errf(err, errlen, "join: cannot make a CSR (%s)", bc_err_str(rc));
+		bc_errf(err, errlen, "join: cannot make a CSR (%s)", bc_err_str(rc));
 		return rc;
 	}
 	*csr = *made;
@@ -123,9 +123,9 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	bc_client_errf(err, errlen, "%s", "");
+	bc_errf(err, errlen, "%s", "");
 	if (pins == NULL || p == NULL || out == NULL || pins->join_encryption == NULL) {
-		bc_client_errf(err, errlen, "join: no pins or no parameters");
+		bc_errf(err, errlen, "join: no pins or no parameters");
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
@@ -135,11 +135,11 @@ int bc_client_join(const struct bc_client_pins *pins, const struct bc_join_param
 		goto out;
 	if (p->token != NULL && (rc = bc_client_seal_token(pins->join_encryption, p->token, h,
 	                                                   &sealed, &sealed_len)) != 0) {
-		bc_client_errf(err, errlen, "join: cannot seal the token (%s)", bc_err_str(rc));
+		bc_errf(err, errlen, "join: cannot seal the token (%s)", bc_err_str(rc));
 		goto out;
 	}
 	if ((rc = pack_request(p, csr, csr_len, sealed, sealed_len, &req, &req_len)) != 0) {
-		bc_client_errf(err, errlen, "join: cannot encode the request (%s)", bc_err_str(rc));
+		bc_errf(err, errlen, "join: cannot encode the request (%s)", bc_err_str(rc));
 		goto out;
 	}
 	if ((rc = bc_client_post(pins, BC_WIRE_PATH_JOIN, req, req_len, &r, err, errlen)) != 0)

@@ -79,22 +79,20 @@ static int check_url(const char *url, char **out, int *https, char *err, size_t 
 	*out = NULL;
 	*https = 0;
 	if (bc_httpc_url_parse(url, &u, &why) != 0) {
-		bc_client_errf(
-		    err, errlen,
-		    strstr(why, "user information") != NULL
-		        ? "pins: server: only scheme, host, port and a plain path are allowed"
-		        : "pins: server: not a URL");
+		bc_errf(err, errlen,
+		        strstr(why, "user information") != NULL
+		            ? "pins: server: only scheme, host, port and a plain path are allowed"
+		            : "pins: server: not a URL");
 		return BC_ERR_CONFIG;
 	}
 	if (strchr(u.host, '%') != NULL || !path_ok(u.path)) {
-		bc_client_errf(
-		    err, errlen,
-		    "pins: server: only scheme, host, port and a plain path are allowed");
+		bc_errf(err, errlen,
+		        "pins: server: only scheme, host, port and a plain path are allowed");
 		return BC_ERR_CONFIG;
 	}
 	if (!u.tls && !bc_net_host_is_loopback(u.host)) {
-		bc_client_errf(err, errlen,
-		               "pins: server: must be https://, or http:// on a loopback address");
+		bc_errf(err, errlen,
+		        "pins: server: must be https://, or http:// on a loopback address");
 		return BC_ERR_CONFIG;
 	}
 	*https = u.tls;
@@ -124,15 +122,15 @@ static int get_field(const json_t *j, const char *field, int required, const cha
 		return 0;
 	}
 	if (rc == BC_ERR_NOT_FOUND) {
-		bc_client_errf(err, errlen, "pins: %s: missing", field);
+		bc_errf(err, errlen, "pins: %s: missing", field);
 		return BC_ERR_CONFIG;
 	}
 	if (rc != 0 || *v == NULL) {
-		bc_client_errf(err, errlen, "pins: %s: not a string", field);
+		bc_errf(err, errlen, "pins: %s: not a string", field);
 		return BC_ERR_CONFIG;
 	}
 	if (**v == '\0') {
-		bc_client_errf(err, errlen, "pins: %s: empty", field);
+		bc_errf(err, errlen, "pins: %s: empty", field);
 		return BC_ERR_CONFIG;
 	}
 	return 0;
@@ -158,7 +156,7 @@ static int read_key(const json_t *j, const char *field, EVP_PKEY **out, char *er
 	if (bc_pubkey_from_pem(pem, strlen(pem), out) != 0 || !is_p256(*out)) {
 		EVP_PKEY_free(*out);
 		*out = NULL;
-		bc_client_errf(err, errlen, "pins: %s: not a P-256 public key PEM", field);
+		bc_errf(err, errlen, "pins: %s: not a P-256 public key PEM", field);
 		return BC_ERR_CONFIG;
 	}
 	return 0;
@@ -173,12 +171,11 @@ static int read_kid(const json_t *j, struct bc_client_pins *p, char *err, size_t
 	if ((rc = get_field(j, "joinSigningKeyId", 1, &v, err, errlen)) != 0)
 		return rc;
 	if ((rc = bc_key_id(p->join_signing, kid)) != 0) {
-		bc_client_errf(err, errlen, "pins: joinSigningKey: cannot compute its key id");
+		bc_errf(err, errlen, "pins: joinSigningKey: cannot compute its key id");
 		return rc;
 	}
 	if (strcmp(v, kid) != 0) {
-		bc_client_errf(err, errlen,
-		               "pins: joinSigningKeyId: does not match joinSigningKey");
+		bc_errf(err, errlen, "pins: joinSigningKeyId: does not match joinSigningKey");
 		return BC_ERR_CONFIG;
 	}
 	if ((p->join_signing_kid = strdup(kid)) == NULL)
@@ -205,8 +202,8 @@ static int check_ca_bundle(const char *pem, char *err, size_t errlen)
 	ERR_clear_error();
 	BIO_free(b);
 	if (n == 0 || ERR_GET_LIB(e) != ERR_LIB_PEM || ERR_GET_REASON(e) != PEM_R_NO_START_LINE) {
-		bc_client_errf(err, errlen,
-		               "pins: caBundle: certificate %d is not a PEM certificate", n + 1);
+		bc_errf(err, errlen, "pins: caBundle: certificate %d is not a PEM certificate",
+		        n + 1);
 		return BC_ERR_CONFIG;
 	}
 	return 0;
@@ -236,7 +233,7 @@ int bc_client_pins_set_server(struct bc_client_pins *p, const char *url, char *e
 	char *norm = NULL;
 	int https, rc;
 
-	bc_client_errf(err, errlen, "%s", "");
+	bc_errf(err, errlen, "%s", "");
 	if (p == NULL || url == NULL)
 		return BC_ERR_INVALID;
 	if ((rc = check_url(url, &norm, &https, err, errlen)) != 0)
@@ -244,7 +241,7 @@ int bc_client_pins_set_server(struct bc_client_pins *p, const char *url, char *e
 	/* the rule read_ca_bundle applies: TLS is verified against the pinned CA only */
 	if (https && p->ca_bundle_pem == NULL) {
 		free(norm);
-		bc_client_errf(err, errlen, "pins: server: https needs the pinned caBundle");
+		bc_errf(err, errlen, "pins: server: https needs the pinned caBundle");
 		return BC_ERR_CONFIG;
 	}
 	free(p->server_url);
@@ -260,8 +257,8 @@ static int read_trust_domain(const json_t *j, struct bc_client_pins *p, char *er
 	if ((rc = get_field(j, "trustDomain", 0, &v, err, errlen)) != 0 || v == NULL)
 		return rc;
 	if (!bc_trust_domain_valid(v)) {
-		bc_client_errf(err, errlen,
-		               "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)");
+		bc_errf(err, errlen,
+		        "pins: trustDomain: not a trust domain ([a-z0-9.-], 1 to 255)");
 		return BC_ERR_CONFIG;
 	}
 	if ((p->trust_domain = strdup(v)) == NULL)
@@ -281,18 +278,18 @@ int bc_client_pins_from_json(const char *json, size_t len, struct bc_client_pins
 	memset(&p, 0, sizeof(p));
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	bc_client_errf(err, errlen, "%s", "");
+	bc_errf(err, errlen, "%s", "");
 	if (json == NULL || out == NULL) {
 		rc = BC_ERR_INVALID;
 		goto out;
 	}
 	if (bc_json_parse(json, len, PINS_MAX_JSON, &j, jerr, sizeof(jerr)) != 0) {
-		bc_client_errf(err, errlen, "pins: not valid JSON: %s", jerr);
+		bc_errf(err, errlen, "pins: not valid JSON: %s", jerr);
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
 	if (!json_is_object(j)) {
-		bc_client_errf(err, errlen, "pins: not a JSON object");
+		bc_errf(err, errlen, "pins: not a JSON object");
 		rc = BC_ERR_CONFIG;
 		goto out;
 	}
@@ -304,7 +301,7 @@ int bc_client_pins_from_json(const char *json, size_t len, struct bc_client_pins
 		goto out;
 	/* every answer is verified under it: its point is encoded once, here */
 	if ((rc = bc_p256_public_point(p.join_signing, p.join_signing_point)) != 0) {
-		bc_client_errf(err, errlen, "pins: joinSigningKey: cannot encode its point");
+		bc_errf(err, errlen, "pins: joinSigningKey: cannot encode its point");
 		goto out;
 	}
 	if ((rc = read_kid(j, &p, err, errlen)) != 0)
@@ -321,7 +318,7 @@ int bc_client_pins_from_json(const char *json, size_t len, struct bc_client_pins
 	memset(&p, 0, sizeof(p));
 out:
 	if (rc == BC_ERR_NOMEM)
-		bc_client_errf(err, errlen, "pins: out of memory");
+		bc_errf(err, errlen, "pins: out of memory");
 	bc_client_pins_free(&p);
 	json_decref(j);
 	return rc;

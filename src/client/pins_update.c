@@ -107,7 +107,7 @@ static int refuse(const char **reason, const char *why, int rc, char *err, size_
                   const char *what)
 {
 	*reason = why;
-	bc_client_errf(err, errlen, "pins update: %s (%s)", what, why);
+	bc_errf(err, errlen, "pins update: %s (%s)", what, why);
 	return rc;
 }
 
@@ -147,9 +147,8 @@ static int check_body(const struct bc_client_pins *pins, const pins_update *b,
 		return refuse(reason, BC_PINS_R_TRUST_DOMAIN, BC_ERR_VERIFY, err, errlen,
 		              "for another trust domain than the pinned one");
 	if (u->sequence < pins->sequence) {
-		bc_client_errf(err, errlen,
-		               "pins update: sequence %lld, older than the pins' %lld (%s)",
-		               (long long)u->sequence, (long long)pins->sequence, BC_PINS_R_OLDER);
+		bc_errf(err, errlen, "pins update: sequence %lld, older than the pins' %lld (%s)",
+		        (long long)u->sequence, (long long)pins->sequence, BC_PINS_R_OLDER);
 		*reason = BC_PINS_R_OLDER;
 		return BC_ERR_VERIFY;
 	}
@@ -168,7 +167,7 @@ int bc_client_pins_update_open(const struct bc_client_pins *pins, const uint8_t 
 	memset(&u, 0, sizeof(u));
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	bc_client_errf(err, errlen, "%s", "");
+	bc_errf(err, errlen, "%s", "");
 	if (pins == NULL || pins->join_signing_kid == NULL || out == NULL || reason == NULL ||
 	    (stmt == NULL && len > 0))
 		return BC_ERR_INVALID;
@@ -188,7 +187,7 @@ int bc_client_pins_update_open(const struct bc_client_pins *pins, const uint8_t 
 	memset(&u, 0, sizeof(u));
 out:
 	if (rc == BC_ERR_NOMEM)
-		bc_client_errf(err, errlen, "pins update: out of memory");
+		bc_errf(err, errlen, "pins update: out of memory");
 	bc_pins_update_free(&u);
 	if (b != NULL)
 		bettercompute__join__v1__pins_update__free_unpacked(b, NULL);
@@ -344,19 +343,19 @@ int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json, 
 
 	memset(keys, 0, sizeof(keys));
 	*stale = 0;
-	bc_client_errf(err, errlen, "%s", "");
+	bc_errf(err, errlen, "%s", "");
 	if (bc_json_parse(json, len, PINS_SET_MAX_JSON, &j, jerr, sizeof(jerr)) != 0) {
-		bc_client_errf(err, errlen, "not valid JSON: %s", jerr);
+		bc_errf(err, errlen, "not valid JSON: %s", jerr);
 		goto out;
 	}
 	arr = json_object_get(j, "keys");
 	if (!json_is_object(j) || json_object_size(j) != 3 || bc_json_get_string(j, "base", &b) ||
 	    b == NULL || bc_json_get_int(j, "sequence", &seq) || seq < 1 || !json_is_array(arr) ||
 	    json_array_size(arr) < 2 || json_array_size(arr) > BC_JOIN_KEYS_MAX) {
-		bc_client_errf(err, errlen,
-		               "not {\"base\": key id, \"sequence\": 1 or more, \"keys\": [2 to "
-		               "%d keys]}",
-		               BC_JOIN_KEYS_MAX);
+		bc_errf(err, errlen,
+		        "not {\"base\": key id, \"sequence\": 1 or more, \"keys\": [2 to "
+		        "%d keys]}",
+		        BC_JOIN_KEYS_MAX);
 		goto out;
 	}
 	if (base == NULL || strcmp(b, base) != 0) {
@@ -367,18 +366,17 @@ int bc_client_pins_set_from_json(struct bc_client_pins *pins, const char *json, 
 	for (n = 0; n < json_array_size(arr); n++) {
 		if ((rc = read_set_key(json_array_get(arr, n), &keys[n])) != 0) {
 			n++;
-			bc_client_errf(err, errlen,
-			               "key %zu: not a join key of a known use and state "
-			               "whose keyId is its key's",
-			               n);
+			bc_errf(err, errlen,
+			        "key %zu: not a join key of a known use and state "
+			        "whose keyId is its key's",
+			        n);
 			rc = rc == BC_ERR_NOMEM ? rc : BC_ERR_CONFIG;
 			goto out;
 		}
 	}
 	rc = BC_ERR_CONFIG;
 	if (!set_ok(keys, n)) {
-		bc_client_errf(err, errlen,
-		               "a key listed twice, or not one active key of each use");
+		bc_errf(err, errlen, "a key listed twice, or not one active key of each use");
 		goto out;
 	}
 	if ((rc = install(pins, keys, n, seq)) == 0)

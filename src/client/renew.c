@@ -85,12 +85,11 @@ static int current_node(const struct bc_client_pins *pins, const uint8_t *leaf, 
 
 	rc = bc_client_leaf_node(leaf, len, pins->trust_domain, s->point, node_id);
 	if (rc == BC_ERR_INVALID) {
-		bc_client_errf(err, errlen,
-		               "renew: the current certificate is not a node certificate");
+		bc_errf(err, errlen, "renew: the current certificate is not a node certificate");
 		return rc;
 	}
 	if (rc != 0) {
-		bc_client_errf(err, errlen, "renew: the current key is not the certificate's");
+		bc_errf(err, errlen, "renew: the current key is not the certificate's");
 		return BC_ERR_INVALID;
 	}
 	return 0;
@@ -101,11 +100,11 @@ static int args_ok(const struct bc_client_pins *pins, const struct bc_renew_para
 {
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
-	bc_client_errf(err, errlen, "%s", "");
+	bc_errf(err, errlen, "%s", "");
 	if (pins == NULL || p->chain == NULL || p->chain_lens == NULL || p->n_chain == 0 ||
 	    p->n_chain > MAX_RENEW_CHAIN || p->signer == NULL || p->csr == NULL || out == NULL ||
 	    pins->trust_domain == NULL) {
-		bc_client_errf(err, errlen, "renew: no pins, chain or keys");
+		bc_errf(err, errlen, "renew: no pins, chain or keys");
 		return BC_ERR_INVALID;
 	}
 	return 0;
@@ -132,8 +131,8 @@ static int renew_csr(const struct bc_client_pins *pins, const struct bc_renew_pa
 	t = bc_now_ms();
 	if ((rc = proof(p->signer, h, node_id, t, sig)) != 0 ||
 	    (rc = pack(p, t, sig, check_only, &req, &req_len)) != 0) {
-		bc_client_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
-		               bc_err_str(rc));
+		bc_errf(err, errlen, "renew: cannot sign or encode the request (%s)",
+		        bc_err_str(rc));
 		goto out;
 	}
 	if ((rc = bc_client_post(pins, BC_WIRE_PATH_RENEW, req, req_len, &r, err, errlen)) != 0)
@@ -146,9 +145,8 @@ static int renew_csr(const struct bc_client_pins *pins, const struct bc_renew_pa
 	if ((rc = bc_client_open_answer(pins, r.body, r.len, h, csr_point, out, err, errlen)) != 0)
 		goto out;
 	if (out->state != BC_JOIN_JOINED || strcmp(out->node_id, node_id) != 0) {
-		bc_client_errf(err, errlen, "renew answer: %s, not a certificate for %s",
-		               out->state != BC_JOIN_JOINED ? "a deferral" : "for another node",
-		               node_id);
+		bc_errf(err, errlen, "renew answer: %s, not a certificate for %s",
+		        out->state != BC_JOIN_JOINED ? "a deferral" : "for another node", node_id);
 		bc_join_answer_free(out);
 		rc = BC_ERR_VERIFY;
 	}
@@ -180,13 +178,12 @@ int bc_client_renew(const struct bc_client_pins *pins, const struct bc_renew_par
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
 	if (p == NULL || p->signer == NULL || p->csr == NULL || !attestation_ok(p->ka)) {
-		bc_client_errf(err, errlen,
-		               "renew: no signer or CSR, or a key attestation out of shape");
+		bc_errf(err, errlen, "renew: no signer or CSR, or a key attestation out of shape");
 		return BC_ERR_INVALID;
 	}
 	/* the CSR is the caller's: it must check (self-signed) before it is sent */
 	if (bc_csr_check_point(p->csr, p->csr_len, point) != 0) {
-		bc_client_errf(err, errlen, "renew: the next key's CSR does not check");
+		bc_errf(err, errlen, "renew: the next key's CSR does not check");
 		return BC_ERR_INVALID;
 	}
 	if (args_ok(pins, p, out, err, errlen) != 0)
@@ -219,7 +216,7 @@ int bc_client_renew_check_pins(const struct bc_client_pins *pins, const struct b
 	*pins_update_len = 0;
 	if (p == NULL || p->signer == NULL || p->csr == NULL ||
 	    bc_csr_check_point(p->csr, p->csr_len, point) != 0) {
-		bc_client_errf(err, errlen, "renew check: no signer, or a CSR that does not check");
+		bc_errf(err, errlen, "renew check: no signer, or a CSR that does not check");
 		return BC_ERR_INVALID;
 	}
 	q = *p;
@@ -229,7 +226,7 @@ int bc_client_renew_check_pins(const struct bc_client_pins *pins, const struct b
 	/* the answer names the leaf sent, nothing else */
 	if (rc == 0 && (a.n_chain == 0 || a.chain_lens[0] != p->chain_lens[0] ||
 	                memcmp(a.chain[0], p->chain[0], p->chain_lens[0]) != 0)) {
-		bc_client_errf(err, errlen, "renew check: the answer is not for this certificate");
+		bc_errf(err, errlen, "renew check: the answer is not for this certificate");
 		rc = BC_ERR_VERIFY;
 	}
 	if (rc == 0) {

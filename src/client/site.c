@@ -117,7 +117,7 @@ int bc_client_lease(const struct bc_client_pins *pins, const struct bc_site_call
 	        NULL ||
 	    strcmp(b->site_id, c->site_id) != 0 || strcmp(b->name, BC_WIRE_LEASE_BOOT) != 0 ||
 	    strlen(b->holder_node_id) >= sizeof(out->holder)) {
-		bc_client_errf(err, errlen, "lease answer: not a LeaseBody of site %s", c->site_id);
+		bc_errf(err, errlen, "lease answer: not a LeaseBody of site %s", c->site_id);
 		rc = BC_ERR_VERIFY;
 		goto out;
 	}
@@ -194,8 +194,8 @@ int bc_client_boot_entries(const struct bc_client_pins *pins, const struct bc_si
 	                                                            sr->body.data)) == NULL ||
 	    strcmp(b->site_id, c->site_id) != 0 || b->epoch != epoch ||
 	    b->n_entries > MAX_ENTRIES) {
-		bc_client_errf(err, errlen, "boot entries answer: not a BootEntriesBody of site %s",
-		               c->site_id);
+		bc_errf(err, errlen, "boot entries answer: not a BootEntriesBody of site %s",
+		        c->site_id);
 		goto out;
 	}
 	if ((*entries = calloc(b->n_entries ? b->n_entries : 1, sizeof(**entries))) == NULL) {
@@ -204,7 +204,7 @@ int bc_client_boot_entries(const struct bc_client_pins *pins, const struct bc_si
 	}
 	for (size_t i = 0; i < b->n_entries; i++)
 		if (copy_entry(b->entries[i], &(*entries)[i]) != 0) {
-			bc_client_errf(err, errlen, "boot entries answer: an entry out of shape");
+			bc_errf(err, errlen, "boot entries answer: an entry out of shape");
 			free(*entries);
 			*entries = NULL;
 			goto out;
@@ -266,9 +266,9 @@ int bc_client_fetch_secret(const struct bc_client_pins *pins, const struct bc_si
 	    strcmp(b->kind, BC_WIRE_SECRET_DISCOVERY) != 0 ||
 	    strcmp(b->workflow_id, workflow_id) != 0 || b->secret.len == 0 ||
 	    b->secret.len > BC_WIRE_TOKEN_MAX || memchr(b->secret.data, 0, b->secret.len) != NULL) {
-		bc_client_errf(err, errlen,
-		               "discovery token answer: not a SecretResponseBody for "
-		               "that workflow");
+		bc_errf(err, errlen,
+		        "discovery token answer: not a SecretResponseBody for "
+		        "that workflow");
 		goto out;
 	}
 	if ((*token = malloc(b->secret.len + 1)) == NULL) {

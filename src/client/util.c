@@ -8,17 +8,6 @@
 #include "bc/json.h"
 #include "client/internal.h"
 
-void bc_client_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 void bc_client_show(const char *s, char out[static BC_CLIENT_SHOW_LEN])
 {
 	size_t i;
@@ -48,21 +37,21 @@ int bc_client_refused(const char *what, const char *event, long status, const ui
 	    json_is_object(j) && bc_json_get_string(j, "code", &code) != 0)
 		code = NULL;
 	if (code != NULL && strcmp(code, "permission_denied") == 0) {
-		bc_client_errf(err, errlen,
-		               "%s refused by the server (permission_denied): ask the "
-		               "operator to check the %s event",
-		               what, event);
+		bc_errf(err, errlen,
+		        "%s refused by the server (permission_denied): ask the "
+		        "operator to check the %s event",
+		        what, event);
 		rc = BC_ERR_DENIED;
 	} else if (code != NULL && strcmp(code, "invalid_argument") == 0) {
-		bc_client_errf(err, errlen,
-		               "%s refused by the server as malformed "
-		               "(invalid_argument, HTTP %ld)",
-		               what, status);
+		bc_errf(err, errlen,
+		        "%s refused by the server as malformed "
+		        "(invalid_argument, HTTP %ld)",
+		        what, status);
 		rc = BC_ERR_INVALID;
 	} else {
 		bc_client_show(code != NULL ? code : "no Connect error code", shown);
-		bc_client_errf(err, errlen, "%s failed: the server answered HTTP %ld (%s)", what,
-		               status, shown);
+		bc_errf(err, errlen, "%s failed: the server answered HTTP %ld (%s)", what, status,
+		        shown);
 		rc = status == 400 ? BC_ERR_INVALID : BC_ERR_UNAVAILABLE;
 	}
 	json_decref(j);

@@ -1,3 +1,6 @@
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "bc/err.h"
 
 const char *bc_err_str(int err)
@@ -25,4 +28,15 @@ const char *bc_err_str(int err)
 	case BC_ERR_UNSUPPORTED: return "unsupported";
 	default: return "unknown error";
 	}
+}
+
+void bc_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 }

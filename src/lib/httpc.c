@@ -38,18 +38,6 @@ struct conn {
 	size_t errlen;
 };
 
-__attribute__((format(printf, 3, 4))) static void errf(char *err, size_t errlen, const char *fmt,
-                                                       ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -204,10 +192,10 @@ static int proxy_for(const struct bc_httpc_url *u, struct bc_httpc_url *px, char
 	snprintf(buf, sizeof(buf), "%s%s", strstr(v, "://") ? "" : "http://", v);
 	if (strncasecmp(buf, "http://", 7) != 0 || bc_httpc_url_parse(buf, px, &why) != 0 ||
 	    (*px->path != '\0' && strcmp(px->path, "/") != 0)) {
-		errf(err, errlen,
-		     "the proxy %s of the environment is not an http://host:port URL (user "
-		     "information is not supported)",
-		     v);
+		bc_errf(err, errlen,
+		        "the proxy %s of the environment is not an http://host:port URL (user "
+		        "information is not supported)",
+		        v);
 		return BC_ERR_CONFIG;
 	}
 	if (!px->port_given)
@@ -226,13 +214,13 @@ static int wait_fd(struct conn *c, short events, int64_t deadline, const char *d
 
 	for (;;) {
 		if ((left = deadline - mono_ms()) <= 0) {
-			errf(c->err, c->errlen, "timed out %s", doing);
+			bc_errf(c->err, c->errlen, "timed out %s", doing);
 			return BC_ERR_UNAVAILABLE;
 		}
 		if ((r = poll(&p, 1, left > 1000000 ? 1000000 : (int)left)) > 0)
 			return 0;
 		if (r < 0 && errno != EINTR) {
-			errf(c->err, c->errlen, "poll: %s", strerror(errno));
+			bc_errf(c->err, c->errlen, "poll: %s", strerror(errno));
 			return BC_ERR_UNAVAILABLE;
 		}
 	}
@@ -255,7 +243,7 @@ static int try_addr(struct conn *c, const struct addrinfo *ai, int64_t cdeadline
 
 	c->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (c->fd < 0) {
-		errf(c->err, c->errlen, "connect to %s: %s", where, strerror(errno));
+		bc_errf(c->err, c->errlen, "connect to %s: %s", where, strerror(errno));
 		return BC_ERR_UNAVAILABLE;
 	}
 	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -272,7 +260,7 @@ static int try_addr(struct conn *c, const struct addrinfo *ai, int64_t cdeadline
 	}
 	if (e == 0)
 		return 0;
-	errf(c->err, c->errlen, "connect to %s: %s", where, lower_strerror(e, why, sizeof(why)));
+	bc_errf(c->err, c->errlen, "connect to %s: %s", where, lower_strerror(e, why, sizeof(why)));
 	return BC_ERR_UNAVAILABLE;
 }
 
@@ -289,7 +277,7 @@ static int dial(struct conn *c, const struct bc_httpc_url *to, int connect_ms)
 	snprintf(where, sizeof(where), "%s%s%s:%u", strchr(to->host, ':') ? "[" : "", to->host,
 	         strchr(to->host, ':') ? "]" : "", to->port);
 	if ((e = getaddrinfo(to->host, port, &hints, &ai)) != 0) {
-		errf(c->err, c->errlen, "cannot resolve %s: %s", to->host, gai_strerror(e));
+		bc_errf(c->err, c->errlen, "cannot resolve %s: %s", to->host, gai_strerror(e));
 		return BC_ERR_UNAVAILABLE;
 	}
 	for (a = ai; a != NULL; a = a->ai_next) {
@@ -420,8 +408,8 @@ static int ssl_wait(struct conn *c, int r, const char *doing)
 		return wait_fd(c, POLLIN, c->deadline, doing);
 	if (e == SSL_ERROR_WANT_WRITE)
 		return wait_fd(c, POLLOUT, c->deadline, doing);
-	errf(c->err, c->errlen, "TLS: %s: %s", doing,
-	     ssl_why(why, sizeof(why), e == SSL_ERROR_SYSCALL ? saved : 0));
+	bc_errf(c->err, c->errlen, "TLS: %s: %s", doing,
+	        ssl_why(why, sizeof(why), e == SSL_ERROR_SYSCALL ? saved : 0));
 	return BC_ERR_UNAVAILABLE;
 }
 
@@ -442,24 +430,24 @@ static int handshake(struct conn *c, const struct bc_httpc_req *req, const char 
 	int r, rc;
 
 	if (ctx == NULL) {
-		errf(c->err, c->errlen, "TLS: no CA certificate could be read from %s",
-		     req->ca_pem != NULL ? "the CA bundle given"
-		     : req->ca_file      ? req->ca_file
-		                         : "the system store");
+		bc_errf(c->err, c->errlen, "TLS: no CA certificate could be read from %s",
+		        req->ca_pem != NULL ? "the CA bundle given"
+		        : req->ca_file      ? req->ca_file
+		                            : "the system store");
 		return BC_ERR_CONFIG;
 	}
 	c->ssl = SSL_new(ctx);
 	SSL_CTX_free(ctx);
 	if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 || expect_host(c->ssl, host) != 0) {
-		errf(c->err, c->errlen, "TLS: cannot set up a connection");
+		bc_errf(c->err, c->errlen, "TLS: cannot set up a connection");
 		return BC_ERR_INTERNAL;
 	}
 	if (req->verify_time != 0)
 		X509_VERIFY_PARAM_set_time(SSL_get0_param(c->ssl), req->verify_time);
 	while ((r = SSL_connect(c->ssl)) != 1) {
 		if ((v = SSL_get_verify_result(c->ssl)) != X509_V_OK) {
-			errf(c->err, c->errlen, "TLS: certificate verify failed: %s",
-			     X509_verify_cert_error_string(v));
+			bc_errf(c->err, c->errlen, "TLS: certificate verify failed: %s",
+			        X509_verify_cert_error_string(v));
 			ERR_clear_error();
 			return BC_ERR_VERIFY;
 		}
@@ -487,8 +475,8 @@ static int conn_write(struct conn *c, const char *p, size_t n)
 			}
 		} else if ((s = send(c->fd, p, n, MSG_NOSIGNAL)) < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-				errf(c->err, c->errlen, "cannot send the request: %s",
-				     lower_strerror(errno, why, sizeof(why)));
+				bc_errf(c->err, c->errlen, "cannot send the request: %s",
+				        lower_strerror(errno, why, sizeof(why)));
 				return BC_ERR_UNAVAILABLE;
 			}
 			if ((rc = wait_fd(c, POLLOUT, c->deadline, "sending the request")) != 0)
@@ -532,8 +520,8 @@ static ssize_t conn_read(void *arg, char *p, size_t n)
 		if ((errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
 		    wait_fd(c, POLLIN, c->deadline, "waiting for the answer") != 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				errf(c->err, c->errlen, "cannot read the answer: %s",
-				     strerror(errno));
+				bc_errf(c->err, c->errlen, "cannot read the answer: %s",
+				        strerror(errno));
 			return -1;
 		}
 	}
@@ -602,11 +590,11 @@ static int tunnel(struct conn *c, const struct bc_httpc_url *u, const struct bc_
 	c->err[0] = '\0';
 	rc = bc_httpc_read_reply(&src, 0, 1, &r, &why);
 	if (rc == 0 && (r.status < 200 || r.status > 299)) {
-		errf(c->err, c->errlen, "the proxy %s:%u refused CONNECT %s: status %d", px->host,
-		     px->port, hp, r.status);
+		bc_errf(c->err, c->errlen, "the proxy %s:%u refused CONNECT %s: status %d",
+		        px->host, px->port, hp, r.status);
 		rc = BC_ERR_UNAVAILABLE;
 	} else if (rc != 0 && c->err[0] == '\0') {
-		errf(c->err, c->errlen, "the proxy %s:%u: %s", px->host, px->port, why);
+		bc_errf(c->err, c->errlen, "the proxy %s:%u: %s", px->host, px->port, why);
 	}
 	bc_httpc_resp_free(&r);
 	return rc;
@@ -620,7 +608,7 @@ static int exchange(struct conn *c, const struct bc_httpc_req *req, struct bc_ht
 	int rc, proxied = 0;
 
 	if ((rc = bc_httpc_url_parse(req->url, &u, &why)) != 0) {
-		errf(c->err, c->errlen, "%s", why);
+		bc_errf(c->err, c->errlen, "%s", why);
 		return rc;
 	}
 	if (req->use_proxy && (proxied = proxy_for(&u, &px, c->err, c->errlen)) < 0)
@@ -636,9 +624,9 @@ static int exchange(struct conn *c, const struct bc_httpc_req *req, struct bc_ht
 	rc = bc_httpc_read_reply(&src, req->max,
 	                         req->method != NULL && !strcmp(req->method, "HEAD"), resp, &why);
 	if (rc == BC_ERR_LIMIT && resp->head != NULL)
-		errf(c->err, c->errlen, "answer larger than %zu bytes", req->max);
+		bc_errf(c->err, c->errlen, "answer larger than %zu bytes", req->max);
 	else if (rc != 0 && c->err[0] == '\0')
-		errf(c->err, c->errlen, "the answer has %s", why);
+		bc_errf(c->err, c->errlen, "the answer has %s", why);
 	return rc;
 }
 

@@ -36,6 +36,23 @@ listing() { (cd "$1" 2>/dev/null && ls -A | sort | tr '\n' ' ') || true; }
 # status_field NAME FIELD
 status_field() { bcd status --json --config "$T/$1/config.toml" | json_get "[\"$2\"]"; }
 
+# node_renewing NAME LOG: bcd node for NAME, renewing every second (and retrying after
+# a second), in the background, its log LOG, its pid NODE_PID (in PIDS); back once it
+# renewed, within 30 s
+node_renewing() {
+	local name=$1 log=$2 s0
+	s0=$(status_field "$name" serial)
+	BCD_RENEW_AFTER=1s BCD_RETRY_BASE=1s "$BIN/bcd" node --config "$T/$name/config.toml" >"$log" 2>&1 &
+	NODE_PID=$!
+	PIDS="$PIDS $NODE_PID"
+	for _ in $(seq 1 300); do
+		[ "$(status_field "$name" serial)" != "$s0" ] && return 0
+		kill -0 "$NODE_PID" 2>/dev/null || fail "bcd node exited: $(cat "$log")"
+		sleep 0.1
+	done
+	fail "no renewal within 30 s: $(cat "$log")"
+}
+
 # site_serve NAME SITE_ID [LINES]: NAME, a joined site node, serves SITE_ID's boot
 # scripts with bcd site (unknown machines welcome; LINES more of its [site] table) on a
 # free port, BOOT_PORT, its log NAME.log, its pid SITE_PID (in PIDS); back once it

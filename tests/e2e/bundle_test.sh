@@ -66,16 +66,7 @@ python3 "$HERE/bundle_client.py" "$URL" other.example m1/data/node.crt --refuse 
 grep -q "not one SPIFFE ID in other.example" td.err || fail "refused for another reason: $(cat td.err)"
 
 # renewed certificates verify against the same bundle
-S0=$(status_field m1 serial)
-BCD_RENEW_AFTER=1s BCD_RETRY_BASE=1s "$BIN/bcd" node --config m1/config.toml >node.log 2>&1 &
-NODE_PID=$!
-PIDS="$PIDS $NODE_PID"
-for _ in $(seq 1 300); do
-	[ "$(status_field m1 serial)" != "$S0" ] && break
-	kill -0 "$NODE_PID" 2>/dev/null || fail "bcd node exited: $(cat node.log)"
-	sleep 0.1
-done
-[ "$(status_field m1 serial)" != "$S0" ] || fail "no renewal: $(cat node.log)"
+node_renewing m1 node.log
 kill -TERM "$NODE_PID"
 wait "$NODE_PID" || fail "bcd node exited non-zero: $(cat node.log)"
 PIDS=$(echo "$PIDS" | sed "s/ $NODE_PID//")

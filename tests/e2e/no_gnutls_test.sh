@@ -27,16 +27,7 @@ bcd_machine m1
 grep -rqs '"https://127.0.0.1' m1 || fail "the machine's pins do not name the https server"
 new_token var/t1
 bcd join --config m1/config.toml --token-file var/t1 >join.out || fail "join: $(cat join.out)"
-S0=$(status_field m1 serial)
-BCD_RENEW_AFTER=1s "$BIN/bcd" node --config m1/config.toml >node.log 2>&1 &
-NODE_PID=$!
-PIDS="$PIDS $NODE_PID"
-for _ in $(seq 1 300); do
-	[ "$(status_field m1 serial)" != "$S0" ] && break
-	kill -0 "$NODE_PID" 2>/dev/null || fail "bcd node exited: $(cat node.log)"
-	sleep 0.1
-done
-[ "$(status_field m1 serial)" != "$S0" ] || fail "no renewal within 30 s: $(cat node.log)"
+node_renewing m1 node.log
 maps_clean "$NODE_PID" "a running bcd node"
 maps_clean "$SERVER_PID" "a serving SQLite server"
 kill -TERM "$NODE_PID"
