@@ -162,7 +162,9 @@ struct bcd_identity {
  * against it (the leaf names its node id, role and trust domain; the node key is the
  * leaf's). A node.key.next that matches the leaf while node.key does not (a renewal
  * cut short between its renames) is used (key_from_next), and nothing is written.
- * BC_ERR_NOT_FOUND when there is no identity.json. Free with bcd_identity_free. */
+ * A mismatch read while node.crt was replaced (a renewal of bcd node beside the
+ * reader) is read again, up to five times. BC_ERR_NOT_FOUND when there is no
+ * identity.json. Free with bcd_identity_free. */
 BC_WUR int bcd_identity_load(const struct bcd_config *cfg, struct bcd_identity *id,
                              struct bcd_msg *m);
 /* For bcd node: a loaded identity whose key came from node.key.next gets it renamed
