@@ -46,8 +46,9 @@
  *
  * --floor: last, what any operation costs here besides its own work, in the same run:
  * floor_server_cpu_ms_per_request, the servers' CPU per HTTP request on a fresh
- * connection to a path no route serves (404: accept, parse, answer, close; at least
- * 2000 of them, from the clients at once); floor_cpu_ms_per_commit (SQLite only), this
+ * connection to a path no route serves (404: accept, parse, answer, close; for an https
+ * URL a full TLS handshake first, under the pinned CA; at least 2000 of them, from the
+ * clients at once); floor_cpu_ms_per_commit (SQLite only), this
  * process's CPU per durable one-row commit to a new database beside --database (WAL,
  * synchronous=FULL, as the server's store): the write and fsync of a commit on this
  * disk, before group commit shares it among the writers.
@@ -760,19 +761,22 @@ static int handshake_cost(double sign_ms, double *out)
 
 struct floor_worker {
 	const struct opts *o;
+	const char *ca_pem; /* the pinned CA, for https URLs */
 	long n;
 	long failed;
 };
 
 /* n requests to a path no route serves, each on a fresh connection as an agent's is:
- * the server's accept, HTTP parsing, answer and close, with nothing else done. */
+ * the server's accept (over https, a full TLS handshake), HTTP parsing, answer and
+ * close, with nothing else done. */
 static void *floor_main(void *arg)
 {
 	struct floor_worker *w = arg;
 	char url[512], err[256];
 
 	for (long i = 0; i < w->n; i++) {
-		struct bc_httpc_req q = {.url = url, .timeout_ms = 30000, .max = 1 << 16};
+		struct bc_httpc_req q = {
+		    .url = url, .ca_pem = w->ca_pem, .timeout_ms = 30000, .max = 1 << 16};
 		struct bc_httpc_resp r;
 		snprintf(url, sizeof(url), "%s/bench-floor", w->o->urls[(size_t)i % w->o->n_urls]);
 		if (bc_httpc_run(&q, &r, err, sizeof(err)) != 0)
@@ -788,7 +792,7 @@ static void *floor_main(void *arg)
 
 /* The servers' CPU per request answered, over n requests from the clients at once;
  * -1 unknown. A request that got no 404 (said on stderr) is left out of the count. */
-static double http_floor(const struct opts *o, long n)
+static double http_floor(const struct opts *o, const char *ca_pem, long n)
 {
 	struct floor_worker w[64];
 	pthread_t th[64];
@@ -796,7 +800,7 @@ static double http_floor(const struct opts *o, long n)
 	double cpu0 = servers_cpu_ms(o), cpu1;
 
 	for (long i = 0; i < k; i++) {
-		w[i] = (struct floor_worker){.o = o, .n = n / k + (i < n % k)};
+		w[i] = (struct floor_worker){.o = o, .ca_pem = ca_pem, .n = n / k + (i < n % k)};
 		if (pthread_create(&th[i], NULL, floor_main, &w[i]) != 0)
 			return -1;
 	}
@@ -1027,7 +1031,7 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 			printf(" tls_handshake_crypto_ms=%.3f", hs);
 	}
 	if (o->floor) {
-		double http = o->n_pids > 0 ? http_floor(o, o->joins < 2000 ? 2000 : o->joins) : -1;
+		double http = o->n_pids > 0 ? http_floor(o, r->pins.ca_bundle_pem, o->joins < 2000 ? 2000 : o->joins) : -1;
 		double commit =
 		    strncmp(o->database, "postgres", 8) != 0 ? commit_floor(o->database) : -1;
 		if (http >= 0)

@@ -175,8 +175,9 @@ U=$(init sqt https)
 serve sqt
 "$BIN/better-compute" daemon config --server "$U" --api-key-file sqt/admin.key --force \
 	--ca-file sqt/tls-ca.pem --out pins.json >/dev/null
-BENCH_TLS=1 report "SQLite, 1 replica, TLS" "$T/sqt/bc.db" "$T/sqt/admin.key" "$U"
+BENCH_TLS=1 BC_LOAD_EXTRA="--floor" report "SQLite, 1 replica, TLS" "$T/sqt/bc.db" "$T/sqt/admin.key" "$U"
 HS=$(field "$OUT" tls_handshake_crypto_ms)
+FLOOR_TLS=$(field "$OUT" floor_server_cpu_ms_per_request)
 TLS_LOAD_J=$(field "$OUT" load_cpu_ms_per_join)
 TLS_LOAD_R=$(field "$OUT" load_cpu_ms_per_renew)
 stop_all
@@ -212,6 +213,8 @@ pg_runs
 echo "  floor, in the same run: a request on a fresh connection answered with nothing done costs"
 echo "  $FLOOR_REQ ms of server CPU; a durable one-row SQLite commit $FLOOR_COMMIT ms (bc-load --floor)"
 echo "  the load generator beside the server on the same CPUs: $LOAD_J ms of CPU per join, $LOAD_R per renewal"
+echo "  over TLS, a request on a fresh connection (a full TLS 1.3 handshake) answered with nothing"
+echo "  done costs $FLOOR_TLS ms of server CPU (bc-load --floor)"
 echo "  a TLS 1.3 handshake's server crypto, in the same run: $HS ms (in the TLS rows' crypto column)"
 echo "  the load generator over TLS (bc/httpc.h, bcd's client): $TLS_LOAD_J ms of CPU per join,"
 echo "  $TLS_LOAD_R per renewal"

@@ -22,8 +22,11 @@ void http_queue_push(struct bc_http *s, struct http_conn *c)
 	else
 		s->q_head = c;
 	s->q_tail = c;
-	pthread_cond_signal(&s->qcond);
 	pthread_mutex_unlock(&s->qlock);
+	/* signalled after the unlock: a worker woken while the lock is still held would
+	 * only block on it again (two switches for one hand-off when the server has one
+	 * CPU) */
+	pthread_cond_signal(&s->qcond);
 }
 
 static struct http_conn *queue_pop(struct bc_http *s)

@@ -423,8 +423,8 @@ static int writer_finish(struct sl_conn *c, struct sl_member *member)
 	if (can_pass && st->batch_open && !st->batch_broken && st->waiting > 0 &&
 	    st->batch_members < MAX_BATCH) {
 		st->writing = 0;
-		pthread_cond_signal(&st->cv);
 		pthread_mutex_unlock(&st->mu);
+		pthread_cond_signal(&st->cv);
 		if (member == NULL)
 			return 0;
 		while (sem_wait(&member->sem) != 0 && errno == EINTR)
@@ -454,8 +454,8 @@ static int writer_finish(struct sl_conn *c, struct sl_member *member)
 	st->batch_open = 0;
 	st->batch_broken = 0;
 	st->writing = 0;
-	pthread_cond_signal(&st->cv);
 	pthread_mutex_unlock(&st->mu);
+	pthread_cond_signal(&st->cv);
 	/* a member's frame may be gone once it is posted: its next is read first */
 	for (struct sl_member *m = list; m != NULL; m = next) {
 		next = m->next;
