@@ -1031,7 +1031,9 @@ static void print_run(const struct run *r, const struct phase *join, const struc
 			printf(" tls_handshake_crypto_ms=%.3f", hs);
 	}
 	if (o->floor) {
-		double http = o->n_pids > 0 ? http_floor(o, r->pins.ca_bundle_pem, o->joins < 2000 ? 2000 : o->joins) : -1;
+		double http = o->n_pids > 0 ? http_floor(o, r->pins.ca_bundle_pem,
+		                                         o->joins < 2000 ? 2000 : o->joins)
+		                            : -1;
 		double commit =
 		    strncmp(o->database, "postgres", 8) != 0 ? commit_floor(o->database) : -1;
 		if (http >= 0)
