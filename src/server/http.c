@@ -217,6 +217,8 @@ out:
  * connection holds little. No session tickets and no session cache: an agent makes a
  * new client for each call (it would never resume), and a ticket costs an encryption
  * per handshake and a cache entry a lock. */
+#define TLS13_SUITES "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
 static int tls_ctx_new(const char *cert_pem, const char *key_pem, SSL_CTX **out)
 {
 	SSL_CTX *ctx;
@@ -229,6 +231,15 @@ static int tls_ctx_new(const char *cert_pem, const char *key_pem, SSL_CTX **out)
 	(void)SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	/* TLS 1.3: AES-128-GCM with SHA-256 first (OpenSSL's own order puts AES-256-GCM with
+	 * SHA-384 first). The key schedule and the transcript then run on SHA-256, which
+	 * this hardware computes with its SHA instructions and SHA-384 without: 3.5% fewer
+	 * instructions in a server's handshake, by callgrind (docs/performance.md). The
+	 * others stay, for a client that offers only them. */
+	if (SSL_CTX_set_ciphersuites(ctx, TLS13_SUITES) != 1) {
+		SSL_CTX_free(ctx);
+		return BC_ERR_CRYPTO;
+	}
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 	                          SSL_MODE_RELEASE_BUFFERS);
 	if (tls_load(ctx, cert_pem, key_pem) != 0) {

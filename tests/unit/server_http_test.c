@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -516,6 +517,56 @@ static int raw_request(struct bc_http *srv, const char *req, size_t len)
 	return status;
 }
 
+/* The TLS 1.3 suite a client offering `suites` (NULL: OpenSSL's default list, which
+ * puts AES-256-GCM first) gets from srv, or "" when the handshake fails. */
+static const char *tls_suite_with(struct bc_http *srv, const char *suites, char *out, size_t n)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl;
+	int fd = raw_connect(srv);
+
+	assert_non_null(ctx);
+	assert_int_equal(SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION), 1);
+	if (suites != NULL)
+		assert_int_equal(SSL_CTX_set_ciphersuites(ctx, suites), 1);
+	/* the server's certificate is not checked here: only the suite is */
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	assert_non_null(ssl = SSL_new(ctx));
+	assert_int_equal(SSL_set_fd(ssl, fd), 1);
+	snprintf(out, n, "%s", SSL_connect(ssl) == 1 ? SSL_get_cipher_name(ssl) : "");
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	return out;
+}
+
+/* The server prefers TLS_AES_128_GCM_SHA256 (a key schedule on SHA-256) and still
+ * serves a client that offers only another TLS 1.3 suite. */
+static void test_tls13_suite_preference(void **state)
+{
+	static const char *const hosts[] = {"127.0.0.1"};
+	char *cert = NULL, *key = NULL, err[256], got[64];
+	struct seen s = {0};
+	struct bc_http *srv = NULL;
+	bc_pki *pki = NULL;
+
+	(void)state;
+	assert_int_equal(bc_pki_generate("test.example", &pki), 0);
+	assert_int_equal(bc_pki_server_tls_cert(pki, hosts, 1, &cert, &key), 0);
+	struct bc_http_config cfg = {
+	    .listen = "127.0.0.1:0", .tls_cert_pem = cert, .tls_key_pem = key};
+	assert_int_equal(bc_http_start(&cfg, handler, &s, &srv, err, sizeof(err)), 0);
+	assert_string_equal(tls_suite_with(srv, NULL, got, sizeof(got)), "TLS_AES_128_GCM_SHA256");
+	assert_string_equal(tls_suite_with(srv, "TLS_AES_256_GCM_SHA384", got, sizeof(got)),
+	                    "TLS_AES_256_GCM_SHA384");
+	assert_string_equal(tls_suite_with(srv, "TLS_CHACHA20_POLY1305_SHA256", got, sizeof(got)),
+	                    "TLS_CHACHA20_POLY1305_SHA256");
+	bc_http_stop(srv);
+	free(cert);
+	free(key);
+	bc_pki_free(pki);
+}
+
 /* A body framed two ways is read one way by us and another by a proxy in front of us
  * (request smuggling): 400, and the handler never sees it. */
 static void test_ambiguous_framing_is_400(void **state)
@@ -952,6 +1003,7 @@ int main(void)
 	    cmocka_unit_test(test_ipv6_loopback),
 	    cmocka_unit_test(test_helpers),
 	    cmocka_unit_test(test_tls_with_pinned_ca),
+	    cmocka_unit_test(test_tls13_suite_preference),
 	    cmocka_unit_test(test_stop_lets_inflight_finish),
 	    cmocka_unit_test(test_ambiguous_framing_is_400),
 	    cmocka_unit_test(test_the_front_end_reads_strictly),
