@@ -102,6 +102,13 @@ int cli_error(struct cli *c, int rc, const char *code, const char *fmt, ...)
 /* A usage error (exit 2): the message, then the command's usage. */
 int cli_usage(struct cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The server.toml of a command that works on the store or the PKI without a server:
+ * --config, else ./var/server.toml when it exists (what `better-compute init` makes
+ * here; the API commands find their server from it the same way), in *out. Without
+ * either, a usage error that says what the file is for (`what`: "whose store to
+ * read", ...), and its code. */
+BC_WUR int cli_config_path(struct cli *c, const char *what, const char **out);
+
 /* the admin API (cli_conn.c, cli_api.c) */
 /* Resolves the server URL, the API key and the CA file (once). */
 BC_WUR int cli_connect(struct cli *c);

@@ -56,6 +56,19 @@ out:
 	return rc;
 }
 
+int cli_config_path(struct cli *c, const char *what, const char **out)
+{
+	if ((*out = cli_opt(c, "config")) != NULL)
+		return 0;
+	if (cli_exists(VAR_CONFIG)) {
+		*out = VAR_CONFIG;
+		return 0;
+	}
+	return cli_usage(c,
+	                 "--config is missing and there is no ./%s here: name the server.toml %s",
+	                 VAR_CONFIG, what);
+}
+
 /* An API key must never travel in clear text beyond this machine. */
 static int check_server_url(struct cli *c, const char *from)
 {

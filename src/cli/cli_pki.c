@@ -104,7 +104,7 @@ static int load_or_make_secret(struct cli *c, const char *path, uint8_t secret[s
 
 int cli_cmd_pki_init(struct cli *c)
 {
-	const char *config = cli_opt(c, "config"), *td = cli_opt(c, "trust-domain");
+	const char *config, *td = cli_opt(c, "trust-domain");
 	struct bc_server_config cfg;
 	uint8_t secret[32];
 	bc_pki *pki = NULL;
@@ -112,9 +112,8 @@ int cli_cmd_pki_init(struct cli *c)
 	int rc, created = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (config == NULL)
-		return cli_usage(c, "--config is missing: name the server.toml whose pki_bundle "
-		                    "to write");
+	if ((rc = cli_config_path(c, "whose pki_bundle to write", &config)) != 0)
+		return rc;
 	if ((rc = bc_server_config_load(config, &cfg, err, sizeof(err))) != 0)
 		return cli_fail(c, rc, "%s; check --config", err);
 	if (cli_exists(cfg.pki_bundle)) {
@@ -147,16 +146,15 @@ out:
  * needed), for a relying party set up before the server runs. */
 int cli_cmd_pki_bundle(struct cli *c)
 {
-	const char *config = cli_opt(c, "config");
+	const char *config;
 	struct bc_server_config cfg;
 	bc_pki *pki = NULL;
 	char err[512], *out = NULL;
 	int rc;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (config == NULL)
-		return cli_usage(c, "--config is missing: name the server.toml whose pki_bundle "
-		                    "to read");
+	if ((rc = cli_config_path(c, "whose pki_bundle to read", &config)) != 0)
+		return rc;
 	if ((rc = bc_server_config_load(config, &cfg, err, sizeof(err))) != 0)
 		return cli_fail(c, rc, "%s; check --config", err);
 	if ((rc = bc_server_pki_load(&cfg, &pki, err, sizeof(err))) != 0) {
@@ -276,7 +274,7 @@ static void check_tls(struct checks *k, const struct bc_server_config *cfg, cons
 
 int cli_cmd_pki_check(struct cli *c)
 {
-	const char *config = cli_opt(c, "config");
+	const char *config;
 	struct bc_server_config cfg;
 	struct checks k = {0};
 	struct bc_node_cas *cas;
@@ -286,8 +284,8 @@ int cli_cmd_pki_check(struct cli *c)
 	int rc;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (config == NULL)
-		return cli_usage(c, "--config is missing: name the server.toml to check");
+	if ((rc = cli_config_path(c, "to check", &config)) != 0)
+		return rc;
 	if ((rc = bc_server_config_load(config, &cfg, err, sizeof(err))) != 0)
 		return cli_fail(c, rc, "%s; check --config", err);
 	if ((rc = bc_server_pki_load(&cfg, &pki, err, sizeof(err))) != 0) {

@@ -36,7 +36,7 @@ static void rot_free(struct rot *r)
  * the secret and the store, with generation 1 of each kind seeded. */
 static int rot_open(struct cli *c, struct rot *r, int kind_arg)
 {
-	const char *config = cli_opt(c, "config");
+	const char *config;
 	char err[512] = "";
 	int rc;
 
@@ -46,9 +46,8 @@ static int rot_open(struct cli *c, struct rot *r, int kind_arg)
 		                 "\"%s\": not a key that rotates: name node-ca, join-signing or "
 		                 "join-encryption",
 		                 c->args[0]);
-	if (config == NULL)
-		return cli_usage(c,
-		                 "--config is missing: name the server.toml whose store to change");
+	if ((rc = cli_config_path(c, "whose store to use", &config)) != 0)
+		return rc;
 	if ((rc = bc_server_config_load(config, &r->cfg, err, sizeof(err))) != 0)
 		return cli_fail(c, rc, "%s; check --config", err);
 	if ((rc = bc_server_pki_load(&r->cfg, &r->pki, err, sizeof(err))) != 0 ||

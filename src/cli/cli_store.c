@@ -48,15 +48,15 @@ int cli_cmd_prune(struct cli *c)
 	struct bc_server_config cfg;
 	struct bc_prune_opts o = {0};
 	struct bc_prune_counts n;
-	const char *path = cli_opt(c, "config");
+	const char *path;
 	bc_store *st = NULL;
 	char err[512] = "";
 	int64_t days = 0, audit_days = 0;
 	int batch_given = 0, given = 0, audit_given = 0, rc;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (path == NULL)
-		return cli_usage(c, "--config server.toml is required");
+	if ((rc = cli_config_path(c, "whose database to prune", &path)) != 0)
+		return rc;
 	if ((rc = cli_opt_int(c, "batch", 1, 1000000, &o.batch, &batch_given)) != 0 ||
 	    (rc = cli_opt_int(c, "events-days", 0, 36500, &days, &given)) != 0 ||
 	    (rc = cli_opt_int(c, "audit-days", 0, 36500, &audit_days, &audit_given)) != 0)
@@ -152,14 +152,14 @@ out:
  * below may change a database that a server of another version serves. */
 static int open_config_store(struct cli *c, struct bc_server_config *cfg, bc_store **st)
 {
-	const char *path = cli_opt(c, "config");
+	const char *path;
 	char err[512] = "";
 	int rc;
 
 	memset(cfg, 0, sizeof(*cfg));
 	*st = NULL;
-	if (path == NULL)
-		return cli_usage(c, "--config server.toml is required");
+	if ((rc = cli_config_path(c, "whose database to use", &path)) != 0)
+		return rc;
 	if ((rc = bc_server_config_load(path, cfg, err, sizeof(err))) != 0)
 		return cli_fail(c, rc, "%s", err);
 	/* opening a missing SQLite path would create an empty store */

@@ -22,6 +22,10 @@ static int cli_cmd_completion(struct cli *c);
 	"  --cursor C           the page a nextCursor or prevCursor names (--json shows both;\n"   \
 	"                       a full page prints the next --cursor on stderr)\n"
 
+/* the --config of the commands that work on the store or the PKI without a server
+ * (cli_config_path) */
+#define CONFIG_DEFAULT "                       (default: ./var/server.toml, when it exists)\n"
+
 static const struct cli_cmd commands[] = {
     {"init", NULL,
      "[--dir var] [--trust-domain bc.internal] [--listen 127.0.0.1:8080] [--public-url URL]",
@@ -40,11 +44,11 @@ static const struct cli_cmd commands[] = {
      "print a bash completion script (source it, or put it in /etc/bash_completion.d)", "", 1, 1, 0,
      cli_cmd_completion, NULL, 0},
     {"serve", NULL, "--config server.toml", "run the control plane", "", 0, 0, 0, NULL, NULL, 0},
-    {"prune", NULL, "--config server.toml [--batch 5000] [--events-days N] [--audit-days N]",
+    {"prune", NULL, "[--config server.toml] [--batch 5000] [--events-days N] [--audit-days N]",
      "delete expired and spent rows, old events and audit rows from the store (no server "
      "needed)",
      "config= batch= events-days= audit-days=", 0, 0, 0, cli_cmd_prune,
-     "  --config FILE        the server.toml whose database to prune\n"
+     "  --config FILE        the server.toml whose database to prune\n" CONFIG_DEFAULT
      "  --batch N            rows per transaction (default 5000)\n"
      "  --events-days N      delete events older than N days (default: event_retention_days\n"
      "                       of server.toml, 90; 0 keeps every event)\n"
@@ -64,78 +68,83 @@ static const struct cli_cmd commands[] = {
      "  --batch N            rows per INSERT (default 500)\n"
      "The target is written in one transaction: a copy that fails leaves it empty.\n",
      0},
-    {"store", "migrate", "--config server.toml [--check]",
+    {"store", "migrate", "[--config server.toml] [--check]",
      "apply the schema migrations this better-compute holds, or list them (--check)",
      "config= check", 0, 0, 0, cli_cmd_store_migrate,
-     "  --config FILE        the server.toml whose database to migrate\n"
+     "  --config FILE        the server.toml whose database to migrate\n" CONFIG_DEFAULT
      "  --check              print what would run and change nothing\n"
      "The server applies them at start too. A schema newer than this better-compute is\n"
      "refused, naming both versions.\n",
      0},
-    {"store", "backup", "--config server.toml --out FILE [--force]",
+    {"store", "backup", "[--config server.toml] --out FILE [--force]",
      "copy a SQLite store into FILE while the server runs (SQLite's online backup)",
      "config= out= force", 0, 0, 0, cli_cmd_store_backup,
-     "  --config FILE        the server.toml whose database to back up\n"
+     "  --config FILE        the server.toml whose database to back up\n" CONFIG_DEFAULT
      "  --out FILE           the copy: a new file, mode 0600, fsynced; in place only when\n"
      "                       whole\n"
      "  --force              replace FILE if it exists\n"
      "For a PostgreSQL store it exits 2: use pg_dump or pg_basebackup (docs/server.md).\n",
      0},
-    {"pki", "init", "--config server.toml [--trust-domain bc.internal]",
+    {"pki", "init", "[--config server.toml] [--trust-domain bc.internal]",
      "write the PKI bundle server.toml names, if it does not exist yet", "config= trust-domain=", 0,
      0, 0, cli_cmd_pki_init,
-     "  --config FILE        the server.toml whose pki_bundle (and secret_file) to write\n"
+     "  --config FILE        the server.toml whose pki_bundle (and secret_file) to "
+     "write\n" CONFIG_DEFAULT
      "  --trust-domain NAME  the SPIFFE trust domain (default bc.internal)\n"
      "The secret is made when secret_file does not exist. Existing keys are never\n"
      "overwritten.\n",
      0},
-    {"pki", "bundle", "--config server.toml [--spiffe]",
+    {"pki", "bundle", "[--config server.toml] [--spiffe]",
      "print the trust bundle that GET /bundle serves (the node CAs), from the PKI bundle",
      "config= spiffe", 0, 0, 0, cli_cmd_pki_bundle,
-     "  --config FILE        the server.toml whose pki_bundle (and secret_file) to read\n"
+     "  --config FILE        the server.toml whose pki_bundle (and secret_file) to "
+     "read\n" CONFIG_DEFAULT
      "  --spiffe             print it as a SPIFFE trust bundle (GET /bundle/spiffe)\n"
      "Relying parties verify node certificates against it; see docs/server.md.\n",
      0},
-    {"pki", "check", "--config server.toml",
+    {"pki", "check", "[--config server.toml]",
      "check what expires: the TLS certificate (renewed by the server or the operator's), "
      "the CAs",
      "config=", 0, 0, 0, cli_cmd_pki_check,
-     "  --config FILE        the server.toml whose [tls] cert and pki_bundle to check\n"
+     "  --config FILE        the server.toml whose [tls] cert and pki_bundle to "
+     "check\n" CONFIG_DEFAULT
      "Exit 1 when a check fails: an operator's TLS certificate expired or within 30 days\n"
      "of it (warn from two thirds of its life), a CA expired (warn within a year).\n",
      0},
-    {"pki", "rotate", "node-ca|join-signing|join-encryption --config server.toml",
+    {"pki", "rotate", "node-ca|join-signing|join-encryption [--config server.toml]",
      "prepare a new key: a node CA published in the trust bundle, or a join key announced to "
      "agents as next; it signs nothing yet",
      "config=", 1, 1, 0, cli_cmd_pki_rotate,
-     "  --config FILE        the server.toml whose store (and pki_bundle, secret_file) to use\n"
+     "  --config FILE        the server.toml whose store (and pki_bundle, secret_file) to "
+     "use\n" CONFIG_DEFAULT
      "Then `pki activate KIND` once relying parties fetched the bundle (node-ca) or agents\n"
      "renewed (join keys); see docs/server.md, \"PKI lifecycle\".\n",
      0},
-    {"pki", "activate", "node-ca|join-signing|join-encryption --config server.toml [--id N]",
+    {"pki", "activate", "node-ca|join-signing|join-encryption [--config server.toml] [--id N]",
      "make the prepared key the one that signs new node certificates, signs answers, or new "
      "tokens are sealed to",
      "config= id=", 1, 1, 0, cli_cmd_pki_activate,
-     "  --config FILE        the server.toml whose store to change\n"
+     "  --config FILE        the server.toml whose store to change\n" CONFIG_DEFAULT
      "  --id N               the generation (default: the prepared one)\n"
      "The keys before it still verify (node CA) or open tokens (join encryption) until\n"
      "retired.\n",
      0},
     {"pki", "retire",
-     "node-ca|join-signing|join-encryption --config server.toml [--id N] [--force]",
+     "node-ca|join-signing|join-encryption [--config server.toml] [--id N] [--force]",
      "retire an old key: a node CA once every certificate it signed has expired, a join key "
      "once agents renewed onto the next",
      "config= id= force", 1, 1, 0, cli_cmd_pki_retire,
-     "  --config FILE        the server.toml whose store to change\n"
+     "  --config FILE        the server.toml whose store to change\n" CONFIG_DEFAULT
      "  --id N               the generation (default: the oldest active one that no longer\n"
      "                       issues or signs; a prepared one only by --id)\n"
      "  --force              a compromised key: a node CA now although its certificates may\n"
      "                       be unexpired (they are refused from then on); the current join\n"
      "                       key (by --id), a prepared one taking over at once\n",
      0},
-    {"pki", "status", "--config server.toml",
+    {"pki", "status", "[--config server.toml]",
      "list the generations of the node CA and the join keys: state, dates", "config=", 0, 0, 0,
-     cli_cmd_pki_status, "  --config FILE        the server.toml whose store to read\n", 0},
+     cli_cmd_pki_status,
+     "  --config FILE        the server.toml whose store to read\n" CONFIG_DEFAULT, 0},
     {"api-keys", "create", "--name N [--role R] [--ttl 720h] [--tenant T]",
      "create an API key (shown once)", "name= role= ttl=", 0, 0, TNT, cli_cmd_api_keys_create,
      "  --name N             what the key is for (a person, a pipeline)\n"

@@ -5,7 +5,8 @@
 # read is refused as the server refuses its secret; nodes list --state bogus is
 # INVALID_INPUT like join-requests'; --ttl 0s is usage; an out-of-range value is said
 # in the flag's terms; --out (and --bcd-dir) never replace a file without --force,
-# and a joined machine's data_dir is never reset to the default.
+# and a joined machine's data_dir is never reset to the default. The commands on the
+# store or the PKI find ./var/server.toml without --config, and say so when it is not there.
 . "$(dirname "$0")/lib.sh"
 CLI="$BIN/better-compute"
 W="$T"
@@ -31,6 +32,18 @@ cd "$W"
 PORT=$(free_port)
 "$CLI" init --dir var --listen "127.0.0.1:$PORT" >/dev/null
 start_server var
+
+echo "== the store and PKI commands find ./var/server.toml without --config"
+run 0 "$CLI" pki status
+out_has "active (issuing)"
+run 0 "$CLI" store migrate --check
+run 0 "$CLI" prune --batch 100
+mkdir -p elsewhere
+(cd elsewhere && run 2 "$CLI" pki status)
+err_has "--config is missing and there is no ./var/server.toml here: name the server.toml"
+(cd elsewhere && run 2 "$CLI" store backup --out b.db)
+err_has "--config is missing and there is no ./var/server.toml here"
+(cd elsewhere && run 0 "$CLI" pki status --config "$W/var/server.toml")
 
 echo "== --server notaurl: usage"
 run 2 "$CLI" --server notaurl tenants list
